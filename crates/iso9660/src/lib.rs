@@ -1,0 +1,1 @@
+//! ISO9660 (skeleton).

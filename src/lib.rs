@@ -1,0 +1,1 @@
+//! agent-day2 library (skeleton).

@@ -1,0 +1,3 @@
+fn main() {
+    println!("oc agent-day2: skeleton");
+}

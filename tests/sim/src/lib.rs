@@ -1,0 +1,4 @@
+//! agent-day2-sim: a simulated OpenShift cluster (a kube API over HTTPS that the real kubectl
+//! accepts) and simulated day-2 nodes, for agent-day2's tests and demo.
+
+pub mod scenario;
