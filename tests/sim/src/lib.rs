@@ -2,3 +2,4 @@
 //! accepts) and simulated day-2 nodes, for agent-day2's tests and demo.
 
 pub mod scenario;
+pub mod seed;
