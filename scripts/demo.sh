@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The demo (README "Run the demo"): builds everything, starts the simulated OpenShift cluster in a
+# private network namespace (machine network 192.168.111.0/24, API on 192.168.111.5) and runs the
+# plugin against it through the real kubectl. Nothing leaves the namespace; it all stops at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+ensure_packages
+cargo build --workspace --quiet
+exec target/debug/agent-day2-sim netns -- scripts/demo-inner.sh "$@"

@@ -1,0 +1,24 @@
+# Sourced by scripts/test.sh and scripts/demo.sh: installs the Debian packages the tests and
+# the demo use when they are missing (root only; otherwise says what to install).
+need_pkgs() {
+  local missing=() cmd pkg
+  while [ $# -gt 0 ]; do
+    cmd=$1 pkg=$2; shift 2
+    command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" = 0 ]; then
+    echo "installing: ${missing[*]}" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "please install: ${missing[*]} (apt-get install ${missing[*]})" >&2
+    return 1
+  fi
+}
+ensure_packages() {
+  # command package ...
+  need_pkgs jq jq openssl openssl ip iproute2 unshare util-linux xz xz-utils \
+    isoinfo genisoimage xorriso xorriso
+  command -v kubectl >/dev/null 2>&1 || need_pkgs kubectl kubernetes-client
+}
