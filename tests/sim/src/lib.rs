@@ -3,3 +3,6 @@
 
 pub mod scenario;
 pub mod seed;
+pub mod baseiso;
+pub mod files;
+pub mod api;
