@@ -1,0 +1,1120 @@
+//! What agent-day2 reads from the cluster: the read-only cluster model.
+//!
+//! [`ClusterObjects`] holds the raw objects (design.md, "What the cluster tells us"), as JSON;
+//! [`ClusterModel::from_objects`] turns them into the facts add-nodes, approve and info use,
+//! purely (no I/O, unit-tested on fixtures). [`fetch`] is the thin async layer that reads the
+//! objects with the user's own credentials.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use base64::Engine;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, ResourceRef, Result};
+use crate::kube_flags::KubeTarget;
+
+/// Oldest supported OpenShift release (major, minor): the add-nodes contract with three
+/// signed tokens exists from 4.18 on (design.md "What the cluster tells us").
+pub const MIN_VERSION: (u64, u64) = (4, 18);
+
+/// Platforms (`Infrastructure.status.platformStatus.type`) where day-2 nodes can be added
+/// with a booted ISO: the agent-based installer's platforms.
+pub const SUPPORTED_PLATFORMS: [&str; 4] = ["BareMetal", "None", "External", "VSphere"];
+
+/// The raw objects read from the cluster, as JSON values (whole objects with apiVersion,
+/// kind, metadata). `None`/empty means "not there" (404, or forbidden for optional ones;
+/// see [`ClusterObjects::unreadable`]).
+#[derive(Debug, Clone, Default)]
+pub struct ClusterObjects {
+    /// `ClusterVersion/version` (required).
+    pub cluster_version: Option<Value>,
+    /// `Infrastructure/cluster` (required).
+    pub infrastructure: Option<Value>,
+    /// Secret `openshift-config/pull-secret` (required).
+    pub pull_secret: Option<Value>,
+    /// `Proxy/cluster`.
+    pub proxy: Option<Value>,
+    /// ConfigMap `openshift-config/<Proxy spec.trustedCA.name>`.
+    pub trust_bundle: Option<Value>,
+    /// `Image.config.openshift.io/cluster`.
+    pub image_config: Option<Value>,
+    /// ConfigMap `openshift-config/<Image spec.additionalTrustedCA.name>` (registry CAs, one key per registry).
+    pub additional_trusted_ca: Option<Value>,
+    /// ConfigMap `kube-system/cluster-config-v1` (install-config, older source of machine networks).
+    pub cluster_config: Option<Value>,
+    /// ImageDigestMirrorSets.
+    pub image_digest_mirror_sets: Vec<Value>,
+    /// ImageTagMirrorSets.
+    pub image_tag_mirror_sets: Vec<Value>,
+    /// Legacy ImageContentSourcePolicies.
+    pub image_content_source_policies: Vec<Value>,
+    /// ConfigMap `openshift-machine-config-operator/coreos-bootimages` (required).
+    pub coreos_bootimages: Option<Value>,
+    /// Secret `openshift-machine-api/worker-user-data-managed` (worker pointer Ignition).
+    pub worker_user_data: Option<Value>,
+    /// MachineConfigs `99-worker-ssh`, `99-worker-fips`, `50-workers-chrony-configuration` (those present).
+    pub machine_configs: Vec<Value>,
+    /// All Nodes.
+    pub nodes: Vec<Value>,
+    /// `Network.config.openshift.io/cluster`.
+    pub network: Option<Value>,
+    /// Optional reads that failed (forbidden, server error): what and why. They become warnings.
+    pub unreadable: Vec<(ResourceRef, String)>,
+}
+
+impl ClusterObjects {
+    /// Sorts loose objects (e.g. the documents of fixture YAML files) into their slots by kind
+    /// and name. Unknown kinds and other names are ignored; a list's `items` are unpacked.
+    pub fn from_values(values: impl IntoIterator<Item = Value>) -> ClusterObjects {
+        let mut o = ClusterObjects::default();
+        let mut trust_name = None;
+        let mut extra_cms = Vec::new();
+        for v in values {
+            if let Some(items) = v.get("items").and_then(Value::as_array) {
+                let sub = ClusterObjects::from_values(items.clone());
+                o.merge(sub);
+                continue;
+            }
+            let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+            let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
+            let ns = str_at(&v, "/metadata/namespace").unwrap_or_default().to_string();
+            match (kind.as_str(), ns.as_str(), name.as_str()) {
+                ("ClusterVersion", _, "version") => o.cluster_version = Some(v),
+                ("Infrastructure", _, "cluster") => o.infrastructure = Some(v),
+                ("Secret", "openshift-config", "pull-secret") => o.pull_secret = Some(v),
+                ("Secret", "openshift-machine-api", "worker-user-data-managed") => o.worker_user_data = Some(v),
+                ("Proxy", _, "cluster") => {
+                    trust_name = str_at(&v, "/spec/trustedCA/name").map(String::from);
+                    o.proxy = Some(v)
+                }
+                ("Image", _, "cluster") => o.image_config = Some(v),
+                ("Network", _, "cluster") if v["apiVersion"].as_str().unwrap_or("").starts_with("config.openshift.io") => {
+                    o.network = Some(v)
+                }
+                ("ConfigMap", "kube-system", "cluster-config-v1") => o.cluster_config = Some(v),
+                ("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages") => o.coreos_bootimages = Some(v),
+                ("ConfigMap", "openshift-config", _) => extra_cms.push(v),
+                ("ImageDigestMirrorSet", _, _) => o.image_digest_mirror_sets.push(v),
+                ("ImageTagMirrorSet", _, _) => o.image_tag_mirror_sets.push(v),
+                ("ImageContentSourcePolicy", _, _) => o.image_content_source_policies.push(v),
+                ("MachineConfig", _, "99-worker-ssh" | "99-worker-fips" | "50-workers-chrony-configuration") => {
+                    o.machine_configs.push(v)
+                }
+                ("Node", _, _) => o.nodes.push(v),
+                _ => {}
+            }
+        }
+        // ConfigMaps in openshift-config are only meaningful once we know who names them.
+        let image_ca = o.image_config.as_ref().and_then(|i| str_at(i, "/spec/additionalTrustedCA/name")).map(String::from);
+        for cm in extra_cms {
+            let name = str_at(&cm, "/metadata/name").map(String::from);
+            if name.is_some() && name == trust_name {
+                o.trust_bundle = Some(cm.clone());
+            }
+            if name.is_some() && name == image_ca {
+                o.additional_trusted_ca = Some(cm);
+            }
+        }
+        o
+    }
+
+    fn merge(&mut self, other: ClusterObjects) {
+        macro_rules! opt { ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* } }
+        opt!(cluster_version, infrastructure, pull_secret, proxy, trust_bundle, image_config,
+             additional_trusted_ca, cluster_config, coreos_bootimages, worker_user_data, network);
+        self.image_digest_mirror_sets.extend(other.image_digest_mirror_sets);
+        self.image_tag_mirror_sets.extend(other.image_tag_mirror_sets);
+        self.image_content_source_policies.extend(other.image_content_source_policies);
+        self.machine_configs.extend(other.machine_configs);
+        self.nodes.extend(other.nodes);
+        self.unreadable.extend(other.unreadable);
+    }
+}
+
+/// The read-only cluster model: everything add-nodes, approve and monitor take from the
+/// cluster, normalised. Serialises (camelCase) into the `ClusterInfo` document of `info -o json`;
+/// secret material (pull secret) is never serialised or printed by `Debug`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterModel {
+    /// Identity and endpoints.
+    pub cluster: ClusterIdentity,
+    /// Release version and image.
+    pub version: VersionInfo,
+    /// Platform and whether day-2 nodes are supported on it.
+    pub platform: PlatformInfo,
+    /// Architectures.
+    pub architecture: ArchitectureInfo,
+    /// Machine networks (CIDRs) and where they came from.
+    pub machine_networks: MachineNetworks,
+    /// The Machine Config Server endpoint new nodes fetch their config from.
+    pub machine_config_server: McsInfo,
+    /// The RHCOS live ISO for the control plane's architecture, from coreos-bootimages.
+    pub base_iso: Option<BaseIso>,
+    /// Cluster-wide proxy (Proxy/cluster status); None when unset.
+    pub proxy: Option<ProxyInfo>,
+    /// Trust bundle named by Proxy `spec.trustedCA.name`; None when unset.
+    pub trust_bundle: Option<TrustBundle>,
+    /// Registry mirrors and their CAs.
+    pub mirrors: Mirrors,
+    /// FIPS mode (MachineConfig 99-worker-fips `spec.fips`).
+    pub fips: bool,
+    /// Worker SSH keys (MachineConfig 99-worker-ssh, user core).
+    pub ssh: SshInfo,
+    /// Whether MachineConfig 50-workers-chrony-configuration exists.
+    pub chrony_configured: bool,
+    /// Cluster and service networks (Network.config/cluster).
+    pub networks: Networks,
+    /// Existing nodes: names and addresses new hosts must not collide with.
+    pub nodes: Vec<NodeInfo>,
+    /// Whether the pull secret was read and parsed (its content is never shown).
+    pub pull_secret_found: bool,
+    /// Reasons the cluster cannot take day-2 nodes (empty when it can).
+    pub problems: Vec<String>,
+    /// Things worth knowing that do not block add-nodes.
+    pub warnings: Vec<String>,
+    /// The pull secret (`.dockerconfigjson` content). Never serialised; `Debug` redacts it.
+    #[serde(skip)]
+    pub pull_secret: PullSecret,
+    /// The CoreOS stream metadata (`coreos-bootimages` data.stream) for PXE and other arches.
+    #[serde(skip)]
+    pub coreos_stream: Value,
+    /// chrony.conf for workers when MachineConfig 50-workers-chrony-configuration has one.
+    #[serde(skip)]
+    pub chrony_conf: Option<String>,
+}
+
+/// The pull secret; `Debug` prints only its length.
+#[derive(Clone, Default)]
+pub struct PullSecret(pub String);
+impl std::fmt::Debug for PullSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PullSecret(<{} bytes redacted>)", self.0.len())
+    }
+}
+
+/// Cluster identity and API endpoints.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    /// `ClusterVersion.spec.clusterID` (UUID).
+    pub id: String,
+    /// Cluster name: the label after `api.` in the API DNS name.
+    pub name: String,
+    /// Base domain: the API DNS name after `api.<name>.`.
+    pub base_domain: String,
+    /// `Infrastructure.status.apiServerURL`, e.g. `https://api.ostest.example.com:6443`.
+    #[serde(rename = "apiURL")]
+    pub api_url: String,
+    /// `Infrastructure.status.apiServerInternalURI` (or derived `https://api-int.<name>.<domain>:6443`).
+    #[serde(rename = "apiIntURL")]
+    pub api_int_url: String,
+    /// `Infrastructure.status.controlPlaneTopology`: HighlyAvailable, SingleReplica, External, ...
+    pub control_plane_topology: String,
+}
+
+/// Release version facts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct VersionInfo {
+    /// Version of the newest Completed history entry (what the control plane runs).
+    pub current: String,
+    /// Its release image pull spec.
+    pub release_image: String,
+    /// Whether `current` is 4.18 or newer (compared as numbers: 4.9 < 4.18).
+    pub supported: bool,
+    /// A newer target still being upgraded to, if any.
+    pub upgrade_in_progress: Option<UpgradeTarget>,
+}
+
+/// An upgrade that has not completed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct UpgradeTarget {
+    /// Target version.
+    pub version: String,
+    /// Target release image.
+    pub image: String,
+}
+
+/// Platform facts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlatformInfo {
+    /// As in the API: BareMetal, None, External, VSphere, AWS, ...
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Whether day-2 nodes can be added on it with agent-day2.
+    pub day2_supported: bool,
+}
+
+/// Architecture facts; names use the CoreOS spelling (x86_64, aarch64, ppc64le, s390x).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchitectureInfo {
+    /// Architecture of the control-plane nodes.
+    pub control_plane: String,
+    /// `ClusterVersion.status.desired.architecture == Multi`: hosts of another architecture may join.
+    pub multi_arch: bool,
+}
+
+/// Machine networks.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MachineNetworks {
+    /// CIDRs, e.g. `192.168.111.0/24`; empty when the cluster has none.
+    pub cidrs: Vec<String>,
+    /// `infrastructure` (spec.platformSpec.baremetal.machineNetworks), `install-config`
+    /// (kube-system/cluster-config-v1), or `none`.
+    pub source: String,
+}
+
+/// Machine Config Server endpoint.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct McsInfo {
+    /// e.g. `https://api-int.ostest.example.com:22623/config/worker`.
+    pub url: String,
+    /// Whether the pointer Ignition carried the MCS CA.
+    pub ca_found: bool,
+    /// `worker-user-data-managed` (read from the pointer Ignition) or `derived` (from api-int).
+    pub source: String,
+    /// The CA PEM when found.
+    #[serde(skip)]
+    pub ca_pem: Option<String>,
+}
+
+/// Base ISO from coreos-bootimages.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BaseIso {
+    /// CoreOS architecture name.
+    pub architecture: String,
+    /// Download URL.
+    pub location: String,
+    /// Lowercase hex sha256 of the ISO.
+    pub sha256: String,
+    /// RHCOS build, e.g. `418.94.202501221327-0`.
+    pub release: Option<String>,
+}
+
+/// Proxy settings (Proxy/cluster status).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ProxyInfo {
+    pub http_proxy: Option<String>,
+    pub https_proxy: Option<String>,
+    /// The computed (complete) noProxy of the status.
+    pub no_proxy: Option<String>,
+}
+
+/// Trust bundle ConfigMap.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TrustBundle {
+    /// Name of the ConfigMap in openshift-config.
+    pub config_map: String,
+    /// Whether it was read.
+    pub found: bool,
+    /// Number of certificates in `ca-bundle.crt`.
+    pub certificates: usize,
+    /// The PEM bundle.
+    #[serde(skip)]
+    pub pem: Option<String>,
+}
+
+/// Mirror configuration.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Mirrors {
+    /// ImageDigestMirrorSet entries.
+    pub digest_mirrors: Vec<MirrorEntry>,
+    /// ImageTagMirrorSet entries.
+    pub tag_mirrors: Vec<MirrorEntry>,
+    /// Legacy ImageContentSourcePolicy entries (digest mirrors).
+    pub legacy_content_sources: Vec<MirrorEntry>,
+    /// Name of the ConfigMap of registry CAs (Image.config spec.additionalTrustedCA), if set.
+    pub additional_trusted_ca: Option<String>,
+    /// Registries that have a CA in that ConfigMap (its keys, `..` turned back into `:`).
+    pub trusted_ca_registries: Vec<String>,
+    /// Registry host → PEM, from the additionalTrustedCA ConfigMap.
+    #[serde(skip)]
+    pub registry_cas: BTreeMap<String, String>,
+}
+
+/// One mirrored source.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MirrorEntry {
+    /// Source repository, e.g. `quay.io/openshift-release-dev/ocp-release`.
+    pub source: String,
+    /// Mirrors in order of preference.
+    pub mirrors: Vec<String>,
+    /// `mirrorSourcePolicy` (AllowContactingSource / NeverContactSource) when set.
+    pub mirror_source_policy: Option<String>,
+}
+
+/// SSH keys.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SshInfo {
+    /// Whether at least one key was found.
+    pub key_present: bool,
+    /// The public keys (public, not secret).
+    pub keys: Vec<String>,
+}
+
+/// Cluster networks.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Networks {
+    /// Pod networks (CIDRs).
+    pub cluster_networks: Vec<String>,
+    /// Service networks (CIDRs).
+    pub service_networks: Vec<String>,
+    /// OVNKubernetes, ...
+    pub network_type: Option<String>,
+}
+
+/// One existing node.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeInfo {
+    pub name: String,
+    /// `status.addresses` (type, address).
+    pub addresses: Vec<NodeAddress>,
+    /// Roles from `node-role.kubernetes.io/<role>` labels, sorted.
+    pub roles: Vec<String>,
+    /// CoreOS architecture name (normalised from the Go name).
+    pub architecture: String,
+}
+
+/// A node address.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NodeAddress {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub address: String,
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+/// Normalises Go architecture names (amd64, arm64) to CoreOS ones (x86_64, aarch64);
+/// CoreOS names and ppc64le/s390x pass through.
+pub fn normalize_arch(a: &str) -> String {
+    match a.to_ascii_lowercase().as_str() {
+        "amd64" | "x86_64" => "x86_64".into(),
+        "arm64" | "aarch64" => "aarch64".into(),
+        other => other.into(),
+    }
+}
+
+/// Parses the leading `major.minor` of an OpenShift version (`4.18.12`, `4.19.0-rc.1`) as numbers.
+pub fn major_minor(version: &str) -> Option<(u64, u64)> {
+    let mut parts = version.trim_start_matches('v').split(['.', '-', '+']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// Whether `ip` is inside `net/bits` (IPv4 or IPv6; families must match).
+pub fn cidr_contains(net: IpAddr, bits: u8, ip: IpAddr) -> bool {
+    match (net, ip) {
+        (IpAddr::V4(n), IpAddr::V4(i)) if bits <= 32 => {
+            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            u32::from(n) & mask == u32::from(i) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(i)) if bits <= 128 => {
+            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            u128::from(n) & mask == u128::from(i) & mask
+        }
+        _ => false,
+    }
+}
+
+/// Reads a ConfigMap/Secret data value: `data` (base64 for Secrets) or `stringData`.
+fn secret_value(secret: &Value, key: &str) -> Option<String> {
+    if let Some(b64) = secret.pointer("/data").and_then(|d| d.get(key)).and_then(Value::as_str) {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
+        return String::from_utf8(bytes).ok();
+    }
+    secret.pointer("/stringData").and_then(|d| d.get(key)).and_then(Value::as_str).map(String::from)
+}
+
+fn cm_value<'a>(cm: &'a Value, key: &str) -> Option<&'a str> {
+    cm.pointer("/data").and_then(|d| d.get(key)).and_then(Value::as_str)
+}
+
+/// Decodes an Ignition `data:` URL (base64 or percent-encoded).
+fn decode_data_url(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    if meta.ends_with(";base64") {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).ok()?;
+        String::from_utf8(bytes).ok()
+    } else {
+        let mut out = Vec::new();
+        let b = data.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'%' && i + 2 < b.len() {
+                let h = std::str::from_utf8(&b[i + 1..i + 3]).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).ok()
+    }
+}
+
+fn count_certs(pem: &str) -> usize {
+    pem.matches("-----BEGIN CERTIFICATE-----").count()
+}
+
+fn missing(resource: ResourceRef, objects: &ClusterObjects) -> Error {
+    // A required object we could not read is reported with the read's reason.
+    if let Some((_, why)) = objects.unreadable.iter().find(|(r, _)| *r == resource) {
+        return Error::BadObject { resource, message: why.clone() };
+    }
+    Error::NotFound { resource, why: None }
+}
+
+impl ClusterModel {
+    /// Builds the model from the fetched objects. Pure: no I/O.
+    ///
+    /// Errors (exit 4): a required object (ClusterVersion `version`, Infrastructure `cluster`,
+    /// Secret `openshift-config/pull-secret`, ConfigMap
+    /// `openshift-machine-config-operator/coreos-bootimages`) is missing, or lacks what we need
+    /// (cluster ID, API URL of the form `https://api.<name>.<domain>:port`, a parseable pull
+    /// secret or stream). An unsupported version or platform is not an error here: it is listed
+    /// in [`ClusterModel::problems`], so `info` can still print the report.
+    pub fn from_objects(o: &ClusterObjects) -> Result<ClusterModel> {
+        let cv_ref = ResourceRef::cluster("ClusterVersion", "version");
+        let infra_ref = ResourceRef::cluster("Infrastructure", "cluster");
+        let ps_ref = ResourceRef::namespaced("Secret", "openshift-config", "pull-secret");
+        let boot_ref = ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages");
+        let cv = o.cluster_version.as_ref().ok_or_else(|| missing(cv_ref.clone(), o))?;
+        let infra = o.infrastructure.as_ref().ok_or_else(|| missing(infra_ref.clone(), o))?;
+        let ps = o.pull_secret.as_ref().ok_or_else(|| missing(ps_ref.clone(), o))?;
+        let boot = o.coreos_bootimages.as_ref().ok_or_else(|| missing(boot_ref.clone(), o))?;
+        let mut problems = Vec::new();
+        let mut warnings = Vec::new();
+        for (r, why) in &o.unreadable {
+            warnings.push(format!("cannot read {r}: {why}"));
+        }
+
+        // --- identity
+        let id = str_at(cv, "/spec/clusterID")
+            .ok_or_else(|| Error::BadObject { resource: cv_ref.clone(), message: "spec.clusterID is empty".into() })?
+            .to_string();
+        let api_url = str_at(infra, "/status/apiServerURL")
+            .ok_or_else(|| Error::BadObject { resource: infra_ref.clone(), message: "status.apiServerURL is empty".into() })?
+            .to_string();
+        let api_host = api_url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(String::from))
+            .ok_or_else(|| Error::BadObject {
+                resource: infra_ref.clone(),
+                message: format!("status.apiServerURL {api_url:?} is not a URL"),
+            })?;
+        let (name, base_domain) = api_host
+            .strip_prefix("api.")
+            .and_then(|r| r.split_once('.'))
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .ok_or_else(|| Error::BadObject {
+                resource: infra_ref.clone(),
+                message: format!(
+                    "status.apiServerURL host {api_host:?} is not api.<cluster name>.<base domain>; \
+                     cannot tell the cluster name and base domain"
+                ),
+            })?;
+        let api_int_url = str_at(infra, "/status/apiServerInternalURI")
+            .map(String::from)
+            .unwrap_or_else(|| format!("https://api-int.{name}.{base_domain}:6443"));
+        let control_plane_topology =
+            str_at(infra, "/status/controlPlaneTopology").unwrap_or("HighlyAvailable").to_string();
+
+        // --- version: history is newest first; the newest Completed entry is what runs.
+        let history = cv.pointer("/status/history").and_then(Value::as_array).cloned().unwrap_or_default();
+        let completed = history.iter().find(|h| h["state"].as_str() == Some("Completed"));
+        let (current, release_image) = match completed {
+            Some(h) => (
+                h["version"].as_str().unwrap_or_default().to_string(),
+                h["image"].as_str().unwrap_or_default().to_string(),
+            ),
+            None => {
+                problems.push(
+                    "the cluster has not completed an installation yet (no Completed entry in \
+                     ClusterVersion status.history)"
+                        .into(),
+                );
+                (
+                    str_at(cv, "/status/desired/version").unwrap_or_default().to_string(),
+                    str_at(cv, "/status/desired/image").unwrap_or_default().to_string(),
+                )
+            }
+        };
+        let upgrade_in_progress = history.first().filter(|h| h["state"].as_str() != Some("Completed")).and_then(|h| {
+            Some(UpgradeTarget {
+                version: h["version"].as_str()?.to_string(),
+                image: h["image"].as_str().unwrap_or_default().to_string(),
+            })
+        }).filter(|_| completed.is_some());
+        if let Some(u) = &upgrade_in_progress {
+            warnings.push(format!(
+                "an upgrade to {} is in progress; new nodes use the running release {current} until it completes",
+                u.version
+            ));
+        }
+        let supported = match major_minor(&current) {
+            Some(v) => v >= MIN_VERSION,
+            None => {
+                problems.push(format!("cannot parse the cluster version {current:?}"));
+                false
+            }
+        };
+        if !supported && major_minor(&current).is_some() {
+            problems.push(format!(
+                "OpenShift {current} is too old: agent-day2 needs {}.{} or newer",
+                MIN_VERSION.0, MIN_VERSION.1
+            ));
+        }
+
+        // --- platform
+        let platform_kind = str_at(infra, "/status/platformStatus/type")
+            .or_else(|| str_at(infra, "/status/platform"))
+            .or_else(|| str_at(infra, "/spec/platformSpec/type"))
+            .unwrap_or("None")
+            .to_string();
+        let day2_supported = SUPPORTED_PLATFORMS.contains(&platform_kind.as_str());
+        if !day2_supported {
+            problems.push(format!(
+                "platform {platform_kind} is not supported for day-2 nodes (supported: baremetal, none, external, vsphere)"
+            ));
+        }
+
+        // --- nodes and architecture
+        let nodes: Vec<NodeInfo> = o.nodes.iter().map(node_info).collect();
+        let cp_arch = nodes
+            .iter()
+            .find(|n| n.roles.iter().any(|r| r == "master" || r == "control-plane"))
+            .or(nodes.first())
+            .map(|n| n.architecture.clone());
+        let control_plane = match cp_arch {
+            Some(a) => a,
+            None => {
+                // The release image tag carries the arch for single-arch payloads (`4.18.12-x86_64`).
+                let guess = ["x86_64", "aarch64", "ppc64le", "s390x"]
+                    .into_iter()
+                    .find(|a| release_image.ends_with(&format!("-{a}")))
+                    .unwrap_or("x86_64");
+                warnings.push(format!("no Node readable: assuming control-plane architecture {guess}"));
+                guess.to_string()
+            }
+        };
+        let multi_arch = str_at(cv, "/status/desired/architecture") == Some("Multi");
+
+        // --- machine networks
+        let mut machine_networks =
+            MachineNetworks { cidrs: strings_at(infra, "/spec/platformSpec/baremetal/machineNetworks"), source: "infrastructure".into() };
+        if machine_networks.cidrs.is_empty() {
+            let from_ic = o
+                .cluster_config
+                .as_ref()
+                .and_then(|cm| cm_value(cm, "install-config"))
+                .and_then(|ic| serde_saphyr::from_str::<Value>(ic).ok())
+                .map(|ic| {
+                    ic.pointer("/networking/machineNetwork")
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|m| m["cidr"].as_str().map(String::from)).collect::<Vec<_>>())
+                        .unwrap_or_default()
+                })
+                .unwrap_or_default();
+            machine_networks = if from_ic.is_empty() {
+                MachineNetworks { cidrs: vec![], source: "none".into() }
+            } else {
+                MachineNetworks { cidrs: from_ic, source: "install-config".into() }
+            };
+        }
+
+        // --- MCS endpoint from the worker pointer Ignition
+        let derived_mcs = format!("https://api-int.{name}.{base_domain}:22623/config/worker");
+        let machine_config_server = match o.worker_user_data.as_ref().and_then(|s| secret_value(s, "userData")) {
+            Some(ign) => {
+                let ign: Value = serde_json::from_str(&ign).map_err(|e| Error::BadObject {
+                    resource: ResourceRef::namespaced("Secret", "openshift-machine-api", "worker-user-data-managed"),
+                    message: format!("userData is not Ignition JSON: {e}"),
+                })?;
+                let url = str_at(&ign, "/ignition/config/merge/0/source")
+                    .or_else(|| str_at(&ign, "/ignition/config/append/0/source"))
+                    .unwrap_or(&derived_mcs)
+                    .to_string();
+                let ca_pem = ign
+                    .pointer("/ignition/security/tls/certificateAuthorities")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|ca| ca["source"].as_str().and_then(decode_data_url))
+                    .find(|pem| pem.contains("-----BEGIN CERTIFICATE-----"));
+                McsInfo { url, ca_found: ca_pem.is_some(), source: "worker-user-data-managed".into(), ca_pem }
+            }
+            None => McsInfo { url: derived_mcs, ca_found: false, source: "derived".into(), ca_pem: None },
+        };
+        if !machine_config_server.ca_found {
+            warnings.push(format!(
+                "no Machine Config Server CA found (Secret openshift-machine-api/worker-user-data-managed {}): \
+                 new nodes cannot verify {}",
+                if o.worker_user_data.is_some() { "has none" } else { "not readable" },
+                machine_config_server.url
+            ));
+        }
+
+        // --- base ISO
+        let stream_text = cm_value(boot, "stream").ok_or_else(|| Error::BadObject {
+            resource: boot_ref.clone(),
+            message: "data.stream is missing".into(),
+        })?;
+        let coreos_stream: Value = serde_json::from_str(stream_text).map_err(|e| Error::BadObject {
+            resource: boot_ref.clone(),
+            message: format!("data.stream is not CoreOS stream JSON: {e}"),
+        })?;
+        let base_iso = base_iso_for(&coreos_stream, &control_plane);
+        if base_iso.is_none() {
+            warnings.push(format!(
+                "coreos-bootimages has no live ISO for {control_plane}; add-nodes needs --base-iso"
+            ));
+        }
+
+        // --- proxy and trust bundle
+        let proxy = o.proxy.as_ref().and_then(|p| {
+            let get = |k: &str| str_at(p, &format!("/status/{k}")).map(String::from);
+            let info = ProxyInfo { http_proxy: get("httpProxy"), https_proxy: get("httpsProxy"), no_proxy: get("noProxy") };
+            (info.http_proxy.is_some() || info.https_proxy.is_some()).then_some(info)
+        });
+        let trust_bundle = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(|cm_name| {
+            let pem = o.trust_bundle.as_ref().and_then(|cm| cm_value(cm, "ca-bundle.crt")).map(String::from);
+            TrustBundle {
+                config_map: cm_name.to_string(),
+                found: o.trust_bundle.is_some(),
+                certificates: pem.as_deref().map(count_certs).unwrap_or(0),
+                pem,
+            }
+        });
+        if let Some(tb) = &trust_bundle {
+            if !tb.found {
+                warnings.push(format!("trust bundle ConfigMap openshift-config/{} (Proxy spec.trustedCA) not found", tb.config_map));
+            }
+        }
+
+        // --- mirrors
+        let entries = |objs: &[Value], list: &str| -> Vec<MirrorEntry> {
+            objs.iter()
+                .flat_map(|o| o.pointer(&format!("/spec/{list}")).and_then(Value::as_array).cloned().unwrap_or_default())
+                .filter_map(|m| {
+                    Some(MirrorEntry {
+                        source: m["source"].as_str()?.to_string(),
+                        mirrors: strings_at(&m, "/mirrors"),
+                        mirror_source_policy: m["mirrorSourcePolicy"].as_str().map(String::from),
+                    })
+                })
+                .collect()
+        };
+        let additional_trusted_ca =
+            o.image_config.as_ref().and_then(|i| str_at(i, "/spec/additionalTrustedCA/name")).map(String::from);
+        let registry_cas: BTreeMap<String, String> = o
+            .additional_trusted_ca
+            .as_ref()
+            .and_then(|cm| cm.get("data").and_then(Value::as_object))
+            .map(|d| {
+                // Keys are registry hosts; `host..port` stands for `host:port` (ConfigMap keys have no colon).
+                d.iter().filter_map(|(k, v)| Some((k.replace("..", ":"), v.as_str()?.to_string()))).collect()
+            })
+            .unwrap_or_default();
+        if let (Some(n), None) = (&additional_trusted_ca, &o.additional_trusted_ca) {
+            warnings.push(format!("registry CA ConfigMap openshift-config/{n} (Image.config spec.additionalTrustedCA) not found"));
+        }
+        let mirrors = Mirrors {
+            digest_mirrors: entries(&o.image_digest_mirror_sets, "imageDigestMirrors"),
+            tag_mirrors: entries(&o.image_tag_mirror_sets, "imageTagMirrors"),
+            legacy_content_sources: entries(&o.image_content_source_policies, "repositoryDigestMirrors"),
+            additional_trusted_ca,
+            trusted_ca_registries: registry_cas.keys().cloned().collect(),
+            registry_cas,
+        };
+
+        // --- machine configs
+        let mc = |n: &str| o.machine_configs.iter().find(|m| str_at(m, "/metadata/name") == Some(n));
+        let fips = mc("99-worker-fips").and_then(|m| m.pointer("/spec/fips")).and_then(Value::as_bool).unwrap_or(false);
+        let keys: Vec<String> = mc("99-worker-ssh")
+            .and_then(|m| m.pointer("/spec/config/passwd/users").and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+            .filter(|u| u["name"].as_str() == Some("core"))
+            .flat_map(|u| strings_at(u, "/sshAuthorizedKeys"))
+            .flat_map(|k| k.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect::<Vec<_>>())
+            .collect();
+        let ssh = SshInfo { key_present: !keys.is_empty(), keys };
+        let chrony = mc("50-workers-chrony-configuration");
+        let chrony_conf = chrony.and_then(|m| {
+            m.pointer("/spec/config/storage/files")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|f| f["path"].as_str() == Some("/etc/chrony.conf"))
+                .and_then(|f| f.pointer("/contents/source").and_then(Value::as_str))
+                .and_then(decode_data_url)
+        });
+
+        // --- networks
+        let networks = o
+            .network
+            .as_ref()
+            .map(|n| {
+                let cidrs = |p: &str| -> Vec<String> {
+                    n.pointer(p)
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(|c| c["cidr"].as_str().map(String::from)).collect())
+                        .unwrap_or_default()
+                };
+                let mut cluster_networks = cidrs("/status/clusterNetwork");
+                if cluster_networks.is_empty() {
+                    cluster_networks = cidrs("/spec/clusterNetwork");
+                }
+                let mut service_networks = strings_at(n, "/status/serviceNetwork");
+                if service_networks.is_empty() {
+                    service_networks = strings_at(n, "/spec/serviceNetwork");
+                }
+                Networks {
+                    cluster_networks,
+                    service_networks,
+                    network_type: str_at(n, "/status/networkType").or_else(|| str_at(n, "/spec/networkType")).map(String::from),
+                }
+            })
+            .unwrap_or_default();
+        if o.network.is_none() {
+            warnings.push("Network.config/cluster not readable: cluster and service networks unknown".into());
+        }
+
+        // --- pull secret: must be JSON with an `auths` object.
+        let pull_secret_text = secret_value(ps, ".dockerconfigjson").ok_or_else(|| Error::BadObject {
+            resource: ps_ref.clone(),
+            message: "no .dockerconfigjson key".into(),
+        })?;
+        let ps_json: Value = serde_json::from_str(&pull_secret_text).map_err(|e| Error::BadObject {
+            resource: ps_ref.clone(),
+            message: format!(".dockerconfigjson is not JSON ({e}); fix the pull secret with `oc set data secret/pull-secret -n openshift-config`"),
+        })?;
+        if !ps_json.get("auths").is_some_and(Value::is_object) {
+            return Err(Error::BadObject { resource: ps_ref, message: ".dockerconfigjson has no \"auths\" object".into() });
+        }
+
+        Ok(ClusterModel {
+            cluster: ClusterIdentity { id, name, base_domain, api_url, api_int_url, control_plane_topology },
+            version: VersionInfo { current, release_image, supported, upgrade_in_progress },
+            platform: PlatformInfo { kind: platform_kind, day2_supported },
+            architecture: ArchitectureInfo { control_plane, multi_arch },
+            machine_networks,
+            machine_config_server,
+            base_iso,
+            proxy,
+            trust_bundle,
+            mirrors,
+            fips,
+            ssh,
+            chrony_configured: chrony.is_some(),
+            networks,
+            nodes,
+            pull_secret_found: true,
+            problems,
+            warnings,
+            pull_secret: PullSecret(pull_secret_text),
+            coreos_stream,
+            chrony_conf,
+        })
+    }
+
+    /// Whether add-nodes can go ahead on this cluster (no [`ClusterModel::problems`]).
+    pub fn can_add_nodes(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The live ISO for `arch` (Go or CoreOS spelling) from the cluster's CoreOS stream.
+    pub fn base_iso_for(&self, arch: &str) -> Option<BaseIso> {
+        base_iso_for(&self.coreos_stream, &normalize_arch(arch))
+    }
+}
+
+fn base_iso_for(stream: &Value, arch: &str) -> Option<BaseIso> {
+    let metal = stream.pointer(&format!("/architectures/{arch}/artifacts/metal"))?;
+    let disk = metal.pointer("/formats/iso/disk")?;
+    Some(BaseIso {
+        architecture: arch.to_string(),
+        location: disk["location"].as_str()?.to_string(),
+        sha256: disk["sha256"].as_str()?.to_ascii_lowercase(),
+        release: metal["release"].as_str().map(String::from),
+    })
+}
+
+fn node_info(n: &Value) -> NodeInfo {
+    let mut roles: Vec<String> = n
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|l| l.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/")).map(String::from).collect())
+        .unwrap_or_default();
+    roles.sort();
+    NodeInfo {
+        name: str_at(n, "/metadata/name").unwrap_or_default().to_string(),
+        addresses: n
+            .pointer("/status/addresses")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| {
+                        Some(NodeAddress { kind: x["type"].as_str()?.to_string(), address: x["address"].as_str()?.to_string() })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        roles,
+        architecture: normalize_arch(str_at(n, "/status/nodeInfo/architecture").unwrap_or("")),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch layer
+
+/// How a read failure is treated.
+#[derive(Clone, Copy, PartialEq)]
+enum Need {
+    /// 404 and 403 are errors (exit 4) naming the resource.
+    Required,
+    /// 404 is "none"; 403 and other API errors become a warning.
+    Optional,
+}
+
+fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
+}
+
+/// Turns a kube error on `resource` into our error. Connection trouble and 401 are the same
+/// whatever the resource; 403 names the user (from the API server's message when present).
+pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &KubeTarget) -> Error {
+    match err {
+        kube::Error::Api(status) => match status.code {
+            401 => Error::Unauthorized { url: target.server.clone() },
+            403 => Error::Forbidden {
+                verb: verb.into(),
+                resource,
+                user: user_from_message(&status.message).or_else(|| target.user_hint.clone()),
+            },
+            404 => Error::NotFound { resource, why: None },
+            code => Error::Api { verb: verb.into(), resource, message: format!("HTTP {code}: {}", status.message) },
+        },
+        kube::Error::SerdeError(e) => Error::Api { verb: verb.into(), resource, message: format!("unexpected answer: {e}") },
+        other => Error::Unreachable { url: target.server.clone(), cause: error_chain(&other) },
+    }
+}
+
+/// `User "dev" cannot get resource ...` → `dev` (the API server's Forbidden message).
+fn user_from_message(msg: &str) -> Option<String> {
+    let start = msg.find("User \"")? + 6;
+    let end = msg[start..].find('"')? + start;
+    Some(msg[start..end].to_string())
+}
+
+/// Joins an error and its sources with ": ", dropping repeats (hyper nests the same text).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = vec![e.to_string()];
+    let mut src = e.source();
+    while let Some(s) = src {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        src = s.source();
+    }
+    parts.join(": ")
+}
+
+async fn get_obj(
+    target: &KubeTarget,
+    res: &ApiResource,
+    namespace: Option<&str>,
+    name: &str,
+    r: ResourceRef,
+    need: Need,
+    unreadable: &mut Vec<(ResourceRef, String)>,
+) -> Result<Option<Value>> {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(target.client.clone(), ns, res),
+        None => Api::all_with(target.client.clone(), res),
+    };
+    tracing::debug!(resource = %r, "get");
+    match api.get(name).await {
+        Ok(o) => Ok(Some(serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))?)),
+        Err(e) => match (classify(e, "read", r.clone(), target), need) {
+            (Error::NotFound { .. }, Need::Optional) => Ok(None),
+            (Error::NotFound { resource, .. }, Need::Required) => Err(Error::NotFound { resource, why: None }),
+            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }), _) => Err(e),
+            (e, Need::Required) => Err(e),
+            (e, Need::Optional) => {
+                tracing::warn!("{e}");
+                unreadable.push((r, short_reason(&e)));
+                Ok(None)
+            }
+        },
+    }
+}
+
+fn short_reason(e: &Error) -> String {
+    match e {
+        Error::Forbidden { user: Some(u), .. } => format!("forbidden for user \"{u}\""),
+        Error::Forbidden { .. } => "forbidden".into(),
+        Error::Api { message, .. } => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+async fn list_objs(
+    target: &KubeTarget,
+    res: &ApiResource,
+    r: ResourceRef,
+    need: Need,
+    unreadable: &mut Vec<(ResourceRef, String)>,
+) -> Result<Vec<Value>> {
+    let api: Api<DynamicObject> = Api::all_with(target.client.clone(), res);
+    tracing::debug!(resource = %r, "list");
+    match api.list(&ListParams::default()).await {
+        Ok(l) => l.items.into_iter().map(|o| serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))).collect(),
+        Err(e) => match (classify(e, "list", r.clone(), target), need) {
+            // A 404 on a list means the API (CRD) does not exist on this cluster: none.
+            (Error::NotFound { .. }, _) if need == Need::Optional => Ok(vec![]),
+            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }), _) => Err(e),
+            (e, Need::Required) => Err(e),
+            (e, Need::Optional) => {
+                tracing::warn!("{e}");
+                unreadable.push((r, short_reason(&e)));
+                Ok(vec![])
+            }
+        },
+    }
+}
+
+/// Reads every object of [`ClusterObjects`] with the user's credentials.
+///
+/// Errors (exit 4): unreachable API server, 401, and 403/404 on the required objects
+/// (ClusterVersion, Infrastructure, pull secret, coreos-bootimages, Nodes), each naming the
+/// resource. 404 on optional objects means "none"; 403 on them is recorded in
+/// [`ClusterObjects::unreadable`] and becomes a warning.
+pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
+    let cfg = "config.openshift.io";
+    let mut u = Vec::new();
+    let mut o = ClusterObjects::default();
+    // The first read also tells us whether the server is reachable and accepts us.
+    o.cluster_version = get_obj(target, &ar(cfg, "v1", "ClusterVersion", "clusterversions"), None, "version",
+        ResourceRef::cluster("ClusterVersion", "version"), Need::Required, &mut u).await?;
+    o.infrastructure = get_obj(target, &ar(cfg, "v1", "Infrastructure", "infrastructures"), None, "cluster",
+        ResourceRef::cluster("Infrastructure", "cluster"), Need::Required, &mut u).await?;
+    let secret = ar("", "v1", "Secret", "secrets");
+    let cm = ar("", "v1", "ConfigMap", "configmaps");
+    o.pull_secret = get_obj(target, &secret, Some("openshift-config"), "pull-secret",
+        ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"), Need::Required, &mut u).await?;
+    o.coreos_bootimages = get_obj(target, &cm, Some("openshift-machine-config-operator"), "coreos-bootimages",
+        ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"), Need::Required, &mut u).await?;
+    o.nodes = list_objs(target, &ar("", "v1", "Node", "nodes"), ResourceRef::list("Nodes"), Need::Required, &mut u).await?;
+
+    o.proxy = get_obj(target, &ar(cfg, "v1", "Proxy", "proxies"), None, "cluster",
+        ResourceRef::cluster("Proxy", "cluster"), Need::Optional, &mut u).await?;
+    if let Some(name) = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(String::from) {
+        o.trust_bundle = get_obj(target, &cm, Some("openshift-config"), &name,
+            ResourceRef::namespaced("ConfigMap", "openshift-config", &name), Need::Optional, &mut u).await?;
+    }
+    o.image_config = get_obj(target, &ar(cfg, "v1", "Image", "images"), None, "cluster",
+        ResourceRef::cluster("Image.config.openshift.io", "cluster"), Need::Optional, &mut u).await?;
+    if let Some(name) = o.image_config.as_ref().and_then(|p| str_at(p, "/spec/additionalTrustedCA/name")).map(String::from) {
+        o.additional_trusted_ca = get_obj(target, &cm, Some("openshift-config"), &name,
+            ResourceRef::namespaced("ConfigMap", "openshift-config", &name), Need::Optional, &mut u).await?;
+    }
+    o.cluster_config = get_obj(target, &cm, Some("kube-system"), "cluster-config-v1",
+        ResourceRef::namespaced("ConfigMap", "kube-system", "cluster-config-v1"), Need::Optional, &mut u).await?;
+    o.image_digest_mirror_sets = list_objs(target, &ar(cfg, "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets"),
+        ResourceRef::list("ImageDigestMirrorSets"), Need::Optional, &mut u).await?;
+    o.image_tag_mirror_sets = list_objs(target, &ar(cfg, "v1", "ImageTagMirrorSet", "imagetagmirrorsets"),
+        ResourceRef::list("ImageTagMirrorSets"), Need::Optional, &mut u).await?;
+    o.image_content_source_policies = list_objs(target,
+        &ar("operator.openshift.io", "v1alpha1", "ImageContentSourcePolicy", "imagecontentsourcepolicies"),
+        ResourceRef::list("ImageContentSourcePolicies"), Need::Optional, &mut u).await?;
+    o.worker_user_data = get_obj(target, &secret, Some("openshift-machine-api"), "worker-user-data-managed",
+        ResourceRef::namespaced("Secret", "openshift-machine-api", "worker-user-data-managed"), Need::Optional, &mut u).await?;
+    let mc = ar("machineconfiguration.openshift.io", "v1", "MachineConfig", "machineconfigs");
+    for name in ["99-worker-ssh", "99-worker-fips", "50-workers-chrony-configuration"] {
+        if let Some(v) = get_obj(target, &mc, None, name, ResourceRef::cluster("MachineConfig", name), Need::Optional, &mut u).await? {
+            o.machine_configs.push(v);
+        }
+    }
+    o.network = get_obj(target, &ar(cfg, "v1", "Network", "networks"), None, "cluster",
+        ResourceRef::cluster("Network.config.openshift.io", "cluster"), Need::Optional, &mut u).await?;
+    o.unreadable = u;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_compare_as_numbers() {
+        assert!(major_minor("4.9.59").unwrap() < major_minor("4.18.0").unwrap());
+        assert_eq!(major_minor("4.19.0-rc.1"), Some((4, 19)));
+        assert!(major_minor("4.18.1").unwrap() >= MIN_VERSION);
+        assert_eq!(major_minor("garbage"), None);
+    }
+
+    #[test]
+    fn arch_names_normalise() {
+        assert_eq!(normalize_arch("amd64"), "x86_64");
+        assert_eq!(normalize_arch("arm64"), "aarch64");
+        assert_eq!(normalize_arch("aarch64"), "aarch64");
+        assert_eq!(normalize_arch("s390x"), "s390x");
+    }
+
+    #[test]
+    fn data_urls_decode() {
+        assert_eq!(decode_data_url("data:text/plain;charset=utf-8;base64,aGVsbG8=").as_deref(), Some("hello"));
+        assert_eq!(decode_data_url("data:,a%20b").as_deref(), Some("a b"));
+        assert_eq!(decode_data_url("https://x"), None);
+    }
+
+    #[test]
+    fn forbidden_message_names_user() {
+        assert_eq!(
+            user_from_message("secrets \"pull-secret\" is forbidden: User \"dev\" cannot get resource \"secrets\"").as_deref(),
+            Some("dev")
+        );
+    }
+
+    #[test]
+    fn cidr_matching() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert!(cidr_contains(ip("10.0.0.0"), 8, ip("10.1.2.3")));
+        assert!(!cidr_contains(ip("10.0.0.0"), 8, ip("11.0.0.1")));
+        assert!(cidr_contains(ip("fd00::"), 64, ip("fd00::5")));
+        assert!(!cidr_contains(ip("fd00::"), 64, ip("10.0.0.1")));
+    }
+}

@@ -1,0 +1,215 @@
+//! What the user can hit, as one typed error, and the exit code of each case.
+//!
+//! The exit codes are the contract of design.md ("Exit codes"): 0 ok, 1 unexpected,
+//! 2 usage, 3 invalid input, 4 cluster access, 5 timed out, 6 install failed, 7 CSRs,
+//! 8 declined. Every message names the resource or field; [`Error::hint`] says what to do.
+
+use std::fmt;
+
+/// Exit codes of every command (design.md, "Exit codes").
+pub mod exit {
+    /// Everything asked for happened.
+    pub const OK: u8 = 0;
+    /// A bug or an error nobody planned for.
+    pub const UNEXPECTED: u8 = 1;
+    /// Bad flags or arguments (clap's own usage errors exit with this too).
+    pub const USAGE: u8 = 2;
+    /// Invalid input file (nodes-config, bundle): the message names the field.
+    pub const INVALID_INPUT: u8 = 3;
+    /// Unreachable, unauthorized, forbidden, a missing resource, or a cluster that cannot
+    /// take day-2 nodes: the message names it.
+    pub const CLUSTER_ACCESS: u8 = 4;
+    /// Timed out.
+    pub const TIMEOUT: u8 = 5;
+    /// A node's installation failed.
+    pub const INSTALL_FAILED: u8 = 6;
+    /// CSRs rejected or still pending at the end.
+    pub const CSRS: u8 = 7;
+    /// Declined at the prompt; nothing was changed.
+    pub const DECLINED: u8 = 8;
+}
+
+/// A Kubernetes object (or a collection of them) that a message talks about,
+/// shown as `Secret openshift-config/pull-secret`, `ClusterVersion version` or `Nodes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceRef {
+    /// Kind as users know it (`Secret`, `ClusterVersion`); plural for lists (`Nodes`).
+    pub kind: String,
+    /// Namespace of namespaced objects.
+    pub namespace: Option<String>,
+    /// Object name; None for a list.
+    pub name: Option<String>,
+}
+
+impl ResourceRef {
+    /// A namespaced object.
+    pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
+        ResourceRef { kind: kind.into(), namespace: Some(namespace.into()), name: Some(name.into()) }
+    }
+    /// A cluster-scoped object.
+    pub fn cluster(kind: &str, name: &str) -> Self {
+        ResourceRef { kind: kind.into(), namespace: None, name: Some(name.into()) }
+    }
+    /// A list of objects (`kind` is the plural, e.g. `ImageDigestMirrorSets`).
+    pub fn list(kind: &str) -> Self {
+        ResourceRef { kind: kind.into(), namespace: None, name: None }
+    }
+}
+
+impl fmt::Display for ResourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.namespace, &self.name) {
+            (Some(ns), Some(n)) => write!(f, "{} {ns}/{n}", self.kind),
+            (None, Some(n)) => write!(f, "{} {n}", self.kind),
+            (Some(ns), None) => write!(f, "{} in namespace {ns}", self.kind),
+            (None, None) => write!(f, "{}", self.kind),
+        }
+    }
+}
+
+/// Every error a command reports. `Display` is the `error:` line; [`Error::hint`] the
+/// line below it; [`Error::exit_code`] the process exit status.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Flags that parse but do not make sense together (clap handles the rest).
+    #[error("{0}")]
+    Usage(String),
+
+    /// An input file or value is wrong; `field` is its path (`hosts[1].interfaces[0].macAddress`).
+    #[error("{field}: {message}")]
+    InvalidInput { field: String, message: String },
+
+    /// The kubeconfig or a connection flag cannot be used.
+    #[error("{message}")]
+    Kubeconfig { message: String },
+
+    /// No answer from the API server (connection refused, DNS, TLS, timeout).
+    #[error("cannot reach the API server at {url}: {cause}")]
+    Unreachable { url: String, cause: String },
+
+    /// The API server rejected our credentials (HTTP 401).
+    #[error("unauthorized at {url}: the credentials of the current context were rejected")]
+    Unauthorized { url: String },
+
+    /// HTTP 403 on a read or write we need.
+    #[error("cannot {verb} {resource}: forbidden{}", user.as_ref().map(|u| format!(" for user \"{u}\"")).unwrap_or_default())]
+    Forbidden { verb: String, resource: ResourceRef, user: Option<String> },
+
+    /// HTTP 404 on something required.
+    #[error("{resource} not found{}", why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default())]
+    NotFound { resource: ResourceRef, why: Option<String> },
+
+    /// Any other API answer we cannot use (5xx, malformed object).
+    #[error("cannot {verb} {resource}: {message}")]
+    Api { verb: String, resource: ResourceRef, message: String },
+
+    /// A required object exists but lacks a field we need, or holds something unparseable.
+    #[error("{resource}: {message}")]
+    BadObject { resource: ResourceRef, message: String },
+
+    /// The cluster cannot take day-2 nodes (too old, unsupported platform); one reason per line.
+    #[error("the cluster cannot take day-2 nodes: {}", reasons.join("; "))]
+    ClusterUnsupported { reasons: Vec<String> },
+
+    /// Something did not finish in time.
+    #[error("timed out: {0}")]
+    Timeout(String),
+
+    /// Local file trouble (output files, kubeconfig-referenced files).
+    #[error("{path}: {source}")]
+    Io { path: String, #[source] source: std::io::Error },
+
+    /// Anything else; exit 1.
+    #[error("{0}")]
+    Unexpected(String),
+}
+
+impl Error {
+    /// The process exit status for this error (design.md "Exit codes").
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => exit::USAGE,
+            Error::InvalidInput { .. } => exit::INVALID_INPUT,
+            Error::Kubeconfig { .. }
+            | Error::Unreachable { .. }
+            | Error::Unauthorized { .. }
+            | Error::Forbidden { .. }
+            | Error::NotFound { .. }
+            | Error::Api { .. }
+            | Error::BadObject { .. }
+            | Error::ClusterUnsupported { .. } => exit::CLUSTER_ACCESS,
+            Error::Timeout(_) => exit::TIMEOUT,
+            Error::Io { .. } | Error::Unexpected(_) => exit::UNEXPECTED,
+        }
+    }
+
+    /// What to do about it, printed indented under the `error:` line. None when the
+    /// message says it all.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Kubeconfig { .. } => Some(
+                "log in with `oc login`, or pass --kubeconfig / --context / --server".into(),
+            ),
+            Error::Unreachable { .. } => Some(
+                "check --server/--context (and HTTPS_PROXY/NO_PROXY), and that the cluster is up".into(),
+            ),
+            Error::Unauthorized { .. } => Some("log in again (oc login), or check --token".into()),
+            Error::Forbidden { .. } => Some(
+                "agent-day2 needs cluster-admin or the agent-day2 role; see README \"Permissions\" \
+                 and `oc agent-day2 info` for what is missing"
+                    .into(),
+            ),
+            Error::NotFound { .. } => Some(
+                "is this an OpenShift 4.18+ cluster installed with the agent-based installer? \
+                 check --context"
+                    .into(),
+            ),
+            Error::ClusterUnsupported { .. } => Some(
+                "agent-day2 supports OpenShift 4.18 and newer on platforms baremetal, none, \
+                 external and vsphere"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// Prints `error: <message>` and the hint to stderr, the way every command ends.
+    pub fn print(&self) {
+        eprintln!("error: {self}");
+        if let Some(h) = self.hint() {
+            eprintln!("       ({h})");
+        }
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forbidden_names_resource_and_user_and_exits_4() {
+        let e = Error::Forbidden {
+            verb: "read".into(),
+            resource: ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
+            user: Some("dev".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot read Secret openshift-config/pull-secret: forbidden for user \"dev\""
+        );
+        assert_eq!(e.exit_code(), 4);
+        assert!(e.hint().unwrap().contains("Permissions"));
+    }
+
+    #[test]
+    fn exit_codes_follow_design() {
+        assert_eq!(Error::Usage("x".into()).exit_code(), 2);
+        assert_eq!(Error::InvalidInput { field: "a".into(), message: "b".into() }.exit_code(), 3);
+        assert_eq!(Error::Timeout("x".into()).exit_code(), 5);
+        assert_eq!(Error::Unexpected("x".into()).exit_code(), 1);
+        assert_eq!(Error::ClusterUnsupported { reasons: vec![] }.exit_code(), 4);
+    }
+}

@@ -1,0 +1,483 @@
+//! kubectl's connection flags and the one place that turns them into a `kube::Client`.
+//!
+//! Rules copied from client-go (`clientcmd` loading rules, `genericclioptions.ConfigFlags`):
+//! `--kubeconfig FILE` reads that file only; otherwise `KUBECONFIG` (colon-separated, merged,
+//! first file to set a value wins, missing files skipped); otherwise `~/.kube/config`.
+//! `--context` picks the context (default: current-context); `--cluster`/`--user` replace that
+//! context's cluster/user; the other flags override single fields. Proxy: the cluster's
+//! `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY` unless `NO_PROXY` matches the server (Go's
+//! `http.ProxyFromEnvironment`). No other module reads kubeconfig files.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Args;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use secrecy::SecretString;
+
+use crate::error::{Error, Result};
+
+/// kubectl's global connection flags (cli-runtime `ConfigFlags`). Every field is raw, as typed;
+/// [`KubeFlags::resolve`] validates them once.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Kubernetes connection flags (as kubectl's)")]
+pub struct KubeFlags {
+    /// Path to the kubeconfig file to use (that file only; default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The name of the kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// The name of the kubeconfig cluster to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The name of the kubeconfig user to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// The namespace scope for this request (agent-day2 keeps its own records in openshift-agent-day2).
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The address and port of the Kubernetes API server.
+    #[arg(short = 's', long, global = true, value_name = "URL")]
+    pub server: Option<String>,
+    /// Bearer token for authentication to the API server.
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Username to impersonate for the operation.
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate for the operation (repeat for several).
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// UID to impersonate for the operation.
+    #[arg(long = "as-uid", global = true, value_name = "UID")]
+    pub as_uid: Option<String>,
+    /// Path to a cert file for the certificate authority.
+    #[arg(long = "certificate-authority", global = true, value_name = "FILE")]
+    pub certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS.
+    #[arg(long = "client-certificate", global = true, value_name = "FILE")]
+    pub client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS.
+    #[arg(long = "client-key", global = true, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// If true, the server's certificate will not be checked for validity (insecure).
+    #[arg(long = "insecure-skip-tls-verify", global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// Server name to use for server certificate validation.
+    #[arg(long = "tls-server-name", global = true, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// How long to wait for a single server request: 0 (no limit), 30s, 1m, 1h30m; a bare number is seconds.
+    #[arg(long = "request-timeout", global = true, value_name = "DURATION")]
+    pub request_timeout: Option<String>,
+}
+
+/// The resolved connection: a ready client plus what messages need to name.
+#[derive(Clone)]
+pub struct KubeTarget {
+    /// The client; all requests of a command go through it.
+    pub client: kube::Client,
+    /// API server URL as used (after `--server`), for "cannot reach ... at URL".
+    pub server: String,
+    /// Namespace from `-n`, else the context's, else `default`.
+    pub namespace: String,
+    /// The kubeconfig context used, if any.
+    pub context: Option<String>,
+    /// Who we act as, as far as we can tell locally (`--as`, else the kubeconfig user entry);
+    /// the API server's 403 message names the real user and wins over this.
+    pub user_hint: Option<String>,
+    /// The proxy used for API traffic, if any.
+    pub proxy: Option<String>,
+}
+
+impl std::fmt::Debug for KubeTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeTarget")
+            .field("server", &self.server)
+            .field("namespace", &self.namespace)
+            .field("context", &self.context)
+            .field("user_hint", &self.user_hint)
+            .field("proxy", &self.proxy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KubeFlags {
+    /// Loads the kubeconfig by client-go's rules, applies the flags, and builds the client.
+    /// Nothing is sent to the server yet.
+    ///
+    /// Errors: [`Error::Kubeconfig`] (exit 4) naming the file, context or flag at fault;
+    /// [`Error::Usage`] (exit 2) for a malformed `--request-timeout` or `--server`.
+    pub async fn resolve(&self) -> Result<KubeTarget> {
+        let config = self.to_config().await?;
+        let server = config.cluster_url.to_string();
+        let proxy = config.proxy_url.as_ref().map(|u| u.to_string());
+        let namespace = config.default_namespace.clone();
+        let client = kube::Client::try_from(config).map_err(|e| Error::Kubeconfig {
+            message: format!("cannot build a client for {server}: {e}"),
+        })?;
+        let kc = self.load_kubeconfig().ok().flatten();
+        let context = self.context.clone().or_else(|| kc.as_ref().and_then(|k| k.current_context.clone()));
+        let user_hint = self.as_user.clone().or_else(|| self.user.clone()).or_else(|| {
+            let kc = kc.as_ref()?;
+            let ctx = context.as_ref()?;
+            let named = kc.contexts.iter().find(|c| &c.name == ctx)?;
+            named.context.as_ref().map(|c| c.user.clone()).flatten()
+        });
+        Ok(KubeTarget { client, server, namespace, context, user_hint, proxy })
+    }
+
+    /// The kubeconfig by client-go's precedence; `Ok(None)` when none exists at all.
+    fn load_kubeconfig(&self) -> Result<Option<Kubeconfig>> {
+        if let Some(path) = &self.kubeconfig {
+            // --kubeconfig: that file only, and it must exist (client-go errors too).
+            return Kubeconfig::read_from(path).map(Some).map_err(|e| Error::Kubeconfig {
+                message: format!("cannot read kubeconfig {} (from --kubeconfig): {e}", path.display()),
+            });
+        }
+        if let Some(value) = std::env::var_os("KUBECONFIG") {
+            let mut merged: Option<Kubeconfig> = None;
+            for p in std::env::split_paths(&value).filter(|p| !p.as_os_str().is_empty()) {
+                // client-go skips KUBECONFIG entries that do not exist.
+                if !p.exists() {
+                    tracing::debug!(path = %p.display(), "KUBECONFIG entry does not exist, skipped");
+                    continue;
+                }
+                let kc = Kubeconfig::read_from(&p).map_err(|e| Error::Kubeconfig {
+                    message: format!("cannot read kubeconfig {} (from KUBECONFIG): {e}", p.display()),
+                })?;
+                merged = Some(match merged {
+                    None => kc,
+                    Some(m) => m.merge(kc).map_err(|e| Error::Kubeconfig {
+                        message: format!("cannot merge kubeconfig {} (from KUBECONFIG): {e}", p.display()),
+                    })?,
+                });
+            }
+            if merged.is_some() {
+                return Ok(merged);
+            }
+        }
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Ok(None) };
+        let path = home.join(".kube").join("config");
+        if !path.exists() {
+            return Ok(None);
+        }
+        Kubeconfig::read_from(&path).map(Some).map_err(|e| Error::Kubeconfig {
+            message: format!("cannot read kubeconfig {}: {e}", path.display()),
+        })
+    }
+
+    /// Builds the `kube::Config`: kubeconfig selection, then flag overrides, then the proxy.
+    pub async fn to_config(&self) -> Result<kube::Config> {
+        let server_flag = match &self.server {
+            Some(s) => Some(parse_server(s)?),
+            None => None,
+        };
+        let timeout = match &self.request_timeout {
+            Some(t) => parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?,
+            None => None,
+        };
+        let kc = self.load_kubeconfig()?;
+        let has_contexts = kc.as_ref().is_some_and(|k| !k.contexts.is_empty());
+        let kc_proxy = kc.as_ref().and_then(|k| self.selected_cluster_proxy(k));
+
+        let mut config = if has_contexts || self.context.is_some() {
+            let kc = kc.clone().unwrap_or_default();
+            let opts = KubeConfigOptions {
+                context: self.context.clone(),
+                cluster: self.cluster.clone(),
+                user: self.user.clone(),
+            };
+            match kube::Config::from_custom_kubeconfig(kc, &opts).await {
+                Ok(c) => c,
+                // client-go: --server alone is enough when the kubeconfig has no usable context.
+                Err(_) if server_flag.is_some() && self.context.is_none() => kube::Config::new(server_flag.clone().unwrap()),
+                Err(e) => {
+                    let what = match (&self.context, &self.kubeconfig) {
+                        (Some(c), _) => format!("context {c:?}"),
+                        (None, Some(p)) => format!("kubeconfig {}", p.display()),
+                        (None, None) => "the current context".to_string(),
+                    };
+                    return Err(Error::Kubeconfig { message: format!("cannot use {what}: {e}") });
+                }
+            }
+        } else if let Some(url) = server_flag.clone() {
+            kube::Config::new(url)
+        } else {
+            return Err(Error::Kubeconfig {
+                message: match &self.kubeconfig {
+                    Some(p) => format!("kubeconfig {} has no context and no --server was given", p.display()),
+                    None => "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and no --server given".into(),
+                },
+            });
+        };
+
+        if let Some(url) = server_flag {
+            config.cluster_url = url;
+        }
+        if let Some(ns) = &self.namespace {
+            config.default_namespace = ns.clone();
+        }
+        if let Some(ca) = &self.certificate_authority {
+            config.root_cert = Some(read_ca_file(ca)?);
+        }
+        if self.insecure_skip_tls_verify {
+            if self.certificate_authority.is_some() {
+                return Err(Error::Usage(
+                    "--insecure-skip-tls-verify and --certificate-authority cannot be used together".into(),
+                ));
+            }
+            config.accept_invalid_certs = true;
+            config.root_cert = None;
+        }
+        if let Some(name) = &self.tls_server_name {
+            config.tls_server_name = Some(name.clone());
+        }
+        if let Some(token) = &self.token {
+            // An explicit token replaces every other way the context would authenticate.
+            config.auth_info.token = Some(SecretString::from(token.clone()));
+            config.auth_info.token_file = None;
+            config.auth_info.exec = None;
+            config.auth_info.auth_provider = None;
+            config.auth_info.username = None;
+            config.auth_info.password = None;
+        }
+        if let Some(cert) = &self.client_certificate {
+            check_readable(cert, "--client-certificate")?;
+            config.auth_info.client_certificate = Some(cert.display().to_string());
+            config.auth_info.client_certificate_data = None;
+        }
+        if let Some(key) = &self.client_key {
+            check_readable(key, "--client-key")?;
+            config.auth_info.client_key = Some(key.display().to_string());
+            config.auth_info.client_key_data = None;
+        }
+        if let Some(user) = &self.as_user {
+            config.auth_info.impersonate = Some(user.clone());
+        }
+        if !self.as_group.is_empty() {
+            config.auth_info.impersonate_groups = Some(self.as_group.clone());
+        }
+        if let Some(uid) = &self.as_uid {
+            config.auth_info.impersonate_uid = Some(uid.clone());
+        }
+        if let Some(t) = timeout {
+            config.read_timeout = Some(t);
+            config.connect_timeout = Some(t);
+            config.write_timeout = Some(t);
+        }
+        config.proxy_url = select_proxy(&config.cluster_url, kc_proxy.as_deref(), &|k| std::env::var(k).ok())?;
+        Ok(config)
+    }
+
+    /// `proxy-url` of the cluster the flags select, if set.
+    fn selected_cluster_proxy(&self, kc: &Kubeconfig) -> Option<String> {
+        let ctx_name = self.context.clone().or_else(|| kc.current_context.clone());
+        let cluster_name = self.cluster.clone().or_else(|| {
+            let ctx = kc.contexts.iter().find(|c| Some(&c.name) == ctx_name.as_ref())?;
+            ctx.context.as_ref().map(|c| c.cluster.clone())
+        })?;
+        let named = kc.clusters.iter().find(|c| c.name == cluster_name)?;
+        named.cluster.as_ref()?.proxy_url.clone().filter(|p| !p.is_empty())
+    }
+}
+
+fn parse_server(s: &str) -> Result<http::Uri> {
+    // kubectl accepts a bare host:port and means https.
+    let with_scheme = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
+    with_scheme
+        .parse::<http::Uri>()
+        .map_err(|e| Error::Usage(format!("--server {s:?} is not a URL: {e}")))
+}
+
+fn check_readable(path: &Path, flag: &str) -> Result<()> {
+    std::fs::metadata(path).map(|_| ()).map_err(|e| Error::Kubeconfig {
+        message: format!("cannot read {} (from {flag}): {e}", path.display()),
+    })
+}
+
+/// Reads every `CERTIFICATE` block of a PEM file as DER (`--certificate-authority`).
+fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
+    let data = std::fs::read(path).map_err(|e| Error::Kubeconfig {
+        message: format!("cannot read {} (from --certificate-authority): {e}", path.display()),
+    })?;
+    let certs: Vec<Vec<u8>> = pem::parse_many(&data)
+        .map_err(|e| Error::Kubeconfig {
+            message: format!("{} (from --certificate-authority) is not PEM: {e}", path.display()),
+        })?
+        .into_iter()
+        .filter(|p| p.tag() == "CERTIFICATE")
+        .map(|p| p.into_contents())
+        .collect();
+    if certs.is_empty() {
+        return Err(Error::Kubeconfig {
+            message: format!("{} (from --certificate-authority) holds no CERTIFICATE", path.display()),
+        });
+    }
+    Ok(certs)
+}
+
+/// Parses kubectl's `--request-timeout`: a Go duration (`1h2m3s`, `500ms`) or a bare number of
+/// seconds. `0` means no limit (`None`).
+pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err("empty duration".into());
+    }
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok((secs > 0).then(|| Duration::from_secs(secs)));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err("expected a number, e.g. 30s, 1m, 1h".into());
+        }
+        let num: f64 = rest[..num_len].parse().map_err(|_| format!("bad number {:?}", &rest[..num_len]))?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let factor = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            "" => return Err("missing unit (ns, us, ms, s, m, h)".into()),
+            u => return Err(format!("unknown unit {u:?} (use ns, us, ms, s, m, h)")),
+        };
+        rest = &rest[unit_len..];
+        total += Duration::from_secs_f64(num * factor);
+    }
+    Ok((!total.is_zero()).then_some(total))
+}
+
+/// Picks the proxy for the API server like client-go: the kubeconfig cluster's `proxy-url`
+/// wins; else `HTTPS_PROXY`/`https_proxy` (https servers) or `HTTP_PROXY`/`http_proxy`, unless
+/// `NO_PROXY`/`no_proxy` matches the server or the server is localhost/loopback (Go never
+/// proxies those). `env` is a lookup so tests need not touch the process environment.
+pub fn select_proxy(
+    server: &http::Uri,
+    kubeconfig_proxy: Option<&str>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<http::Uri>> {
+    let parse = |p: &str, from: &str| {
+        p.parse::<http::Uri>()
+            .map(Some)
+            .map_err(|e| Error::Kubeconfig { message: format!("proxy {p:?} (from {from}) is not a URL: {e}") })
+    };
+    if let Some(p) = kubeconfig_proxy {
+        return parse(p, "kubeconfig proxy-url");
+    }
+    let get = |a: &str, b: &str| env(a).filter(|v| !v.is_empty()).or_else(|| env(b).filter(|v| !v.is_empty()));
+    let https = server.scheme_str() != Some("http");
+    let (var, proxy) =
+        if https { ("HTTPS_PROXY", get("HTTPS_PROXY", "https_proxy")) } else { ("HTTP_PROXY", get("HTTP_PROXY", "http_proxy")) };
+    let Some(proxy) = proxy else { return Ok(None) };
+    let host = server.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let port = server.port_u16().unwrap_or(if https { 443 } else { 80 });
+    if host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
+        return Ok(None);
+    }
+    if let Some(no_proxy) = get("NO_PROXY", "no_proxy") {
+        if no_proxy_matches(&no_proxy, &host, port) {
+            return Ok(None);
+        }
+    }
+    parse(&proxy, var)
+}
+
+/// Go's `httpproxy` NO_PROXY rules: `*` matches all; an IP or CIDR matches IP hosts;
+/// `example.com` matches it and its subdomains, `.example.com` only subdomains; an optional
+/// `:port` must equal the port.
+pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
+    let host_ip = host.parse::<std::net::IpAddr>().ok();
+    for entry in no_proxy.split(',').map(|e| e.trim().to_ascii_lowercase()).filter(|e| !e.is_empty()) {
+        if entry == "*" {
+            return true;
+        }
+        if let Some((net, bits)) = entry.split_once('/') {
+            if let (Some(ip), Ok(net), Ok(bits)) = (host_ip, net.parse::<std::net::IpAddr>(), bits.parse::<u8>()) {
+                if crate::cluster::cidr_contains(net, bits, ip) {
+                    return true;
+                }
+            }
+            continue;
+        }
+        if let Ok(ip) = entry.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
+            if host_ip == Some(ip) {
+                return true;
+            }
+            continue;
+        }
+        let (name, want_port) = match entry.rsplit_once(':') {
+            Some((n, p)) if p.parse::<u16>().is_ok() => (n.to_string(), p.parse::<u16>().ok()),
+            _ => (entry.clone(), None),
+        };
+        if want_port.is_some_and(|p| p != port) {
+            continue;
+        }
+        if let Some(suffix) = name.strip_prefix('.') {
+            if host.ends_with(&format!(".{suffix}")) {
+                return true;
+            }
+        } else if host == name || host.ends_with(&format!(".{name}")) {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_like_kubectl() {
+        assert_eq!(parse_duration("0").unwrap(), None);
+        assert_eq!(parse_duration("30").unwrap(), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1m30s").unwrap(), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("500ms").unwrap(), Some(Duration::from_millis(500)));
+        assert!(parse_duration("10x").is_err());
+        assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn no_proxy_rules() {
+        assert!(no_proxy_matches("*", "api.x.com", 6443));
+        assert!(no_proxy_matches("example.com", "api.example.com", 6443));
+        assert!(no_proxy_matches("example.com", "example.com", 6443));
+        assert!(!no_proxy_matches(".example.com", "example.com", 6443));
+        assert!(no_proxy_matches(".example.com", "api.example.com", 6443));
+        assert!(!no_proxy_matches("xample.com", "api.example.com", 6443));
+        assert!(no_proxy_matches("192.168.111.0/24", "192.168.111.5", 6443));
+        assert!(!no_proxy_matches("192.168.112.0/24", "192.168.111.5", 6443));
+        assert!(no_proxy_matches("api.example.com:6443", "api.example.com", 6443));
+        assert!(!no_proxy_matches("api.example.com:443", "api.example.com", 6443));
+    }
+
+    #[test]
+    fn proxy_selection() {
+        let server: http::Uri = "https://api.ostest.example.com:6443".parse().unwrap();
+        let env = |k: &str| match k {
+            "HTTPS_PROXY" => Some("http://proxy:3128".to_string()),
+            "NO_PROXY" => Some(".internal".to_string()),
+            _ => None,
+        };
+        assert_eq!(select_proxy(&server, None, &env).unwrap().unwrap().to_string(), "http://proxy:3128/");
+        // kubeconfig proxy-url wins over the environment.
+        assert_eq!(
+            select_proxy(&server, Some("http://kc:8080"), &env).unwrap().unwrap().to_string(),
+            "http://kc:8080/"
+        );
+        let env_np = |k: &str| match k {
+            "https_proxy" => Some("http://proxy:3128".to_string()),
+            "no_proxy" => Some("example.com".to_string()),
+            _ => None,
+        };
+        assert_eq!(select_proxy(&server, None, &env_np).unwrap(), None);
+        let lo: http::Uri = "https://127.0.0.1:6443".parse().unwrap();
+        assert_eq!(select_proxy(&lo, None, &env).unwrap(), None);
+    }
+}

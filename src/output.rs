@@ -1,0 +1,46 @@
+//! Rendering of reports: JSON and YAML documents for programs, tables for humans.
+//! Data goes to stdout; logs and progress go to stderr (tracing).
+
+use serde::Serialize;
+use tabled::builder::Builder;
+use tabled::settings::Style;
+
+use crate::cli::OutputFormat;
+use crate::error::{Error, Result};
+
+/// Serialises `doc` as pretty JSON or YAML (serde-saphyr), or returns `table()` for `-o table`.
+/// The string ends with a newline.
+pub fn render<T: Serialize>(format: OutputFormat, doc: &T, table: impl FnOnce() -> String) -> Result<String> {
+    let mut s = match format {
+        OutputFormat::Json => serde_json::to_string_pretty(doc).map_err(|e| Error::Unexpected(format!("JSON output: {e}")))?,
+        OutputFormat::Yaml => serde_saphyr::to_string(doc).map_err(|e| Error::Unexpected(format!("YAML output: {e}")))?,
+        OutputFormat::Table => table(),
+    };
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// A two-column key/value block without borders (`Cluster   ostest`).
+pub fn key_values(rows: &[(&str, String)]) -> String {
+    let mut b = Builder::default();
+    for (k, v) in rows {
+        b.push_record([k.to_string(), v.clone()]);
+    }
+    let mut t = b.build();
+    t.with(Style::blank());
+    t.to_string()
+}
+
+/// A table with a header row, kubectl-style (no borders, upper-case headers).
+pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut b = Builder::default();
+    b.push_record(header.iter().map(|h| h.to_uppercase()));
+    for r in rows {
+        b.push_record(r);
+    }
+    let mut t = b.build();
+    t.with(Style::blank());
+    t.to_string()
+}
