@@ -6,3 +6,4 @@ pub mod seed;
 pub mod baseiso;
 pub mod files;
 pub mod api;
+pub mod boot;
