@@ -45,7 +45,9 @@ pub fn default_kargs() -> String {
 }
 
 /// Builds the ISO for `arch` at `path` (written to a temporary name in the same directory,
-/// then renamed) and returns its size and sha256. Errors: an unknown `arch`, I/O errors naming
+/// then renamed) and returns its size and sha256. Also writes the three [`pxe_artifacts`] into
+/// the same directory (the seeded stream points at them). For a multi-arch scenario call it
+/// once per architecture into the same file server root. Errors: an unknown `arch`, I/O errors naming
 /// the path.
 pub fn build_base_iso(path: &Path, arch: &str) -> anyhow::Result<BaseIsoInfo> {
     if arch != "x86_64" && arch != "aarch64" {
@@ -65,6 +67,12 @@ pub fn build_base_iso(path: &Path, arch: &str) -> anyhow::Result<BaseIsoInfo> {
     }
     std::fs::rename(&tmp, path)
         .map_err(|e| anyhow::anyhow!("cannot rename {} to {}: {e}", tmp.display(), path.display()))?;
+    // the PXE artifacts the stream names, next to the ISO, so the file server serves them too
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for (name, data) in pxe_artifacts(arch) {
+        let p = dir.join(&name);
+        std::fs::write(&p, &data).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    }
     use sha2::Digest;
     Ok(BaseIsoInfo {
         path: path.to_path_buf(),
@@ -111,10 +119,7 @@ pub fn base_iso_bytes(arch: &str) -> anyhow::Result<Vec<u8>> {
         ],
         "size": KARGS_AREA_SIZE,
     });
-    let initrd = gzip_stored(&newc_cpio(&[(
-        "etc/sim-initrd-release",
-        format!("NAME=\"simulated RHCOS initramfs\"\nBUILD={RHCOS_BUILD}\nARCH={arch}\n").as_bytes(),
-    )]));
+    let [(_, vmlinuz), (_, initrd), (_, rootfs)] = pxe_artifacts(arch);
     let file = |path: &str, data: Vec<u8>| IsoInput { path: path.into(), data: IsoData::Bytes(data), mtime };
     let files = vec![
         file("coreos/igninfo.json", br#"{"file":"images/ignition.img"}"#.to_vec()),
@@ -122,13 +127,29 @@ pub fn base_iso_bytes(arch: &str) -> anyhow::Result<Vec<u8>> {
         file("EFI/redhat/grub.cfg", grub.into_bytes()),
         file("isolinux/isolinux.cfg", isolinux.into_bytes()),
         file("images/ignition.img", vec![0; IGNITION_AREA_SIZE]),
-        file("images/pxeboot/vmlinuz", format!("simulated kernel {RHCOS_BUILD} {arch}\n").into_bytes()),
+        file("images/pxeboot/vmlinuz", vmlinuz),
         file("images/pxeboot/initrd.img", initrd),
-        file("images/pxeboot/rootfs.img", format!("simulated rootfs {RHCOS_BUILD} {arch}\n").repeat(64).into_bytes()),
+        file("images/pxeboot/rootfs.img", rootfs),
     ];
     let mut out = Vec::new();
     write_iso(&mut out, RHCOS_BUILD, &files)?;
     Ok(out)
+}
+
+/// The PXE artifacts of `arch` as the stream names them (file name, bytes): kernel,
+/// initramfs, rootfs, in that order; the same bytes as `images/pxeboot/{vmlinuz,initrd.img,rootfs.img}`
+/// in the ISO. File names follow RHCOS: `<build>-live-kernel-<arch>`,
+/// `<build>-live-initramfs.<arch>.img`, `<build>-live-rootfs.<arch>.img`.
+pub fn pxe_artifacts(arch: &str) -> [(String, Vec<u8>); 3] {
+    let initrd = gzip_stored(&newc_cpio(&[(
+        "etc/sim-initrd-release",
+        format!("NAME=\"simulated RHCOS initramfs\"\nBUILD={RHCOS_BUILD}\nARCH={arch}\n").as_bytes(),
+    )]));
+    [
+        (format!("{RHCOS_BUILD}-live-kernel-{arch}"), format!("simulated kernel {RHCOS_BUILD} {arch}\n").into_bytes()),
+        (format!("{RHCOS_BUILD}-live-initramfs.{arch}.img"), initrd),
+        (format!("{RHCOS_BUILD}-live-rootfs.{arch}.img"), format!("simulated rootfs {RHCOS_BUILD} {arch}\n").repeat(64).into_bytes()),
+    ]
 }
 
 /// A newc ("070701") cpio archive with regular files (mode 0644, fixed inode numbers, mtime of

@@ -19,7 +19,10 @@ pub struct Scenario {
     pub cluster_id: String,
     /// OpenShift version of the last Completed history entry, e.g. `4.18.12`.
     pub version: String,
-    /// Release image pull spec of that version (default: quay.io/openshift-release-dev/ocp-release:<version>-<arch>).
+    /// Release image pull spec of that version (default: by digest,
+    /// `quay.io/openshift-release-dev/ocp-release@sha256:<digest>`, or
+    /// `<mirror_registry>/ocp4/openshift4@sha256:<digest>` when disconnected; the digest is
+    /// [`crate::seed::release_digest`] of version and architecture).
     pub release_image: Option<String>,
     /// `Infrastructure.status.platformStatus.type`: BareMetal, None, External, VSphere, AWS, ...
     pub platform: String,
@@ -53,6 +56,12 @@ pub struct Scenario {
     /// A directory of `*.yaml` object files loaded like `objects` (e.g. upstream
     /// node-joiner-testdata/setup/default); `$TEST_IMAGE` in them becomes the release image.
     pub objects_dir: Option<std::path::PathBuf>,
+    /// SSH public key of the `core` user (`99-worker-ssh`, `99-master-ssh`, install-config);
+    /// default: a well-formed fake ed25519 key.
+    pub ssh_key: Option<String>,
+    /// NTP servers written into chrony.conf by `50-{masters,workers}-chrony-configuration`;
+    /// default `[192.168.111.1]`; an empty list means no chrony MachineConfigs.
+    pub ntp_servers: Option<Vec<String>>,
 }
 
 /// Proxy settings, as in `Proxy/cluster`.
@@ -103,6 +112,8 @@ impl Default for Scenario {
             forbidden: Vec::new(),
             objects: Vec::new(),
             objects_dir: None,
+            ssh_key: None,
+            ntp_servers: None,
         }
     }
 }
