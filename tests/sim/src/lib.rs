@@ -7,3 +7,7 @@ pub mod baseiso;
 pub mod files;
 pub mod api;
 pub mod boot;
+pub mod harness;
+pub mod kubeconfig;
+pub mod netns;
+pub mod pki;

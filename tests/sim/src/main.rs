@@ -1,1 +1,86 @@
-fn main() {}
+//! `agent-day2-sim`: the simulated OpenShift cluster for agent-day2's tests and demo.
+//!
+//! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]...`
+//! - `agent-day2-sim netns -- CMD [ARGS...]`
+//!
+//! Exit status: 0 after SIGINT/SIGTERM, 1 on errors, 2 on usage errors, 3 on an invalid scenario.
+
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "agent-day2-sim", version, about = "Simulated OpenShift cluster for agent-day2's tests and demo")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the simulated cluster: HTTPS Kubernetes API with its own CA, file server with the
+    /// base ISO; writes DIR/kubeconfig (contexts admin, bootstrapper, viewer), DIR/ca.crt and,
+    /// once requests are accepted, DIR/ready (holding the API URL). Runs until SIGINT/SIGTERM.
+    Up {
+        /// Directory for kubeconfig, ca.crt, ready and files/ (created if missing).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Scenario YAML (default: OpenShift 4.18 compact bare-metal cluster `ostest`).
+        #[arg(long)]
+        scenario: Option<PathBuf>,
+        /// Serve this ISO as the base ISO instead of building the simulated one.
+        #[arg(long)]
+        base_iso: Option<PathBuf>,
+        /// API address, e.g. 192.168.111.5:6443 (default: 127.0.0.1, a free port).
+        #[arg(long)]
+        listen: Option<SocketAddr>,
+        /// File server address (default: the API's IP, port 8080 if free, else a free port).
+        #[arg(long)]
+        files_listen: Option<SocketAddr>,
+        /// Folder of CRD YAML files to serve (repeatable); they replace the permissive
+        /// built-in OpenShift definitions of the same name.
+        #[arg(long)]
+        crds: Vec<PathBuf>,
+    },
+    /// Run CMD in a new private network namespace (root: `unshare -n`; otherwise a user
+    /// namespace too, like `unshare -rn`) whose loopback carries 192.168.111.0/24 and
+    /// fd2e:6f44:5dd8:c956::/64; sets AGENT_DAY2_NETNS=1.
+    Netns {
+        /// The command and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        cmd: Vec<String>,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    match cli.cmd {
+        // Before any thread exists: CLONE_NEWUSER refuses multi-threaded callers.
+        Cmd::Netns { cmd } => {
+            let e = agent_day2_sim::netns::run_in_new_netns(&cmd);
+            eprintln!("error: {e:#}");
+            std::process::exit(1);
+        }
+        Cmd::Up { dir, scenario, base_iso, listen, files_listen, crds } => {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_env("AGENT_DAY2_SIM_LOG")
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                )
+                .with_writer(std::io::stderr)
+                .try_init();
+            if let Some(p) = &scenario {
+                if let Err(e) = agent_day2_sim::scenario::Scenario::load(p) {
+                    eprintln!("error: {e:#}");
+                    std::process::exit(3);
+                }
+            }
+            let opts = agent_day2_sim::api::up::UpOptions { dir, scenario, base_iso, listen, files_listen, crds };
+            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+            if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
+                eprintln!("error: {e:#}");
+                std::process::exit(1);
+            }
+        }
+    }
+}

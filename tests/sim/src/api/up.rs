@@ -1,0 +1,319 @@
+//! `agent-day2-sim up`: PKI, the HTTPS API server, the file server with the base ISO, the
+//! seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready`.
+
+use super::authz::{UserInfo, NODE_BOOTSTRAPPER};
+use super::registry::{self, Registry};
+use super::server::{new_token, Server};
+use super::store::State;
+use crate::pki::{identity_from_cert, Ca};
+use crate::scenario::Scenario;
+use crate::seed::{BaseIsoInfo, SeedContext};
+use anyhow::Context;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Options of `up` (see main.rs for the flags).
+#[derive(Debug, Clone, Default)]
+pub struct UpOptions {
+    /// Output directory: kubeconfig, ca.crt, ready, files/ (created if missing).
+    pub dir: PathBuf,
+    pub scenario: Option<PathBuf>,
+    /// Serve this ISO instead of building the simulated one.
+    pub base_iso: Option<PathBuf>,
+    /// API address; default 127.0.0.1 on a free port.
+    pub listen: Option<SocketAddr>,
+    /// File server address; default the API's IP, port 8080 if free, else a free port.
+    pub files_listen: Option<SocketAddr>,
+    /// Folders of CRD YAML files loaded before the seed (they replace the permissive ones).
+    pub crds: Vec<PathBuf>,
+}
+
+/// Go architecture name → CoreOS name.
+fn coreos_arch(go: &str) -> &str {
+    match go {
+        "amd64" => "x86_64",
+        "arm64" => "aarch64",
+        "ppc64le" => "ppc64le",
+        "s390x" => "s390x",
+        other => other,
+    }
+}
+
+fn sha256_file(p: &Path) -> anyhow::Result<(String, u64)> {
+    use sha2::Digest;
+    let mut f = std::fs::File::open(p).with_context(|| format!("base ISO {}", p.display()))?;
+    let mut h = sha2::Sha256::new();
+    let n = std::io::copy(&mut f, &mut h)?;
+    Ok((hex::encode(h.finalize()), n))
+}
+
+/// Every document of every `*.yaml`/`*.yml`/`*.json` file in `dir` (sorted by file name).
+pub fn load_yaml_dir(dir: &Path) -> anyhow::Result<Vec<(PathBuf, Value)>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?;
+        for v in parse_docs(&text).with_context(|| format!("{}", f.display()))? {
+            out.push((f.clone(), v));
+        }
+    }
+    Ok(out)
+}
+
+/// Splits a multi-document YAML text into JSON values (empty documents skipped).
+pub fn parse_docs(text: &str) -> anyhow::Result<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let flush = |cur: &mut String, out: &mut Vec<Value>| -> anyhow::Result<()> {
+        if cur.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+            let v: Value = serde_saphyr::from_str(cur).map_err(|e| anyhow::anyhow!("{e}"))?;
+            if !v.is_null() {
+                out.push(v);
+            }
+        }
+        cur.clear();
+        Ok(())
+    };
+    for line in text.lines() {
+        if line.trim_end() == "---" || line.starts_with("--- ") {
+            flush(&mut cur, &mut out)?;
+        } else {
+            cur.push_str(line);
+            cur.push('\n');
+        }
+    }
+    flush(&mut cur, &mut out)?;
+    Ok(out)
+}
+
+/// `resource/namespace/name` or `resource/name` of an object, for the scenario's `omit`.
+fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
+    let av = obj["apiVersion"].as_str().unwrap_or("");
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let Some(t) = reg.by_kind(av, kind) else { return false };
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    let id = match obj["metadata"]["namespace"].as_str() {
+        Some(ns) if t.namespaced => format!("{}/{ns}/{name}", t.plural),
+        _ => format!("{}/{name}", t.plural),
+    };
+    omit.iter().any(|o| *o == id)
+}
+
+/// Runs the simulator until SIGINT/SIGTERM.
+pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
+    let scenario = match &opts.scenario {
+        Some(p) => Scenario::load(p)?,
+        None => Scenario::default(),
+    };
+    std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    let _ = std::fs::remove_file(opts.dir.join("ready"));
+    let listen = opts.listen.unwrap_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on {listen} (inside `agent-day2-sim netns`, 192.168.111.0/24 is local)"))?;
+    let local = listener.local_addr()?;
+    let client_ip = if local.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { local.ip() };
+    let server_addr = SocketAddr::new(client_ip, local.port()).to_string();
+    let api_url = format!("https://{server_addr}");
+
+    // PKI.
+    let ca = Ca::generate("agent-day2-sim-ca")?;
+    let api_dns = format!("api.{}.{}", scenario.name, scenario.base_domain);
+    let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
+    let mut ips = vec![client_ip, IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    ips.dedup();
+    let server_cert = ca.issue_server(&["localhost".into(), api_dns, api_int], &ips)?;
+    let admin = ca.issue_client("system:admin", &["system:masters"])?;
+
+    let boot_token = new_token(24);
+    let viewer_token = new_token(24);
+    let mut tokens = HashMap::new();
+    tokens.insert(
+        boot_token.clone(),
+        UserInfo {
+            name: NODE_BOOTSTRAPPER.into(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:serviceaccounts:openshift-machine-config-operator".into(),
+                "system:authenticated".into(),
+            ],
+        },
+    );
+    tokens.insert(viewer_token.clone(), UserInfo { name: "viewer".into(), groups: vec!["system:authenticated".into()] });
+
+    let mut reg = Registry::default();
+    for t in registry::builtins() {
+        reg.add(t);
+    }
+    let (tx, _) = tokio::sync::broadcast::channel(4096);
+    let srv = Arc::new(Server {
+        state: Mutex::new(State::new(reg)),
+        events: tx,
+        tokens,
+        forbidden: Mutex::new(Vec::new()),
+        server_addr: server_addr.clone(),
+        ca_cert_pem: ca.cert_pem.clone(),
+        ca_key_pem: ca.key_pem.clone(),
+    });
+
+    // OpenShift kinds: permissive CRDs, then real CRD files replace them.
+    for (g, v, k, p, short, status) in registry::PERMISSIVE_OPENSHIFT {
+        srv.create_any(registry::permissive_crd(g, v, k, p, short, *status))?;
+    }
+    for dir in &opts.crds {
+        for (file, doc) in load_yaml_dir(dir)? {
+            if doc["kind"] == "CustomResourceDefinition" {
+                srv.create_any(doc).with_context(|| format!("CRD file {}", file.display()))?;
+            }
+        }
+    }
+
+    // Base ISO and file server.
+    let files_root = opts.dir.join("files");
+    std::fs::create_dir_all(&files_root)?;
+    let arch = coreos_arch(&scenario.architecture).to_string();
+    let base_iso: BaseIsoInfo = match &opts.base_iso {
+        Some(p) => {
+            let file_name = p.file_name().and_then(|n| n.to_str()).unwrap_or("base.iso").to_string();
+            let dest = files_root.join(&file_name);
+            let _ = std::fs::remove_file(&dest);
+            if std::fs::hard_link(p, &dest).is_err() {
+                std::fs::copy(p, &dest).with_context(|| format!("cannot copy {} to {}", p.display(), dest.display()))?;
+            }
+            let (sha256, size) = sha256_file(&dest)?;
+            BaseIsoInfo { path: dest, file_name, sha256, size }
+        }
+        None => {
+            let name = crate::baseiso::iso_file_name(&arch);
+            crate::baseiso::build_base_iso(&files_root.join(&name), &arch)?
+        }
+    };
+    let files_listener = match opts.files_listen {
+        Some(a) => tokio::net::TcpListener::bind(a).await.with_context(|| format!("cannot listen on {a}"))?,
+        None => match tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 8080)).await {
+            Ok(l) => l,
+            Err(_) => tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 0)).await?,
+        },
+    };
+    let files_base_url = format!("http://{}", files_listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = crate::files::serve_files(files_listener, files_root).await {
+            eprintln!("agent-day2-sim: file server stopped: {e:#}");
+        }
+    });
+
+    // Seed.
+    let ctx = SeedContext { api_url: api_url.clone(), files_base_url: files_base_url.clone(), base_iso, ca_pem: ca.cert_pem.clone() };
+    let mut objects = crate::seed::seed_objects(&scenario, &ctx)?;
+    objects.extend(scenario.objects.iter().cloned());
+    if let Some(d) = &scenario.objects_dir {
+        let image = scenario
+            .release_image
+            .clone()
+            .unwrap_or_else(|| format!("quay.io/openshift-release-dev/ocp-release:{}-{arch}", scenario.version));
+        for (file, _) in load_yaml_dir(d)? {
+            let text = std::fs::read_to_string(&file)?.replace("$TEST_IMAGE", &image);
+            objects.extend(parse_docs(&text).with_context(|| format!("{}", file.display()))?);
+        }
+    }
+    for obj in objects {
+        let skip = {
+            let st = srv.state.lock().unwrap();
+            omit_matches(&scenario.omit, &st.registry, &obj)
+        };
+        if skip {
+            continue;
+        }
+        srv.create_any(obj)?;
+    }
+    *srv.forbidden.lock().unwrap() = scenario.forbidden.clone();
+    srv.state.lock().unwrap().compact();
+
+    // Client files.
+    std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
+    let kc = crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
+        cluster_name: &scenario.name,
+        server: &api_url,
+        ca_pem: &ca.cert_pem,
+        admin_cert_pem: &admin.cert_pem,
+        admin_key_pem: &admin.key_pem,
+        bootstrapper_token: &boot_token,
+        viewer_token: &viewer_token,
+    });
+    crate::kubeconfig::write_private(&opts.dir.join("kubeconfig"), &kc)?;
+
+    // TLS.
+    let tls = tls_config(&ca.cert_pem, &server_cert.cert_pem, &server_cert.key_pem)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    tokio::spawn(srv.clone().run_signer());
+    let srv2 = srv.clone();
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = match listener.accept().await {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let acceptor = acceptor.clone();
+            let srv = srv2.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let ident = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .and_then(|c| identity_from_cert(c.as_ref()));
+                let svc = hyper::service::service_fn(move |req| {
+                    let srv = srv.clone();
+                    let ident = ident.clone();
+                    async move { Ok::<_, std::convert::Infallible>(srv.handle(req, ident).await) }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    std::fs::write(opts.dir.join("ready"), format!("{api_url}\n"))?;
+    eprintln!("agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}", opts.dir.join("kubeconfig").display());
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    let _ = std::fs::remove_file(opts.dir.join("ready"));
+    Ok(())
+}
+
+fn tls_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> anyhow::Result<rustls::ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(c?)?;
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .allow_unauthenticated()
+        .build()?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes()).collect::<Result<_, _>>()?;
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?.ok_or_else(|| anyhow::anyhow!("no server key"))?;
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs, key)?;
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(cfg)
+}

@@ -1,0 +1,223 @@
+//! Test harness for every end-to-end test of the project (the simulator's and the plugin's).
+//!
+//! Pattern (a plain `#[test]`, no tokio multi-thread runtime: the network namespace belongs to
+//! the calling thread, and only processes spawned from it inherit it):
+//!
+//! ```no_run
+//! use agent_day2_sim::harness::{enter_netns, TestCluster};
+//! if let Err(why) = enter_netns() { eprintln!("skipped: {why}"); return; }
+//! let c = TestCluster::start("name: ostest\n").unwrap();
+//! let out = c.kubectl(&["get", "nodes"]);
+//! assert!(out.status.success());
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Address the API listens on inside the test namespace.
+pub const API_LISTEN: &str = "192.168.111.5:6443";
+
+/// Puts the calling thread into a private network namespace whose loopback carries the machine
+/// network (see [`crate::netns`]).
+///
+/// - root: `unshare(CLONE_NEWNET)` on this thread, then `lo` up with 192.168.111.1/24 and the
+///   IPv6 /64. Each test thread gets its own namespace, so tests never collide on ports.
+/// - already inside `agent-day2-sim netns` (env `AGENT_DAY2_NETNS=1`): nothing to do; note that
+///   then all tests of the process share that one namespace (run them with `--test-threads=1`).
+/// - otherwise: `Err` with the reason to print before skipping.
+pub fn enter_netns() -> Result<(), String> {
+    if std::env::var(crate::netns::ENV_MARK).as_deref() == Ok("1") {
+        return Ok(());
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("end-to-end tests need root (or run them under agent-day2-sim netns)".into());
+    }
+    crate::netns::unshare_net_as_root()
+        .map_err(|e| format!("cannot create a network namespace: {e}"))?;
+    crate::netns::setup_loopback()
+}
+
+/// `target/debug/<name>` (or whichever profile the test runs in), found from the test
+/// executable's path (`target/<profile>/deps/<test>-<hash>`).
+///
+/// Errors when the binary is missing, saying to build it (`cargo build --workspace`).
+pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let p = dir.join(name);
+    if p.is_file() {
+        Ok(p)
+    } else {
+        anyhow::bail!(
+            "{} is not built; run `cargo build --workspace` first (tests do not build other binaries)",
+            p.display()
+        )
+    }
+}
+
+/// The upstream CRD folders (`../shared/upstream/crds` and its `openshift-api` subfolder,
+/// relative to the workspace root) that exist on this machine, for `up --crds`.
+pub fn crds_dirs() -> Vec<PathBuf> {
+    let base = shared_dir().join("upstream/crds");
+    [base.clone(), base.join("openshift-api")].into_iter().filter(|p| p.is_dir()).collect()
+}
+
+/// `../shared` relative to the workspace root (may not exist).
+pub fn shared_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+}
+
+/// A running `agent-day2-sim up` in the current network namespace. Dropping it stops the
+/// simulator (SIGTERM, then SIGKILL after 5 s) and removes its directory.
+pub struct TestCluster {
+    /// The simulator's `--dir` (temporary): kubeconfig, ca.crt, ready, sim.log.
+    pub dir: PathBuf,
+    /// `dir/kubeconfig` (contexts admin (current), bootstrapper, viewer).
+    pub kubeconfig: PathBuf,
+    /// `https://192.168.111.5:6443`.
+    pub api_url: String,
+    child: Option<Child>,
+    _tmp: tempfile_dir::TempDir,
+}
+
+mod tempfile_dir {
+    /// Minimal temporary directory (removed on drop) so the library needs no tempfile dependency.
+    pub struct TempDir(pub std::path::PathBuf);
+    impl TempDir {
+        pub fn new() -> std::io::Result<TempDir> {
+            let base = std::env::temp_dir();
+            for i in 0..1000u32 {
+                let p = base.join(format!("agent-day2-sim-{}-{}-{i}", std::process::id(), nanos()));
+                match std::fs::create_dir(&p) {
+                    Ok(()) => {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700))?;
+                        return Ok(TempDir(p));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(std::io::Error::other("cannot create a temporary directory"))
+        }
+    }
+    fn nanos() -> u128 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    }
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            if std::env::var_os("AGENT_DAY2_KEEP_TMP").is_none() {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+}
+
+impl TestCluster {
+    /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
+    /// with `scenario_yaml` (may be empty for the defaults) and waits up to 120 s for
+    /// `DIR/ready`. Call [`enter_netns`] first on this thread.
+    pub fn start(scenario_yaml: &str) -> anyhow::Result<TestCluster> {
+        Self::start_with_args(scenario_yaml, &[])
+    }
+
+    /// Like [`TestCluster::start`] with extra `up` arguments (e.g. `--crds DIR`, `--base-iso F`).
+    pub fn start_with_args(scenario_yaml: &str, extra: &[&str]) -> anyhow::Result<TestCluster> {
+        let tmp = tempfile_dir::TempDir::new()?;
+        let dir = tmp.0.join("sim");
+        std::fs::create_dir(&dir)?;
+        let scenario = tmp.0.join("scenario.yaml");
+        std::fs::write(&scenario, scenario_yaml)?;
+        let log = std::fs::File::create(tmp.0.join("sim.log"))?;
+        let child = Command::new(bin("agent-day2-sim")?)
+            .arg("up")
+            .arg("--dir")
+            .arg(&dir)
+            .args(["--listen", API_LISTEN])
+            .arg("--scenario")
+            .arg(&scenario)
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        let mut c = TestCluster {
+            kubeconfig: dir.join("kubeconfig"),
+            dir,
+            api_url: format!("https://{API_LISTEN}"),
+            child: Some(child),
+            _tmp: tmp,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if c.dir.join("ready").exists() {
+                return Ok(c);
+            }
+            if let Some(st) = c.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten()) {
+                anyhow::bail!("agent-day2-sim up exited with {st} before ready:\n{}", c.log());
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("agent-day2-sim up not ready after 120 s:\n{}", c.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The simulator's stdout+stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.parent().unwrap_or(&self.dir).join("sim.log"))
+            .unwrap_or_default()
+    }
+
+    /// A `kubectl` command with `KUBECONFIG` set to this cluster (not yet run).
+    pub fn kubectl_cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.args(args).env("KUBECONFIG", &self.kubeconfig).stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs `kubectl ARGS` against this cluster and returns its output.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_cmd(args).output().expect("cannot run kubectl (is it on PATH?)")
+    }
+
+    /// Runs `kubectl ARGS` with `stdin` fed to it.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = self
+            .kubectl_cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot run kubectl (is it on PATH?)");
+        let _ = child.stdin.take().expect("stdin").write_all(stdin.as_bytes());
+        child.wait_with_output().expect("kubectl")
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        if let Some(mut ch) = self.child.take() {
+            // SAFETY: kill with the pid of our own child.
+            unsafe { libc::kill(ch.id() as libc::pid_t, libc::SIGTERM) };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = ch.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+    }
+}
