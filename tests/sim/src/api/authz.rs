@@ -13,6 +13,7 @@
 //!    and `nodes/status` of `<n>`; create events; get/list/watch anything except secrets.
 //! 5. User `viewer` (cluster role `view`-like): get/list/watch anything except secrets.
 //! 6. Every authenticated user: create `selfsubjectaccessreviews` (`system:basic-user`).
+//!
 //! Anything else is refused with [`forbidden_message`].
 
 use crate::scenario::ForbiddenRule;

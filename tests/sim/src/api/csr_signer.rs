@@ -309,14 +309,14 @@ fn parse_request(csr: &Value) -> anyhow::Result<Parsed> {
 
 /// The DER of the first PEM block with `label` (Go's `pem.Decode` also takes the first block).
 fn pem_block(pem: &str, label: &str) -> anyhow::Result<Vec<u8>> {
-    for item in x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes()) {
-        let item = item.map_err(|e| anyhow!("bad PEM: {e}"))?;
-        if item.label == label {
-            return Ok(item.contents);
-        }
-        bail!("PEM block is {:?}, not {label:?}", item.label);
+    let first = x509_parser::pem::Pem::iter_from_buffer(pem.as_bytes())
+        .next()
+        .ok_or_else(|| anyhow!("no PEM block found"))?
+        .map_err(|e| anyhow!("bad PEM: {e}"))?;
+    if first.label != label {
+        bail!("PEM block is {:?}, not {label:?}", first.label);
     }
-    bail!("no PEM block found")
+    Ok(first.contents)
 }
 
 /// Serial-number randomness without an extra crate: the OS's random source.

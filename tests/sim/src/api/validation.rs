@@ -505,10 +505,8 @@ impl<'a> Walker<'a> {
     /// Type, nullable and enum checks of one value. Returns false on a type mismatch.
     fn check_value(&mut self, n: &Node, v: &Value, path: &[Seg]) -> bool {
         let field = path_string(path);
-        if v.is_null() {
-            if n.nullable || (n.ty.is_none() && !n.int_or_string) {
-                return true;
-            }
+        if v.is_null() && (n.nullable || (n.ty.is_none() && !n.int_or_string)) {
+            return true;
         }
         let expected: Option<String> = if n.int_or_string {
             Some("integer,string".into())
