@@ -4,6 +4,33 @@
 //! OpenShift 4.18 compact (three control-plane nodes) bare-metal cluster named `ostest`
 //! in `example.com`, on the machine network 192.168.111.0/24 (API on .5, masters .20-.22).
 //! Unknown keys are refused (exit 3 from `up`), so a typo in a test's scenario is loud.
+//!
+//! Keys (camelCase in YAML; defaults in brackets; what they change in the seed, see
+//! [`crate::seed`]):
+//!
+//! | key | default | effect |
+//! |---|---|---|
+//! | `name`, `baseDomain` | `ostest`, `example.com` | API names `api.<name>.<baseDomain>` / `api-int...`, DNS `spec.baseDomain`, install-config |
+//! | `clusterId` | fixed UUID | `ClusterVersion.spec.clusterID` |
+//! | `version` | `4.18.12` | Completed history entry, `coreos-bootimages` `releaseVersion`, kubelet `v1.(minor+13).6` |
+//! | `releaseImage` | by digest from quay.io (mirror when disconnected) | current release image |
+//! | `platform` | `BareMetal` | Infrastructure platform (`BareMetal`, `None`, `External`, `VSphere`, ...; case-insensitive) |
+//! | `sno` | false | one node `master-0`, topology `SingleReplica` |
+//! | `architecture` | `amd64` | Node arch labels and `nodeInfo.architecture`; the stream lists this arch's ISO |
+//! | `multiArch` | false | `ClusterVersion.status.desired.architecture: Multi`, `multi` payload, both x86_64 and aarch64 in the stream |
+//! | `fips` | false | `99-worker-fips`/`99-master-fips` with `fips: true` (absent otherwise, as the installer does) |
+//! | `upgradeTo` | none | Partial history entry on top, `desired` = that version |
+//! | `dualStack` | false | IPv6 machine (`fd2e:6f44:5dd8:c956::/120`), cluster (`fd01::/48`) and service (`fd02::/112`) networks, node IPv6 addresses |
+//! | `machineNetworks` | `[192.168.111.0/24]`; none on None/External | Infrastructure `platformSpec.baremetal.machineNetworks` and install-config |
+//! | `disconnected` | false | ImageDigestMirrorSet, `Image.spec.additionalTrustedCA` → ConfigMap `registry-ca`, mirror auth in the pull secret, release image from the mirror |
+//! | `mirrorRegistry` | `registry.example.com:5000` | mirror host:port (`<mirror>/ocp4/openshift4`) |
+//! | `proxy` | none | `{httpProxy, httpsProxy, noProxy, trustedCa}`: Proxy spec/status with the computed noProxy; `trustedCa` names a ConfigMap in openshift-config holding the simulator CA |
+//! | `sshKey` | fake ed25519 key | `99-{worker,master}-ssh`, install-config |
+//! | `ntpServers` | `[192.168.111.1]` | `50-{workers,masters}-chrony-configuration`; `[]` = none |
+//! | `omit` | `[]` | `resource/namespace/name` or `resource/name` (plural resource, e.g. `configmaps/openshift-machine-config-operator/coreos-bootimages`, `machineconfigs/99-worker-ssh`, `nodes/master-2`) |
+//! | `forbidden` | `[]` | 403 switches, see [`ForbiddenRule`] |
+//! | `objects` | `[]` | extra objects; one with the same group, kind, namespace and name replaces the seeded one; `$TEST_IMAGE` → release image |
+//! | `objectsDir` | none | every `*.yaml` (multi-document) file of the directory, loaded like `objects` after them; Secret `stringData` becomes `data` |
 
 use serde::Deserialize;
 
