@@ -338,8 +338,10 @@ pub struct Mirrors {
     /// Legacy ImageContentSourcePolicy entries (digest mirrors).
     pub legacy_content_sources: Vec<MirrorEntry>,
     /// Name of the ConfigMap of registry CAs (Image.config spec.additionalTrustedCA), if set.
+    #[serde(rename = "additionalTrustedCA")]
     pub additional_trusted_ca: Option<String>,
     /// Registries that have a CA in that ConfigMap (its keys, `..` turned back into `:`).
+    #[serde(rename = "trustedCARegistries")]
     pub trusted_ca_registries: Vec<String>,
     /// Registry host → PEM, from the additionalTrustedCA ConfigMap.
     #[serde(skip)]

@@ -234,8 +234,14 @@ impl KubeFlags {
             config.tls_server_name = Some(name.clone());
         }
         if let Some(token) = &self.token {
-            // An explicit token replaces every other way the context would authenticate.
+            // An explicit token replaces every other way the context would authenticate
+            // (also its client certificate, unless --client-certificate is given too), so
+            // `--token` really tests that token.
             config.auth_info.token = Some(SecretString::from(token.clone()));
+            config.auth_info.client_certificate = None;
+            config.auth_info.client_certificate_data = None;
+            config.auth_info.client_key = None;
+            config.auth_info.client_key_data = None;
             config.auth_info.token_file = None;
             config.auth_info.exec = None;
             config.auth_info.auth_provider = None;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use tabled::builder::Builder;
-use tabled::settings::Style;
+use tabled::settings::{Padding, Style};
 
 use crate::cli::OutputFormat;
 use crate::error::{Error, Result};
@@ -29,8 +29,8 @@ pub fn key_values(rows: &[(&str, String)]) -> String {
         b.push_record([k.to_string(), v.clone()]);
     }
     let mut t = b.build();
-    t.with(Style::blank());
-    t.to_string()
+    t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
+    trim_lines(&t.to_string())
 }
 
 /// A table with a header row, kubectl-style (no borders, upper-case headers).
@@ -41,6 +41,11 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
         b.push_record(r);
     }
     let mut t = b.build();
-    t.with(Style::blank());
-    t.to_string()
+    t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
+    trim_lines(&t.to_string())
+}
+
+/// Drops the padding tabled leaves at line ends (it pads every row to the widest).
+fn trim_lines(s: &str) -> String {
+    s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
 }

@@ -1,0 +1,230 @@
+//! `info` end to end: the built plugin against the simulated cluster (agent-day2-sim), in a
+//! private network namespace. Skipped (with the reason) where no namespace can be made.
+
+use std::process::{Command, Output};
+
+use agent_day2_sim::harness::{enter_netns, TestCluster, API_LISTEN};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs the plugin with KUBECONFIG pointing at the cluster and no proxy variables.
+fn plugin(c: &TestCluster, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .output()
+        .unwrap()
+}
+
+fn json_info(c: &TestCluster, extra: &[&str]) -> Value {
+    let mut args = vec!["info", "-o", "json"];
+    args.extend_from_slice(extra);
+    let out = plugin(c, &args);
+    assert_eq!(out.status.code(), Some(0), "stderr: {}\nsim log:\n{}", text(&out.stderr), c.log());
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
+}
+
+macro_rules! netns_or_skip {
+    () => {
+        if let Err(why) = enter_netns() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+#[test]
+fn default_cluster_report_table_json_yaml() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    for needle in [
+        "ostest (",
+        "https://api.ostest.example.com:6443",
+        "4.18.12",
+        "BareMetal  (day-2 nodes supported)",
+        "192.168.111.0/24  (from infrastructure)",
+        "(CA found)",
+        "master-0",
+        "all 31 needed permissions granted",
+    ] {
+        assert!(t.contains(needle), "missing {needle:?} in\n{t}");
+    }
+    assert!(t.lines().any(|l| l.starts_with("Can add nodes") && l.ends_with(" yes")), "{t}");
+    let d = json_info(&c, &[]);
+    assert_eq!(d["apiVersion"], "agent-day2/v1");
+    assert_eq!(d["kind"], "ClusterInfo");
+    assert_eq!(d["cluster"]["name"], "ostest");
+    assert_eq!(d["cluster"]["baseDomain"], "example.com");
+    assert_eq!(d["version"]["current"], "4.18.12");
+    assert_eq!(d["platform"]["type"], "BareMetal");
+    assert_eq!(d["architecture"]["controlPlane"], "x86_64");
+    assert_eq!(d["nodes"].as_array().unwrap().len(), 3);
+    let sha = d["baseIso"]["sha256"].as_str().unwrap();
+    assert!(sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{sha}");
+    assert_eq!(d["machineConfigServer"]["caFound"], true);
+    assert_eq!(d["canAddNodes"], true);
+    assert_eq!(d["permissions"]["missing"].as_array().unwrap().len(), 0);
+    assert!(d["permissions"]["checked"].as_u64().unwrap() > 20);
+    // Flags after the subcommand or before it, -n accepted.
+    let out = plugin(&c, &["--context", "admin", "info", "-n", "default", "-o", "yaml"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let y = text(&out.stdout);
+    assert!(y.contains("kind: ClusterInfo") && y.contains("apiVersion: agent-day2/v1"), "{y}");
+}
+
+#[test]
+fn scenarios_are_reported() {
+    netns_or_skip!();
+    {
+        let c = TestCluster::start("sno: true\n").unwrap();
+        let d = json_info(&c, &[]);
+        assert_eq!(d["cluster"]["controlPlaneTopology"], "SingleReplica");
+        assert_eq!(d["nodes"].as_array().unwrap().len(), 1);
+    }
+    {
+        let c = TestCluster::start("platform: None\n").unwrap();
+        let d = json_info(&c, &[]);
+        assert_eq!(d["platform"]["type"], "None");
+        assert_eq!(d["platform"]["day2Supported"], true);
+        assert_eq!(d["machineNetworks"]["cidrs"].as_array().unwrap().len(), 0, "{}", d["machineNetworks"]);
+    }
+    {
+        let c = TestCluster::start("fips: true\nupgradeTo: 4.19.2\nmultiArch: true\n").unwrap();
+        let d = json_info(&c, &[]);
+        assert_eq!(d["fips"], true);
+        assert_eq!(d["version"]["current"], "4.18.12");
+        assert_eq!(d["version"]["upgradeInProgress"]["version"], "4.19.2");
+        assert_eq!(d["architecture"]["multiArch"], true);
+        assert_eq!(d["canAddNodes"], true);
+        let out = plugin(&c, &["info"]);
+        assert!(text(&out.stdout).contains("(upgrade to 4.19.2 in progress)"));
+    }
+    {
+        let c = TestCluster::start("dualStack: true\ndisconnected: true\n").unwrap();
+        let d = json_info(&c, &[]);
+        let mn: Vec<&str> = d["machineNetworks"]["cidrs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        assert!(mn.iter().any(|c| c.contains(':')), "no IPv6 machine network: {mn:?}");
+        assert!(d["networks"]["serviceNetworks"].as_array().unwrap().iter().any(|v| v.as_str().unwrap().contains(':')));
+        assert!(!d["mirrors"]["digestMirrors"].as_array().unwrap().is_empty(), "{}", d["mirrors"]);
+        assert!(d["mirrors"]["additionalTrustedCA"].is_string(), "{}", d["mirrors"]);
+    }
+    {
+        let c = TestCluster::start(
+            "proxy:\n  httpProxy: http://proxy.example.com:3128\n  httpsProxy: http://proxy.example.com:3128\n  noProxy: example.com\n",
+        )
+        .unwrap();
+        let d = json_info(&c, &[]);
+        assert_eq!(d["proxy"]["httpsProxy"], "http://proxy.example.com:3128");
+    }
+}
+
+#[test]
+fn unreachable_server_exits_4() {
+    netns_or_skip!();
+    // Nothing listens on the API address in this fresh namespace.
+    let out = Command::new(BIN)
+        .args(["info", "--server", &format!("https://{API_LISTEN}"), "--token", "x", "--insecure-skip-tls-verify"])
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4));
+    let e = text(&out.stderr);
+    assert!(e.contains(&format!("error: cannot reach the API server at https://{API_LISTEN}/")), "{e}");
+    assert!(e.contains("check --server/--context"), "{e}");
+}
+
+#[test]
+fn bad_token_is_unauthorized() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let out = plugin(&c, &["info", "--token", "not-a-valid-token"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: unauthorized at https://192.168.111.5:6443/"), "{e}");
+    assert!(e.contains("log in again (oc login)"), "{e}");
+}
+
+#[test]
+fn forbidden_pull_secret_names_it_and_the_user() {
+    netns_or_skip!();
+    let c = TestCluster::start("forbidden:\n- resource: secrets\n  namespace: openshift-config\n  name: pull-secret\n").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""), "{e}");
+    assert!(e.contains("README \"Permissions\""), "{e}");
+}
+
+#[test]
+fn missing_coreos_bootimages_is_named() {
+    netns_or_skip!();
+    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: ConfigMap openshift-machine-config-operator/coreos-bootimages not found"), "{e}");
+}
+
+#[test]
+fn unsupported_platform_prints_report_and_exits_4() {
+    netns_or_skip!();
+    let c = TestCluster::start("platform: AWS\n").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("AWS  (day-2 nodes NOT supported)"), "{}", text(&out.stdout));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: the cluster cannot take day-2 nodes: platform AWS is not supported"), "{e}");
+    // The JSON document is still printed whole, with canAddNodes false.
+    let out = plugin(&c, &["info", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(4));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["canAddNodes"], false);
+    assert_eq!(d["platform"]["day2Supported"], false);
+}
+
+#[test]
+fn too_old_version_prints_report_and_exits_4() {
+    netns_or_skip!();
+    let c = TestCluster::start("version: 4.9.59\n").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("4.9.59  (UNSUPPORTED: needs 4.18 or newer)"), "{}", text(&out.stdout));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: the cluster cannot take day-2 nodes: OpenShift 4.9.59 is too old"), "{e}");
+}
+
+#[test]
+fn viewer_context_shows_missing_permissions() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let out = plugin(&c, &["info", "--context", "viewer"]);
+    // The viewer cannot read the pull secret: exit 4 naming it, after the permission report.
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("Missing permissions"), "{t}");
+    for needle in [
+        "get secrets/pull-secret -n openshift-config",
+        "create namespaces",
+        "update certificatesigningrequests.certificates.k8s.io/approval",
+        "approve signers.certificates.k8s.io/kubernetes.io/kubelet-serving",
+        "approve signers.certificates.k8s.io/kubernetes.io/kube-apiserver-client-kubelet",
+        "patch nodes",
+    ] {
+        assert!(t.contains(needle), "missing {needle:?} in\n{t}");
+    }
+    // Reads the viewer has are not listed.
+    assert!(!t.contains("get clusterversions"), "{t}");
+    assert!(text(&out.stderr).contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
+}
