@@ -2,6 +2,7 @@
 //!
 //! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]...`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
+//! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
 //!
 //! Exit status: 0 after SIGINT/SIGTERM, 1 on errors, 2 on usage errors, 3 on an invalid scenario.
 
@@ -50,11 +51,23 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
+    /// Boot simulated day-2 machines from a node ISO: check its Ignition against the node
+    /// contract (exit 3 if refused), serve each host's assisted-service API on IP:8090, walk
+    /// the install stages, reboot, then send kubelet CSRs. Exit 0 when every node has both
+    /// certificates; 5 on --timeout; 6 when an installation failed.
+    Boot(agent_day2_sim::boot::BootArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {
+            Ok(code) => std::process::exit(code),
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::exit(1);
+            }
+        },
         // Before any thread exists: CLONE_NEWUSER refuses multi-threaded callers.
         Cmd::Netns { cmd } => {
             let e = agent_day2_sim::netns::run_in_new_netns(&cmd);

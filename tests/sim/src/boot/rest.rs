@@ -1,0 +1,464 @@
+//! The node's local assisted-service REST API, as far as monitoring reads it, on `IP:8090`
+//! under `/api/assisted-install/v2` (paths, models and security from assisted-service
+//! `swagger.yaml`).
+//!
+//! Auth (assisted-service `pkg/auth/agent_local_authz_handler.go`, agent-installer local auth):
+//! each endpoint allows some security schemes (swagger `security`); a scheme reads its header
+//! (`agentAuth` → `X-Secret-Key`, `userAuth` → `Authorization`, `watcherAuth` →
+//! `Watcher-Authorization`; a `Bearer ` prefix is dropped), and the token must be the persona
+//! token of that scheme (JWT `sub` = scheme). No usable header or an unknown/expired token →
+//! 401 `infra_error`; a known token of another persona → 403.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::Full;
+use serde_json::{json, Value};
+
+use super::contract::Facts;
+use super::stages::{validations_info, Step, WORKER_STAGES};
+
+/// API prefix (swagger `basePath`).
+pub const BASE: &str = "/api/assisted-install/v2";
+
+/// Security schemes (swagger `securityDefinitions`) and their header names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Agent,
+    User,
+    Watcher,
+}
+
+impl Scheme {
+    /// Header the scheme reads.
+    pub fn header(self) -> &'static str {
+        match self {
+            Scheme::Agent => "X-Secret-Key",
+            Scheme::User => "Authorization",
+            Scheme::Watcher => "Watcher-Authorization",
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Scheme::Agent => "agentAuth",
+            Scheme::User => "userAuth",
+            Scheme::Watcher => "watcherAuth",
+        }
+    }
+}
+
+/// What the host looks like now; the node's stage walker writes it, the API reads it.
+#[derive(Debug, Clone)]
+pub struct HostState {
+    pub step: Step,
+    pub events: Vec<Value>,
+    pub status_updated_at: String,
+    pub stage_started_at: String,
+}
+
+/// Everything one node's API serves.
+pub struct NodeApi {
+    pub facts: Arc<Facts>,
+    pub hostname: String,
+    pub mac: String,
+    pub ip: std::net::IpAddr,
+    /// AI cluster id (the imported AddHostsCluster), not the OpenShift cluster id.
+    pub ai_cluster_id: String,
+    pub host_id: String,
+    pub created_at: String,
+    pub state: Mutex<HostState>,
+}
+
+/// RFC 3339 "now" in UTC.
+pub fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// A UUID-shaped id derived from `seed` (stable across runs, distinct per seed).
+pub fn derived_uuid(seed: &str) -> String {
+    use sha2::Digest;
+    let h = hex::encode(sha2::Sha256::digest(seed.as_bytes()));
+    format!("{}-{}-4{}-8{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+}
+
+impl NodeApi {
+    /// Posts an event (swagger `event`).
+    pub fn event(&self, severity: &str, message: &str) {
+        let mut st = self.state.lock().unwrap();
+        st.events.push(json!({
+            "name": "host_status_updated",
+            "cluster_id": self.ai_cluster_id,
+            "host_id": self.host_id,
+            "infra_env_id": self.facts.infra_env_id,
+            "severity": severity,
+            "category": "user",
+            "message": message,
+            "event_time": now(),
+        }));
+    }
+
+    /// Moves the host to `step` and posts its event.
+    pub fn enter(&self, step: &Step) {
+        {
+            let mut st = self.state.lock().unwrap();
+            let t = now();
+            if st.step.status != step.status {
+                st.status_updated_at = t.clone();
+            }
+            if st.step.stage != step.stage {
+                st.stage_started_at = t;
+            }
+            st.step = step.clone();
+        }
+        let severity = match (step.status, &step.failing) {
+            ("error", _) => "error",
+            (_, Some(_)) => "warning",
+            _ => "info",
+        };
+        self.event(severity, &step.event);
+    }
+
+    fn host_json(&self) -> Value {
+        let st = self.state.lock().unwrap();
+        let s = &st.step;
+        let arch = &self.facts.cpu_architecture;
+        let inventory = json!({
+            "hostname": self.hostname,
+            "cpu": {"architecture": arch, "count": 4},
+            "memory": {"physical_bytes": 17179869184u64},
+            "interfaces": [{"name": "eth0", "mac_address": self.mac, "ipv4_addresses": [format!("{}/24", self.ip)]}],
+            "disks": [{"name": "vda", "path": "/dev/vda", "size_bytes": 128849018880u64, "installation_eligibility": {"eligible": true}}],
+            "system_vendor": {"manufacturer": "agent-day2-sim", "product_name": "simulated", "virtual": true}
+        });
+        let mut progress = json!({
+            "installation_percentage": s.percent.unwrap_or(0),
+            "progress_info": "",
+            "stage_started_at": st.stage_started_at,
+            "stage_updated_at": st.status_updated_at,
+        });
+        if let Some(stage) = s.stage {
+            progress["current_stage"] = json!(stage);
+        }
+        json!({
+            "kind": "AddToExistingClusterHost",
+            "id": self.host_id,
+            "href": format!("{BASE}/infra-envs/{}/hosts/{}", self.facts.infra_env_id, self.host_id),
+            "cluster_id": self.ai_cluster_id,
+            "infra_env_id": self.facts.infra_env_id,
+            "status": s.status,
+            "status_info": s.status_info,
+            "validations_info": validations_info(s.failing.as_ref().map(|f| f.0.as_str())),
+            "status_updated_at": st.status_updated_at,
+            "progress": progress,
+            "progress_stages": WORKER_STAGES,
+            "stage_started_at": st.stage_started_at,
+            "stage_updated_at": st.status_updated_at,
+            "role": "worker",
+            "suggested_role": "worker",
+            "bootstrap": false,
+            "requested_hostname": self.hostname,
+            "inventory": inventory.to_string(),
+            "installation_disk_path": "/dev/vda",
+            "discovery_agent_version": "agent-day2-sim",
+            "created_at": self.created_at,
+            "registered_at": self.created_at,
+            "updated_at": st.status_updated_at,
+            "checked_in_at": now(),
+            "machine_config_pool_name": "worker",
+        })
+    }
+
+    fn cluster_json(&self, with_hosts: bool) -> Value {
+        let f = &self.facts;
+        let mut c = json!({
+            "kind": "AddHostsCluster",
+            "id": self.ai_cluster_id,
+            "href": format!("{BASE}/clusters/{}", self.ai_cluster_id),
+            "name": f.cluster_name,
+            "openshift_cluster_id": f.cluster_id,
+            "openshift_version": f.openshift_version,
+            "ocp_release_image": f.release_image,
+            "base_dns_domain": f.base_domain,
+            "api_vip_dns_name": f.api_dns_name,
+            "cpu_architecture": f.cpu_architecture,
+            "image_info": {},
+            "platform": {"type": if f.user_managed_networking {"none"} else {"baremetal"}},
+            "user_managed_networking": f.user_managed_networking,
+            "imported": true,
+            "status": "adding-hosts",
+            "status_info": "cluster is adding hosts to existing OCP cluster",
+            "high_availability_mode": "Full",
+            "created_at": self.created_at,
+            "updated_at": now(),
+            "total_host_count": 1,
+            "enabled_host_count": 1,
+            "ready_host_count": 1,
+            "hosts": [],
+        });
+        if with_hosts {
+            c["hosts"] = json!([self.host_json()]);
+        }
+        c
+    }
+
+    fn infra_env_json(&self) -> Value {
+        let f = &self.facts;
+        json!({
+            "kind": "InfraEnv",
+            "id": f.infra_env_id,
+            "href": format!("{BASE}/infra-envs/{}", f.infra_env_id),
+            "name": f.cluster_name,
+            "type": "full-iso",
+            "cluster_id": self.ai_cluster_id,
+            "cpu_architecture": f.cpu_architecture,
+            "openshift_version": f.openshift_version,
+            "pull_secret_set": true,
+            "rendezvous_ip": "127.0.0.1",
+            "created_at": self.created_at,
+            "updated_at": self.created_at,
+        })
+    }
+
+    /// Classifies the request's credentials for an endpoint that allows `schemes`.
+    fn authorize(&self, req: &Request<hyper::body::Incoming>, schemes: &[Scheme]) -> Result<(), (StatusCode, String)> {
+        let f = &self.facts;
+        let personas = [(Scheme::Agent, &f.agent_token), (Scheme::User, &f.user_token), (Scheme::Watcher, &f.watcher_token)];
+        let mut saw_header = false;
+        let mut other_persona = None;
+        for scheme in schemes {
+            let Some(value) = req.headers().get(scheme.header()).and_then(|v| v.to_str().ok()) else { continue };
+            saw_header = true;
+            let token = value.trim();
+            let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
+            match personas.iter().find(|(_, t)| !t.is_empty() && t.as_str() == token) {
+                None => {}
+                Some((p, t)) => {
+                    if let Some(exp) = super::jwt::expiry(t) {
+                        if exp < time::OffsetDateTime::now_utc().unix_timestamp() {
+                            return Err((StatusCode::UNAUTHORIZED, "Failed to parse token: token is expired".into()));
+                        }
+                    }
+                    if p == scheme {
+                        return Ok(());
+                    }
+                    other_persona = Some((p.name(), scheme.name()));
+                }
+            }
+        }
+        if let Some((claim, scheme)) = other_persona {
+            return Err((StatusCode::FORBIDDEN, format!("authClaim {claim} is unauthorized to access. authScheme ={scheme}")));
+        }
+        let allowed: Vec<&str> = schemes.iter().map(|s| s.header()).collect();
+        if saw_header {
+            Err((StatusCode::UNAUTHORIZED, "Failed to parse token: token signature is invalid".into()))
+        } else {
+            Err((StatusCode::UNAUTHORIZED, format!("unauthenticated for invalid credentials (send one of the headers {})", allowed.join(", "))))
+        }
+    }
+
+    /// Handles one request.
+    pub fn handle(&self, req: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
+        let path = req.uri().path().trim_end_matches('/').to_string();
+        let query: BTreeMap<String, String> = req
+            .uri()
+            .query()
+            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+            .unwrap_or_default();
+        let Some(rest) = path.strip_prefix(BASE) else {
+            return error(StatusCode::NOT_FOUND, format!("path {path} not found (the API is under {BASE})"));
+        };
+        let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+        use Scheme::*;
+        let ie = self.facts.infra_env_id.as_str();
+        let cl = self.ai_cluster_id.as_str();
+        let hid = self.host_id.as_str();
+        // (schemes from swagger `security`, handler)
+        let route: Option<(&[Scheme], Box<dyn Fn() -> Response<Full<Bytes>> + '_>)> = match segs.as_slice() {
+            ["clusters"] => Some((&[User, Watcher], Box::new(|| {
+                let with_hosts = query.get("with_hosts").is_some_and(|v| v.is_empty() || v == "true");
+                let want = query.get("openshift_cluster_id");
+                if want.is_some_and(|w| w != &self.facts.cluster_id) {
+                    return ok_json(&json!([]));
+                }
+                ok_json(&json!([self.cluster_json(with_hosts)]))
+            }))),
+            ["clusters", id] => Some((&[User, Agent, Watcher], Box::new(move || {
+                if *id != cl {
+                    return not_found("cluster", id);
+                }
+                let exclude = query.get("exclude-hosts").is_some_and(|v| v == "true");
+                ok_json(&self.cluster_json(!exclude))
+            }))),
+            ["clusters", id, "hosts"] => Some((&[User, Agent], Box::new(move || {
+                if *id != cl {
+                    return not_found("cluster", id);
+                }
+                ok_json(&json!([self.host_json()]))
+            }))),
+            ["clusters", id, "logs"] => Some((&[User], Box::new(move || {
+                if *id != cl {
+                    return not_found("cluster", id);
+                }
+                self.logs()
+            }))),
+            ["infra-envs"] => Some((&[User, Watcher], Box::new(|| ok_json(&json!([self.infra_env_json()]))))),
+            ["infra-envs", id] => Some((&[User, Agent], Box::new(move || {
+                if *id != ie {
+                    return not_found("infra-env", id);
+                }
+                ok_json(&self.infra_env_json())
+            }))),
+            ["infra-envs", id, "hosts"] => Some((&[User, Agent], Box::new(move || {
+                if *id != ie {
+                    return not_found("infra-env", id);
+                }
+                ok_json(&json!([self.host_json()]))
+            }))),
+            ["infra-envs", id, "hosts", h] => Some((&[User], Box::new(move || {
+                if *id != ie {
+                    return not_found("infra-env", id);
+                }
+                if *h != hid {
+                    return not_found("host", h);
+                }
+                ok_json(&self.host_json())
+            }))),
+            ["events"] => Some((&[User, Watcher], Box::new(|| {
+                let st = self.state.lock().unwrap();
+                let keep = |e: &&Value| {
+                    let m = |k: &str| query.get(k).is_none_or(|want| e.get(k).and_then(|v| v.as_str()) == Some(want.as_str()));
+                    m("cluster_id") && m("infra_env_id") && m("host_id")
+                };
+                let mut evs: Vec<Value> = st.events.iter().filter(keep).cloned().collect();
+                if query.get("order").map(String::as_str) == Some("descending") {
+                    evs.reverse();
+                }
+                let offset = query.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0usize);
+                let evs: Vec<Value> = match query.get("limit").and_then(|l| l.parse::<usize>().ok()) {
+                    Some(l) => evs.into_iter().skip(offset).take(l).collect(),
+                    None => evs.into_iter().skip(offset).collect(),
+                };
+                let mut r = ok_json(&Value::Array(evs.clone()));
+                r.headers_mut().insert("Event-Count", evs.len().into());
+                r
+            }))),
+            _ => None,
+        };
+        let Some((schemes, handler)) = route else {
+            return error(StatusCode::NOT_FOUND, format!("path {path} is not served by this simulated assisted-service"));
+        };
+        if req.method() != Method::GET {
+            return error(StatusCode::METHOD_NOT_ALLOWED, format!("method {} is not allowed on {path}", req.method()));
+        }
+        if let Err((code, msg)) = self.authorize(req, schemes) {
+            return infra_error(code, msg);
+        }
+        handler()
+    }
+
+    /// A small tar.gz of this host's logs (swagger: `type: file`).
+    fn logs(&self) -> Response<Full<Bytes>> {
+        let st = self.state.lock().unwrap();
+        let mut text = String::new();
+        for e in &st.events {
+            text.push_str(&format!("{} {} {}\n", e["event_time"].as_str().unwrap_or(""), e["severity"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")));
+        }
+        drop(st);
+        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
+        let mut add = |name: &str, data: &[u8]| {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_mtime(time::OffsetDateTime::now_utc().unix_timestamp() as u64);
+            h.set_cksum();
+            let _ = tar.append_data(&mut h, name, data);
+        };
+        add(&format!("{}/events.log", self.hostname), text.as_bytes());
+        add(&format!("{}/agent.log", self.hostname), format!("simulated agent on {} ({})\n", self.hostname, self.mac).as_bytes());
+        let gz = tar.into_inner().and_then(|g| g.finish()).unwrap_or_default();
+        Response::builder()
+            .status(StatusCode::OK)
+            .header("Content-Type", "application/octet-stream")
+            .header("Content-Disposition", format!("attachment; filename={}_logs.tar.gz", self.hostname))
+            .body(Full::new(Bytes::from(gz)))
+            .unwrap()
+    }
+}
+
+fn ok_json(v: &Value) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("Content-Type", "application/json")
+        .body(Full::new(Bytes::from(v.to_string())))
+        .unwrap()
+}
+
+/// swagger `error`.
+fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
+    let body = json!({"kind": "Error", "id": code.as_u16(), "href": "", "code": code.as_u16().to_string(), "reason": reason});
+    Response::builder().status(code).header("Content-Type", "application/json").body(Full::new(Bytes::from(body.to_string()))).unwrap()
+}
+
+fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
+    error(StatusCode::NOT_FOUND, format!("{what} {id} not found"))
+}
+
+/// swagger `infra_error` (401/403).
+fn infra_error(code: StatusCode, message: String) -> Response<Full<Bytes>> {
+    let body = json!({"code": code.as_u16(), "message": message});
+    Response::builder().status(code).header("Content-Type", "application/json").body(Full::new(Bytes::from(body.to_string()))).unwrap()
+}
+
+/// A running API; [`Server::stop`] closes the listener and every open connection (the live
+/// system going away at reboot).
+pub struct Server {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Server {
+    /// Binds `addr` and serves `api`. Errors: the address cannot be bound (not inside the
+    /// simulator's network namespace, or taken).
+    pub async fn start(addr: SocketAddr, api: Arc<NodeApi>) -> std::io::Result<Server> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                tokio::select! {
+                    _ = stopped.changed() => break,
+                    acc = listener.accept() => {
+                        let Ok((stream, _)) = acc else { continue };
+                        let api = api.clone();
+                        conns.spawn(async move {
+                            let svc = hyper::service::service_fn(move |req| {
+                                let api = api.clone();
+                                async move { Ok::<_, Infallible>(api.handle(&req)) }
+                            });
+                            let _ = hyper::server::conn::http1::Builder::new()
+                                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                                .await;
+                        });
+                    }
+                    Some(_) = conns.join_next(), if !conns.is_empty() => {}
+                }
+            }
+            drop(listener);
+            conns.abort_all();
+            while conns.join_next().await.is_some() {}
+        });
+        Ok(Server { stop, task })
+    }
+
+    /// Stops serving; returns when the port is closed.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.task.await;
+    }
+}
