@@ -217,3 +217,16 @@ fn forbidden_required_read_names_resource_and_user() {
     assert!(e.contains("Permissions"), "{e}");
     h.join().unwrap();
 }
+
+#[test]
+fn verbosity_flag_logs_to_stderr_only() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("https://127.0.0.1:{}", free_port());
+    let quiet = plugin(home.path(), &["info", "-s", &url, "--token", "x"]);
+    let loud = plugin(home.path(), &["info", "-s", &url, "--token", "x", "-v", "4"]);
+    assert_eq!(loud.status.code(), Some(4));
+    let (q, l) = (text(&quiet.stderr), text(&loud.stderr));
+    assert!(!q.contains("DEBUG"), "{q}");
+    assert!(l.contains("DEBUG") && l.contains("ClusterVersion version"), "{l}");
+    assert!(loud.stdout.is_empty());
+}

@@ -228,3 +228,51 @@ fn viewer_context_shows_missing_permissions() {
     assert!(!t.contains("get clusterversions"), "{t}");
     assert!(text(&out.stderr).contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
 }
+
+/// A one-shot HTTP proxy stand-in on `addr`: records the first request line, then hangs up.
+fn recording_proxy(addr: &str) -> std::thread::JoinHandle<String> {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind(addr).unwrap();
+    std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string()
+    })
+}
+
+#[test]
+fn api_traffic_goes_through_the_configured_proxy() {
+    netns_or_skip!();
+    // HTTPS_PROXY from the environment (no DNS happens: the proxy gets the name in CONNECT,
+    // and the namespace has no route out anyway).
+    let h = recording_proxy("192.168.111.9:3128");
+    let out = Command::new(BIN)
+        .args(["info", "-s", "https://api.ostest.example.com:6443", "--token", "t", "--request-timeout", "5s"])
+        .env_remove("KUBECONFIG")
+        .env("HTTPS_PROXY", "http://192.168.111.9:3128")
+        .env_remove("NO_PROXY")
+        .env_remove("no_proxy")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert_eq!(h.join().unwrap(), "CONNECT api.ostest.example.com:6443 HTTP/1.1");
+
+    // The kubeconfig's proxy-url wins over the environment.
+    let h = recording_proxy("192.168.111.9:3129");
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kc");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nkind: Config\ncurrent-context: p\nclusters:\n- name: p\n  cluster:\n    server: https://api.ostest.example.com:6443\n    proxy-url: http://192.168.111.9:3129\ncontexts:\n- name: p\n  context:\n    cluster: p\n    user: p\nusers:\n- name: p\n  user:\n    token: t\n",
+    )
+    .unwrap();
+    let out = Command::new(BIN)
+        .args(["info", "--kubeconfig", kc.to_str().unwrap(), "--request-timeout", "5s"])
+        .env("HTTPS_PROXY", "http://192.168.111.9:9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot reach the API server at https://api.ostest.example.com:6443/"));
+    assert_eq!(h.join().unwrap(), "CONNECT api.ostest.example.com:6443 HTTP/1.1");
+}
