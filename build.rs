@@ -10,7 +10,9 @@ fn main() {
             println!("cargo:rerun-if-changed=.git/{r}");
         }
     }
-    let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output();
     if let Ok(o) = out {
         if o.status.success() {
             let c = String::from_utf8_lossy(&o.stdout).trim().to_string();

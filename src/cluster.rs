@@ -79,37 +79,56 @@ impl ClusterObjects {
                 o.merge(sub);
                 continue;
             }
-            let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+            let kind = v
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             let name = str_at(&v, "/metadata/name").unwrap_or_default().to_string();
             let ns = str_at(&v, "/metadata/namespace").unwrap_or_default().to_string();
             match (kind.as_str(), ns.as_str(), name.as_str()) {
                 ("ClusterVersion", _, "version") => o.cluster_version = Some(v),
                 ("Infrastructure", _, "cluster") => o.infrastructure = Some(v),
                 ("Secret", "openshift-config", "pull-secret") => o.pull_secret = Some(v),
-                ("Secret", "openshift-machine-api", "worker-user-data-managed") => o.worker_user_data = Some(v),
+                ("Secret", "openshift-machine-api", "worker-user-data-managed") => {
+                    o.worker_user_data = Some(v)
+                }
                 ("Proxy", _, "cluster") => {
                     trust_name = str_at(&v, "/spec/trustedCA/name").map(String::from);
                     o.proxy = Some(v)
                 }
                 ("Image", _, "cluster") => o.image_config = Some(v),
-                ("Network", _, "cluster") if v["apiVersion"].as_str().unwrap_or("").starts_with("config.openshift.io") => {
+                ("Network", _, "cluster")
+                    if v["apiVersion"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("config.openshift.io") =>
+                {
                     o.network = Some(v)
                 }
                 ("ConfigMap", "kube-system", "cluster-config-v1") => o.cluster_config = Some(v),
-                ("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages") => o.coreos_bootimages = Some(v),
+                ("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages") => {
+                    o.coreos_bootimages = Some(v)
+                }
                 ("ConfigMap", "openshift-config", _) => extra_cms.push(v),
                 ("ImageDigestMirrorSet", _, _) => o.image_digest_mirror_sets.push(v),
                 ("ImageTagMirrorSet", _, _) => o.image_tag_mirror_sets.push(v),
                 ("ImageContentSourcePolicy", _, _) => o.image_content_source_policies.push(v),
-                ("MachineConfig", _, "99-worker-ssh" | "99-worker-fips" | "50-workers-chrony-configuration") => {
-                    o.machine_configs.push(v)
-                }
+                (
+                    "MachineConfig",
+                    _,
+                    "99-worker-ssh" | "99-worker-fips" | "50-workers-chrony-configuration",
+                ) => o.machine_configs.push(v),
                 ("Node", _, _) => o.nodes.push(v),
                 _ => {}
             }
         }
         // ConfigMaps in openshift-config are only meaningful once we know who names them.
-        let image_ca = o.image_config.as_ref().and_then(|i| str_at(i, "/spec/additionalTrustedCA/name")).map(String::from);
+        let image_ca = o
+            .image_config
+            .as_ref()
+            .and_then(|i| str_at(i, "/spec/additionalTrustedCA/name"))
+            .map(String::from);
         for cm in extra_cms {
             let name = str_at(&cm, "/metadata/name").map(String::from);
             if name.is_some() && name == trust_name {
@@ -124,11 +143,24 @@ impl ClusterObjects {
 
     fn merge(&mut self, other: ClusterObjects) {
         macro_rules! opt { ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* } }
-        opt!(cluster_version, infrastructure, pull_secret, proxy, trust_bundle, image_config,
-             additional_trusted_ca, cluster_config, coreos_bootimages, worker_user_data, network);
-        self.image_digest_mirror_sets.extend(other.image_digest_mirror_sets);
+        opt!(
+            cluster_version,
+            infrastructure,
+            pull_secret,
+            proxy,
+            trust_bundle,
+            image_config,
+            additional_trusted_ca,
+            cluster_config,
+            coreos_bootimages,
+            worker_user_data,
+            network
+        );
+        self.image_digest_mirror_sets
+            .extend(other.image_digest_mirror_sets);
         self.image_tag_mirror_sets.extend(other.image_tag_mirror_sets);
-        self.image_content_source_policies.extend(other.image_content_source_policies);
+        self.image_content_source_policies
+            .extend(other.image_content_source_policies);
         self.machine_configs.extend(other.machine_configs);
         self.nodes.extend(other.nodes);
         self.unreadable.extend(other.unreadable);
@@ -404,7 +436,9 @@ pub struct NodeAddress {
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty())
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
 }
 
 fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
@@ -449,15 +483,27 @@ pub fn cidr_contains(net: IpAddr, bits: u8, ip: IpAddr) -> bool {
 
 /// Reads a ConfigMap/Secret data value: `data` (base64 for Secrets) or `stringData`.
 fn secret_value(secret: &Value, key: &str) -> Option<String> {
-    if let Some(b64) = secret.pointer("/data").and_then(|d| d.get(key)).and_then(Value::as_str) {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
+    if let Some(b64) = secret
+        .pointer("/data")
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_str)
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64.trim())
+            .ok()?;
         return String::from_utf8(bytes).ok();
     }
-    secret.pointer("/stringData").and_then(|d| d.get(key)).and_then(Value::as_str).map(String::from)
+    secret
+        .pointer("/stringData")
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_str)
+        .map(String::from)
 }
 
 fn cm_value<'a>(cm: &'a Value, key: &str) -> Option<&'a str> {
-    cm.pointer("/data").and_then(|d| d.get(key)).and_then(Value::as_str)
+    cm.pointer("/data")
+        .and_then(|d| d.get(key))
+        .and_then(Value::as_str)
 }
 
 /// Decodes an Ignition `data:` URL (base64 or percent-encoded).
@@ -465,7 +511,9 @@ fn decode_data_url(url: &str) -> Option<String> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     if meta.ends_with(";base64") {
-        let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).ok()?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .ok()?;
         String::from_utf8(bytes).ok()
     } else {
         let mut out = Vec::new();
@@ -492,7 +540,10 @@ fn count_certs(pem: &str) -> usize {
 fn missing(resource: ResourceRef, objects: &ClusterObjects) -> Error {
     // A required object we could not read is reported with the read's reason.
     if let Some((_, why)) = objects.unreadable.iter().find(|(r, _)| *r == resource) {
-        return Error::BadObject { resource, message: why.clone() };
+        return Error::BadObject {
+            resource,
+            message: why.clone(),
+        };
     }
     Error::NotFound { resource, why: None }
 }
@@ -510,11 +561,24 @@ impl ClusterModel {
         let cv_ref = ResourceRef::cluster("ClusterVersion", "version");
         let infra_ref = ResourceRef::cluster("Infrastructure", "cluster");
         let ps_ref = ResourceRef::namespaced("Secret", "openshift-config", "pull-secret");
-        let boot_ref = ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages");
-        let cv = o.cluster_version.as_ref().ok_or_else(|| missing(cv_ref.clone(), o))?;
-        let infra = o.infrastructure.as_ref().ok_or_else(|| missing(infra_ref.clone(), o))?;
+        let boot_ref = ResourceRef::namespaced(
+            "ConfigMap",
+            "openshift-machine-config-operator",
+            "coreos-bootimages",
+        );
+        let cv = o
+            .cluster_version
+            .as_ref()
+            .ok_or_else(|| missing(cv_ref.clone(), o))?;
+        let infra = o
+            .infrastructure
+            .as_ref()
+            .ok_or_else(|| missing(infra_ref.clone(), o))?;
         let ps = o.pull_secret.as_ref().ok_or_else(|| missing(ps_ref.clone(), o))?;
-        let boot = o.coreos_bootimages.as_ref().ok_or_else(|| missing(boot_ref.clone(), o))?;
+        let boot = o
+            .coreos_bootimages
+            .as_ref()
+            .ok_or_else(|| missing(boot_ref.clone(), o))?;
         let mut problems = Vec::new();
         let mut warnings = Vec::new();
         for (r, why) in &o.unreadable {
@@ -523,10 +587,16 @@ impl ClusterModel {
 
         // --- identity
         let id = str_at(cv, "/spec/clusterID")
-            .ok_or_else(|| Error::BadObject { resource: cv_ref.clone(), message: "spec.clusterID is empty".into() })?
+            .ok_or_else(|| Error::BadObject {
+                resource: cv_ref.clone(),
+                message: "spec.clusterID is empty".into(),
+            })?
             .to_string();
         let api_url = str_at(infra, "/status/apiServerURL")
-            .ok_or_else(|| Error::BadObject { resource: infra_ref.clone(), message: "status.apiServerURL is empty".into() })?
+            .ok_or_else(|| Error::BadObject {
+                resource: infra_ref.clone(),
+                message: "status.apiServerURL is empty".into(),
+            })?
             .to_string();
         let api_host = api_url
             .parse::<http::Uri>()
@@ -550,11 +620,16 @@ impl ClusterModel {
         let api_int_url = str_at(infra, "/status/apiServerInternalURI")
             .map(String::from)
             .unwrap_or_else(|| format!("https://api-int.{name}.{base_domain}:6443"));
-        let control_plane_topology =
-            str_at(infra, "/status/controlPlaneTopology").unwrap_or("HighlyAvailable").to_string();
+        let control_plane_topology = str_at(infra, "/status/controlPlaneTopology")
+            .unwrap_or("HighlyAvailable")
+            .to_string();
 
         // --- version: history is newest first; the newest Completed entry is what runs.
-        let history = cv.pointer("/status/history").and_then(Value::as_array).cloned().unwrap_or_default();
+        let history = cv
+            .pointer("/status/history")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let completed = history.iter().find(|h| h["state"].as_str() == Some("Completed"));
         let (current, release_image) = match completed {
             Some(h) => (
@@ -568,17 +643,25 @@ impl ClusterModel {
                         .into(),
                 );
                 (
-                    str_at(cv, "/status/desired/version").unwrap_or_default().to_string(),
-                    str_at(cv, "/status/desired/image").unwrap_or_default().to_string(),
+                    str_at(cv, "/status/desired/version")
+                        .unwrap_or_default()
+                        .to_string(),
+                    str_at(cv, "/status/desired/image")
+                        .unwrap_or_default()
+                        .to_string(),
                 )
             }
         };
-        let upgrade_in_progress = history.first().filter(|h| h["state"].as_str() != Some("Completed")).and_then(|h| {
-            Some(UpgradeTarget {
-                version: h["version"].as_str()?.to_string(),
-                image: h["image"].as_str().unwrap_or_default().to_string(),
+        let upgrade_in_progress = history
+            .first()
+            .filter(|h| h["state"].as_str() != Some("Completed"))
+            .and_then(|h| {
+                Some(UpgradeTarget {
+                    version: h["version"].as_str()?.to_string(),
+                    image: h["image"].as_str().unwrap_or_default().to_string(),
+                })
             })
-        }).filter(|_| completed.is_some());
+            .filter(|_| completed.is_some());
         if let Some(u) = &upgrade_in_progress {
             warnings.push(format!(
                 "an upgrade to {} is in progress; new nodes use the running release {current} until it completes",
@@ -627,15 +710,19 @@ impl ClusterModel {
                     .into_iter()
                     .find(|a| release_image.ends_with(&format!("-{a}")))
                     .unwrap_or("x86_64");
-                warnings.push(format!("no Node readable: assuming control-plane architecture {guess}"));
+                warnings.push(format!(
+                    "no Node readable: assuming control-plane architecture {guess}"
+                ));
                 guess.to_string()
             }
         };
         let multi_arch = str_at(cv, "/status/desired/architecture") == Some("Multi");
 
         // --- machine networks
-        let mut machine_networks =
-            MachineNetworks { cidrs: strings_at(infra, "/spec/platformSpec/baremetal/machineNetworks"), source: "infrastructure".into() };
+        let mut machine_networks = MachineNetworks {
+            cidrs: strings_at(infra, "/spec/platformSpec/baremetal/machineNetworks"),
+            source: "infrastructure".into(),
+        };
         if machine_networks.cidrs.is_empty() {
             let from_ic = o
                 .cluster_config
@@ -645,23 +732,41 @@ impl ClusterModel {
                 .map(|ic| {
                     ic.pointer("/networking/machineNetwork")
                         .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(|m| m["cidr"].as_str().map(String::from)).collect::<Vec<_>>())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|m| m["cidr"].as_str().map(String::from))
+                                .collect::<Vec<_>>()
+                        })
                         .unwrap_or_default()
                 })
                 .unwrap_or_default();
             machine_networks = if from_ic.is_empty() {
-                MachineNetworks { cidrs: vec![], source: "none".into() }
+                MachineNetworks {
+                    cidrs: vec![],
+                    source: "none".into(),
+                }
             } else {
-                MachineNetworks { cidrs: from_ic, source: "install-config".into() }
+                MachineNetworks {
+                    cidrs: from_ic,
+                    source: "install-config".into(),
+                }
             };
         }
 
         // --- MCS endpoint from the worker pointer Ignition
         let derived_mcs = format!("https://api-int.{name}.{base_domain}:22623/config/worker");
-        let machine_config_server = match o.worker_user_data.as_ref().and_then(|s| secret_value(s, "userData")) {
+        let machine_config_server = match o
+            .worker_user_data
+            .as_ref()
+            .and_then(|s| secret_value(s, "userData"))
+        {
             Some(ign) => {
                 let ign: Value = serde_json::from_str(&ign).map_err(|e| Error::BadObject {
-                    resource: ResourceRef::namespaced("Secret", "openshift-machine-api", "worker-user-data-managed"),
+                    resource: ResourceRef::namespaced(
+                        "Secret",
+                        "openshift-machine-api",
+                        "worker-user-data-managed",
+                    ),
                     message: format!("userData is not Ignition JSON: {e}"),
                 })?;
                 let url = str_at(&ign, "/ignition/config/merge/0/source")
@@ -675,9 +780,19 @@ impl ClusterModel {
                     .flatten()
                     .filter_map(|ca| ca["source"].as_str().and_then(decode_data_url))
                     .find(|pem| pem.contains("-----BEGIN CERTIFICATE-----"));
-                McsInfo { url, ca_found: ca_pem.is_some(), source: "worker-user-data-managed".into(), ca_pem }
+                McsInfo {
+                    url,
+                    ca_found: ca_pem.is_some(),
+                    source: "worker-user-data-managed".into(),
+                    ca_pem,
+                }
             }
-            None => McsInfo { url: derived_mcs, ca_found: false, source: "derived".into(), ca_pem: None },
+            None => McsInfo {
+                url: derived_mcs,
+                ca_found: false,
+                source: "derived".into(),
+                ca_pem: None,
+            },
         };
         if !machine_config_server.ca_found {
             warnings.push(format!(
@@ -707,28 +822,48 @@ impl ClusterModel {
         // --- proxy and trust bundle
         let proxy = o.proxy.as_ref().and_then(|p| {
             let get = |k: &str| str_at(p, &format!("/status/{k}")).map(String::from);
-            let info = ProxyInfo { http_proxy: get("httpProxy"), https_proxy: get("httpsProxy"), no_proxy: get("noProxy") };
+            let info = ProxyInfo {
+                http_proxy: get("httpProxy"),
+                https_proxy: get("httpsProxy"),
+                no_proxy: get("noProxy"),
+            };
             (info.http_proxy.is_some() || info.https_proxy.is_some()).then_some(info)
         });
-        let trust_bundle = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(|cm_name| {
-            let pem = o.trust_bundle.as_ref().and_then(|cm| cm_value(cm, "ca-bundle.crt")).map(String::from);
-            TrustBundle {
-                config_map: cm_name.to_string(),
-                found: o.trust_bundle.is_some(),
-                certificates: pem.as_deref().map(count_certs).unwrap_or(0),
-                pem,
-            }
-        });
+        let trust_bundle = o
+            .proxy
+            .as_ref()
+            .and_then(|p| str_at(p, "/spec/trustedCA/name"))
+            .map(|cm_name| {
+                let pem = o
+                    .trust_bundle
+                    .as_ref()
+                    .and_then(|cm| cm_value(cm, "ca-bundle.crt"))
+                    .map(String::from);
+                TrustBundle {
+                    config_map: cm_name.to_string(),
+                    found: o.trust_bundle.is_some(),
+                    certificates: pem.as_deref().map(count_certs).unwrap_or(0),
+                    pem,
+                }
+            });
         if let Some(tb) = &trust_bundle {
             if !tb.found {
-                warnings.push(format!("trust bundle ConfigMap openshift-config/{} (Proxy spec.trustedCA) not found", tb.config_map));
+                warnings.push(format!(
+                    "trust bundle ConfigMap openshift-config/{} (Proxy spec.trustedCA) not found",
+                    tb.config_map
+                ));
             }
         }
 
         // --- mirrors
         let entries = |objs: &[Value], list: &str| -> Vec<MirrorEntry> {
             objs.iter()
-                .flat_map(|o| o.pointer(&format!("/spec/{list}")).and_then(Value::as_array).cloned().unwrap_or_default())
+                .flat_map(|o| {
+                    o.pointer(&format!("/spec/{list}"))
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default()
+                })
                 .filter_map(|m| {
                     Some(MirrorEntry {
                         source: m["source"].as_str()?.to_string(),
@@ -738,15 +873,20 @@ impl ClusterModel {
                 })
                 .collect()
         };
-        let additional_trusted_ca =
-            o.image_config.as_ref().and_then(|i| str_at(i, "/spec/additionalTrustedCA/name")).map(String::from);
+        let additional_trusted_ca = o
+            .image_config
+            .as_ref()
+            .and_then(|i| str_at(i, "/spec/additionalTrustedCA/name"))
+            .map(String::from);
         let registry_cas: BTreeMap<String, String> = o
             .additional_trusted_ca
             .as_ref()
             .and_then(|cm| cm.get("data").and_then(Value::as_object))
             .map(|d| {
                 // Keys are registry hosts; `host..port` stands for `host:port` (ConfigMap keys have no colon).
-                d.iter().filter_map(|(k, v)| Some((k.replace("..", ":"), v.as_str()?.to_string()))).collect()
+                d.iter()
+                    .filter_map(|(k, v)| Some((k.replace("..", ":"), v.as_str()?.to_string())))
+                    .collect()
             })
             .unwrap_or_default();
         if let (Some(n), None) = (&additional_trusted_ca, &o.additional_trusted_ca) {
@@ -762,17 +902,33 @@ impl ClusterModel {
         };
 
         // --- machine configs
-        let mc = |n: &str| o.machine_configs.iter().find(|m| str_at(m, "/metadata/name") == Some(n));
-        let fips = mc("99-worker-fips").and_then(|m| m.pointer("/spec/fips")).and_then(Value::as_bool).unwrap_or(false);
+        let mc = |n: &str| {
+            o.machine_configs
+                .iter()
+                .find(|m| str_at(m, "/metadata/name") == Some(n))
+        };
+        let fips = mc("99-worker-fips")
+            .and_then(|m| m.pointer("/spec/fips"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let keys: Vec<String> = mc("99-worker-ssh")
             .and_then(|m| m.pointer("/spec/config/passwd/users").and_then(Value::as_array))
             .into_iter()
             .flatten()
             .filter(|u| u["name"].as_str() == Some("core"))
             .flat_map(|u| strings_at(u, "/sshAuthorizedKeys"))
-            .flat_map(|k| k.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect::<Vec<_>>())
+            .flat_map(|k| {
+                k.lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(String::from)
+                    .collect::<Vec<_>>()
+            })
             .collect();
-        let ssh = SshInfo { key_present: !keys.is_empty(), keys };
+        let ssh = SshInfo {
+            key_present: !keys.is_empty(),
+            keys,
+        };
         let chrony = mc("50-workers-chrony-configuration");
         let chrony_conf = chrony.and_then(|m| {
             m.pointer("/spec/config/storage/files")
@@ -791,7 +947,11 @@ impl ClusterModel {
                 let cidrs = |p: &str| -> Vec<String> {
                     n.pointer(p)
                         .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(|c| c["cidr"].as_str().map(String::from)).collect())
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|c| c["cidr"].as_str().map(String::from))
+                                .collect()
+                        })
                         .unwrap_or_default()
                 };
                 let mut cluster_networks = cidrs("/status/clusterNetwork");
@@ -805,7 +965,9 @@ impl ClusterModel {
                 Networks {
                     cluster_networks,
                     service_networks,
-                    network_type: str_at(n, "/status/networkType").or_else(|| str_at(n, "/spec/networkType")).map(String::from),
+                    network_type: str_at(n, "/status/networkType")
+                        .or_else(|| str_at(n, "/spec/networkType"))
+                        .map(String::from),
                 }
             })
             .unwrap_or_default();
@@ -823,14 +985,35 @@ impl ClusterModel {
             message: format!(".dockerconfigjson is not JSON ({e}); fix the pull secret with `oc set data secret/pull-secret -n openshift-config`"),
         })?;
         if !ps_json.get("auths").is_some_and(Value::is_object) {
-            return Err(Error::BadObject { resource: ps_ref, message: ".dockerconfigjson has no \"auths\" object".into() });
+            return Err(Error::BadObject {
+                resource: ps_ref,
+                message: ".dockerconfigjson has no \"auths\" object".into(),
+            });
         }
 
         Ok(ClusterModel {
-            cluster: ClusterIdentity { id, name, base_domain, api_url, api_int_url, control_plane_topology },
-            version: VersionInfo { current, release_image, supported, upgrade_in_progress },
-            platform: PlatformInfo { kind: platform_kind, day2_supported },
-            architecture: ArchitectureInfo { control_plane, multi_arch },
+            cluster: ClusterIdentity {
+                id,
+                name,
+                base_domain,
+                api_url,
+                api_int_url,
+                control_plane_topology,
+            },
+            version: VersionInfo {
+                current,
+                release_image,
+                supported,
+                upgrade_in_progress,
+            },
+            platform: PlatformInfo {
+                kind: platform_kind,
+                day2_supported,
+            },
+            architecture: ArchitectureInfo {
+                control_plane,
+                multi_arch,
+            },
             machine_networks,
             machine_config_server,
             base_iso,
@@ -877,7 +1060,12 @@ fn node_info(n: &Value) -> NodeInfo {
     let mut roles: Vec<String> = n
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
-        .map(|l| l.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/")).map(String::from).collect())
+        .map(|l| {
+            l.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .map(String::from)
+                .collect()
+        })
         .unwrap_or_default();
     roles.sort();
     NodeInfo {
@@ -888,7 +1076,10 @@ fn node_info(n: &Value) -> NodeInfo {
             .map(|a| {
                 a.iter()
                     .filter_map(|x| {
-                        Some(NodeAddress { kind: x["type"].as_str()?.to_string(), address: x["address"].as_str()?.to_string() })
+                        Some(NodeAddress {
+                            kind: x["type"].as_str()?.to_string(),
+                            address: x["address"].as_str()?.to_string(),
+                        })
                     })
                     .collect()
             })
@@ -919,17 +1110,30 @@ fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
 pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &KubeTarget) -> Error {
     match err {
         kube::Error::Api(status) => match status.code {
-            401 => Error::Unauthorized { url: target.server.clone() },
+            401 => Error::Unauthorized {
+                url: target.server.clone(),
+            },
             403 => Error::Forbidden {
                 verb: verb.into(),
                 resource,
                 user: user_from_message(&status.message).or_else(|| target.user_hint.clone()),
             },
             404 => Error::NotFound { resource, why: None },
-            code => Error::Api { verb: verb.into(), resource, message: format!("HTTP {code}: {}", status.message) },
+            code => Error::Api {
+                verb: verb.into(),
+                resource,
+                message: format!("HTTP {code}: {}", status.message),
+            },
         },
-        kube::Error::SerdeError(e) => Error::Api { verb: verb.into(), resource, message: format!("unexpected answer: {e}") },
-        other => Error::Unreachable { url: target.server.clone(), cause: error_chain(&other) },
+        kube::Error::SerdeError(e) => Error::Api {
+            verb: verb.into(),
+            resource,
+            message: format!("unexpected answer: {e}"),
+        },
+        other => Error::Unreachable {
+            url: target.server.clone(),
+            cause: error_chain(&other),
+        },
     }
 }
 
@@ -969,10 +1173,14 @@ async fn get_obj(
     };
     tracing::debug!(resource = %r, "get");
     match api.get(name).await {
-        Ok(o) => Ok(Some(serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))?)),
+        Ok(o) => Ok(Some(
+            serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))?,
+        )),
         Err(e) => match (classify(e, "read", r.clone(), target), need) {
             (Error::NotFound { .. }, Need::Optional) => Ok(None),
-            (Error::NotFound { resource, .. }, Need::Required) => Err(Error::NotFound { resource, why: None }),
+            (Error::NotFound { resource, .. }, Need::Required) => {
+                Err(Error::NotFound { resource, why: None })
+            }
             (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }), _) => Err(e),
             (e, Need::Required) => Err(e),
             (e, Need::Optional) => {
@@ -1003,7 +1211,11 @@ async fn list_objs(
     let api: Api<DynamicObject> = Api::all_with(target.client.clone(), res);
     tracing::debug!(resource = %r, "list");
     match api.list(&ListParams::default()).await {
-        Ok(l) => l.items.into_iter().map(|o| serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))).collect(),
+        Ok(l) => l
+            .items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string())))
+            .collect(),
         Err(e) => match (classify(e, "list", r.clone(), target), need) {
             // A 404 on a list means the API (CRD) does not exist on this cluster: none.
             (Error::NotFound { .. }, _) if need == Need::Optional => Ok(vec![]),
@@ -1029,49 +1241,199 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
     let mut u = Vec::new();
     let mut o = ClusterObjects::default();
     // The first read also tells us whether the server is reachable and accepts us.
-    o.cluster_version = get_obj(target, &ar(cfg, "v1", "ClusterVersion", "clusterversions"), None, "version",
-        ResourceRef::cluster("ClusterVersion", "version"), Need::Required, &mut u).await?;
-    o.infrastructure = get_obj(target, &ar(cfg, "v1", "Infrastructure", "infrastructures"), None, "cluster",
-        ResourceRef::cluster("Infrastructure", "cluster"), Need::Required, &mut u).await?;
+    o.cluster_version = get_obj(
+        target,
+        &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
+        None,
+        "version",
+        ResourceRef::cluster("ClusterVersion", "version"),
+        Need::Required,
+        &mut u,
+    )
+    .await?;
+    o.infrastructure = get_obj(
+        target,
+        &ar(cfg, "v1", "Infrastructure", "infrastructures"),
+        None,
+        "cluster",
+        ResourceRef::cluster("Infrastructure", "cluster"),
+        Need::Required,
+        &mut u,
+    )
+    .await?;
     let secret = ar("", "v1", "Secret", "secrets");
     let cm = ar("", "v1", "ConfigMap", "configmaps");
-    o.pull_secret = get_obj(target, &secret, Some("openshift-config"), "pull-secret",
-        ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"), Need::Required, &mut u).await?;
-    o.coreos_bootimages = get_obj(target, &cm, Some("openshift-machine-config-operator"), "coreos-bootimages",
-        ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"), Need::Required, &mut u).await?;
-    o.nodes = list_objs(target, &ar("", "v1", "Node", "nodes"), ResourceRef::list("Nodes"), Need::Required, &mut u).await?;
+    o.pull_secret = get_obj(
+        target,
+        &secret,
+        Some("openshift-config"),
+        "pull-secret",
+        ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
+        Need::Required,
+        &mut u,
+    )
+    .await?;
+    o.coreos_bootimages = get_obj(
+        target,
+        &cm,
+        Some("openshift-machine-config-operator"),
+        "coreos-bootimages",
+        ResourceRef::namespaced(
+            "ConfigMap",
+            "openshift-machine-config-operator",
+            "coreos-bootimages",
+        ),
+        Need::Required,
+        &mut u,
+    )
+    .await?;
+    o.nodes = list_objs(
+        target,
+        &ar("", "v1", "Node", "nodes"),
+        ResourceRef::list("Nodes"),
+        Need::Required,
+        &mut u,
+    )
+    .await?;
 
-    o.proxy = get_obj(target, &ar(cfg, "v1", "Proxy", "proxies"), None, "cluster",
-        ResourceRef::cluster("Proxy", "cluster"), Need::Optional, &mut u).await?;
-    if let Some(name) = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(String::from) {
-        o.trust_bundle = get_obj(target, &cm, Some("openshift-config"), &name,
-            ResourceRef::namespaced("ConfigMap", "openshift-config", &name), Need::Optional, &mut u).await?;
+    o.proxy = get_obj(
+        target,
+        &ar(cfg, "v1", "Proxy", "proxies"),
+        None,
+        "cluster",
+        ResourceRef::cluster("Proxy", "cluster"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    if let Some(name) = o
+        .proxy
+        .as_ref()
+        .and_then(|p| str_at(p, "/spec/trustedCA/name"))
+        .map(String::from)
+    {
+        o.trust_bundle = get_obj(
+            target,
+            &cm,
+            Some("openshift-config"),
+            &name,
+            ResourceRef::namespaced("ConfigMap", "openshift-config", &name),
+            Need::Optional,
+            &mut u,
+        )
+        .await?;
     }
-    o.image_config = get_obj(target, &ar(cfg, "v1", "Image", "images"), None, "cluster",
-        ResourceRef::cluster("Image.config.openshift.io", "cluster"), Need::Optional, &mut u).await?;
-    if let Some(name) = o.image_config.as_ref().and_then(|p| str_at(p, "/spec/additionalTrustedCA/name")).map(String::from) {
-        o.additional_trusted_ca = get_obj(target, &cm, Some("openshift-config"), &name,
-            ResourceRef::namespaced("ConfigMap", "openshift-config", &name), Need::Optional, &mut u).await?;
+    o.image_config = get_obj(
+        target,
+        &ar(cfg, "v1", "Image", "images"),
+        None,
+        "cluster",
+        ResourceRef::cluster("Image.config.openshift.io", "cluster"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    if let Some(name) = o
+        .image_config
+        .as_ref()
+        .and_then(|p| str_at(p, "/spec/additionalTrustedCA/name"))
+        .map(String::from)
+    {
+        o.additional_trusted_ca = get_obj(
+            target,
+            &cm,
+            Some("openshift-config"),
+            &name,
+            ResourceRef::namespaced("ConfigMap", "openshift-config", &name),
+            Need::Optional,
+            &mut u,
+        )
+        .await?;
     }
-    o.cluster_config = get_obj(target, &cm, Some("kube-system"), "cluster-config-v1",
-        ResourceRef::namespaced("ConfigMap", "kube-system", "cluster-config-v1"), Need::Optional, &mut u).await?;
-    o.image_digest_mirror_sets = list_objs(target, &ar(cfg, "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets"),
-        ResourceRef::list("ImageDigestMirrorSets"), Need::Optional, &mut u).await?;
-    o.image_tag_mirror_sets = list_objs(target, &ar(cfg, "v1", "ImageTagMirrorSet", "imagetagmirrorsets"),
-        ResourceRef::list("ImageTagMirrorSets"), Need::Optional, &mut u).await?;
-    o.image_content_source_policies = list_objs(target,
-        &ar("operator.openshift.io", "v1alpha1", "ImageContentSourcePolicy", "imagecontentsourcepolicies"),
-        ResourceRef::list("ImageContentSourcePolicies"), Need::Optional, &mut u).await?;
-    o.worker_user_data = get_obj(target, &secret, Some("openshift-machine-api"), "worker-user-data-managed",
-        ResourceRef::namespaced("Secret", "openshift-machine-api", "worker-user-data-managed"), Need::Optional, &mut u).await?;
-    let mc = ar("machineconfiguration.openshift.io", "v1", "MachineConfig", "machineconfigs");
-    for name in ["99-worker-ssh", "99-worker-fips", "50-workers-chrony-configuration"] {
-        if let Some(v) = get_obj(target, &mc, None, name, ResourceRef::cluster("MachineConfig", name), Need::Optional, &mut u).await? {
+    o.cluster_config = get_obj(
+        target,
+        &cm,
+        Some("kube-system"),
+        "cluster-config-v1",
+        ResourceRef::namespaced("ConfigMap", "kube-system", "cluster-config-v1"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    o.image_digest_mirror_sets = list_objs(
+        target,
+        &ar(cfg, "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets"),
+        ResourceRef::list("ImageDigestMirrorSets"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    o.image_tag_mirror_sets = list_objs(
+        target,
+        &ar(cfg, "v1", "ImageTagMirrorSet", "imagetagmirrorsets"),
+        ResourceRef::list("ImageTagMirrorSets"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    o.image_content_source_policies = list_objs(
+        target,
+        &ar(
+            "operator.openshift.io",
+            "v1alpha1",
+            "ImageContentSourcePolicy",
+            "imagecontentsourcepolicies",
+        ),
+        ResourceRef::list("ImageContentSourcePolicies"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    o.worker_user_data = get_obj(
+        target,
+        &secret,
+        Some("openshift-machine-api"),
+        "worker-user-data-managed",
+        ResourceRef::namespaced("Secret", "openshift-machine-api", "worker-user-data-managed"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
+    let mc = ar(
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfig",
+        "machineconfigs",
+    );
+    for name in [
+        "99-worker-ssh",
+        "99-worker-fips",
+        "50-workers-chrony-configuration",
+    ] {
+        if let Some(v) = get_obj(
+            target,
+            &mc,
+            None,
+            name,
+            ResourceRef::cluster("MachineConfig", name),
+            Need::Optional,
+            &mut u,
+        )
+        .await?
+        {
             o.machine_configs.push(v);
         }
     }
-    o.network = get_obj(target, &ar(cfg, "v1", "Network", "networks"), None, "cluster",
-        ResourceRef::cluster("Network.config.openshift.io", "cluster"), Need::Optional, &mut u).await?;
+    o.network = get_obj(
+        target,
+        &ar(cfg, "v1", "Network", "networks"),
+        None,
+        "cluster",
+        ResourceRef::cluster("Network.config.openshift.io", "cluster"),
+        Need::Optional,
+        &mut u,
+    )
+    .await?;
     o.unreadable = u;
     Ok(o)
 }
@@ -1098,7 +1460,10 @@ mod tests {
 
     #[test]
     fn data_urls_decode() {
-        assert_eq!(decode_data_url("data:text/plain;charset=utf-8;base64,aGVsbG8=").as_deref(), Some("hello"));
+        assert_eq!(
+            decode_data_url("data:text/plain;charset=utf-8;base64,aGVsbG8=").as_deref(),
+            Some("hello")
+        );
         assert_eq!(decode_data_url("data:,a%20b").as_deref(), Some("a b"));
         assert_eq!(decode_data_url("https://x"), None);
     }
@@ -1106,7 +1471,10 @@ mod tests {
     #[test]
     fn forbidden_message_names_user() {
         assert_eq!(
-            user_from_message("secrets \"pull-secret\" is forbidden: User \"dev\" cannot get resource \"secrets\"").as_deref(),
+            user_from_message(
+                "secrets \"pull-secret\" is forbidden: User \"dev\" cannot get resource \"secrets\""
+            )
+            .as_deref(),
             Some("dev")
         );
     }

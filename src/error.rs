@@ -44,15 +44,27 @@ pub struct ResourceRef {
 impl ResourceRef {
     /// A namespaced object.
     pub fn namespaced(kind: &str, namespace: &str, name: &str) -> Self {
-        ResourceRef { kind: kind.into(), namespace: Some(namespace.into()), name: Some(name.into()) }
+        ResourceRef {
+            kind: kind.into(),
+            namespace: Some(namespace.into()),
+            name: Some(name.into()),
+        }
     }
     /// A cluster-scoped object.
     pub fn cluster(kind: &str, name: &str) -> Self {
-        ResourceRef { kind: kind.into(), namespace: None, name: Some(name.into()) }
+        ResourceRef {
+            kind: kind.into(),
+            namespace: None,
+            name: Some(name.into()),
+        }
     }
     /// A list of objects (`kind` is the plural, e.g. `ImageDigestMirrorSets`).
     pub fn list(kind: &str) -> Self {
-        ResourceRef { kind: kind.into(), namespace: None, name: None }
+        ResourceRef {
+            kind: kind.into(),
+            namespace: None,
+            name: None,
+        }
     }
 }
 
@@ -93,15 +105,26 @@ pub enum Error {
 
     /// HTTP 403 on a read or write we need.
     #[error("cannot {verb} {resource}: forbidden{}", user.as_ref().map(|u| format!(" for user \"{u}\"")).unwrap_or_default())]
-    Forbidden { verb: String, resource: ResourceRef, user: Option<String> },
+    Forbidden {
+        verb: String,
+        resource: ResourceRef,
+        user: Option<String>,
+    },
 
     /// HTTP 404 on something required.
     #[error("{resource} not found{}", why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default())]
-    NotFound { resource: ResourceRef, why: Option<String> },
+    NotFound {
+        resource: ResourceRef,
+        why: Option<String>,
+    },
 
     /// Any other API answer we cannot use (5xx, malformed object).
     #[error("cannot {verb} {resource}: {message}")]
-    Api { verb: String, resource: ResourceRef, message: String },
+    Api {
+        verb: String,
+        resource: ResourceRef,
+        message: String,
+    },
 
     /// A required object exists but lacks a field we need, or holds something unparseable.
     #[error("{resource}: {message}")]
@@ -117,7 +140,11 @@ pub enum Error {
 
     /// Local file trouble (output files, kubeconfig-referenced files).
     #[error("{path}: {source}")]
-    Io { path: String, #[source] source: std::io::Error },
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 
     /// Anything else; exit 1.
     #[error("{0}")]
@@ -147,12 +174,12 @@ impl Error {
     /// message says it all.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Kubeconfig { .. } => Some(
-                "log in with `oc login`, or pass --kubeconfig / --context / --server".into(),
-            ),
-            Error::Unreachable { .. } => Some(
-                "check --server/--context (and HTTPS_PROXY/NO_PROXY), and that the cluster is up".into(),
-            ),
+            Error::Kubeconfig { .. } => {
+                Some("log in with `oc login`, or pass --kubeconfig / --context / --server".into())
+            }
+            Error::Unreachable { .. } => {
+                Some("check --server/--context (and HTTPS_PROXY/NO_PROXY), and that the cluster is up".into())
+            }
             Error::Unauthorized { .. } => Some("log in again (oc login), or check --token".into()),
             Error::Forbidden { .. } => Some(
                 "agent-day2 needs cluster-admin or the agent-day2 role; see README \"Permissions\" \
@@ -207,7 +234,14 @@ mod tests {
     #[test]
     fn exit_codes_follow_design() {
         assert_eq!(Error::Usage("x".into()).exit_code(), 2);
-        assert_eq!(Error::InvalidInput { field: "a".into(), message: "b".into() }.exit_code(), 3);
+        assert_eq!(
+            Error::InvalidInput {
+                field: "a".into(),
+                message: "b".into()
+            }
+            .exit_code(),
+            3
+        );
         assert_eq!(Error::Timeout("x".into()).exit_code(), 5);
         assert_eq!(Error::Unexpected("x".into()).exit_code(), 1);
         assert_eq!(Error::ClusterUnsupported { reasons: vec![] }.exit_code(), 4);

@@ -33,7 +33,13 @@ impl ClusterInfo {
     /// Wraps a model and a permission report into the versioned document.
     pub fn new(model: ClusterModel, permissions: PermissionReport) -> Self {
         let can_add_nodes = model.can_add_nodes();
-        ClusterInfo { api_version: "agent-day2/v1", kind: "ClusterInfo", model, permissions, can_add_nodes }
+        ClusterInfo {
+            api_version: "agent-day2/v1",
+            kind: "ClusterInfo",
+            model,
+            permissions,
+            can_add_nodes,
+        }
     }
 }
 
@@ -62,7 +68,9 @@ pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
     let perms = permissions::check(target).await?;
     let doc = ClusterInfo::new(model, perms);
     let stdout = output::render(args.output, &doc, || render_table(&doc))?;
-    let error = (!doc.can_add_nodes).then(|| Error::ClusterUnsupported { reasons: doc.model.problems.clone() });
+    let error = (!doc.can_add_nodes).then(|| Error::ClusterUnsupported {
+        reasons: doc.model.problems.clone(),
+    });
     Ok(InfoOutcome { stdout, error })
 }
 
@@ -73,15 +81,26 @@ async fn partial(target: &KubeTarget, args: &InfoArgs, err: Error) -> InfoOutcom
         // Machine output stays a single well-formed document or nothing.
         _ => String::new(),
     };
-    InfoOutcome { stdout, error: Some(err) }
+    InfoOutcome {
+        stdout,
+        error: Some(err),
+    }
 }
 
 fn yes_no(b: bool) -> String {
-    if b { "yes".into() } else { "no".into() }
+    if b {
+        "yes".into()
+    } else {
+        "no".into()
+    }
 }
 
 fn or_none(v: &[String]) -> String {
-    if v.is_empty() { "none".into() } else { v.join(", ") }
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
 }
 
 /// The human report (pure, for snapshot-like tests).
@@ -108,7 +127,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         format!(
             "{}  ({})",
             m.platform.kind,
-            if m.platform.day2_supported { "day-2 nodes supported" } else { "day-2 nodes NOT supported" }
+            if m.platform.day2_supported {
+                "day-2 nodes supported"
+            } else {
+                "day-2 nodes NOT supported"
+            }
         ),
     ));
     rows.push((
@@ -116,7 +139,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         format!(
             "{}  ({})",
             m.architecture.control_plane,
-            if m.architecture.multi_arch { "multi-arch release: other architectures may join" } else { "single-arch release" }
+            if m.architecture.multi_arch {
+                "multi-arch release: other architectures may join"
+            } else {
+                "single-arch release"
+            }
         ),
     ));
     rows.push((
@@ -124,7 +151,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         if m.machine_networks.cidrs.is_empty() {
             "none".into()
         } else {
-            format!("{}  (from {})", m.machine_networks.cidrs.join(", "), m.machine_networks.source)
+            format!(
+                "{}  (from {})",
+                m.machine_networks.cidrs.join(", "),
+                m.machine_networks.source
+            )
         },
     ));
     rows.push((
@@ -132,7 +163,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         format!(
             "{}  (CA {})",
             m.machine_config_server.url,
-            if m.machine_config_server.ca_found { "found" } else { "NOT found" }
+            if m.machine_config_server.ca_found {
+                "found"
+            } else {
+                "NOT found"
+            }
         ),
     ));
     rows.push((
@@ -157,13 +192,20 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     rows.push((
         "Trust bundle",
         match &m.trust_bundle {
-            Some(t) if t.found => format!("ConfigMap openshift-config/{}  ({} certificates)", t.config_map, t.certificates),
+            Some(t) if t.found => format!(
+                "ConfigMap openshift-config/{}  ({} certificates)",
+                t.config_map, t.certificates
+            ),
             Some(t) => format!("ConfigMap openshift-config/{}  (NOT found)", t.config_map),
             None => "none".into(),
         },
     ));
     let mirror_list = |e: &[cluster::MirrorEntry]| -> String {
-        or_none(&e.iter().map(|m| format!("{} -> {}", m.source, m.mirrors.join(" "))).collect::<Vec<_>>())
+        or_none(
+            &e.iter()
+                .map(|m| format!("{} -> {}", m.source, m.mirrors.join(" ")))
+                .collect::<Vec<_>>(),
+        )
     };
     rows.push(("Digest mirrors", mirror_list(&m.mirrors.digest_mirrors)));
     rows.push(("Tag mirrors", mirror_list(&m.mirrors.tag_mirrors)));
@@ -171,16 +213,33 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     rows.push((
         "Registry CAs",
         match &m.mirrors.additional_trusted_ca {
-            Some(n) => format!("ConfigMap openshift-config/{n}: {}", or_none(&m.mirrors.trusted_ca_registries)),
+            Some(n) => format!(
+                "ConfigMap openshift-config/{n}: {}",
+                or_none(&m.mirrors.trusted_ca_registries)
+            ),
             None => "none".into(),
         },
     ));
     rows.push(("FIPS", yes_no(m.fips)));
-    rows.push(("SSH key", if m.ssh.key_present { format!("yes ({})", m.ssh.keys.len()) } else { "no".into() }));
+    rows.push((
+        "SSH key",
+        if m.ssh.key_present {
+            format!("yes ({})", m.ssh.keys.len())
+        } else {
+            "no".into()
+        },
+    ));
     rows.push(("Chrony config", yes_no(m.chrony_configured)));
     rows.push(("Cluster networks", or_none(&m.networks.cluster_networks)));
     rows.push(("Service networks", or_none(&m.networks.service_networks)));
-    rows.push(("Can add nodes", if doc.can_add_nodes { "yes".into() } else { "NO".into() }));
+    rows.push((
+        "Can add nodes",
+        if doc.can_add_nodes {
+            "yes".into()
+        } else {
+            "NO".into()
+        },
+    ));
     let mut out = key_values(&rows);
     out.push_str("\n\n");
     out.push_str(&table(
@@ -192,7 +251,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
                     n.name.clone(),
                     or_none(&n.roles),
                     n.architecture.clone(),
-                    n.addresses.iter().map(|a| format!("{}={}", a.kind, a.address)).collect::<Vec<_>>().join(" "),
+                    n.addresses
+                        .iter()
+                        .map(|a| format!("{}={}", a.kind, a.address))
+                        .collect::<Vec<_>>()
+                        .join(" "),
                 ]
             })
             .collect(),
@@ -223,10 +286,17 @@ pub fn render_permissions(p: &PermissionReport) -> String {
     if p.missing.is_empty() {
         return format!("Permissions  all {} needed permissions granted\n", p.checked);
     }
-    let mut s = format!("Missing permissions ({} of {} checked):\n", p.missing.len(), p.checked);
+    let mut s = format!(
+        "Missing permissions ({} of {} checked):\n",
+        p.missing.len(),
+        p.checked
+    );
     s.push_str(&table(
         &["permission", "needed by"],
-        p.missing.iter().map(|m| vec![m.describe(), m.needed_by.join(", ")]).collect(),
+        p.missing
+            .iter()
+            .map(|m| vec![m.describe(), m.needed_by.join(", ")])
+            .collect(),
     ));
     s.push('\n');
     s

@@ -117,23 +117,38 @@ impl KubeFlags {
             message: format!("cannot build a client for {server}: {e}"),
         })?;
         let kc = self.load_kubeconfig().ok().flatten();
-        let context = self.context.clone().or_else(|| kc.as_ref().and_then(|k| k.current_context.clone()));
+        let context = self
+            .context
+            .clone()
+            .or_else(|| kc.as_ref().and_then(|k| k.current_context.clone()));
         let user_hint = self.as_user.clone().or_else(|| self.user.clone()).or_else(|| {
             let kc = kc.as_ref()?;
             let ctx = context.as_ref()?;
             let named = kc.contexts.iter().find(|c| &c.name == ctx)?;
             named.context.as_ref().map(|c| c.user.clone()).flatten()
         });
-        Ok(KubeTarget { client, server, namespace, context, user_hint, proxy })
+        Ok(KubeTarget {
+            client,
+            server,
+            namespace,
+            context,
+            user_hint,
+            proxy,
+        })
     }
 
     /// The kubeconfig by client-go's precedence; `Ok(None)` when none exists at all.
     fn load_kubeconfig(&self) -> Result<Option<Kubeconfig>> {
         if let Some(path) = &self.kubeconfig {
             // --kubeconfig: that file only, and it must exist (client-go errors too).
-            return Kubeconfig::read_from(path).map(Some).map_err(|e| Error::Kubeconfig {
-                message: format!("cannot read kubeconfig {} (from --kubeconfig): {e}", path.display()),
-            });
+            return Kubeconfig::read_from(path)
+                .map(Some)
+                .map_err(|e| Error::Kubeconfig {
+                    message: format!(
+                        "cannot read kubeconfig {} (from --kubeconfig): {e}",
+                        path.display()
+                    ),
+                });
         }
         if let Some(value) = std::env::var_os("KUBECONFIG") {
             let mut merged: Option<Kubeconfig> = None;
@@ -157,14 +172,18 @@ impl KubeFlags {
                 return Ok(merged);
             }
         }
-        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return Ok(None) };
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            return Ok(None);
+        };
         let path = home.join(".kube").join("config");
         if !path.exists() {
             return Ok(None);
         }
-        Kubeconfig::read_from(&path).map(Some).map_err(|e| Error::Kubeconfig {
-            message: format!("cannot read kubeconfig {}: {e}", path.display()),
-        })
+        Kubeconfig::read_from(&path)
+            .map(Some)
+            .map_err(|e| Error::Kubeconfig {
+                message: format!("cannot read kubeconfig {}: {e}", path.display()),
+            })
     }
 
     /// Builds the `kube::Config`: kubeconfig selection, then flag overrides, then the proxy.
@@ -174,7 +193,9 @@ impl KubeFlags {
             None => None,
         };
         let timeout = match &self.request_timeout {
-            Some(t) => parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?,
+            Some(t) => {
+                parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?
+            }
             None => None,
         };
         let kc = self.load_kubeconfig()?;
@@ -191,14 +212,18 @@ impl KubeFlags {
             match kube::Config::from_custom_kubeconfig(kc, &opts).await {
                 Ok(c) => c,
                 // client-go: --server alone is enough when the kubeconfig has no usable context.
-                Err(_) if server_flag.is_some() && self.context.is_none() => kube::Config::new(server_flag.clone().unwrap()),
+                Err(_) if server_flag.is_some() && self.context.is_none() => {
+                    kube::Config::new(server_flag.clone().unwrap())
+                }
                 Err(e) => {
                     let what = match (&self.context, &self.kubeconfig) {
                         (Some(c), _) => format!("context {c:?}"),
                         (None, Some(p)) => format!("kubeconfig {}", p.display()),
                         (None, None) => "the current context".to_string(),
                     };
-                    return Err(Error::Kubeconfig { message: format!("cannot use {what}: {e}") });
+                    return Err(Error::Kubeconfig {
+                        message: format!("cannot use {what}: {e}"),
+                    });
                 }
             }
         } else if let Some(url) = server_flag.clone() {
@@ -206,7 +231,10 @@ impl KubeFlags {
         } else {
             return Err(Error::Kubeconfig {
                 message: match &self.kubeconfig {
-                    Some(p) => format!("kubeconfig {} has no context and no --server was given", p.display()),
+                    Some(p) => format!(
+                        "kubeconfig {} has no context and no --server was given",
+                        p.display()
+                    ),
                     None => "no kubeconfig found ($KUBECONFIG, ~/.kube/config) and no --server given".into(),
                 },
             });
@@ -272,7 +300,9 @@ impl KubeFlags {
             config.connect_timeout = Some(t);
             config.write_timeout = Some(t);
         }
-        config.proxy_url = select_proxy(&config.cluster_url, kc_proxy.as_deref(), &|k| std::env::var(k).ok())?;
+        config.proxy_url = select_proxy(&config.cluster_url, kc_proxy.as_deref(), &|k| {
+            std::env::var(k).ok()
+        })?;
         Ok(config)
     }
 
@@ -284,32 +314,49 @@ impl KubeFlags {
             ctx.context.as_ref().map(|c| c.cluster.clone())
         })?;
         let named = kc.clusters.iter().find(|c| c.name == cluster_name)?;
-        named.cluster.as_ref()?.proxy_url.clone().filter(|p| !p.is_empty())
+        named
+            .cluster
+            .as_ref()?
+            .proxy_url
+            .clone()
+            .filter(|p| !p.is_empty())
     }
 }
 
 fn parse_server(s: &str) -> Result<http::Uri> {
     // kubectl accepts a bare host:port and means https.
-    let with_scheme = if s.contains("://") { s.to_string() } else { format!("https://{s}") };
+    let with_scheme = if s.contains("://") {
+        s.to_string()
+    } else {
+        format!("https://{s}")
+    };
     with_scheme
         .parse::<http::Uri>()
         .map_err(|e| Error::Usage(format!("--server {s:?} is not a URL: {e}")))
 }
 
 fn check_readable(path: &Path, flag: &str) -> Result<()> {
-    std::fs::metadata(path).map(|_| ()).map_err(|e| Error::Kubeconfig {
-        message: format!("cannot read {} (from {flag}): {e}", path.display()),
-    })
+    std::fs::metadata(path)
+        .map(|_| ())
+        .map_err(|e| Error::Kubeconfig {
+            message: format!("cannot read {} (from {flag}): {e}", path.display()),
+        })
 }
 
 /// Reads every `CERTIFICATE` block of a PEM file as DER (`--certificate-authority`).
 fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
     let data = std::fs::read(path).map_err(|e| Error::Kubeconfig {
-        message: format!("cannot read {} (from --certificate-authority): {e}", path.display()),
+        message: format!(
+            "cannot read {} (from --certificate-authority): {e}",
+            path.display()
+        ),
     })?;
     let certs: Vec<Vec<u8>> = pem::parse_many(&data)
         .map_err(|e| Error::Kubeconfig {
-            message: format!("{} (from --certificate-authority) is not PEM: {e}", path.display()),
+            message: format!(
+                "{} (from --certificate-authority) is not PEM: {e}",
+                path.display()
+            ),
         })?
         .into_iter()
         .filter(|p| p.tag() == "CERTIFICATE")
@@ -317,7 +364,10 @@ fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
         .collect();
     if certs.is_empty() {
         return Err(Error::Kubeconfig {
-            message: format!("{} (from --certificate-authority) holds no CERTIFICATE", path.display()),
+            message: format!(
+                "{} (from --certificate-authority) holds no CERTIFICATE",
+                path.display()
+            ),
         });
     }
     Ok(certs)
@@ -336,13 +386,19 @@ pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> 
     let mut total = Duration::ZERO;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
             return Err("expected a number, e.g. 30s, 1m, 1h".into());
         }
-        let num: f64 = rest[..num_len].parse().map_err(|_| format!("bad number {:?}", &rest[..num_len]))?;
+        let num: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("bad number {:?}", &rest[..num_len]))?;
         rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let factor = match &rest[..unit_len] {
             "ns" => 1e-9,
             "us" | "µs" => 1e-6,
@@ -369,19 +425,31 @@ pub fn select_proxy(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<http::Uri>> {
     let parse = |p: &str, from: &str| {
-        p.parse::<http::Uri>()
-            .map(Some)
-            .map_err(|e| Error::Kubeconfig { message: format!("proxy {p:?} (from {from}) is not a URL: {e}") })
+        p.parse::<http::Uri>().map(Some).map_err(|e| Error::Kubeconfig {
+            message: format!("proxy {p:?} (from {from}) is not a URL: {e}"),
+        })
     };
     if let Some(p) = kubeconfig_proxy {
         return parse(p, "kubeconfig proxy-url");
     }
-    let get = |a: &str, b: &str| env(a).filter(|v| !v.is_empty()).or_else(|| env(b).filter(|v| !v.is_empty()));
+    let get = |a: &str, b: &str| {
+        env(a)
+            .filter(|v| !v.is_empty())
+            .or_else(|| env(b).filter(|v| !v.is_empty()))
+    };
     let https = server.scheme_str() != Some("http");
-    let (var, proxy) =
-        if https { ("HTTPS_PROXY", get("HTTPS_PROXY", "https_proxy")) } else { ("HTTP_PROXY", get("HTTP_PROXY", "http_proxy")) };
+    let (var, proxy) = if https {
+        ("HTTPS_PROXY", get("HTTPS_PROXY", "https_proxy"))
+    } else {
+        ("HTTP_PROXY", get("HTTP_PROXY", "http_proxy"))
+    };
     let Some(proxy) = proxy else { return Ok(None) };
-    let host = server.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let host = server
+        .host()
+        .unwrap_or("")
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
     let port = server.port_u16().unwrap_or(if https { 443 } else { 80 });
     if host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback()) {
         return Ok(None);
@@ -399,19 +467,29 @@ pub fn select_proxy(
 /// `:port` must equal the port.
 pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
     let host_ip = host.parse::<std::net::IpAddr>().ok();
-    for entry in no_proxy.split(',').map(|e| e.trim().to_ascii_lowercase()).filter(|e| !e.is_empty()) {
+    for entry in no_proxy
+        .split(',')
+        .map(|e| e.trim().to_ascii_lowercase())
+        .filter(|e| !e.is_empty())
+    {
         if entry == "*" {
             return true;
         }
         if let Some((net, bits)) = entry.split_once('/') {
-            if let (Some(ip), Ok(net), Ok(bits)) = (host_ip, net.parse::<std::net::IpAddr>(), bits.parse::<u8>()) {
+            if let (Some(ip), Ok(net), Ok(bits)) =
+                (host_ip, net.parse::<std::net::IpAddr>(), bits.parse::<u8>())
+            {
                 if crate::cluster::cidr_contains(net, bits, ip) {
                     return true;
                 }
             }
             continue;
         }
-        if let Ok(ip) = entry.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>() {
+        if let Ok(ip) = entry
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+        {
             if host_ip == Some(ip) {
                 return true;
             }
@@ -471,10 +549,16 @@ mod tests {
             "NO_PROXY" => Some(".internal".to_string()),
             _ => None,
         };
-        assert_eq!(select_proxy(&server, None, &env).unwrap().unwrap().to_string(), "http://proxy:3128/");
+        assert_eq!(
+            select_proxy(&server, None, &env).unwrap().unwrap().to_string(),
+            "http://proxy:3128/"
+        );
         // kubeconfig proxy-url wins over the environment.
         assert_eq!(
-            select_proxy(&server, Some("http://kc:8080"), &env).unwrap().unwrap().to_string(),
+            select_proxy(&server, Some("http://kc:8080"), &env)
+                .unwrap()
+                .unwrap()
+                .to_string(),
             "http://kc:8080/"
         );
         let env_np = |k: &str| match k {

@@ -6,8 +6,8 @@
 
 use std::fmt::Debug;
 
-use kube::core::params::ValidationDirective;
 use kube::api::{PatchParams, PostParams};
+use kube::core::params::ValidationDirective;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -18,7 +18,10 @@ pub const FIELD_MANAGER: &str = "agent-day2";
 /// `PostParams` for creates and replaces (field manager set). Pair it with [`create_strict`]
 /// or [`with_strict_validation`]: kube's `PostParams` cannot carry `fieldValidation`.
 pub fn post_params() -> PostParams {
-    PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) }
+    PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.into()),
+    }
 }
 
 /// `PatchParams` for server-side apply and merge patches: field manager `agent-day2`,
@@ -51,7 +54,9 @@ where
 {
     let url = K::url_path(dt, namespace);
     let body = serde_json::to_vec(obj).map_err(kube::Error::SerdeError)?;
-    let req = kube::core::Request::new(url).create(&post_params(), body).map_err(kube::Error::BuildRequest)?;
+    let req = kube::core::Request::new(url)
+        .create(&post_params(), body)
+        .map_err(kube::Error::BuildRequest)?;
     client.request::<K>(with_strict_validation(req)).await
 }
 

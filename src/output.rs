@@ -12,8 +12,12 @@ use crate::error::{Error, Result};
 /// The string ends with a newline.
 pub fn render<T: Serialize>(format: OutputFormat, doc: &T, table: impl FnOnce() -> String) -> Result<String> {
     let mut s = match format {
-        OutputFormat::Json => serde_json::to_string_pretty(doc).map_err(|e| Error::Unexpected(format!("JSON output: {e}")))?,
-        OutputFormat::Yaml => serde_saphyr::to_string(doc).map_err(|e| Error::Unexpected(format!("YAML output: {e}")))?,
+        OutputFormat::Json => {
+            serde_json::to_string_pretty(doc).map_err(|e| Error::Unexpected(format!("JSON output: {e}")))?
+        }
+        OutputFormat::Yaml => {
+            serde_saphyr::to_string(doc).map_err(|e| Error::Unexpected(format!("YAML output: {e}")))?
+        }
         OutputFormat::Table => table(),
     };
     if !s.ends_with('\n') {

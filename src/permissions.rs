@@ -1,7 +1,9 @@
 //! The permissions add-nodes, approve and monitor need, and which of them the user lacks,
 //! asked one by one with SelfSubjectAccessReviews (read-only: the review is not stored).
 
-use k8s_openapi::api::authorization::v1::{ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
 use kube::api::{Api, PostParams};
 use serde::Serialize;
 
@@ -58,7 +60,14 @@ impl Permission {
     }
 }
 
-fn p(verb: &str, group: &str, resource: &str, ns: Option<&str>, name: Option<&str>, by: &[&str]) -> Permission {
+fn p(
+    verb: &str,
+    group: &str,
+    resource: &str,
+    ns: Option<&str>,
+    name: Option<&str>,
+    by: &[&str],
+) -> Permission {
     Permission {
         verb: verb.into(),
         group: group.into(),
@@ -86,19 +95,75 @@ pub fn required_permissions() -> Vec<Permission> {
         p("get", cfg, "networks", None, Some("cluster"), R),
         p("list", cfg, "imagedigestmirrorsets", None, None, R),
         p("list", cfg, "imagetagmirrorsets", None, None, R),
-        p("list", "operator.openshift.io", "imagecontentsourcepolicies", None, None, R),
-        p("get", "", "secrets", Some("openshift-config"), Some("pull-secret"), R),
-        p("get", "", "secrets", Some("openshift-machine-api"), Some("worker-user-data-managed"), R),
+        p(
+            "list",
+            "operator.openshift.io",
+            "imagecontentsourcepolicies",
+            None,
+            None,
+            R,
+        ),
+        p(
+            "get",
+            "",
+            "secrets",
+            Some("openshift-config"),
+            Some("pull-secret"),
+            R,
+        ),
+        p(
+            "get",
+            "",
+            "secrets",
+            Some("openshift-machine-api"),
+            Some("worker-user-data-managed"),
+            R,
+        ),
         p("get", "", "configmaps", Some("openshift-config"), None, R),
-        p("get", "", "configmaps", Some("openshift-machine-config-operator"), Some("coreos-bootimages"), R),
-        p("get", "", "configmaps", Some("kube-system"), Some("cluster-config-v1"), R),
-        p("get", "machineconfiguration.openshift.io", "machineconfigs", None, None, R),
-        p("list", "", "nodes", None, None, &["info", "add-nodes", "approve", "monitor"]),
+        p(
+            "get",
+            "",
+            "configmaps",
+            Some("openshift-machine-config-operator"),
+            Some("coreos-bootimages"),
+            R,
+        ),
+        p(
+            "get",
+            "",
+            "configmaps",
+            Some("kube-system"),
+            Some("cluster-config-v1"),
+            R,
+        ),
+        p(
+            "get",
+            "machineconfiguration.openshift.io",
+            "machineconfigs",
+            None,
+            None,
+            R,
+        ),
+        p(
+            "list",
+            "",
+            "nodes",
+            None,
+            None,
+            &["info", "add-nodes", "approve", "monitor"],
+        ),
         p("create", "", "namespaces", None, None, ADD),
     ];
     for res in ["secrets", "configmaps"] {
         for verb in ["create", "get", "update"] {
-            v.push(p(verb, "", res, Some(OWN_NAMESPACE), None, &["add-nodes", "approve", "monitor"]));
+            v.push(p(
+                verb,
+                "",
+                res,
+                Some(OWN_NAMESPACE),
+                None,
+                &["add-nodes", "approve", "monitor"],
+            ));
         }
     }
     let csr = "certificates.k8s.io";
@@ -108,7 +173,10 @@ pub fn required_permissions() -> Vec<Permission> {
     let mut approval = p("update", csr, "certificatesigningrequests", None, None, APP);
     approval.subresource = Some("approval".into());
     v.push(approval);
-    for signer in ["kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"] {
+    for signer in [
+        "kubernetes.io/kube-apiserver-client-kubelet",
+        "kubernetes.io/kubelet-serving",
+    ] {
         v.push(p("approve", csr, "signers", None, Some(signer), APP));
     }
     v.push(p("watch", "", "nodes", None, None, MON));
@@ -177,7 +245,11 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
             }
         }
     }
-    Ok(PermissionReport { checked: needed.len(), missing, error: None })
+    Ok(PermissionReport {
+        checked: needed.len(),
+        missing,
+        error: None,
+    })
 }
 
 #[cfg(test)]
@@ -191,10 +263,17 @@ mod tests {
             && p.resource == "signers"
             && p.group == "certificates.k8s.io"
             && p.name.as_deref() == Some("kubernetes.io/kubelet-serving")));
-        assert!(all.iter().any(|p| p.subresource.as_deref() == Some("approval") && p.verb == "update"));
-        assert!(all.iter().any(|p| p.verb == "create" && p.resource == "namespaces"));
+        assert!(all
+            .iter()
+            .any(|p| p.subresource.as_deref() == Some("approval") && p.verb == "update"));
+        assert!(all
+            .iter()
+            .any(|p| p.verb == "create" && p.resource == "namespaces"));
         assert_eq!(
-            all.iter().find(|p| p.name.as_deref() == Some("pull-secret")).unwrap().describe(),
+            all.iter()
+                .find(|p| p.name.as_deref() == Some("pull-secret"))
+                .unwrap()
+                .describe(),
             "get secrets/pull-secret -n openshift-config"
         );
     }

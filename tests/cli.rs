@@ -25,7 +25,11 @@ fn text(b: &[u8]) -> String {
 
 /// A loopback port nobody listens on (bound, then released).
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn kubeconfig(server: &str, ctx: &str, ns: Option<&str>) -> String {
@@ -44,9 +48,21 @@ fn help_says_oc_agent_day2_and_lists_kube_flags() {
     let s = text(&out.stdout);
     assert!(s.contains("Usage: oc agent-day2"), "{s}");
     for flag in [
-        "--kubeconfig", "--context", "--cluster", "--user", "--namespace", "--server", "--token", "--as ",
-        "--as-group", "--certificate-authority", "--client-certificate", "--client-key",
-        "--insecure-skip-tls-verify", "--tls-server-name", "--request-timeout",
+        "--kubeconfig",
+        "--context",
+        "--cluster",
+        "--user",
+        "--namespace",
+        "--server",
+        "--token",
+        "--as ",
+        "--as-group",
+        "--certificate-authority",
+        "--client-certificate",
+        "--client-key",
+        "--insecure-skip-tls-verify",
+        "--tls-server-name",
+        "--request-timeout",
     ] {
         assert!(s.contains(flag), "--help lacks {flag}");
     }
@@ -59,7 +75,10 @@ fn info_help_documents_exit_status() {
     assert_eq!(out.status.code(), Some(0));
     let s = text(&out.stdout);
     assert!(s.contains("Usage: oc agent-day2 info"), "{s}");
-    assert!(s.contains("Exit status:") && s.contains("4  a required read failed"), "{s}");
+    assert!(
+        s.contains("Exit status:") && s.contains("4  a required read failed"),
+        "{s}"
+    );
     assert!(s.contains("-o, --output"), "{s}");
 }
 
@@ -71,7 +90,13 @@ fn usage_errors_exit_2() {
         &["no-such-command"][..],
         &["info", "-o", "xml"][..],
         &[][..],
-        &["info", "--request-timeout", "10parsecs", "-s", "https://127.0.0.1:1"][..],
+        &[
+            "info",
+            "--request-timeout",
+            "10parsecs",
+            "-s",
+            "https://127.0.0.1:1",
+        ][..],
         &["info", "--server", "https://[::1", "--token", "x"][..],
     ] {
         let out = plugin(home.path(), args);
@@ -101,7 +126,10 @@ fn no_kubeconfig_at_all_exits_4_with_hint() {
     let out = plugin(home.path(), &["info"]);
     assert_eq!(out.status.code(), Some(4));
     let e = text(&out.stderr);
-    assert!(e.contains("error: no kubeconfig found ($KUBECONFIG, ~/.kube/config) and no --server given"), "{e}");
+    assert!(
+        e.contains("error: no kubeconfig found ($KUBECONFIG, ~/.kube/config) and no --server given"),
+        "{e}"
+    );
     assert!(e.contains("oc login"), "{e}");
 }
 
@@ -110,7 +138,11 @@ fn missing_kubeconfig_file_is_named() {
     let home = tempfile::tempdir().unwrap();
     let out = plugin(home.path(), &["info", "--kubeconfig", "/nonexistent/kc"]);
     assert_eq!(out.status.code(), Some(4));
-    assert!(text(&out.stderr).contains("cannot read kubeconfig /nonexistent/kc (from --kubeconfig)"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot read kubeconfig /nonexistent/kc (from --kubeconfig)"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -118,10 +150,23 @@ fn unreachable_server_exits_4_naming_the_url() {
     let home = tempfile::tempdir().unwrap();
     let port = free_port();
     let url = format!("https://127.0.0.1:{port}");
-    let out = plugin(home.path(), &["info", "--server", &url, "--token", "x", "--insecure-skip-tls-verify"]);
+    let out = plugin(
+        home.path(),
+        &[
+            "info",
+            "--server",
+            &url,
+            "--token",
+            "x",
+            "--insecure-skip-tls-verify",
+        ],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains(&format!("error: cannot reach the API server at {url}/")), "{e}");
+    assert!(
+        e.contains(&format!("error: cannot reach the API server at {url}/")),
+        "{e}"
+    );
     assert!(e.contains("check --server/--context"), "{e}");
     assert!(out.stdout.is_empty(), "nothing on stdout: {}", text(&out.stdout));
 }
@@ -132,10 +177,18 @@ fn kubeconfig_resolution_follows_client_go() {
     let (pa, pb, pc) = (free_port(), free_port(), free_port());
     let a = home.path().join("a.yaml");
     let b = home.path().join("b.yaml");
-    std::fs::write(&a, kubeconfig(&format!("https://127.0.0.1:{pa}"), "ctx-a", Some("ns-a"))).unwrap();
+    std::fs::write(
+        &a,
+        kubeconfig(&format!("https://127.0.0.1:{pa}"), "ctx-a", Some("ns-a")),
+    )
+    .unwrap();
     std::fs::write(&b, kubeconfig(&format!("https://127.0.0.1:{pb}"), "ctx-b", None)).unwrap();
     std::fs::create_dir(home.path().join(".kube")).unwrap();
-    std::fs::write(home.path().join(".kube/config"), kubeconfig(&format!("https://127.0.0.1:{pc}"), "ctx-c", None)).unwrap();
+    std::fs::write(
+        home.path().join(".kube/config"),
+        kubeconfig(&format!("https://127.0.0.1:{pc}"), "ctx-c", None),
+    )
+    .unwrap();
     let run = |env_kc: Option<String>, args: &[&str]| {
         let mut c = Command::new(BIN);
         c.args(args).env_clear().env("HOME", home.path());
@@ -155,7 +208,10 @@ fn kubeconfig_resolution_follows_client_go() {
     assert!(run(Some(merged.clone()), &["info", "--context", "ctx-b"]).contains(&format!(":{pb}/")));
     assert!(run(Some(merged.clone()), &["--context", "ctx-b", "info"]).contains(&format!(":{pb}/")));
     // --kubeconfig is that file only: ctx-a is not in b.yaml.
-    let e = run(Some(merged), &["info", "--kubeconfig", b.to_str().unwrap(), "--context", "ctx-a"]);
+    let e = run(
+        Some(merged),
+        &["info", "--kubeconfig", b.to_str().unwrap(), "--context", "ctx-a"],
+    );
     assert!(e.contains("cannot use context \"ctx-a\""), "{e}");
     // --server overrides the context's server.
     let ps = free_port();
@@ -178,7 +234,11 @@ fn fake_api(status: u16, message: &str) -> (u16, std::thread::JoinHandle<Vec<Str
             let n = s.read(&mut buf).unwrap_or(0);
             let req = String::from_utf8_lossy(&buf[..n]).to_string();
             seen.push(req.lines().next().unwrap_or("").to_string());
-            let reason = if status == 401 { "Unauthorized" } else { "Forbidden" };
+            let reason = if status == 401 {
+                "Unauthorized"
+            } else {
+                "Forbidden"
+            };
             let _ = write!(
                 s,
                 "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -194,13 +254,25 @@ fn fake_api(status: u16, message: &str) -> (u16, std::thread::JoinHandle<Vec<Str
 fn unauthorized_exits_4_and_says_log_in_again() {
     let home = tempfile::tempdir().unwrap();
     let (port, h) = fake_api(401, "Unauthorized");
-    let out = plugin(home.path(), &["info", "-s", &format!("http://127.0.0.1:{port}"), "--token", "expired"]);
+    let out = plugin(
+        home.path(),
+        &[
+            "info",
+            "-s",
+            &format!("http://127.0.0.1:{port}"),
+            "--token",
+            "expired",
+        ],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
     assert!(e.contains("error: unauthorized at http://127.0.0.1:"), "{e}");
     assert!(e.contains("log in again (oc login)"), "{e}");
     let seen = h.join().unwrap();
-    assert_eq!(seen, vec!["GET /apis/config.openshift.io/v1/clusterversions/version HTTP/1.1"]);
+    assert_eq!(
+        seen,
+        vec!["GET /apis/config.openshift.io/v1/clusterversions/version HTTP/1.1"]
+    );
 }
 
 #[test]
@@ -210,10 +282,16 @@ fn forbidden_required_read_names_resource_and_user() {
         403,
         "clusterversions.config.openshift.io \"version\" is forbidden: User \"dev\" cannot get resource \"clusterversions\" in API group \"config.openshift.io\" at the cluster scope",
     );
-    let out = plugin(home.path(), &["info", "-s", &format!("http://127.0.0.1:{port}"), "--token", "t"]);
+    let out = plugin(
+        home.path(),
+        &["info", "-s", &format!("http://127.0.0.1:{port}"), "--token", "t"],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains("error: cannot read ClusterVersion version: forbidden for user \"dev\""), "{e}");
+    assert!(
+        e.contains("error: cannot read ClusterVersion version: forbidden for user \"dev\""),
+        "{e}"
+    );
     assert!(e.contains("Permissions"), "{e}");
     h.join().unwrap();
 }

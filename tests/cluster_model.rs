@@ -19,7 +19,10 @@ fn default_values() -> Vec<Value> {
 }
 
 fn kind_mut<'a>(values: &'a mut [Value], kind: &str) -> &'a mut Value {
-    values.iter_mut().find(|v| v["kind"] == kind).unwrap_or_else(|| panic!("no {kind} in fixture"))
+    values
+        .iter_mut()
+        .find(|v| v["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in fixture"))
 }
 
 fn model(values: Vec<Value>) -> ClusterModel {
@@ -27,7 +30,11 @@ fn model(values: Vec<Value>) -> ClusterModel {
 }
 
 fn no_perms() -> PermissionReport {
-    PermissionReport { checked: 0, missing: vec![], error: None }
+    PermissionReport {
+        checked: 0,
+        missing: vec![],
+        error: None,
+    }
 }
 
 #[test]
@@ -40,7 +47,10 @@ fn default_cluster_is_read_completely() {
     assert_eq!(m.cluster.api_int_url, "https://api-int.ostest.example.com:6443");
     assert_eq!(m.cluster.control_plane_topology, "HighlyAvailable");
     assert_eq!(m.version.current, "4.18.12");
-    assert!(m.version.release_image.starts_with("quay.io/openshift-release-dev/ocp-release@sha256:0b1f"));
+    assert!(m
+        .version
+        .release_image
+        .starts_with("quay.io/openshift-release-dev/ocp-release@sha256:0b1f"));
     assert!(m.version.supported);
     assert_eq!(m.version.upgrade_in_progress, None);
     assert_eq!(m.platform.kind, "BareMetal");
@@ -49,15 +59,28 @@ fn default_cluster_is_read_completely() {
     assert!(!m.architecture.multi_arch);
     assert_eq!(m.machine_networks.cidrs, vec!["192.168.111.0/24"]);
     assert_eq!(m.machine_networks.source, "infrastructure");
-    assert_eq!(m.machine_config_server.url, "https://api-int.ostest.example.com:22623/config/worker");
+    assert_eq!(
+        m.machine_config_server.url,
+        "https://api-int.ostest.example.com:22623/config/worker"
+    );
     assert!(m.machine_config_server.ca_found);
     assert_eq!(m.machine_config_server.source, "worker-user-data-managed");
-    assert!(m.machine_config_server.ca_pem.as_deref().unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+    assert!(m
+        .machine_config_server
+        .ca_pem
+        .as_deref()
+        .unwrap()
+        .starts_with("-----BEGIN CERTIFICATE-----"));
     let iso = m.base_iso.clone().unwrap();
     assert_eq!(iso.architecture, "x86_64");
-    assert!(iso.location.ends_with("rhcos-418.94.202501221327-0-live.x86_64.iso"));
+    assert!(iso
+        .location
+        .ends_with("rhcos-418.94.202501221327-0-live.x86_64.iso"));
     // Lower-cased: the fixture stores it upper-case on purpose.
-    assert_eq!(iso.sha256, "6da8b1a4f1c3e0b5d2a7c9e8f0123456789abcdef0123456789abcdef0123456");
+    assert_eq!(
+        iso.sha256,
+        "6da8b1a4f1c3e0b5d2a7c9e8f0123456789abcdef0123456789abcdef0123456"
+    );
     assert_eq!(iso.release.as_deref(), Some("418.94.202501221327-0"));
     assert_eq!(m.base_iso_for("arm64").unwrap().architecture, "aarch64");
     assert!(m.base_iso_for("s390x").is_none());
@@ -68,7 +91,11 @@ fn default_cluster_is_read_completely() {
     assert!(m.ssh.key_present);
     assert_eq!(m.ssh.keys.len(), 1);
     assert!(m.chrony_configured);
-    assert!(m.chrony_conf.as_deref().unwrap().contains("server 192.168.111.1 iburst"));
+    assert!(m
+        .chrony_conf
+        .as_deref()
+        .unwrap()
+        .contains("server 192.168.111.1 iburst"));
     assert_eq!(m.networks.cluster_networks, vec!["10.128.0.0/14"]);
     assert_eq!(m.networks.service_networks, vec!["172.30.0.0/16"]);
     assert_eq!(m.networks.network_type.as_deref(), Some("OVNKubernetes"));
@@ -108,7 +135,12 @@ fn platform_none_has_no_machine_networks() {
     assert_eq!(m.machine_networks.source, "none");
     assert!(m.can_add_nodes());
     let table = render_table(&ClusterInfo::new(m, no_perms()));
-    assert!(table.lines().any(|l| l.contains("Machine networks") && l.trim_end().ends_with("none")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("Machine networks") && l.trim_end().ends_with("none")),
+        "{table}"
+    );
 }
 
 #[test]
@@ -124,7 +156,8 @@ fn machine_networks_fall_back_to_install_config() {
 fn upgrade_in_progress_reports_running_release() {
     let mut v = default_values();
     let cv = kind_mut(&mut v, "ClusterVersion");
-    cv["status"]["desired"] = json!({"version": "4.19.2", "image": "quay.io/openshift-release-dev/ocp-release@sha256:feed"});
+    cv["status"]["desired"] =
+        json!({"version": "4.19.2", "image": "quay.io/openshift-release-dev/ocp-release@sha256:feed"});
     let hist = cv["status"]["history"].as_array_mut().unwrap();
     hist.insert(0, json!({"state": "Partial", "version": "4.19.2", "image": "quay.io/openshift-release-dev/ocp-release@sha256:feed"}));
     let m = model(v);
@@ -132,22 +165,35 @@ fn upgrade_in_progress_reports_running_release() {
     assert!(m.version.release_image.contains("0b1f"));
     let up = m.version.upgrade_in_progress.clone().unwrap();
     assert_eq!(up.version, "4.19.2");
-    assert!(m.warnings.iter().any(|w| w.contains("upgrade to 4.19.2 is in progress")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("upgrade to 4.19.2 is in progress")),
+        "{:?}",
+        m.warnings
+    );
     assert!(m.can_add_nodes());
     let table = render_table(&ClusterInfo::new(m, no_perms()));
-    assert!(table.contains("4.18.12  (upgrade to 4.19.2 in progress)"), "{table}");
+    assert!(
+        table.contains("4.18.12  (upgrade to 4.19.2 in progress)"),
+        "{table}"
+    );
 }
 
 #[test]
 fn fips_cluster() {
     let mut v = default_values();
-    v.push(json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-        "metadata": {"name": "99-worker-fips"}, "spec": {"fips": true}}));
+    v.push(
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-fips"}, "spec": {"fips": true}}),
+    );
     assert!(model(v).fips);
     // A 99-worker-fips with fips: false is not FIPS.
     let mut v = default_values();
-    v.push(json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
-        "metadata": {"name": "99-worker-fips"}, "spec": {"fips": false}}));
+    v.push(
+        json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
+        "metadata": {"name": "99-worker-fips"}, "spec": {"fips": false}}),
+    );
     assert!(!model(v).fips);
 }
 
@@ -157,11 +203,23 @@ fn disconnected_with_mirrors_proxy_and_cas() {
     v.extend(load("disconnected-overlay.yaml"));
     let m = model(v);
     assert_eq!(m.mirrors.digest_mirrors.len(), 2);
-    assert_eq!(m.mirrors.digest_mirrors[0].source, "quay.io/openshift-release-dev/ocp-release");
-    assert_eq!(m.mirrors.digest_mirrors[0].mirrors, vec!["registry.example.com:5000/ocp4/openshift4"]);
-    assert_eq!(m.mirrors.digest_mirrors[0].mirror_source_policy.as_deref(), Some("NeverContactSource"));
+    assert_eq!(
+        m.mirrors.digest_mirrors[0].source,
+        "quay.io/openshift-release-dev/ocp-release"
+    );
+    assert_eq!(
+        m.mirrors.digest_mirrors[0].mirrors,
+        vec!["registry.example.com:5000/ocp4/openshift4"]
+    );
+    assert_eq!(
+        m.mirrors.digest_mirrors[0].mirror_source_policy.as_deref(),
+        Some("NeverContactSource")
+    );
     assert_eq!(m.mirrors.tag_mirrors[0].source, "registry.redhat.io/ubi9");
-    assert_eq!(m.mirrors.legacy_content_sources[0].mirrors, vec!["registry.example.com:5000/mce"]);
+    assert_eq!(
+        m.mirrors.legacy_content_sources[0].mirrors,
+        vec!["registry.example.com:5000/mce"]
+    );
     assert_eq!(m.mirrors.additional_trusted_ca.as_deref(), Some("registry-cas"));
     assert_eq!(m.mirrors.trusted_ca_registries, vec!["registry.example.com:5000"]);
     assert!(m.mirrors.registry_cas["registry.example.com:5000"].contains("BEGIN CERTIFICATE"));
@@ -182,7 +240,13 @@ fn trust_bundle_named_but_missing_is_a_warning() {
     let m = model(v);
     let tb = m.trust_bundle.clone().unwrap();
     assert!(!tb.found);
-    assert!(m.warnings.iter().any(|w| w.contains("openshift-config/custom-ca")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("openshift-config/custom-ca")),
+        "{:?}",
+        m.warnings
+    );
     assert!(m.can_add_nodes());
 }
 
@@ -205,16 +269,26 @@ fn dual_stack_networks() {
     kind_mut(&mut v, "Infrastructure")["spec"]["platformSpec"]["baremetal"]["machineNetworks"] =
         json!(["192.168.111.0/24", "fd2e:6f44:5dd8:c956::/120"]);
     let net = kind_mut(&mut v, "Network");
-    net["status"]["clusterNetwork"] = json!([{"cidr": "10.128.0.0/14", "hostPrefix": 23}, {"cidr": "fd01::/48", "hostPrefix": 64}]);
+    net["status"]["clusterNetwork"] =
+        json!([{"cidr": "10.128.0.0/14", "hostPrefix": 23}, {"cidr": "fd01::/48", "hostPrefix": 64}]);
     net["status"]["serviceNetwork"] = json!(["172.30.0.0/16", "fd02::/112"]);
     for n in v.iter_mut().filter(|o| o["kind"] == "Node") {
-        n["status"]["addresses"].as_array_mut().unwrap().push(json!({"type": "InternalIP", "address": "fd2e:6f44:5dd8:c956::14"}));
+        n["status"]["addresses"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"type": "InternalIP", "address": "fd2e:6f44:5dd8:c956::14"}));
     }
     let m = model(v);
-    assert_eq!(m.machine_networks.cidrs, vec!["192.168.111.0/24", "fd2e:6f44:5dd8:c956::/120"]);
+    assert_eq!(
+        m.machine_networks.cidrs,
+        vec!["192.168.111.0/24", "fd2e:6f44:5dd8:c956::/120"]
+    );
     assert_eq!(m.networks.cluster_networks, vec!["10.128.0.0/14", "fd01::/48"]);
     assert_eq!(m.networks.service_networks, vec!["172.30.0.0/16", "fd02::/112"]);
-    assert!(m.nodes[0].addresses.iter().any(|a| a.address == "fd2e:6f44:5dd8:c956::14"));
+    assert!(m.nodes[0]
+        .addresses
+        .iter()
+        .any(|a| a.address == "fd2e:6f44:5dd8:c956::14"));
 }
 
 fn with_version(version: &str) -> ClusterModel {
@@ -231,7 +305,13 @@ fn too_old_version_is_a_problem_compared_as_numbers() {
         let m = with_version(old);
         assert!(!m.version.supported, "{old}");
         assert!(!m.can_add_nodes(), "{old}");
-        assert!(m.problems.iter().any(|p| p.contains(&format!("OpenShift {old} is too old")) && p.contains("4.18")), "{:?}", m.problems);
+        assert!(
+            m.problems
+                .iter()
+                .any(|p| p.contains(&format!("OpenShift {old} is too old")) && p.contains("4.18")),
+            "{:?}",
+            m.problems
+        );
     }
     for ok in ["4.18.0", "4.19.0-rc.1", "4.100.1", "5.0.0"] {
         let m = with_version(ok);
@@ -243,12 +323,19 @@ fn too_old_version_is_a_problem_compared_as_numbers() {
 #[test]
 fn unsupported_platform_is_a_problem() {
     let mut v = default_values();
-    kind_mut(&mut v, "Infrastructure")["status"]["platformStatus"] = json!({"type": "AWS", "aws": {"region": "us-east-1"}});
+    kind_mut(&mut v, "Infrastructure")["status"]["platformStatus"] =
+        json!({"type": "AWS", "aws": {"region": "us-east-1"}});
     let m = model(v);
     assert_eq!(m.platform.kind, "AWS");
     assert!(!m.platform.day2_supported);
     assert!(!m.can_add_nodes());
-    assert!(m.problems.iter().any(|p| p.contains("platform AWS is not supported")), "{:?}", m.problems);
+    assert!(
+        m.problems
+            .iter()
+            .any(|p| p.contains("platform AWS is not supported")),
+        "{:?}",
+        m.problems
+    );
     let doc = ClusterInfo::new(m, no_perms());
     assert!(!doc.can_add_nodes);
     assert!(render_table(&doc).contains("problem: platform AWS is not supported"));
@@ -270,11 +357,19 @@ fn missing_mcs_ca_is_reported() {
     let pointer = json!({"ignition": {"version": "3.2.0", "config": {"merge": [{"source": "https://api-int.ostest.example.com:22623/config/worker"}]}}});
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD.encode(pointer.to_string());
-    v.iter_mut().find(|o| o["metadata"]["name"] == "worker-user-data-managed").unwrap()["data"]["userData"] = json!(b64);
+    v.iter_mut()
+        .find(|o| o["metadata"]["name"] == "worker-user-data-managed")
+        .unwrap()["data"]["userData"] = json!(b64);
     let m = model(v);
     assert!(!m.machine_config_server.ca_found);
     assert_eq!(m.machine_config_server.source, "worker-user-data-managed");
-    assert!(m.warnings.iter().any(|w| w.contains("no Machine Config Server CA found")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("no Machine Config Server CA found")),
+        "{:?}",
+        m.warnings
+    );
     assert!(render_table(&ClusterInfo::new(m, no_perms())).contains("(CA NOT found)"));
 
     // Secret absent altogether: URL derived from api-int, CA not found.
@@ -282,7 +377,10 @@ fn missing_mcs_ca_is_reported() {
     v.retain(|o| o["metadata"]["name"] != "worker-user-data-managed");
     let m = model(v);
     assert_eq!(m.machine_config_server.source, "derived");
-    assert_eq!(m.machine_config_server.url, "https://api-int.ostest.example.com:22623/config/worker");
+    assert_eq!(
+        m.machine_config_server.url,
+        "https://api-int.ostest.example.com:22623/config/worker"
+    );
     assert!(!m.machine_config_server.ca_found);
 }
 
@@ -302,7 +400,10 @@ fn missing_required_objects_name_the_resource() {
     let mut v = default_values();
     v.retain(|o| o["metadata"]["name"] != "coreos-bootimages");
     let e = ClusterModel::from_objects(&ClusterObjects::from_values(v)).unwrap_err();
-    assert_eq!(e.to_string(), "ConfigMap openshift-machine-config-operator/coreos-bootimages not found");
+    assert_eq!(
+        e.to_string(),
+        "ConfigMap openshift-machine-config-operator/coreos-bootimages not found"
+    );
     let mut v = default_values();
     v.retain(|o| o["metadata"]["name"] != "pull-secret");
     let e = ClusterModel::from_objects(&ClusterObjects::from_values(v)).unwrap_err();
@@ -328,15 +429,24 @@ fn unreadable_optional_objects_become_warnings() {
 #[test]
 fn bad_pull_secret_and_bad_api_url_are_errors() {
     let mut v = default_values();
-    v.iter_mut().find(|o| o["metadata"]["name"] == "pull-secret").unwrap()["data"][".dockerconfigjson"] = json!("bm90IGpzb24=");
+    v.iter_mut()
+        .find(|o| o["metadata"]["name"] == "pull-secret")
+        .unwrap()["data"][".dockerconfigjson"] = json!("bm90IGpzb24=");
     let e = ClusterModel::from_objects(&ClusterObjects::from_values(v)).unwrap_err();
     assert!(matches!(e, Error::BadObject { .. }));
-    assert!(e.to_string().starts_with("Secret openshift-config/pull-secret: .dockerconfigjson is not JSON"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("Secret openshift-config/pull-secret: .dockerconfigjson is not JSON"),
+        "{e}"
+    );
 
     let mut v = default_values();
     kind_mut(&mut v, "Infrastructure")["status"]["apiServerURL"] = json!("https://kube.example.com:6443");
     let e = ClusterModel::from_objects(&ClusterObjects::from_values(v)).unwrap_err();
-    assert!(e.to_string().contains("is not api.<cluster name>.<base domain>"), "{e}");
+    assert!(
+        e.to_string().contains("is not api.<cluster name>.<base domain>"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -347,7 +457,10 @@ fn json_document_is_versioned_camel_case_and_secret_free() {
     assert_eq!(doc["kind"], "ClusterInfo");
     assert_eq!(doc["canAddNodes"], true);
     assert_eq!(doc["cluster"]["apiURL"], "https://api.ostest.example.com:6443");
-    assert_eq!(doc["cluster"]["apiIntURL"], "https://api-int.ostest.example.com:6443");
+    assert_eq!(
+        doc["cluster"]["apiIntURL"],
+        "https://api-int.ostest.example.com:6443"
+    );
     assert_eq!(doc["cluster"]["baseDomain"], "example.com");
     assert_eq!(doc["version"]["releaseImage"].as_str().unwrap().len() > 10, true);
     assert_eq!(doc["platform"]["type"], "BareMetal");
@@ -357,7 +470,10 @@ fn json_document_is_versioned_camel_case_and_secret_free() {
     assert_eq!(doc["baseIso"]["sha256"].as_str().unwrap().len(), 64);
     assert_eq!(doc["pullSecretFound"], true);
     let text = doc.to_string();
-    assert!(!text.contains("fixture-not-a-real-secret") && !text.contains("dXNlcjpmaXh0dXJl"), "pull secret leaked");
+    assert!(
+        !text.contains("fixture-not-a-real-secret") && !text.contains("dXNlcjpmaXh0dXJl"),
+        "pull secret leaked"
+    );
     assert!(!text.contains("\"pullSecret\""));
     let dbg = format!("{:?}", model(default_values()));
     assert!(!dbg.contains("dXNlcjpmaXh0dXJl"), "Debug leaks the pull secret");
@@ -386,7 +502,10 @@ fn table_report_names_the_facts() {
 /// worker-user-data-managed, no Network.
 #[test]
 fn upstream_node_joiner_testdata() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream/node-joiner-testdata/setup/default");
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/upstream/node-joiner-testdata/setup/default"
+    );
     let Ok(entries) = std::fs::read_dir(dir) else {
         eprintln!("skipped: {dir} is absent");
         return;
@@ -394,14 +513,19 @@ fn upstream_node_joiner_testdata() {
     let mut values = Vec::new();
     for e in entries {
         let path = e.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap().replace("$TEST_IMAGE", "registry.ci/release:4.25.0");
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("$TEST_IMAGE", "registry.ci/release:4.25.0");
         values.extend(serde_saphyr::from_multiple::<Value>(&text).unwrap());
     }
     let m = model(values);
     assert_eq!(m.cluster.id, "c37c9544-4320-4380-9d8b-0753a4d9ea57");
     assert_eq!(m.cluster.name, "ostest");
     assert_eq!(m.cluster.base_domain, "test.metalkube.org");
-    assert_eq!(m.cluster.api_int_url, "https://api-int.ostest.test.metalkube.org:6443");
+    assert_eq!(
+        m.cluster.api_int_url,
+        "https://api-int.ostest.test.metalkube.org:6443"
+    );
     assert_eq!(m.version.current, "4.25.0");
     assert_eq!(m.version.release_image, "registry.ci/release:4.25.0");
     assert_eq!(m.platform.kind, "BareMetal");
@@ -409,7 +533,10 @@ fn upstream_node_joiner_testdata() {
     assert!(m.fips);
     assert_eq!(m.ssh.keys, vec!["my-sshKey"]);
     assert_eq!(m.mirrors.digest_mirrors.len(), 1);
-    assert_eq!(m.base_iso.as_ref().unwrap().sha256, "0c19997ca0170a2d8634b5942c9437a18b6d354b020c7e24aa9fe41f1458f33e");
+    assert_eq!(
+        m.base_iso.as_ref().unwrap().sha256,
+        "0c19997ca0170a2d8634b5942c9437a18b6d354b020c7e24aa9fe41f1458f33e"
+    );
     assert_eq!(m.machine_config_server.source, "derived");
     assert!(m.can_add_nodes(), "{:?}", m.problems);
 }

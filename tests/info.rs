@@ -29,7 +29,13 @@ fn json_info(c: &TestCluster, extra: &[&str]) -> Value {
     let mut args = vec!["info", "-o", "json"];
     args.extend_from_slice(extra);
     let out = plugin(c, &args);
-    assert_eq!(out.status.code(), Some(0), "stderr: {}\nsim log:\n{}", text(&out.stderr), c.log());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}\nsim log:\n{}",
+        text(&out.stderr),
+        c.log()
+    );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
 }
 
@@ -61,7 +67,11 @@ fn default_cluster_report_table_json_yaml() {
     ] {
         assert!(t.contains(needle), "missing {needle:?} in\n{t}");
     }
-    assert!(t.lines().any(|l| l.starts_with("Can add nodes") && l.ends_with(" yes")), "{t}");
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("Can add nodes") && l.ends_with(" yes")),
+        "{t}"
+    );
     let d = json_info(&c, &[]);
     assert_eq!(d["apiVersion"], "agent-day2/v1");
     assert_eq!(d["kind"], "ClusterInfo");
@@ -72,7 +82,13 @@ fn default_cluster_report_table_json_yaml() {
     assert_eq!(d["architecture"]["controlPlane"], "x86_64");
     assert_eq!(d["nodes"].as_array().unwrap().len(), 3);
     let sha = d["baseIso"]["sha256"].as_str().unwrap();
-    assert!(sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()), "{sha}");
+    assert!(
+        sha.len() == 64
+            && sha
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()),
+        "{sha}"
+    );
     assert_eq!(d["machineConfigServer"]["caFound"], true);
     assert_eq!(d["canAddNodes"], true);
     assert_eq!(d["permissions"]["missing"].as_array().unwrap().len(), 0);
@@ -81,7 +97,10 @@ fn default_cluster_report_table_json_yaml() {
     let out = plugin(&c, &["--context", "admin", "info", "-n", "default", "-o", "yaml"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let y = text(&out.stdout);
-    assert!(y.contains("kind: ClusterInfo") && y.contains("apiVersion: agent-day2/v1"), "{y}");
+    assert!(
+        y.contains("kind: ClusterInfo") && y.contains("apiVersion: agent-day2/v1"),
+        "{y}"
+    );
 }
 
 #[test]
@@ -98,7 +117,12 @@ fn scenarios_are_reported() {
         let d = json_info(&c, &[]);
         assert_eq!(d["platform"]["type"], "None");
         assert_eq!(d["platform"]["day2Supported"], true);
-        assert_eq!(d["machineNetworks"]["cidrs"].as_array().unwrap().len(), 0, "{}", d["machineNetworks"]);
+        assert_eq!(
+            d["machineNetworks"]["cidrs"].as_array().unwrap().len(),
+            0,
+            "{}",
+            d["machineNetworks"]
+        );
     }
     {
         let c = TestCluster::start("fips: true\nupgradeTo: 4.19.2\nmultiArch: true\n").unwrap();
@@ -114,11 +138,31 @@ fn scenarios_are_reported() {
     {
         let c = TestCluster::start("dualStack: true\ndisconnected: true\n").unwrap();
         let d = json_info(&c, &[]);
-        let mn: Vec<&str> = d["machineNetworks"]["cidrs"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-        assert!(mn.iter().any(|c| c.contains(':')), "no IPv6 machine network: {mn:?}");
-        assert!(d["networks"]["serviceNetworks"].as_array().unwrap().iter().any(|v| v.as_str().unwrap().contains(':')));
-        assert!(!d["mirrors"]["digestMirrors"].as_array().unwrap().is_empty(), "{}", d["mirrors"]);
-        assert!(d["mirrors"]["additionalTrustedCA"].is_string(), "{}", d["mirrors"]);
+        let mn: Vec<&str> = d["machineNetworks"]["cidrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert!(
+            mn.iter().any(|c| c.contains(':')),
+            "no IPv6 machine network: {mn:?}"
+        );
+        assert!(d["networks"]["serviceNetworks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v.as_str().unwrap().contains(':')));
+        assert!(
+            !d["mirrors"]["digestMirrors"].as_array().unwrap().is_empty(),
+            "{}",
+            d["mirrors"]
+        );
+        assert!(
+            d["mirrors"]["additionalTrustedCA"].is_string(),
+            "{}",
+            d["mirrors"]
+        );
     }
     {
         let c = TestCluster::start(
@@ -135,13 +179,25 @@ fn unreachable_server_exits_4() {
     netns_or_skip!();
     // Nothing listens on the API address in this fresh namespace.
     let out = Command::new(BIN)
-        .args(["info", "--server", &format!("https://{API_LISTEN}"), "--token", "x", "--insecure-skip-tls-verify"])
+        .args([
+            "info",
+            "--server",
+            &format!("https://{API_LISTEN}"),
+            "--token",
+            "x",
+            "--insecure-skip-tls-verify",
+        ])
         .env_remove("KUBECONFIG")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4));
     let e = text(&out.stderr);
-    assert!(e.contains(&format!("error: cannot reach the API server at https://{API_LISTEN}/")), "{e}");
+    assert!(
+        e.contains(&format!(
+            "error: cannot reach the API server at https://{API_LISTEN}/"
+        )),
+        "{e}"
+    );
     assert!(e.contains("check --server/--context"), "{e}");
 }
 
@@ -152,29 +208,42 @@ fn bad_token_is_unauthorized() {
     let out = plugin(&c, &["info", "--token", "not-a-valid-token"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains("error: unauthorized at https://192.168.111.5:6443/"), "{e}");
+    assert!(
+        e.contains("error: unauthorized at https://192.168.111.5:6443/"),
+        "{e}"
+    );
     assert!(e.contains("log in again (oc login)"), "{e}");
 }
 
 #[test]
 fn forbidden_pull_secret_names_it_and_the_user() {
     netns_or_skip!();
-    let c = TestCluster::start("forbidden:\n- resource: secrets\n  namespace: openshift-config\n  name: pull-secret\n").unwrap();
+    let c = TestCluster::start(
+        "forbidden:\n- resource: secrets\n  namespace: openshift-config\n  name: pull-secret\n",
+    )
+    .unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""), "{e}");
+    assert!(
+        e.contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""),
+        "{e}"
+    );
     assert!(e.contains("README \"Permissions\""), "{e}");
 }
 
 #[test]
 fn missing_coreos_bootimages_is_named() {
     netns_or_skip!();
-    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n").unwrap();
+    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n")
+        .unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains("error: ConfigMap openshift-machine-config-operator/coreos-bootimages not found"), "{e}");
+    assert!(
+        e.contains("error: ConfigMap openshift-machine-config-operator/coreos-bootimages not found"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -183,9 +252,16 @@ fn unsupported_platform_prints_report_and_exits_4() {
     let c = TestCluster::start("platform: AWS\n").unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("AWS  (day-2 nodes NOT supported)"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("AWS  (day-2 nodes NOT supported)"),
+        "{}",
+        text(&out.stdout)
+    );
     let e = text(&out.stderr);
-    assert!(e.contains("error: the cluster cannot take day-2 nodes: platform AWS is not supported"), "{e}");
+    assert!(
+        e.contains("error: the cluster cannot take day-2 nodes: platform AWS is not supported"),
+        "{e}"
+    );
     // The JSON document is still printed whole, with canAddNodes false.
     let out = plugin(&c, &["info", "-o", "json"]);
     assert_eq!(out.status.code(), Some(4));
@@ -200,9 +276,16 @@ fn too_old_version_prints_report_and_exits_4() {
     let c = TestCluster::start("version: 4.9.59\n").unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("4.9.59  (UNSUPPORTED: needs 4.18 or newer)"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("4.9.59  (UNSUPPORTED: needs 4.18 or newer)"),
+        "{}",
+        text(&out.stdout)
+    );
     let e = text(&out.stderr);
-    assert!(e.contains("error: the cluster cannot take day-2 nodes: OpenShift 4.9.59 is too old"), "{e}");
+    assert!(
+        e.contains("error: the cluster cannot take day-2 nodes: OpenShift 4.9.59 is too old"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -226,7 +309,8 @@ fn viewer_context_shows_missing_permissions() {
     }
     // Reads the viewer has are not listed.
     assert!(!t.contains("get clusterversions"), "{t}");
-    assert!(text(&out.stderr).contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
+    assert!(text(&out.stderr)
+        .contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
 }
 
 /// A one-shot HTTP proxy stand-in on `addr`: records the first request line, then hangs up.
@@ -237,7 +321,11 @@ fn recording_proxy(addr: &str) -> std::thread::JoinHandle<String> {
         let (mut s, _) = l.accept().unwrap();
         let mut buf = [0u8; 4096];
         let n = s.read(&mut buf).unwrap_or(0);
-        String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or("").to_string()
+        String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
     })
 }
 
@@ -248,7 +336,15 @@ fn api_traffic_goes_through_the_configured_proxy() {
     // and the namespace has no route out anyway).
     let h = recording_proxy("192.168.111.9:3128");
     let out = Command::new(BIN)
-        .args(["info", "-s", "https://api.ostest.example.com:6443", "--token", "t", "--request-timeout", "5s"])
+        .args([
+            "info",
+            "-s",
+            "https://api.ostest.example.com:6443",
+            "--token",
+            "t",
+            "--request-timeout",
+            "5s",
+        ])
         .env_remove("KUBECONFIG")
         .env("HTTPS_PROXY", "http://192.168.111.9:3128")
         .env_remove("NO_PROXY")
@@ -268,7 +364,13 @@ fn api_traffic_goes_through_the_configured_proxy() {
     )
     .unwrap();
     let out = Command::new(BIN)
-        .args(["info", "--kubeconfig", kc.to_str().unwrap(), "--request-timeout", "5s"])
+        .args([
+            "info",
+            "--kubeconfig",
+            kc.to_str().unwrap(),
+            "--request-timeout",
+            "5s",
+        ])
         .env("HTTPS_PROXY", "http://192.168.111.9:9")
         .output()
         .unwrap();

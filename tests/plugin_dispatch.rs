@@ -17,20 +17,30 @@ fn text(b: &[u8]) -> String {
 /// A temp dir holding `kubectl-agent_day2` (a copy of the built binary) and the PATH that puts
 /// it first. None when kubectl is not installed.
 fn plugin_path() -> Option<(tempfile::TempDir, OsString)> {
-    if Command::new("kubectl").arg("version").arg("--client").output().is_err() {
+    if Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_err()
+    {
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(BIN, dir.path().join("kubectl-agent_day2")).unwrap();
     let mut paths: Vec<PathBuf> = vec![dir.path().to_path_buf()];
-    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     let path = std::env::join_paths(paths).unwrap();
     Some((dir, path))
 }
 
 fn kubectl(path: &OsString, home: &Path, args: &[&str], kubeconfig: Option<&Path>) -> Output {
     let mut c = Command::new("kubectl");
-    c.args(args).env("PATH", path).env("HOME", home).env_remove("KUBECONFIG");
+    c.args(args)
+        .env("PATH", path)
+        .env("HOME", home)
+        .env_remove("KUBECONFIG");
     if let Some(k) = kubeconfig {
         c.env("KUBECONFIG", k);
     }
@@ -47,7 +57,11 @@ fn kubectl_finds_and_runs_the_plugin() {
     let out = kubectl(&path, home.path(), &["plugin", "list"], None);
     let listed = text(&out.stdout);
     let ours = dir.path().join("kubectl-agent_day2");
-    assert!(listed.lines().any(|l| l.trim() == ours.display().to_string()), "plugin list:\n{listed}\n{}", text(&out.stderr));
+    assert!(
+        listed.lines().any(|l| l.trim() == ours.display().to_string()),
+        "plugin list:\n{listed}\n{}",
+        text(&out.stderr)
+    );
 
     let out = kubectl(&path, home.path(), &["agent-day2", "--help"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -75,13 +89,23 @@ fn kubectl_agent_day2_info_against_the_simulator() {
     let c = TestCluster::start("").unwrap();
     let home = tempfile::tempdir().unwrap();
     // KUBECONFIG reaches the plugin untouched.
-    let out = kubectl(&path, home.path(), &["agent-day2", "info", "-o", "json"], Some(&c.kubeconfig));
+    let out = kubectl(
+        &path,
+        home.path(),
+        &["agent-day2", "info", "-o", "json"],
+        Some(&c.kubeconfig),
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["cluster"]["name"], "ostest");
     // --kubeconfig and --context after the plugin name are ours to parse.
     let kc = c.kubeconfig.to_str().unwrap();
-    let out = kubectl(&path, home.path(), &["agent-day2", "info", "--kubeconfig", kc, "--context", "viewer"], None);
+    let out = kubectl(
+        &path,
+        home.path(),
+        &["agent-day2", "info", "--kubeconfig", kc, "--context", "viewer"],
+        None,
+    );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("Missing permissions"));
     assert!(text(&out.stderr).contains("cannot read Secret openshift-config/pull-secret: forbidden"));
