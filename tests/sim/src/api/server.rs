@@ -326,7 +326,14 @@ impl Server {
             resource: t.plural.clone(),
             subresource: tg.sub.clone(),
             namespace: tg.namespace.clone(),
-            name: tg.name.clone(),
+            // For create, the name comes from the body (as NodeRestriction reads it), so the
+            // node rule "create node <n>" can apply.
+            name: tg.name.clone().or_else(|| {
+                (verb == "create")
+                    .then(|| serde_json::from_slice::<Value>(&body).ok())
+                    .flatten()
+                    .and_then(|v| v.pointer("/metadata/name").and_then(|n| n.as_str()).map(String::from))
+            }),
         };
         self.authorize(user, &attrs)?;
         let want_table = accept.contains("as=Table");

@@ -1,0 +1,451 @@
+//! `agent-day2-sim boot` end to end: a node ISO made here (the simulator's RHCOS-layout base ISO
+//! with a contract-satisfying config.ign embedded as coreos-installer does), booted against the
+//! simulated cluster; CSRs approved by hand with the real `kubectl certificate approve`.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_day2_sim::boot::{cpio, embed, jwt};
+use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use base64::Engine;
+use serde_json::{json, Value};
+
+const CLUSTER_ID: &str = "c37c9544-4320-4380-9d8b-0753a4d9ea57";
+const INFRA_ENV_ID: &str = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b";
+const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
+const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
+
+/// Tokens of the three personas, signed by a key made here.
+struct Tokens {
+    pub_pem: String,
+    agent: String,
+    user: String,
+    watcher: String,
+}
+
+fn tokens() -> Tokens {
+    let k = rcgen::KeyPair::generate().unwrap();
+    let exp = time::OffsetDateTime::now_utc().unix_timestamp() + 48 * 3600;
+    let t = |sub: &str| jwt::sign(&json!({"sub": sub, "infra_env_id": INFRA_ENV_ID, "exp": exp}), &k.serialize_der()).unwrap();
+    Tokens { pub_pem: k.public_key_pem(), agent: t("agentAuth"), user: t("userAuth"), watcher: t("watcherAuth") }
+}
+
+fn data_url(s: &str) -> String {
+    format!("data:;base64,{}", base64::engine::general_purpose::STANDARD.encode(s))
+}
+
+/// Files of a complete config (path → contents); tests drop or change some.
+fn contract_files(tok: &Tokens) -> Vec<(String, String)> {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let pull = r#"{"auths":{"quay.io":{"auth":"dXNlcjpwYXNz"}}}"#;
+    let mut f: Vec<(String, String)> = vec![
+        ("/etc/assisted/add-nodes.env".into(), format!(
+            "CLUSTER_ID={CLUSTER_ID}\nCLUSTER_NAME=ostest\nCLUSTER_API_VIP_DNS_NAME=api.ostest.example.com\nAUTH_TOKEN_EXPIRY=2099-01-01T00:00:00Z\n")),
+        ("/etc/assisted/rendezvous-host.env".into(),
+            "NODE_ZERO_IP=127.0.0.1\nSERVICE_BASE_URL=http://127.0.0.1:8090/\nIMAGE_SERVICE_BASE_URL=http://127.0.0.1:8888/\nWORKFLOW_TYPE=addnodes\n".into()),
+        ("/etc/assisted/clusterconfig/import-cluster-config.json".into(), r#"{"userManagedNetworking": false}"#.into()),
+        ("/etc/assisted/clusterconfig/worker-ignition-endpoint.json".into(),
+            r#"{"url":"https://api-int.ostest.example.com:22623/config/worker","ca_certificate":"LS0tLS1CRUdJTi..."}"#.into()),
+        ("/etc/assisted/manifests/cluster-image-set.yaml".into(),
+            "apiVersion: hive.openshift.io/v1\nkind: ClusterImageSet\nmetadata:\n  name: openshift-4.18.12\nspec:\n  releaseImage: quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64\n".into()),
+        ("/etc/assisted/manifests/pull-secret.yaml".into(), format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: pull-secret\n  namespace: cluster0\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {}\n", b64(pull))),
+        ("/etc/assisted/manifests/infraenv.yaml".into(),
+            "apiVersion: agent-install.openshift.io/v1beta1\nkind: InfraEnv\nmetadata:\n  name: ostest\n  namespace: cluster0\nspec:\n  cpuArchitecture: x86_64\n  sshAuthorizedKey: ssh-ed25519 AAAAC3Nza test\n  pullSecretRef:\n    name: pull-secret\n  nmStateConfigLabelSelector:\n    matchLabels:\n      cluster0-nmstate-label-name: cluster0-nmstate-label-value\n".into()),
+        ("/etc/assisted/manifests/nmstateconfig.yaml".into(), [W0, W1].iter().map(|(h, mac, ip)| format!(
+            "apiVersion: agent-install.openshift.io/v1beta1\nkind: NMStateConfig\nmetadata:\n  name: {h}\n  namespace: cluster0\n  labels:\n    cluster0-nmstate-label-name: cluster0-nmstate-label-value\nspec:\n  interfaces:\n  - name: eth0\n    macAddress: {mac}\n  config:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      ipv4:\n        enabled: true\n        address:\n        - ip: {ip}\n          prefix-length: 24\n")).collect::<Vec<_>>().join("---\n")),
+        ("/etc/containers/registries.conf".into(), "unqualified-search-registries = []\n".into()),
+        ("/root/.docker/config.json".into(), pull.into()),
+        ("/usr/local/share/assisted-service/assisted-service.env".into(), format!(
+            "AUTH_TYPE=agent-installer-local\nINFRA_ENV_ID={INFRA_ENV_ID}\nEC_PUBLIC_KEY_PEM={}\nAGENT_AUTH_TOKEN={}\nUSER_AUTH_TOKEN={}\nWATCHER_AUTH_TOKEN={}\n",
+            b64(&tok.pub_pem), tok.agent, tok.user, tok.watcher)),
+        ("/usr/local/share/assisted-service/images.env".into(),
+            "RELEASE_IMAGE=quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64\nSERVICE_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111\nAGENT_DOCKER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222222222222222222222222222222222222222222222222222222222222222\nINSTALLER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:3333333333333333333333333333333333333333333333333333333333333333\nAGENT_INSTALLER_UTILS_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4444444444444444444444444444444444444444444444444444444444444444\n".into()),
+    ];
+    for (h, mac, _) in [W0, W1] {
+        f.push((format!("/etc/assisted/hostconfig/{h}/mac_addresses"), format!("{mac}\n")));
+        f.push((format!("/etc/assisted/hostconfig/{h}/root-device-hints.yaml"), "deviceName: /dev/vda\n".into()));
+        f.push((format!("/etc/assisted/hostconfig/{h}/role"), "worker\n".into()));
+        f.push((format!("/etc/assisted/hostnames/{mac}"), format!("{h}\n")));
+        f.push((format!("/etc/assisted/network/{h}/eth0.nmconnection"), "[connection]\nid=eth0\ntype=ethernet\n".into()));
+    }
+    f
+}
+
+fn units() -> Vec<(String, String)> {
+    let u = |name: &str, after: &str, extra: &str| {
+        (name.to_string(), format!("[Unit]\nDescription={name}\nAfter={after}\n{extra}\n[Service]\nExecStart=/usr/local/bin/{name}.sh\n\n[Install]\nWantedBy=multi-user.target\n"))
+    };
+    vec![
+        u("assisted-service.service", "network-online.target", ""),
+        u("agent-import-cluster.service", "assisted-service.service", ""),
+        u("agent-register-infraenv.service", "agent-import-cluster.service", ""),
+        u("agent.service", "agent-register-infraenv.service", ""),
+        u("apply-host-config.service", "agent-register-infraenv.service", ""),
+        u("set-hostname.service", "local-fs.target", ""),
+        u("agent-add-node.service", "agent.service apply-host-config.service", ""),
+        u("agent-auth-token-status.service", "local-fs.target", ""),
+        u("pre-network-manager-config.service", "local-fs.target", "Before=NetworkManager.service"),
+    ]
+}
+
+fn ignition(files: &[(String, String)], units: &[(String, String)]) -> Vec<u8> {
+    json!({
+        "ignition": {"version": "3.2.0"},
+        "passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["ssh-ed25519 AAAAC3Nza test"]}]},
+        "storage": {"files": files.iter().map(|(p, c)| json!({"path": p, "mode": 0o600, "overwrite": true, "contents": {"source": data_url(c)}})).collect::<Vec<_>>()},
+        "systemd": {"units": units.iter().map(|(n, c)| json!({"name": n, "enabled": true, "contents": c})).collect::<Vec<_>>()},
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Writes the simulator's base ISO to `dir/name.iso` and embeds `config` (gzip newc cpio, or xz
+/// by the real xz with CRC32) into its embed area, zero-filling the rest, as coreos-installer does.
+fn node_iso(dir: &Path, name: &str, config: Option<&[u8]>, xz: bool) -> PathBuf {
+    let path = dir.join(format!("{name}.iso"));
+    agent_day2_sim::baseiso::build_base_iso(&path, "x86_64").unwrap();
+    let Some(config) = config else { return path };
+    let archive = cpio::write(&[("config.ign", config)]);
+    let compressed = if xz {
+        let mut child = Command::new("xz").args(["--check=crc32", "-c"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("xz");
+        child.stdin.take().unwrap().write_all(&archive).unwrap();
+        child.wait_with_output().unwrap().stdout
+    } else {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(&archive).unwrap();
+        e.finish().unwrap()
+    };
+    let mut f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let area = embed::find_area(&mut f).unwrap();
+    assert!(compressed.len() as u64 <= area.len, "config does not fit the embed area");
+    let mut buf = compressed;
+    buf.resize(area.len as usize, 0);
+    f.seek(SeekFrom::Start(area.offset)).unwrap();
+    f.write_all(&buf).unwrap();
+    path
+}
+
+fn boot_cmd(dir: &Path, iso: &Path, extra: &[&str]) -> Command {
+    let mut c = Command::new(bin("agent-day2-sim").unwrap());
+    c.arg("boot").arg("--dir").arg(dir).arg("--iso").arg(iso).args(extra).stdin(Stdio::null());
+    c
+}
+
+fn run(mut c: Command) -> Output {
+    c.output().expect("run agent-day2-sim boot")
+}
+
+fn text(o: &Output) -> String {
+    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// A --dir for tests that never reach the kube part (boot reads DIR/kubeconfig up front).
+fn fake_dir(tmp: &Path) -> PathBuf {
+    let d = tmp.join("sim");
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("kubeconfig"),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://192.168.111.5:6443\ncontexts:\n- name: bootstrapper\n  context:\n    cluster: c\n    user: b\ncurrent-context: bootstrapper\nusers:\n- name: b\n  user:\n    token: x\n",
+    )
+    .unwrap();
+    d
+}
+
+fn node_arg((_, mac, ip): (&str, &str, &str)) -> String {
+    format!("{mac}={ip}")
+}
+
+#[test]
+fn refuses_an_image_lacking_contract_items_listing_each() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let mut files = contract_files(&tok);
+    // Drop CLUSTER_ID from add-nodes.env and the whole podman auth file; drop a unit.
+    for f in files.iter_mut() {
+        if f.0 == "/etc/assisted/add-nodes.env" {
+            f.1 = f.1.lines().filter(|l| !l.starts_with("CLUSTER_ID=")).collect::<Vec<_>>().join("\n");
+        }
+    }
+    files.retain(|f| f.0 != "/root/.docker/config.json");
+    let us: Vec<_> = units().into_iter().filter(|u| u.0 != "agent-add-node.service").collect();
+    let iso = node_iso(tmp.path(), "bad", Some(&ignition(&files, &us)), false);
+    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("node contract: /etc/assisted/add-nodes.env lacks CLUSTER_ID"), "{t}");
+    assert!(t.contains("node contract: /root/.docker/config.json is missing"), "{t}");
+    assert!(t.contains("node contract: systemd unit agent-add-node.service is missing"), "{t}");
+    assert!(t.contains("3 problems"), "{t}");
+}
+
+#[test]
+fn refuses_a_token_not_signed_by_the_embedded_key_and_an_unknown_mac() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let other = tokens();
+    let mut files = contract_files(&tok);
+    for f in files.iter_mut() {
+        if f.0.ends_with("assisted-service.env") {
+            f.1 = f.1.replace(&tok.watcher, &other.watcher);
+        }
+    }
+    let iso = node_iso(tmp.path(), "badtok", Some(&ignition(&files, &units())), true);
+    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", "52:54:00:aa:00:99=192.168.111.99"]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("WATCHER_AUTH_TOKEN: JWT signature does not verify"), "{t}");
+    assert!(t.contains("no host for MAC 52:54:00:aa:00:99"), "{t}");
+}
+
+#[test]
+fn refuses_a_pristine_iso_with_an_all_zero_embed_area() {
+    let tmp = tempfile::tempdir().unwrap();
+    let iso = node_iso(tmp.path(), "pristine", None, false);
+    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("no Ignition embedded"), "{t}");
+}
+
+/// GET `path` on `ip:8090` with optional (header, value); returns (status, body).
+fn http_get(ip: &str, path: &str, auth: Option<(&str, &str)>) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect((ip, 8090)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let hdr = auth.map(|(h, v)| format!("{h}: {v}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {ip}:8090\r\n{hdr}Connection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("HTTP response");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let mut body = raw[split + 4..].to_vec();
+    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        // De-chunk.
+        let mut out = Vec::new();
+        let mut rest = &body[..];
+        loop {
+            let nl = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(std::str::from_utf8(&rest[..nl]).unwrap().trim(), 16).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[nl + 2..nl + 2 + n]);
+            rest = &rest[nl + 2 + n + 2..];
+        }
+        body = out;
+    }
+    (status, body)
+}
+
+fn wait_until<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
+    // worker-0 fails to install; worker-1 stalls in discovering, so the process keeps serving
+    // until --timeout (then exit 5, which wins over 6).
+    let child = boot_cmd(&fake_dir(tmp.path()), &iso, &[
+        "--node", &node_arg(W0), "--node", &node_arg(W1),
+        "--fail-install", "worker-0", "--stall", "worker-1", "--stage-delay-ms", "50", "--timeout", "8s", "--json",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let base = "/api/assisted-install/v2";
+    let ip0 = W0.2;
+    let ip1 = W1.2;
+    // Up: the infra-envs list answers with the watcher token.
+    wait_until("worker-1 API", 20, || {
+        TcpStream::connect((ip1, 8090)).ok().map(|_| ())
+    });
+    // 401 without a token, with a wrong token; 403 with another persona's token.
+    for path in ["/clusters", "/infra-envs", "/events"] {
+        let (st, body) = http_get(ip1, &format!("{base}{path}"), None);
+        assert_eq!(st, 401, "{path}: {}", String::from_utf8_lossy(&body));
+        let v: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(v["code"], 401);
+        assert!(v["message"].is_string());
+    }
+    let (st, _) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", "Bearer not.a.token")));
+    assert_eq!(st, 401);
+    let (st, _) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", &tok.agent)));
+    assert_eq!(st, 403, "an agent token is not a watcher token");
+    // With the right tokens: the swagger models.
+    let (st, body) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", &tok.watcher)));
+    assert_eq!(st, 200);
+    let clusters: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(clusters[0]["kind"], "AddHostsCluster");
+    assert_eq!(clusters[0]["openshift_cluster_id"], CLUSTER_ID);
+    let cid = clusters[0]["id"].as_str().unwrap().to_string();
+    let (st, body) = http_get(ip1, &format!("{base}/clusters/{cid}"), Some(("Authorization", &tok.user)));
+    assert_eq!(st, 200);
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["hosts"][0]["requested_hostname"], "worker-1");
+    let (st, body) = http_get(ip1, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("Authorization", &tok.user)));
+    assert_eq!(st, 200);
+    let hosts: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(hosts[0]["status"], "discovering", "--stall keeps worker-1 discovering");
+    let hid = hosts[0]["id"].as_str().unwrap().to_string();
+    let (st, _) = http_get(ip1, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts/{hid}"), None);
+    assert_eq!(st, 401);
+    let (st, body) = http_get(ip1, &format!("{base}/events?cluster_id={cid}"), Some(("Watcher-Authorization", &tok.watcher)));
+    assert_eq!(st, 200);
+    let events: Value = serde_json::from_slice(&body).unwrap();
+    assert!(events.as_array().unwrap().iter().any(|e| e["message"].as_str().unwrap().contains("Successfully registered")), "{events}");
+    let (st, body) = http_get(ip1, &format!("{base}/clusters/{cid}/logs"), Some(("Authorization", &tok.user)));
+    assert_eq!(st, 200);
+    let mut names = vec![];
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&body[..]));
+    for e in ar.entries().unwrap() {
+        names.push(e.unwrap().path().unwrap().display().to_string());
+    }
+    assert!(names.contains(&"worker-1/events.log".to_string()), "{names:?}");
+    let (st, _) = http_get(ip1, &format!("{base}/clusters/{cid}/logs"), None);
+    assert_eq!(st, 401);
+
+    // worker-0 reaches error with the failed stage and a reason, and keeps serving.
+    let host0 = wait_until("worker-0 error", 20, || {
+        let (st, body) = http_get(ip0, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("X-Secret-Key", &tok.agent)));
+        let v: Value = serde_json::from_slice(&body).ok()?;
+        (st == 200 && v[0]["status"] == "error").then(|| v[0].clone())
+    });
+    assert_eq!(host0["progress"]["current_stage"], "Failed");
+    assert!(host0["status_info"].as_str().unwrap().contains("Writing image to disk"), "{host0}");
+
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{t}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(lines.iter().any(|l| l["node"] == "worker-0" && l["event"] == "failed" && l["message"].as_str().unwrap().contains("installation failed")), "{t}");
+    assert!(lines.iter().any(|l| l["node"] == "worker-1" && l["event"] == "stalled"), "{t}");
+    assert!(t.contains("worker-1: timed out"), "{t}");
+}
+
+#[test]
+fn fail_install_alone_exits_6() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tokens()), &units())), true);
+    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", &node_arg(W0), "--fail-install", "worker-0", "--stage-delay-ms", "20"]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(6), "{t}");
+    assert!(t.contains("worker-0 192.168.111.30: host error (Failed, 50%)"), "{t}");
+    assert!(t.contains("FAILED: installation failed"), "{t}");
+}
+
+struct Boot(Child);
+impl Drop for Boot {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn two_nodes_join_with_csrs_approved_by_kubectl() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = TestCluster::start("").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
+    let log = tmp.path().join("boot.log");
+    let child = boot_cmd(&cluster.dir, &iso, &["--node", &node_arg(W0), "--node", &node_arg(W1), "--stage-delay-ms", "20", "--timeout", "90s"])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut boot = Boot(child);
+    let mut approved = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(st) = boot.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "boot did not finish:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        let o = cluster.kubectl(&["get", "csr", "-o", "json"]);
+        assert!(o.status.success(), "{}", text(&o));
+        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for csr in list["items"].as_array().unwrap() {
+            let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+            let pending = csr["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
+            if pending && !approved.contains(&name) {
+                let o = cluster.kubectl(&["certificate", "approve", &name]);
+                assert!(o.status.success(), "{}", text(&o));
+                approved.insert(name);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut err = String::new();
+    boot.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let out = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}\nsim log:\n{}", cluster.log());
+    for (h, _, ip) in [W0, W1] {
+        for ev in ["client certificate issued", "serving certificate issued", "rebooting into the installed system"] {
+            assert!(out.contains(&format!("{h} {ip}: {ev}")), "{h} {ev}:\n{out}");
+        }
+    }
+    assert_eq!(approved.len(), 4, "two client and two serving CSRs: {approved:?}");
+
+    // Both Nodes Ready with their InternalIP.
+    for (h, _, ip) in [W0, W1] {
+        let o = cluster.kubectl(&["get", "node", h, "-o", "json"]);
+        assert!(o.status.success(), "{}", text(&o));
+        let n: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let ready = n["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True");
+        assert!(ready, "{n}");
+        assert!(n["status"]["addresses"].as_array().unwrap().iter().any(|a| a["type"] == "InternalIP" && a["address"] == ip), "{n}");
+        assert_eq!(n["metadata"]["labels"]["kubernetes.io/hostname"], h);
+    }
+
+    // Every certificate was issued by the simulator's CA and names its node.
+    let ca_pem = std::fs::read(cluster.dir.join("ca.crt")).unwrap();
+    let (_, ca) = x509_parser::pem::parse_x509_pem(&ca_pem).unwrap();
+    let ca = ca.parse_x509().unwrap();
+    let o = cluster.kubectl(&["get", "csr", "-o", "json"]);
+    let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mut seen = std::collections::BTreeMap::new();
+    for csr in list["items"].as_array().unwrap() {
+        let signer = csr["spec"]["signerName"].as_str().unwrap().to_string();
+        let cert_b64 = csr["status"]["certificate"].as_str().expect("certificate issued");
+        let pem = base64::engine::general_purpose::STANDARD.decode(cert_b64).unwrap();
+        let (_, p) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+        let cert = p.parse_x509().unwrap();
+        cert.verify_signature(Some(ca.public_key())).expect("signed by the simulator's CA");
+        assert_eq!(cert.issuer(), ca.subject());
+        let cn = cert.subject().iter_common_name().next().unwrap().as_str().unwrap().to_string();
+        *seen.entry((cn, signer)).or_insert(0) += 1;
+    }
+    for (h, _, _) in [W0, W1] {
+        for signer in ["kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"] {
+            assert_eq!(seen.get(&(format!("system:node:{h}"), signer.to_string())), Some(&1), "{seen:?}");
+        }
+    }
+    // After the reboot the live system's API is gone.
+    assert!(TcpStream::connect((W0.2, 8090)).is_err(), "8090 still answers after the reboot");
+}
