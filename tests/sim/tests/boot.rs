@@ -449,3 +449,36 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
     // After the reboot the live system's API is gone.
     assert!(TcpStream::connect((W0.2, 8090)).is_err(), "8090 still answers after the reboot");
 }
+
+#[test]
+fn failing_validation_keeps_the_host_insufficient_until_timeout() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
+    let child = boot_cmd(&fake_dir(tmp.path()), &iso, &[
+        "--node", &node_arg(W0), "--fail-validation", "worker-0:ntp-synced", "--stage-delay-ms", "20", "--timeout", "4s",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let base = "/api/assisted-install/v2";
+    wait_until("worker-0 API", 20, || TcpStream::connect((W0.2, 8090)).ok().map(|_| ()));
+    let host = wait_until("worker-0 insufficient", 20, || {
+        let (st, body) = http_get(W0.2, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("Authorization", &tok.user)));
+        let v: Value = serde_json::from_slice(&body).ok()?;
+        (st == 200 && v[0]["status"] == "insufficient").then(|| v[0].clone())
+    });
+    let vi: Value = serde_json::from_str(host["validations_info"].as_str().unwrap()).unwrap();
+    let ntp = vi["network"].as_array().unwrap().iter().find(|v| v["id"] == "ntp-synced").unwrap().clone();
+    assert_eq!(ntp["status"], "failure", "{vi}");
+    assert!(host["status_info"].as_str().unwrap().contains("NTP"), "{host}");
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(5), "{t}");
+    assert!(t.contains("worker-0 192.168.111.30: host insufficient: validation ntp-synced failing"), "{t}");
+}
