@@ -177,11 +177,23 @@ impl TestCluster {
             .unwrap_or_default()
     }
 
-    /// A `kubectl` command with `KUBECONFIG` set to this cluster (not yet run).
+    /// A `kubectl` command with `KUBECONFIG` set to this cluster (not yet run). `KUBECACHEDIR`
+    /// points into the cluster's directory: every test cluster has the same address
+    /// (192.168.111.5:6443, in its own namespace), so kubectl's shared discovery cache in
+    /// ~/.kube/cache would otherwise mix up their CRDs.
     pub fn kubectl_cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new("kubectl");
-        cmd.args(args).env("KUBECONFIG", &self.kubeconfig).stdin(Stdio::null());
+        cmd.args(args).stdin(Stdio::null());
+        for (k, v) in self.env() {
+            cmd.env(k, v);
+        }
         cmd
+    }
+
+    /// The environment for any client program run against this cluster: `KUBECONFIG` and
+    /// `KUBECACHEDIR` (see [`TestCluster::kubectl_cmd`]).
+    pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![("KUBECONFIG", self.kubeconfig.clone()), ("KUBECACHEDIR", self.dir.join("kubecache"))]
     }
 
     /// Runs `kubectl ARGS` against this cluster and returns its output.

@@ -1,0 +1,376 @@
+//! The real `kubectl` against the simulator (default validation, i.e. `--validate=strict`).
+//! Each test runs its own simulator in its own network namespace (root, or under
+//! `agent-day2-sim netns`), and skips with a reason otherwise.
+
+use agent_day2_sim::harness::{enter_netns, shared_dir, TestCluster};
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn have_kubectl() -> bool {
+    std::process::Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+}
+
+/// Starts a cluster, or None (after printing why) when the test must be skipped.
+fn cluster(scenario: &str) -> Option<TestCluster> {
+    if !have_kubectl() {
+        eprintln!("skipped: kubectl is not on PATH");
+        return None;
+    }
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    Some(TestCluster::start(scenario).expect("simulator starts"))
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[track_caller]
+fn ok(c: &TestCluster, args: &[&str]) -> String {
+    let o = c.kubectl(args);
+    assert!(o.status.success(), "kubectl {args:?} failed: {}\nsimulator log:\n{}", text(&o), c.log());
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[track_caller]
+fn fails(c: &TestCluster, args: &[&str]) -> String {
+    let o = c.kubectl(args);
+    assert!(!o.status.success(), "kubectl {args:?} should fail but printed: {}", text(&o));
+    text(&o)
+}
+
+#[track_caller]
+fn ok_stdin(c: &TestCluster, args: &[&str], input: &str) -> String {
+    let o = c.kubectl_stdin(args, input);
+    assert!(o.status.success(), "kubectl {args:?} failed: {}\ninput:\n{input}\nsimulator log:\n{}", text(&o), c.log());
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn reads_tables_and_discovery() {
+    let Some(c) = cluster("") else { return };
+    // The version kubectl reports for the server (the dispatcher picks a client within skew).
+    let v: Value = serde_json::from_str(&ok(&c, &["version", "-o", "json"])).unwrap();
+    assert!(v["serverVersion"]["gitVersion"].as_str().unwrap().starts_with("v1.31."), "{v}");
+
+    // Nodes as a server-side table, with the real printer's columns.
+    let nodes = ok(&c, &["get", "nodes"]);
+    let header: Vec<&str> = nodes.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "STATUS", "ROLES", "AGE", "VERSION"], "{nodes}");
+    assert!(nodes.lines().skip(1).any(|l| l.contains("Ready") && l.contains("master")), "{nodes}");
+
+    // ClusterVersion through jsonpath (created here if the seed has none).
+    if !c.kubectl(&["get", "clusterversion", "version"]).status.success() {
+        ok_stdin(
+            &c,
+            &["create", "-f", "-"],
+            "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata: {name: version}\nspec: {clusterID: 6a9f4b7e-3d2c-4e1f-9b8a-0c5d7e2f1a34}\n",
+        );
+    }
+    let id = ok(&c, &["get", "clusterversion", "version", "-o", "jsonpath={.spec.clusterID}"]);
+    assert_eq!(id, "6a9f4b7e-3d2c-4e1f-9b8a-0c5d7e2f1a34");
+
+    // api-resources: discovery of built-ins and the OpenShift kinds.
+    let r = ok(&c, &["api-resources"]);
+    for res in ["nodes", "certificatesigningrequests", "customresourcedefinitions", "clusterversions", "machineconfigs"] {
+        assert!(r.lines().any(|l| l.split_whitespace().next() == Some(res)), "{res} missing from:\n{r}");
+    }
+
+    // --chunk-size: several pages, every item.
+    ok(&c, &["create", "namespace", "chunks"]);
+    for i in 0..7 {
+        ok(&c, &["-n", "chunks", "create", "configmap", &format!("c{i}")]);
+    }
+    let o = c.kubectl(&["-n", "chunks", "get", "cm", "--chunk-size=3", "-o", "name", "-v=6"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let names: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+    assert_eq!(names.len(), 7, "{names:?}");
+    let pages = String::from_utf8_lossy(&o.stderr).matches("GET https").count();
+    assert_eq!(pages, 3, "7 items in pages of 3 need 3 requests:\n{}", String::from_utf8_lossy(&o.stderr));
+
+    // CSR table columns.
+    let csrs = c.kubectl(&["get", "csr"]);
+    assert!(csrs.status.success(), "{}", text(&csrs));
+}
+
+/// An EC P-256 kubelet client CSR (`O=system:nodes, CN=system:node:<node>`) as PEM, from openssl.
+fn kubelet_csr_pem(dir: &std::path::Path, node: &str) -> Option<String> {
+    let key = dir.join(format!("{node}.key"));
+    let req = dir.join(format!("{node}.csr"));
+    let st = std::process::Command::new("openssl")
+        .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout"])
+        .arg(&key)
+        .args(["-subj", &format!("/O=system:nodes/CN=system:node:{node}"), "-out"])
+        .arg(&req)
+        .output()
+        .ok()?;
+    if !st.status.success() {
+        return None;
+    }
+    std::fs::read_to_string(req).ok()
+}
+
+fn csr_yaml(name: &str, pem: &str, usages: &str) -> String {
+    use base64::Engine;
+    format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  signerName: kubernetes.io/kube-apiserver-client-kubelet\n  request: {}\n  usages: [{usages}]\n",
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    )
+}
+
+#[test]
+fn csr_create_approve_and_sign() {
+    let Some(c) = cluster("") else { return };
+    let Some(pem) = kubelet_csr_pem(&c.dir, "worker-0") else {
+        eprintln!("skipped: openssl cannot make a CSR");
+        return;
+    };
+    // The bootstrapper context authenticates with its bearer token.
+    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-w0", &pem, "digital signature, client auth"));
+    let csr: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-w0", "-o", "json"])).unwrap();
+    assert_eq!(csr["spec"]["username"], "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper");
+    assert_eq!(
+        csr["spec"]["groups"],
+        json!(["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator", "system:authenticated"])
+    );
+    let table = ok(&c, &["get", "csr"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]);
+    assert!(table.lines().any(|l| l.starts_with("csr-w0") && l.trim_end().ends_with("Pending")), "{table}");
+
+    // The bootstrapper may not approve.
+    let e = fails(&c, &["--context", "bootstrapper", "certificate", "approve", "csr-w0"]);
+    assert!(e.contains("forbidden"), "{e}");
+
+    ok(&c, &["certificate", "approve", "csr-w0"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let cert = loop {
+        let c64 = ok(&c, &["get", "csr", "csr-w0", "-o", "jsonpath={.status.certificate}"]);
+        if !c64.is_empty() {
+            break c64;
+        }
+        assert!(Instant::now() < deadline, "no certificate issued:\n{}", c.log());
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    use base64::Engine;
+    let pem = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(cert).unwrap()).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+    let table = ok(&c, &["get", "csr", "csr-w0"]);
+    assert!(table.contains("Approved,Issued"), "{table}");
+
+    // Denied then approved: 422 from /approval, as Approved and Denied exclude each other.
+    let pem2 = kubelet_csr_pem(&c.dir, "worker-1").unwrap();
+    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-w1", &pem2, "digital signature, client auth"));
+    ok(&c, &["certificate", "deny", "csr-w1"]);
+    let e = fails(&c, &["certificate", "approve", "csr-w1"]);
+    assert!(e.contains("already Denied"), "{e}");
+    // kubectl refuses that itself; sent anyway (PUT /approval), the server answers 422.
+    let mut csr: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-w1", "-o", "json"])).unwrap();
+    csr["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "Approved", "status": "True", "reason": "Test"}));
+    let o = c.kubectl_stdin(
+        &["replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-w1/approval", "-f", "-"],
+        &csr.to_string(),
+    );
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("Approved and Denied conditions are mutually exclusive"), "{}", text(&o));
+
+    // A kubelet client CSR with server auth: approved, then Failed by the signer, never issued.
+    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-bad", &pem2, "digital signature, server auth"));
+    ok(&c, &["certificate", "approve", "csr-bad"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let o: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-bad", "-o", "json"])).unwrap();
+        let failed = o["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Failed"));
+        if failed {
+            assert!(o["status"]["certificate"].is_null(), "{o}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "CSR not marked Failed: {o}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A minimal object satisfying a CRD schema's `required` fields (strings "x", enums' first value).
+fn minimal(schema: &Value) -> Value {
+    if let Some(e) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return e.clone();
+    }
+    match schema["type"].as_str() {
+        Some("object") => {
+            let mut o = serde_json::Map::new();
+            for r in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+                o.insert(r.to_string(), minimal(&schema["properties"][r]));
+            }
+            Value::Object(o)
+        }
+        Some("array") => json!([]),
+        Some("integer") | Some("number") => json!(schema["minimum"].as_i64().unwrap_or(1)),
+        Some("boolean") => json!(false),
+        _ => json!("x"),
+    }
+}
+
+#[test]
+fn crds_apply_objects_and_validation() {
+    let crd_dir = shared_dir().join("upstream/crds");
+    if !crd_dir.is_dir() {
+        eprintln!("skipped: {} is absent", crd_dir.display());
+        return;
+    }
+    let Some(c) = cluster("") else { return };
+    ok(&c, &["create", "namespace", "crs"]);
+    let mut files: Vec<_> = std::fs::read_dir(&crd_dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in &files {
+        let yaml = std::fs::read_to_string(f).unwrap();
+        let crd = agent_day2_sim::api::up::parse_docs(&yaml).unwrap().remove(0);
+        let name = crd["metadata"]["name"].as_str().unwrap().to_string();
+        ok(&c, &["apply", "-f", f.to_str().unwrap()]);
+        ok(&c, &["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{name}")]);
+        // Applying again is a patch of an existing object.
+        ok(&c, &["apply", "-f", f.to_str().unwrap()]);
+
+        let spec = &crd["spec"];
+        let version = spec["versions"].as_array().unwrap().iter().find(|v| v["served"] == true).unwrap();
+        let schema = &version["schema"]["openAPIV3Schema"];
+        let mut obj = minimal(schema);
+        obj["apiVersion"] = json!(format!("{}/{}", spec["group"].as_str().unwrap(), version["name"].as_str().unwrap()));
+        obj["kind"] = spec["names"]["kind"].clone();
+        obj["metadata"] = json!({"name": "sample"});
+        if spec["scope"] == "Namespaced" {
+            obj["metadata"]["namespace"] = json!("crs");
+        }
+        if obj.get("spec").is_none() && schema["properties"].get("spec").is_some() {
+            obj["spec"] = minimal(&schema["properties"]["spec"]);
+        }
+        let plural = spec["names"]["plural"].as_str().unwrap();
+        let resource = format!("{plural}.{}", spec["group"].as_str().unwrap());
+        ok_stdin(&c, &["apply", "-f", "-"], &obj.to_string());
+        let got = ok(&c, &["-n", "crs", "get", &resource, "sample", "-o", "json"]);
+        let got: Value = serde_json::from_str(&got).unwrap();
+        assert_eq!(got["metadata"]["name"], "sample", "{got}");
+        assert!(got["metadata"]["uid"].as_str().is_some_and(|u| u.len() == 36), "{got}");
+        // Table output uses the CRD's additionalPrinterColumns.
+        let table = ok(&c, &["-n", "crs", "get", &resource]);
+        let header: Vec<String> = table.lines().next().unwrap().split_whitespace().map(str::to_string).collect();
+        assert_eq!(header[0], "NAME", "{table}");
+        if let Some(cols) = version["additionalPrinterColumns"].as_array() {
+            let want: Vec<String> = cols
+                .iter()
+                .filter(|c| c["priority"].as_i64().unwrap_or(0) == 0)
+                .map(|c| c["name"].as_str().unwrap().to_uppercase())
+                .collect();
+            assert_eq!(header[1..].join(" "), want.join(" "), "{table}");
+        }
+
+        // A misspelled field is refused, as on a real cluster (kubectl's default strict validation).
+        let mut bad = obj.clone();
+        bad["metadata"]["name"] = json!("typo");
+        bad["spec"]["definitelyNotAField"] = json!("x");
+        let o = c.kubectl_stdin(&["create", "-f", "-"], &bad.to_string());
+        assert!(!o.status.success(), "typo accepted for {name}: {}", text(&o));
+        assert!(text(&o).contains("unknown field \"spec.definitelyNotAField\""), "{}", text(&o));
+        // --validate=warn: created, with the server's warning shown, and the field pruned.
+        let o = c.kubectl_stdin(&["create", "--validate=warn", "-f", "-"], &bad.to_string());
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("Warning: unknown field \"spec.definitelyNotAField\""), "{}", text(&o));
+        let got: Value = serde_json::from_str(&ok(&c, &["-n", "crs", "get", &resource, "typo", "-o", "json"])).unwrap();
+        assert!(got["spec"].get("definitelyNotAField").is_none(), "{got}");
+    }
+    // Deleting a CRD stops serving its resource.
+    ok(&c, &["delete", "crd", "clusterimagesets.hive.openshift.io"]);
+    let e = fails(&c, &["get", "clusterimagesets.hive.openshift.io"]);
+    assert!(e.contains("the server doesn't have a resource type") || e.contains("NotFound") || e.contains("not find"), "{e}");
+}
+
+#[test]
+fn watch_auth_and_errors() {
+    let Some(c) = cluster("forbidden:\n- {resource: secrets, namespace: openshift-config, name: pull-secret, verbs: [get]}\n") else { return };
+    ok(&c, &["create", "namespace", "w"]);
+
+    // get -w receives events: JSON output carries the event type.
+    let mut child = c
+        .kubectl_cmd(&["-n", "w", "get", "cm", "--watch-only", "--output-watch-events", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // kubectl prints one compact JSON WatchEvent per line while watching.
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    ok(&c, &["-n", "w", "create", "configmap", "w1", "--from-literal=a=1"]);
+    ok(&c, &["-n", "w", "patch", "configmap", "w1", "--type", "merge", "-p", "{\"data\":{\"a\":\"2\"}}"]);
+    ok(&c, &["-n", "w", "delete", "configmap", "w1"]);
+    let mut types = Vec::new();
+    while types.len() < 3 {
+        let ev = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("watch events missing; got {types:?}"));
+        let v: Value = serde_json::from_str(&ev).unwrap();
+        assert_eq!(v["object"]["metadata"]["name"], "w1", "{v}");
+        types.push(v["type"].as_str().unwrap().to_string());
+    }
+    assert_eq!(types, ["ADDED", "MODIFIED", "DELETED"]);
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // Watch from a compacted resourceVersion: an ERROR event with 410 Expired, as the real server.
+    let o = ok(&c, &["get", "--raw", "/api/v1/namespaces/openshift-config/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2"]);
+    let ev: Value = serde_json::from_str(o.lines().next().unwrap()).unwrap();
+    assert_eq!(ev["type"], "ERROR", "{o}");
+    assert_eq!(ev["object"]["code"], 410, "{o}");
+    assert!(ev["object"]["message"].as_str().unwrap().starts_with("too old resource version: 1 ("), "{o}");
+
+    // 401 with an unknown token (the viewer context has no client certificate).
+    let e = fails(&c, &["--context", "viewer", "--token", "not-a-token", "get", "ns"]);
+    assert!(e.contains("Unauthorized") || e.contains("must be logged in"), "{e}");
+
+    // The viewer reads but cannot read Secrets or write.
+    ok(&c, &["--context", "viewer", "get", "nodes"]);
+    let e = fails(&c, &["--context", "viewer", "-n", "w", "get", "secrets"]);
+    assert!(e.contains("secrets is forbidden: User \"viewer\" cannot list resource \"secrets\" in API group \"\" in the namespace \"w\""), "{e}");
+    let e = fails(&c, &["--context", "viewer", "create", "namespace", "nope"]);
+    assert!(e.contains("cannot create resource \"namespaces\""), "{e}");
+
+    // Impersonation as kubectl --as/--as-group sends it.
+    let e = fails(&c, &["--as", "viewer", "-n", "w", "get", "secrets"]);
+    assert!(e.contains("User \"viewer\" cannot list"), "{e}");
+    let e = fails(&c, &["--context", "viewer", "--as", "system:admin", "get", "ns"]);
+    assert!(e.contains("cannot impersonate resource \"users\""), "{e}");
+    let ssar = ok(&c, &["auth", "can-i", "create", "certificatesigningrequests", "--as", "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper", "--as-group", "system:serviceaccounts"]);
+    assert_eq!(ssar.trim(), "yes");
+    let o = c.kubectl(&["auth", "can-i", "get", "secrets", "-A", "--as", "viewer"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "no", "{}", text(&o));
+
+    // The scenario's Forbidden rule, with the real server's message.
+    let e = fails(&c, &["-n", "openshift-config", "get", "secret", "pull-secret"]);
+    assert!(
+        e.contains("Error from server (Forbidden): secrets \"pull-secret\" is forbidden: User \"system:admin\" cannot get resource \"secrets\" in API group \"\" in the namespace \"openshift-config\""),
+        "{e}"
+    );
+
+    // Conflict on a stale resourceVersion, NotFound, AlreadyExists.
+    ok(&c, &["-n", "w", "create", "configmap", "c1"]);
+    let e = fails(&c, &["-n", "w", "create", "configmap", "c1"]);
+    assert!(e.contains("configmaps \"c1\" already exists"), "{e}");
+    let e = fails(&c, &["-n", "w", "get", "configmap", "nope"]);
+    assert!(e.contains("Error from server (NotFound): configmaps \"nope\" not found"), "{e}");
+    let mut cm: Value = serde_json::from_str(&ok(&c, &["-n", "w", "get", "cm", "c1", "-o", "json"])).unwrap();
+    ok(&c, &["-n", "w", "label", "cm", "c1", "x=y"]);
+    cm["data"] = json!({"k": "v"});
+    let o = c.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
+    assert!(!o.status.success() && text(&o).contains("the object has been modified"), "{}", text(&o));
+
+    // generateName.
+    let out = ok_stdin(&c, &["create", "-f", "-", "-o", "name"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: gen-, namespace: w}\n");
+    assert!(out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5, "{out}");
+}
