@@ -151,7 +151,8 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
     let pick = |flag: &str, v: &str| -> Result<usize, (i32, Vec<String>)> {
         out.iter().position(|m| m.hostname == v).ok_or((2, vec![format!("{flag} {v:?}: no such node (booting: {})", known.join(", "))]))
     };
-    let mut set: Vec<(usize, Box<dyn Fn(&mut Machine)>)> = Vec::new();
+    type Setter = Box<dyn Fn(&mut Machine)>;
+    let mut set: Vec<(usize, Setter)> = Vec::new();
     for v in &args.fail_validation {
         let (h, name) = v.split_once(':').unwrap_or((v, "ntp-synced"));
         let name = name.to_string();
@@ -307,7 +308,7 @@ pub async fn run(args: BootArgs) -> anyhow::Result<i32> {
 fn pick_code(cur: i32, new: i32) -> i32 {
     match (cur, new) {
         (0, n) => n,
-        (c, 5) if c == 6 => 5,
+        (6, 5) => 5,
         (c, _) => c,
     }
 }

@@ -279,7 +279,8 @@ impl NodeApi {
         let cl = self.ai_cluster_id.as_str();
         let hid = self.host_id.as_str();
         // (schemes from swagger `security`, handler)
-        let route: Option<(&[Scheme], Box<dyn Fn() -> Response<Full<Bytes>> + '_>)> = match segs.as_slice() {
+        type Handler<'a> = Box<dyn Fn() -> Response<Full<Bytes>> + 'a>;
+        let route: Option<(&[Scheme], Handler<'_>)> = match segs.as_slice() {
             ["clusters"] => Some((&[User, Watcher], Box::new(|| {
                 let with_hosts = query.get("with_hosts").is_some_and(|v| v.is_empty() || v == "true");
                 let want = query.get("openshift_cluster_id");
