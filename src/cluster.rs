@@ -1239,9 +1239,8 @@ async fn list_objs(
 pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
     let cfg = "config.openshift.io";
     let mut u = Vec::new();
-    let mut o = ClusterObjects::default();
     // The first read also tells us whether the server is reachable and accepts us.
-    o.cluster_version = get_obj(
+    let cluster_version = get_obj(
         target,
         &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
         None,
@@ -1251,7 +1250,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.infrastructure = get_obj(
+    let infrastructure = get_obj(
         target,
         &ar(cfg, "v1", "Infrastructure", "infrastructures"),
         None,
@@ -1263,7 +1262,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
     .await?;
     let secret = ar("", "v1", "Secret", "secrets");
     let cm = ar("", "v1", "ConfigMap", "configmaps");
-    o.pull_secret = get_obj(
+    let pull_secret = get_obj(
         target,
         &secret,
         Some("openshift-config"),
@@ -1273,7 +1272,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.coreos_bootimages = get_obj(
+    let coreos_bootimages = get_obj(
         target,
         &cm,
         Some("openshift-machine-config-operator"),
@@ -1287,7 +1286,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.nodes = list_objs(
+    let nodes = list_objs(
         target,
         &ar("", "v1", "Node", "nodes"),
         ResourceRef::list("Nodes"),
@@ -1296,7 +1295,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
     )
     .await?;
 
-    o.proxy = get_obj(
+    let proxy = get_obj(
         target,
         &ar(cfg, "v1", "Proxy", "proxies"),
         None,
@@ -1306,13 +1305,13 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    if let Some(name) = o
-        .proxy
+    let mut trust_bundle = None;
+    if let Some(name) = proxy
         .as_ref()
         .and_then(|p| str_at(p, "/spec/trustedCA/name"))
         .map(String::from)
     {
-        o.trust_bundle = get_obj(
+        trust_bundle = get_obj(
             target,
             &cm,
             Some("openshift-config"),
@@ -1323,7 +1322,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         )
         .await?;
     }
-    o.image_config = get_obj(
+    let image_config = get_obj(
         target,
         &ar(cfg, "v1", "Image", "images"),
         None,
@@ -1333,13 +1332,13 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    if let Some(name) = o
-        .image_config
+    let mut additional_trusted_ca = None;
+    if let Some(name) = image_config
         .as_ref()
         .and_then(|p| str_at(p, "/spec/additionalTrustedCA/name"))
         .map(String::from)
     {
-        o.additional_trusted_ca = get_obj(
+        additional_trusted_ca = get_obj(
             target,
             &cm,
             Some("openshift-config"),
@@ -1350,7 +1349,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         )
         .await?;
     }
-    o.cluster_config = get_obj(
+    let cluster_config = get_obj(
         target,
         &cm,
         Some("kube-system"),
@@ -1360,7 +1359,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.image_digest_mirror_sets = list_objs(
+    let image_digest_mirror_sets = list_objs(
         target,
         &ar(cfg, "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets"),
         ResourceRef::list("ImageDigestMirrorSets"),
@@ -1368,7 +1367,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.image_tag_mirror_sets = list_objs(
+    let image_tag_mirror_sets = list_objs(
         target,
         &ar(cfg, "v1", "ImageTagMirrorSet", "imagetagmirrorsets"),
         ResourceRef::list("ImageTagMirrorSets"),
@@ -1376,7 +1375,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.image_content_source_policies = list_objs(
+    let image_content_source_policies = list_objs(
         target,
         &ar(
             "operator.openshift.io",
@@ -1389,7 +1388,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.worker_user_data = get_obj(
+    let worker_user_data = get_obj(
         target,
         &secret,
         Some("openshift-machine-api"),
@@ -1399,6 +1398,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
+    let mut machine_configs = Vec::new();
     let mc = ar(
         "machineconfiguration.openshift.io",
         "v1",
@@ -1421,10 +1421,10 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         )
         .await?
         {
-            o.machine_configs.push(v);
+            machine_configs.push(v);
         }
     }
-    o.network = get_obj(
+    let network = get_obj(
         target,
         &ar(cfg, "v1", "Network", "networks"),
         None,
@@ -1434,8 +1434,25 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    o.unreadable = u;
-    Ok(o)
+    Ok(ClusterObjects {
+        cluster_version,
+        infrastructure,
+        pull_secret,
+        proxy,
+        trust_bundle,
+        image_config,
+        additional_trusted_ca,
+        cluster_config,
+        image_digest_mirror_sets,
+        image_tag_mirror_sets,
+        image_content_source_policies,
+        coreos_bootimages,
+        worker_user_data,
+        machine_configs,
+        nodes,
+        network,
+        unreadable: u,
+    })
 }
 
 #[cfg(test)]

@@ -125,7 +125,7 @@ impl KubeFlags {
             let kc = kc.as_ref()?;
             let ctx = context.as_ref()?;
             let named = kc.contexts.iter().find(|c| &c.name == ctx)?;
-            named.context.as_ref().map(|c| c.user.clone()).flatten()
+            named.context.as_ref().and_then(|c| c.user.clone())
         });
         Ok(KubeTarget {
             client,
