@@ -205,23 +205,31 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
     let api: Api<SelfSubjectAccessReview> = Api::all(target.client.clone());
     let needed = required_permissions();
     let mut missing = Vec::new();
-    for perm in &needed {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    verb: Some(perm.verb.clone()),
-                    group: Some(perm.group.clone()),
-                    resource: Some(perm.resource.clone()),
-                    subresource: perm.subresource.clone(),
-                    namespace: perm.namespace.clone(),
-                    name: perm.name.clone(),
-                    ..Default::default()
-                }),
+    let reviews = needed.iter().map(|perm| SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some(perm.verb.clone()),
+                group: Some(perm.group.clone()),
+                resource: Some(perm.resource.clone()),
+                subresource: perm.subresource.clone(),
+                namespace: perm.namespace.clone(),
+                name: perm.name.clone(),
                 ..Default::default()
-            },
+            }),
             ..Default::default()
-        };
-        match api.create(&PostParams::default(), &review).await {
+        },
+        ..Default::default()
+    });
+    // Asked concurrently: ~30 round trips one after another are slow on a remote cluster.
+    let pp = PostParams::default();
+    let answers = futures::future::join_all(reviews.map(|r| {
+        let api = api.clone();
+        let pp = pp.clone();
+        async move { api.create(&pp, &r).await }
+    }))
+    .await;
+    for (perm, answer) in needed.iter().zip(answers) {
+        match answer {
             Ok(r) => {
                 if !r.status.map(|s| s.allowed).unwrap_or(false) {
                     missing.push(perm.clone());
