@@ -9,6 +9,7 @@ pub mod cli;
 pub mod cluster;
 pub mod error;
 pub mod info;
+pub mod iso;
 pub mod kube_flags;
 pub mod kube_write;
 pub mod output;
