@@ -111,3 +111,23 @@ pub fn identity_from_cert(der: &[u8]) -> Option<(String, Vec<String>)> {
         .collect();
     Some((cn, groups))
 }
+
+/// Identity of a client certificate if it was issued by the CA `ca_der` (signature checked) and
+/// is valid now with the client-auth usage; None otherwise (the server answers 401).
+pub fn verify_client_cert(der: &[u8], ca_der: &[u8]) -> Option<(String, Vec<String>)> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).ok()?;
+    let (_, ca) = x509_parser::parse_x509_certificate(ca_der).ok()?;
+    if cert.issuer() != ca.subject() || cert.verify_signature(Some(ca.public_key())).is_err() {
+        return None;
+    }
+    if !cert.validity().is_valid() {
+        return None;
+    }
+    // Go's x509 verification in the authenticator asks for ExtKeyUsageClientAuth.
+    match cert.extended_key_usage() {
+        Ok(Some(eku)) if !(eku.value.client_auth || eku.value.any) => return None,
+        Err(_) => return None,
+        _ => {}
+    }
+    identity_from_cert(der)
+}

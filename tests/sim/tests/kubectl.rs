@@ -334,6 +334,23 @@ fn watch_auth_and_errors() {
     let e = fails(&c, &["--context", "viewer", "--token", "not-a-token", "get", "ns"]);
     assert!(e.contains("Unauthorized") || e.contains("must be logged in"), "{e}");
 
+    // 401 for a client certificate the simulator's CA did not issue (and no token).
+    let key = c.dir.join("foreign.key");
+    let crt = c.dir.join("foreign.crt");
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/O=system:masters/CN=system:admin", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if made {
+        let ca = c.dir.join("ca.crt");
+        let e = fails(&c, &["--kubeconfig", "/dev/null", "--server", &c.api_url, "--certificate-authority", ca.to_str().unwrap(),
+            "--client-certificate", crt.to_str().unwrap(), "--client-key", key.to_str().unwrap(), "get", "ns"]);
+        assert!(e.contains("Unauthorized"), "{e}");
+    }
+
     // The viewer reads but cannot read Secrets or write.
     ok(&c, &["--context", "viewer", "get", "nodes"]);
     let e = fails(&c, &["--context", "viewer", "-n", "w", "get", "secrets"]);
@@ -373,4 +390,41 @@ fn watch_auth_and_errors() {
     // generateName.
     let out = ok_stdin(&c, &["create", "-f", "-", "-o", "name"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: gen-, namespace: w}\n");
     assert!(out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5, "{out}");
+}
+
+#[test]
+fn real_openshift_crds_replace_permissive_ones() {
+    let dirs = agent_day2_sim::harness::crds_dirs();
+    if dirs.len() < 2 {
+        eprintln!("skipped: ../shared/upstream/crds and its openshift-api folder are absent");
+        return;
+    }
+    if !have_kubectl() {
+        eprintln!("skipped: kubectl is not on PATH");
+        return;
+    }
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let mut args = Vec::new();
+    for d in &dirs {
+        args.push("--crds".to_string());
+        args.push(d.to_str().unwrap().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let c = TestCluster::start_with_args("", &args).expect("simulator starts with the real CRDs");
+    // The real ClusterVersion CRD's printer columns.
+    let t = ok(&c, &["get", "clusterversion"]);
+    let header: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"], "{t}");
+    // Its schema now validates: a typo in Infrastructure's spec is refused.
+    let mut infra: Value = serde_json::from_str(&ok(&c, &["get", "infrastructure", "cluster", "-o", "json"])).unwrap();
+    infra["spec"]["platformSpecc"] = json!({});
+    let o = c.kubectl_stdin(&["replace", "-f", "-"], &infra.to_string());
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("unknown field \"spec.platformSpecc\""), "{}", text(&o));
+    // The permissive definitions were replaced: the CRD object is the upstream one.
+    let crd: Value = serde_json::from_str(&ok(&c, &["get", "crd", "clusterversions.config.openshift.io", "-o", "json"])).unwrap();
+    assert!(crd["spec"]["versions"][0]["additionalPrinterColumns"].is_array(), "{crd}");
 }

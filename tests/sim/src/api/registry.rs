@@ -43,6 +43,8 @@ pub struct ResourceType {
     pub crd: Option<String>,
     /// Field selector labels accepted beyond metadata.name/metadata.namespace.
     pub extra_fields: Vec<&'static str>,
+    /// The CRD version's `openAPIV3Schema` (defaulting and null pruning); None for built-ins.
+    pub raw_schema: Option<Arc<Value>>,
 }
 
 impl ResourceType {
@@ -93,6 +95,7 @@ fn builtin(
         columns: None,
         crd: None,
         extra_fields: extra_fields.to_vec(),
+        raw_schema: None,
     }
 }
 
@@ -275,6 +278,7 @@ pub fn types_from_crd(crd: &Value) -> Result<Vec<ResourceType>, Vec<(String, Str
             columns,
             crd: Some(name.clone()),
             extra_fields: Vec::new(),
+            raw_schema: v.pointer("/schema/openAPIV3Schema").filter(|s| s.is_object()).cloned().map(Arc::new),
         });
     }
     Ok(out)
@@ -343,5 +347,83 @@ fn version_priority(v: &str) -> (u8, i64, i64) {
         (2, -major, -a.parse::<i64>().unwrap_or(0))
     } else {
         (3, 0, 0)
+    }
+}
+
+/// Structural defaulting as apiextensions-apiserver does it before validation
+/// (`pkg/apiserver/schema/defaulting`: `Default` and `PruneNonNullableNullsWithoutDefaults`):
+/// a missing property with a `default` gets it; a `null` property that is not `nullable` is
+/// replaced by its default, or dropped when it has none. Recurses through properties,
+/// `additionalProperties` and `items`. `metadata` at the root is left alone.
+pub fn apply_defaults(schema: &Value, v: &mut Value, root: bool) {
+    match v {
+        Value::Object(m) => {
+            if let Some(props) = schema["properties"].as_object() {
+                for (k, ps) in props {
+                    if root && (k == "metadata" || k == "apiVersion" || k == "kind") {
+                        continue;
+                    }
+                    let nullable = ps["nullable"] == true;
+                    match m.get(k) {
+                        None => {
+                            if let Some(d) = ps.get("default") {
+                                m.insert(k.clone(), d.clone());
+                            }
+                        }
+                        Some(Value::Null) if !nullable => match ps.get("default") {
+                            Some(d) => {
+                                m.insert(k.clone(), d.clone());
+                            }
+                            None => {
+                                m.remove(k);
+                            }
+                        },
+                        _ => {}
+                    }
+                }
+                for (k, val) in m.iter_mut() {
+                    if root && k == "metadata" {
+                        continue;
+                    }
+                    if let Some(ps) = props.get(k) {
+                        apply_defaults(ps, val, false);
+                    }
+                }
+            } else if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                let nullable = ap["nullable"] == true;
+                if !nullable {
+                    m.retain(|_, val| !val.is_null());
+                }
+                for val in m.values_mut() {
+                    apply_defaults(ap, val, false);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+                for val in a.iter_mut() {
+                    apply_defaults(items, val, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_null_pruning() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "string", "default": "d"},
+            "b": {"type": "array", "items": {"type": "string"}},
+            "c": {"type": "string", "nullable": true},
+            "e": {"type": "integer", "default": 3},
+        }}}});
+        let mut o = json!({"metadata": {"name": "x"}, "spec": {"b": null, "c": null, "e": null}});
+        apply_defaults(&schema, &mut o, true);
+        assert_eq!(o, json!({"metadata": {"name": "x"}, "spec": {"a": "d", "c": null, "e": 3}}));
     }
 }

@@ -22,6 +22,10 @@ use tokio::sync::broadcast;
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// The client certificate of a connection: Ok(user, groups) when the CA issued it and it is
+/// valid, Err(()) when one was presented but does not verify.
+pub type ClientCert = Result<(String, Vec<String>), ()>;
+
 /// Shared server state.
 pub struct Server {
     pub state: Mutex<State>,
@@ -167,8 +171,8 @@ fn route(reg: &Registry, path: &str) -> Route {
 }
 
 /// Authenticated caller: (user, from impersonation?).
-fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&(String, Vec<String>)>) -> Result<UserInfo, ApiError> {
-    let mut user = if let Some((cn, groups)) = cert {
+fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>) -> Result<UserInfo, ApiError> {
+    let mut user = if let Some(Ok((cn, groups))) = cert {
         let mut g = groups.clone();
         g.push("system:authenticated".into());
         UserInfo { name: cn.clone(), groups: g }
@@ -179,6 +183,9 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&(String, Ve
             Some(u) => u.clone(),
             None => return Err(ApiError::unauthorized()),
         }
+    } else if cert.is_some() {
+        // A certificate the CA did not issue (or expired), and no token.
+        return Err(ApiError::unauthorized());
     } else {
         UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] }
     };
@@ -228,7 +235,7 @@ impl Server {
     }
 
     /// Entry point for one HTTP request.
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>, cert: Option<(String, Vec<String>)>) -> Response<Body> {
+    pub async fn handle(self: Arc<Self>, req: Request<Incoming>, cert: Option<ClientCert>) -> Response<Body> {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let user = match authenticate(&self, &req, cert.as_ref()) {
@@ -273,7 +280,7 @@ impl Server {
             },
             Route::NotFound => err_response(ApiError::no_route()),
             Route::Resource(target) => {
-                let body = if method == Method::POST || method == Method::PUT || method == Method::PATCH {
+                let body = if method == Method::POST || method == Method::PUT || method == Method::PATCH || method == Method::DELETE {
                     match req.into_body().collect().await {
                         Ok(b) => b.to_bytes(),
                         Err(e) => return err_response(ApiError::bad_request(format!("cannot read body: {e}"))),
@@ -337,6 +344,12 @@ impl Server {
         };
         self.authorize(user, &attrs)?;
         let want_table = accept.contains("as=Table");
+        // dryRun=All: everything but storing (kubectl --dry-run=server).
+        let dry = match q.get("dryRun") {
+            None => false,
+            Some("All") => true,
+            Some(other) => return Err(ApiError::bad_request(format!("Invalid dryRun value: {other:?}: supported values: \"All\""))),
+        };
         match verb {
             "get" => {
                 let obj = self.get_obj(&t, &tg)?;
@@ -354,22 +367,29 @@ impl Server {
                 if t.plural == "selfsubjectaccessreviews" {
                     return self.ssar(user, obj);
                 }
-                let (o, w) = self.create(&t, tg.namespace.as_deref(), obj, mode, Some(user))?;
+                let (o, w) = self.create(&t, tg.namespace.as_deref(), obj, mode, Some(user), dry)?;
                 Ok(json_response(201, &o, &w))
             }
             "update" => {
                 let obj = parse_body(&body, ctype)?;
                 let mode = field_validation(q)?;
-                let (o, w) = self.update(&t, &tg, obj, mode, false)?;
+                let (o, w) = self.update(&t, &tg, obj, mode, dry)?;
                 Ok(json_response(200, &o, &w))
             }
             "patch" => {
                 let mode = field_validation(q)?;
-                let (o, w) = self.patch(&t, &tg, &body, ctype, mode)?;
+                let (o, w) = self.patch(&t, &tg, &body, ctype, mode, dry)?;
                 Ok(json_response(200, &o, &w))
             }
             "delete" => {
-                let o = self.delete(&t, tg.namespace.as_deref(), tg.name.as_deref().unwrap_or(""))?;
+                let pre: Value = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
+                let name = tg.name.as_deref().unwrap_or("");
+                let cur = self.get_obj(&t, &tg)?;
+                check_preconditions(&t, name, &cur, &pre["preconditions"])?;
+                if dry {
+                    return Ok(json_response(200, &cur, &[]));
+                }
+                let o = self.delete(&t, tg.namespace.as_deref(), name)?;
                 Ok(json_response(200, &o, &[]))
             }
             "deletecollection" => {
@@ -502,8 +522,10 @@ impl Server {
                         let e = ApiError::gone(format!("too old resource version: {n} ({})", st.compacted_rv));
                         initial.push(encode("ERROR", &e.body, &mut first_table));
                     } else {
-                        for ev in st.log.iter().filter(|e| e.rv > n && e.key == key && matches(&e.obj)) {
-                            initial.push(encode(ev.kind, &with_api_version(&ev.obj, &t), &mut first_table));
+                        for ev in st.log.iter().filter(|e| e.rv > n && e.key == key) {
+                            if let Some(kind) = event_type_for(ev, &matches) {
+                                initial.push(encode(kind, &with_api_version(&ev.obj, &t), &mut first_table));
+                            }
                         }
                     }
                 }
@@ -543,8 +565,9 @@ impl Server {
                         Ok(ev) => {
                             if ev.rv <= last_rv { continue; }
                             last_rv = ev.rv;
-                            if ev.key != key || !matches(&ev.obj) { continue; }
-                            if tx.send(encode(ev.kind, &with_api_version(&ev.obj, &t), &mut first_table)).await.is_err() { return; }
+                            if ev.key != key { continue; }
+                            let Some(kind) = event_type_for(&ev, &matches) else { continue };
+                            if tx.send(encode(kind, &with_api_version(&ev.obj, &t), &mut first_table)).await.is_err() { return; }
                         }
                         Err(broadcast::error::RecvError::Lagged(_)) => {
                             let e = ApiError::gone("the watch fell behind; restart it");
@@ -607,6 +630,9 @@ impl Server {
     /// Validates and prunes per the schema; maps errors to 400/422.
     fn validate(&self, t: &ResourceType, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
         let keep = (obj.get("apiVersion").cloned(), obj.get("kind").cloned());
+        if let Some(raw) = &t.raw_schema {
+            registry::apply_defaults(raw, obj, true);
+        }
         let r = validation::validate(&t.schema, obj, mode);
         if let (Some(a), Some(k)) = keep {
             obj["apiVersion"] = a;
@@ -632,7 +658,7 @@ impl Server {
     }
 
     /// Creates an object (POST). `user` is the caller (CSR spec.username etc.); None for seeding.
-    pub fn create(&self, t: &Arc<ResourceType>, url_ns: Option<&str>, mut obj: Value, mode: FieldValidation, user: Option<&UserInfo>) -> Result<(Value, Vec<String>), ApiError> {
+    pub fn create(&self, t: &Arc<ResourceType>, url_ns: Option<&str>, mut obj: Value, mode: FieldValidation, user: Option<&UserInfo>, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
         }
@@ -651,6 +677,12 @@ impl Server {
             }
         } else if let Some(m) = obj["metadata"].as_object_mut() {
             m.remove("namespace");
+        }
+        // Custom resources with a status subresource ignore status on create.
+        if t.crd.is_some() && t.has_status() {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
         }
         let mut warnings = self.validate(t, &mut obj, mode)?;
         let name = match obj["metadata"]["name"].as_str().filter(|n| !n.is_empty()) {
@@ -693,6 +725,9 @@ impl Server {
                 let types = registry::types_from_crd(&obj).map_err(|errs| crd_invalid(&name, errs))?;
                 crd_status(&mut obj);
                 let mut st = self.state.lock().unwrap();
+                if dry {
+                    return Ok((obj, warnings));
+                }
                 if st.objects.get(&t.key()).is_some_and(|b| b.contains_key(&(String::new(), name.clone()))) {
                     return Err(ApiError::already_exists(&t.group, &t.plural, &name));
                 }
@@ -711,6 +746,11 @@ impl Server {
         if st.objects.get(&bucket_key).is_some_and(|b| b.contains_key(&(ns.clone(), name.clone()))) {
             return Err(ApiError::already_exists(&t.group, &t.plural, &name));
         }
+        if dry {
+            obj["apiVersion"] = json!(t.api_version());
+            obj["kind"] = json!(t.kind);
+            return Ok((obj, warnings));
+        }
         let rv = st.next_rv();
         let m = &mut obj["metadata"];
         m["uid"] = json!(new_uid());
@@ -726,7 +766,7 @@ impl Server {
         obj["apiVersion"] = json!(t.api_version());
         obj["kind"] = json!(t.kind);
         st.bucket(&bucket_key).insert((ns, name), obj.clone());
-        let ev = Arc::new(Event { rv, key: bucket_key, kind: "ADDED", obj: obj.clone() });
+        let ev = Arc::new(Event { rv, key: bucket_key, kind: "ADDED", obj: obj.clone(), old: None });
         st.record(ev.clone());
         drop(st);
         let _ = self.events.send(ev);
@@ -735,7 +775,7 @@ impl Server {
     }
 
     /// PUT (main resource or a subresource). `from_patch`: resourceVersion only checked when given.
-    fn update(&self, t: &Arc<ResourceType>, tg: &Target, mut obj: Value, mode: FieldValidation, _from_patch: bool) -> Result<(Value, Vec<String>), ApiError> {
+    fn update(&self, t: &Arc<ResourceType>, tg: &Target, mut obj: Value, mode: FieldValidation, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
         let name = tg.name.clone().unwrap_or_default();
         if !obj.is_object() {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
@@ -809,7 +849,7 @@ impl Server {
         }
         if t.group == "apiextensions.k8s.io" && t.plural == "customresourcedefinitions" && sub.is_none() {
             let types = registry::types_from_crd(&new).map_err(|errs| crd_invalid(&name, errs))?;
-            if new["spec"]["names"] != old["spec"]["names"] || new["spec"]["versions"] != old["spec"]["versions"] || new["spec"]["scope"] != old["spec"]["scope"] {
+            if !dry && (new["spec"]["names"] != old["spec"]["names"] || new["spec"]["versions"] != old["spec"]["versions"] || new["spec"]["scope"] != old["spec"]["scope"]) {
                 let mut st = self.state.lock().unwrap();
                 st.registry.remove_crd(&name);
                 for ty in types {
@@ -860,17 +900,20 @@ impl Server {
             // No-op update: the real server keeps the resourceVersion and sends no event.
             return Ok((with_api_version(&cur, t), warnings));
         }
+        if dry {
+            return Ok((new, warnings));
+        }
         let rv = st.next_rv();
         new["metadata"]["resourceVersion"] = json!(rv.to_string());
         st.bucket(&bucket_key).insert((ns, name), new.clone());
-        let ev = Arc::new(Event { rv, key: bucket_key, kind: "MODIFIED", obj: new.clone() });
+        let ev = Arc::new(Event { rv, key: bucket_key, kind: "MODIFIED", obj: new.clone(), old: Some(cur) });
         st.record(ev.clone());
         drop(st);
         let _ = self.events.send(ev);
         Ok((new, warnings))
     }
 
-    fn patch(&self, t: &Arc<ResourceType>, tg: &Target, body: &[u8], ctype: &str, mode: FieldValidation) -> Result<(Value, Vec<String>), ApiError> {
+    fn patch(&self, t: &Arc<ResourceType>, tg: &Target, body: &[u8], ctype: &str, mode: FieldValidation, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
         let cur = self.get_obj(t, tg)?;
         let ct = ctype.split(';').next().unwrap_or("").trim();
         let patched = match ct {
@@ -889,15 +932,13 @@ impl Server {
             }
             other => return Err(ApiError::unsupported_media(other)),
         };
-        // A patch carries resourceVersion only when the client wants the precondition.
+        // The current resourceVersion stays in the patched object unless the patch sets
+        // another one, which then acts as a precondition (409 when stale), as on the real server.
         let mut patched = patched;
-        if patched["metadata"]["resourceVersion"] == cur["metadata"]["resourceVersion"] {
-            // unchanged: fine
-        }
         if !patched["metadata"].is_object() {
             patched["metadata"] = json!({});
         }
-        self.update(t, tg, patched, mode, true)
+        self.update(t, tg, patched, mode, dry)
     }
 
     /// Deletes one object; namespaces take their contents with them, CRDs their types and objects.
@@ -911,7 +952,7 @@ impl Server {
         let mut evs = Vec::new();
         let rv = st.next_rv();
         old["metadata"]["resourceVersion"] = json!(rv.to_string());
-        evs.push(Arc::new(Event { rv, key: key.clone(), kind: "DELETED", obj: old.clone() }));
+        evs.push(Arc::new(Event { rv, key: key.clone(), kind: "DELETED", obj: old.clone(), old: None }));
         let mut cascade: Vec<(String, (String, String))> = Vec::new();
         if t.group.is_empty() && t.plural == "namespaces" {
             for (k, b) in &st.objects {
@@ -936,7 +977,7 @@ impl Server {
             if let Some(mut o) = st.objects.get_mut(&k).and_then(|b| b.remove(&id)) {
                 let rv = st.next_rv();
                 o["metadata"]["resourceVersion"] = json!(rv.to_string());
-                evs.push(Arc::new(Event { rv, key: k.clone(), kind: "DELETED", obj: o }));
+                evs.push(Arc::new(Event { rv, key: k.clone(), kind: "DELETED", obj: o, old: None }));
             }
         }
         for ev in &evs {
@@ -968,7 +1009,7 @@ impl Server {
         }
         let status = obj.get("status").cloned();
         let (created, _) = self
-            .create(&t, ns.as_deref(), obj, FieldValidation::Ignore, None)
+            .create(&t, ns.as_deref(), obj, FieldValidation::Ignore, None, false)
             .map_err(|e| anyhow::anyhow!("creating {kind} {name:?}: {}", e.body["message"].as_str().unwrap_or("")))?;
         // Seeds carry their status (nodes Ready, ClusterVersion history): write it as the
         // status subresource would.
@@ -1069,11 +1110,43 @@ impl Server {
     }
 }
 
+/// The event a selector-filtered watch sees (the cacher's rule): an object entering the
+/// selection is ADDED, one leaving it DELETED, None when neither version matches.
+fn event_type_for(ev: &Event, matches: &impl Fn(&Value) -> bool) -> Option<&'static str> {
+    let now = matches(&ev.obj);
+    match (ev.kind, ev.old.as_ref().map(matches)) {
+        ("MODIFIED", Some(before)) => match (before, now) {
+            (true, true) => Some("MODIFIED"),
+            (false, true) => Some("ADDED"),
+            (true, false) => Some("DELETED"),
+            (false, false) => None,
+        },
+        (k, _) => now.then_some(k),
+    }
+}
+
 fn nonresource_forbidden(user: &UserInfo, path: &str) -> ApiError {
     let mut e = ApiError::forbidden(&user.name, "get", "", "", None, None, None);
     e.body["message"] = json!(format!("forbidden: User \"{}\" cannot get path \"{path}\"", user.name));
     e.body["details"] = json!({});
     e
+}
+
+/// DeleteOptions preconditions (`uid`, `resourceVersion`): 409 Conflict when they do not hold.
+fn check_preconditions(t: &ResourceType, name: &str, cur: &Value, pre: &Value) -> Result<(), ApiError> {
+    if let Some(uid) = pre["uid"].as_str() {
+        let have = cur["metadata"]["uid"].as_str().unwrap_or("");
+        if uid != have {
+            return Err(ApiError::conflict_msg(&t.group, &t.plural, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}")));
+        }
+    }
+    if let Some(rv) = pre["resourceVersion"].as_str() {
+        let have = cur["metadata"]["resourceVersion"].as_str().unwrap_or("");
+        if rv != have {
+            return Err(ApiError::conflict_msg(&t.group, &t.plural, name, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}")));
+        }
+    }
+    Ok(())
 }
 
 fn obj_key(o: &Value) -> String {

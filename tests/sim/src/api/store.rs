@@ -19,6 +19,8 @@ pub struct Event {
     /// ADDED, MODIFIED, DELETED.
     pub kind: &'static str,
     pub obj: Value,
+    /// The previous version for MODIFIED (selector transitions in watches).
+    pub old: Option<Value>,
 }
 
 /// (namespace or "", name) → object.

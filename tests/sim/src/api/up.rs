@@ -5,7 +5,7 @@ use super::authz::{UserInfo, NODE_BOOTSTRAPPER};
 use super::registry::{self, Registry};
 use super::server::{new_token, Server};
 use super::store::State;
-use crate::pki::{identity_from_cert, Ca};
+use crate::pki::{verify_client_cert, Ca};
 use crate::scenario::Scenario;
 use crate::seed::{BaseIsoInfo, SeedContext};
 use anyhow::Context;
@@ -254,6 +254,9 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     // TLS.
     let tls = tls_config(&ca.cert_pem, &server_cert.cert_pem, &server_cert.key_pem)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let ca_der: Arc<Vec<u8>> = Arc::new(
+        rustls_pemfile::certs(&mut ca.cert_pem.as_bytes()).next().ok_or_else(|| anyhow::anyhow!("CA PEM"))??.to_vec(),
+    );
     tokio::spawn(srv.clone().run_signer());
     let srv2 = srv.clone();
     tokio::spawn(async move {
@@ -268,6 +271,7 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             };
             let acceptor = acceptor.clone();
             let srv = srv2.clone();
+            let ca_der = ca_der.clone();
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
                 let ident = tls
@@ -275,7 +279,7 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
                     .1
                     .peer_certificates()
                     .and_then(|c| c.first())
-                    .and_then(|c| identity_from_cert(c.as_ref()));
+                    .map(|c| verify_client_cert(c.as_ref(), &ca_der).ok_or(()));
                 let svc = hyper::service::service_fn(move |req| {
                     let srv = srv.clone();
                     let ident = ident.clone();
@@ -299,15 +303,62 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Asks for a client certificate and takes whatever comes (checking only that the peer holds
+/// its key): like kube-apiserver (`tls.VerifyClientCertIfGiven` with the check in the x509
+/// authenticator), an unknown or expired certificate is a 401 from the server, not a TLS error.
+/// The chain is verified per request by [`crate::pki::verify_client_cert`].
+#[derive(Debug)]
+struct AnyClientCert {
+    algs: rustls::crypto::WebPkiSupportedAlgorithms,
+}
+
+impl rustls::server::danger::ClientCertVerifier for AnyClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        &[]
+    }
+    fn verify_client_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        Ok(rustls::server::danger::ClientCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algs.supported_schemes()
+    }
+}
+
 fn tls_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> anyhow::Result<rustls::ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     for c in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
         roots.add(c?)?;
     }
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()?;
+    let _ = roots;
+    let verifier = Arc::new(AnyClientCert { algs: provider.signature_verification_algorithms });
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes()).collect::<Result<_, _>>()?;
     let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?.ok_or_else(|| anyhow::anyhow!("no server key"))?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
