@@ -81,6 +81,8 @@ pub struct TestCluster {
     pub kubeconfig: PathBuf,
     /// `https://192.168.111.5:6443`.
     pub api_url: String,
+    /// Base URL of the simulator's file server (base ISO), e.g. `http://192.168.111.5:8080`.
+    pub files_url: String,
     child: Option<Child>,
     _tmp: tempfile_dir::TempDir,
 }
@@ -153,12 +155,14 @@ impl TestCluster {
             kubeconfig: dir.join("kubeconfig"),
             dir,
             api_url: format!("https://{API_LISTEN}"),
+            files_url: String::new(),
             child: Some(child),
             _tmp: tmp,
         };
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            if c.dir.join("ready").exists() {
+            if let Ok(ready) = std::fs::read_to_string(c.dir.join("ready")) {
+                c.files_url = ready.lines().nth(1).unwrap_or("").to_string();
                 return Ok(c);
             }
             if let Some(st) = c.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten()) {

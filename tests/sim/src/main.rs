@@ -21,7 +21,7 @@ struct Cli {
 enum Cmd {
     /// Run the simulated cluster: HTTPS Kubernetes API with its own CA, file server with the
     /// base ISO; writes DIR/kubeconfig (contexts admin, bootstrapper, viewer), DIR/ca.crt and,
-    /// once requests are accepted, DIR/ready (holding the API URL). Runs until SIGINT/SIGTERM.
+    /// once requests are accepted, DIR/ready (two lines: the API URL, the file server's base URL). Runs until SIGINT/SIGTERM.
     Up {
         /// Directory for kubeconfig, ca.crt, ready and files/ (created if missing).
         #[arg(long)]

@@ -291,7 +291,10 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             });
         }
     });
-    std::fs::write(opts.dir.join("ready"), format!("{api_url}\n"))?;
+    // Written last, under a temporary name and renamed, so its presence means "serving".
+    let ready_tmp = opts.dir.join(".ready.tmp");
+    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n"))?;
+    std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
     eprintln!("agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}", opts.dir.join("kubeconfig").display());
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
