@@ -14,6 +14,13 @@ use agent_day2_sim::harness::{enter_netns, shared_dir, TestCluster};
 /// checks that instead.
 const WRONG_FOR_REAL_SERVERS: &[&str] = &["watch sees an ADDED event"];
 
+/// Checks that race with the shell rather than the server: `kubectl get nodes | head -1 | grep
+/// -q NAME` under `pipefail` fails whenever `head` exits before kubectl's last write (Go's
+/// text/tabwriter writes cell by cell, and a Go program writing to a closed stdout pipe dies of
+/// SIGPIPE). On a loaded machine that happens now and then against any server, so a failure of
+/// these is re-run here (same command) up to three times and must pass then.
+const RACY: &[(&str, &str)] = &[("get nodes (table output)", "kubectl get nodes | head -1 | grep -q NAME")];
+
 #[test]
 fn kube_conformance_script_passes() {
     let script = shared_dir().join("tools/kube-conformance.sh");
@@ -40,13 +47,30 @@ fn kube_conformance_script_passes() {
         .split_once(" passed, ")
         .and_then(|(p, f)| Some((p.parse::<usize>().ok()?, f.strip_suffix(" failed")?.parse::<usize>().ok()?)))
         .unwrap_or_else(|| panic!("no \"N passed, M failed\" line in:\n{stdout}\nsimulator log:\n{}", c.log()));
+    let mut rerun_ok = 0;
     let unexpected: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("FAIL"))
         .filter(|l| !WRONG_FOR_REAL_SERVERS.iter().any(|w| l.starts_with(&format!("FAIL  {w}:"))))
+        .filter(|l| {
+            let Some((_, cmdline)) = RACY.iter().find(|(name, _)| l.starts_with(&format!("FAIL  {name}:"))) else {
+                return true;
+            };
+            let again = (0..3).any(|_| {
+                let mut cmd = std::process::Command::new("bash");
+                cmd.args(["-o", "pipefail", "-c", cmdline]);
+                for (k, v) in c.env() {
+                    cmd.env(k, v);
+                }
+                cmd.status().is_ok_and(|s| s.success())
+            });
+            rerun_ok += usize::from(again);
+            !again
+        })
         .collect();
     assert!(unexpected.is_empty(), "conformance failures: {unexpected:#?}\nsimulator log:\n{}", c.log());
-    assert!(failed <= WRONG_FOR_REAL_SERVERS.len(), "{last}");
+    assert!(failed <= WRONG_FOR_REAL_SERVERS.len() + rerun_ok, "{last}");
+    let passed = passed + rerun_ok;
     // 6 read + 9 write + 6 CSR + 7 CRD + 4 custom-resource checks = 32, minus the known-wrong one.
     assert!(passed >= 31, "only {passed} checks passed: {last}");
     if failed == 0 {

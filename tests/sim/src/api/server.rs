@@ -240,8 +240,12 @@ impl Server {
         let path = req.uri().path().to_string();
         let user = match authenticate(&self, &req, cert.as_ref()) {
             Ok(u) => u,
-            Err(e) => return err_response(e),
+            Err(e) => {
+                tracing::debug!(%method, uri = %req.uri(), code = e.code, "unauthenticated");
+                return err_response(e);
+            }
         };
+        tracing::debug!(%method, uri = %req.uri(), user = %user.name, "request");
         let q = Query::parse(req.uri().query());
         let accept = req.headers().get("accept").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let ctype = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
@@ -1205,7 +1209,8 @@ fn check_name(t: &ResourceType, name: &str) -> Result<(), ApiError> {
     };
     let (ok, what) = if t.group.is_empty() && t.plural == "namespaces" {
         (label_ok(name), "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
-    } else if t.group.is_empty() && t.plural == "nodes" || t.crd.is_some() && t.kind != "CustomResourceDefinition" && name.contains(':') {
+    } else if t.group == "certificates.k8s.io" && t.plural == "certificatesigningrequests" {
+        // ValidateCertificateRequestName: any valid path segment.
         (!name.contains('/') && !name.contains('%') && name != "." && name != "..", "may not contain '/'")
     } else {
         (
