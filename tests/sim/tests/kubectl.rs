@@ -92,9 +92,20 @@ fn reads_tables_and_discovery() {
     let pages = String::from_utf8_lossy(&o.stderr).matches("GET https").count();
     assert_eq!(pages, 3, "7 items in pages of 3 need 3 requests:\n{}", String::from_utf8_lossy(&o.stderr));
 
-    // CSR table columns.
-    let csrs = c.kubectl(&["get", "csr"]);
-    assert!(csrs.status.success(), "{}", text(&csrs));
+    // Secrets: stringData folds into base64 data; bad base64 is a 400 as on the real server.
+    ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s1, namespace: chunks}\nstringData: {token: abc}\n");
+    let sec: Value = serde_json::from_str(&ok(&c, &["-n", "chunks", "get", "secret", "s1", "-o", "json"])).unwrap();
+    assert_eq!(sec["data"]["token"], "YWJj", "{sec}");
+    assert_eq!(sec["type"], "Opaque", "{sec}");
+    assert!(sec.get("stringData").is_none(), "{sec}");
+    let o = c.kubectl_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s2, namespace: chunks}\ndata: {token: '***'}\n");
+    assert!(text(&o).contains("illegal base64 data at input byte 0"), "{}", text(&o));
+
+    // --dry-run=server validates without storing.
+    let out = ok(&c, &["-n", "chunks", "create", "configmap", "dry", "--dry-run=server", "-o", "name"]);
+    assert_eq!(out.trim(), "configmap/dry");
+    let e = fails(&c, &["-n", "chunks", "get", "configmap", "dry"]);
+    assert!(e.contains("NotFound"), "{e}");
 }
 
 /// An EC P-256 kubelet client CSR (`O=system:nodes, CN=system:node:<node>`) as PEM, from openssl.
