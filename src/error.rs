@@ -91,6 +91,10 @@ pub enum Error {
     #[error("{field}: {message}")]
     InvalidInput { field: String, message: String },
 
+    /// Every error of a nodes-config (file or single-host flags), one `error:` line each.
+    #[error("{}", .0.lines().join("\nerror: "))]
+    InvalidConfig(crate::nodes_config::ConfigErrors),
+
     /// The kubeconfig or a connection flag cannot be used.
     #[error("{message}")]
     Kubeconfig { message: String },
@@ -156,7 +160,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => exit::USAGE,
-            Error::InvalidInput { .. } => exit::INVALID_INPUT,
+            Error::InvalidInput { .. } | Error::InvalidConfig(_) => exit::INVALID_INPUT,
             Error::Kubeconfig { .. }
             | Error::Unreachable { .. }
             | Error::Unauthorized { .. }

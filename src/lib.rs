@@ -12,6 +12,7 @@ pub mod info;
 pub mod iso;
 pub mod kube_flags;
 pub mod kube_write;
+pub mod nodes_config;
 pub mod output;
 pub mod permissions;
 pub mod version;

@@ -1,0 +1,774 @@
+//! [`NodesConfig`] × [`ClusterModel`] → every error and warning, plus what later steps need per
+//! host (normalised MACs, static IPs, architecture, NetworkManager keyfiles).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+
+use base64::Engine;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES};
+use crate::cluster::{major_minor, normalize_arch, ClusterModel, MIN_VERSION};
+
+/// The outcome of [`validate`]: all errors, all warnings, and the per-host facts.
+///
+/// `hosts` holds one entry per input host, in order, even when there are errors (best effort:
+/// fields that failed their checks are left out); use it only when `errors` is empty
+/// ([`Validated::into_result`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Validated {
+    /// Problems that stop add-nodes (exit code 3).
+    pub errors: Vec<FieldError>,
+    /// Things to show that do not stop it (address outside the machine networks, ignored keys).
+    pub warnings: Vec<FieldError>,
+    /// Per host, in input order.
+    pub hosts: Vec<ValidatedHost>,
+}
+
+/// What later steps (Ignition, batch record, approve) need of one host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ValidatedHost {
+    /// Lowercase RFC 1123 hostname (the future Node name).
+    pub hostname: String,
+    /// Always `worker` (the only role add-nodes accepts).
+    pub role: String,
+    /// `interfaces[].macAddress`, normalised: lowercase, `:`-separated, input order.
+    pub macs: Vec<String>,
+    /// `interfaces[].name`, same order as `macs`.
+    pub interface_names: Vec<String>,
+    /// Static addresses from the NMState `interfaces[].ipv4/ipv6.address[].ip`, parsed; empty
+    /// for DHCP hosts.
+    pub static_ips: Vec<IpAddr>,
+    /// CoreOS architecture name (x86_64, aarch64, ppc64le, s390x).
+    pub arch: String,
+    /// NetworkManager keyfiles from `nmstate` gen_conf: (file name, e.g. `eth0.nmconnection`,
+    /// content). Empty without networkConfig.
+    pub keyfiles: Vec<(String, String)>,
+}
+
+impl Validated {
+    /// No errors.
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// `Ok((hosts, warnings))` without errors, else every error as [`ConfigErrors`] (exit 3);
+    /// `source` names the input (file path as given, or `flags`).
+    pub fn into_result(self, source: &str) -> Result<(Vec<ValidatedHost>, Vec<FieldError>), ConfigErrors> {
+        if self.errors.is_empty() {
+            Ok((self.hosts, self.warnings))
+        } else {
+            Err(ConfigErrors {
+                source: source.to_string(),
+                errors: self.errors,
+            })
+        }
+    }
+}
+
+/// Checks `cfg` against `cluster`, collecting every problem (design.md "nodes-config.yaml").
+///
+/// Errors (each names its field path and quotes the value):
+/// - the cluster: release older than 4.18 (compared as numbers, from [`ClusterModel::version`]);
+/// - `hosts`: at least one;
+/// - `hostname`: required, lowercase RFC 1123 (labels `[a-z0-9]([-a-z0-9]*[a-z0-9])?` of at most
+///   63, at most 253 in all), not `localhost`, unique among the new hosts, not the name or an
+///   address of an existing node;
+/// - `role`: absent or `worker`; `master` is refused (control-plane nodes cannot be added);
+/// - `interfaces`: at least one; `name` required and unique per host; `macAddress` six
+///   hex octets, unicast, not all zero, unique across all hosts ignoring case;
+/// - `rootDeviceHints`: `deviceName` under `/dev/`, `hctl` four numbers `H:C:T:L`,
+///   `minSizeGigabytes` > 0, `wwn` hex (`0x` optional), strings non-empty;
+/// - `networkConfig`: interface types nmstate knows (it would silently map others to
+///   `unknown`), every interface parses with nmstate, the document compiles with nmstate
+///   `gen_conf` (its message carried through), every NMState ethernet interface (and every
+///   undeclared bond/bridge port or VLAN base) is listed in the host's `interfaces`;
+///   static IPs not loopback, link-local, unspecified, multicast or broadcast, unique among the
+///   new hosts (compared as parsed addresses, IPv4 and IPv6), not an existing node's address;
+/// - `sshKey`: each non-empty line an OpenSSH public key (`ssh-rsa`, `ssh-ed25519`,
+///   `ecdsa-sha2-nistp256/384/521`, `sk-…@openssh.com`, then base64 of a blob naming the
+///   same type);
+/// - `cpuArchitecture`: a known architecture (amd64/arm64 accepted as x86_64/aarch64); one
+///   that differs from the control plane's is refused unless the release is multi-arch;
+/// - `bootArtifactsBaseURL`: an http(s) URL.
+///
+/// Warnings: a static address outside the machine networks (none known: no warning), an
+/// NMState `mac-address` that is not one of the host's MACs, keys parse ignored.
+///
+/// For a config from [`from_flags`](super::from_flags) the paths name the flags instead
+/// (`--mac-address`, `--network-config-path interfaces[0]...`).
+pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
+    let mut v = V {
+        errors: Vec::new(),
+        warnings: cfg.notes.clone(),
+    };
+    v.cluster_version(cluster);
+    let arch = v.arch(cfg, cluster);
+    if let Some(k) = &cfg.ssh_key {
+        v.ssh_key(k, "sshKey");
+    }
+    if let Some(u) = &cfg.boot_artifacts_base_url {
+        v.base_url(u);
+    }
+    if cfg.hosts.is_empty() {
+        v.err("hosts", "at least one host is required");
+    }
+
+    let existing = ExistingNodes::new(cluster);
+    let machine_nets: Vec<ipnet::IpNet> =
+        cluster.machine_networks.cidrs.iter().filter_map(|c| c.parse().ok()).collect();
+    let mut hostnames: HashMap<String, usize> = HashMap::new();
+    let mut macs: HashMap<String, usize> = HashMap::new();
+    let mut ips: HashMap<IpAddr, (usize, String)> = HashMap::new();
+    let mut out = Vec::new();
+
+    for (i, h) in cfg.hosts.iter().enumerate() {
+        let hp = format!("hosts[{i}]");
+        let mut vh = ValidatedHost {
+            role: "worker".into(),
+            arch: arch.clone().unwrap_or_default(),
+            ..Default::default()
+        };
+        // hostname
+        let np = format!("{hp}.hostname");
+        match h.hostname.as_deref() {
+            None | Some("") => v.err(
+                &np,
+                "required: the node's name (approve checks its certificate requests against it)",
+            ),
+            Some(name) => {
+                if let Err(m) = check_hostname(name) {
+                    v.err(&np, m);
+                } else {
+                    if let Some(prev) = hostnames.insert(name.to_string(), i) {
+                        v.err(&np, format!("{} is already used by hosts[{prev}]", q(name)));
+                        hostnames.insert(name.to_string(), prev);
+                    }
+                    if let Some(node) = existing.by_name(name) {
+                        v.err(&np, format!("{} is already used by the existing node {node}", q(name)));
+                    }
+                }
+                vh.hostname = name.to_string();
+            }
+        }
+        // role
+        match h.role.as_deref() {
+            None | Some("worker") => {}
+            Some("master") | Some("control-plane") => v.err(
+                format!("{hp}.role"),
+                format!(
+                    "{} is not supported: add-nodes adds worker nodes only (control-plane nodes \
+                     cannot be added this way); remove role or set role: worker",
+                    q(h.role.as_deref().unwrap_or_default())
+                ),
+            ),
+            Some(r) => v.err(format!("{hp}.role"), format!("{} is not a role; the only role is worker", q(r))),
+        }
+        // interfaces
+        let ip_ = format!("{hp}.interfaces");
+        if h.interfaces.is_empty() {
+            v.err(&ip_, "at least one interface {name, macAddress} is required: the host is recognised by its MAC");
+        }
+        let mut names_seen: HashMap<&str, usize> = HashMap::new();
+        for (j, itf) in h.interfaces.iter().enumerate() {
+            let p = format!("{ip_}[{j}]");
+            if itf.name.is_empty() {
+                v.err(format!("{p}.name"), "required: the NIC's name as the NMState uses it (e.g. eth0)");
+            } else if let Some(prev) = names_seen.insert(&itf.name, j) {
+                v.err(format!("{p}.name"), format!("{} is already used by {ip_}[{prev}]", q(&itf.name)));
+            }
+            let mp = format!("{p}.macAddress");
+            if itf.mac_address.is_empty() {
+                v.err(&mp, "required: the NIC's MAC address, e.g. 52:54:00:aa:00:30");
+                continue;
+            }
+            match normalize_mac(&itf.mac_address) {
+                Err(m) => v.err(&mp, format!("{} {m}", q(&itf.mac_address))),
+                Ok(mac) => {
+                    match macs.get(&mac) {
+                        Some(&prev) if prev == i => {
+                            v.err(&mp, format!("{} is already used by another interface of {hp}", q(&itf.mac_address)))
+                        }
+                        Some(&prev) => v.err(&mp, format!("{} is already used by hosts[{prev}]", q(&itf.mac_address))),
+                        None => {
+                            macs.insert(mac.clone(), i);
+                        }
+                    }
+                    vh.macs.push(mac);
+                    vh.interface_names.push(itf.name.clone());
+                }
+            }
+        }
+        // rootDeviceHints
+        if let Some(r) = &h.root_device_hints {
+            v.hints(r, &format!("{hp}.rootDeviceHints"));
+        }
+        // networkConfig
+        if let Some(nc) = &h.network_config {
+            let np = format!("{hp}.networkConfig");
+            let (statics, keyfiles) = v.nmstate(h, nc, &np, &hp);
+            for (path, ip) in statics {
+                let ipc = ip.to_canonical();
+                if let Some(why) = unusable_ip(ipc) {
+                    v.err(&path, format!("{} is {why}; a node needs a routable unicast address", q(&ip.to_string())));
+                    continue;
+                }
+                match ips.get(&ipc) {
+                    Some((prev, prev_path)) if *prev == i => {
+                        v.err(&path, format!("{} is already used by {prev_path}", q(&ip.to_string())))
+                    }
+                    Some((prev, _)) => v.err(&path, format!("{} is already used by hosts[{prev}]", q(&ip.to_string()))),
+                    None => {
+                        ips.insert(ipc, (i, path.clone()));
+                    }
+                }
+                if let Some(node) = existing.by_ip(ipc) {
+                    v.err(&path, format!("{} is already used by the existing node {node}", q(&ip.to_string())));
+                }
+                if !machine_nets.is_empty() && !machine_nets.iter().any(|n| n.contains(&ipc)) {
+                    v.warn(
+                        &path,
+                        format!(
+                            "{} is outside the machine networks ({}); fine for a routed remote worker, \
+                             otherwise check the address",
+                            q(&ip.to_string()),
+                            cluster.machine_networks.cidrs.join(", ")
+                        ),
+                    );
+                }
+                vh.static_ips.push(ip);
+            }
+            vh.keyfiles = keyfiles;
+        }
+        out.push(vh);
+    }
+
+    let mut r = Validated {
+        errors: v.errors,
+        warnings: v.warnings,
+        hosts: out,
+    };
+    if cfg.origin == Origin::Flags {
+        for e in r.errors.iter_mut().chain(r.warnings.iter_mut()) {
+            e.path = flag_path(&e.path);
+        }
+    }
+    r
+}
+
+struct V {
+    errors: Vec<FieldError>,
+    warnings: Vec<FieldError>,
+}
+
+impl V {
+    fn err(&mut self, path: impl Into<String>, msg: impl Into<String>) {
+        self.errors.push(FieldError::new(path, msg));
+    }
+    fn warn(&mut self, path: impl Into<String>, msg: impl Into<String>) {
+        self.warnings.push(FieldError::new(path, msg));
+    }
+
+    fn cluster_version(&mut self, c: &ClusterModel) {
+        let cur = &c.version.current;
+        match major_minor(cur) {
+            Some(mm) if mm >= MIN_VERSION => {}
+            Some(_) => self.err(
+                "cluster",
+                format!(
+                    "OpenShift {cur} is older than {}.{}, the oldest release add-nodes supports; \
+                     upgrade the cluster first",
+                    MIN_VERSION.0, MIN_VERSION.1
+                ),
+            ),
+            None => self.err(
+                "cluster",
+                format!(
+                    "the cluster's OpenShift version is unknown ({}); add-nodes needs {}.{} or newer",
+                    if cur.is_empty() { "no Completed entry in ClusterVersion status.history".to_string() } else { q(cur) },
+                    MIN_VERSION.0,
+                    MIN_VERSION.1
+                ),
+            ),
+        }
+    }
+
+    /// The hosts' architecture (CoreOS spelling), or None after an error.
+    fn arch(&mut self, cfg: &NodesConfig, c: &ClusterModel) -> Option<String> {
+        let cp = &c.architecture.control_plane;
+        let Some(typed) = cfg.cpu_architecture.as_deref() else {
+            if cp.is_empty() {
+                self.err(
+                    "cpuArchitecture",
+                    "required here: the control plane's architecture is unknown (no master node reports one)",
+                );
+                return None;
+            }
+            return Some(cp.clone());
+        };
+        let a = normalize_arch(typed.trim());
+        if !ARCHITECTURES.contains(&a.as_str()) {
+            self.err(
+                "cpuArchitecture",
+                format!(
+                    "{} is not an architecture OpenShift runs on; use x86_64 (amd64), aarch64 (arm64), ppc64le or s390x",
+                    q(typed)
+                ),
+            );
+            return None;
+        }
+        if !cp.is_empty() && &a != cp && !c.architecture.multi_arch {
+            self.err(
+                "cpuArchitecture",
+                format!(
+                    "{} ({a}) differs from the control plane's {cp} and the cluster's release is not \
+                     multi-arch; hosts must be {cp} (or migrate the cluster to the multi-arch payload)",
+                    q(typed)
+                ),
+            );
+            return None;
+        }
+        Some(a)
+    }
+
+    fn base_url(&mut self, u: &str) {
+        let ok = (u.starts_with("http://") || u.starts_with("https://"))
+            && u.parse::<http::Uri>().is_ok_and(|x| x.host().is_some_and(|h| !h.is_empty()));
+        if !ok {
+            self.err(
+                "bootArtifactsBaseURL",
+                format!("{} is not an http(s) URL; give where the PXE files will be served, e.g. http://pxe.example.com/ostest", q(u)),
+            );
+        }
+    }
+
+    fn ssh_key(&mut self, text: &str, path: &str) {
+        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        if lines.is_empty() {
+            self.err(path, "empty; give an OpenSSH public key (the content of ~/.ssh/id_ed25519.pub) or leave sshKey out to use the cluster's");
+        }
+        for l in lines {
+            if let Err(m) = check_ssh_key(l) {
+                self.err(path, m);
+            }
+        }
+    }
+
+    fn hints(&mut self, r: &RootDeviceHints, p: &str) {
+        let strings = [
+            ("deviceName", &r.device_name),
+            ("hctl", &r.hctl),
+            ("model", &r.model),
+            ("vendor", &r.vendor),
+            ("serialNumber", &r.serial_number),
+            ("wwn", &r.wwn),
+        ];
+        for (k, v) in strings {
+            if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                self.err(format!("{p}.{k}"), "empty; remove the key or give a value");
+            }
+        }
+        if let Some(d) = r.device_name.as_deref().filter(|d| !d.trim().is_empty()) {
+            if !d.starts_with("/dev/") || d.len() <= 5 || d.contains("..") || d.chars().any(char::is_whitespace) {
+                self.err(
+                    format!("{p}.deviceName"),
+                    format!("{} must be a device path under /dev/, e.g. /dev/sda or /dev/disk/by-path/pci-0000:00:1f.2-ata-1", q(d)),
+                );
+            }
+        }
+        if let Some(h) = r.hctl.as_deref().filter(|d| !d.trim().is_empty()) {
+            let parts: Vec<&str> = h.split(':').collect();
+            if parts.len() != 4 || parts.iter().any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit())) {
+                self.err(format!("{p}.hctl"), format!("{} must be host:channel:target:lun numbers, e.g. 0:0:0:0", q(h)));
+            }
+        }
+        if r.min_size_gigabytes == Some(0) {
+            self.err(format!("{p}.minSizeGigabytes"), "0 is not a size; give a positive whole number of gigabytes");
+        }
+        if let Some(w) = r.wwn.as_deref().filter(|d| !d.trim().is_empty()) {
+            let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).unwrap_or(w);
+            if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                self.err(format!("{p}.wwn"), format!("{} is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3", q(w)));
+            }
+        }
+    }
+
+    /// Checks one host's NMState; returns its static addresses (with their paths) and keyfiles.
+    fn nmstate(&mut self, h: &Host, nc: &Value, np: &str, hp: &str) -> (Vec<(String, IpAddr)>, Vec<(String, String)>) {
+        let before = self.errors.len();
+        let mut statics = Vec::new();
+        let listed: HashMap<&str, &str> =
+            h.interfaces.iter().map(|i| (i.name.as_str(), i.mac_address.as_str())).collect();
+        let listed_macs: HashSet<String> =
+            h.interfaces.iter().filter_map(|i| normalize_mac(&i.mac_address).ok()).collect();
+        let raw_ifaces: &[Value] = nc.get("interfaces").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+        let declared: HashSet<&str> = raw_ifaces.iter().filter_map(|i| i.get("name").and_then(Value::as_str)).collect();
+        let mut parsed_ok = true;
+        let mut needs_listing: Vec<(String, String, String)> = Vec::new(); // (path, name, why)
+
+        for (k, raw) in raw_ifaces.iter().enumerate() {
+            let ipath = format!("{np}.interfaces[{k}]");
+            let name = raw.get("name").and_then(Value::as_str).unwrap_or("");
+            // Types nmstate does not know deserialise as `unknown` and gen_conf silently turns
+            // them into ethernet: refuse them before nmstate sees them.
+            let ty = match raw.get("type") {
+                None | Some(Value::Null) => {
+                    self.err(
+                        format!("{ipath}.type"),
+                        "required: nmstate cannot tell an interface's type offline (e.g. type: ethernet)",
+                    );
+                    parsed_ok = false;
+                    continue;
+                }
+                Some(Value::String(t)) => t.clone(),
+                Some(other) => {
+                    self.err(format!("{ipath}.type"), format!("expected a string, got {other}"));
+                    parsed_ok = false;
+                    continue;
+                }
+            };
+            let known = serde_json::from_value::<nmstate::InterfaceType>(Value::String(ty.clone()))
+                .ok()
+                .filter(|t| !matches!(t, nmstate::InterfaceType::Unknown | nmstate::InterfaceType::Other(_)));
+            let Some(t) = known else {
+                self.err(
+                    format!("{ipath}.type"),
+                    format!(
+                        "{} is not an interface type nmstate knows (it would treat it as \"unknown\"); \
+                         use ethernet, bond, vlan, linux-bridge, ovs-bridge, ovs-interface, vxlan, \
+                         mac-vlan, vrf, dummy, infiniband, ...",
+                        q(&ty)
+                    ),
+                );
+                parsed_ok = false;
+                continue;
+            };
+            let iface = match serde_json::from_value::<nmstate::Interface>(raw.clone()) {
+                Ok(x) => x,
+                Err(e) => {
+                    self.err(&ipath, format!("nmstate cannot read it: {}", strip_position(&e.to_string())));
+                    parsed_ok = false;
+                    continue;
+                }
+            };
+            if t == nmstate::InterfaceType::Ethernet {
+                match listed.get(name) {
+                    None => needs_listing.push((
+                        format!("{ipath}.name"),
+                        name.to_string(),
+                        "ethernet interface".into(),
+                    )),
+                    Some(_) => {}
+                }
+                if let Some(m) = iface.base_iface().mac_address.as_deref() {
+                    match normalize_mac(m) {
+                        Ok(n) if !listed_macs.contains(&n) => self.warn(
+                            format!("{ipath}.mac-address"),
+                            format!("{} is not one of the MACs in {hp}.interfaces; the host is recognised by those", q(m)),
+                        ),
+                        _ => {}
+                    }
+                }
+            }
+            // Ports of bonds/bridges and VLAN bases that the NMState does not declare become
+            // ethernet connections (gen_conf writes them): they must be listed NICs too.
+            for port in iface.ports().unwrap_or_default() {
+                if !declared.contains(port) && !listed.contains_key(port) {
+                    needs_listing.push((ipath.clone(), port.to_string(), format!("port of {}", q(name))));
+                }
+            }
+            if let Some(base) = raw.pointer("/vlan/base-iface").and_then(Value::as_str) {
+                if !declared.contains(base) && !listed.contains_key(base) {
+                    needs_listing.push((format!("{ipath}.vlan.base-iface"), base.to_string(), format!("base of VLAN {}", q(name))));
+                }
+            }
+            // Static addresses, as written.
+            for fam in ["ipv4", "ipv6"] {
+                let Some(addrs) = raw.pointer(&format!("/{fam}/address")).and_then(Value::as_array) else {
+                    continue;
+                };
+                for (a, av) in addrs.iter().enumerate() {
+                    if let Some(ip) = av.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) {
+                        statics.push((format!("{ipath}.{fam}.address[{a}].ip"), ip));
+                    }
+                }
+            }
+        }
+        for (path, name, why) in needs_listing {
+            self.err(
+                path,
+                format!(
+                    "{why} {} is not in {hp}.interfaces; list it there with its MAC ({{name: {name}, macAddress: ...}}) \
+                     so the host's NICs can be matched",
+                    q(&name)
+                ),
+            );
+        }
+        if !parsed_ok || self.errors.len() > before {
+            return (statics, Vec::new());
+        }
+        let json = nc.to_string();
+        let state = match nmstate::NetworkState::new_from_json(&json) {
+            Ok(s) => s,
+            Err(e) => {
+                self.err(np, format!("nmstate cannot read it: {}", clean_nmstate(&e.to_string())));
+                return (statics, Vec::new());
+            }
+        };
+        match state.gen_conf() {
+            Ok(mut m) => {
+                let mut files = m.remove("NetworkManager").unwrap_or_default();
+                files.sort();
+                (statics, files)
+            }
+            Err(e) => {
+                self.err(np, format!("nmstate cannot compile it: {}", clean_nmstate(&e.to_string())));
+                (statics, Vec::new())
+            }
+        }
+    }
+}
+
+/// Names and addresses of the existing nodes.
+struct ExistingNodes {
+    names: BTreeMap<String, String>,
+    ips: HashMap<IpAddr, String>,
+}
+
+impl ExistingNodes {
+    fn new(c: &ClusterModel) -> Self {
+        let mut names = BTreeMap::new();
+        let mut ips = HashMap::new();
+        for n in &c.nodes {
+            names.insert(n.name.to_ascii_lowercase(), n.name.clone());
+            for a in &n.addresses {
+                if let Ok(ip) = a.address.parse::<IpAddr>() {
+                    ips.insert(ip.to_canonical(), n.name.clone());
+                } else if matches!(a.kind.as_str(), "Hostname" | "InternalDNS" | "ExternalDNS") {
+                    names.insert(a.address.to_ascii_lowercase(), n.name.clone());
+                }
+            }
+        }
+        ExistingNodes { names, ips }
+    }
+    fn by_name(&self, n: &str) -> Option<&str> {
+        self.names.get(&n.to_ascii_lowercase()).map(String::as_str)
+    }
+    fn by_ip(&self, ip: IpAddr) -> Option<&str> {
+        self.ips.get(&ip).map(String::as_str)
+    }
+}
+
+/// Lowercase RFC 1123 hostname check; the error says what is wrong.
+pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
+    let qn = q(name);
+    if name.len() > 253 {
+        return Err(format!("{qn} is {} characters long; a hostname has at most 253", name.len()));
+    }
+    if name.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Err(format!(
+            "{qn} must be lowercase (RFC 1123; Kubernetes node names are lowercase): use {}",
+            q(&name.to_ascii_lowercase())
+        ));
+    }
+    for label in name.split('.') {
+        if label.is_empty() {
+            return Err(format!("{qn} has an empty label (leading, trailing or double dot)"));
+        }
+        if label.len() > 63 {
+            return Err(format!("{qn}: label {} is {} characters long; at most 63", q(label), label.len()));
+        }
+        let b = label.as_bytes();
+        if !b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            || b[0] == b'-'
+            || b[b.len() - 1] == b'-'
+        {
+            return Err(format!(
+                "{qn} is not a valid hostname: each dot-separated label must be lowercase letters, digits \
+                 and '-', starting and ending with a letter or digit (RFC 1123)"
+            ));
+        }
+    }
+    if name == "localhost" || name.starts_with("localhost.") {
+        return Err(format!("{qn} is not a usable node name; give the host its own name"));
+    }
+    Ok(())
+}
+
+/// `52:54:00:AA:00:30` / `52-54-00-aa-00-30` → `52:54:00:aa:00:30`; Err says why not.
+pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
+    let sep = if s.contains('-') { '-' } else { ':' };
+    let parts: Vec<&str> = s.split(sep).collect();
+    if parts.len() != 6 || parts.iter().any(|p| p.len() != 2 || !p.bytes().all(|b| b.is_ascii_hexdigit())) {
+        return Err("is not a MAC address: six two-digit hex octets separated by ':', e.g. 52:54:00:aa:00:30".into());
+    }
+    let mac = parts.join(":").to_ascii_lowercase();
+    let first = u8::from_str_radix(parts[0], 16).unwrap_or(0);
+    if mac == "00:00:00:00:00:00" {
+        return Err("is the all-zero MAC; give the NIC's real address".into());
+    }
+    if first & 1 == 1 {
+        return Err("is a multicast/broadcast MAC; a NIC's own address is unicast (first octet even)".into());
+    }
+    Ok(mac)
+}
+
+/// Why `ip` cannot be a node's static address (None: it can).
+pub(crate) fn unusable_ip(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(a) => {
+            if a.is_loopback() {
+                Some("a loopback address")
+            } else if a.is_link_local() {
+                Some("a link-local address")
+            } else if a.is_unspecified() {
+                Some("the unspecified address")
+            } else if a.is_multicast() {
+                Some("a multicast address")
+            } else if a.is_broadcast() {
+                Some("the broadcast address")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(a) => {
+            if a.is_loopback() {
+                Some("a loopback address")
+            } else if a.is_unicast_link_local() {
+                Some("a link-local address")
+            } else if a.is_unspecified() {
+                Some("the unspecified address")
+            } else if a.is_multicast() {
+                Some("a multicast address")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+/// Checks one `authorized_keys`-style line: `<type> <base64> [comment]`, the blob's own type
+/// string equal to `<type>`.
+pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
+    const TYPES: [&str; 7] = [
+        "ssh-rsa",
+        "ssh-ed25519",
+        "ecdsa-sha2-nistp256",
+        "ecdsa-sha2-nistp384",
+        "ecdsa-sha2-nistp521",
+        "sk-ecdsa-sha2-nistp256@openssh.com",
+        "sk-ssh-ed25519@openssh.com",
+    ];
+    let shown = if line.len() > 40 { format!("{}…", &line[..line.char_indices().nth(40).map(|(i, _)| i).unwrap_or(line.len())]) } else { line.to_string() };
+    let bad = |why: &str| Err(format!("{} is not an OpenSSH public key: {why}", q(&shown)));
+    if line.contains("PRIVATE KEY") {
+        return Err("this is a private key; give the public key (the .pub file), and keep the private key out of the config".into());
+    }
+    let mut it = line.split_whitespace();
+    let (Some(ty), Some(b64)) = (it.next(), it.next()) else {
+        return bad("expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host");
+    };
+    if !TYPES.contains(&ty) {
+        return bad(&format!("unknown key type {}; expected ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521", q(ty)));
+    }
+    let Ok(blob) = base64::engine::general_purpose::STANDARD.decode(b64) else {
+        return bad("the key data is not base64");
+    };
+    let inner = blob
+        .get(..4)
+        .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize)
+        .and_then(|n| blob.get(4..4 + n));
+    if inner != Some(ty.as_bytes()) || blob.len() < 4 + ty.len() + 8 {
+        return bad(&format!("the key data is not a {ty} key"));
+    }
+    Ok(())
+}
+
+/// Drops serde's " at line N column M" (positions in our re-serialised JSON mean nothing to the
+/// user: the field path says where).
+fn strip_position(s: &str) -> String {
+    match s.rfind(" at line ") {
+        Some(i) if s[i..].contains(" column ") => s[..i].to_string(),
+        _ => s.to_string(),
+    }
+}
+
+/// nmstate errors look like `InvalidArgument: Invalid JSON string: interfaces: ...`.
+fn clean_nmstate(s: &str) -> String {
+    let s = strip_position(s);
+    let s = s.strip_prefix("InvalidArgument: ").unwrap_or(&s);
+    let s = s.strip_prefix("Invalid JSON string: ").unwrap_or(s);
+    s.to_string()
+}
+
+/// Maps YAML paths of the one flag-built host to the flags that set them.
+fn flag_path(p: &str) -> String {
+    let map: [(&str, &str); 6] = [
+        ("hosts[0].hostname", "--hostname"),
+        ("hosts[0].interfaces", "--mac-address"),
+        ("hosts[0].rootDeviceHints.", "--root-device-hint "),
+        ("hosts[0].networkConfig", "--network-config-path"),
+        ("cpuArchitecture", "--cpu-architecture"),
+        ("sshKey", "--ssh-key-path"),
+    ];
+    for (from, to) in map {
+        if let Some(rest) = p.strip_prefix(from) {
+            return match from {
+                "hosts[0].interfaces" => to.to_string(),
+                "hosts[0].networkConfig" => format!("{to}{}", rest.replacen('.', " ", 1)),
+                _ => format!("{to}{rest}"),
+            };
+        }
+    }
+    if p == "hosts" {
+        return "--mac-address".into();
+    }
+    p.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn macs() {
+        assert_eq!(normalize_mac("52:54:00:AA:00:30").unwrap(), "52:54:00:aa:00:30");
+        assert_eq!(normalize_mac("52-54-00-AA-00-30").unwrap(), "52:54:00:aa:00:30");
+        assert!(normalize_mac("52:54:00:AA:00").is_err());
+        assert!(normalize_mac("52:54:00:AA:00:3g").is_err());
+        assert!(normalize_mac("01:00:5e:00:00:01").is_err());
+        assert!(normalize_mac("00:00:00:00:00:00").is_err());
+    }
+
+    #[test]
+    fn hostnames() {
+        assert!(check_hostname("worker-0.ostest.example.com").is_ok());
+        assert!(check_hostname("Worker-0").is_err());
+        assert!(check_hostname("-a").is_err());
+        assert!(check_hostname("a..b").is_err());
+        assert!(check_hostname(&"a".repeat(63)).is_ok());
+        assert!(check_hostname(&"a".repeat(64)).is_err());
+        assert!(check_hostname(&["a".repeat(63).as_str(); 4].join(".")).is_err()); // 255
+        assert!(check_hostname("localhost").is_err());
+    }
+
+    #[test]
+    fn flag_paths() {
+        assert_eq!(flag_path("hosts[0].interfaces[0].macAddress"), "--mac-address");
+        assert_eq!(flag_path("hosts[0].rootDeviceHints.wwn"), "--root-device-hint wwn");
+        assert_eq!(
+            flag_path("hosts[0].networkConfig.interfaces[0].ipv4.address[0].ip"),
+            "--network-config-path interfaces[0].ipv4.address[0].ip"
+        );
+        assert_eq!(flag_path("hosts[0].networkConfig"), "--network-config-path");
+        assert_eq!(flag_path("cluster"), "cluster");
+    }
+
+    #[test]
+    fn strip() {
+        assert_eq!(strip_position("bad thing at line 3 column 1"), "bad thing");
+        assert_eq!(clean_nmstate("InvalidArgument: Invalid JSON string: interfaces: x at line 1 column 9"), "interfaces: x");
+    }
+}
