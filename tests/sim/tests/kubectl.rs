@@ -334,6 +334,36 @@ fn watch_auth_and_errors() {
     let _ = child.kill();
     let _ = child.wait();
 
+    // A table watch (server-side Table events) with the EVENT column kubectl adds.
+    let mut child = c
+        .kubectl_cmd(&["get", "namespaces", "--watch-only", "--output-watch-events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    ok(&c, &["create", "namespace", "table-watch"]);
+    let mut lines = Vec::new();
+    loop {
+        let l = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("no table row; got {lines:?}"));
+        let cols: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+        lines.push(l);
+        if cols.len() >= 3 && cols[0] == "ADDED" && cols[1] == "table-watch" {
+            assert_eq!(cols[2], "Active");
+            break;
+        }
+    }
+    assert!(lines[0].split_whitespace().collect::<Vec<_>>() == ["EVENT", "NAME", "STATUS", "AGE"], "{lines:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+
     // Watch from a compacted resourceVersion: an ERROR event with 410 Expired, as the real server.
     let o = ok(&c, &["get", "--raw", "/api/v1/namespaces/openshift-config/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2"]);
     let ev: Value = serde_json::from_str(o.lines().next().unwrap()).unwrap();
@@ -438,4 +468,23 @@ fn real_openshift_crds_replace_permissive_ones() {
     // The permissive definitions were replaced: the CRD object is the upstream one.
     let crd: Value = serde_json::from_str(&ok(&c, &["get", "crd", "clusterversions.config.openshift.io", "-o", "json"])).unwrap();
     assert!(crd["spec"]["versions"][0]["additionalPrinterColumns"].is_array(), "{crd}");
+}
+
+#[test]
+fn watch_bookmarks_and_initial_events() {
+    let Some(c) = cluster("") else { return };
+    let list: Value = serde_json::from_str(&ok(&c, &["get", "--raw", "/api/v1/namespaces"])).unwrap();
+    let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    // Idle watch with bookmarks: a BOOKMARK carrying a resourceVersion arrives within the window.
+    let out = ok(&c, &["get", "--raw", &format!("/api/v1/namespaces?watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=7")]);
+    let bm: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(!bm.is_empty() && bm.iter().all(|e| e["type"] == "BOOKMARK"), "{out}");
+    assert!(bm[0]["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap() >= rv.parse::<u64>().unwrap());
+    // Streaming list (sendInitialEvents): every namespace ADDED, then the initial-events-end bookmark.
+    let out = ok(&c, &["get", "--raw", "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"]);
+    let evs: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let added = evs.iter().take_while(|e| e["type"] == "ADDED").count();
+    assert_eq!(added, list["items"].as_array().unwrap().len(), "{out}");
+    assert_eq!(evs[added]["type"], "BOOKMARK", "{out}");
+    assert_eq!(evs[added]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true", "{out}");
 }
