@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod csr;
 pub mod error;
 pub mod info;
 pub mod iso;
