@@ -154,9 +154,12 @@ pub fn builtins() -> Vec<ResourceType> {
     v
 }
 
+/// (group, version, kind, plural, short names, status subresource).
+pub type PermissiveKind = (&'static str, &'static str, &'static str, &'static str, &'static [&'static str], bool);
+
 /// The OpenShift kinds served from the start with a permissive schema, as CRD objects:
 /// (group, version, kind, plural, short names, status subresource).
-pub const PERMISSIVE_OPENSHIFT: &[(&str, &str, &str, &str, &[&str], bool)] = &[
+pub const PERMISSIVE_OPENSHIFT: &[PermissiveKind] = &[
     ("config.openshift.io", "v1", "ClusterVersion", "clusterversions", &[], true),
     ("config.openshift.io", "v1", "Infrastructure", "infrastructures", &[], true),
     ("config.openshift.io", "v1", "DNS", "dnses", &[], true),

@@ -321,7 +321,7 @@ impl Server {
             (&Method::PATCH, true) => "patch",
             (&Method::DELETE, true) => "delete",
             (&Method::DELETE, false) => "deletecollection",
-            _ => return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource"))),
+            _ => return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
         };
         if let Some(sub) = &tg.sub {
             if !t.subresources.contains(sub) || !matches!(verb, "get" | "update" | "patch") {
@@ -718,10 +718,8 @@ impl Server {
                 }
                 validate_csr_spec(&obj, &name)?;
             }
-            ("", "pods") => {
-                if obj["status"]["phase"].is_null() {
-                    obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
-                }
+            ("", "pods") if obj["status"]["phase"].is_null() => {
+                obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
             }
             ("", "namespaces") => {
                 obj["spec"] = json!({"finalizers": ["kubernetes"]});
@@ -939,7 +937,8 @@ impl Server {
             }
             "application/json-patch+json" => {
                 let ops: Vec<Value> = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-                json_patch(&cur, &ops).map_err(|e| ApiError::internal(e))?
+                // apiserver's jsonPatcher: a patch that does not apply is a 422.
+                json_patch(&cur, &ops).map_err(ApiError::unprocessable)?
             }
             other => return Err(ApiError::unsupported_media(other)),
         };

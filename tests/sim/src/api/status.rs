@@ -155,6 +155,10 @@ impl ApiError {
     pub fn gone(msg: impl Into<String>) -> ApiError {
         status(410, "Expired", msg.into(), None)
     }
+    /// 422 without causes (a JSON patch that does not apply).
+    pub fn unprocessable(msg: impl Into<String>) -> ApiError {
+        status(422, "Invalid", msg.into(), Some(json!({})))
+    }
     /// 500.
     pub fn internal(msg: impl Into<String>) -> ApiError {
         status(500, "InternalError", format!("Internal error occurred: {}", msg.into()), None)

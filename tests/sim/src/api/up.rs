@@ -105,7 +105,7 @@ fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
         Some(ns) if t.namespaced => format!("{}/{ns}/{name}", t.plural),
         _ => format!("{}/{name}", t.plural),
     };
-    omit.iter().any(|o| *o == id)
+    omit.contains(&id)
 }
 
 /// Runs the simulator until SIGINT/SIGTERM.
