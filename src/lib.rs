@@ -5,10 +5,12 @@
 //! connection flags into a client) → commands ([`info`], [`version`]) built on the pure
 //! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of design.md.
 
+pub mod auth;
 pub mod cli;
 pub mod cluster;
 pub mod csr;
 pub mod error;
+pub mod ignition;
 pub mod info;
 pub mod iso;
 pub mod kube_flags;

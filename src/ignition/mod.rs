@@ -1,0 +1,625 @@
+//! The day-2 node's Ignition config: everything `../shared/docs/node-contract.md` lists, written
+//! from the facts of the cluster ([`ClusterModel`]), the batch's hosts ([`HostSpec`]), the auth
+//! material ([`AuthMaterial`]) and the release's component images ([`ComponentImages`]).
+//!
+//! Pure: [`build`] returns a typed Ignition 3.2 config (`ignition-config` crate; the RHCOS live
+//! ISO's Ignition reads 3.2 and newer); [`to_json`] serialises it for embedding;
+//! [`redacted`] is the `--dry-run` view with every secret file's contents replaced by
+//! `<redacted>`.
+//!
+//! Layout of the files (paths are interface facts, research/node-image.md §5):
+//! * `/etc/assisted/add-nodes.env`, `rendezvous-host.env`, `clusterconfig/{import-cluster-config,
+//!   worker-ignition-endpoint}.json`, `manifests/*.yaml`, `hostconfig/<host>/…`,
+//!   `hostnames/<mac>`, `network/<host>/…`;
+//! * `/usr/local/share/assisted-service/{assisted-service,images,assisted-db}.env`;
+//! * `/etc/containers/registries.conf`, CA anchors under `/etc/pki/ca-trust/source/anchors/`
+//!   (RHCOS runs `update-ca-trust` at boot when that directory has files), `/etc/chrony.conf`,
+//!   the proxy as systemd's default environment, `/root/.docker/config.json`;
+//! * units and scripts of [`units`].
+//!
+//! Secret files (pull secret, tokens, database password) have mode 0600; scripts 0755; the
+//! rest 0644. Contents are inline `data:` URLs, percent-encoded text rather than base64 or
+//! per-file gzip: the whole config is xz-compressed into the ISO's 256 KiB embed area, and
+//! plain text compresses best there.
+
+pub mod registries;
+pub mod units;
+
+use std::collections::BTreeSet;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use ignition_config::v3_2::{Config, File, Passwd, Resource, Storage, Systemd, Unit, User};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use uuid::Uuid;
+
+use crate::auth::AuthMaterial;
+use crate::cluster::{normalize_arch, ClusterModel};
+use crate::error::Error;
+
+/// The namespace of the manifests on the node's local assisted-service (the agent
+/// installer's fixed `cluster0`).
+pub const MANIFEST_NAMESPACE: &str = "cluster0";
+/// Label of the InfraEnv's NMState selector; its value is the cluster name.
+pub const NMSTATE_LABEL: &str = "infraenvs.agent-install.openshift.io";
+/// The pool new hosts join unless `--pool` says otherwise.
+pub const DEFAULT_POOL: &str = "worker";
+/// Local assisted-service URL (the node is its own rendezvous host).
+pub const SERVICE_BASE_URL: &str = "http://127.0.0.1:8090/";
+/// Local image service URL.
+pub const IMAGE_SERVICE_BASE_URL: &str = "http://127.0.0.1:8888/";
+
+const MODE_PUBLIC: i64 = 0o644;
+const MODE_SECRET: i64 = 0o600;
+const MODE_SCRIPT: i64 = 0o755;
+
+/// Pull specs of the release's agent-installer images (`image-references` of the release
+/// payload: `agent-installer-api-server`, `-node-agent`, `-orchestrator`, `-utils`), read by
+/// another part of add-nodes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComponentImages {
+    /// `agent-installer-api-server`: the local assisted-service (and its database).
+    pub api_server: String,
+    /// `agent-installer-node-agent`: the discovery agent.
+    pub node_agent: String,
+    /// `agent-installer-orchestrator`: assisted-installer, which writes the disk.
+    pub orchestrator: String,
+    /// `agent-installer-utils`.
+    pub utils: String,
+}
+
+/// One interface of a host: its name in the NMState config and its MAC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostInterface {
+    /// e.g. `eth0`.
+    pub name: String,
+    /// `aa:bb:cc:dd:ee:ff` (any case; written lowercase).
+    pub mac_address: String,
+}
+
+/// One host of the batch, as the builder needs it (adapted from the validated nodes-config).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSpec {
+    /// Lowercase RFC 1123 hostname; also a directory name on the node.
+    pub hostname: String,
+    /// `worker` (day-2 hosts are workers).
+    pub role: String,
+    /// At least one.
+    pub interfaces: Vec<HostInterface>,
+    /// `rootDeviceHints` as given (camelCase keys: deviceName, hctl, model, vendor,
+    /// serialNumber, minSizeGigabytes, wwn, rotational); `None` = no hints.
+    pub root_device_hints: Option<Value>,
+    /// The NMState document (`networkConfig`), `None` for DHCP hosts.
+    pub network_config: Option<Value>,
+    /// NetworkManager keyfiles generated from `network_config`: (file name, contents), e.g.
+    /// (`eth0.nmconnection`, …).
+    pub keyfiles: Vec<(String, String)>,
+}
+
+impl HostSpec {
+    /// Lowercase MACs of the interfaces, in order, without duplicates.
+    pub fn macs(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for i in &self.interfaces {
+            let m = i.mac_address.to_ascii_lowercase();
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
+    }
+}
+
+/// What [`build`] reads.
+#[derive(Debug, Clone)]
+pub struct NodeImageInputs<'a> {
+    /// The cluster (identity, release, MCS, proxy, trust bundle, mirrors, SSH, chrony, platform).
+    pub cluster: &'a ClusterModel,
+    /// The batch's hosts (at least one).
+    pub hosts: &'a [HostSpec],
+    /// Key and tokens of the local assisted-service.
+    pub auth: &'a AuthMaterial,
+    /// The release's agent-installer images.
+    pub images: &'a ComponentImages,
+    /// `.dockerconfigjson` text (JSON with `auths`).
+    pub pull_secret: &'a str,
+    /// Custom MachineConfigPool (`--pool`); `None` = `worker`.
+    pub pool: Option<String>,
+    /// ID of the InfraEnv the node's assisted-service registers (one per batch).
+    pub infra_env_id: Uuid,
+    /// `sshKey` of the nodes-config; overrides the cluster's `99-worker-ssh` key. May hold
+    /// several keys, one per line.
+    pub ssh_key: Option<String>,
+    /// `cpuArchitecture` of the nodes-config (x86_64/amd64, aarch64/arm64, …); `None` = the
+    /// control plane's.
+    pub cpu_architecture: Option<String>,
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::InvalidInput { field: field.into(), message: message.into() }
+}
+
+/// Percent-encodes `data` as an RFC 2397 `data:` URL. Letters, digits and `-._~/:=@+` stay
+/// as they are (text stays readable and compresses well); everything else becomes `%XX`.
+pub fn data_url(data: &[u8]) -> String {
+    let mut out = String::with_capacity(data.len() + data.len() / 8 + 6);
+    out.push_str("data:,");
+    for &b in data {
+        if b.is_ascii_alphanumeric() || b"-._~/:=@+".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+struct Files(Vec<File>);
+
+impl Files {
+    fn add(&mut self, path: impl Into<String>, data: impl AsRef<[u8]>, mode: i64) {
+        let mut f = File::new(path.into());
+        f.contents = Some(Resource { source: Some(data_url(data.as_ref())), ..Default::default() });
+        f.mode = Some(mode);
+        // The live root already has some of these paths (/etc/chrony.conf,
+        // /etc/containers/registries.conf); without overwrite Ignition would fail on them.
+        f.overwrite = Some(true);
+        self.0.push(f);
+    }
+}
+
+/// A path component we create from user input (hostname, MAC, keyfile name): non-empty, no
+/// `/`, no leading `.`, printable ASCII.
+fn safe_component(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('.') && s.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b'\\')
+}
+
+fn is_mac(s: &str) -> bool {
+    let parts: Vec<&str> = s.split(':').collect();
+    (parts.len() == 6 || parts.len() == 20) && parts.iter().all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// A DNS label (MachineConfigPool names are Kubernetes names).
+fn is_pool_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn yaml(v: &Value, what: &str) -> Result<String, Error> {
+    serde_saphyr::to_string(v).map_err(|e| Error::Unexpected(format!("cannot write {what} as YAML: {e}")))
+}
+
+/// The MCS URL for `pool`: the cluster's worker URL with its last path element replaced
+/// (`https://api-int.<name>.<domain>:22623/config/<pool>`).
+fn mcs_url(base: &str, pool: &str) -> String {
+    match base.rfind("/config/") {
+        Some(i) => format!("{}/config/{pool}", &base[..i]),
+        None => format!("{}/config/{pool}", base.trim_end_matches('/')),
+    }
+}
+
+/// Builds the node's Ignition config.
+///
+/// Errors ([`Error::InvalidInput`], naming the field): no hosts; a host without interfaces,
+/// with an unusable hostname, MAC or keyfile name; a MAC or hostname used twice; a bad pool
+/// name; no SSH key (neither the nodes-config `sshKey` nor the cluster's `99-worker-ssh`);
+/// a pull secret that is not JSON with `auths`; a cluster model without ID, name, domain or
+/// release image; an image pull spec that is empty.
+pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
+    let c = inputs.cluster;
+    let id = &c.cluster;
+    for (field, v) in [
+        ("ClusterVersion spec.clusterID", &id.id),
+        ("cluster name (Infrastructure status.apiServerURL)", &id.name),
+        ("base domain (Infrastructure status.apiServerURL)", &id.base_domain),
+        ("release image (ClusterVersion status.history)", &c.version.release_image),
+    ] {
+        if v.trim().is_empty() {
+            return Err(invalid(field, "is empty in the cluster model; the node cannot import the cluster without it"));
+        }
+    }
+    for (field, v) in [
+        ("images.agent-installer-api-server", &inputs.images.api_server),
+        ("images.agent-installer-node-agent", &inputs.images.node_agent),
+        ("images.agent-installer-orchestrator", &inputs.images.orchestrator),
+        ("images.agent-installer-utils", &inputs.images.utils),
+    ] {
+        if v.trim().is_empty() || v.chars().any(char::is_whitespace) {
+            return Err(invalid(field, format!("{v:?} is not an image pull spec")));
+        }
+    }
+    if inputs.hosts.is_empty() {
+        return Err(invalid("hosts", "at least one host must be defined"));
+    }
+    let pool = inputs.pool.clone().unwrap_or_else(|| DEFAULT_POOL.to_string());
+    if !is_pool_name(&pool) {
+        return Err(invalid("--pool", format!("{pool:?} is not a MachineConfigPool name (lowercase letters, digits, '-')")));
+    }
+    let ps: Value = serde_json::from_str(inputs.pull_secret)
+        .map_err(|e| invalid("pull secret .dockerconfigjson", format!("is not JSON: {e}")))?;
+    if !ps.get("auths").is_some_and(Value::is_object) {
+        return Err(invalid("pull secret .dockerconfigjson", "has no \"auths\" object"));
+    }
+    let ssh_keys: Vec<String> = match inputs.ssh_key.as_deref().filter(|k| !k.trim().is_empty()) {
+        Some(k) => k.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect(),
+        None => c.ssh.keys.iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect(),
+    };
+    if ssh_keys.is_empty() {
+        return Err(invalid(
+            "sshKey",
+            "no SSH key: the cluster has none in MachineConfig 99-worker-ssh; set sshKey in the nodes-config",
+        ));
+    }
+    let arch = normalize_arch(inputs.cpu_architecture.as_deref().unwrap_or(&c.architecture.control_plane));
+    if arch.is_empty() {
+        return Err(invalid("cpuArchitecture", "unknown: the control plane's architecture was not found; set cpuArchitecture"));
+    }
+
+    // Hosts: names and MACs become paths on the node, so check them here too.
+    let mut seen_names = BTreeSet::new();
+    let mut seen_macs = BTreeSet::new();
+    for (i, h) in inputs.hosts.iter().enumerate() {
+        if !safe_component(&h.hostname) {
+            return Err(invalid(format!("hosts[{i}].hostname"), format!("{:?} cannot be used as a directory name", h.hostname)));
+        }
+        if !seen_names.insert(h.hostname.clone()) {
+            return Err(invalid(format!("hosts[{i}].hostname"), format!("{:?} is used by another host", h.hostname)));
+        }
+        if h.interfaces.is_empty() {
+            return Err(invalid(format!("hosts[{i}].interfaces"), "at least one interface with a macAddress is required"));
+        }
+        for (j, itf) in h.interfaces.iter().enumerate() {
+            let mac = itf.mac_address.to_ascii_lowercase();
+            if !is_mac(&mac) {
+                return Err(invalid(format!("hosts[{i}].interfaces[{j}].macAddress"), format!("{:?} is not a MAC address", itf.mac_address)));
+            }
+            if !seen_macs.insert(mac) {
+                return Err(invalid(format!("hosts[{i}].interfaces[{j}].macAddress"), format!("{:?} is used by another interface", itf.mac_address)));
+            }
+        }
+        for (k, (name, _)) in h.keyfiles.iter().enumerate() {
+            if !safe_component(name) || name == "mac_interface.ini" {
+                return Err(invalid(format!("hosts[{i}].keyfiles[{k}]"), format!("{name:?} cannot be used as a file name")));
+            }
+        }
+    }
+
+    let mut files = Files(Vec::new());
+    let api_dns = format!("api.{}.{}", id.name, id.base_domain);
+
+    // --- Cluster identity and mode. Exactly these four lines: upstream's acceptance data
+    // matches the whole file.
+    files.add(
+        units::ADD_NODES_ENV,
+        format!(
+            "CLUSTER_ID={}\nCLUSTER_NAME={}\nCLUSTER_API_VIP_DNS_NAME={api_dns}\nAUTH_TOKEN_EXPIRY={}\n",
+            id.id,
+            id.name,
+            inputs.auth.expiry_rfc3339()
+        ),
+        MODE_PUBLIC,
+    );
+    files.add(
+        units::RENDEZVOUS_ENV,
+        format!("NODE_ZERO_IP=127.0.0.1\nSERVICE_BASE_URL={SERVICE_BASE_URL}\nIMAGE_SERVICE_BASE_URL={IMAGE_SERVICE_BASE_URL}\nWORKFLOW_TYPE=addnodes\n"),
+        MODE_PUBLIC,
+    );
+    // User-managed networking on platforms none and external (OCPBUGS-43513): there the
+    // cluster has no API/ingress VIPs the host's validations could check.
+    let umn = matches!(c.platform.kind.to_ascii_lowercase().as_str(), "none" | "external");
+    files.add(
+        "/etc/assisted/clusterconfig/import-cluster-config.json",
+        format!("{{\"userManagedNetworking\": {umn}}}\n"),
+        MODE_PUBLIC,
+    );
+    let mut endpoint = Map::new();
+    endpoint.insert("url".into(), Value::String(mcs_url(&c.machine_config_server.url, &pool)));
+    if let Some(ca) = c.machine_config_server.ca_pem.as_deref().filter(|s| !s.trim().is_empty()) {
+        // assisted-service's ignition-endpoint.ca_certificate is base64 of the PEM (swagger).
+        endpoint.insert("ca_certificate".into(), Value::String(STANDARD.encode(ca)));
+    }
+    files.add(
+        "/etc/assisted/clusterconfig/worker-ignition-endpoint.json",
+        format!("{}\n", Value::Object(endpoint)),
+        MODE_PUBLIC,
+    );
+
+    // --- Manifests.
+    let m = manifests(inputs, &arch, &ssh_keys)?;
+    files.add("/etc/assisted/manifests/cluster-image-set.yaml", m.cluster_image_set, MODE_PUBLIC);
+    files.add("/etc/assisted/manifests/pull-secret.yaml", m.pull_secret, MODE_SECRET);
+    // A proxy URL may carry credentials (`http://user:pass@host`): then the InfraEnv is secret.
+    let proxy_creds = c.proxy.as_ref().is_some_and(|p| {
+        [&p.http_proxy, &p.https_proxy].iter().any(|u| u.as_deref().is_some_and(|u| u.split("//").nth(1).unwrap_or(u).contains('@')))
+    });
+    files.add("/etc/assisted/manifests/infraenv.yaml", m.infraenv, if proxy_creds { MODE_SECRET } else { MODE_PUBLIC });
+    if let Some(n) = m.nmstateconfig {
+        files.add("/etc/assisted/manifests/nmstateconfig.yaml", n, MODE_PUBLIC);
+    }
+
+    // --- Hosts, matched by MAC.
+    let mut with_network = false;
+    for h in inputs.hosts {
+        let macs = h.macs();
+        let base = format!("/etc/assisted/hostconfig/{}", h.hostname);
+        files.add(format!("{base}/mac_addresses"), macs.join("\n") + "\n", MODE_PUBLIC);
+        let hints = match &h.root_device_hints {
+            Some(v) if v.as_object().is_some_and(|o| !o.is_empty()) => yaml(v, "rootDeviceHints")?,
+            _ => String::new(),
+        };
+        files.add(format!("{base}/root-device-hints.yaml"), hints, MODE_PUBLIC);
+        files.add(format!("{base}/role"), format!("{}\n", if h.role.is_empty() { "worker" } else { &h.role }), MODE_PUBLIC);
+        for mac in &macs {
+            files.add(format!("/etc/assisted/hostnames/{mac}"), format!("{}\n", h.hostname), MODE_PUBLIC);
+        }
+        if !h.keyfiles.is_empty() {
+            with_network = true;
+            let dir = format!("/etc/assisted/network/{}", h.hostname);
+            let map: String = h.interfaces.iter().map(|i| format!("{}={}\n", i.mac_address.to_ascii_lowercase(), i.name)).collect();
+            files.add(format!("{dir}/mac_interface.ini"), map, MODE_PUBLIC);
+            for (name, text) in &h.keyfiles {
+                // NetworkManager ignores keyfiles readable by others.
+                files.add(format!("{dir}/{name}"), text, MODE_SECRET);
+            }
+        }
+    }
+
+    // --- Platform settings.
+    if let Some(conf) = registries::registries_conf(&c.mirrors) {
+        files.add("/etc/containers/registries.conf", conf, MODE_PUBLIC);
+    }
+    for (registry, pem) in &c.mirrors.registry_cas {
+        let name: String = registry.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '-' { ch } else { '_' }).collect();
+        files.add(format!("/etc/pki/ca-trust/source/anchors/agent-day2-registry-{name}.crt"), pem, MODE_PUBLIC);
+    }
+    if let Some(pem) = c.trust_bundle.as_ref().and_then(|t| t.pem.as_deref()).filter(|p| !p.trim().is_empty()) {
+        files.add("/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt", pem, MODE_PUBLIC);
+    }
+    if let Some(chrony) = c.chrony_conf.as_deref().filter(|s| !s.trim().is_empty()) {
+        files.add("/etc/chrony.conf", chrony, MODE_PUBLIC);
+    }
+    if let Some(p) = &c.proxy {
+        let mut env = Vec::new();
+        for (k, v) in [("HTTP_PROXY", &p.http_proxy), ("HTTPS_PROXY", &p.https_proxy), ("NO_PROXY", &p.no_proxy)] {
+            if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+                env.push(format!("\"{k}={v}\" \"{}={v}\"", k.to_ascii_lowercase()));
+            }
+        }
+        if !env.is_empty() {
+            // Every unit (podman pulls, the agent, the service) inherits systemd's default
+            // environment. Proxy URLs may carry credentials: 0600.
+            files.add(
+                "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf",
+                format!("[Manager]\nDefaultEnvironment={}\n", env.join(" ")),
+                MODE_SECRET,
+            );
+        }
+    }
+
+    // --- Auth and images.
+    let a = inputs.auth;
+    files.add(
+        units::SERVICE_ENV,
+        format!(
+            "AUTH_TYPE=agent-installer-local\nEC_PUBLIC_KEY_PEM={}\nAGENT_AUTH_TOKEN={}\nUSER_AUTH_TOKEN={}\nWATCHER_AUTH_TOKEN={}\nINFRA_ENV_ID={}\nSERVICE_BASE_URL={SERVICE_BASE_URL}\nIMAGE_SERVICE_BASE_URL={IMAGE_SERVICE_BASE_URL}\nDEPLOY_TARGET=onprem\nSTORAGE=filesystem\nENABLE_UPGRADE_AGENT=false\n",
+            // One line: the agent installer passes the PEM base64-encoded.
+            STANDARD.encode(&a.public_key_pem),
+            a.agent_token,
+            a.user_token,
+            a.watcher_token,
+            inputs.infra_env_id.hyphenated(),
+        ),
+        MODE_SECRET,
+    );
+    files.add(
+        units::IMAGES_ENV,
+        format!(
+            "RELEASE_IMAGE={}\nOPENSHIFT_VERSION={}\nSERVICE_IMAGE={}\nAGENT_DOCKER_IMAGE={}\nINSTALLER_IMAGE={}\nAGENT_INSTALLER_UTILS_IMAGE={}\n",
+            c.version.release_image,
+            c.version.current,
+            inputs.images.api_server,
+            inputs.images.node_agent,
+            inputs.images.orchestrator,
+            inputs.images.utils,
+        ),
+        MODE_PUBLIC,
+    );
+    // The database listens on loopback only; its password is derived from the private key
+    // so equal inputs give equal images, and is as secret as the key.
+    let db_pass = hex::encode(&Sha256::digest(format!("agent-day2 db\n{}", a.private_key_pem).as_bytes())[..16]);
+    files.add(
+        units::DB_ENV,
+        format!(
+            "DB_HOST=127.0.0.1\nDB_PORT=5432\nDB_USER=admin\nDB_PASS={db_pass}\nDB_NAME=installer\nPOSTGRESQL_DATABASE=installer\nPOSTGRESQL_USER=admin\nPOSTGRESQL_PASSWORD={db_pass}\n"
+        ),
+        MODE_SECRET,
+    );
+    files.add(units::PODMAN_AUTH, format!("{}\n", ps), MODE_SECRET);
+
+    // --- Units and scripts.
+    files.add("/usr/local/bin/add-node.sh", units::add_node_script(&pool), MODE_SCRIPT);
+    for s in units::scripts(with_network) {
+        files.add(s.path, s.contents, MODE_SCRIPT);
+    }
+    let units: Vec<Unit> = units::units(with_network)
+        .into_iter()
+        .map(|u| {
+            let mut unit = Unit::new(u.name.to_string());
+            unit.contents = Some(u.contents);
+            unit.enabled = Some(true);
+            unit
+        })
+        .collect();
+
+    let mut cfg = Config::default();
+    let mut core = User::new("core".into());
+    core.ssh_authorized_keys = Some(ssh_keys);
+    cfg.passwd = Some(Passwd { users: Some(vec![core]), ..Default::default() });
+    cfg.storage = Some(Storage { files: Some(files.0), ..Default::default() });
+    cfg.systemd = Some(Systemd { units: Some(units) });
+    Ok(cfg)
+}
+
+struct Manifests {
+    cluster_image_set: String,
+    pull_secret: String,
+    infraenv: String,
+    nmstateconfig: Option<String>,
+}
+
+fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> Result<Manifests, Error> {
+    let c = inputs.cluster;
+    let name = &c.cluster.name;
+    let version = if c.version.current.is_empty() { "release".to_string() } else { c.version.current.clone() };
+    let cis = json!({
+        "apiVersion": "hive.openshift.io/v1",
+        "kind": "ClusterImageSet",
+        "metadata": {"name": format!("openshift-{version}")},
+        "spec": {"releaseImage": c.version.release_image},
+    });
+    let ps_name = format!("{name}-pull-secret");
+    let ps = json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/dockerconfigjson",
+        "metadata": {"name": ps_name, "namespace": MANIFEST_NAMESPACE},
+        "stringData": {".dockerconfigjson": inputs.pull_secret.trim()},
+    });
+    let mut proxy = Map::new();
+    if let Some(p) = &c.proxy {
+        for (k, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy), ("noProxy", &p.no_proxy)] {
+            if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+                proxy.insert(k.into(), Value::String(v.to_string()));
+            }
+        }
+    }
+    let mut spec = Map::new();
+    spec.insert("clusterRef".into(), json!({"name": name, "namespace": MANIFEST_NAMESPACE}));
+    spec.insert("cpuArchitecture".into(), Value::String(arch.to_string()));
+    spec.insert("nmStateConfigLabelSelector".into(), json!({"matchLabels": {NMSTATE_LABEL: name}}));
+    spec.insert("proxy".into(), Value::Object(proxy));
+    spec.insert("pullSecretRef".into(), json!({"name": ps_name}));
+    spec.insert("sshAuthorizedKey".into(), Value::String(ssh_keys.join("\n")));
+    if let Some(pem) = c.trust_bundle.as_ref().and_then(|t| t.pem.as_deref()).filter(|p| !p.trim().is_empty()) {
+        spec.insert("additionalTrustBundle".into(), Value::String(pem.to_string()));
+    }
+    let infraenv = json!({
+        "apiVersion": "agent-install.openshift.io/v1beta1",
+        "kind": "InfraEnv",
+        "metadata": {"name": name, "namespace": MANIFEST_NAMESPACE},
+        "spec": Value::Object(spec),
+    });
+    let mut docs = Vec::new();
+    for (i, h) in inputs.hosts.iter().enumerate() {
+        let Some(cfg) = &h.network_config else { continue };
+        if !cfg.is_object() {
+            return Err(invalid(format!("hosts[{i}].networkConfig"), "is not an NMState mapping"));
+        }
+        let ifaces: Vec<Value> = h.interfaces.iter().map(|i| json!({"name": i.name, "macAddress": i.mac_address.to_ascii_lowercase()})).collect();
+        let doc = json!({
+            "apiVersion": "agent-install.openshift.io/v1beta1",
+            "kind": "NMStateConfig",
+            "metadata": {"name": h.hostname, "namespace": MANIFEST_NAMESPACE, "labels": {NMSTATE_LABEL: name}},
+            "spec": {"config": cfg, "interfaces": ifaces},
+        });
+        docs.push(yaml(&doc, "NMStateConfig")?);
+    }
+    Ok(Manifests {
+        cluster_image_set: yaml(&cis, "ClusterImageSet")?,
+        pull_secret: yaml(&ps, "pull-secret Secret")?,
+        infraenv: yaml(&infraenv, "InfraEnv")?,
+        nmstateconfig: (!docs.is_empty()).then(|| docs.join("---\n")),
+    })
+}
+
+/// The config as compact JSON (what goes into the ISO as `config.ign`).
+pub fn to_json(cfg: &Config) -> String {
+    // Serialising plain data structures cannot fail.
+    serde_json::to_string(cfg).unwrap_or_default()
+}
+
+/// The config as indented JSON with the contents of every secret file (mode 0600: pull
+/// secret, tokens, database password, keyfiles, proxy credentials) replaced by
+/// `data:,<redacted>`, for `--dry-run`. No secret is written anywhere else in the config.
+pub fn redacted(cfg: &Config) -> String {
+    let mut c = cfg.clone();
+    if let Some(files) = c.storage.as_mut().and_then(|s| s.files.as_mut()) {
+        for f in files.iter_mut().filter(|f| f.mode == Some(MODE_SECRET)) {
+            f.contents = Some(Resource { source: Some("data:,<redacted>".into()), ..Default::default() });
+            f.append = None;
+        }
+    }
+    serde_json::to_string_pretty(&c).unwrap_or_default()
+}
+
+/// Decodes a `data:` URL written by [`data_url`] (or a base64 one), for tests and `--dry-run`
+/// listings. `None` for other URLs.
+pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
+    let rest = url.strip_prefix("data:")?;
+    let (meta, data) = rest.split_once(',')?;
+    if meta.split(';').any(|p| p == "base64") {
+        return STANDARD.decode(data).ok();
+    }
+    let b = data.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Path → (contents, mode) of every file in `cfg` (inline data only), for reports and tests.
+pub fn files(cfg: &Config) -> Vec<(String, Vec<u8>, i64)> {
+    cfg.storage
+        .as_ref()
+        .and_then(|s| s.files.as_ref())
+        .map(|fs| {
+            fs.iter()
+                .map(|f| {
+                    let data = f.contents.as_ref().and_then(|r| r.source.as_deref()).and_then(decode_data_url).unwrap_or_default();
+                    (f.path.clone(), data, f.mode.unwrap_or(MODE_PUBLIC))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_url_round_trip() {
+        let text = b"A=b c\n100%,#?\x00\xff\"'";
+        let url = data_url(text);
+        assert!(url.starts_with("data:,A=b%20c%0A100%25%2C%23%3F%00%FF"), "{url}");
+        assert_eq!(decode_data_url(&url).unwrap(), text);
+    }
+
+    #[test]
+    fn mcs_url_for_pool() {
+        assert_eq!(mcs_url("https://api-int.a.b:22623/config/worker", "infra"), "https://api-int.a.b:22623/config/infra");
+        assert_eq!(mcs_url("https://api-int.a.b:22623", "worker"), "https://api-int.a.b:22623/config/worker");
+    }
+
+    #[test]
+    fn names() {
+        assert!(is_mac("00:f4:3d:a0:0e:2b"));
+        assert!(!is_mac("00:f4:3d:a0:0e"));
+        assert!(is_pool_name("infra-1"));
+        assert!(!is_pool_name("Infra") && !is_pool_name("-a") && !is_pool_name(""));
+        assert!(safe_component("worker-0") && !safe_component("../x") && !safe_component("a/b") && !safe_component(".x"));
+    }
+}

@@ -1,0 +1,711 @@
+//! The node Ignition builder (`agent_day2::ignition`) and the auth material (`agent_day2::auth`),
+//! held to checks written independently of them:
+//! * the simulator's node-contract check (`agent_day2_sim::boot::contract::check`) on clusters
+//!   seeded by the simulator for each scenario (default, FIPS, disconnected, platform none,
+//!   proxy, several hosts static and DHCP);
+//! * the real CRDs in `../shared/upstream/crds/` (strict field validation, the simulator's
+//!   validator);
+//! * upstream's node-joiner acceptance files (`../shared/upstream/node-joiner-testdata/*.txt`),
+//!   parsed here and asserted on our Ignition;
+//! * tokens verified with the public key, the reuse rule, and redaction.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use agent_day2::auth::{self, AuthMaterial};
+use agent_day2::cluster::{ClusterModel, ClusterObjects};
+use agent_day2::ignition::{self, ComponentImages, HostInterface, HostSpec, NodeImageInputs};
+use agent_day2_sim::api::validation::{builtin_schema, schema_from_crd_version, validate, FieldValidation};
+use agent_day2_sim::boot::{contract, ignition as sim_ignition};
+use agent_day2_sim::scenario::{ProxySettings, Scenario};
+use agent_day2_sim::seed::{seed_objects, BaseIsoInfo, SeedContext};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+const UPSTREAM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream");
+
+fn now() -> SystemTime {
+    SystemTime::now()
+}
+
+fn ca_pem() -> String {
+    agent_day2_sim::pki::Ca::generate("test-mcs-ca").unwrap().cert_pem
+}
+
+/// The cluster model of a simulator scenario (the objects the simulator would serve).
+fn model(s: &Scenario) -> ClusterModel {
+    let ctx = SeedContext {
+        api_url: "https://192.168.111.5:6443".into(),
+        files_base_url: "http://192.168.111.5:8080".into(),
+        base_iso: BaseIsoInfo {
+            path: "/nonexistent/base.iso".into(),
+            file_name: "rhcos-live.x86_64.iso".into(),
+            sha256: "0".repeat(64),
+            size: 1 << 20,
+        },
+        ca_pem: ca_pem(),
+    };
+    let objs = seed_objects(s, &ctx).unwrap();
+    ClusterModel::from_objects(&ClusterObjects::from_values(objs)).unwrap()
+}
+
+fn images() -> ComponentImages {
+    let d = |n: u8| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", format!("{n:02x}").repeat(32));
+    ComponentImages { api_server: d(1), node_agent: d(2), orchestrator: d(3), utils: d(4) }
+}
+
+fn dhcp_host(name: &str, mac: &str) -> HostSpec {
+    HostSpec {
+        hostname: name.into(),
+        role: "worker".into(),
+        interfaces: vec![HostInterface { name: "eth0".into(), mac_address: mac.into() }],
+        root_device_hints: None,
+        network_config: None,
+        keyfiles: vec![],
+    }
+}
+
+fn static_host(name: &str, mac: &str, ip: &str) -> HostSpec {
+    let nmstate = json!({
+        "interfaces": [{"name": "eth0", "type": "ethernet", "state": "up", "mac-address": mac,
+            "ipv4": {"enabled": true, "dhcp": false, "address": [{"ip": ip, "prefix-length": 24}]}}],
+        "dns-resolver": {"config": {"server": ["192.168.111.1"]}},
+        "routes": {"config": [{"destination": "0.0.0.0/0", "next-hop-address": "192.168.111.1", "next-hop-interface": "eth0"}]}
+    });
+    let keyfile = format!(
+        "[connection]\nid=eth0\ntype=ethernet\ninterface-name=eth0\nautoconnect=true\n\n[ethernet]\nmac-address={}\n\n[ipv4]\nmethod=manual\naddress1={ip}/24,192.168.111.1\ndns=192.168.111.1;\n\n[ipv6]\nmethod=disabled\n",
+        mac.to_uppercase()
+    );
+    HostSpec {
+        hostname: name.into(),
+        role: "worker".into(),
+        interfaces: vec![HostInterface { name: "eth0".into(), mac_address: mac.into() }],
+        root_device_hints: Some(json!({"deviceName": "/dev/sda", "minSizeGigabytes": 100})),
+        network_config: Some(nmstate),
+        keyfiles: vec![("eth0.nmconnection".into(), keyfile)],
+    }
+}
+
+struct Built {
+    cfg: ignition_config::v3_2::Config,
+    json: String,
+    auth: AuthMaterial,
+    model: ClusterModel,
+}
+
+fn build_with(model: ClusterModel, hosts: &[HostSpec], pool: Option<&str>, ssh: Option<&str>) -> Result<Built, agent_day2::error::Error> {
+    let auth = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
+    let images = images();
+    let ps = model.pull_secret.0.clone();
+    let cfg = ignition::build(&NodeImageInputs {
+        cluster: &model,
+        hosts,
+        auth: &auth,
+        images: &images,
+        pull_secret: &ps,
+        pool: pool.map(String::from),
+        infra_env_id: Uuid::new_v4(),
+        ssh_key: ssh.map(String::from),
+        cpu_architecture: None,
+    })?;
+    let json = ignition::to_json(&cfg);
+    Ok(Built { cfg, json, auth, model })
+}
+
+fn build(s: &Scenario, hosts: &[HostSpec]) -> Built {
+    build_with(model(s), hosts, None, None).unwrap()
+}
+
+/// Runs the simulator's contract check on the JSON as the node would read it.
+fn contract_check(b: &Built, macs: &[&str]) -> contract::Facts {
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    let macs: Vec<String> = macs.iter().map(|m| m.to_string()).collect();
+    match contract::check(&parsed, &macs) {
+        Ok(f) => f,
+        Err(problems) => panic!("node contract refused the Ignition:\n{}", problems.join("\n")),
+    }
+}
+
+fn file(b: &Built, path: &str) -> Option<String> {
+    ignition::files(&b.cfg).into_iter().find(|(p, _, _)| p == path).map(|(_, d, _)| String::from_utf8(d).unwrap())
+}
+
+fn mode(b: &Built, path: &str) -> i64 {
+    ignition::files(&b.cfg).into_iter().find(|(p, _, _)| p == path).map(|(_, _, m)| m).unwrap_or_else(|| panic!("no {path}"))
+}
+
+#[test]
+fn contract_default_cluster_one_dhcp_host() {
+    let s = Scenario::default();
+    let b = build(&s, &[dhcp_host("worker-0", "52:54:00:AA:00:30")]);
+    let f = contract_check(&b, &["52:54:00:aa:00:30"]);
+    assert_eq!(f.cluster_id, s.cluster_id);
+    assert_eq!(f.cluster_name, "ostest");
+    assert_eq!(f.api_dns_name, "api.ostest.example.com");
+    assert_eq!(f.base_domain, "example.com");
+    assert!(!f.user_managed_networking, "baremetal: networking is cluster-managed");
+    assert_eq!(f.cpu_architecture, "x86_64");
+    assert_eq!(f.openshift_version, "4.18.12");
+    assert_eq!(f.release_image, b.model.version.release_image);
+    assert_eq!(f.host_by_mac("52:54:00:aa:00:30").unwrap().hostname, "worker-0");
+    assert_eq!(f.agent_token, b.auth.agent_token);
+    assert_eq!(auth::parse_rfc3339(&f.token_expiry).unwrap(), b.auth.expires_at);
+    // The MCS endpoint and its CA (base64 of the PEM, as assisted-service's swagger says).
+    let ep: Value = serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap()).unwrap();
+    assert_eq!(ep["url"], b.model.machine_config_server.url);
+    use base64::Engine;
+    let ca = base64::engine::general_purpose::STANDARD.decode(ep["ca_certificate"].as_str().unwrap()).unwrap();
+    assert_eq!(Some(String::from_utf8(ca).unwrap()), b.model.machine_config_server.ca_pem);
+    // No mirrors: the live system's registries.conf stays; chrony from the cluster's MC.
+    assert!(file(&b, "/etc/containers/registries.conf").is_none());
+    assert_eq!(file(&b, "/etc/chrony.conf"), b.model.chrony_conf);
+    assert!(file(&b, "/etc/chrony.conf").unwrap().contains("192.168.111.1"));
+    // Secret files are 0600, scripts 0755.
+    for p in ["/root/.docker/config.json", "/usr/local/share/assisted-service/assisted-service.env", "/etc/assisted/manifests/pull-secret.yaml", "/usr/local/share/assisted-service/assisted-db.env"] {
+        assert_eq!(mode(&b, p), 0o600, "{p}");
+    }
+    assert_eq!(mode(&b, "/usr/local/bin/add-node.sh"), 0o755);
+    assert_eq!(mode(&b, "/etc/assisted/add-nodes.env"), 0o644);
+    // No network config → no pre-NetworkManager unit and no keyfiles.
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    assert!(!parsed.units.contains_key("pre-network-manager-config.service"));
+    assert!(parsed.under("/etc/assisted/network/").next().is_none());
+    assert_eq!(parsed.version, "3.2.0");
+}
+
+#[test]
+fn contract_fips_cluster() {
+    let s = Scenario { fips: true, ..Default::default() };
+    let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
+    assert!(b.model.fips, "the model carries FIPS for the kargs (fips=1 goes into the ISO's kargs areas)");
+    contract_check(&b, &["52:54:00:aa:00:30"]);
+}
+
+#[test]
+fn contract_disconnected_cluster() {
+    let s = Scenario { disconnected: true, ..Default::default() };
+    let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
+    contract_check(&b, &["52:54:00:aa:00:30"]);
+    let conf = file(&b, "/etc/containers/registries.conf").expect("registries.conf from the mirror sets");
+    assert!(!b.model.mirrors.digest_mirrors.is_empty());
+    for e in &b.model.mirrors.digest_mirrors {
+        assert!(conf.contains(&format!("location = \"{}\"", e.source)), "{conf}");
+        for m in &e.mirrors {
+            assert!(conf.contains(&format!("[[registry.mirror]]\n    location = \"{m}\"")), "{conf}");
+        }
+    }
+    // The mirror registry's CA is trusted on the node.
+    assert!(!b.model.mirrors.registry_cas.is_empty());
+    for pem in b.model.mirrors.registry_cas.values() {
+        assert!(
+            ignition::files(&b.cfg).iter().any(|(p, d, _)| p.starts_with("/etc/pki/ca-trust/source/anchors/agent-day2-registry-") && d == pem.as_bytes()),
+            "mirror CA not written"
+        );
+    }
+}
+
+#[test]
+fn contract_platform_none_uses_user_managed_networking() {
+    for platform in ["None", "External"] {
+        let s = Scenario { platform: platform.into(), ..Default::default() };
+        let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
+        let f = contract_check(&b, &["52:54:00:aa:00:30"]);
+        assert!(f.user_managed_networking, "platform {platform}");
+    }
+    let s = Scenario { platform: "VSphere".into(), ..Default::default() };
+    let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
+    assert!(!contract_check(&b, &["52:54:00:aa:00:30"]).user_managed_networking);
+}
+
+#[test]
+fn contract_proxy_cluster() {
+    let s = Scenario {
+        proxy: Some(ProxySettings {
+            http_proxy: Some("http://proxy.example.com:3128".into()),
+            https_proxy: Some("http://proxy.example.com:3128".into()),
+            no_proxy: Some(".example.com".into()),
+            trusted_ca: Some("user-ca-bundle".into()),
+        }),
+        ..Default::default()
+    };
+    let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
+    contract_check(&b, &["52:54:00:aa:00:30"]);
+    let p = b.model.proxy.clone().expect("proxy in the model");
+    let infraenv: Value = serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
+    assert_eq!(infraenv["spec"]["proxy"]["httpProxy"], p.http_proxy.clone().unwrap());
+    assert_eq!(infraenv["spec"]["proxy"]["noProxy"], p.no_proxy.clone().unwrap());
+    let sysconf = file(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf").unwrap();
+    assert!(sysconf.contains(&format!("\"HTTPS_PROXY={}\"", p.https_proxy.unwrap())), "{sysconf}");
+    assert_eq!(mode(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf"), 0o600);
+    // The trust bundle ConfigMap named by the Proxy is trusted on the node and in the InfraEnv.
+    let bundle = b.model.trust_bundle.as_ref().and_then(|t| t.pem.clone()).expect("trust bundle in the model");
+    assert_eq!(file(&b, "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt").unwrap(), bundle);
+    assert_eq!(infraenv["spec"]["additionalTrustBundle"], bundle);
+}
+
+#[test]
+fn contract_several_hosts_static_and_dhcp() {
+    let hosts = vec![
+        static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30"),
+        dhcp_host("worker-1", "52:54:00:aa:00:31"),
+        static_host("worker-2", "52:54:00:AA:00:32", "192.168.111.32"),
+    ];
+    let b = build(&Scenario::default(), &hosts);
+    let f = contract_check(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31", "52:54:00:aa:00:32"]);
+    assert_eq!(f.hosts.len(), 3);
+    assert_eq!(f.host_by_mac("52:54:00:aa:00:32").unwrap().hostname, "worker-2");
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    let pre = &parsed.units["pre-network-manager-config.service"];
+    assert!(pre.text.contains("Before=network-pre.target NetworkManager.service"));
+    // Keyfiles of the static hosts only, 0600, with the MAC → interface map.
+    assert_eq!(file(&b, "/etc/assisted/network/worker-0/eth0.nmconnection").unwrap(), hosts[0].keyfiles[0].1);
+    assert_eq!(mode(&b, "/etc/assisted/network/worker-0/eth0.nmconnection"), 0o600);
+    assert_eq!(file(&b, "/etc/assisted/network/worker-2/mac_interface.ini").unwrap(), "52:54:00:aa:00:32=eth0\n");
+    assert!(parsed.under("/etc/assisted/network/worker-1/").next().is_none());
+    // One NMStateConfig per static host, labelled for the InfraEnv's selector.
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&file(&b, "/etc/assisted/manifests/nmstateconfig.yaml").unwrap()).unwrap();
+    let names: Vec<&str> = docs.iter().map(|d| d["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["worker-0", "worker-2"]);
+    assert_eq!(docs[1]["spec"]["interfaces"][0]["macAddress"], "52:54:00:aa:00:32");
+    assert_eq!(docs[0]["spec"]["config"], hosts[0].network_config.clone().unwrap());
+    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml").unwrap().trim(), "deviceName: /dev/sda\nminSizeGigabytes: 100");
+    // A machine whose MAC is in no host is refused by the contract check (it would not find itself).
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    let err = contract::check(&parsed, &["52:54:00:aa:00:99".to_string()]).unwrap_err();
+    assert!(err.iter().any(|p| p.contains("no host for MAC 52:54:00:aa:00:99")), "{err:?}");
+}
+
+#[test]
+fn same_inputs_give_the_same_config() {
+    let m = model(&Scenario::default());
+    let a = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
+    let (imgs, id) = (images(), Uuid::new_v4());
+    let hosts = [static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")];
+    let ps = m.pull_secret.0.clone();
+    let inputs = NodeImageInputs { cluster: &m, hosts: &hosts, auth: &a, images: &imgs, pull_secret: &ps, pool: None, infra_env_id: id, ssh_key: None, cpu_architecture: None };
+    assert_eq!(ignition::to_json(&ignition::build(&inputs).unwrap()), ignition::to_json(&ignition::build(&inputs).unwrap()));
+}
+
+#[test]
+fn custom_pool_targets_its_mcs_path() {
+    let b = build_with(model(&Scenario::default()), &[dhcp_host("infra-0", "52:54:00:aa:00:40")], Some("infra"), None).unwrap();
+    let ep: Value = serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap()).unwrap();
+    assert!(ep["url"].as_str().unwrap().ends_with(":22623/config/infra"), "{ep}");
+    assert!(file(&b, "/usr/local/bin/add-node.sh").unwrap().contains("pool=\"infra\""));
+    // The simulator's contract fixes the worker pool's path; everything else passes.
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    let problems = contract::check(&parsed, &[]).unwrap_err();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("worker-ignition-endpoint.json url"), "{problems:?}");
+}
+
+#[test]
+fn bad_inputs_are_refused_with_the_field() {
+    let m = model(&Scenario::default());
+    let err = |hosts: &[HostSpec], pool: Option<&str>| match build_with(m.clone(), hosts, pool, None) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    assert_eq!(err(&[], None), "hosts: at least one host must be defined");
+    let dup = [dhcp_host("a", "52:54:00:aa:00:30"), dhcp_host("b", "52:54:00:AA:00:30")];
+    assert_eq!(err(&dup, None), "hosts[1].interfaces[0].macAddress: \"52:54:00:AA:00:30\" is used by another interface");
+    let same = [dhcp_host("a", "52:54:00:aa:00:30"), dhcp_host("a", "52:54:00:aa:00:31")];
+    assert_eq!(err(&same, None), "hosts[1].hostname: \"a\" is used by another host");
+    assert!(err(&[dhcp_host("../etc", "52:54:00:aa:00:30")], None).starts_with("hosts[0].hostname"));
+    assert!(err(&[dhcp_host("a", "52:54:00:aa:00")], None).starts_with("hosts[0].interfaces[0].macAddress"));
+    assert!(err(&[dhcp_host("a", "52:54:00:aa:00:30")], Some("Infra")).starts_with("--pool"));
+    let mut noif = dhcp_host("a", "52:54:00:aa:00:30");
+    noif.interfaces.clear();
+    assert!(err(&[noif], None).starts_with("hosts[0].interfaces"));
+    // No SSH key anywhere.
+    let mut nokey = m.clone();
+    nokey.ssh.keys.clear();
+    let e = build_with(nokey.clone(), &[dhcp_host("a", "52:54:00:aa:00:30")], None, None).err().unwrap().to_string();
+    assert!(e.starts_with("sshKey: no SSH key"), "{e}");
+    // ... but the nodes-config key is enough, and wins.
+    let b = build_with(nokey, &[dhcp_host("a", "52:54:00:aa:00:30")], None, Some("ssh-ed25519 AAAAC3Nza mine")).unwrap();
+    let f = contract_check(&b, &[]);
+    assert!(!f.hosts.is_empty());
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    assert_eq!(parsed.ssh_keys["core"], vec!["ssh-ed25519 AAAAC3Nza mine"]);
+}
+
+// ------------------------------------------------------------------------------------------
+// Manifests against the real CRDs.
+
+fn crd_schema(file: &str, version: &str) -> Option<agent_day2_sim::api::validation::Schema> {
+    let text = std::fs::read_to_string(format!("{UPSTREAM}/crds/{file}")).ok()?;
+    let crd: Value = serde_saphyr::from_str(&text).unwrap();
+    let v = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version).unwrap();
+    Some(schema_from_crd_version(&v["schema"]["openAPIV3Schema"]))
+}
+
+#[test]
+fn manifests_are_valid_against_their_crds() {
+    let Some(infraenv) = crd_schema("agent-install.openshift.io_infraenvs.yaml", "v1beta1") else {
+        eprintln!("skipped: {UPSTREAM}/crds is absent");
+        return;
+    };
+    let nmstate = crd_schema("agent-install.openshift.io_nmstateconfigs.yaml", "v1beta1").unwrap();
+    let cis = crd_schema("hive.openshift.io_clusterimagesets.yaml", "v1").unwrap();
+    let secret = builtin_schema("", "v1", "Secret").unwrap();
+    let s = Scenario {
+        proxy: Some(ProxySettings { http_proxy: Some("http://p:3128".into()), https_proxy: None, no_proxy: Some("x".into()), trusted_ca: Some("user-ca-bundle".into()) }),
+        ..Default::default()
+    };
+    let b = build(&s, &[static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30"), static_host("worker-1", "52:54:00:aa:00:31", "192.168.111.31"), dhcp_host("worker-2", "52:54:00:aa:00:32")]);
+    let mut checked = 0;
+    for (path, schema, kind) in [
+        ("/etc/assisted/manifests/infraenv.yaml", &infraenv, "InfraEnv"),
+        ("/etc/assisted/manifests/nmstateconfig.yaml", &nmstate, "NMStateConfig"),
+        ("/etc/assisted/manifests/cluster-image-set.yaml", &cis, "ClusterImageSet"),
+        ("/etc/assisted/manifests/pull-secret.yaml", &secret, "Secret"),
+    ] {
+        let docs: Vec<Value> = serde_saphyr::from_multiple(&file(&b, path).unwrap()).unwrap();
+        assert!(!docs.is_empty(), "{path}");
+        for mut d in docs {
+            assert_eq!(d["kind"], kind, "{path}");
+            let before = d.clone();
+            if let Err(e) = validate(schema, &mut d, FieldValidation::Strict) {
+                panic!("{path}: {e}");
+            }
+            assert_eq!(d, before, "{path}: validation pruned something");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 5);
+    // The validator does refuse what the CRD refuses (the check can fail).
+    let mut bad: Value = serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
+    bad["spec"]["ipxeScriptType"] = json!("Sometimes");
+    assert!(validate(&infraenv, &mut bad, FieldValidation::Strict).is_err());
+}
+
+// ------------------------------------------------------------------------------------------
+// Upstream node-joiner acceptance data.
+
+/// A txtar archive: the leading comment/command text and the named files.
+fn txtar(text: &str) -> (String, BTreeMap<String, String>) {
+    let mut files = BTreeMap::new();
+    let mut head = String::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_end_matches('\n');
+        if let Some(name) = t.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
+            if let Some((n, c)) = cur.take() {
+                files.insert(n, c);
+            }
+            cur = Some((name.trim().to_string(), String::new()));
+        } else if let Some((_, c)) = cur.as_mut() {
+            c.push_str(line);
+        } else {
+            head.push_str(line);
+        }
+    }
+    if let Some((n, c)) = cur {
+        files.insert(n, c);
+    }
+    (head, files)
+}
+
+/// Splits a script line into words, honouring single quotes.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for ch in line.chars() {
+        match ch {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            c if c.is_whitespace() && !quoted => {
+                if any {
+                    out.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            c => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        out.push(cur);
+    }
+    out
+}
+
+/// Objects of `setup/default` plus a case's `setup/*` files. A case object with the same kind
+/// and name replaces the default one, keeping the default's `status` unless it has its own
+/// (status is a subresource: updating an object through the API does not change it).
+fn upstream_objects(case_files: &BTreeMap<String, String>, release: &str) -> Vec<Value> {
+    let mut objs = agent_day2_sim::seed::load_objects_dir(std::path::Path::new(&format!("{UPSTREAM}/node-joiner-testdata/setup/default")), release).unwrap();
+    for (name, text) in case_files.iter().filter(|(n, _)| n.starts_with("setup/")) {
+        for mut d in serde_saphyr::from_multiple::<Value>(&text.replace("$TEST_IMAGE", release)).unwrap_or_else(|e| panic!("{name}: {e}")) {
+            if d.is_null() {
+                continue;
+            }
+            match objs.iter_mut().find(|o| o["kind"] == d["kind"] && o["metadata"]["name"] == d["metadata"]["name"]) {
+                Some(o) => {
+                    if d.get("status").is_none() {
+                        if let Some(st) = o.get("status").cloned() {
+                            d["status"] = st;
+                        }
+                    }
+                    *o = d;
+                }
+                None => objs.push(d),
+            }
+        }
+    }
+    objs
+}
+
+/// Go's zero values that node-joiner's marshalling writes and ours leaves out.
+fn drop_empty(v: &mut Value) {
+    if let Value::Object(m) = v {
+        m.retain(|_, x| !(x.as_str() == Some("")));
+        for x in m.values_mut() {
+            drop_empty(x);
+        }
+    }
+}
+
+#[test]
+fn upstream_node_joiner_acceptance() {
+    let dir = format!("{UPSTREAM}/node-joiner-testdata");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("skipped: {dir} is absent");
+        return;
+    };
+    let mut cases: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "txt")).collect();
+    cases.sort();
+    assert!(!cases.is_empty());
+    let release = "registry.ci.openshift.org/ocp/release:4.25.0";
+    let mut asserted = 0;
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let (head, files) = txtar(&std::fs::read_to_string(&case).unwrap());
+        let m = ClusterModel::from_objects(&ClusterObjects::from_values(upstream_objects(&files, release))).unwrap();
+        // The case's nodes-config (the subset the cases use).
+        let nc: Value = serde_saphyr::from_str(files.get("nodes-config.yaml").expect("nodes-config.yaml")).unwrap();
+        let hosts: Vec<HostSpec> = nc["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| HostSpec {
+                hostname: h["hostname"].as_str().unwrap().into(),
+                role: h["role"].as_str().unwrap_or("worker").into(),
+                interfaces: h["interfaces"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| HostInterface { name: i["name"].as_str().unwrap().into(), mac_address: i["macAddress"].as_str().unwrap().into() })
+                    .collect(),
+                root_device_hints: h.get("rootDeviceHints").cloned(),
+                network_config: None,
+                keyfiles: vec![],
+            })
+            .collect();
+        let auth = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
+        let imgs = images();
+        let ps = m.pull_secret.0.clone();
+        let cfg = ignition::build(&NodeImageInputs {
+            cluster: &m,
+            hosts: &hosts,
+            auth: &auth,
+            images: &imgs,
+            pull_secret: &ps,
+            pool: None,
+            infra_env_id: Uuid::new_v4(),
+            ssh_key: nc["sshKey"].as_str().map(String::from),
+            cpu_architecture: nc["cpuArchitecture"].as_str().map(String::from),
+        })
+        .unwrap_or_else(|e| panic!("{name}: build failed: {e}"));
+        let json = ignition::to_json(&cfg);
+        let parsed = sim_ignition::parse(json.as_bytes()).unwrap();
+        let get = |path: &str| parsed.text(path).unwrap_or_else(|| panic!("{name}: {path} is not in the Ignition"));
+        for line in head.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let w = words(line);
+            let expected = |i: usize| files.get(&w[i]).unwrap_or_else(|| panic!("{name}: no section {}", w[i])).clone();
+            match w[0].as_str() {
+                "isoCmpRegEx" => {
+                    let re = regex::Regex::new(expected(3).trim_end()).unwrap();
+                    let got = get(&w[2]);
+                    assert!(re.is_match(&got), "{name}: {} does not match {:?}:\n{got}", w[2], re.as_str());
+                    asserted += 1;
+                }
+                "isoIgnitionContains" => {
+                    assert!(parsed.files.contains_key(&w[2]), "{name}: {} missing", w[2]);
+                    asserted += 1;
+                }
+                "isoIgnitionUser" => {
+                    assert_eq!(parsed.ssh_keys.get(&w[2]), Some(&vec![w[3].clone()]), "{name}: SSH key of {}", w[2]);
+                    asserted += 1;
+                }
+                "isoCmp" if w[2].ends_with(".yaml") => {
+                    let mut want: Value = serde_saphyr::from_str(&expected(3)).unwrap();
+                    let mut got: Value = serde_saphyr::from_str(&get(&w[2])).unwrap();
+                    drop_empty(&mut want);
+                    drop_empty(&mut got);
+                    // status is written by the server, never by a manifest's author.
+                    for k in ["apiVersion", "kind", "metadata", "spec"] {
+                        assert_eq!(got[k], want[k], "{name}: {} {k}", w[2]);
+                    }
+                    asserted += 1;
+                }
+                "isoCmp" => {
+                    assert_eq!(get(&w[2]).trim_end(), expected(3).trim_end(), "{name}: {}", w[2]);
+                    asserted += 1;
+                }
+                "isoFileCmpRegEx" => {
+                    // A file of the ISO outside the Ignition (grub.cfg): fips=1 is a karg that the
+                    // ISO writer adds when the model says FIPS.
+                    assert!(expected(3).contains("fips=1") && m.fips, "{name}: FIPS expected in the model");
+                    asserted += 1;
+                }
+                "exec" | "grep" | "!" | "exists" => {} // the ISO/PXE writer's and CLI's part
+                other => panic!("{name}: unknown command {other}"),
+            }
+        }
+    }
+    eprintln!("upstream acceptance: {asserted} assertions held");
+    assert!(asserted >= 12, "only {asserted} assertions");
+}
+
+// ------------------------------------------------------------------------------------------
+// Auth material.
+
+#[test]
+fn tokens_verify_with_the_public_key_and_carry_sub_and_times() {
+    let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let a = auth::generate(Duration::from_secs(48 * 3600), t0).unwrap();
+    assert!(a.public_key_pem.starts_with("-----BEGIN PUBLIC KEY-----\n") && !a.public_key_pem.contains('\r'));
+    assert!(a.private_key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
+    // The simulator's independent verifier (x509-parser SPKI + ring) accepts them too.
+    let key = agent_day2_sim::boot::jwt::public_key(&a.public_key_pem).unwrap();
+    for (tok, sub) in [(&a.agent_token, "agentAuth"), (&a.user_token, "userAuth"), (&a.watcher_token, "watcherAuth")] {
+        let c = auth::verify_token(tok, &a.public_key_pem).unwrap();
+        assert_eq!(c["sub"], sub);
+        assert_eq!(c["iat"], 1_800_000_000i64);
+        assert_eq!(c["exp"], 1_800_000_000i64 + 48 * 3600);
+        assert_eq!(agent_day2_sim::boot::jwt::verify(tok, &key).unwrap()["sub"], sub);
+    }
+    assert_eq!(a.expiry_rfc3339(), "2027-01-17T08:00:00Z");
+    // Another key does not verify them; a changed payload does not verify.
+    let other = auth::generate(auth::DEFAULT_TTL, t0).unwrap();
+    assert!(auth::verify_token(&a.agent_token, &other.public_key_pem).unwrap_err().contains("does not verify"));
+    let mut parts: Vec<&str> = a.user_token.split('.').collect();
+    let forged = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, r#"{"sub":"agentAuth","exp":9999999999}"#);
+    parts[1] = &forged;
+    assert!(auth::verify_token(&parts.join("."), &a.public_key_pem).is_err());
+    assert!(auth::generate(Duration::ZERO, t0).is_err());
+}
+
+#[test]
+fn reuse_while_more_than_half_the_life_is_left() {
+    let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let ttl = Duration::from_secs(48 * 3600);
+    let a = auth::generate(ttl, t0).unwrap();
+    let at = |h: u64| t0 + Duration::from_secs(h * 3600);
+    assert_eq!(a.remaining_life_fraction(t0), 1.0);
+    assert!(a.should_reuse(t0));
+    assert!(a.should_reuse(at(23)));
+    assert_eq!(a.remaining_life_fraction(at(24)), 0.5);
+    assert!(!a.should_reuse(at(24)), "exactly half left: make new material");
+    assert!(!a.should_reuse(at(47)));
+    assert!(!a.is_expired(at(47)) && a.is_expired(at(48)));
+    assert_eq!(a.remaining_life_fraction(at(100)), 0.0);
+    assert_eq!(a.remaining_life_fraction(t0 - Duration::from_secs(3600)), 1.0);
+}
+
+#[test]
+fn secret_data_round_trip_and_tampering() {
+    let a = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
+    let data = a.to_secret_data();
+    assert_eq!(data.len(), 7);
+    let bytes: BTreeMap<String, Vec<u8>> = data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect();
+    let back = AuthMaterial::from_secret_data(&bytes).unwrap();
+    assert_eq!(back, a);
+    assert_eq!((auth::SECRET_NAMESPACE, auth::SECRET_NAME), ("openshift-agent-day2", "agent-day2-auth"));
+
+    let mut missing = bytes.clone();
+    missing.remove(auth::keys::WATCHER_TOKEN);
+    let e = AuthMaterial::from_secret_data(&missing).unwrap_err().to_string();
+    assert_eq!(e, "Secret openshift-agent-day2/agent-day2-auth key watcherAuthToken: is missing (delete the Secret to have new material made)");
+    // A private key of another pair.
+    let other = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
+    let mut mixed = bytes.clone();
+    mixed.insert(auth::keys::PRIVATE_KEY.into(), other.private_key_pem.clone().into_bytes());
+    assert!(AuthMaterial::from_secret_data(&mixed).unwrap_err().to_string().contains("authTokenPrivateKey: does not belong"));
+    // Tokens swapped between personas.
+    let mut swapped = bytes.clone();
+    swapped.insert(auth::keys::AGENT_TOKEN.into(), a.user_token.clone().into_bytes());
+    assert!(AuthMaterial::from_secret_data(&swapped).unwrap_err().to_string().contains("agentAuthToken: token has sub \"userAuth\""));
+    let mut badtime = bytes;
+    badtime.insert(auth::keys::EXPIRES_AT.into(), b"tomorrow".to_vec());
+    assert!(AuthMaterial::from_secret_data(&badtime).unwrap_err().to_string().contains("expiresAt: \"tomorrow\" is not an RFC 3339 time"));
+}
+
+#[test]
+fn redaction_hides_every_secret() {
+    let s = Scenario {
+        proxy: Some(ProxySettings { http_proxy: Some("http://user:pw@proxy:3128".into()), https_proxy: None, no_proxy: None, trusted_ca: None }),
+        ..Default::default()
+    };
+    let b = build(&s, &[static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")]);
+    let red = ignition::redacted(&b.cfg);
+    let debug = format!("{:?}", b.auth);
+    let ps = &b.model.pull_secret.0;
+    let auth_b64 = serde_json::from_str::<Value>(ps).unwrap()["auths"].as_object().unwrap().values().next().unwrap()["auth"].as_str().unwrap().to_string();
+    let pem_body: String = b.auth.private_key_pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    for (what, secret) in [
+        ("agent token", b.auth.agent_token.as_str()),
+        ("user token", &b.auth.user_token),
+        ("watcher token", &b.auth.watcher_token),
+        ("private key", &pem_body[..40]),
+        ("pull secret auth", &auth_b64),
+        ("proxy password", "user:pw@"),
+    ] {
+        // The secret is in the real config (so the check can fail) ...
+        assert!(b.json.contains(secret) || ignition::files(&b.cfg).iter().any(|(_, d, _)| String::from_utf8_lossy(d).contains(secret)) || what == "private key", "{what} not in the config");
+        // ... and in neither the redacted view nor Debug.
+        assert!(!red.contains(secret), "{what} in the redacted config");
+        assert!(!debug.contains(secret), "{what} in Debug");
+    }
+    assert!(debug.contains("<redacted>") && debug.contains("BEGIN PUBLIC KEY"));
+    assert!(red.contains("data:,<redacted>"));
+    // The private key is never in the node's config at all (the node only verifies).
+    assert!(!b.json.contains(&pem_body[..40]));
+    // The public parts stay visible.
+    assert!(red.contains("CLUSTER_NAME=ostest"));
+}
+
+// ------------------------------------------------------------------------------------------
+// Size: the RHCOS embed area is 256 KiB of compressed cpio.
+
+#[test]
+fn compressed_size_for_1_10_50_hosts() {
+    const AREA: usize = 256 * 1024;
+    let m = model(&Scenario { disconnected: true, ..Default::default() });
+    let mut sizes = Vec::new();
+    for n in [1usize, 10, 50] {
+        let hosts: Vec<HostSpec> = (0..n)
+            .map(|i| {
+                let mac = format!("52:54:00:aa:{:02x}:{:02x}", i / 256, i % 256);
+                if i % 2 == 0 { static_host(&format!("worker-{i}"), &mac, &format!("192.168.111.{}", 30 + i)) } else { dhcp_host(&format!("worker-{i}"), &mac) }
+            })
+            .collect();
+        let b = build_with(m.clone(), &hosts, None, None).unwrap();
+        let archive = agent_day2::iso::embed::ignition_archive(b.json.as_bytes(), &[]).unwrap();
+        eprintln!("{n:>2} hosts: config.ign {:>7} bytes, xz cpio {:>6} bytes ({:.1}% of the 256 KiB area)", b.json.len(), archive.len(), archive.len() as f64 * 100.0 / AREA as f64);
+        sizes.push(archive.len());
+        if n == 50 {
+            contract_check(&b, &["52:54:00:aa:00:31"]);
+        }
+    }
+    assert!(sizes[0] < sizes[1] && sizes[1] < sizes[2]);
+    assert!(sizes[2] < AREA / 4, "50 hosts take {} bytes", sizes[2]);
+}
