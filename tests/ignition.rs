@@ -709,3 +709,63 @@ fn compressed_size_for_1_10_50_hosts() {
     assert!(sizes[0] < sizes[1] && sizes[1] < sizes[2]);
     assert!(sizes[2] < AREA / 4, "50 hosts take {} bytes", sizes[2]);
 }
+
+// ------------------------------------------------------------------------------------------
+// From a real nodes-config: parsed and validated by `nodes_config` (NMState compiled to
+// keyfiles by the nmstate crate), then built.
+
+#[test]
+fn from_a_validated_nodes_config() {
+    use agent_day2::nodes_config;
+    let yaml = r#"
+hosts:
+  - hostname: worker-0
+    role: worker
+    rootDeviceHints:
+      deviceName: /dev/vda
+    interfaces:
+      - name: eth0
+        macAddress: 52:54:00:AA:00:30
+    networkConfig:
+      interfaces:
+        - name: eth0
+          type: ethernet
+          state: up
+          mac-address: 52:54:00:AA:00:30
+          ipv4:
+            enabled: true
+            dhcp: false
+            address:
+              - ip: 192.168.111.30
+                prefix-length: 24
+      dns-resolver:
+        config:
+          server: [192.168.111.1]
+      routes:
+        config:
+          - destination: 0.0.0.0/0
+            next-hop-address: 192.168.111.1
+            next-hop-interface: eth0
+  - hostname: worker-1
+    interfaces:
+      - name: eno1
+        macAddress: 52:54:00:aa:00:31
+"#;
+    let m = model(&Scenario::default());
+    let cfg = nodes_config::parse(yaml, std::path::Path::new("nodes-config.yaml")).unwrap_or_else(|e| panic!("{:?}", e.lines()));
+    let validated = nodes_config::validate(&cfg, &m);
+    assert!(validated.is_ok(), "{:?}", validated.errors);
+    let hosts = ignition::host_specs(&cfg, &validated.hosts);
+    assert_eq!(hosts.len(), 2);
+    assert_eq!(hosts[0].interfaces[0].mac_address, "52:54:00:aa:00:30");
+    assert!(!hosts[0].keyfiles.is_empty(), "nmstate gave no keyfiles");
+    assert!(hosts[1].keyfiles.is_empty());
+    let b = build_with(m, &hosts, None, None).unwrap();
+    let f = contract_check(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31"]);
+    assert_eq!(f.host_by_mac("52:54:00:aa:00:31").unwrap().hostname, "worker-1");
+    let (name, text) = &hosts[0].keyfiles[0];
+    assert_eq!(file(&b, &format!("/etc/assisted/network/worker-0/{name}")).as_ref(), Some(text));
+    assert!(text.contains("192.168.111.30"), "{text}");
+    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml").unwrap().trim(), "deviceName: /dev/vda");
+    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").unwrap(), "");
+}

@@ -111,6 +111,30 @@ impl HostSpec {
     }
 }
 
+/// The builder's hosts from a validated nodes-config: `validated[i]` is the result of
+/// [`crate::nodes_config::validate`] for `cfg.hosts[i]` (same order, as `validate` returns
+/// them). MACs, interface names, role and keyfiles come from the validated host; root device
+/// hints and the NMState document from the nodes-config entry.
+pub fn host_specs(cfg: &crate::nodes_config::NodesConfig, validated: &[crate::nodes_config::ValidatedHost]) -> Vec<HostSpec> {
+    validated
+        .iter()
+        .zip(&cfg.hosts)
+        .map(|(v, h)| HostSpec {
+            hostname: v.hostname.clone(),
+            role: v.role.clone(),
+            interfaces: v
+                .macs
+                .iter()
+                .zip(&v.interface_names)
+                .map(|(mac, name)| HostInterface { name: name.clone(), mac_address: mac.clone() })
+                .collect(),
+            root_device_hints: h.root_device_hints.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            network_config: h.network_config.clone(),
+            keyfiles: v.keyfiles.clone(),
+        })
+        .collect()
+}
+
 /// What [`build`] reads.
 #[derive(Debug, Clone)]
 pub struct NodeImageInputs<'a> {
