@@ -237,10 +237,10 @@ fn contract_proxy_cluster() {
     let sysconf = file(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf").unwrap();
     assert!(sysconf.contains(&format!("\"HTTPS_PROXY={}\"", p.https_proxy.unwrap())), "{sysconf}");
     assert_eq!(mode(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf"), 0o600);
-    // The trust bundle ConfigMap named by the Proxy is trusted on the node and in the InfraEnv.
+    // The trust bundle ConfigMap named by the Proxy is trusted on the node (once: not again in the InfraEnv).
     let bundle = b.model.trust_bundle.as_ref().and_then(|t| t.pem.clone()).expect("trust bundle in the model");
     assert_eq!(file(&b, "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt").unwrap(), bundle);
-    assert_eq!(infraenv["spec"]["additionalTrustBundle"], bundle);
+    assert!(infraenv["spec"].get("additionalTrustBundle").is_none());
 }
 
 #[test]
@@ -768,4 +768,18 @@ hosts:
     assert!(text.contains("192.168.111.30"), "{text}");
     assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml").unwrap().trim(), "deviceName: /dev/vda");
     assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").unwrap(), "");
+}
+
+#[test]
+fn contributors_name_the_largest_file_first() {
+    let mut m = model(&Scenario::default());
+    // A large trust bundle (many CAs) dominates the config.
+    let big: String = (0..40).map(|_| ca_pem()).collect();
+    m.trust_bundle = Some(agent_day2::cluster::TrustBundle { config_map: "user-ca-bundle".into(), found: true, certificates: 40, pem: Some(big.clone()) });
+    let b = build_with(m, &[dhcp_host("worker-0", "52:54:00:aa:00:30")], None, None).unwrap();
+    let c = ignition::contributors(&b.cfg);
+    assert_eq!(c[0].0, "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt");
+    assert!(c[0].1 >= big.len());
+    assert!(c.windows(2).all(|w| w[0].1 >= w[1].1));
+    assert!(c.iter().any(|(p, _)| p == "unit agent.service"));
 }

@@ -528,9 +528,9 @@ fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> R
     spec.insert("proxy".into(), Value::Object(proxy));
     spec.insert("pullSecretRef".into(), json!({"name": ps_name}));
     spec.insert("sshAuthorizedKey".into(), Value::String(ssh_keys.join("\n")));
-    if let Some(pem) = c.trust_bundle.as_ref().and_then(|t| t.pem.as_deref()).filter(|p| !p.trim().is_empty()) {
-        spec.insert("additionalTrustBundle".into(), Value::String(pem.to_string()));
-    }
+    // No additionalTrustBundle: the live system trusts the bundle through the CA anchors
+    // written below, and the installed host gets the cluster's bundle from the MCS; a second
+    // copy would only take room in the 256 KiB embed area.
     let infraenv = json!({
         "apiVersion": "agent-install.openshift.io/v1beta1",
         "kind": "InfraEnv",
@@ -602,6 +602,22 @@ pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
         }
     }
     Some(out)
+}
+
+/// What takes room in the config, largest first: (file path or `unit <name>`, bytes of its
+/// JSON-encoded contents). For the "does not fit in the embed area" message, which names the
+/// largest contributor (e.g. a big CA bundle).
+pub fn contributors(cfg: &Config) -> Vec<(String, usize)> {
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for f in cfg.storage.as_ref().and_then(|s| s.files.as_ref()).into_iter().flatten() {
+        let n = f.contents.as_ref().and_then(|r| r.source.as_ref()).map_or(0, String::len);
+        out.push((f.path.clone(), n));
+    }
+    for u in cfg.systemd.as_ref().and_then(|s| s.units.as_ref()).into_iter().flatten() {
+        out.push((format!("unit {}", u.name), u.contents.as_ref().map_or(0, String::len)));
+    }
+    out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
 }
 
 /// Path → (contents, mode) of every file in `cfg` (inline data only), for reports and tests.
