@@ -27,7 +27,9 @@ fn cluster() -> ClusterModel {
 /// The default cluster made dual-stack: an IPv6 machine network and master-0 with an IPv6 address.
 fn dual_stack() -> ClusterModel {
     let mut c = cluster();
-    c.machine_networks.cidrs.push("fd2e:6f44:5dd8:c956::/64".into());
+    c.machine_networks
+        .cidrs
+        .push("fd2e:6f44:5dd8:c956::/64".into());
     let m0 = c.nodes.iter_mut().find(|n| n.name == "master-0").unwrap();
     m0.addresses.push(NodeAddress {
         kind: "InternalIP".into(),
@@ -52,11 +54,19 @@ fn check_with(yaml: &str, c: &ClusterModel) -> Validated {
 
 /// Validation error lines against the default cluster (parse must succeed).
 fn errors(yaml: &str) -> Vec<String> {
-    check_with(yaml, &cluster()).errors.iter().map(ToString::to_string).collect()
+    check_with(yaml, &cluster())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 fn warnings(yaml: &str, c: &ClusterModel) -> Vec<String> {
-    check_with(yaml, c).warnings.iter().map(ToString::to_string).collect()
+    check_with(yaml, c)
+        .warnings
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 /// One host `worker-0`, MAC 52:54:00:aa:00:30 on eth0, `extra` appended under the host (indent 4).
@@ -68,23 +78,33 @@ fn host(extra: &str) -> String {
 fn static_host(name: &str, mac: &str, v4: &[&str], v6: &[&str]) -> String {
     let list = |ips: &[&str], len: u8| {
         ips.iter()
-            .map(|ip| format!("              - ip: \"{ip}\"\n                prefix-length: {len}\n"))
+            .map(|ip| {
+                format!("              - ip: \"{ip}\"\n                prefix-length: {len}\n")
+            })
             .collect::<String>()
     };
     let mut s = format!(
         "  - hostname: {name}\n    interfaces:\n      - name: eth0\n        macAddress: {mac}\n    networkConfig:\n      interfaces:\n        - name: eth0\n          type: ethernet\n          state: up\n"
     );
     if !v4.is_empty() {
-        s += &format!("          ipv4:\n            enabled: true\n            address:\n{}", list(v4, 24));
+        s += &format!(
+            "          ipv4:\n            enabled: true\n            address:\n{}",
+            list(v4, 24)
+        );
     }
     if !v6.is_empty() {
-        s += &format!("          ipv6:\n            enabled: true\n            address:\n{}", list(v6, 64));
+        s += &format!(
+            "          ipv6:\n            enabled: true\n            address:\n{}",
+            list(v6, 64)
+        );
     }
     s
 }
 
 fn nmstate_host(nmstate_interfaces: &str) -> String {
-    host(&format!("    networkConfig:\n      interfaces:\n{nmstate_interfaces}"))
+    host(&format!(
+        "    networkConfig:\n      interfaces:\n{nmstate_interfaces}"
+    ))
 }
 
 // ---------------------------------------------------------------- good inputs
@@ -119,7 +139,10 @@ fn static_and_dhcp_hosts_validate_with_keyfiles() {
     let (name, content) = &w0.keyfiles[0];
     assert_eq!(name, "eth0.nmconnection");
     assert!(content.contains("address0=192.168.111.30/24"), "{content}");
-    assert!(content.contains("address0=fd2e:6f44:5dd8:c956::1e/64"), "{content}");
+    assert!(
+        content.contains("address0=fd2e:6f44:5dd8:c956::1e/64"),
+        "{content}"
+    );
     assert!(content.contains("method=manual"), "{content}");
     assert!(content.contains("dns=192.168.111.1"), "{content}");
 
@@ -134,10 +157,16 @@ fn static_and_dhcp_hosts_validate_with_keyfiles() {
 #[test]
 fn bond_and_vlan_compile_to_keyfiles() {
     let text = std::fs::read_to_string(fixture("nodes-config/bond-vlan.yaml")).unwrap();
-    let v = validate(&parse(&text, Path::new("bond-vlan.yaml")).unwrap(), &cluster());
+    let v = validate(
+        &parse(&text, Path::new("bond-vlan.yaml")).unwrap(),
+        &cluster(),
+    );
     assert_eq!(v.errors, vec![], "{:?}", v.errors);
     let h = &v.hosts[0];
-    assert_eq!(h.static_ips, vec!["192.168.111.40".parse::<IpAddr>().unwrap()]);
+    assert_eq!(
+        h.static_ips,
+        vec!["192.168.111.40".parse::<IpAddr>().unwrap()]
+    );
     let names: Vec<&str> = h.keyfiles.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -184,7 +213,9 @@ fn upstream_node_joiner_examples_validate() {
         }
         let text = std::fs::read_to_string(&p).unwrap();
         // txtar: the section runs from its `-- name --` marker to the next marker.
-        let Some(start) = text.find("-- nodes-config.yaml --\n") else { continue };
+        let Some(start) = text.find("-- nodes-config.yaml --\n") else {
+            continue;
+        };
         let body = &text[start + "-- nodes-config.yaml --\n".len()..];
         let body = match body.find("\n-- ") {
             Some(end) => &body[..end + 1],
@@ -206,12 +237,22 @@ fn upstream_node_joiner_examples_validate() {
 fn dual_stack_static_ipv6_only_host() {
     let y = format!(
         "hosts:\n{}",
-        static_host("worker-6", "52:54:00:aa:00:60", &[], &["fd2e:6f44:5dd8:c956::60"])
+        static_host(
+            "worker-6",
+            "52:54:00:aa:00:60",
+            &[],
+            &["fd2e:6f44:5dd8:c956::60"]
+        )
     );
     let v = check_with(&y, &dual_stack());
     assert_eq!(v.errors, vec![]);
-    assert_eq!(v.hosts[0].static_ips, vec!["fd2e:6f44:5dd8:c956::60".parse::<IpAddr>().unwrap()]);
-    assert!(v.hosts[0].keyfiles[0].1.contains("address0=fd2e:6f44:5dd8:c956::60/64"));
+    assert_eq!(
+        v.hosts[0].static_ips,
+        vec!["fd2e:6f44:5dd8:c956::60".parse::<IpAddr>().unwrap()]
+    );
+    assert!(v.hosts[0].keyfiles[0]
+        .1
+        .contains("address0=fd2e:6f44:5dd8:c956::60/64"));
 }
 
 #[test]
@@ -235,7 +276,10 @@ fn architecture_spellings_and_multi_arch() {
 #[test]
 fn warnings_do_not_block() {
     // Outside 192.168.111.0/24: a warning (routed remote workers are legitimate).
-    let y = format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &["10.9.0.5"], &[]));
+    let y = format!(
+        "hosts:\n{}",
+        static_host("worker-0", "52:54:00:aa:00:30", &["10.9.0.5"], &[])
+    );
     let c = cluster();
     assert_eq!(
         warnings(&y, &c),
@@ -247,7 +291,10 @@ fn warnings_do_not_block() {
     none.machine_networks.cidrs.clear();
     assert_eq!(warnings(&y, &none), Vec::<String>::new());
     // IPv6 outside the IPv6 machine network of a dual-stack cluster.
-    let y6 = format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &[], &["2001:db8::5"]));
+    let y6 = format!(
+        "hosts:\n{}",
+        static_host("worker-0", "52:54:00:aa:00:30", &[], &["2001:db8::5"])
+    );
     assert_eq!(
         warnings(&y6, &dual_stack()),
         vec!["hosts[0].networkConfig.interfaces[0].ipv6.address[0].ip: \"2001:db8::5\" is outside the machine networks (192.168.111.0/24, fd2e:6f44:5dd8:c956::/64); fine for a routed remote worker, otherwise check the address"]
@@ -339,7 +386,10 @@ fn parse_errors_name_the_field() {
 fn yaml_syntax_error_has_position() {
     let e = parse_errors("hosts:\n  - hostname: a\n   interfaces: [\n");
     assert_eq!(e.len(), 1);
-    assert!(e[0].starts_with("nodes-config.yaml: not valid YAML: line "), "{e:?}");
+    assert!(
+        e[0].starts_with("nodes-config.yaml: not valid YAML: line "),
+        "{e:?}"
+    );
     // Duplicate keys are refused by the YAML reader too.
     let e = parse_errors("hosts: []\nhosts: []\n");
     assert!(e[0].contains("duplicate mapping key"), "{e:?}");
@@ -347,7 +397,10 @@ fn yaml_syntax_error_has_position() {
 
 #[test]
 fn top_level_type_meta_is_ignored() {
-    let cfg = parsed(&format!("apiVersion: v1\nkind: Whatever\nmetadata:\n  name: x\n{}", host("")));
+    let cfg = parsed(&format!(
+        "apiVersion: v1\nkind: Whatever\nmetadata:\n  name: x\n{}",
+        host("")
+    ));
     assert_eq!(cfg.hosts.len(), 1);
 }
 
@@ -486,7 +539,12 @@ fn validation_errors_table() {
 
 #[test]
 fn static_ip_errors_ipv4_and_ipv6() {
-    let one = |v4: &[&str], v6: &[&str]| format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", v4, v6));
+    let one = |v4: &[&str], v6: &[&str]| {
+        format!(
+            "hosts:\n{}",
+            static_host("worker-0", "52:54:00:aa:00:30", v4, v6)
+        )
+    };
     let p4 = "hosts[0].networkConfig.interfaces[0].ipv4.address[0].ip";
     let p6 = "hosts[0].networkConfig.interfaces[0].ipv6.address[0].ip";
     let cases: Vec<(String, String)> = vec![
@@ -500,10 +558,14 @@ fn static_ip_errors_ipv4_and_ipv6() {
         (one(&[], &["ff02::1"]), format!("{p6}: \"ff02::1\" is a multicast address; a node needs a routable unicast address")),
         (one(&["192.168.111.20"], &[]), format!("{p4}: \"192.168.111.20\" is already used by the existing node master-0")),
         // Compared as parsed addresses: another spelling of master-0's IPv6 address.
-        (one(&[], &["fd2e:6f44:5dd8:c956:0:0:0:14"]), format!("{p6}: \"fd2e:6f44:5dd8:c956::14\" is already used by the existing node master-0")),
+        (one(&[], &["fd2e:6f44:5dd8:c956:0:0:0:14"]), format!("{p6}: \"fd2e:6f44:5dd8:c956:0:0:0:14\" is already used by the existing node master-0")),
     ];
     for (yaml, want) in cases {
-        let got: Vec<String> = check_with(&yaml, &dual_stack()).errors.iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check_with(&yaml, &dual_stack())
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         assert_eq!(got, vec![want], "input:\n{yaml}");
     }
 }
@@ -513,16 +575,35 @@ fn duplicate_static_ips_among_new_hosts() {
     // IPv4 across hosts, IPv6 across hosts written differently, and dual-stack within one host.
     let y = format!(
         "hosts:\n{}{}{}",
-        static_host("worker-0", "52:54:00:aa:00:30", &["192.168.111.30"], &["fd2e:6f44:5dd8:c956::1e"]),
-        static_host("worker-1", "52:54:00:aa:00:31", &["192.168.111.30"], &["FD2E:6F44:5DD8:C956:0::1E"]),
-        static_host("worker-2", "52:54:00:aa:00:32", &["192.168.111.32", "192.168.111.32"], &["fd2e:6f44:5dd8:c956::20"]),
+        static_host(
+            "worker-0",
+            "52:54:00:aa:00:30",
+            &["192.168.111.30"],
+            &["fd2e:6f44:5dd8:c956::1e"]
+        ),
+        static_host(
+            "worker-1",
+            "52:54:00:aa:00:31",
+            &["192.168.111.30"],
+            &["FD2E:6F44:5DD8:C956:0::1E"]
+        ),
+        static_host(
+            "worker-2",
+            "52:54:00:aa:00:32",
+            &["192.168.111.32", "192.168.111.32"],
+            &["fd2e:6f44:5dd8:c956::20"]
+        ),
     );
-    let got: Vec<String> = check_with(&y, &dual_stack()).errors.iter().map(ToString::to_string).collect();
+    let got: Vec<String> = check_with(&y, &dual_stack())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         got,
         vec![
             "hosts[1].networkConfig.interfaces[0].ipv4.address[0].ip: \"192.168.111.30\" is already used by hosts[0]",
-            "hosts[1].networkConfig.interfaces[0].ipv6.address[0].ip: \"fd2e:6f44:5dd8:c956::1e\" is already used by hosts[0]",
+            "hosts[1].networkConfig.interfaces[0].ipv6.address[0].ip: \"FD2E:6F44:5DD8:C956:0::1E\" is already used by hosts[0]",
             "hosts[2].networkConfig.interfaces[0].ipv4.address[1].ip: \"192.168.111.32\" is already used by hosts[2].networkConfig.interfaces[0].ipv4.address[0].ip",
         ]
     );
@@ -531,7 +612,9 @@ fn duplicate_static_ips_among_new_hosts() {
 #[test]
 fn nmstate_errors() {
     let eth = |extra: &str| {
-        nmstate_host(&format!("        - name: eth0\n          type: ethernet\n          state: up\n{extra}"))
+        nmstate_host(&format!(
+            "        - name: eth0\n          type: ethernet\n          state: up\n{extra}"
+        ))
     };
     let cases: Vec<(String, Vec<&str>)> = vec![
         (
@@ -583,7 +666,11 @@ fn ssh_keys() {
         "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPxkRKwkoV36zCjWY23No1u4oRUL76HTQpux78hup40o5e2lWblFBfd1LG3H+icUS3elCrTDd4/W8s3mV5vZZRo=",
     ];
     for k in ok {
-        assert_eq!(errors(&format!("sshKey: {k}\n{}", host(""))), Vec::<String>::new(), "{k}");
+        assert_eq!(
+            errors(&format!("sshKey: {k}\n{}", host(""))),
+            Vec::<String>::new(),
+            "{k}"
+        );
     }
     // Two keys, one per line (a block scalar).
     let two = format!("sshKey: |\n  {}\n  {}\n{}", ok[0], ok[1], host(""));
@@ -599,16 +686,30 @@ fn ssh_keys() {
         ("\"-----BEGIN OPENSSH PRIVATE KEY-----\"", "sshKey: this is a private key; give the public key (the .pub file), and keep the private key out of the config"),
     ];
     for (k, want) in cases {
-        assert_eq!(errors(&format!("sshKey: {k}\n{}", host(""))), vec![want], "{k}");
+        assert_eq!(
+            errors(&format!("sshKey: {k}\n{}", host(""))),
+            vec![want],
+            "{k}"
+        );
     }
 }
 
 #[test]
 fn old_cluster_is_refused_versions_as_numbers() {
     let mut c = cluster();
-    for (v, ok) in [("4.18.0", true), ("4.19.3", true), ("4.17.30", false), ("4.9.0", false), ("5.0.1", true)] {
+    for (v, ok) in [
+        ("4.18.0", true),
+        ("4.19.3", true),
+        ("4.17.30", false),
+        ("4.9.0", false),
+        ("5.0.1", true),
+    ] {
         c.version.current = v.into();
-        let got: Vec<String> = check_with(&host(""), &c).errors.iter().map(ToString::to_string).collect();
+        let got: Vec<String> = check_with(&host(""), &c)
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         if ok {
             assert_eq!(got, Vec::<String>::new(), "{v}");
         } else {
@@ -650,7 +751,9 @@ fn config_errors_exit_3_with_one_error_line_each() {
         "{}  - hostname: worker-1\n    interfaces:\n      - name: eth0\n        macAddress: 52:54:00:AA:00:30\n",
         host("    role: master\n")
     );
-    let e: ConfigErrors = check_with(&y, &cluster()).into_result("nodes-config.yaml").unwrap_err();
+    let e: ConfigErrors = check_with(&y, &cluster())
+        .into_result("nodes-config.yaml")
+        .unwrap_err();
     assert_eq!(e.source, "nodes-config.yaml");
     let err: Error = e.into();
     assert_eq!(err.exit_code(), 3);
@@ -672,7 +775,11 @@ fn flags_build_the_same_model() {
         hostname: Some("worker-3".into()),
         // Relative to the working directory, as typed.
         network_config_path: Some("worker-3.nmstate.yaml".into()),
-        root_device_hints: vec!["deviceName:/dev/sda".into(), "minSizeGigabytes:100".into(), "hctl:0:0:0:1".into()],
+        root_device_hints: vec![
+            "deviceName:/dev/sda".into(),
+            "minSizeGigabytes:100".into(),
+            "hctl:0:0:0:1".into(),
+        ],
         cpu_architecture: Some("amd64".into()),
         // Absolute path.
         ssh_key_path: Some(dir.join("ops.pub")),
@@ -680,7 +787,11 @@ fn flags_build_the_same_model() {
     let cfg = from_flags(&f, &dir).unwrap();
     assert_eq!(cfg.origin, Origin::Flags);
     assert_eq!(cfg.cpu_architecture.as_deref(), Some("amd64"));
-    assert!(cfg.ssh_key.as_deref().unwrap().starts_with("ecdsa-sha2-nistp256 "));
+    assert!(cfg
+        .ssh_key
+        .as_deref()
+        .unwrap()
+        .starts_with("ecdsa-sha2-nistp256 "));
     let h = &cfg.hosts[0];
     // The interface takes the NMState's name for that MAC, not a hard-coded eth0.
     assert_eq!(h.interfaces[0].name, "enp1s0");
@@ -692,11 +803,23 @@ fn flags_build_the_same_model() {
     let v = validate(&cfg, &cluster());
     assert_eq!(v.errors, vec![]);
     assert_eq!(v.hosts[0].macs, vec!["52:54:00:aa:00:50"]);
-    assert_eq!(v.hosts[0].static_ips, vec!["192.168.111.50".parse::<IpAddr>().unwrap()]);
-    assert!(v.hosts[0].keyfiles[0].1.contains("address0=192.168.111.50/24"));
+    assert_eq!(
+        v.hosts[0].static_ips,
+        vec!["192.168.111.50".parse::<IpAddr>().unwrap()]
+    );
+    assert!(v.hosts[0].keyfiles[0]
+        .1
+        .contains("address0=192.168.111.50/24"));
 
     // Without NMState: eth0.
-    let bare = from_flags(&FlagsHost { mac: "52:54:00:aa:00:51".into(), ..Default::default() }, &dir).unwrap();
+    let bare = from_flags(
+        &FlagsHost {
+            mac: "52:54:00:aa:00:51".into(),
+            ..Default::default()
+        },
+        &dir,
+    )
+    .unwrap();
     assert_eq!(bare.hosts[0].interfaces[0].name, "eth0");
     assert_eq!(bare.hosts[0].root_device_hints, None);
 }
@@ -746,7 +869,11 @@ fn flag_errors_name_the_flag() {
         ssh_key_path: None,
     };
     let cfg = from_flags(&f, &dir).unwrap();
-    let got: Vec<String> = validate(&cfg, &cluster()).errors.iter().map(ToString::to_string).collect();
+    let got: Vec<String> = validate(&cfg, &cluster())
+        .errors
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(
         got,
         vec![

@@ -6,7 +6,10 @@ use serde_json::Value;
 
 use super::parse::HINT_KEYS;
 use super::validate::normalize_mac;
-use super::{did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin, RootDeviceHints};
+use super::{
+    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin,
+    RootDeviceHints,
+};
 
 /// The single-host flags as typed (the anchor's names; research/node-image.md §2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,7 +44,13 @@ pub struct FlagsHost {
 /// job, which then also names the flags.
 pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors> {
     let mut errors = Vec::new();
-    let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { cwd.join(p) };
+    let resolve = |p: &Path| {
+        if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            cwd.join(p)
+        }
+    };
 
     let mut network_config = None;
     if let Some(p) = &f.network_config_path {
@@ -78,7 +87,10 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
         let full = resolve(p);
         match std::fs::read_to_string(&full) {
             Ok(s) => ssh_key = Some(s.trim().to_string()),
-            Err(e) => errors.push(FieldError::new("--ssh-key-path", format!("cannot read {}: {e}", full.display()))),
+            Err(e) => errors.push(FieldError::new(
+                "--ssh-key-path",
+                format!("cannot read {}: {e}", full.display()),
+            )),
         }
     }
 
@@ -118,7 +130,11 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                 "--root-device-hint",
                 match did_you_mean(k, &HINT_KEYS) {
                     Some(s) => format!("unknown hint {}; did you mean {}?", q(k), q(s)),
-                    None => format!("unknown hint {}; expected one of {}", q(k), HINT_KEYS.join(", ")),
+                    None => format!(
+                        "unknown hint {}; expected one of {}",
+                        q(k),
+                        HINT_KEYS.join(", ")
+                    ),
                 },
             )),
         }
@@ -156,14 +172,28 @@ fn iface_name(mac: &str, nc: Option<&Value>) -> String {
     let ethernets: Vec<&Value> = nc
         .and_then(|n| n.get("interfaces"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter(|i| i.get("type").and_then(Value::as_str) == Some("ethernet")).collect())
+        .map(|a| {
+            a.iter()
+                .filter(|i| i.get("type").and_then(Value::as_str) == Some("ethernet"))
+                .collect()
+        })
         .unwrap_or_default();
     let want = normalize_mac(mac).ok();
     let by_mac = ethernets.iter().find(|i| {
-        i.get("mac-address").and_then(Value::as_str).and_then(|m| normalize_mac(m).ok()).is_some() 
-            && i.get("mac-address").and_then(Value::as_str).and_then(|m| normalize_mac(m).ok()) == want
+        i.get("mac-address")
+            .and_then(Value::as_str)
+            .and_then(|m| normalize_mac(m).ok())
+            .is_some()
+            && i.get("mac-address")
+                .and_then(Value::as_str)
+                .and_then(|m| normalize_mac(m).ok())
+                == want
     });
-    let pick = by_mac.or(if ethernets.len() == 1 { ethernets.first() } else { None });
+    let pick = by_mac.or(if ethernets.len() == 1 {
+        ethernets.first()
+    } else {
+        None
+    });
     pick.and_then(|i| i.get("name").and_then(Value::as_str))
         .unwrap_or("eth0")
         .to_string()

@@ -58,7 +58,11 @@ pub fn parse(yaml: &str, source: &Path) -> Result<NodesConfig, ConfigErrors> {
             // serde-saphyr appends a source snippet labelled `<input>`; the first line has
             // the position and the reason.
             let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ");
+            let first = msg
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
             return Err(fail(vec![FieldError::new(
                 &src,
                 format!("not valid YAML: {first}"),
@@ -110,7 +114,13 @@ impl Parser {
 
     /// Reports keys of `m` not in `known` (nor `ignored`), with a suggestion from `known`, or a
     /// hint when the key belongs at another level.
-    fn unknown_keys(&mut self, m: &Map<String, Value>, path: &str, known: &[&str], ignored: &[&str]) {
+    fn unknown_keys(
+        &mut self,
+        m: &Map<String, Value>,
+        path: &str,
+        known: &[&str],
+        ignored: &[&str],
+    ) {
         for k in m.keys() {
             if known.contains(&k.as_str()) || ignored.contains(&k.as_str()) {
                 continue;
@@ -132,7 +142,10 @@ impl Parser {
             Value::Null => None,
             Value::String(s) => Some(s.clone()),
             other => {
-                self.err(path, format!("expected a string, got {}; quote it", kind_of(other)));
+                self.err(
+                    path,
+                    format!("expected a string, got {}; quote it", kind_of(other)),
+                );
                 None
             }
         }
@@ -148,7 +161,10 @@ impl Parser {
             other => {
                 self.err(
                     src,
-                    format!("expected a mapping with a hosts list at the top, got {}", kind_of(other)),
+                    format!(
+                        "expected a mapping with a hosts list at the top, got {}",
+                        kind_of(other)
+                    ),
                 );
                 return NodesConfig::default();
             }
@@ -157,7 +173,8 @@ impl Parser {
         let mut cfg = NodesConfig {
             cpu_architecture: self.string(m.get("cpuArchitecture"), "cpuArchitecture"),
             ssh_key: self.string(m.get("sshKey"), "sshKey"),
-            boot_artifacts_base_url: self.string(m.get("bootArtifactsBaseURL"), "bootArtifactsBaseURL"),
+            boot_artifacts_base_url: self
+                .string(m.get("bootArtifactsBaseURL"), "bootArtifactsBaseURL"),
             ..Default::default()
         };
         match m.get("hosts") {
@@ -169,14 +186,23 @@ impl Parser {
                     }
                 }
             }
-            Some(other) => self.err("hosts", format!("expected a list of hosts, got {}", kind_of(other))),
+            Some(other) => self.err(
+                "hosts",
+                format!("expected a list of hosts, got {}", kind_of(other)),
+            ),
         }
         cfg
     }
 
     fn host(&mut self, v: &Value, path: &str) -> Option<Host> {
         let Value::Object(m) = v else {
-            self.err(path, format!("expected a mapping (hostname, interfaces, ...), got {}", kind_of(v)));
+            self.err(
+                path,
+                format!(
+                    "expected a mapping (hostname, interfaces, ...), got {}",
+                    kind_of(v)
+                ),
+            );
             return None;
         };
         self.unknown_keys(m, path, &HOST_KEYS, &[]);
@@ -193,10 +219,15 @@ impl Parser {
         };
         match m.get("rootDeviceHints") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(r)) => h.root_device_hints = Some(self.hints(r, &join(path, "rootDeviceHints"))),
+            Some(Value::Object(r)) => {
+                h.root_device_hints = Some(self.hints(r, &join(path, "rootDeviceHints")))
+            }
             Some(other) => self.err(
                 join(path, "rootDeviceHints"),
-                format!("expected a mapping (deviceName, minSizeGigabytes, ...), got {}", kind_of(other)),
+                format!(
+                    "expected a mapping (deviceName, minSizeGigabytes, ...), got {}",
+                    kind_of(other)
+                ),
             ),
         }
         let ipath = join(path, "interfaces");
@@ -209,17 +240,31 @@ impl Parser {
                         Value::Object(im) => {
                             self.unknown_keys(im, &p, &IFACE_KEYS, &[]);
                             h.interfaces.push(Interface {
-                                name: self.string(im.get("name"), &join(&p, "name")).unwrap_or_default(),
+                                name: self
+                                    .string(im.get("name"), &join(&p, "name"))
+                                    .unwrap_or_default(),
                                 mac_address: self
                                     .string(im.get("macAddress"), &join(&p, "macAddress"))
                                     .unwrap_or_default(),
                             });
                         }
-                        other => self.err(p, format!("expected a mapping {{name, macAddress}}, got {}", kind_of(other))),
+                        other => self.err(
+                            p,
+                            format!(
+                                "expected a mapping {{name, macAddress}}, got {}",
+                                kind_of(other)
+                            ),
+                        ),
                     }
                 }
             }
-            Some(other) => self.err(ipath, format!("expected a list of {{name, macAddress}}, got {}", kind_of(other))),
+            Some(other) => self.err(
+                ipath,
+                format!(
+                    "expected a list of {{name, macAddress}}, got {}",
+                    kind_of(other)
+                ),
+            ),
         }
         match m.get("networkConfig") {
             None | Some(Value::Null) => {}
@@ -261,7 +306,10 @@ impl Parser {
             Some(Value::Number(n)) if n.as_u64().is_some() => r.min_size_gigabytes = n.as_u64(),
             Some(other) => self.err(
                 sp,
-                format!("expected a positive whole number of gigabytes, got {}", kind_of(other)),
+                format!(
+                    "expected a positive whole number of gigabytes, got {}",
+                    kind_of(other)
+                ),
             ),
         }
         match m.get("rotational") {
@@ -300,19 +348,26 @@ mod tests {
     use super::*;
 
     fn errs(y: &str) -> Vec<String> {
-        parse(y, Path::new("nodes-config.yaml")).unwrap_err().lines()
+        parse(y, Path::new("nodes-config.yaml"))
+            .unwrap_err()
+            .lines()
     }
 
     #[test]
     fn syntax_error_names_file_and_position() {
         let e = errs("hosts: [\n  - a: 1\n b");
         assert_eq!(e.len(), 1);
-        assert!(e[0].starts_with("nodes-config.yaml: not valid YAML: line "), "{e:?}");
+        assert!(
+            e[0].starts_with("nodes-config.yaml: not valid YAML: line "),
+            "{e:?}"
+        );
     }
 
     #[test]
     fn misplaced_keys_say_where_they_belong() {
-        let e = errs("hosts:\n- hostname: a\n  macAddress: 52:54:00:00:00:01\n  cpuArchitecture: arm64\n");
+        let e = errs(
+            "hosts:\n- hostname: a\n  macAddress: 52:54:00:00:00:01\n  cpuArchitecture: arm64\n",
+        );
         assert_eq!(
             e,
             vec![

@@ -8,7 +8,9 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES};
+use super::{
+    q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES,
+};
 use crate::cluster::{major_minor, normalize_arch, ClusterModel, MIN_VERSION};
 
 /// The outcome of [`validate`]: all errors, all warnings, and the per-host facts.
@@ -56,7 +58,10 @@ impl Validated {
 
     /// `Ok((hosts, warnings))` without errors, else every error as [`ConfigErrors`] (exit 3);
     /// `source` names the input (file path as given, or `flags`).
-    pub fn into_result(self, source: &str) -> Result<(Vec<ValidatedHost>, Vec<FieldError>), ConfigErrors> {
+    pub fn into_result(
+        self,
+        source: &str,
+    ) -> Result<(Vec<ValidatedHost>, Vec<FieldError>), ConfigErrors> {
         if self.errors.is_empty() {
             Ok((self.hosts, self.warnings))
         } else {
@@ -117,8 +122,12 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
     }
 
     let existing = ExistingNodes::new(cluster);
-    let machine_nets: Vec<ipnet::IpNet> =
-        cluster.machine_networks.cidrs.iter().filter_map(|c| c.parse().ok()).collect();
+    let machine_nets: Vec<ipnet::IpNet> = cluster
+        .machine_networks
+        .cidrs
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
     let mut hostnames: HashMap<String, usize> = HashMap::new();
     let mut macs: HashMap<String, usize> = HashMap::new();
     let mut ips: HashMap<IpAddr, (usize, String)> = HashMap::new();
@@ -147,7 +156,10 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                         hostnames.insert(name.to_string(), prev);
                     }
                     if let Some(node) = existing.by_name(name) {
-                        v.err(&np, format!("{} is already used by the existing node {node}", q(name)));
+                        v.err(
+                            &np,
+                            format!("{} is already used by the existing node {node}", q(name)),
+                        );
                     }
                 }
                 vh.hostname = name.to_string();
@@ -164,7 +176,10 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                     q(h.role.as_deref().unwrap_or_default())
                 ),
             ),
-            Some(r) => v.err(format!("{hp}.role"), format!("{} is not a role; the only role is worker", q(r))),
+            Some(r) => v.err(
+                format!("{hp}.role"),
+                format!("{} is not a role; the only role is worker", q(r)),
+            ),
         }
         // interfaces
         let ip_ = format!("{hp}.interfaces");
@@ -175,23 +190,39 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
         for (j, itf) in h.interfaces.iter().enumerate() {
             let p = format!("{ip_}[{j}]");
             if itf.name.is_empty() {
-                v.err(format!("{p}.name"), "required: the NIC's name as the NMState uses it (e.g. eth0)");
+                v.err(
+                    format!("{p}.name"),
+                    "required: the NIC's name as the NMState uses it (e.g. eth0)",
+                );
             } else if let Some(prev) = names_seen.insert(&itf.name, j) {
-                v.err(format!("{p}.name"), format!("{} is already used by {ip_}[{prev}]", q(&itf.name)));
+                v.err(
+                    format!("{p}.name"),
+                    format!("{} is already used by {ip_}[{prev}]", q(&itf.name)),
+                );
             }
             let mp = format!("{p}.macAddress");
             if itf.mac_address.is_empty() {
-                v.err(&mp, "required: the NIC's MAC address, e.g. 52:54:00:aa:00:30");
+                v.err(
+                    &mp,
+                    "required: the NIC's MAC address, e.g. 52:54:00:aa:00:30",
+                );
                 continue;
             }
             match normalize_mac(&itf.mac_address) {
                 Err(m) => v.err(&mp, format!("{} {m}", q(&itf.mac_address))),
                 Ok(mac) => {
                     match macs.get(&mac) {
-                        Some(&prev) if prev == i => {
-                            v.err(&mp, format!("{} is already used by another interface of {hp}", q(&itf.mac_address)))
-                        }
-                        Some(&prev) => v.err(&mp, format!("{} is already used by hosts[{prev}]", q(&itf.mac_address))),
+                        Some(&prev) if prev == i => v.err(
+                            &mp,
+                            format!(
+                                "{} is already used by another interface of {hp}",
+                                q(&itf.mac_address)
+                            ),
+                        ),
+                        Some(&prev) => v.err(
+                            &mp,
+                            format!("{} is already used by hosts[{prev}]", q(&itf.mac_address)),
+                        ),
                         None => {
                             macs.insert(mac.clone(), i);
                         }
@@ -209,23 +240,32 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
         if let Some(nc) = &h.network_config {
             let np = format!("{hp}.networkConfig");
             let (statics, keyfiles) = v.nmstate(h, nc, &np, &hp);
-            for (path, ip) in statics {
+            for StaticIp { path, raw, ip } in statics {
+                let shown = q(&raw);
                 let ipc = ip.to_canonical();
                 if let Some(why) = unusable_ip(ipc) {
-                    v.err(&path, format!("{} is {why}; a node needs a routable unicast address", q(&ip.to_string())));
+                    v.err(
+                        &path,
+                        format!("{shown} is {why}; a node needs a routable unicast address"),
+                    );
                     continue;
                 }
                 match ips.get(&ipc) {
                     Some((prev, prev_path)) if *prev == i => {
-                        v.err(&path, format!("{} is already used by {prev_path}", q(&ip.to_string())))
+                        v.err(&path, format!("{shown} is already used by {prev_path}"))
                     }
-                    Some((prev, _)) => v.err(&path, format!("{} is already used by hosts[{prev}]", q(&ip.to_string()))),
+                    Some((prev, _)) => {
+                        v.err(&path, format!("{shown} is already used by hosts[{prev}]"))
+                    }
                     None => {
                         ips.insert(ipc, (i, path.clone()));
                     }
                 }
                 if let Some(node) = existing.by_ip(ipc) {
-                    v.err(&path, format!("{} is already used by the existing node {node}", q(&ip.to_string())));
+                    v.err(
+                        &path,
+                        format!("{shown} is already used by the existing node {node}"),
+                    );
                 }
                 if !machine_nets.is_empty() && !machine_nets.iter().any(|n| n.contains(&ipc)) {
                     v.warn(
@@ -233,7 +273,7 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                         format!(
                             "{} is outside the machine networks ({}); fine for a routed remote worker, \
                              otherwise check the address",
-                            q(&ip.to_string()),
+                            shown,
                             cluster.machine_networks.cidrs.join(", ")
                         ),
                     );
@@ -335,7 +375,8 @@ impl V {
 
     fn base_url(&mut self, u: &str) {
         let ok = (u.starts_with("http://") || u.starts_with("https://"))
-            && u.parse::<http::Uri>().is_ok_and(|x| x.host().is_some_and(|h| !h.is_empty()));
+            && u.parse::<http::Uri>()
+                .is_ok_and(|x| x.host().is_some_and(|h| !h.is_empty()));
         if !ok {
             self.err(
                 "bootArtifactsBaseURL",
@@ -345,7 +386,11 @@ impl V {
     }
 
     fn ssh_key(&mut self, text: &str, path: &str) {
-        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
         if lines.is_empty() {
             self.err(path, "empty; give an OpenSSH public key (the content of ~/.ssh/id_ed25519.pub) or leave sshKey out to use the cluster's");
         }
@@ -371,7 +416,11 @@ impl V {
             }
         }
         if let Some(d) = r.device_name.as_deref().filter(|d| !d.trim().is_empty()) {
-            if !d.starts_with("/dev/") || d.len() <= 5 || d.contains("..") || d.chars().any(char::is_whitespace) {
+            if !d.starts_with("/dev/")
+                || d.len() <= 5
+                || d.contains("..")
+                || d.chars().any(char::is_whitespace)
+            {
                 self.err(
                     format!("{p}.deviceName"),
                     format!("{} must be a device path under /dev/, e.g. /dev/sda or /dev/disk/by-path/pci-0000:00:1f.2-ata-1", q(d)),
@@ -380,31 +429,69 @@ impl V {
         }
         if let Some(h) = r.hctl.as_deref().filter(|d| !d.trim().is_empty()) {
             let parts: Vec<&str> = h.split(':').collect();
-            if parts.len() != 4 || parts.iter().any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit())) {
-                self.err(format!("{p}.hctl"), format!("{} must be host:channel:target:lun numbers, e.g. 0:0:0:0", q(h)));
+            if parts.len() != 4
+                || parts
+                    .iter()
+                    .any(|x| x.is_empty() || !x.bytes().all(|b| b.is_ascii_digit()))
+            {
+                self.err(
+                    format!("{p}.hctl"),
+                    format!(
+                        "{} must be host:channel:target:lun numbers, e.g. 0:0:0:0",
+                        q(h)
+                    ),
+                );
             }
         }
         if r.min_size_gigabytes == Some(0) {
-            self.err(format!("{p}.minSizeGigabytes"), "0 is not a size; give a positive whole number of gigabytes");
+            self.err(
+                format!("{p}.minSizeGigabytes"),
+                "0 is not a size; give a positive whole number of gigabytes",
+            );
         }
         if let Some(w) = r.wwn.as_deref().filter(|d| !d.trim().is_empty()) {
-            let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).unwrap_or(w);
+            let hex = w
+                .strip_prefix("0x")
+                .or_else(|| w.strip_prefix("0X"))
+                .unwrap_or(w);
             if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-                self.err(format!("{p}.wwn"), format!("{} is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3", q(w)));
+                self.err(
+                    format!("{p}.wwn"),
+                    format!(
+                        "{} is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3",
+                        q(w)
+                    ),
+                );
             }
         }
     }
 
     /// Checks one host's NMState; returns its static addresses (with their paths) and keyfiles.
-    fn nmstate(&mut self, h: &Host, nc: &Value, np: &str, hp: &str) -> (Vec<(String, IpAddr)>, Vec<(String, String)>) {
+    fn nmstate(
+        &mut self,
+        h: &Host,
+        nc: &Value,
+        np: &str,
+        hp: &str,
+    ) -> (Vec<StaticIp>, Vec<(String, String)>) {
         let before = self.errors.len();
         let mut statics = Vec::new();
-        let listed: HashMap<&str, &str> =
-            h.interfaces.iter().map(|i| (i.name.as_str(), i.mac_address.as_str())).collect();
-        let listed_macs: HashSet<String> =
-            h.interfaces.iter().filter_map(|i| normalize_mac(&i.mac_address).ok()).collect();
-        let raw_ifaces: &[Value] = nc.get("interfaces").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
-        let declared: HashSet<&str> = raw_ifaces.iter().filter_map(|i| i.get("name").and_then(Value::as_str)).collect();
+        // NIC names the host lists (the NMState must use only these for physical NICs).
+        let listed: HashSet<&str> = h.interfaces.iter().map(|i| i.name.as_str()).collect();
+        let listed_macs: HashSet<String> = h
+            .interfaces
+            .iter()
+            .filter_map(|i| normalize_mac(&i.mac_address).ok())
+            .collect();
+        let raw_ifaces: &[Value] = nc
+            .get("interfaces")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let declared: HashSet<&str> = raw_ifaces
+            .iter()
+            .filter_map(|i| i.get("name").and_then(Value::as_str))
+            .collect();
         let mut parsed_ok = true;
         let mut needs_listing: Vec<(String, String, String)> = Vec::new(); // (path, name, why)
 
@@ -424,14 +511,22 @@ impl V {
                 }
                 Some(Value::String(t)) => t.clone(),
                 Some(other) => {
-                    self.err(format!("{ipath}.type"), format!("expected a string, got {other}"));
+                    self.err(
+                        format!("{ipath}.type"),
+                        format!("expected a string, got {other}"),
+                    );
                     parsed_ok = false;
                     continue;
                 }
             };
             let known = serde_json::from_value::<nmstate::InterfaceType>(Value::String(ty.clone()))
                 .ok()
-                .filter(|t| !matches!(t, nmstate::InterfaceType::Unknown | nmstate::InterfaceType::Other(_)));
+                .filter(|t| {
+                    !matches!(
+                        t,
+                        nmstate::InterfaceType::Unknown | nmstate::InterfaceType::Other(_)
+                    )
+                });
             let Some(t) = known else {
                 self.err(
                     format!("{ipath}.type"),
@@ -448,50 +543,69 @@ impl V {
             let iface = match serde_json::from_value::<nmstate::Interface>(raw.clone()) {
                 Ok(x) => x,
                 Err(e) => {
-                    self.err(&ipath, format!("nmstate cannot read it: {}", strip_position(&e.to_string())));
+                    self.err(
+                        &ipath,
+                        format!("nmstate cannot read it: {}", strip_position(&e.to_string())),
+                    );
                     parsed_ok = false;
                     continue;
                 }
             };
             if t == nmstate::InterfaceType::Ethernet {
-                match listed.get(name) {
-                    None => needs_listing.push((
+                if !listed.contains(name) {
+                    needs_listing.push((
                         format!("{ipath}.name"),
                         name.to_string(),
                         "ethernet interface".into(),
-                    )),
-                    Some(_) => {}
+                    ));
                 }
                 if let Some(m) = iface.base_iface().mac_address.as_deref() {
-                    match normalize_mac(m) {
-                        Ok(n) if !listed_macs.contains(&n) => self.warn(
+                    if normalize_mac(m).is_ok_and(|n| !listed_macs.contains(&n)) {
+                        self.warn(
                             format!("{ipath}.mac-address"),
                             format!("{} is not one of the MACs in {hp}.interfaces; the host is recognised by those", q(m)),
-                        ),
-                        _ => {}
+                        );
                     }
                 }
             }
             // Ports of bonds/bridges and VLAN bases that the NMState does not declare become
             // ethernet connections (gen_conf writes them): they must be listed NICs too.
             for port in iface.ports().unwrap_or_default() {
-                if !declared.contains(port) && !listed.contains_key(port) {
-                    needs_listing.push((ipath.clone(), port.to_string(), format!("port of {}", q(name))));
+                if !declared.contains(port) && !listed.contains(port) {
+                    needs_listing.push((
+                        ipath.clone(),
+                        port.to_string(),
+                        format!("port of {}", q(name)),
+                    ));
                 }
             }
             if let Some(base) = raw.pointer("/vlan/base-iface").and_then(Value::as_str) {
-                if !declared.contains(base) && !listed.contains_key(base) {
-                    needs_listing.push((format!("{ipath}.vlan.base-iface"), base.to_string(), format!("base of VLAN {}", q(name))));
+                if !declared.contains(base) && !listed.contains(base) {
+                    needs_listing.push((
+                        format!("{ipath}.vlan.base-iface"),
+                        base.to_string(),
+                        format!("base of VLAN {}", q(name)),
+                    ));
                 }
             }
             // Static addresses, as written.
             for fam in ["ipv4", "ipv6"] {
-                let Some(addrs) = raw.pointer(&format!("/{fam}/address")).and_then(Value::as_array) else {
+                let Some(addrs) = raw
+                    .pointer(&format!("/{fam}/address"))
+                    .and_then(Value::as_array)
+                else {
                     continue;
                 };
                 for (a, av) in addrs.iter().enumerate() {
-                    if let Some(ip) = av.get("ip").and_then(Value::as_str).and_then(|s| s.parse::<IpAddr>().ok()) {
-                        statics.push((format!("{ipath}.{fam}.address[{a}].ip"), ip));
+                    let Some(raw) = av.get("ip").and_then(Value::as_str) else {
+                        continue;
+                    };
+                    if let Ok(ip) = raw.parse::<IpAddr>() {
+                        statics.push(StaticIp {
+                            path: format!("{ipath}.{fam}.address[{a}].ip"),
+                            raw: raw.to_string(),
+                            ip,
+                        });
                     }
                 }
             }
@@ -513,7 +627,10 @@ impl V {
         let state = match nmstate::NetworkState::new_from_json(&json) {
             Ok(s) => s,
             Err(e) => {
-                self.err(np, format!("nmstate cannot read it: {}", clean_nmstate(&e.to_string())));
+                self.err(
+                    np,
+                    format!("nmstate cannot read it: {}", clean_nmstate(&e.to_string())),
+                );
                 return (statics, Vec::new());
             }
         };
@@ -524,11 +641,24 @@ impl V {
                 (statics, files)
             }
             Err(e) => {
-                self.err(np, format!("nmstate cannot compile it: {}", clean_nmstate(&e.to_string())));
+                self.err(
+                    np,
+                    format!(
+                        "nmstate cannot compile it: {}",
+                        clean_nmstate(&e.to_string())
+                    ),
+                );
                 (statics, Vec::new())
             }
         }
     }
+}
+
+/// A static address of the NMState: where, as typed, parsed.
+struct StaticIp {
+    path: String,
+    raw: String,
+    ip: IpAddr,
 }
 
 /// Names and addresses of the existing nodes.
@@ -565,7 +695,10 @@ impl ExistingNodes {
 pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
     let qn = q(name);
     if name.len() > 253 {
-        return Err(format!("{qn} is {} characters long; a hostname has at most 253", name.len()));
+        return Err(format!(
+            "{qn} is {} characters long; a hostname has at most 253",
+            name.len()
+        ));
     }
     if name.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(format!(
@@ -575,13 +708,21 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
     }
     for label in name.split('.') {
         if label.is_empty() {
-            return Err(format!("{qn} has an empty label (leading, trailing or double dot)"));
+            return Err(format!(
+                "{qn} has an empty label (leading, trailing or double dot)"
+            ));
         }
         if label.len() > 63 {
-            return Err(format!("{qn}: label {} is {} characters long; at most 63", q(label), label.len()));
+            return Err(format!(
+                "{qn}: label {} is {} characters long; at most 63",
+                q(label),
+                label.len()
+            ));
         }
         let b = label.as_bytes();
-        if !b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        if !b
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
             || b[0] == b'-'
             || b[b.len() - 1] == b'-'
         {
@@ -592,7 +733,9 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
         }
     }
     if name == "localhost" || name.starts_with("localhost.") {
-        return Err(format!("{qn} is not a usable node name; give the host its own name"));
+        return Err(format!(
+            "{qn} is not a usable node name; give the host its own name"
+        ));
     }
     Ok(())
 }
@@ -601,7 +744,11 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
 pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
     let sep = if s.contains('-') { '-' } else { ':' };
     let parts: Vec<&str> = s.split(sep).collect();
-    if parts.len() != 6 || parts.iter().any(|p| p.len() != 2 || !p.bytes().all(|b| b.is_ascii_hexdigit())) {
+    if parts.len() != 6
+        || parts
+            .iter()
+            .any(|p| p.len() != 2 || !p.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
         return Err("is not a MAC address: six two-digit hex octets separated by ':', e.g. 52:54:00:aa:00:30".into());
     }
     let mac = parts.join(":").to_ascii_lowercase();
@@ -610,7 +757,10 @@ pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
         return Err("is the all-zero MAC; give the NIC's real address".into());
     }
     if first & 1 == 1 {
-        return Err("is a multicast/broadcast MAC; a NIC's own address is unicast (first octet even)".into());
+        return Err(
+            "is a multicast/broadcast MAC; a NIC's own address is unicast (first octet even)"
+                .into(),
+        );
     }
     Ok(mac)
 }
@@ -661,17 +811,33 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
         "sk-ecdsa-sha2-nistp256@openssh.com",
         "sk-ssh-ed25519@openssh.com",
     ];
-    let shown = if line.len() > 40 { format!("{}…", &line[..line.char_indices().nth(40).map(|(i, _)| i).unwrap_or(line.len())]) } else { line.to_string() };
+    let shown = if line.len() > 40 {
+        format!(
+            "{}…",
+            &line[..line
+                .char_indices()
+                .nth(40)
+                .map(|(i, _)| i)
+                .unwrap_or(line.len())]
+        )
+    } else {
+        line.to_string()
+    };
     let bad = |why: &str| Err(format!("{} is not an OpenSSH public key: {why}", q(&shown)));
     if line.contains("PRIVATE KEY") {
         return Err("this is a private key; give the public key (the .pub file), and keep the private key out of the config".into());
     }
     let mut it = line.split_whitespace();
     let (Some(ty), Some(b64)) = (it.next(), it.next()) else {
-        return bad("expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host");
+        return bad(
+            "expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host",
+        );
     };
     if !TYPES.contains(&ty) {
-        return bad(&format!("unknown key type {}; expected ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521", q(ty)));
+        return bad(&format!(
+            "unknown key type {}; expected ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521",
+            q(ty)
+        ));
     }
     let Ok(blob) = base64::engine::general_purpose::STANDARD.decode(b64) else {
         return bad("the key data is not base64");
@@ -734,8 +900,14 @@ mod tests {
 
     #[test]
     fn macs() {
-        assert_eq!(normalize_mac("52:54:00:AA:00:30").unwrap(), "52:54:00:aa:00:30");
-        assert_eq!(normalize_mac("52-54-00-AA-00-30").unwrap(), "52:54:00:aa:00:30");
+        assert_eq!(
+            normalize_mac("52:54:00:AA:00:30").unwrap(),
+            "52:54:00:aa:00:30"
+        );
+        assert_eq!(
+            normalize_mac("52-54-00-AA-00-30").unwrap(),
+            "52:54:00:aa:00:30"
+        );
         assert!(normalize_mac("52:54:00:AA:00").is_err());
         assert!(normalize_mac("52:54:00:AA:00:3g").is_err());
         assert!(normalize_mac("01:00:5e:00:00:01").is_err());
@@ -756,8 +928,14 @@ mod tests {
 
     #[test]
     fn flag_paths() {
-        assert_eq!(flag_path("hosts[0].interfaces[0].macAddress"), "--mac-address");
-        assert_eq!(flag_path("hosts[0].rootDeviceHints.wwn"), "--root-device-hint wwn");
+        assert_eq!(
+            flag_path("hosts[0].interfaces[0].macAddress"),
+            "--mac-address"
+        );
+        assert_eq!(
+            flag_path("hosts[0].rootDeviceHints.wwn"),
+            "--root-device-hint wwn"
+        );
         assert_eq!(
             flag_path("hosts[0].networkConfig.interfaces[0].ipv4.address[0].ip"),
             "--network-config-path interfaces[0].ipv4.address[0].ip"
@@ -769,6 +947,9 @@ mod tests {
     #[test]
     fn strip() {
         assert_eq!(strip_position("bad thing at line 3 column 1"), "bad thing");
-        assert_eq!(clean_nmstate("InvalidArgument: Invalid JSON string: interfaces: x at line 1 column 9"), "interfaces: x");
+        assert_eq!(
+            clean_nmstate("InvalidArgument: Invalid JSON string: interfaces: x at line 1 column 9"),
+            "interfaces: x"
+        );
     }
 }
