@@ -485,7 +485,9 @@ fn client_with_any_extension_request_is_rejected() {
     // Empty extensionRequest.
     let mut b = Builder::node("worker-0");
     b.attributes.push(ext_req_attr(&[vec![]]));
-    assert_only(&judge(client_view(b.pem())), &["client-has-extensions"]);
+    let v = judge(client_view(b.pem()));
+    assert_only(&v, &["client-has-extensions"]);
+    assert_eq!(message(&v, "client-has-extensions"), "client CSR has an (empty) extensionRequest attribute; it must have none");
     // basicConstraints CA:TRUE.
     let mut b = Builder::node("worker-0");
     b.attributes.push(ext_req_attr(&[vec![ext(BC_OID, true, &seq(&[tlv(0x01, &[0xff])]))]]));
@@ -857,4 +859,115 @@ fn verdict_serializes_with_codes_and_messages() {
     assert_eq!(j["approve"], false);
     assert_eq!(j["reasons"][0]["code"], "not-expected-node");
     assert_eq!(j["reasons"][0]["message"], "node worker-9 is not an expected new node");
+}
+
+// ---- structure beyond what x509-parser checks ------------------------------------------
+
+/// Splits a DER SEQUENCE into its elements (test helper; definite short/long lengths).
+fn elements(der: &[u8]) -> Vec<Vec<u8>> {
+    fn read_len(b: &[u8]) -> (usize, usize) {
+        if b[0] < 0x80 {
+            (b[0] as usize, 1)
+        } else {
+            let n = (b[0] & 0x7f) as usize;
+            (b[1..=n].iter().fold(0usize, |a, x| a << 8 | *x as usize), 1 + n)
+        }
+    }
+    let (len, l) = read_len(&der[1..]);
+    let mut body = &der[1 + l..1 + l + len];
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        let (len, l) = read_len(&body[1..]);
+        out.push(body[..1 + l + len].to_vec());
+        body = &body[1 + l + len..];
+    }
+    out
+}
+
+#[test]
+fn extra_element_inside_the_outer_sequence_is_rejected() {
+    let der = Builder::node("worker-0").der();
+    let mut parts = elements(&der);
+    assert_eq!(parts.len(), 3);
+    parts.push(tlv(0x05, &[]));
+    let v = judge(client_view(pem_of(&seq(&parts))));
+    assert!(!v.approve, "{:?}", v.reasons);
+    assert!(codes(&v).iter().any(|c| ["der-invalid", "der-trailing-data"].contains(c)), "{:?}", v.reasons);
+}
+
+#[test]
+fn request_version_other_than_v1_is_rejected() {
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        let mut e = elements(&cri);
+        e[0] = tlv(0x02, &[1]);
+        seq(&e)
+    });
+    let v = judge(client_view(b.pem()));
+    assert_only(&v, &["version"]);
+    assert_eq!(message(&v, "version"), "request version is 1, expected 0 (v1)");
+}
+
+#[test]
+fn csr_view_from_k8s_reads_status_and_creation_time() {
+    let yaml = format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: csr-x\n  creationTimestamp: \"2026-01-10T10:30:00Z\"\nspec:\n  signerName: {CLIENT_SIGNER}\n  request: {}\n  usages: [digital signature, client auth]\n  username: {BOOTSTRAPPER}\n  groups: [system:serviceaccounts, system:serviceaccounts:openshift-machine-config-operator, system:authenticated]\nstatus:\n  conditions:\n  - type: Approved\n    status: \"True\"\n  certificate: {}\n",
+        base64_of(&Builder::node("worker-0").pem()),
+        base64_of(b"cert")
+    );
+    let obj: CertificateSigningRequest = serde_saphyr::from_str(&yaml).unwrap();
+    let view = CsrView::from_k8s(&obj);
+    assert_eq!(view.name, "csr-x");
+    assert_eq!(view.created, Some(created()));
+    assert_eq!(view.conditions, ["Approved"]);
+    assert!(view.has_certificate);
+    assert_eq!(view.kind(), Kind::Client);
+    let v = judge(view);
+    assert_only(&v, &["not-pending"]);
+    assert_eq!(message(&v, "not-pending"), "CSR is not pending (Approved, certificate issued)");
+}
+
+fn base64_of(b: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+#[test]
+fn extra_elements_inside_signed_structures_are_rejected() {
+    // Inside the CRI the signature still verifies: only the structure check catches these.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        let mut e = elements(&cri);
+        let mut spki = elements(&e[2]);
+        spki.push(tlv(0x05, &[]));
+        e[2] = seq(&spki);
+        seq(&e)
+    });
+    let v = judge(client_view(b.pem()));
+    assert_only(&v, &["der-invalid"]);
+    assert!(message(&v, "der-invalid").contains("subjectPKInfo"), "{}", message(&v, "der-invalid"));
+
+    // A second value in the CN's AttributeTypeAndValue: some parsers would read that one.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        let mut e = elements(&cri);
+        let mut rdns = elements(&e[1]);
+        let mut atv = elements(&elements(&rdns[1])[0]);
+        atv.push(utf8("system:node:master-0"));
+        rdns[1] = set(&[seq(&atv)]);
+        e[1] = seq(&rdns);
+        seq(&e)
+    });
+    let v = judge(client_view(b.pem()));
+    assert_has(&v, "der-invalid");
+    assert!(!codes(&v).contains(&"signature-invalid"));
+
+    // Data after the attributes inside the CRI.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        let mut e = elements(&cri);
+        e.push(tlv(0x05, &[]));
+        seq(&e)
+    });
+    assert_only(&judge(client_view(b.pem())), &["der-invalid"]);
 }

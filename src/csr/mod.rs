@@ -362,9 +362,12 @@ fn check_client(
         if !p.sans.is_empty() {
             reasons.push(Reason::ClientHasSan { sans: p.sans.iter().map(|s| s.to_string()).collect() });
         }
-        let others: Vec<String> =
-            p.extensions.iter().filter(|e| e.oid != "2.5.29.17").map(|e| e.name()).collect();
+        // Every requested extension except a SAN already reported above; an empty
+        // extensionRequest is reported too (a real kubelet sends none).
         let ext_req = parse::extension_request_oid();
+        let others: Vec<String> = dedup_names(
+            p.extensions.iter().filter(|e| p.sans.is_empty() || e.oid != "2.5.29.17").map(|e| e.name()),
+        );
         if !others.is_empty() || (p.sans.is_empty() && p.attributes.contains(&ext_req)) {
             reasons.push(Reason::ClientHasExtensions { extensions: others });
         }
@@ -571,6 +574,16 @@ fn dedup<'a, I: Iterator<Item = &'a String>>(it: I) -> Vec<&'a String> {
     for a in it {
         if !out.contains(&a) {
             out.push(a);
+        }
+    }
+    out
+}
+
+fn dedup_names<I: Iterator<Item = String>>(it: I) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for n in it {
+        if !out.contains(&n) {
+            out.push(n);
         }
     }
     out

@@ -146,6 +146,9 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
     if !rest.is_empty() {
         reasons.push(Reason::DerTrailing { bytes: rest.len() });
     }
+    if let Err(detail) = check_structure(&der[..der.len() - rest.len()]) {
+        reasons.push(Reason::DerInvalid { detail });
+    }
     let info = &req.certification_request_info;
     if info.version.0 != 0 {
         reasons.push(Reason::Version { version: info.version.0 });
@@ -328,6 +331,65 @@ fn check_algorithms(key: &KeyKind, sig: &SigKind, reasons: &mut Vec<Reason>) {
         };
         reasons.push(Reason::SignatureAlgorithmNotAllowed { algorithm: format!("{sig_name}{with}") });
     }
+}
+
+fn universal<'a>(i: &'a [u8], tag: Tag, what: &str) -> Result<(&'a [u8], Any<'a>), String> {
+    let (r, a) = Any::from_der(i).map_err(|e| format!("{what}: {e}"))?;
+    if a.class() != Class::Universal || a.tag() != tag {
+        return Err(format!("{what} is not a {tag}"));
+    }
+    Ok((r, a))
+}
+
+fn done(i: &[u8], what: &str) -> Result<(), String> {
+    if i.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} extra bytes inside {what}", i.len()))
+    }
+}
+
+/// AlgorithmIdentifier ::= SEQUENCE { algorithm OID, parameters ANY OPTIONAL } — nothing more.
+fn check_alg_id(i: &[u8], what: &str) -> Result<(), String> {
+    let (r, _) = Oid::from_der(i).map_err(|e| format!("{what} algorithm: {e}"))?;
+    if r.is_empty() {
+        return Ok(());
+    }
+    let (r, _) = Any::from_der(r).map_err(|e| format!("{what} parameters: {e}"))?;
+    done(r, what)
+}
+
+/// The shape x509-parser does not enforce: no extra elements inside the outer SEQUENCE, the
+/// AlgorithmIdentifiers, the SubjectPublicKeyInfo, or the Name's AttributeTypeAndValues (a
+/// parser that reads them differently would see another request than we checked).
+fn check_structure(der: &[u8]) -> Result<(), String> {
+    let (_, outer) = universal(der, Tag::Sequence, "CertificationRequest")?;
+    let (r, cri) = universal(outer.data, Tag::Sequence, "CertificationRequestInfo")?;
+    let (r, alg) = universal(r, Tag::Sequence, "signatureAlgorithm")?;
+    check_alg_id(alg.data, "signatureAlgorithm")?;
+    let (r, _) = universal(r, Tag::BitString, "signature")?;
+    done(r, "CertificationRequest")?;
+
+    let (r, _) = universal(cri.data, Tag::Integer, "version")?;
+    let (r, name) = universal(r, Tag::Sequence, "subject")?;
+    let (_, spki) = universal(r, Tag::Sequence, "subjectPKInfo")?;
+    let mut n = name.data;
+    while !n.is_empty() {
+        let (rest, rdn) = universal(n, Tag::Set, "subject RDN")?;
+        n = rest;
+        let mut a = rdn.data;
+        while !a.is_empty() {
+            let (rest, atv) = universal(a, Tag::Sequence, "subject attribute")?;
+            a = rest;
+            let (v, _) = Oid::from_der(atv.data).map_err(|e| format!("subject attribute type: {e}"))?;
+            let (v, _) = Any::from_der(v).map_err(|e| format!("subject attribute value: {e}"))?;
+            done(v, "a subject attribute")?;
+        }
+    }
+    let (r, alg) = universal(spki.data, Tag::Sequence, "subjectPKInfo algorithm")?;
+    check_alg_id(alg.data, "subjectPKInfo algorithm")?;
+    let (r, _) = universal(r, Tag::BitString, "subjectPublicKey")?;
+    done(r, "subjectPKInfo")
 }
 
 /// Walks `CertificationRequestInfo.attributes` ([0] IMPLICIT SET OF Attribute) from the DER.

@@ -253,6 +253,9 @@ impl fmt::Display for Reason {
                 list(groups)
             ),
             ClientHasSan { sans } => write!(f, "client CSR asks for SANs ({}); it must have none", sans.join(", ")),
+            ClientHasExtensions { extensions } if extensions.is_empty() => {
+                write!(f, "client CSR has an (empty) extensionRequest attribute; it must have none")
+            }
             ClientHasExtensions { extensions } => write!(
                 f,
                 "client CSR requests extensions ({}); it must request none",

@@ -139,6 +139,9 @@ pub struct Builder {
     pub key: Key,
     /// Signature algorithm OID to write (None: the right one for the key).
     pub sig_oid: Option<&'static str>,
+    /// Rewrites the encoded CertificationRequestInfo before it is signed (odd shapes that
+    /// still carry a valid signature).
+    pub cri_hook: Option<fn(Vec<u8>) -> Vec<u8>>,
 }
 
 impl Builder {
@@ -148,6 +151,7 @@ impl Builder {
             attributes: vec![],
             key: Key::P256,
             sig_oid: None,
+            cri_hook: None,
         }
     }
     pub fn serving(name: &str, sans: &[Gn]) -> Self {
@@ -178,7 +182,10 @@ impl Builder {
                 (spki, Box::new(move |m: &[u8]| kp.sign(m).as_ref().to_vec()))
             }
         };
-        let cri = seq(&[tlv(0x02, &[0]), name, spki, attrs]);
+        let mut cri = seq(&[tlv(0x02, &[0]), name, spki, attrs]);
+        if let Some(hook) = self.cri_hook {
+            cri = hook(cri);
+        }
         let sig = sign(&cri);
         let sig_oid = self.sig_oid.unwrap_or(match self.key {
             Key::P256 => "1.2.840.10045.4.3.2",
