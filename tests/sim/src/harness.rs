@@ -18,15 +18,25 @@ use std::time::{Duration, Instant};
 /// Address the API listens on inside the test namespace.
 pub const API_LISTEN: &str = "192.168.111.5:6443";
 
+thread_local! {
+    /// Whether [`enter_netns`] gave this thread a namespace of its own (then port 6443 is free).
+    static OWN_NETNS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// Puts the calling thread into a private network namespace whose loopback carries the machine
 /// network (see [`crate::netns`]).
 ///
 /// - root: `unshare(CLONE_NEWNET)` on this thread, then `lo` up with 192.168.111.1/24 and the
 ///   IPv6 /64. Each test thread gets its own namespace, so tests never collide on ports.
-/// - already inside `agent-day2-sim netns` (env `AGENT_DAY2_NETNS=1`): nothing to do; note that
-///   then all tests of the process share that one namespace (run them with `--test-threads=1`).
+///   Calling it again on the same thread does nothing.
+/// - already inside `agent-day2-sim netns` (env `AGENT_DAY2_NETNS=1`): nothing to do; all tests
+///   of the process then share that namespace, so [`TestCluster`] listens on 192.168.111.5 with
+///   a free port instead of 6443 (read `api_url`, don't assume the port).
 /// - otherwise: `Err` with the reason to print before skipping.
 pub fn enter_netns() -> Result<(), String> {
+    if OWN_NETNS.with(|o| o.get()) {
+        return Ok(());
+    }
     if std::env::var(crate::netns::ENV_MARK).as_deref() == Ok("1") {
         return Ok(());
     }
@@ -36,7 +46,9 @@ pub fn enter_netns() -> Result<(), String> {
     }
     crate::netns::unshare_net_as_root()
         .map_err(|e| format!("cannot create a network namespace: {e}"))?;
-    crate::netns::setup_loopback()
+    crate::netns::setup_loopback()?;
+    OWN_NETNS.with(|o| o.set(true));
+    Ok(())
 }
 
 /// `target/debug/<name>` (or whichever profile the test runs in), found from the test
@@ -79,7 +91,7 @@ pub struct TestCluster {
     pub dir: PathBuf,
     /// `dir/kubeconfig` (contexts admin (current), bootstrapper, viewer).
     pub kubeconfig: PathBuf,
-    /// `https://192.168.111.5:6443`.
+    /// `https://192.168.111.5:6443` (another port when the namespace is shared, see [`enter_netns`]).
     pub api_url: String,
     /// Base URL of the simulator's file server (base ISO), e.g. `http://192.168.111.5:8080`.
     pub files_url: String,
@@ -125,6 +137,7 @@ mod tempfile_dir {
 
 impl TestCluster {
     /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
+    /// (port 0 when the namespace is shared)
     /// with `scenario_yaml` (may be empty for the defaults) and waits up to 120 s for
     /// `DIR/ready`. Call [`enter_netns`] first on this thread.
     pub fn start(scenario_yaml: &str) -> anyhow::Result<TestCluster> {
@@ -139,11 +152,13 @@ impl TestCluster {
         let scenario = tmp.0.join("scenario.yaml");
         std::fs::write(&scenario, scenario_yaml)?;
         let log = std::fs::File::create(tmp.0.join("sim.log"))?;
+        let own = OWN_NETNS.with(|o| o.get());
+        let listen = if own { API_LISTEN } else { "192.168.111.5:0" };
         let child = Command::new(bin("agent-day2-sim")?)
             .arg("up")
             .arg("--dir")
             .arg(&dir)
-            .args(["--listen", API_LISTEN])
+            .args(["--listen", listen])
             .arg("--scenario")
             .arg(&scenario)
             .args(extra)
@@ -162,6 +177,7 @@ impl TestCluster {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             if let Ok(ready) = std::fs::read_to_string(c.dir.join("ready")) {
+                c.api_url = ready.lines().next().unwrap_or("").to_string();
                 c.files_url = ready.lines().nth(1).unwrap_or("").to_string();
                 return Ok(c);
             }

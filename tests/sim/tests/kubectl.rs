@@ -392,6 +392,15 @@ fn watch_auth_and_errors() {
         assert!(e.contains("Unauthorized"), "{e}");
     }
 
+    // kubectl auth whoami (SelfSubjectReview) for each kubeconfig context.
+    let me: Value = serde_json::from_str(&ok(&c, &["auth", "whoami", "-o", "json"])).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "system:admin");
+    assert!(me["status"]["userInfo"]["groups"].as_array().unwrap().contains(&json!("system:masters")), "{me}");
+    let me: Value = serde_json::from_str(&ok(&c, &["--context", "bootstrapper", "auth", "whoami", "-o", "json"])).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper");
+    let me: Value = serde_json::from_str(&ok(&c, &["--context", "viewer", "auth", "whoami", "-o", "json"])).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "viewer");
+
     // The viewer reads but cannot read Secrets or write.
     ok(&c, &["--context", "viewer", "get", "nodes"]);
     let e = fails(&c, &["--context", "viewer", "-n", "w", "get", "secrets"]);

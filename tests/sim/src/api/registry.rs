@@ -151,6 +151,10 @@ pub fn builtins() -> Vec<ResourceType> {
     );
     ssar.verbs = vec!["create"];
     v.push(ssar);
+    // `kubectl auth whoami`.
+    let mut ssr = builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", &[], false, &[], &[]);
+    ssr.verbs = vec!["create"];
+    v.push(ssr);
     v
 }
 
