@@ -18,6 +18,7 @@ pub mod kube_write;
 pub mod nodes_config;
 pub mod output;
 pub mod permissions;
+pub mod registry;
 pub mod version;
 
 use std::ffi::OsString;
