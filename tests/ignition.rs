@@ -93,6 +93,7 @@ struct Built {
     model: ClusterModel,
 }
 
+#[allow(clippy::result_large_err)]
 fn build_with(model: ClusterModel, hosts: &[HostSpec], pool: Option<&str>, ssh: Option<&str>) -> Result<Built, agent_day2::error::Error> {
     let auth = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
     let images = images();
@@ -466,7 +467,7 @@ fn upstream_objects(case_files: &BTreeMap<String, String>, release: &str) -> Vec
 /// Go's zero values that node-joiner's marshalling writes and ours leaves out.
 fn drop_empty(v: &mut Value) {
     if let Value::Object(m) = v {
-        m.retain(|_, x| !(x.as_str() == Some("")));
+        m.retain(|_, x| x.as_str() != Some(""));
         for x in m.values_mut() {
             drop_empty(x);
         }
@@ -676,6 +677,12 @@ fn redaction_hides_every_secret() {
         assert!(!debug.contains(secret), "{what} in Debug");
     }
     assert!(debug.contains("<redacted>") && debug.contains("BEGIN PUBLIC KEY"));
+    // The builder's inputs do not print the pull secret either.
+    let imgs = images();
+    let hosts = [dhcp_host("w", "52:54:00:aa:00:30")];
+    let inputs = NodeImageInputs { cluster: &b.model, hosts: &hosts, auth: &b.auth, images: &imgs, pull_secret: ps, pool: None, infra_env_id: Uuid::nil(), ssh_key: None, cpu_architecture: None };
+    let dbg = format!("{inputs:?}");
+    assert!(!dbg.contains(&auth_b64) && !dbg.contains(&b.auth.agent_token) && dbg.contains("bytes redacted>"), "{dbg}");
     assert!(red.contains("data:,<redacted>"));
     // The private key is never in the node's config at all (the node only verifies).
     assert!(!b.json.contains(&pem_body[..40]));

@@ -135,8 +135,8 @@ pub fn host_specs(cfg: &crate::nodes_config::NodesConfig, validated: &[crate::no
         .collect()
 }
 
-/// What [`build`] reads.
-#[derive(Debug, Clone)]
+/// What [`build`] reads. `Debug` leaves out the pull secret (the auth material redacts itself).
+#[derive(Clone)]
 pub struct NodeImageInputs<'a> {
     /// The cluster (identity, release, MCS, proxy, trust bundle, mirrors, SSH, chrony, platform).
     pub cluster: &'a ClusterModel,
@@ -158,6 +158,22 @@ pub struct NodeImageInputs<'a> {
     /// `cpuArchitecture` of the nodes-config (x86_64/amd64, aarch64/arm64, …); `None` = the
     /// control plane's.
     pub cpu_architecture: Option<String>,
+}
+
+impl std::fmt::Debug for NodeImageInputs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeImageInputs")
+            .field("cluster", &self.cluster.cluster)
+            .field("hosts", &self.hosts)
+            .field("auth", self.auth)
+            .field("images", self.images)
+            .field("pull_secret", &format_args!("<{} bytes redacted>", self.pull_secret.len()))
+            .field("pool", &self.pool)
+            .field("infra_env_id", &self.infra_env_id)
+            .field("ssh_key", &self.ssh_key)
+            .field("cpu_architecture", &self.cpu_architecture)
+            .finish()
+    }
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
