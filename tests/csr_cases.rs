@@ -971,3 +971,31 @@ fn extra_elements_inside_signed_structures_are_rejected() {
     });
     assert_only(&judge(client_view(b.pem())), &["der-invalid"]);
 }
+
+#[test]
+fn malformed_san_and_non_der_extensions_are_rejected() {
+    // SAN value that is not a SEQUENCE of GeneralName.
+    let mut b = Builder::node("worker-0");
+    b.attributes.push(ext_req_attr(&[vec![ext(SAN_OID, false, &utf8("worker-0"))]]));
+    let v = judge(serving_view("worker-0", b.pem()));
+    assert_only(&v, &["san-malformed", "no-san"]);
+    // Empty GeneralNames.
+    let mut b = Builder::node("worker-0");
+    b.attributes.push(ext_req_attr(&[vec![ext(SAN_OID, false, &seq(&[]))]]));
+    let v = judge(serving_view("worker-0", b.pem()));
+    assert_only(&v, &["san-malformed", "no-san"]);
+    // critical explicitly FALSE: DER forbids encoding the DEFAULT.
+    let mut b = Builder::node("worker-0");
+    let e = seq(&[oid(SAN_OID), tlv(0x01, &[0x00]), octets(&san_value(&[dns("worker-0"), ip("192.168.111.30")]))]);
+    b.attributes.push(ext_req_attr(&[vec![e]]));
+    let v = judge(serving_view("worker-0", b.pem()));
+    assert_only(&v, &["attributes-malformed", "no-san"]);
+}
+
+#[test]
+fn kind_and_reason_codes_are_stable_strings() {
+    assert_eq!(serde_json::to_value(Kind::NotKubelet).unwrap(), "not-kubelet");
+    assert_eq!(Kind::NotKubelet.to_string(), "not-kubelet");
+    assert_eq!(Reason::NoSan.code(), "no-san");
+    assert_eq!(Reason::MultiValuedRdn.code(), "subject-multi-valued-rdn");
+}

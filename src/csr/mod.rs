@@ -49,7 +49,7 @@ pub(crate) fn esc(s: &str) -> String {
 
 /// Which kubelet certificate a CSR asks for, from `spec.signerName`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Kind {
     /// `kubernetes.io/kube-apiserver-client-kubelet`.
     Client,

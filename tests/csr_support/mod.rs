@@ -124,6 +124,9 @@ pub fn ext_req_attr(values: &[Vec<Vec<u8>>]) -> Vec<u8> {
 
 // ---- CSR builder ------------------------------------------------------------------------
 
+/// Signs the encoded CertificationRequestInfo.
+type Signer = Box<dyn Fn(&[u8]) -> Vec<u8>>;
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Key {
     P256,
@@ -163,7 +166,7 @@ impl Builder {
         let rng = SystemRandom::new();
         let name = seq(&self.rdns.iter().map(|rdn| set(&rdn.iter().map(|(t, v)| seq(&[oid(t), v.clone()])).collect::<Vec<_>>())).collect::<Vec<_>>());
         let attrs = tlv(0xa0, &self.attributes.concat());
-        let (spki, sign): (Vec<u8>, Box<dyn Fn(&[u8]) -> Vec<u8>>) = match self.key {
+        let (spki, sign): (Vec<u8>, Signer) = match self.key {
             Key::P256 | Key::P384 => {
                 let (alg, curve) = if self.key == Key::P256 {
                     (&ECDSA_P256_SHA256_ASN1_SIGNING, "1.2.840.10045.3.1.7")
