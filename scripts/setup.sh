@@ -23,3 +23,17 @@ ensure_packages() {
     docker-registry docker-registry
   command -v kubectl >/dev/null 2>&1 || need_pkgs kubectl kubernetes-client
 }
+# The test oracle for our ISOs: the real coreos-installer, built from crates.io (about 7 minutes
+# the first time on 2 cores; cargo keeps it in ~/.cargo/bin afterwards).
+ensure_coreos_installer() {
+  command -v coreos-installer >/dev/null 2>&1 && return 0
+  [ -x "$HOME/.cargo/bin/coreos-installer" ] && return 0
+  if [ "$(id -u)" = 0 ]; then
+    need_pkgs pkg-config pkg-config
+    for p in libzstd-dev liblzma-dev libssl-dev; do
+      dpkg -s "$p" >/dev/null 2>&1 || { apt-get update -qq >/dev/null; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzstd-dev liblzma-dev libssl-dev >/dev/null; break; }
+    done
+  fi
+  echo "installing coreos-installer from crates.io (test oracle; takes a few minutes)" >&2
+  cargo install --locked --quiet coreos-installer
+}

@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 # shellcheck source=scripts/setup.sh
 . scripts/setup.sh
 ensure_packages
+ensure_coreos_installer
 cargo build --workspace --all-targets
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast "$@"
