@@ -385,6 +385,15 @@ impl EmbedPlan {
         Ok(b)
     }
 
+    /// Checks early (before any output is written) that `archive` fits the Ignition area.
+    /// Errors: [`IsoError::IgnitionTooLarge`] with both sizes and the `--pxe` hint.
+    pub fn check_archive_fits(&self, archive: &[u8]) -> Result<()> {
+        if archive.len() as u64 > self.ignition_area.length {
+            return Err(IsoError::IgnitionTooLarge { compressed: archive.len(), area: self.ignition_area.length, file: self.ignition_file.clone() });
+        }
+        Ok(())
+    }
+
     /// Every region [`write_node_iso`] may change: the Ignition area and the karg areas.
     pub fn regions(&self) -> Vec<Region> {
         let mut v = vec![self.ignition_area];
@@ -470,9 +479,7 @@ pub fn write_node_iso(base_path: &Path, out_path: &Path, plan: &EmbedPlan, archi
     let sha256 = if opts.sha256 {
         Some(copy_patched_hashing(&mut base, out.file(), &patches, size, base_path, &tmp)?)
     } else {
-        // File -> File: std uses copy_file_range (in-kernel, reflinks where the filesystem
-        // can) and falls back to read/write itself.
-        let n = std::io::copy(&mut base, out.file()).map_err(|e| IsoError::io(format!("copying {} to {tmp}", base_path.display()), e))?;
+        let n = super::output::copy_range(&base, out.file(), size).map_err(|e| IsoError::io(format!("copying {} to {tmp}", base_path.display()), e))?;
         if n != size {
             return Err(IsoError::Truncated { what: format!("base ISO {} shrank while copying", base_path.display()), offset: n });
         }
@@ -487,9 +494,7 @@ pub fn write_node_iso(base_path: &Path, out_path: &Path, plan: &EmbedPlan, archi
 
 /// The (offset, bytes) writes of a node ISO, sorted, non-overlapping.
 pub fn patches(plan: &EmbedPlan, archive: &[u8], kargs: Option<&str>) -> Result<Vec<(u64, Vec<u8>)>> {
-    if archive.len() as u64 > plan.ignition_area.length {
-        return Err(IsoError::IgnitionTooLarge { compressed: archive.len(), area: plan.ignition_area.length, file: plan.ignition_file.clone() });
-    }
+    plan.check_archive_fits(archive)?;
     let mut area = Vec::with_capacity(plan.ignition_area.length as usize);
     area.extend_from_slice(archive);
     area.resize(plan.ignition_area.length as usize, 0);

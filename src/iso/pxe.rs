@@ -33,8 +33,13 @@ pub struct PxeOptions {
 /// What [`write_pxe_files`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PxeFiles {
+    /// `node.<arch>-vmlinuz`: the ISO's kernel (decompressed on aarch64).
     pub kernel: PathBuf,
+    /// `node.<arch>-initrd.img`: the live initrd with the Ignition archive appended; holds
+    /// the pull secret.
     pub initrd: PathBuf,
+    /// `node.<arch>-rootfs.img`: the live root filesystem, fetched by the booted initrd from
+    /// `coreos.live.rootfs_url`.
     pub rootfs: PathBuf,
     /// The iPXE script, when a base URL was given.
     pub ipxe: Option<PathBuf>,
@@ -75,8 +80,7 @@ pub fn pxe_kargs(plan: &EmbedPlan, arch: &str, base_url: Option<&str>, extra: &[
 fn copy_extent(base: &mut File, e: &iso9660::IsoEntry, out: &mut AtomicFile, what: &str) -> Result<u64> {
     base.seek(SeekFrom::Start(e.offset)).map_err(|err| IsoError::io(format!("seeking to {what}"), err))?;
     let tmp = out.temp_path().display().to_string();
-    // Take<File> -> File still goes through copy_file_range in std.
-    let n = std::io::copy(&mut (&*base).take(e.size), out.file()).map_err(|err| IsoError::io(format!("copying {what} to {tmp}"), err))?;
+    let n = super::output::copy_range(base, out.file(), e.size).map_err(|err| IsoError::io(format!("copying {what} to {tmp}"), err))?;
     if n != e.size {
         return Err(IsoError::Truncated { what: what.to_string(), offset: e.offset + n });
     }
