@@ -311,6 +311,15 @@ fn pxe_files_from_the_simulated_iso() {
     assert_eq!(m[0].data, cfg);
     // the live initrd part still decompresses
     assert!(read_newc(&decompress_initrd(&initrd[..initrd_a.1.len()]).unwrap()).unwrap().iter().any(|m| m.path == "etc/sim-initrd-release"));
+    // the oracle reads the config out of the concatenated initrd
+    match coreos_installer() {
+        Some(ci) => {
+            let o = Command::new(ci).args(["pxe", "ignition", "unwrap"]).arg(&files.initrd).output().unwrap();
+            assert!(o.status.success(), "coreos-installer pxe ignition unwrap: {}", String::from_utf8_lossy(&o.stderr));
+            assert_eq!(o.stdout, cfg);
+        }
+        None => eprintln!("skipped: coreos-installer not installed (PXE initrd oracle check)"),
+    }
     assert!(!files.kargs.contains("coreos.liveiso="), "{}", files.kargs);
     assert!(files.kargs.contains("ignition.firstboot ignition.platform.id=metal"), "{}", files.kargs);
     assert!(files.kargs.contains("coreos.live.rootfs_url=http://192.168.111.1:8080/pxe/node.x86_64-rootfs.img"), "{}", files.kargs);
@@ -349,4 +358,41 @@ fn config_image_file_is_0600_with_the_appliance_label() {
         }
         Err(e) => eprintln!("skipped: isoinfo not runnable: {e}"),
     }
+}
+
+#[test]
+fn aarch64_pxe_kernel_is_written_decompressed() {
+    use agent_day2_iso9660::{write_iso, IsoData, IsoInput};
+    use std::io::Write;
+    let d = tempfile::tempdir().unwrap();
+    let plan = plan_file(&sim_iso(d.path())).unwrap();
+    let kernel = b"ARM64 kernel image bytes".repeat(100);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&kernel).unwrap();
+    let gz = gz.finish().unwrap();
+    let file = |p: &str, b: Vec<u8>| IsoInput { path: p.into(), data: IsoData::Bytes(b), mtime: std::time::UNIX_EPOCH };
+    let iso = d.path().join("arm.iso");
+    let mut bytes = Vec::new();
+    write_iso(&mut bytes, "arm", &[file("images/pxeboot/vmlinuz", gz.clone()), file("images/pxeboot/initrd.img", vec![7; 10]), file("images/pxeboot/rootfs.img", vec![1; 5000])]).unwrap();
+    std::fs::write(&iso, &bytes).unwrap();
+    let a = ignition_archive(b"{}", &[]).unwrap();
+    for (arch, want) in [("aarch64", kernel.clone()), ("x86_64", gz.clone())] {
+        let opts = pxe::PxeOptions { arch: arch.into(), ..Default::default() };
+        let f = pxe::write_pxe_files(&iso, d.path(), &plan, &a, &opts).unwrap();
+        assert_eq!(std::fs::read(&f.kernel).unwrap(), want, "{arch}");
+        // 10-byte initrd: 2 bytes of padding before the archive
+        let initrd = std::fs::read(&f.initrd).unwrap();
+        assert_eq!(&initrd[..12], &[7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 0, 0]);
+        assert_eq!(&initrd[12..], a.as_slice());
+    }
+    // an ISO without PXE artifacts
+    let mut bytes = Vec::new();
+    write_iso(&mut bytes, "nopxe", &[file("images/pxeboot/vmlinuz", gz)]).unwrap();
+    let nopxe = d.path().join("nopxe.iso");
+    std::fs::write(&nopxe, &bytes).unwrap();
+    let out = d.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let e = pxe::write_pxe_files(&nopxe, &out, &plan, &a, &pxe::PxeOptions { arch: "aarch64".into(), ..Default::default() }).unwrap_err();
+    assert!(matches!(&e, IsoError::MissingFile { path } if path == "images/pxeboot/initrd.img"), "{e}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written");
 }
