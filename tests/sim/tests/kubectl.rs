@@ -101,6 +101,12 @@ fn reads_tables_and_discovery() {
     let o = c.kubectl_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s2, namespace: chunks}\ndata: {token: '***'}\n");
     assert!(text(&o).contains("illegal base64 data at input byte 0"), "{}", text(&o));
 
+    // A v1/List: kubectl reads /openapi/v2 (protobuf) for it; the items are still checked by
+    // the server (strict), so a typo in one is refused.
+    ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l1, namespace: chunks}}\n");
+    let o = c.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l2, namespace: chunks}, bogus: 1}\n");
+    assert!(!o.status.success() && text(&o).contains("unknown field \"bogus\""), "{}", text(&o));
+
     // --dry-run=server validates without storing.
     let out = ok(&c, &["-n", "chunks", "create", "configmap", "dry", "--dry-run=server", "-o", "name"]);
     assert_eq!(out.trim(), "configmap/dry");

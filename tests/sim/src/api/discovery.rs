@@ -216,3 +216,38 @@ pub fn openapi_v3_gv(reg: &Registry, group: &str, version: &str) -> Option<Value
         "components": {"schemas": schemas},
     }))
 }
+
+/// `/openapi/v2` as protobuf (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`, the
+/// only encoding client-go's `OpenAPISchema()` reads): a gnostic `openapi_v2.Document` with
+/// `swagger: "2.0"` and `info`, and no definitions. kubectl falls back to it for client-side
+/// validation of what the v3 documents do not cover (items of a `v1/List`); with no definition
+/// for a kind it skips the client-side check, and the server still validates each item
+/// (kubectl sends `fieldValidation` on every write).
+pub fn openapi_v2_protobuf() -> Vec<u8> {
+    fn field(out: &mut Vec<u8>, tag: u8, bytes: &[u8]) {
+        out.push((tag << 3) | 2); // length-delimited
+        let mut n = bytes.len();
+        loop {
+            let b = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(b);
+                break;
+            }
+            out.push(b | 0x80);
+        }
+        out.extend_from_slice(bytes);
+    }
+    let mut info = Vec::new();
+    field(&mut info, 1, b"Kubernetes"); // Info.title
+    field(&mut info, 2, KUBE_GIT_VERSION.as_bytes()); // Info.version
+    let mut doc = Vec::new();
+    field(&mut doc, 1, b"2.0"); // Document.swagger
+    field(&mut doc, 2, &info); // Document.info
+    doc
+}
+
+/// `/openapi/v2` as JSON (for clients asking for JSON), same content as the protobuf form.
+pub fn openapi_v2_json() -> Value {
+    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": KUBE_GIT_VERSION}, "paths": {}, "definitions": {}})
+}

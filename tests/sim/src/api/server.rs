@@ -120,6 +120,7 @@ enum Route {
     Group(String),
     GroupVersion(String, String),
     OpenApiRoot,
+    OpenApiV2,
     OpenApiGv(String, String),
     Resource(Target),
     NotFound,
@@ -134,6 +135,7 @@ fn route(reg: &Registry, path: &str) -> Route {
         ["apis"] => return Route::Apis,
         ["apis", g] => return Route::Group(g.to_string()),
         ["openapi", "v3"] => return Route::OpenApiRoot,
+        ["openapi", "v2"] => return Route::OpenApiV2,
         ["openapi", "v3", "api", v] => return Route::OpenApiGv(String::new(), v.to_string()),
         ["openapi", "v3", "apis", g, v] => return Route::OpenApiGv(g.to_string(), v.to_string()),
         ["api", v] => return Route::GroupVersion(String::new(), v.to_string()),
@@ -282,6 +284,19 @@ impl Server {
                 Some(v) => non_resource(v),
                 None => err_response(ApiError::no_route()),
             },
+            Route::OpenApiV2 => {
+                if anonymous {
+                    err_response(nonresource_forbidden(&user, &path))
+                } else if accept.contains("protobuf") {
+                    Response::builder()
+                        .status(200)
+                        .header("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                        .body(Full::new(Bytes::from(discovery::openapi_v2_protobuf())).boxed())
+                        .expect("response")
+                } else {
+                    json_response(200, &discovery::openapi_v2_json(), &[])
+                }
+            }
             Route::NotFound => err_response(ApiError::no_route()),
             Route::Resource(target) => {
                 let body = if method == Method::POST || method == Method::PUT || method == Method::PATCH || method == Method::DELETE {
