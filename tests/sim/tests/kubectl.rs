@@ -178,6 +178,15 @@ fn csr_create_approve_and_sign() {
     assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
     let table = ok(&c, &["get", "csr", "csr-w0"]);
     assert!(table.contains("Approved,Issued"), "{table}");
+    // The node authenticates with the issued certificate (identity from CN, groups from O).
+    let crt = c.dir.join("worker-0.crt");
+    std::fs::write(&crt, &pem).unwrap();
+    let (ca, key) = (c.dir.join("ca.crt"), c.dir.join("worker-0.key"));
+    let me = ok(&c, &["--kubeconfig", "/dev/null", "--server", &c.api_url, "--certificate-authority", ca.to_str().unwrap(),
+        "--client-certificate", crt.to_str().unwrap(), "--client-key", key.to_str().unwrap(), "auth", "whoami", "-o", "json"]);
+    let me: Value = serde_json::from_str(&me).unwrap();
+    assert_eq!(me["status"]["userInfo"]["username"], "system:node:worker-0", "{me}");
+    assert_eq!(me["status"]["userInfo"]["groups"], json!(["system:nodes", "system:authenticated"]), "{me}");
 
     // Denied then approved: 422 from /approval, as Approved and Denied exclude each other.
     let pem2 = kubelet_csr_pem(&c.dir, "worker-1").unwrap();
