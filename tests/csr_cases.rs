@@ -999,3 +999,51 @@ fn kind_and_reason_codes_are_stable_strings() {
     assert_eq!(Reason::NoSan.code(), "no-san");
     assert_eq!(Reason::MultiValuedRdn.code(), "subject-multi-valued-rdn");
 }
+
+// ---- several CSRs at once (verdict_all) ---------------------------------------------------
+
+fn named(mut v: CsrView, name: &str, created_at: &str) -> CsrView {
+    v.name = name.into();
+    v.created = Some(t(created_at));
+    v
+}
+
+#[test]
+fn rival_client_csrs_with_different_keys_are_both_held() {
+    let sc = Scenario::new();
+    let real = named(good_client(), "csr-real", "2026-01-10T10:30:00Z");
+    let rival = named(good_client(), "csr-rival", "2026-01-10T10:30:01Z");
+    let other = named(client_view(Builder::node("worker-1").pem()), "csr-w1", "2026-01-10T10:31:00Z");
+    let vs = verdict_all(&[real.clone(), rival.clone(), other], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    assert_only(&vs[0], &["competing-requests"]);
+    assert_only(&vs[1], &["competing-requests"]);
+    assert_only(&vs[2], &[]);
+    assert!(message(&vs[0], "competing-requests").starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
+    // Each alone passes: only the listing shows the race.
+    assert_only(&sc.judge(&real), &[]);
+    assert_only(&sc.judge(&rival), &[]);
+}
+
+#[test]
+fn kubelet_retries_with_the_same_key_approve_only_the_newest() {
+    let sc = Scenario::new();
+    let pem = Builder::node("worker-0").pem();
+    let old = named(client_view(pem.clone()), "csr-old", "2026-01-10T10:30:00Z");
+    let new = named(client_view(pem), "csr-new", "2026-01-10T10:45:00Z");
+    let vs = verdict_all(&[new, old], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    assert_only(&vs[0], &[]);
+    assert_only(&vs[1], &["superseded"]);
+    assert_eq!(message(&vs[1], "superseded"), "a newer client CSR for worker-0 (csr-new) is approved instead");
+}
+
+#[test]
+fn several_serving_csrs_approve_only_the_newest_and_rejected_ones_do_not_count() {
+    let sc = Scenario::new();
+    let a = named(good_serving(), "csr-a", "2026-01-10T10:40:00Z");
+    let b = named(good_serving(), "csr-b", "2026-01-10T10:50:00Z");
+    let bad = named(serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("10.0.0.9")]).pem()), "csr-z", "2026-01-10T10:55:00Z");
+    let vs = verdict_all(&[a, b, bad], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    assert_only(&vs[0], &["superseded"]);
+    assert_only(&vs[1], &[]);
+    assert_only(&vs[2], &["ip-san-not-node-address"]);
+}

@@ -206,4 +206,42 @@ proptest! {
             prop_assert_eq!(e, s);
         }
     }
+
+    #[test]
+    fn verdict_all_approves_at_most_one_per_node_and_kind(
+        picks in proptest::collection::vec((0usize..6, 0i64..3600), 0..8),
+    ) {
+        // A pool: two client keys for worker-0 (a kubelet and a rival), one for worker-1,
+        // two serving requests for worker-0, one bad serving request.
+        let k0 = Builder::node("worker-0").pem();
+        let pool = [
+            client_view(k0.clone()),
+            client_view(Builder::node("worker-0").pem()),
+            client_view(Builder::node("worker-1").pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[ip("192.168.111.30")]).pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[ip("10.0.0.1")]).pem()),
+        ];
+        let csrs: Vec<CsrView> = picks
+            .iter()
+            .enumerate()
+            .map(|(n, (i, secs))| {
+                let mut v = pool[*i].clone();
+                v.name = format!("csr-{n}");
+                v.created = Some(Time::from_second(t0().as_second() + secs).unwrap());
+                v
+            })
+            .collect();
+        let sc = Scenario::new();
+        let all = verdict_all(&csrs, &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+        prop_assert_eq!(all.len(), csrs.len());
+        let mut seen = std::collections::BTreeSet::new();
+        for (v, c) in all.iter().zip(&csrs) {
+            check_invariants(v);
+            if v.approve {
+                prop_assert!(sc.judge(c).approve);
+                prop_assert!(seen.insert((v.node.clone(), v.kind)), "two approvals for {:?}", (v.node.clone(), v.kind));
+            }
+        }
+    }
 }

@@ -252,9 +252,69 @@ pub fn verdict(
     policy: &Policy,
     now: Time,
 ) -> Verdict {
+    verdict_with_key(csr, expected, existing, approvals, policy, now).0
+}
+
+/// The verdicts on every CSR of a listing, in the same order: [`verdict`] on each, then the
+/// rule that needs them all at once — several pending CSRs of one kind for one node that each
+/// pass:
+/// - client CSRs with *different* public keys: the bootstrap identity is shared, so one of them
+///   may be a rival racing the real kubelet (which reuses its key across retries, client-go
+///   `bootstrap.go` `loadOrGenerateKeyFile`); none is approved (`competing-requests`);
+/// - otherwise (client CSRs with the same key, or serving CSRs, which only the node's own
+///   credentials can create) the newest is approved, the one the kubelet is waiting on, and the
+///   older ones get `superseded`.
+pub fn verdict_all(
+    csrs: &[CsrView],
+    expected: &ExpectedNodes,
+    existing: &ExistingNodes,
+    approvals: &ApprovalsRecorded,
+    policy: &Policy,
+    now: Time,
+) -> Vec<Verdict> {
+    let mut out: Vec<(Verdict, Option<Vec<u8>>)> =
+        csrs.iter().map(|c| verdict_with_key(c, expected, existing, approvals, policy, now)).collect();
+    let mut groups: std::collections::BTreeMap<(String, Kind), Vec<usize>> = Default::default();
+    for (i, (v, _)) in out.iter().enumerate() {
+        if let (true, Some(n)) = (v.approve, &v.node) {
+            groups.entry((n.clone(), v.kind)).or_default().push(i);
+        }
+    }
+    for ((node, kind), idx) in groups {
+        if idx.len() < 2 {
+            continue;
+        }
+        let same_key = idx.iter().all(|&i| out[i].1 == out[idx[0]].1);
+        if kind == Kind::Client && !same_key {
+            let names: Vec<String> = idx.iter().map(|&i| csrs[i].name.clone()).collect();
+            for &i in &idx {
+                out[i].0.reasons.push(Reason::CompetingRequests { node: node.clone(), csrs: names.clone() });
+                out[i].0.approve = false;
+            }
+            continue;
+        }
+        // Newest by creation time, then by name, is kept.
+        let keep = *idx.iter().max_by(|&&a, &&b| (csrs[a].created, &csrs[a].name).cmp(&(csrs[b].created, &csrs[b].name))).expect("two or more");
+        for &i in idx.iter().filter(|&&i| i != keep) {
+            out[i].0.reasons.push(Reason::Superseded { node: node.clone(), kind, by: csrs[keep].name.clone() });
+            out[i].0.approve = false;
+        }
+    }
+    out.into_iter().map(|(v, _)| v).collect()
+}
+
+fn verdict_with_key(
+    csr: &CsrView,
+    expected: &ExpectedNodes,
+    existing: &ExistingNodes,
+    approvals: &ApprovalsRecorded,
+    policy: &Policy,
+    now: Time,
+) -> (Verdict, Option<Vec<u8>>) {
     let kind = csr.kind();
     if kind == Kind::NotKubelet {
-        return Verdict { kind, node: None, approve: false, reasons: vec![Reason::OtherSigner { signer: csr.signer_name.clone() }] };
+        let v = Verdict { kind, node: None, approve: false, reasons: vec![Reason::OtherSigner { signer: csr.signer_name.clone() }] };
+        return (v, None);
     }
     let mut reasons = Vec::new();
 
@@ -325,7 +385,8 @@ pub fn verdict(
         Kind::NotKubelet => unreachable!("handled above"),
     }
 
-    Verdict { kind, node, approve: reasons.is_empty(), reasons }
+    let spki = parsed.map(|p| p.spki);
+    (Verdict { kind, node, approve: reasons.is_empty(), reasons }, spki)
 }
 
 fn usages_ok(usages: &[String], last: &str) -> bool {

@@ -108,6 +108,8 @@ impl RequestedExtension {
 /// What the checks need from a parsed request. Produced by [`parse_request`].
 #[derive(Debug, Clone, Default)]
 pub struct ParsedRequest {
+    /// The SubjectPublicKeyInfo DER: tells a kubelet's retries (same key) from a rival's.
+    pub spki: Vec<u8>,
     /// Every CN value, in order (Go keeps the last one; we reject more than one).
     pub common_names: Vec<String>,
     /// Every O value, in order.
@@ -163,7 +165,7 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
         reasons.push(Reason::SignatureInvalid { detail: e.to_string() });
     }
 
-    let mut out = ParsedRequest::default();
+    let mut out = ParsedRequest { spki: info.subject_pki.raw.to_vec(), ..ParsedRequest::default() };
     for rdn in info.subject.iter_rdn() {
         if rdn.iter().count() != 1 {
             out.multi_valued_rdn = true;

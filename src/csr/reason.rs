@@ -114,6 +114,10 @@ pub enum Reason {
     IpSanNotNodeAddress { ip: String, node: String, expected: Vec<String> },
     /// Serving: the node's IPs are not known (DHCP host) so nothing can be checked.
     NoExpectedAddresses { node: String },
+    /// Client ([`super::verdict_all`]): several passing client CSRs for one node with different keys.
+    CompetingRequests { node: String, csrs: Vec<String> },
+    /// [`super::verdict_all`]: a newer passing CSR of the same kind for the node is approved instead.
+    Superseded { node: String, kind: Kind, by: String },
 }
 
 impl Reason {
@@ -173,6 +177,8 @@ impl Reason {
             IpSanServiceNetwork { .. } => "ip-san-service-network",
             IpSanNotNodeAddress { .. } => "ip-san-not-node-address",
             NoExpectedAddresses { .. } => "no-expected-addresses",
+            CompetingRequests { .. } => "competing-requests",
+            Superseded { .. } => "superseded",
         }
     }
 }
@@ -324,6 +330,16 @@ impl fmt::Display for Reason {
                 esc(node),
                 esc(node)
             ),
+            CompetingRequests { node, csrs } => write!(
+                f,
+                "{} pending client CSRs for {} pass with different keys ({}): one may be a rival of the real node; none is approved — delete the wrong one (oc delete csr NAME) and run again",
+                csrs.len(),
+                esc(node),
+                list(csrs)
+            ),
+            Superseded { node, kind, by } => {
+                write!(f, "a newer {kind} CSR for {} ({}) is approved instead", esc(node), esc(by))
+            }
         }
     }
 }
