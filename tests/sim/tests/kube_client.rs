@@ -67,6 +67,33 @@ fn kube_rs_client_works() {
         let e = cms.get("missing").await.unwrap_err();
         assert!(matches!(&e, kube::Error::Api(s) if s.code == 404), "{e:?}");
 
+        // Concurrent writers: one watch sees every ADDED event, in resourceVersion order.
+        let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+        ns.create(&PostParams::default(), &serde_json::from_value(serde_json::json!({"metadata": {"name": "burst"}})).unwrap())
+            .await
+            .unwrap();
+        let burst: Api<ConfigMap> = Api::namespaced(admin.clone(), "burst");
+        let rv = burst.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
+        let mut stream = burst.watch(&kube::api::WatchParams::default(), &rv).await.unwrap().boxed();
+        let creates = (0..60).map(|i| {
+            let burst = burst.clone();
+            async move {
+                let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": format!("b{i}")}})).unwrap();
+                burst.create(&PostParams::default(), &cm).await.unwrap();
+            }
+        });
+        futures::future::join_all(creates).await;
+        let mut rvs = Vec::new();
+        let mut names = std::collections::BTreeSet::new();
+        while names.len() < 60 {
+            let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await.expect("events").unwrap().unwrap();
+            if let kube::api::WatchEvent::Added(o) = ev {
+                rvs.push(o.metadata.resource_version.unwrap().parse::<u64>().unwrap());
+                names.insert(o.metadata.name.unwrap());
+            }
+        }
+        assert!(rvs.windows(2).all(|w| w[0] < w[1]), "{rvs:?}");
+
         // Token authentication (viewer): reads work, Secrets are forbidden.
         let viewer = client(&c, "viewer").await;
         Api::<Node>::all(viewer.clone()).list(&ListParams::default()).await.unwrap();

@@ -803,8 +803,9 @@ impl Server {
         st.bucket(&bucket_key).insert((ns, name), obj.clone());
         let ev = Arc::new(Event { rv, key: bucket_key, kind: "ADDED", obj: obj.clone(), old: None });
         st.record(ev.clone());
-        drop(st);
+        // Sent under the lock so watchers get events in resourceVersion order.
         let _ = self.events.send(ev);
+        drop(st);
         warnings.dedup();
         Ok((obj, warnings))
     }
@@ -944,8 +945,9 @@ impl Server {
         st.bucket(&bucket_key).insert((ns, name), new.clone());
         let ev = Arc::new(Event { rv, key: bucket_key, kind: "MODIFIED", obj: new.clone(), old: Some(cur) });
         st.record(ev.clone());
-        drop(st);
+        // Sent under the lock so watchers get events in resourceVersion order.
         let _ = self.events.send(ev);
+        drop(st);
         Ok((new, warnings))
     }
 
@@ -1017,13 +1019,11 @@ impl Server {
                 evs.push(Arc::new(Event { rv, key: k.clone(), kind: "DELETED", obj: o, old: None }));
             }
         }
-        for ev in &evs {
-            st.record(ev.clone());
-        }
-        drop(st);
         for ev in evs {
+            st.record(ev.clone());
             let _ = self.events.send(ev);
         }
+        drop(st);
         Ok(with_api_version(&old, t))
     }
 
