@@ -452,6 +452,15 @@ fn watch_auth_and_errors() {
     let o = c.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
     assert!(!o.status.success() && text(&o).contains("the object has been modified"), "{}", text(&o));
 
+    // Finalizers hold a deleted object (deletionTimestamp set) until they are removed.
+    ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fin, namespace: w, finalizers: [example.com/hold]}\n");
+    ok(&c, &["-n", "w", "delete", "cm", "fin", "--wait=false"]);
+    let held: Value = serde_json::from_str(&ok(&c, &["-n", "w", "get", "cm", "fin", "-o", "json"])).unwrap();
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    ok(&c, &["-n", "w", "patch", "cm", "fin", "--type", "merge", "-p", "{\"metadata\":{\"finalizers\":null}}"]);
+    let e = fails(&c, &["-n", "w", "get", "cm", "fin"]);
+    assert!(e.contains("NotFound"), "{e}");
+
     // generateName.
     let out = ok_stdin(&c, &["create", "-f", "-", "-o", "name"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: gen-, namespace: w}\n");
     assert!(out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5, "{out}");

@@ -793,6 +793,7 @@ impl Server {
         m["creationTimestamp"] = json!(now_rfc3339());
         if let Some(mm) = m.as_object_mut() {
             mm.remove("deletionTimestamp");
+            mm.remove("deletionGracePeriodSeconds");
             mm.remove("managedFields");
         }
         if t.has_status() || t.crd.is_some() {
@@ -897,7 +898,7 @@ impl Server {
             crd_status(&mut new);
         }
         // Metadata the client cannot change.
-        for k in ["uid", "creationTimestamp", "generation", "deletionTimestamp"] {
+        for k in ["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
             match old["metadata"].get(k) {
                 Some(v) => new["metadata"][k] = v.clone(),
                 None => {
@@ -942,6 +943,16 @@ impl Server {
         }
         let rv = st.next_rv();
         new["metadata"]["resourceVersion"] = json!(rv.to_string());
+        // An object being deleted goes away once its last finalizer is removed.
+        let finalized = !new["metadata"]["deletionTimestamp"].is_null()
+            && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty());
+        if finalized {
+            st.bucket(&bucket_key).remove(&(ns, name));
+            let ev = Arc::new(Event { rv, key: bucket_key, kind: "DELETED", obj: new.clone(), old: None });
+            st.record(ev.clone());
+            let _ = self.events.send(ev);
+            return Ok((new, warnings));
+        }
         st.bucket(&bucket_key).insert((ns, name), new.clone());
         let ev = Arc::new(Event { rv, key: bucket_key, kind: "MODIFIED", obj: new.clone(), old: Some(cur) });
         st.record(ev.clone());
@@ -985,6 +996,28 @@ impl Server {
         let ns = if t.namespaced { url_ns.unwrap_or("").to_string() } else { String::new() };
         let mut st = self.state.lock().unwrap();
         let key = t.key();
+        // Finalizers: the object stays, marked with deletionTimestamp, until they are removed
+        // (then `update` drops it). Namespaces and CRDs are removed at once with their contents.
+        let cascading = (t.group.is_empty() && t.plural == "namespaces") || t.plural == "customresourcedefinitions";
+        if !cascading {
+            if let Some(cur) = st.objects.get(&key).and_then(|b| b.get(&(ns.clone(), name.to_string()))).cloned() {
+                if cur["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+                    if !cur["metadata"]["deletionTimestamp"].is_null() {
+                        return Ok(with_api_version(&cur, t));
+                    }
+                    let mut marked = cur.clone();
+                    let rv = st.next_rv();
+                    marked["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                    marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+                    marked["metadata"]["resourceVersion"] = json!(rv.to_string());
+                    st.bucket(&key).insert((ns, name.to_string()), marked.clone());
+                    let ev = Arc::new(Event { rv, key, kind: "MODIFIED", obj: marked.clone(), old: Some(cur) });
+                    st.record(ev.clone());
+                    let _ = self.events.send(ev);
+                    return Ok(with_api_version(&marked, t));
+                }
+            }
+        }
         let Some(mut old) = st.objects.get_mut(&key).and_then(|b| b.remove(&(ns.clone(), name.to_string()))) else {
             return Err(ApiError::not_found(&t.group, &t.plural, name));
         };
