@@ -5,6 +5,8 @@
 //! once at the root with `global = true`, so they work before or after the subcommand).
 //! Usage text says `oc agent-day2`: the plugin cannot tell which of the two called it.
 
+use std::path::PathBuf;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::kube_flags::KubeFlags;
@@ -42,8 +44,173 @@ pub enum Command {
     /// nodes, and which permissions you lack.
     #[command(long_about = INFO_LONG)]
     Info(InfoArgs),
+    /// Make what turns bare metal into workers of this cluster: a bootable node ISO, PXE
+    /// files or an appliance config image, and a batch record of the expected nodes.
+    #[command(long_about = ADD_NODES_LONG, after_help = ADD_NODES_AFTER)]
+    AddNodes(AddNodesArgs),
     /// Print the plugin's version and build.
     Version(VersionArgs),
+}
+
+const ADD_NODES_LONG: &str = "\
+Make what turns bare metal into workers of this cluster, from the live cluster, on this
+machine: the cluster's own RHCOS live ISO with the node's Ignition embedded (DIR/node.<arch>.iso),
+or PXE files (--pxe), or an appliance config image (--config-image); and a batch record in
+namespace openshift-agent-day2 that `approve` and `monitor` use.
+
+Reads the cluster (as `info`), validates the nodes config against it (every error at once,
+each naming its field), reuses the auth tokens in Secret openshift-agent-day2/agent-day2-auth
+while more than half their life is left (else makes new ones), reads the release payload's
+component images through the registry (the cluster's pull secret, mirrors and CAs), takes the
+base ISO from --base-iso, the cache ($XDG_CACHE_HOME/agent-day2/isos, sha256 checked on every
+use), the release's machine-os-images, or the coreos-bootimages stream (downloaded once).
+
+The files hold the cluster's pull secret and the node tokens: they are created with mode 0600
+under a temporary name and never replace an existing file unless --force.
+
+Exit status: 0 written; 2 bad flags; 3 invalid nodes config or flag value, a base ISO that is
+not a CoreOS live ISO, an Ignition too large for the ISO (use --pxe), an existing output
+without --force, an unwritable --dir; 4 cluster or registry access (unreachable, forbidden,
+missing objects, OpenShift older than 4.18, unsupported platform).";
+
+const ADD_NODES_AFTER: &str = "\
+Examples:
+  # Two hosts from a nodes-config file; writes ./out/node.x86_64.iso
+  oc agent-day2 add-nodes --nodes-config nodes-config.yaml --dir out
+
+  # One host from flags, static network from an NMState file
+  oc agent-day2 add-nodes --mac-address 52:54:00:aa:00:30 --hostname worker-0 \\
+      --network-config-path worker-0.nmstate.yaml --root-device-hint deviceName:/dev/sda
+
+  # PXE files under out/boot-artifacts/ (no size limit on the Ignition)
+  oc agent-day2 add-nodes --dir out --pxe
+
+  # See what would be made, Ignition with secrets redacted; nothing is written
+  oc agent-day2 add-nodes --dir out --dry-run -o yaml
+
+  # Batch records
+  oc agent-day2 add-nodes batch list
+  oc agent-day2 add-nodes batch delete batch-20261129-211034-ab12
+
+nodes-config.yaml (as `oc adm node-image create` reads it):
+  hosts:
+  - hostname: worker-0
+    rootDeviceHints: {deviceName: /dev/sda}
+    interfaces: [{name: eth0, macAddress: 52:54:00:aa:00:30}]
+    networkConfig: {interfaces: [{name: eth0, type: ethernet, state: up,
+      ipv4: {enabled: true, dhcp: false, address: [{ip: 192.168.111.30, prefix-length: 24}]}}]}";
+
+/// Arguments of `add-nodes` (or its `batch` subcommand).
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct AddNodesArgs {
+    /// Batch records instead of making an image.
+    #[command(subcommand)]
+    pub command: Option<AddNodesCommand>,
+
+    /// Directory for the output files (created 0700 if missing, never chmod-ed), e.g. --dir out.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub dir: PathBuf,
+    /// The hosts to add, e.g. --nodes-config nodes-config.yaml (default: DIR/nodes-config.yaml).
+    #[arg(long, value_name = "FILE", conflicts_with = "mac_address")]
+    pub nodes_config: Option<PathBuf>,
+    /// One host from flags instead of a file: its MAC, e.g. --mac-address 52:54:00:aa:00:30.
+    #[arg(long, value_name = "MAC", help_heading = "One host from flags")]
+    pub mac_address: Option<String>,
+    /// The host's name (the future Node name), e.g. --hostname worker-0.
+    #[arg(long, value_name = "NAME", requires = "mac_address", help_heading = "One host from flags")]
+    pub hostname: Option<String>,
+    /// NMState YAML of the host's network, e.g. --network-config-path worker-0.nmstate.yaml.
+    #[arg(long, value_name = "FILE", requires = "mac_address", help_heading = "One host from flags")]
+    pub network_config_path: Option<PathBuf>,
+    /// Root device hint KEY:VALUE (repeatable), e.g. --root-device-hint deviceName:/dev/sda.
+    #[arg(long = "root-device-hint", value_name = "KEY:VALUE", requires = "mac_address", help_heading = "One host from flags")]
+    pub root_device_hints: Vec<String>,
+    /// The host's CPU architecture, e.g. --cpu-architecture aarch64 (default: the control plane's).
+    #[arg(long, value_name = "ARCH", requires = "mac_address", help_heading = "One host from flags")]
+    pub cpu_architecture: Option<String>,
+    /// SSH public key file for user core, e.g. --ssh-key-path ~/.ssh/id_ed25519.pub.
+    #[arg(long, value_name = "FILE", requires = "mac_address", help_heading = "One host from flags")]
+    pub ssh_key_path: Option<PathBuf>,
+
+    /// Write PXE files to DIR/boot-artifacts/ instead of an ISO, e.g. --pxe.
+    #[arg(long, conflicts_with = "config_image")]
+    pub pxe: bool,
+    /// Write an appliance config image DIR/agentconfig.noarch.iso, e.g. --config-image.
+    #[arg(long)]
+    pub config_image: bool,
+    /// Use this RHCOS live ISO instead of fetching one, e.g. --base-iso rhcos-live.x86_64.iso.
+    #[arg(long, value_name = "FILE")]
+    pub base_iso: Option<PathBuf>,
+    /// Extra kernel argument (repeatable), e.g. --karg console=ttyS0,115200.
+    #[arg(long = "karg", value_name = "ARG")]
+    pub kargs: Vec<String>,
+    /// MachineConfigPool the hosts join, e.g. --pool infra (default worker).
+    #[arg(long, value_name = "NAME")]
+    pub pool: Option<String>,
+    /// Lifetime of new node tokens, e.g. --token-ttl 72h.
+    #[arg(long, value_name = "DURATION", default_value = "48h")]
+    pub token_ttl: String,
+    /// Labels for the nodes when they join, e.g. --node-labels zone=a,rack=r1.
+    #[arg(long, value_name = "K=V,...")]
+    pub node_labels: Option<String>,
+    /// File name of the ISO or config image, e.g. --output-name batch-2.iso.
+    #[arg(long, value_name = "NAME")]
+    pub output_name: Option<String>,
+    /// Replace existing output files, e.g. --force.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the plan and the Ignition (secrets redacted); write nothing, e.g. --dry-run.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Registry credentials (dockerconfigjson) instead of the cluster's pull secret, e.g.
+    /// --registry-config ~/.docker/config.json.
+    #[arg(long, value_name = "FILE")]
+    pub registry_config: Option<PathBuf>,
+    /// Do not verify registry and download certificates (plain HTTP fallback), e.g. --insecure.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind AddNodesReport).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+}
+
+/// Subcommands of `add-nodes`.
+#[derive(Debug, Subcommand)]
+pub enum AddNodesCommand {
+    /// Show or remove batch records (namespace openshift-agent-day2).
+    #[command(alias = "batches")]
+    Batch(BatchArgs),
+}
+
+/// Arguments of `add-nodes batch`.
+#[derive(Debug, Args)]
+pub struct BatchArgs {
+    /// What to do (default: list).
+    #[command(subcommand)]
+    pub command: Option<BatchCommand>,
+    /// Output format of the list, e.g. -o yaml.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+}
+
+/// `add-nodes batch` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BatchCommand {
+    /// List batch records, oldest first, e.g. `add-nodes batch list -o json`.
+    #[command(alias = "ls")]
+    List {
+        /// Output format, e.g. -o json.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<OutputFormat>,
+    },
+    /// Delete a batch record: approve stops approving its nodes, e.g.
+    /// `add-nodes batch delete batch-20261129-211034-ab12`.
+    #[command(alias = "rm")]
+    Delete {
+        /// The batch name (from `batch list`).
+        name: String,
+    },
 }
 
 const INFO_LONG: &str = "\
@@ -107,5 +274,21 @@ mod tests {
         let b = Cli::try_parse_from(["x", "info", "--context", "c2", "-s", "https://h:6443"]).unwrap();
         assert_eq!(b.kube.context.as_deref(), Some("c2"));
         assert_eq!(b.kube.server.as_deref(), Some("https://h:6443"));
+    }
+
+    #[test]
+    fn add_nodes_flags_and_batch_subcommands() {
+        let a = Cli::try_parse_from(["x", "add-nodes", "--dir", "out", "--pxe", "--karg", "a=1", "--karg", "b", "--node-labels", "k=v,z=w"]).unwrap();
+        let Command::AddNodes(a) = a.command else { panic!() };
+        assert!(a.pxe && a.command.is_none());
+        assert_eq!(a.kargs, ["a=1", "b"]);
+        assert_eq!(a.token_ttl, "48h");
+        assert!(Cli::try_parse_from(["x", "add-nodes", "--pxe", "--config-image"]).is_err());
+        assert!(Cli::try_parse_from(["x", "add-nodes", "--hostname", "w"]).is_err(), "needs --mac-address");
+        assert!(Cli::try_parse_from(["x", "add-nodes", "--nodes-config", "f", "--mac-address", "m"]).is_err());
+        let b = Cli::try_parse_from(["x", "add-nodes", "batches", "delete", "b1"]).unwrap();
+        let Command::AddNodes(b) = b.command else { panic!() };
+        let Some(AddNodesCommand::Batch(b)) = b.command else { panic!() };
+        assert!(matches!(b.command, Some(BatchCommand::Delete { ref name }) if name == "b1"));
     }
 }

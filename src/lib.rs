@@ -2,10 +2,13 @@
 //! the agent-based installer, on day 2.
 //!
 //! Layout: [`cli`] (clap definitions only) → [`kube_flags`] (the one place that turns kubectl's
-//! connection flags into a client) → commands ([`info`], [`version`]) built on the pure
+//! connection flags into a client) → commands ([`info`], [`add_nodes`], [`version`]) built on the pure
 //! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of design.md.
 
+pub mod add_nodes;
 pub mod auth;
+pub mod base_iso;
+pub mod batch;
 pub mod cli;
 pub mod cluster;
 pub mod csr;
@@ -68,6 +71,13 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
     match &cli.command {
         Command::Version(args) => {
             emit(&version::run(args)?);
+            Ok(exit::OK)
+        }
+        Command::AddNodes(args) => {
+            let target = cli.kube.resolve().await?;
+            tracing::info!(server = %target.server, context = ?target.context, "connecting");
+            let out = add_nodes::run(&target, args).await?;
+            emit(&out);
             Ok(exit::OK)
         }
         Command::Info(args) => {

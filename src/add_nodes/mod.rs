@@ -1,0 +1,855 @@
+//! `add-nodes`: the main job. Wires the modules together in this order (issue 3):
+//!
+//! 1. flags (no cluster yet): `--token-ttl`, `--node-labels`, output names, `--dir` writable
+//!    and the outputs not already there (unless `--force`);
+//! 2. the cluster ([`cluster::fetch`] → [`ClusterModel`]; < 4.18 or an unsupported platform is
+//!    refused with exit 4 as `info` does);
+//! 3. the nodes config ([`nodes_config`]: every error at once, exit 3; warnings on stderr);
+//! 4. auth material: Secret `openshift-agent-day2/agent-day2-auth` reused while more than half
+//!    its life is left, else a new key and tokens ([`crate::auth`]);
+//! 5. component images from the release payload ([`crate::registry`], cached per digest);
+//! 6. the base ISO ([`crate::base_iso`]; not for `--config-image`);
+//! 7. the Ignition ([`ignition`]) and its compressed archive, measured against the ISO's embed
+//!    area before anything is written;
+//! 8. the outputs, staged under temporary names in `--dir` (mode 0600);
+//! 9. the cluster writes: namespace, auth Secret (when new), the batch record ([`batch`]);
+//! 10. the staged outputs renamed into place without replacing (unless `--force`).
+//!
+//! A failure before step 10 leaves nothing under the final names (staged files are removed);
+//! a failure in step 10 removes the batch record again. `--dry-run` stops after step 7 and
+//! prints the plan with the Ignition redacted: no file, Secret or batch is written, and no
+//! base ISO is downloaded (a cached or `--base-iso` one is measured; otherwise the 256 KiB
+//! area of RHCOS live ISOs is assumed).
+
+pub mod report;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ObjectMeta, Patch};
+use serde::Serialize;
+
+use crate::auth::{self, AuthMaterial};
+use crate::base_iso::{self, BaseIsoFile};
+use crate::batch::{self, BatchHost, BatchRecord};
+use crate::cli::{AddNodesArgs, AddNodesCommand, BatchArgs, BatchCommand, OutputFormat};
+use crate::cluster::{self, classify, normalize_arch, ClusterModel};
+use crate::error::{Error, ResourceRef, Result};
+use crate::ignition::{self, NodeImageInputs};
+use crate::iso::{self, IsoError};
+use crate::kube_flags::KubeTarget;
+use crate::kube_write::{create_strict, patch_params};
+use crate::nodes_config::{self, FlagsHost, NodesConfig, Origin, ValidatedHost};
+use crate::output;
+use crate::registry::{ReleasePayload, RegistryContext};
+use report::{AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary};
+
+/// File name of the appliance config image: the name `openshift-install agent create
+/// config-image` gives it (`agentconfig.noarch.iso`, openshift/installer
+/// `pkg/asset/agent/image/agentconfigimage` ... "noarch": the image holds no executable code),
+/// kept so appliance users find the file they know.
+pub const CONFIG_IMAGE_NAME: &str = "agentconfig.noarch.iso";
+/// Subdirectory of `--dir` for PXE files (as `oc adm node-image create --pxe`).
+pub const PXE_DIR: &str = "boot-artifacts";
+/// Embed area of real RHCOS live ISOs (design.md "The node ISO"), assumed by `--dry-run` when
+/// no base ISO is at hand.
+pub const RHCOS_EMBED_AREA: u64 = 256 * 1024;
+
+/// What kind of output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputKind {
+    /// `DIR/node.<arch>.iso`.
+    Iso,
+    /// `DIR/boot-artifacts/node.<arch>-{vmlinuz,initrd.img,rootfs.img}` (+ `.ipxe`).
+    Pxe,
+    /// `DIR/agentconfig.noarch.iso`.
+    ConfigImage,
+}
+
+impl OutputKind {
+    fn name(self) -> &'static str {
+        match self {
+            OutputKind::Iso => "iso",
+            OutputKind::Pxe => "pxe",
+            OutputKind::ConfigImage => "config-image",
+        }
+    }
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::InvalidInput { field: field.into(), message: message.into() }
+}
+
+/// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.
+pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
+    if let Some(AddNodesCommand::Batch(b)) = &args.command {
+        return batch_command(target, b).await;
+    }
+    let now = SystemTime::now();
+    let kind = if args.pxe {
+        OutputKind::Pxe
+    } else if args.config_image {
+        OutputKind::ConfigImage
+    } else {
+        OutputKind::Iso
+    };
+
+    // --- 1. flags
+    let ttl = parse_ttl(&args.token_ttl)?;
+    let node_labels = parse_labels(args.node_labels.as_deref())?;
+    if let Some(n) = &args.output_name {
+        if kind == OutputKind::Pxe {
+            return Err(Error::Usage("--output-name names the ISO or the config image; PXE file names are fixed (node.<arch>-vmlinuz, ...)".into()));
+        }
+        if n.is_empty() || n.contains('/') || n.starts_with('.') || n.contains('\0') {
+            return Err(invalid("--output-name", format!("{n:?} is not a plain file name (no '/', not starting with '.'); put the directory in --dir")));
+        }
+    }
+    if kind == OutputKind::ConfigImage && !args.kargs.is_empty() {
+        return Err(Error::Usage("--karg cannot be used with --config-image: appliance machines boot their disk image, whose kernel arguments the config image cannot change".into()));
+    }
+    if kind == OutputKind::ConfigImage && args.base_iso.is_some() {
+        return Err(Error::Usage("--base-iso is not used with --config-image (the config image is not bootable and needs no base ISO)".into()));
+    }
+    if !args.dry_run {
+        prepare_dir(&args.dir)?;
+    }
+
+    // --- 2. the cluster
+    let objects = cluster::fetch(target).await?;
+    let model = ClusterModel::from_objects(&objects)?;
+    if !model.can_add_nodes() {
+        return Err(Error::ClusterUnsupported { reasons: model.problems.clone() });
+    }
+    let mut warnings: Vec<String> = Vec::new();
+    let warn = |w: String, list: &mut Vec<String>| {
+        eprintln!("warning: {w}");
+        list.push(w);
+    };
+    for w in &model.warnings {
+        warn(w.clone(), &mut warnings);
+    }
+    if let Some(u) = &model.version.upgrade_in_progress {
+        warn(
+            format!(
+                "an upgrade to {} is in progress: the image is made for the Completed release {} ({}); the nodes join at that version and are upgraded with the cluster",
+                u.version, model.version.current, model.version.release_image
+            ),
+            &mut warnings,
+        );
+    }
+
+    // --- 3. the nodes config
+    let cfg = read_nodes_config(args)?;
+    let validated = nodes_config::validate(&cfg, &model);
+    let source = match &cfg.origin {
+        Origin::File(p) => p.clone(),
+        Origin::Flags => "flags".into(),
+        Origin::Code => String::new(),
+    };
+    let (vhosts, vwarnings) = validated.into_result(&source)?;
+    for w in vwarnings {
+        warn(w.to_string(), &mut warnings);
+    }
+    let arch = vhosts
+        .first()
+        .map(|h| h.arch.clone())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| normalize_arch(cfg.cpu_architecture.as_deref().unwrap_or(&model.architecture.control_plane)));
+    let pool = args.pool.clone().unwrap_or_else(|| ignition::DEFAULT_POOL.to_string());
+    if pool != ignition::DEFAULT_POOL {
+        check_pool(target, &pool, &mut warnings).await?;
+    }
+    let names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
+    if !args.dry_run && !args.force {
+        if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
+            return Err(invalid(
+                p.display().to_string(),
+                "already exists; remove it, choose another --dir, or pass --force to replace it",
+            ));
+        }
+    }
+
+    // --- 4. auth material
+    let auth = auth_material(target, ttl, now, &mut warnings).await?;
+
+    // --- 5. component images
+    let mut reg = RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
+    reg.arch = arch.clone();
+    let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
+
+    // --- 6. the base ISO
+    let base = if kind == OutputKind::ConfigImage {
+        None
+    } else {
+        let req = base_iso::Request {
+            arch: arch.clone(),
+            explicit: args.base_iso.clone(),
+            stream: model.base_iso_for(&arch),
+            machine_os_images: images.machine_os_images.clone(),
+            release_digest: model.version.release_image.rsplit_once('@').map(|(_, d)| d.to_string()),
+            cache_root: None,
+            offline: args.dry_run,
+            extra_ca_pems: reg.extra_ca_pems.clone(),
+            insecure: args.insecure,
+            retry: reg.retry.clone(),
+        };
+        let mut w = Vec::new();
+        let r = base_iso::resolve(&req, Some(&reg), &mut w).await;
+        for x in w {
+            warn(x, &mut warnings);
+        }
+        r?
+    };
+
+    // --- 7. Ignition and its archive
+    let hosts = ignition::host_specs(&cfg, &vhosts);
+    let infra_env_id = uuid::Uuid::new_v4();
+    let comp = ignition::ComponentImages {
+        api_server: images.api_server.clone(),
+        node_agent: images.node_agent.clone(),
+        orchestrator: images.orchestrator.clone(),
+        utils: images.utils.clone(),
+    };
+    let inputs = NodeImageInputs {
+        cluster: &model,
+        hosts: &hosts,
+        auth: &auth.material,
+        images: &comp,
+        pull_secret: &model.pull_secret.0,
+        pool: Some(pool.clone()),
+        infra_env_id,
+        ssh_key: cfg.ssh_key.clone(),
+        cpu_architecture: Some(arch.clone()),
+    };
+    let ign = ignition::build(&inputs)?;
+    let ign_json = ignition::to_json(&ign);
+    let archive = iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
+    let mut extra_kargs: Vec<String> = Vec::new();
+    if model.fips {
+        extra_kargs.push("fips=1".into());
+    }
+    extra_kargs.extend(args.kargs.iter().cloned());
+
+    let plan = match (&base, kind) {
+        (Some(b), OutputKind::Iso | OutputKind::Pxe) => Some(iso::plan_file(&b.path).map_err(|e| iso_error(e, Some(b)))?),
+        _ => None,
+    };
+    let area = match (kind, &plan) {
+        (OutputKind::Iso, Some(p)) => Some(p.ignition_area.length),
+        (OutputKind::Iso, None) => Some(RHCOS_EMBED_AREA),
+        _ => None,
+    };
+    if let Some(area) = area {
+        if archive.len() as u64 > area {
+            return Err(too_large(&ign, archive.len(), area, plan.as_ref().map(|p| p.ignition_file.as_str())));
+        }
+    }
+    let iso_kargs = match (kind, &plan) {
+        (OutputKind::Iso, Some(p)) => p.kargs_appending(&extra_kargs).map_err(|e| iso_error(e, base.as_ref()))?,
+        _ => None,
+    };
+    let pxe_kargs = match (kind, &plan) {
+        (OutputKind::Pxe, Some(p)) => Some(
+            iso::pxe::pxe_kargs(p, &arch, cfg.boot_artifacts_base_url.as_deref(), &extra_kargs).map_err(|e| iso_error(e, base.as_ref()))?,
+        ),
+        _ => None,
+    };
+
+    let mut rep = AddNodesReport {
+        api_version: "agent-day2/v1",
+        kind: "AddNodesReport",
+        dry_run: args.dry_run,
+        cluster: ClusterSummary {
+            name: model.cluster.name.clone(),
+            id: model.cluster.id.clone(),
+            version: model.version.current.clone(),
+            release_image: model.version.release_image.clone(),
+            platform: model.platform.kind.clone(),
+            architecture: arch.clone(),
+            api_url: model.cluster.api_url.clone(),
+        },
+        hosts: vhosts.iter().map(host_summary).collect(),
+        base_iso: base.clone(),
+        output_kind: kind.name().into(),
+        files: Vec::new(),
+        kargs: match kind {
+            OutputKind::Pxe => pxe_kargs.clone(),
+            _ => (!extra_kargs.is_empty()).then(|| extra_kargs.join(" ")),
+        },
+        ignition: IgnitionSize { config_bytes: ign_json.len(), archive_bytes: archive.len(), area_bytes: area },
+        token: TokenSummary {
+            expires_at: auth.material.expiry_rfc3339(),
+            reused: auth.reused,
+            hours_left: auth.material.expires_at.duration_since(now).map(|d| d.as_secs() / 3600).unwrap_or(0),
+        },
+        batch: None,
+        warnings: Vec::new(),
+        secrets_notice: "the files hold the cluster's pull secret and the node tokens (mode 0600): keep them private, delete them once the nodes joined".into(),
+        next_steps: next_steps(kind, &names, &arch, &auth.material.expiry_rfc3339()),
+    };
+
+    if args.dry_run {
+        rep.files = names.finals().iter().map(|p| FileSummary { path: p.display().to_string(), size: 0, sha256: String::new() }).collect();
+        rep.warnings = warnings;
+        return dry_run_output(args.output, &rep, &ign);
+    }
+
+    // --- 8. stage the outputs
+    let staged = match kind {
+        OutputKind::Iso => {
+            let (b, p) = (base.as_ref().expect("ISO has a base"), plan.as_ref().expect("ISO has a plan"));
+            let tmp = names.staging_file(&names.finals()[0]);
+            let guard = Cleanup(vec![tmp.clone()]);
+            let w = iso::write_node_iso(&b.path, &tmp, p, &archive, iso_kargs.as_deref(), iso::WriteOptions { force: false, sha256: true })
+                .map_err(|e| iso_error(e, Some(b)))?;
+            Staged { moves: vec![(tmp, names.finals()[0].clone(), w.size, w.sha256.unwrap_or_default())], guard, dir: None }
+        }
+        OutputKind::Pxe => {
+            let (b, p) = (base.as_ref().expect("PXE has a base"), plan.as_ref().expect("PXE has a plan"));
+            let pxe_dir = args.dir.join(PXE_DIR);
+            std::fs::create_dir_all(&pxe_dir).map_err(|e| dir_error(&pxe_dir, e))?;
+            let stage = pxe_dir.join(format!(".staging-{}", std::process::id()));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&stage)
+                .map_err(|e| dir_error(&stage, e))?;
+            let guard = Cleanup(vec![stage.clone()]);
+            let opts = iso::pxe::PxeOptions { arch: arch.clone(), base_url: cfg.boot_artifacts_base_url.clone(), extra_kargs: extra_kargs.clone(), force: false };
+            let files = iso::pxe::write_pxe_files(&b.path, &stage, p, &archive, &opts).map_err(|e| iso_error(e, Some(b)))?;
+            let mut moves = Vec::new();
+            let mut srcs = vec![files.initrd, files.kernel, files.rootfs];
+            srcs.extend(files.ipxe);
+            for src in srcs {
+                let name = src.file_name().map(PathBuf::from).unwrap_or_default();
+                let size = std::fs::metadata(&src).map(|m| m.len()).unwrap_or(0);
+                let sha = base_iso::sha256_file(&src).map_err(|e| Error::Io { path: src.display().to_string(), source: e })?;
+                moves.push((src, pxe_dir.join(name), size, sha));
+            }
+            Staged { moves, guard, dir: Some(stage) }
+        }
+        OutputKind::ConfigImage => {
+            let tmp = names.staging_file(&names.finals()[0]);
+            let guard = Cleanup(vec![tmp.clone()]);
+            let mtime = iso::config_image::unix_secs(now);
+            let files = ignition::files(&ign);
+            let cpio: Vec<iso::cpio::CpioFile<'_>> = files
+                .iter()
+                .map(|(path, data, mode)| iso::cpio::CpioFile { path, mode: 0o100000 | (*mode as u32 & 0o7777), mtime, data })
+                .collect();
+            iso::config_image::write_config_image(&tmp, &cpio, false).map_err(|e| iso_error(e, None))?;
+            let size = std::fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
+            let sha = base_iso::sha256_file(&tmp).map_err(|e| Error::Io { path: tmp.display().to_string(), source: e })?;
+            Staged { moves: vec![(tmp, names.finals()[0].clone(), size, sha)], guard, dir: None }
+        }
+    };
+
+    // --- 9. cluster writes
+    batch::ensure_namespace(target).await?;
+    if !auth.reused {
+        save_auth(target, &auth.material, auth.secret_exists).await?;
+    }
+    let rel = |p: &Path| p.strip_prefix(&args.dir).unwrap_or(p).display().to_string();
+    let name = batch::new_name(now);
+    let rec = BatchRecord {
+        api_version: batch::API_VERSION.into(),
+        kind: batch::KIND.into(),
+        name: name.clone(),
+        created_at: auth::rfc3339(now),
+        created_by: batch::whoami(target).await,
+        cluster_id: model.cluster.id.clone(),
+        release_image: model.version.release_image.clone(),
+        version: model.version.current.clone(),
+        architecture: arch.clone(),
+        pool: pool.clone(),
+        node_labels: node_labels.clone(),
+        output_kind: kind.name().into(),
+        files: staged.moves.iter().map(|m| rel(&m.1)).collect(),
+        image_sha256: staged.moves[0].3.clone(),
+        token_expires_at: auth.material.expiry_rfc3339(),
+        hosts: vhosts
+            .iter()
+            .map(|h| BatchHost {
+                hostname: h.hostname.clone(),
+                macs: h.macs.clone(),
+                ips: h.static_ips.iter().map(ToString::to_string).collect(),
+                ip_source: if h.static_ips.is_empty() { "unknown".into() } else { "static".into() },
+            })
+            .collect(),
+        approvals: vec![],
+    };
+    batch::create(target, &rec).await?;
+
+    // --- 10. into place
+    if let Err(e) = staged.commit(args.force) {
+        if let Err(d) = batch::delete(target, &name).await {
+            eprintln!("warning: could not remove batch record {name} after the failure: {d}");
+        }
+        return Err(e);
+    }
+    rep.files = rec
+        .files
+        .iter()
+        .zip(&rec_sizes(&rec, &args.dir))
+        .map(|(f, (size, sha))| FileSummary { path: args.dir.join(f).display().to_string(), size: *size, sha256: sha.clone() })
+        .collect();
+    rep.batch = Some(name);
+    rep.warnings = warnings;
+    output::render(args.output, &rep, || report::render_table(&rep))
+}
+
+/// Sizes and sha256 of the committed files (read back: cheap for metadata, hashes were
+/// taken while staging and are recomputed only for small files).
+fn rec_sizes(rec: &BatchRecord, dir: &Path) -> Vec<(u64, String)> {
+    rec.files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let p = dir.join(f);
+            let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            let sha = if i == 0 { rec.image_sha256.clone() } else { base_iso::sha256_file(&p).unwrap_or_default() };
+            (size, sha)
+        })
+        .collect()
+}
+
+use std::os::unix::fs::DirBuilderExt;
+
+/// Removes the listed paths (files or directories) on drop unless disarmed.
+struct Cleanup(Vec<PathBuf>);
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            if p.is_dir() {
+                let _ = std::fs::remove_dir_all(p);
+            } else {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+/// Staged outputs: (temporary path, final path, size, sha256).
+struct Staged {
+    moves: Vec<(PathBuf, PathBuf, u64, String)>,
+    guard: Cleanup,
+    dir: Option<PathBuf>,
+}
+
+impl Staged {
+    /// Renames every staged file into place (no replacing unless `force`). On a failure the
+    /// files already moved are removed again, so all or none are there.
+    fn commit(self, force: bool) -> Result<()> {
+        let mut done: Vec<PathBuf> = Vec::new();
+        for (tmp, dest, _, _) in &self.moves {
+            let r = if force { std::fs::rename(tmp, dest) } else { iso::output::rename_noreplace(tmp, dest) };
+            if let Err(e) = r {
+                for d in &done {
+                    let _ = std::fs::remove_file(d);
+                }
+                return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    invalid(dest.display().to_string(), "was created by someone else meanwhile; remove it or pass --force to replace it")
+                } else {
+                    Error::Io { path: dest.display().to_string(), source: e }
+                });
+            }
+            done.push(dest.clone());
+        }
+        if let Some(d) = &self.dir {
+            let _ = std::fs::remove_dir(d);
+        }
+        drop(self.guard);
+        Ok(())
+    }
+}
+
+/// Output paths.
+struct OutputNames {
+    dir: PathBuf,
+    finals: Vec<PathBuf>,
+}
+
+impl OutputNames {
+    fn new(dir: &Path, kind: OutputKind, arch: &str, output_name: Option<&str>) -> Self {
+        let finals = match kind {
+            OutputKind::Iso => vec![dir.join(output_name.map(String::from).unwrap_or_else(|| format!("node.{arch}.iso")))],
+            OutputKind::ConfigImage => vec![dir.join(output_name.unwrap_or(CONFIG_IMAGE_NAME))],
+            OutputKind::Pxe => {
+                let n = iso::pxe::file_names(arch);
+                // initrd first: it carries the Ignition (the batch's image sha256)
+                vec![dir.join(PXE_DIR).join(&n[1]), dir.join(PXE_DIR).join(&n[0]), dir.join(PXE_DIR).join(&n[2])]
+            }
+        };
+        OutputNames { dir: dir.to_path_buf(), finals }
+    }
+    fn finals(&self) -> &[PathBuf] {
+        &self.finals
+    }
+    fn staging_file(&self, final_path: &Path) -> PathBuf {
+        let name = final_path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
+        final_path.parent().unwrap_or(&self.dir).join(format!(".{name}.staging-{}", std::process::id()))
+    }
+}
+
+fn next_steps(kind: OutputKind, names: &OutputNames, arch: &str, expiry: &str) -> Vec<String> {
+    let first = match kind {
+        OutputKind::Iso => format!("boot {} on the hosts (virtual media, USB or a CD)", names.finals()[0].display()),
+        OutputKind::Pxe => format!(
+            "serve {} over HTTP (at bootArtifactsBaseURL; the initrd holds the pull secret, so restrict who can fetch it) and PXE-boot the hosts with node.{arch}.ipxe or the kernel command line shown as Kargs",
+            names.dir.join(PXE_DIR).display()
+        ),
+        OutputKind::ConfigImage => format!(
+            "attach {} to each appliance machine as a CD or virtual media and boot it from its appliance disk",
+            names.finals()[0].display()
+        ),
+    };
+    vec![
+        first,
+        format!("boot them before {expiry}: the node tokens expire then"),
+        "then: oc agent-day2 monitor --approve".into(),
+    ]
+}
+
+fn host_summary(h: &ValidatedHost) -> HostSummary {
+    HostSummary {
+        hostname: h.hostname.clone(),
+        macs: h.macs.clone(),
+        ips: h.static_ips.iter().map(ToString::to_string).collect(),
+        network: if h.static_ips.is_empty() { "dhcp".into() } else { "static".into() },
+    }
+}
+
+/// `--token-ttl`: a Go-style duration (`48h`, `90m`, `2h30m`), at least 1 h (a node needs time
+/// to boot and install), at most 8760 h.
+pub fn parse_ttl(s: &str) -> Result<Duration> {
+    let d = crate::kube_flags::parse_duration(s)
+        .map_err(|e| invalid("--token-ttl", format!("{s:?}: {e}; e.g. 48h")))?
+        .ok_or_else(|| invalid("--token-ttl", format!("{s:?} is zero; give e.g. 48h")))?;
+    if d < Duration::from_secs(3600) || d > Duration::from_secs(8760 * 3600) {
+        return Err(invalid("--token-ttl", format!("{s:?} is outside 1h..8760h; nodes need time to boot and install, e.g. 48h")));
+    }
+    Ok(d)
+}
+
+/// `--node-labels k=v,k2=v2`: Kubernetes label keys (optional DNS-subdomain prefix `/`, name of
+/// at most 63 `[A-Za-z0-9._-]` starting and ending alphanumeric) and values (empty or the same
+/// name rule). `node-role.kubernetes.io/*` other than worker-like roles is allowed: the kubelet
+/// cannot set it, approve applies it.
+pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let Some(s) = s.filter(|s| !s.trim().is_empty()) else { return Ok(out) };
+    fn name_ok(n: &str) -> bool {
+        !n.is_empty()
+            && n.len() <= 63
+            && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && n.as_bytes()[0].is_ascii_alphanumeric()
+            && n.as_bytes()[n.len() - 1].is_ascii_alphanumeric()
+    }
+    fn prefix_ok(p: &str) -> bool {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !l.starts_with('-') && !l.ends_with('-')
+            })
+    }
+    for item in s.split(',') {
+        let item = item.trim();
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| invalid("--node-labels", format!("{item:?} is not KEY=VALUE, e.g. --node-labels zone=a,rack=r1")))?;
+        let key_ok = match k.split_once('/') {
+            Some((p, n)) => prefix_ok(p) && name_ok(n),
+            None => name_ok(k),
+        };
+        if !key_ok {
+            return Err(invalid("--node-labels", format!("{k:?} is not a Kubernetes label key ([prefix/]name, name of at most 63 letters, digits, '-', '_', '.')")));
+        }
+        if !v.is_empty() && !name_ok(v) {
+            return Err(invalid("--node-labels", format!("value {v:?} of {k:?} is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.', starting and ending alphanumeric)")));
+        }
+        if out.insert(k.to_string(), v.to_string()).is_some() {
+            return Err(invalid("--node-labels", format!("{k:?} is given twice")));
+        }
+    }
+    Ok(out)
+}
+
+/// `--dir`: created (0700) when missing, must be a writable directory. Never chmod-ed.
+fn prepare_dir(dir: &Path) -> Result<()> {
+    if !dir.exists() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| dir_error(dir, e))?;
+    }
+    if !dir.is_dir() {
+        return Err(invalid("--dir", format!("{} is not a directory", dir.display())));
+    }
+    let probe = dir.join(format!(".agent-day2-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(dir_error(dir, e)),
+    }
+}
+
+fn dir_error(dir: &Path, e: std::io::Error) -> Error {
+    invalid("--dir", format!("cannot write to {}: {e}; choose a directory you can write to", dir.display()))
+}
+
+fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
+    let cwd = std::env::current_dir().map_err(|e| Error::Io { path: ".".into(), source: e })?;
+    if let Some(mac) = &args.mac_address {
+        let f = FlagsHost {
+            mac: mac.clone(),
+            hostname: args.hostname.clone(),
+            network_config_path: args.network_config_path.clone(),
+            root_device_hints: args.root_device_hints.clone(),
+            cpu_architecture: args.cpu_architecture.clone(),
+            ssh_key_path: args.ssh_key_path.clone(),
+        };
+        return Ok(nodes_config::from_flags(&f, &cwd)?);
+    }
+    let (path, field) = match &args.nodes_config {
+        Some(p) => (p.clone(), "--nodes-config"),
+        None => (args.dir.join("nodes-config.yaml"), "--nodes-config (default DIR/nodes-config.yaml)"),
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        invalid(
+            field,
+            format!(
+                "cannot read {}: {e}; write the hosts there (see --help for the format), pass --nodes-config FILE, or give one host with --mac-address",
+                path.display()
+            ),
+        )
+    })?;
+    Ok(nodes_config::parse(&text, &path)?)
+}
+
+/// `--pool NAME` must name an existing MachineConfigPool (else the node would fetch
+/// `/config/NAME` from the MCS and fail after the reboot).
+async fn check_pool(target: &KubeTarget, pool: &str, warnings: &mut Vec<String>) -> Result<()> {
+    use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "MachineConfigPool"), "machineconfigpools");
+    let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &ar);
+    match api.get(pool).await {
+        Ok(_) => Ok(()),
+        Err(e) => match classify(e, "read", ResourceRef::cluster("MachineConfigPool", pool), target) {
+            Error::NotFound { .. } => Err(invalid("--pool", format!("MachineConfigPool {pool:?} does not exist; create it first, or leave --pool out for worker"))),
+            e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }) => Err(e),
+            other => {
+                let w = format!("cannot check that MachineConfigPool {pool:?} exists: {other}");
+                eprintln!("warning: {w}");
+                warnings.push(w);
+                Ok(())
+            }
+        },
+    }
+}
+
+/// Auth material for this batch and where it came from.
+struct Auth {
+    material: AuthMaterial,
+    reused: bool,
+    secret_exists: bool,
+}
+
+fn auth_ref() -> ResourceRef {
+    ResourceRef::namespaced("Secret", auth::SECRET_NAMESPACE, auth::SECRET_NAME)
+}
+
+async fn auth_material(target: &KubeTarget, ttl: Duration, now: SystemTime, warnings: &mut Vec<String>) -> Result<Auth> {
+    let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
+    let existing = api.get_opt(auth::SECRET_NAME).await.map_err(|e| classify(e, "read", auth_ref(), target))?;
+    let secret_exists = existing.is_some();
+    let mut warn = |w: String| {
+        eprintln!("warning: {w}");
+        warnings.push(w);
+    };
+    let old = match existing.and_then(|s| s.data) {
+        Some(d) => {
+            let data: BTreeMap<String, Vec<u8>> = d.into_iter().map(|(k, v)| (k, v.0)).collect();
+            match AuthMaterial::from_secret_data(&data) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    warn(format!("{e}; new tokens are made and replace it"));
+                    None
+                }
+            }
+        }
+        None => None,
+    };
+    if let Some(m) = &old {
+        if m.should_reuse(now) {
+            tracing::info!(expires = %m.expiry_rfc3339(), "reusing the node tokens");
+            return Ok(Auth { material: m.clone(), reused: true, secret_exists });
+        }
+    }
+    let material = auth::generate(ttl, now).map_err(|e| match e {
+        auth::AuthError::BadTtl(_) => invalid("--token-ttl", e.to_string()),
+        other => Error::Unexpected(other.to_string()),
+    })?;
+    if let Some(m) = old {
+        let when = m.expiry_rfc3339();
+        if m.is_expired(now) {
+            warn(format!("the node tokens in {} expired at {when}: a new batch of tokens is made; images made before no longer work (make new ones)", auth_ref()));
+        } else {
+            warn(format!(
+                "the node tokens in {} have less than half their life left: a new batch of tokens is made; images made before stop working when their tokens expire at {when}, and monitor can no longer reach nodes booted from them",
+                auth_ref()
+            ));
+        }
+    }
+    Ok(Auth { material, reused: false, secret_exists })
+}
+
+async fn save_auth(target: &KubeTarget, m: &AuthMaterial, exists: bool) -> Result<()> {
+    let data = m.to_secret_data();
+    let labels = BTreeMap::from([("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string())]);
+    if exists {
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let enc: serde_json::Map<String, serde_json::Value> = data.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(b64.encode(v)))).collect();
+        let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
+        let patch = serde_json::json!({"metadata": {"labels": labels}, "data": enc});
+        api.patch(auth::SECRET_NAME, &patch_params(), &Patch::Merge(&patch)).await.map(|_| ()).map_err(|e| classify(e, "update", auth_ref(), target))
+    } else {
+        let s = Secret {
+            metadata: ObjectMeta { name: Some(auth::SECRET_NAME.into()), namespace: Some(auth::SECRET_NAMESPACE.into()), labels: Some(labels), ..Default::default() },
+            type_: Some("Opaque".into()),
+            string_data: Some(data),
+            ..Default::default()
+        };
+        create_strict(&target.client, &(), Some(auth::SECRET_NAMESPACE), &s).await.map(|_| ()).map_err(|e| classify(e, "create", auth_ref(), target))
+    }
+}
+
+/// Maps ISO errors: problems of the base image or the request are invalid input (exit 3),
+/// naming the base ISO; I/O is exit 1 with the path.
+fn iso_error(e: IsoError, base: Option<&BaseIsoFile>) -> Error {
+    let field = match base {
+        Some(b) if b.source == base_iso::Source::File => format!("--base-iso {}", b.path.display()),
+        Some(b) => format!("base ISO {}", b.path.display()),
+        None => "output".into(),
+    };
+    match e {
+        IsoError::Io { context, source } => Error::Io { path: context, source },
+        IsoError::AlreadyExists { path } => invalid(path.display().to_string(), "already exists; remove it, choose another --dir, or pass --force to replace it"),
+        IsoError::KargsTooLong { .. } | IsoError::NoKargAreas { .. } => invalid("--karg", e.to_string()),
+        other => invalid(field, other.to_string()),
+    }
+}
+
+/// The "does not fit" error: both sizes, the largest contributor, and `--pxe`.
+fn too_large(ign: &ignition_config::v3_2::Config, archive: usize, area: u64, file: Option<&str>) -> Error {
+    let top = ignition::contributors(ign);
+    let largest = top.first().map(|(p, n)| format!("; the largest contributor is {p} ({n} bytes of the {} bytes of config)", ignition::to_json(ign).len())).unwrap_or_default();
+    invalid(
+        "Ignition",
+        format!(
+            "the compressed Ignition archive is {archive} bytes but the ISO's embed area{} holds {area} bytes{largest}; add fewer hosts per image, trim large CA bundles or NMState, or use --pxe, which has no such limit",
+            file.map(|f| format!(" ({f})")).unwrap_or_default()
+        ),
+    )
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DryRunDoc<'a> {
+    #[serde(flatten)]
+    report: &'a AddNodesReport,
+    /// The Ignition config with every secret file's contents replaced by `<redacted>`.
+    ignition: serde_json::Value,
+}
+
+fn dry_run_output(format: OutputFormat, rep: &AddNodesReport, ign: &ignition_config::v3_2::Config) -> Result<String> {
+    let red = ignition::redacted(ign);
+    let doc = DryRunDoc { report: rep, ignition: serde_json::from_str(&red).unwrap_or(serde_json::Value::Null) };
+    output::render(format, &doc, || {
+        let mut s = report::render_table(rep);
+        s.push_str("\nDry run: nothing was written (no file, no Secret, no batch record).\n\nIgnition (secrets redacted):\n");
+        s.push_str(&red);
+        s
+    })
+}
+
+/// `add-nodes batch [list|delete NAME]`.
+async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
+    match &b.command {
+        None | Some(BatchCommand::List { .. }) => {
+            let format = match &b.command {
+                Some(BatchCommand::List { output: Some(o) }) => *o,
+                _ => b.output,
+            };
+            let items: Vec<BatchRecord> = batch::list(target).await?.into_iter().map(|(r, _)| r).collect();
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct BatchList<'a> {
+                api_version: &'static str,
+                kind: &'static str,
+                items: &'a [BatchRecord],
+            }
+            let doc = BatchList { api_version: batch::API_VERSION, kind: "BatchList", items: &items };
+            output::render(format, &doc, || {
+                if items.is_empty() {
+                    return format!("No batch records in namespace {}.\n", batch::NAMESPACE);
+                }
+                output::table(
+                    &["name", "created", "created by", "arch", "pool", "hosts", "token expires", "output"],
+                    items
+                        .iter()
+                        .map(|r| {
+                            vec![
+                                r.name.clone(),
+                                r.created_at.clone(),
+                                r.created_by.clone(),
+                                r.architecture.clone(),
+                                r.pool.clone(),
+                                r.hosts.iter().map(|h| format!("{}({})", h.hostname, h.ips_display())).collect::<Vec<_>>().join(" "),
+                                r.token_expires_at.clone(),
+                                r.output_kind.clone(),
+                            ]
+                        })
+                        .collect(),
+                )
+            })
+        }
+        Some(BatchCommand::Delete { name }) => {
+            batch::delete(target, name).await?;
+            Ok(format!("batch {name} deleted (approve no longer approves its nodes)\n"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ttl_and_labels() {
+        assert_eq!(parse_ttl("48h").unwrap(), Duration::from_secs(48 * 3600));
+        assert!(parse_ttl("10m").unwrap_err().to_string().contains("--token-ttl"));
+        assert!(parse_ttl("x").is_err());
+        let l = parse_labels(Some("zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1")).unwrap();
+        assert_eq!(l["zone"], "a");
+        assert_eq!(l["node-role.kubernetes.io/infra"], "");
+        assert_eq!(l["example.com/rack"], "r1");
+        for bad in ["zone", "-a=b", "a=b c", "a=1,a=2", "Ex.com/x=1"] {
+            let e = parse_labels(Some(bad)).unwrap_err();
+            assert_eq!(e.exit_code(), 3, "{bad}");
+            assert!(e.to_string().starts_with("--node-labels: "), "{e}");
+        }
+    }
+
+    #[test]
+    fn output_names() {
+        let n = OutputNames::new(Path::new("out"), OutputKind::Iso, "x86_64", None);
+        assert_eq!(n.finals(), [PathBuf::from("out/node.x86_64.iso")]);
+        let n = OutputNames::new(Path::new("out"), OutputKind::ConfigImage, "x86_64", None);
+        assert_eq!(n.finals(), [PathBuf::from("out/agentconfig.noarch.iso")]);
+        let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "aarch64", None);
+        assert_eq!(n.finals()[0], PathBuf::from("out/boot-artifacts/node.aarch64-initrd.img"));
+        assert!(n.staging_file(&n.finals()[0]).starts_with("out/boot-artifacts"));
+    }
+}

@@ -1,0 +1,339 @@
+//! Batch records: what one `add-nodes` run promised the cluster, kept on the cluster so that
+//! `approve` and `monitor` (possibly run by another administrator, on another machine) know
+//! which nodes to expect, with which MACs and addresses, until when, and who asked for them.
+//!
+//! Format (stable within `agent-day2/v1`): a ConfigMap in [`NAMESPACE`] named
+//! `batch-<YYYYMMDD>-<HHMMSS>-<4 hex>`, labelled [`LABEL`]`=<name>` and
+//! `app.kubernetes.io/managed-by=agent-day2`, whose `data["batch.json"]` is one
+//! [`BatchRecord`] as JSON (camelCase). A ConfigMap, not a Secret: the record holds no secret
+//! (the tokens are in the auth Secret, see [`crate::auth`]). The namespace is one only
+//! administrators can write (design.md "Verifying kubelet CSRs"), so a record can be trusted by
+//! `approve`. Updates (approvals, addresses learnt by `monitor`) are compare-and-swap on the
+//! ConfigMap's `resourceVersion` ([`update`]). All writes use `fieldValidation=Strict`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::classify;
+use crate::error::{Error, ResourceRef, Result};
+use crate::kube_flags::KubeTarget;
+use crate::kube_write::{create_strict, with_strict_validation, FIELD_MANAGER};
+
+/// Our namespace (same as the auth Secret's).
+pub const NAMESPACE: &str = crate::auth::SECRET_NAMESPACE;
+/// Label on every batch ConfigMap; its value is the batch name.
+pub const LABEL: &str = "agent-day2.openshift.io/batch";
+/// The data key holding the JSON record.
+pub const DATA_KEY: &str = "batch.json";
+/// `apiVersion` of the record.
+pub const API_VERSION: &str = "agent-day2/v1";
+/// `kind` of the record.
+pub const KIND: &str = "Batch";
+
+/// One batch of expected nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchRecord {
+    /// Always [`API_VERSION`].
+    pub api_version: String,
+    /// Always [`KIND`].
+    pub kind: String,
+    /// The batch (and ConfigMap) name.
+    pub name: String,
+    /// RFC 3339 UTC creation time (the plugin's clock).
+    pub created_at: String,
+    /// Who ran add-nodes: the API server's answer to a SelfSubjectReview, else the kubeconfig
+    /// user (then suffixed ` (kubeconfig user)`), else `unknown`.
+    pub created_by: String,
+    /// Cluster ID (ClusterVersion spec.clusterID) the batch is for.
+    pub cluster_id: String,
+    /// The release the image was made for (Completed history entry).
+    pub release_image: String,
+    /// Its version, e.g. `4.18.12`.
+    pub version: String,
+    /// CoreOS architecture of the hosts (x86_64, aarch64, ...).
+    pub architecture: String,
+    /// MachineConfigPool the hosts join (`worker` unless `--pool`).
+    pub pool: String,
+    /// Labels to put on each node when it joins (`--node-labels`).
+    #[serde(default)]
+    pub node_labels: BTreeMap<String, String>,
+    /// `iso`, `pxe` or `config-image`.
+    pub output_kind: String,
+    /// File names written (relative to `--dir`).
+    pub files: Vec<String>,
+    /// Lowercase hex sha256 of the file that carries the Ignition (ISO, PXE initrd or config
+    /// image).
+    pub image_sha256: String,
+    /// RFC 3339 UTC expiry of the tokens in the image: the nodes cannot be added after it,
+    /// and `approve` accepts no client CSR after it.
+    pub token_expires_at: String,
+    /// The hosts.
+    pub hosts: Vec<BatchHost>,
+    /// Approvals done by `approve` (appended with compare-and-swap).
+    #[serde(default)]
+    pub approvals: Vec<Approval>,
+}
+
+/// One expected host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchHost {
+    /// The future Node name (lowercase RFC 1123).
+    pub hostname: String,
+    /// Lowercase MACs.
+    pub macs: Vec<String>,
+    /// Addresses the operator gave (static NMState addresses); empty for DHCP hosts until
+    /// `monitor --ip-addresses` records them ([`BatchHost::ip_source`]).
+    #[serde(default)]
+    pub ips: Vec<String>,
+    /// Where `ips` come from: `static` (nodes-config), `unknown` (DHCP, not learnt yet), or
+    /// `monitor` (given to `monitor --ip-addresses`).
+    pub ip_source: String,
+}
+
+/// One approved CSR.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    /// Node name.
+    pub node: String,
+    /// `client` or `serving`.
+    pub kind: String,
+    /// CSR name.
+    pub csr: String,
+    /// RFC 3339 UTC.
+    pub at: String,
+    /// Who approved.
+    pub by: String,
+}
+
+impl BatchHost {
+    /// `ips` joined with `,`, or `unknown` (DHCP) for tables.
+    pub fn ips_display(&self) -> String {
+        if self.ips.is_empty() {
+            "unknown (DHCP)".into()
+        } else {
+            self.ips.join(",")
+        }
+    }
+}
+
+/// A batch name for `now`: `batch-YYYYMMDD-HHMMSS-xxxx` (4 random hex digits), a valid
+/// ConfigMap name and label value that sorts by time.
+pub fn new_name(now: std::time::SystemTime) -> String {
+    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
+    let stamp = dt.format(&fmt).unwrap_or_else(|_| "00000000-000000".into());
+    let r = uuid::Uuid::new_v4();
+    format!("batch-{stamp}-{}", &r.simple().to_string()[..4])
+}
+
+/// The ConfigMap holding `rec`.
+pub fn to_config_map(rec: &BatchRecord) -> Result<ConfigMap> {
+    let json = serde_json::to_string_pretty(rec).map_err(|e| Error::Unexpected(format!("batch record as JSON: {e}")))?;
+    Ok(ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(rec.name.clone()),
+            namespace: Some(NAMESPACE.into()),
+            labels: Some(BTreeMap::from([
+                (LABEL.to_string(), rec.name.clone()),
+                ("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string()),
+            ])),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(DATA_KEY.to_string(), json)])),
+        ..Default::default()
+    })
+}
+
+/// The record in a batch ConfigMap. Errors ([`Error::BadObject`], exit 4) name the ConfigMap.
+pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &name);
+    let text = cm.data.as_ref().and_then(|d| d.get(DATA_KEY)).ok_or_else(|| Error::BadObject {
+        resource: r.clone(),
+        message: format!("has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"),
+    })?;
+    let rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
+        resource: r.clone(),
+        message: format!("{DATA_KEY} is not a batch record: {e}"),
+    })?;
+    if rec.api_version != API_VERSION || rec.kind != KIND {
+        return Err(Error::BadObject {
+            resource: r,
+            message: format!("{DATA_KEY} is {} {}, expected {API_VERSION} {KIND}", rec.api_version, rec.kind),
+        });
+    }
+    Ok(rec)
+}
+
+/// Creates [`NAMESPACE`] unless it exists (409 is fine). Errors: 403 names the Namespace.
+pub async fn ensure_namespace(target: &KubeTarget) -> Result<()> {
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NAMESPACE.into()),
+            labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string())])),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    match create_strict(&target.client, &(), None, &ns).await {
+        Ok(_) => {
+            tracing::info!("created namespace {NAMESPACE}");
+            Ok(())
+        }
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+        Err(e) => Err(classify(e, "create", ResourceRef::cluster("Namespace", NAMESPACE), target)),
+    }
+}
+
+/// Creates the record (the namespace must exist: [`ensure_namespace`]).
+pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
+    let cm = to_config_map(rec)?;
+    create_strict(&target.client, &(), Some(NAMESPACE), &cm)
+        .await
+        .map(|_| ())
+        .map_err(|e| classify(e, "create", ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name), target))
+}
+
+/// Every batch record, oldest first, with the ConfigMap's `resourceVersion`. A labelled
+/// ConfigMap that does not parse is an error naming it. A missing namespace means none.
+pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
+    let l = match api.list(&ListParams::default().labels(LABEL)).await {
+        Ok(l) => l,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(vec![]),
+        Err(e) => return Err(classify(e, "list", ResourceRef { kind: "ConfigMaps".into(), namespace: Some(NAMESPACE.into()), name: None }, target)),
+    };
+    let mut out = Vec::new();
+    for cm in &l.items {
+        out.push((from_config_map(cm)?, cm.metadata.resource_version.clone().unwrap_or_default()));
+    }
+    out.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at).then_with(|| a.0.name.cmp(&b.0.name)));
+    Ok(out)
+}
+
+/// One record and its `resourceVersion`. Errors: 404 ([`Error::NotFound`]) naming the batch.
+pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
+    let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, name);
+    let cm = api.get(name).await.map_err(|e| match classify(e, "read", r.clone(), target) {
+        Error::NotFound { resource, .. } => Error::NotFound { resource, why: Some("no such batch; see `oc agent-day2 add-nodes batch list`".into()) },
+        other => other,
+    })?;
+    if cm.metadata.labels.as_ref().and_then(|l| l.get(LABEL)).is_none() {
+        return Err(Error::BadObject { resource: r, message: format!("is not labelled {LABEL}; not a batch record") });
+    }
+    Ok((from_config_map(&cm)?, cm.metadata.resource_version.clone().unwrap_or_default()))
+}
+
+/// Replaces the record if its ConfigMap still has `resource_version` (compare-and-swap).
+/// Errors: a 409 (someone changed it meanwhile: read it again and retry) as [`Error::Api`].
+pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &str) -> Result<()> {
+    let mut cm = to_config_map(rec)?;
+    cm.metadata.resource_version = Some(resource_version.to_string());
+    let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name);
+    let body = serde_json::to_vec(&cm).map_err(|e| Error::Unexpected(e.to_string()))?;
+    let url = <ConfigMap as kube::Resource>::url_path(&(), Some(NAMESPACE));
+    let pp = PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) };
+    let req = kube::core::Request::new(url)
+        .replace(&rec.name, &pp, body)
+        .map_err(|e| Error::Unexpected(format!("building the update of {r}: {e}")))?;
+    target
+        .client
+        .request::<ConfigMap>(with_strict_validation(req))
+        .await
+        .map(|_| ())
+        .map_err(|e| classify(e, "update", r, target))
+}
+
+/// Deletes a batch record. Errors: 404 naming the batch; a ConfigMap without [`LABEL`] is
+/// refused (not ours).
+pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
+    get(target, name).await?;
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
+    api.delete(name, &DeleteParams::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| classify(e, "delete", ResourceRef::namespaced("ConfigMap", NAMESPACE, name), target))
+}
+
+/// Who we are, for `createdBy`: a SelfSubjectReview's username; else the kubeconfig user
+/// (marked as such); else `unknown`. Never fails (the record is still useful without it).
+pub async fn whoami(target: &KubeTarget) -> String {
+    use k8s_openapi::api::authentication::v1::SelfSubjectReview;
+    let ssr = SelfSubjectReview::default();
+    match create_strict(&target.client, &(), None, &ssr).await {
+        Ok(r) => {
+            if let Some(u) = r.status.and_then(|s| s.user_info).and_then(|u| u.username).filter(|u| !u.is_empty()) {
+                return u;
+            }
+        }
+        Err(e) => tracing::debug!("SelfSubjectReview failed: {e}"),
+    }
+    match &target.user_hint {
+        Some(u) => format!("{u} (kubeconfig user)"),
+        None => "unknown".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec() -> BatchRecord {
+        BatchRecord {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            name: "batch-20261129-211034-ab12".into(),
+            created_at: "2026-11-29T21:10:34Z".into(),
+            created_by: "system:admin".into(),
+            cluster_id: "c37c9544-4320-4380-9d8b-0753a4d9ea57".into(),
+            release_image: "quay.io/x@sha256:00".into(),
+            version: "4.18.12".into(),
+            architecture: "x86_64".into(),
+            pool: "worker".into(),
+            node_labels: BTreeMap::from([("zone".into(), "a".into())]),
+            output_kind: "iso".into(),
+            files: vec!["node.x86_64.iso".into()],
+            image_sha256: "ab".repeat(32),
+            token_expires_at: "2026-12-01T21:10:34Z".into(),
+            hosts: vec![
+                BatchHost { hostname: "worker-0".into(), macs: vec!["52:54:00:aa:00:30".into()], ips: vec!["192.168.111.30".into()], ip_source: "static".into() },
+                BatchHost { hostname: "worker-1".into(), macs: vec!["52:54:00:aa:00:31".into()], ips: vec![], ip_source: "unknown".into() },
+            ],
+            approvals: vec![],
+        }
+    }
+
+    #[test]
+    fn config_map_round_trip_and_labels() {
+        let r = rec();
+        let cm = to_config_map(&r).unwrap();
+        assert_eq!(cm.metadata.labels.as_ref().unwrap()[LABEL], r.name);
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("openshift-agent-day2"));
+        let text = &cm.data.as_ref().unwrap()[DATA_KEY];
+        assert!(text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\": \"unknown\""), "{text}");
+        assert_eq!(from_config_map(&cm).unwrap(), r);
+        assert_eq!(r.hosts[1].ips_display(), "unknown (DHCP)");
+        let mut bad = cm.clone();
+        bad.data.as_mut().unwrap().insert(DATA_KEY.into(), "{\"apiVersion\":\"x\"}".into());
+        let e = from_config_map(&bad).unwrap_err().to_string();
+        assert!(e.contains("ConfigMap openshift-agent-day2/batch-20261129-211034-ab12"), "{e}");
+    }
+
+    #[test]
+    fn names_sort_by_time_and_are_dns_labels() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_796_000_000);
+        let n = new_name(t);
+        assert!(n.starts_with("batch-202611"), "{n}");
+        assert_eq!(n.len(), "batch-20261129-211034-ab12".len());
+        assert!(n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+        assert_ne!(new_name(t), new_name(t), "random suffix");
+    }
+}
