@@ -43,6 +43,8 @@ enum Class {
     Refused(String),
     /// 404 / MANIFEST_UNKNOWN / NAME_UNKNOWN / BLOB_UNKNOWN.
     NotFound,
+    /// The server's certificate is not trusted.
+    Tls,
     /// Anything else.
     Fatal,
 }
@@ -85,7 +87,11 @@ fn classify(e: &OpError) -> Class {
                 _ => Class::Fatal,
             },
             OciDistributionError::RequestError(r) => {
-                if r.is_connect() {
+                let chain = error_chain(r);
+                if chain.contains("certificate") || chain.contains("UnknownIssuer") {
+                    // Retrying will not change the certificate.
+                    Class::Tls
+                } else if r.is_connect() {
                     Class::Transient { connect: true }
                 } else if r.is_timeout() || r.is_request() || r.is_body() || r.is_decode() {
                     Class::Transient { connect: false }
@@ -106,24 +112,25 @@ fn classify(e: &OpError) -> Class {
 /// The message of an operation error, with the underlying causes (reqwest hides the useful
 /// part — "connection refused", "invalid peer certificate" — in its source chain).
 fn describe(e: &OpError) -> String {
-    fn chain(e: &dyn std::error::Error) -> String {
-        let mut s = e.to_string();
-        let mut cur = e.source();
-        while let Some(c) = cur {
-            let m = c.to_string();
-            if !s.contains(&m) {
-                s.push_str(": ");
-                s.push_str(&m);
-            }
-            cur = c.source();
-        }
-        s
-    }
     match e {
-        OpError::Oci(e) => chain(e),
-        OpError::Io(e) => chain(e),
+        OpError::Oci(e) => error_chain(e),
+        OpError::Io(e) => error_chain(e),
         OpError::Content(s) => s.clone(),
     }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let m = c.to_string();
+        if !s.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        cur = c.source();
+    }
+    s
 }
 
 /// One platform manifest's layers.
@@ -334,6 +341,13 @@ impl<'a> Fetcher<'a> {
                 }
                 Class::NotFound => {
                     return Err(RegistryError::NotFound {
+                        image: image.to_string(),
+                        message: describe(&err),
+                    })
+                }
+                Class::Tls => {
+                    return Err(RegistryError::Tls {
+                        registry,
                         image: image.to_string(),
                         message: describe(&err),
                     })

@@ -157,6 +157,12 @@ pub enum RegistryError {
     /// Retries exhausted or the client could not be set up.
     #[error("cannot read {image}: {message} (check the registry, its CA, HTTPS_PROXY/NO_PROXY, or --insecure)")]
     Unavailable { image: String, message: String },
+    /// The registry's certificate is not trusted.
+    #[error(
+        "registry {registry} (for {image}): its TLS certificate is not trusted: {message}; add its CA to the cluster \
+         (Image.config additionalTrustedCA or the proxy trust bundle), or pass --insecure"
+    )]
+    Tls { registry: String, image: String, message: String },
     /// Every mirror and the source failed.
     #[error("cannot read {image} from any of its locations: {}", attempts.join("; "))]
     AllSourcesFailed { image: String, attempts: Vec<String> },
