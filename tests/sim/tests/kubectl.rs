@@ -92,12 +92,19 @@ fn reads_tables_and_discovery() {
     let pages = String::from_utf8_lossy(&o.stderr).matches("GET https").count();
     assert_eq!(pages, 3, "7 items in pages of 3 need 3 requests:\n{}", String::from_utf8_lossy(&o.stderr));
 
+    // Built-in printers' columns for ConfigMaps and Secrets.
+    let t = ok(&c, &["-n", "chunks", "get", "cm", "c0"]);
+    assert_eq!(t.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(), ["NAME", "DATA", "AGE"], "{t}");
+    assert_eq!(t.lines().nth(1).unwrap().split_whitespace().nth(1), Some("0"), "{t}");
+
     // Secrets: stringData folds into base64 data; bad base64 is a 400 as on the real server.
     ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s1, namespace: chunks}\nstringData: {token: abc}\n");
     let sec: Value = serde_json::from_str(&ok(&c, &["-n", "chunks", "get", "secret", "s1", "-o", "json"])).unwrap();
     assert_eq!(sec["data"]["token"], "YWJj", "{sec}");
     assert_eq!(sec["type"], "Opaque", "{sec}");
     assert!(sec.get("stringData").is_none(), "{sec}");
+    let t = ok(&c, &["-n", "chunks", "get", "secret", "s1"]);
+    assert_eq!(t.lines().nth(1).unwrap().split_whitespace().take(3).collect::<Vec<_>>(), ["s1", "Opaque", "1"], "{t}");
     let o = c.kubectl_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s2, namespace: chunks}\ndata: {token: '***'}\n");
     assert!(text(&o).contains("illegal base64 data at input byte 0"), "{}", text(&o));
 

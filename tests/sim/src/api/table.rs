@@ -176,6 +176,25 @@ pub fn columns(t: &ResourceType) -> Vec<Value> {
             col("Version", "string", "", "Kubelet Version reported by the node.", 0),
         ],
         ("", "namespaces") => vec![name, col("Status", "string", "", "The status of the namespace", 0), age_c],
+        ("", "configmaps") => vec![name, col("Data", "integer", "", "Number of data entries", 0), age_c],
+        ("", "secrets") => vec![
+            name,
+            col("Type", "string", "", "The type of the secret", 0),
+            col("Data", "integer", "", "Number of data entries", 0),
+            age_c,
+        ],
+        ("", "serviceaccounts") => vec![name, col("Secrets", "integer", "", "Number of secrets", 0), age_c],
+        ("", "pods") => vec![
+            name,
+            col("Ready", "string", "", "The aggregate readiness state of this pod for accepting traffic.", 0),
+            col("Status", "string", "", "The aggregate status of the containers in this pod.", 0),
+            col("Restarts", "string", "", "The number of times the containers in this pod have been restarted.", 0),
+            age_c,
+        ],
+        ("apiextensions.k8s.io", "customresourcedefinitions") => vec![
+            name,
+            col("Created At", "date", "", "CreationTimestamp of the CustomResourceDefinition", 0),
+        ],
         ("certificates.k8s.io", "certificatesigningrequests") => vec![
             name,
             age_c,
@@ -203,6 +222,38 @@ pub fn cells(t: &ResourceType, o: &Value) -> Vec<Value> {
             json!(age(o["metadata"]["creationTimestamp"].as_str())),
         ],
         ("certificates.k8s.io", "certificatesigningrequests") => csr_cells(o),
+        ("", "configmaps") => {
+            let n = o["data"].as_object().map_or(0, |m| m.len()) + o["binaryData"].as_object().map_or(0, |m| m.len());
+            vec![o["metadata"]["name"].clone(), json!(n), json!(age(o["metadata"]["creationTimestamp"].as_str()))]
+        }
+        ("", "secrets") => vec![
+            o["metadata"]["name"].clone(),
+            json!(o["type"].as_str().unwrap_or("Opaque")),
+            json!(o["data"].as_object().map_or(0, |m| m.len())),
+            json!(age(o["metadata"]["creationTimestamp"].as_str())),
+        ],
+        ("", "serviceaccounts") => vec![
+            o["metadata"]["name"].clone(),
+            json!(o["secrets"].as_array().map_or(0, |a| a.len())),
+            json!(age(o["metadata"]["creationTimestamp"].as_str())),
+        ],
+        ("", "pods") => {
+            let statuses = o["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
+            let total = o["spec"]["containers"].as_array().map_or(0, |a| a.len());
+            let ready = statuses.iter().filter(|c| c["ready"] == true).count();
+            let restarts: i64 = statuses.iter().filter_map(|c| c["restartCount"].as_i64()).sum();
+            vec![
+                o["metadata"]["name"].clone(),
+                json!(format!("{ready}/{total}")),
+                json!(o["status"]["phase"].as_str().unwrap_or("Pending")),
+                json!(restarts.to_string()),
+                json!(age(o["metadata"]["creationTimestamp"].as_str())),
+            ]
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => vec![
+            o["metadata"]["name"].clone(),
+            o["metadata"]["creationTimestamp"].clone(),
+        ],
         _ => vec![o["metadata"]["name"].clone(), json!(age(o["metadata"]["creationTimestamp"].as_str()))],
     }
 }
