@@ -29,6 +29,14 @@ fn kube_conformance_script_passes() {
         eprintln!("skipped: {} or {} is absent", script.display(), crds.display());
         return;
     }
+    for tool in ["kubectl", "jq", "openssl"] {
+        let found = std::process::Command::new(tool).arg("version").output().is_ok()
+            || std::process::Command::new(tool).arg("--version").output().is_ok();
+        if !found {
+            eprintln!("skipped: the script needs {tool} on PATH");
+            return;
+        }
+    }
     if let Err(why) = enter_netns() {
         eprintln!("skipped: {why}");
         return;
