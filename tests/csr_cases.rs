@@ -1047,3 +1047,61 @@ fn several_serving_csrs_approve_only_the_newest_and_rejected_ones_do_not_count()
     assert_only(&vs[1], &[]);
     assert_only(&vs[2], &["ip-san-not-node-address"]);
 }
+
+#[test]
+fn object_identifiers_with_a_wrong_tag_are_rejected() {
+    // asn1-rs 0.7 reads any primitive TLV as an OID: a PrintableString-tagged "2.5.4.3" is a
+    // CN to x509-parser. Signed validly, so only our own walk can refuse it.
+    fn retag(cri: Vec<u8>, pattern: &[u8], tag: u8) -> Vec<u8> {
+        let mut cri = cri;
+        let pos = cri.windows(pattern.len()).position(|w| w == pattern).expect("pattern in CRI");
+        cri[pos] = tag;
+        cri
+    }
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| retag(cri, &[0x06, 0x03, 0x55, 0x04, 0x03], 0x13));
+    let v = judge(client_view(b.pem()));
+    assert_has(&v, "der-invalid");
+    assert!(!codes(&v).contains(&"signature-invalid"), "{:?}", v.reasons);
+    assert!(message(&v, "der-invalid").contains("subject attribute type is not an OBJECT IDENTIFIER"));
+
+    // The key algorithm (id-ecPublicKey) with a wrong tag.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| retag(cri, &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01], 0x04));
+    let v = judge(client_view(b.pem()));
+    assert!(!v.approve);
+    assert!(codes(&v).contains(&"der-invalid") || codes(&v).contains(&"key-not-allowed"), "{:?}", v.reasons);
+
+    // The subjectAltName extension id with a wrong tag.
+    let mut b = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
+    b.cri_hook = Some(|cri| retag(cri, &[0x06, 0x03, 0x55, 0x1d, 0x11], 0x0c));
+    let v = judge(serving_view("worker-0", b.pem()));
+    assert!(!v.approve);
+    assert!(codes(&v).iter().any(|c| ["attributes-malformed", "der-invalid"].contains(c)), "{:?}", v.reasons);
+
+    // Outside the signed part: the signature algorithm OID with a wrong tag.
+    let der = Builder::node("worker-0").der();
+    let pat = [0x30u8, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+    let pos = der.windows(12).rposition(|w| w == pat).unwrap();
+    let mut d = der.clone();
+    d[pos + 2] = 0x13;
+    assert_has(&judge(client_view(pem_of(&d))), "der-invalid");
+}
+
+#[test]
+fn non_minimal_object_identifier_encoding_is_rejected() {
+    // 2.5.4.3 written with a padded sub-identifier (0x80 0x03): same number, different bytes.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        // Re-encode the CN's AttributeTypeAndValue so the enclosing lengths stay right.
+        let mut parts = elements(&cri);
+        let mut rdns = elements(&parts[1]);
+        let atv = elements(&elements(&rdns[1])[0]);
+        rdns[1] = set(&[seq(&[vec![0x06, 0x04, 0x55, 0x04, 0x80, 0x03], atv[1].clone()])]);
+        parts[1] = seq(&rdns);
+        seq(&parts)
+    });
+    let v = judge(client_view(b.pem()));
+    assert_has(&v, "der-invalid");
+    assert!(message(&v, "der-invalid").contains("not a valid OBJECT IDENTIFIER encoding"), "{:?}", v.reasons);
+}

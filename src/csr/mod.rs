@@ -9,6 +9,15 @@
 //! CertificateSigningRequest ──CsrView::from_k8s──▶ CsrView ─┐
 //! ExpectedNodes, ExistingNodes, ApprovalsRecorded, Policy ───┼─▶ verdict(.., now) ─▶ Verdict
 //! ```
+//!
+//! For a whole listing use [`verdict_all`], which adds the one rule that needs several CSRs at
+//! once (rival client CSRs for one node, kubelet retries). What the caller still owns (I/O):
+//! recording the approval on the batch with compare-and-swap before `/approval`, reading the
+//! CSR and the Node again just before approving, and never touching `NotKubelet` CSRs.
+//!
+//! Client CSRs whose checks are tied to the batch (expected, not yet a Node, created inside the
+//! batch window, approval count) need `metadata.creationTimestamp`; serving CSRs are not tied to
+//! the batch window (design.md), only to the expected node, its addresses and its count.
 
 mod escape;
 mod parse;

@@ -343,6 +343,25 @@ fn universal<'a>(i: &'a [u8], tag: Tag, what: &str) -> Result<(&'a [u8], Any<'a>
     Ok((r, a))
 }
 
+/// An OBJECT IDENTIFIER with its tag checked: asn1-rs 0.7's `Oid::from_der` (and so
+/// x509-parser) reads *any* primitive TLV as an OID, which would let a request carry, say, a
+/// PrintableString that x509-parser takes for the CN type while Go rejects or reads it
+/// otherwise. Also checks the content is a minimal base-128 encoding (X.690 8.19).
+fn oid_der<'a>(i: &'a [u8], what: &str) -> Result<(&'a [u8], Oid<'a>), String> {
+    let (r, a) = Any::from_der(i).map_err(|e| format!("{what}: {e}"))?;
+    if a.class() != Class::Universal || a.tag() != Tag::Oid || a.header.is_constructed() {
+        return Err(format!("{what} is not an OBJECT IDENTIFIER"));
+    }
+    let d = a.data;
+    let minimal = !d.is_empty()
+        && d[d.len() - 1] & 0x80 == 0
+        && d.iter().enumerate().all(|(k, &b)| b != 0x80 || (k > 0 && d[k - 1] & 0x80 != 0));
+    if !minimal {
+        return Err(format!("{what} is not a valid OBJECT IDENTIFIER encoding"));
+    }
+    Ok((r, Oid::new(std::borrow::Cow::Borrowed(d))))
+}
+
 fn done(i: &[u8], what: &str) -> Result<(), String> {
     if i.is_empty() {
         Ok(())
@@ -353,7 +372,7 @@ fn done(i: &[u8], what: &str) -> Result<(), String> {
 
 /// AlgorithmIdentifier ::= SEQUENCE { algorithm OID, parameters ANY OPTIONAL } — nothing more.
 fn check_alg_id(i: &[u8], what: &str) -> Result<(), String> {
-    let (r, _) = Oid::from_der(i).map_err(|e| format!("{what} algorithm: {e}"))?;
+    let (r, _) = oid_der(i, &format!("{what} algorithm"))?;
     if r.is_empty() {
         return Ok(());
     }
@@ -383,7 +402,7 @@ fn check_structure(der: &[u8]) -> Result<(), String> {
         while !a.is_empty() {
             let (rest, atv) = universal(a, Tag::Sequence, "subject attribute")?;
             a = rest;
-            let (v, _) = Oid::from_der(atv.data).map_err(|e| format!("subject attribute type: {e}"))?;
+            let (v, _) = oid_der(atv.data, "subject attribute type")?;
             let (v, _) = Any::from_der(v).map_err(|e| format!("subject attribute value: {e}"))?;
             done(v, "a subject attribute")?;
         }
@@ -421,7 +440,7 @@ fn walk_attributes(cri_raw: &[u8], out: &mut ParsedRequest, reasons: &mut Vec<Re
         if attr.tag() != Tag::Sequence || attr.class() != Class::Universal {
             return Err("attribute is not a SEQUENCE".into());
         }
-        let (r, oid) = Oid::from_der(attr.data).map_err(|e| format!("attribute type: {e}"))?;
+        let (r, oid) = oid_der(attr.data, "attribute type")?;
         let (r2, values) = Any::from_der(r).map_err(|e| format!("attribute values: {e}"))?;
         if !r2.is_empty() || values.tag() != Tag::Set || values.class() != Class::Universal {
             return Err(format!("attribute {} values are not one SET", oid.to_id_string()));
@@ -459,7 +478,7 @@ fn walk_extensions(value: &Any<'_>, out: &mut ParsedRequest, reasons: &mut Vec<R
         if ext.tag() != Tag::Sequence || ext.class() != Class::Universal {
             return Err("extension is not a SEQUENCE".into());
         }
-        let (mut r, oid) = Oid::from_der(ext.data).map_err(|err| format!("extension id: {err}"))?;
+        let (mut r, oid) = oid_der(ext.data, "extension id")?;
         let (r1, next) = Any::from_der(r).map_err(|err| format!("extension {oid}: {err}"))?;
         let mut critical = false;
         let octets = if next.tag() == Tag::Boolean && next.class() == Class::Universal {

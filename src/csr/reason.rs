@@ -40,7 +40,7 @@ pub enum Reason {
     SanMalformed { detail: String },
     /// A subject attribute that is not a text string.
     SubjectValueNotText { attr: String },
-    /// An RDN with more than one attribute.
+    /// An RDN with zero or several attributes.
     MultiValuedRdn,
     /// Subject attributes other than O and CN.
     SubjectExtra { attrs: Vec<String> },
@@ -219,7 +219,7 @@ impl fmt::Display for Reason {
             DuplicateExtension { extension } => write!(f, "extension {} is requested more than once", esc(extension)),
             SanMalformed { detail } => write!(f, "subjectAltName is malformed: {}", esc(detail)),
             SubjectValueNotText { attr } => write!(f, "subject {} is not a text string", esc(attr)),
-            MultiValuedRdn => write!(f, "subject has an RDN with more than one attribute"),
+            MultiValuedRdn => write!(f, "subject has an RDN that does not hold exactly one attribute"),
             SubjectExtra { attrs } => {
                 write!(f, "subject has {} besides O and CN", list(attrs))
             }
