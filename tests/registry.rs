@@ -422,7 +422,8 @@ fn refused_pull_secret_is_a_clear_error_and_registry_config_overrides_it() {
     // ...and the right pull secret alone works.
     c2.registry_config = None;
     assert_eq!(rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap(), payload.amd64);
-    // A registry-config that is not a dockerconfigjson.
+    // A registry-config that is not a dockerconfigjson (fresh cache: a hit needs no credentials).
+    c2.cache_dir = Some(files.path().join("cache2"));
     c2.registry_config = Some(write_file(files.path(), "junk.json", "[1,2]"));
     let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err().to_string();
     assert!(msg.contains("junk.json") && msg.contains("not a dockerconfigjson"), "{msg}");

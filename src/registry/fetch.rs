@@ -315,6 +315,8 @@ impl<'a> Fetcher<'a> {
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())
                             .insert(registry.clone());
+                        // Not a failed try: the same request again, over HTTP.
+                        tries -= 1;
                         continue;
                     }
                     if tries >= policy.attempts.max(1) {

@@ -320,6 +320,8 @@ impl FlakyProxy {
                     let mut b = [0u8; 1];
                     while !head.ends_with(b"\r\n\r\n") {
                         match c.read(&mut b) {
+                            // A TLS ClientHello: hang up, as a plain HTTP server would.
+                            Ok(1) if head.is_empty() && b[0] == 0x16 => return,
                             Ok(1) => head.push(b[0]),
                             _ => return,
                         }
