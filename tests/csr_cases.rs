@@ -1105,3 +1105,22 @@ fn non_minimal_object_identifier_encoding_is_rejected() {
     assert_has(&v, "der-invalid");
     assert!(message(&v, "der-invalid").contains("not a valid OBJECT IDENTIFIER encoding"), "{:?}", v.reasons);
 }
+
+#[test]
+fn non_minimal_length_encoding_is_rejected() {
+    // The CN value's length written in long form (0x81 0x14 instead of 0x14): BER, not DER.
+    let mut b = Builder::node("worker-0");
+    b.cri_hook = Some(|cri| {
+        let mut parts = elements(&cri);
+        let mut rdns = elements(&parts[1]);
+        let atv = elements(&elements(&rdns[1])[0]);
+        let mut value = vec![0x0c, 0x81, 0x14];
+        value.extend(b"system:node:worker-0");
+        rdns[1] = set(&[seq(&[atv[0].clone(), value])]);
+        parts[1] = seq(&rdns);
+        seq(&parts)
+    });
+    let v = judge(client_view(b.pem()));
+    assert_only(&v, &["der-invalid"]);
+    assert!(message(&v, "der-invalid").contains("non-minimal length"), "{:?}", v.reasons);
+}

@@ -148,7 +148,8 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
     if !rest.is_empty() {
         reasons.push(Reason::DerTrailing { bytes: rest.len() });
     }
-    if let Err(detail) = check_structure(&der[..der.len() - rest.len()]) {
+    let parsed_der = &der[..der.len() - rest.len()];
+    if let Err(detail) = strict_der(parsed_der, 0).and_then(|_| check_structure(parsed_der)) {
         reasons.push(Reason::DerInvalid { detail });
     }
     let info = &req.certification_request_info;
@@ -343,6 +344,48 @@ fn universal<'a>(i: &'a [u8], tag: Tag, what: &str) -> Result<(&'a [u8], Any<'a>
     Ok((r, a))
 }
 
+/// Nesting deeper than this is refused (a kubelet CSR nests about 6 levels).
+const MAX_DER_DEPTH: usize = 32;
+
+/// Every TLV in `i`, recursively into constructed ones: definite, minimal length encodings
+/// (X.690 10.1) and single-byte tags, contents within bounds. asn1-rs accepts BER lengths such
+/// as `81 14` where DER (and Go) require `14`.
+fn strict_der(mut i: &[u8], depth: usize) -> Result<(), String> {
+    if depth > MAX_DER_DEPTH {
+        return Err("nested too deeply".into());
+    }
+    while !i.is_empty() {
+        let tag = i[0];
+        if tag & 0x1f == 0x1f {
+            return Err(format!("multi-byte tag {tag:#04x}"));
+        }
+        let Some(&l0) = i.get(1) else { return Err("truncated header".into()) };
+        let (len, hdr) = if l0 < 0x80 {
+            (l0 as usize, 2)
+        } else {
+            let n = (l0 & 0x7f) as usize;
+            if n == 0 {
+                return Err("indefinite length".into());
+            }
+            if n > 4 || i.len() < 2 + n {
+                return Err("length too long or truncated".into());
+            }
+            let bytes = &i[2..2 + n];
+            let len = bytes.iter().fold(0usize, |a, b| (a << 8) | *b as usize);
+            if bytes[0] == 0 || len < 0x80 {
+                return Err(format!("non-minimal length encoding for tag {tag:#04x}"));
+            }
+            (len, 2 + n)
+        };
+        let end = hdr.checked_add(len).filter(|e| *e <= i.len()).ok_or("content runs past its parent")?;
+        if tag & 0x20 != 0 {
+            strict_der(&i[hdr..end], depth + 1)?;
+        }
+        i = &i[end..];
+    }
+    Ok(())
+}
+
 /// An OBJECT IDENTIFIER with its tag checked: asn1-rs 0.7's `Oid::from_der` (and so
 /// x509-parser) reads *any* primitive TLV as an OID, which would let a request carry, say, a
 /// PrintableString that x509-parser takes for the CN type while Go rejects or reads it
@@ -494,9 +537,10 @@ fn walk_extensions(value: &Any<'_>, out: &mut ParsedRequest, reasons: &mut Vec<R
             r = r1;
             next
         };
-        if !r.is_empty() || octets.tag() != Tag::OctetString || octets.class() != Class::Universal {
+        if !r.is_empty() || octets.tag() != Tag::OctetString || octets.class() != Class::Universal || octets.header.is_constructed() {
             return Err(format!("extension {oid}: value is not one OCTET STRING"));
         }
+        strict_der(octets.data, 0).map_err(|e| format!("extension {oid} value: {e}"))?;
         let oid_s = oid.to_id_string();
         let ext_rec = RequestedExtension { oid: oid_s.clone(), critical };
         if out.extensions.iter().any(|x| x.oid == oid_s) {
