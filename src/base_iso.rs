@@ -264,9 +264,15 @@ fn client(req: &Request) -> Result<reqwest::Client> {
         .read_timeout(Duration::from_secs(60))
         .user_agent(concat!("agent-day2/", env!("CARGO_PKG_VERSION")))
         .danger_accept_invalid_certs(req.insecure);
+    // Only blocks that are real X.509 certificates: one broken entry in a trust bundle must
+    // not make every download fail (rustls refuses the whole root store then).
     for bundle in &req.extra_ca_pems {
-        if let Ok(certs) = reqwest::Certificate::from_pem_bundle(bundle.as_bytes()) {
-            for c in certs {
+        for p in pem::parse_many(bundle).unwrap_or_default().into_iter().filter(|p| p.tag() == "CERTIFICATE") {
+            if x509_parser::parse_x509_certificate(p.contents()).is_err() {
+                tracing::warn!("a CA certificate of the cluster's trust bundle does not parse; not used for the base ISO download");
+                continue;
+            }
+            if let Ok(c) = reqwest::Certificate::from_der(p.contents()) {
                 b = b.add_root_certificate(c);
             }
         }
