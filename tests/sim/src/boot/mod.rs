@@ -185,6 +185,9 @@ fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32,
         for (name, role, _) in contract::UNITS {
             cfg.units.insert(name.to_string(), ignition::Unit { name: name.to_string(), enabled: Some(true), mask: false, text: after_text(name, role) });
         }
+        // The disk image's network unit too (the contract asks for it when there are keyfiles).
+        let nm = "pre-network-manager-config.service";
+        cfg.units.insert(nm.to_string(), ignition::Unit { name: nm.to_string(), enabled: Some(true), mask: false, text: "[Unit]\nBefore=NetworkManager.service\n".into() });
         cfg.ssh_keys.insert("core".into(), vec!["(appliance disk image)".into()]);
         (cfg, format!("config image {}", img.display()))
     } else {
