@@ -4,7 +4,9 @@
 //! requested extensions and the SubjectAltName are walked here from the DER, because
 //! x509-parser only exposes the *first* ExtensionRequest attribute and the first value of
 //! its SET (Go merges every value it finds), and neither reports duplicates
-//! (research/csr.md §8, design.md "parsing is stricter than Go's").
+//! (research/csr.md §8, design.md "parsing is stricter than Go's"). asn1-rs 0.7 (under
+//! x509-parser) also accepts BER lengths (rusticata/asn1-rs#149), non-minimal OIDs (#150) and
+//! any primitive TLV where an OID belongs, so [`parse_request`] re-walks the DER strictly.
 
 use x509_parser::asn1_rs::{Any, Class, FromDer, Oid, Tag};
 use base64::Engine;
@@ -661,6 +663,28 @@ mod tests {
         assert_eq!(rsa_bits(&m), 2048);
         assert_eq!(rsa_bits(&[0x01, 0, 0]), 17);
         assert_eq!(rsa_bits(&[]), 0);
+    }
+
+    #[test]
+    fn strict_der_refuses_ber() {
+        assert!(strict_der(&[0x30, 0x03, 0x02, 0x01, 0x00], 0).is_ok());
+        assert!(strict_der(&[0x30, 0x81, 0x03, 0x02, 0x01, 0x00], 0).unwrap_err().contains("non-minimal"));
+        assert!(strict_der(&[0x30, 0x80, 0x02, 0x01, 0x00, 0x00, 0x00], 0).unwrap_err().contains("indefinite"));
+        assert!(strict_der(&[0x30, 0x05, 0x02, 0x01, 0x00], 0).is_err());
+        assert!(strict_der(&[0x1f, 0x02, 0x01, 0x00], 0).unwrap_err().contains("multi-byte tag"));
+        let deep: Vec<u8> = std::iter::repeat_n([0x30u8, 0x80], 40).flatten().collect();
+        assert!(strict_der(&deep, 0).is_err());
+    }
+
+    #[test]
+    fn oid_der_checks_tag_and_encoding() {
+        assert_eq!(oid_der(&[0x06, 0x03, 0x55, 0x04, 0x03], "x").unwrap().1.to_id_string(), "2.5.4.3");
+        assert!(oid_der(&[0x13, 0x03, 0x55, 0x04, 0x03], "x").unwrap_err().contains("not an OBJECT IDENTIFIER"));
+        assert!(oid_der(&[0x06, 0x03, 0x2a, 0x80, 0x01], "x").unwrap_err().contains("encoding"));
+        assert!(oid_der(&[0x06, 0x02, 0x2a, 0x81], "x").unwrap_err().contains("encoding"));
+        assert!(oid_der(&[0x06, 0x00], "x").is_err());
+        // 0x80 inside a multi-byte sub-identifier is fine: 1.2.16384 = 2a 81 80 00.
+        assert!(oid_der(&[0x06, 0x04, 0x2a, 0x81, 0x80, 0x00], "x").is_ok());
     }
 
     #[test]
