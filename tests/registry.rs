@@ -348,6 +348,7 @@ fn disconnected_digest_mirrors_are_tried_in_order_and_the_source_is_never_needed
         ..Default::default()
     };
     let err = rt.block_on(ReleasePayload::component_images(&release, &c2)).unwrap_err().to_string();
+    eprintln!("message: {err}");
     assert!(err.contains(&format!("{dead}/ocp/ocp-release@{digest}")), "{err}");
     assert!(!err.contains("source"), "{err}");
 
@@ -390,6 +391,7 @@ fn refused_pull_secret_is_a_clear_error_and_registry_config_overrides_it() {
     let err = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(4), "a refusal must not be retried");
     let msg = err.to_string();
+    eprintln!("message: {msg}");
     assert!(matches!(err, RegistryError::Refused { .. }), "{msg}");
     assert!(msg.contains(&format!("registry {host} refused")), "{msg}");
     assert!(msg.contains("pull secret") && msg.contains("--registry-config"), "{msg}");
@@ -461,6 +463,7 @@ fn tls_registry_with_the_clusters_ca() {
     c2.insecure = false;
     c2.retry.attempts = 2;
     let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err().to_string();
+    eprintln!("message: {msg}");
     assert!(msg.to_lowercase().contains("certificate"), "{msg}");
 
     // --insecure skips verification (and stays on HTTPS: the registry speaks nothing else).
@@ -497,6 +500,7 @@ fn a_registry_answering_503_twice_then_200_is_retried() {
         .block_on(ReleasePayload::component_images(&payload.release.replace(&host, &always.addr.to_string()), &c2))
         .unwrap_err();
     let msg = err.to_string();
+    eprintln!("message: {msg}");
     assert!(msg.contains("after 3 tries") && msg.contains("503"), "{msg}");
     assert_eq!(always.failed.load(std::sync::atomic::Ordering::SeqCst), 3);
 }
@@ -523,4 +527,60 @@ fn a_missing_component_tag_is_named() {
     let missing = format!("{}/ocp/release@sha256:{}", reg.host(), "ab".repeat(32));
     let msg = rt.block_on(ReleasePayload::component_images(&missing, &c)).unwrap_err().to_string();
     assert!(msg.contains(&missing) && msg.contains("not found"), "{msg}");
+}
+
+/// Set in the child process that runs [`proxies_from_the_environment_inner`].
+const PROXY_CHILD: &str = "AGENT_DAY2_REGISTRY_PROXY_CHILD";
+
+#[test]
+fn https_proxy_http_proxy_and_no_proxy_are_honoured() {
+    if !setup() {
+        return;
+    }
+    // Proxy variables are process-wide: run the check in a child process of this test binary,
+    // with them set from its start (no other test sees them).
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "proxies_from_the_environment_inner", "--nocapture", "--test-threads=1"])
+        .env(PROXY_CHILD, "1")
+        .env("HTTPS_PROXY", "http://192.168.111.6:5003")
+        .env("HTTP_PROXY", "http://192.168.111.6:5003")
+        .env("NO_PROXY", "192.168.111.6")
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1 passed"), "{text}");
+    assert!(text.contains("proxy check done"), "{text}");
+}
+
+#[test]
+#[ignore = "run by https_proxy_http_proxy_and_no_proxy_are_honoured with the proxy variables set"]
+fn proxies_from_the_environment_inner() {
+    if std::env::var(PROXY_CHILD).as_deref() != Ok("1") || !setup() {
+        eprintln!("skipped: only meaningful as the child of https_proxy_http_proxy_and_no_proxy_are_honoured");
+        return;
+    }
+    let rt = rt();
+    let reg = Registry::start(REG, RegistryOpts::default());
+    let proxy = FlakyProxy::start("192.168.111.6:5003", reg.addr, 0);
+    // NO_PROXY covers the registry's own address: pushing and pulling it go direct.
+    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{}/ocp/art-dev", reg.host()), false, None));
+    let c = ctx(tempfile::tempdir().unwrap().path());
+    assert_eq!(rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap(), payload.amd64);
+    let seen = proxy.seen.lock().unwrap().clone();
+    assert!(seen.is_empty(), "NO_PROXY was not honoured: {seen:?}");
+    // A name that does not resolve here is reachable only through the proxy. With --insecure
+    // HTTPS goes first (a CONNECT through HTTPS_PROXY, which the registry cannot tunnel), then
+    // plain HTTP through HTTP_PROXY.
+    let release = payload.release.replace(&reg.host(), "registry.invalid:5000");
+    let c = ctx(tempfile::tempdir().unwrap().path());
+    let got = rt.block_on(ReleasePayload::component_images(&release, &c)).unwrap();
+    assert_eq!(got, payload.amd64);
+    let seen = proxy.seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|l| l.starts_with("CONNECT registry.invalid:5000")), "HTTPS_PROXY unused: {seen:?}");
+    assert!(
+        seen.iter().any(|l| l.starts_with("GET http://registry.invalid:5000/v2/ocp/release/manifests/")),
+        "HTTP_PROXY unused: {seen:?}"
+    );
+    eprintln!("proxy check done");
 }

@@ -298,7 +298,7 @@ pub struct FlakyProxy {
     pub failed: Arc<AtomicUsize>,
     /// Requests forwarded so far.
     pub forwarded: Arc<AtomicUsize>,
-    /// Paths seen, in order.
+    /// Request lines seen, in order.
     pub seen: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
@@ -328,7 +328,7 @@ impl FlakyProxy {
                     }
                     let text = String::from_utf8_lossy(&head).to_string();
                     let path = text.split_whitespace().nth(1).unwrap_or("").to_string();
-                    s.lock().unwrap().push(path.clone());
+                    s.lock().unwrap().push(text.lines().next().unwrap_or("").to_string());
                     if path != "/v2/" && f.load(Ordering::SeqCst) < fail {
                         f.fetch_add(1, Ordering::SeqCst);
                         let body = "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"try later\"}]}";
