@@ -16,3 +16,44 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 step kubectl get nodes -o wide
 step kubectl plugin list
 step kubectl agent-day2 info
+
+# --- add-nodes, the main job, end to end: two new workers (one static IP, one DHCP).
+# Until the simulator serves the release payload from a registry, the release's component
+# images go into the plugin's per-digest cache (what a first run would have stored).
+export XDG_CACHE_HOME="$dir/cache"
+rel=$(kubectl get clusterversion version -o jsonpath='{.status.history[0].image}')
+mkdir -p "$XDG_CACHE_HOME/agent-day2/releases"
+img() { printf 'quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%s' "$(printf "$1%.0s" $(seq 64))"; }
+printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent":"%s","orchestrator":"%s","utils":"%s","machineOsImages":null}}}' \
+    "$rel" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/${rel#*@}.json"
+cat >"$dir/nodes-config.yaml" <<'Y'
+hosts:
+- hostname: worker-0
+  rootDeviceHints: {deviceName: /dev/vda}
+  interfaces: [{name: eth0, macAddress: "52:54:00:aa:00:30"}]
+  networkConfig:
+    interfaces:
+    - name: eth0
+      type: ethernet
+      state: up
+      mac-address: "52:54:00:aa:00:30"
+      ipv4: {enabled: true, dhcp: false, address: [{ip: 192.168.111.30, prefix-length: 24}]}
+- hostname: worker-1
+  interfaces: [{name: eth0, macAddress: "52:54:00:aa:00:31"}]
+Y
+step kubectl agent-day2 add-nodes --nodes-config "$dir/nodes-config.yaml" --dir "$dir/out"
+step ls -l "$dir/out"
+step kubectl agent-day2 add-nodes batch list
+# Boot the ISO on two simulated machines; approve their kubelet CSRs by hand (`approve` comes next).
+printf '\n\033[1m$ agent-day2-sim boot --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32\033[0m\n' "$dir/out/node.x86_64.iso"
+"$root/target/debug/agent-day2-sim" boot --dir "$dir" --iso "$dir/out/node.x86_64.iso" \
+    --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 --timeout 120s &
+boot=$!
+while kill -0 "$boot" 2>/dev/null; do
+    for csr in $(kubectl get csr -o go-template='{{range .items}}{{if not .status.conditions}}{{.metadata.name}} {{end}}{{end}}'); do
+        kubectl certificate approve "$csr"
+    done
+    sleep 0.5
+done
+wait "$boot"
+step kubectl get nodes -o wide
