@@ -95,9 +95,15 @@ pub struct Request {
 /// `$XDG_CACHE_HOME/agent-day2` (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
 /// `$HOME/.cache/agent-day2`. None without either.
 pub fn cache_root() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     xdg.filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
         .map(|p| p.join("agent-day2"))
 }
 
@@ -117,11 +123,18 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> Error {
-    Error::Io { path: path.display().to_string(), source: e }
+    Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    }
 }
 
 fn make_private_dir(dir: &Path) -> Result<()> {
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io_err(dir, e))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io_err(dir, e))?;
     if let Ok(m) = std::fs::metadata(dir) {
         if m.permissions().mode() & 0o077 != 0 {
             // Our own cache directory: keep it private (it is not --dir).
@@ -132,7 +145,15 @@ fn make_private_dir(dir: &Path) -> Result<()> {
 }
 
 fn file_name_of(location: &str) -> String {
-    location.rsplit('/').next().filter(|s| !s.is_empty()).unwrap_or("base.iso").split('?').next().unwrap_or("base.iso").to_string()
+    location
+        .rsplit('/')
+        .next()
+        .filter(|s| !s.is_empty())
+        .unwrap_or("base.iso")
+        .split('?')
+        .next()
+        .unwrap_or("base.iso")
+        .to_string()
 }
 
 /// A cache entry checked against `want`: Some(size) when it matches; a mismatching entry is
@@ -151,7 +172,10 @@ fn check_entry(path: &Path, want: &str, warnings: &mut Vec<String>) -> Option<u6
             None
         }
         Err(e) => {
-            warnings.push(format!("cache entry {} cannot be read ({e}): fetched again", path.display()));
+            warnings.push(format!(
+                "cache entry {} cannot be read ({e}): fetched again",
+                path.display()
+            ));
             let _ = std::fs::remove_file(path);
             None
         }
@@ -166,16 +190,29 @@ fn check_entry(path: &Path, want: &str, warnings: &mut Vec<String>) -> Option<u6
 /// 3); no stream ISO for the architecture and no `--base-iso` ([`Error::NotFound`], exit 4);
 /// a download that fails after retries or whose sha256 does not match ([`Error::Api`], exit 4,
 /// saying to use `--base-iso` on a disconnected cluster); cache I/O errors.
-pub async fn resolve(req: &Request, registry: Option<&RegistryContext>, warnings: &mut Vec<String>) -> Result<Option<BaseIsoFile>> {
+pub async fn resolve(
+    req: &Request,
+    registry: Option<&RegistryContext>,
+    warnings: &mut Vec<String>,
+) -> Result<Option<BaseIsoFile>> {
     if let Some(p) = &req.explicit {
         let meta = std::fs::metadata(p).map_err(|e| Error::InvalidInput {
             field: "--base-iso".into(),
             message: format!("cannot read {}: {e}", p.display()),
         })?;
         if !meta.is_file() {
-            return Err(Error::InvalidInput { field: "--base-iso".into(), message: format!("{} is not a file", p.display()) });
+            return Err(Error::InvalidInput {
+                field: "--base-iso".into(),
+                message: format!("{} is not a file", p.display()),
+            });
         }
-        return Ok(Some(BaseIsoFile { path: p.clone(), source: Source::File, sha256: None, name: p.display().to_string(), size: meta.len() }));
+        return Ok(Some(BaseIsoFile {
+            path: p.clone(),
+            source: Source::File,
+            sha256: None,
+            name: p.display().to_string(),
+            size: meta.len(),
+        }));
     }
     let root = req.cache_root.clone().or_else(cache_root);
     let dir = root.as_ref().map(|r| r.join("isos"));
@@ -187,7 +224,13 @@ pub async fn resolve(req: &Request, registry: Option<&RegistryContext>, warnings
     };
     if let (Some(path), Some(s)) = (&stream_entry, &req.stream) {
         if let Some(size) = check_entry(path, &s.sha256, warnings) {
-            return Ok(Some(BaseIsoFile { path: path.clone(), source: Source::Cache, sha256: Some(s.sha256.clone()), name: file_name_of(&s.location), size }));
+            return Ok(Some(BaseIsoFile {
+                path: path.clone(),
+                source: Source::Cache,
+                sha256: Some(s.sha256.clone()),
+                name: file_name_of(&s.location),
+                size,
+            }));
         }
     }
     let mos_entry = match (&dir, &req.release_digest) {
@@ -201,7 +244,13 @@ pub async fn resolve(req: &Request, registry: Option<&RegistryContext>, warnings
         if let Ok(want) = std::fs::read_to_string(path.with_extension("iso.sha256")) {
             let want = want.trim().to_string();
             if let Some(size) = check_entry(path, &want, warnings) {
-                return Ok(Some(BaseIsoFile { path: path.clone(), source: Source::Cache, sha256: Some(want), name: format!("coreos-{}.iso (machine-os-images)", req.arch), size }));
+                return Ok(Some(BaseIsoFile {
+                    path: path.clone(),
+                    source: Source::Cache,
+                    sha256: Some(want),
+                    name: format!("coreos-{}.iso (machine-os-images)", req.arch),
+                    size,
+                }));
             }
         }
     }
@@ -230,18 +279,38 @@ pub async fn resolve(req: &Request, registry: Option<&RegistryContext>, warnings
     }
 
     let s = req.stream.as_ref().ok_or_else(|| Error::NotFound {
-        resource: ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
-        why: Some(format!("its stream has no live ISO for {}; pass --base-iso FILE", req.arch)),
+        resource: ResourceRef::namespaced(
+            "ConfigMap",
+            "openshift-machine-config-operator",
+            "coreos-bootimages",
+        ),
+        why: Some(format!(
+            "its stream has no live ISO for {}; pass --base-iso FILE",
+            req.arch
+        )),
     })?;
     if !is_hex64(&s.sha256) {
         return Err(Error::BadObject {
-            resource: ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
-            message: format!("the {} ISO's sha256 {:?} is not 64 hex digits; pass --base-iso FILE", req.arch, s.sha256),
+            resource: ResourceRef::namespaced(
+                "ConfigMap",
+                "openshift-machine-config-operator",
+                "coreos-bootimages",
+            ),
+            message: format!(
+                "the {} ISO's sha256 {:?} is not 64 hex digits; pass --base-iso FILE",
+                req.arch, s.sha256
+            ),
         });
     }
     let path = stream_entry.unwrap_or_else(|| dir.join(format!("{}.iso", s.sha256)));
     let size = download(&s.location, &s.sha256, &path, req).await?;
-    Ok(Some(BaseIsoFile { path, source: Source::Download, sha256: Some(s.sha256.clone()), name: file_name_of(&s.location), size }))
+    Ok(Some(BaseIsoFile {
+        path,
+        source: Source::Download,
+        sha256: Some(s.sha256.clone()),
+        name: file_name_of(&s.location),
+        size,
+    }))
 }
 
 fn is_hex64(s: &str) -> bool {
@@ -267,7 +336,11 @@ fn client(req: &Request) -> Result<reqwest::Client> {
     // Only blocks that are real X.509 certificates: one broken entry in a trust bundle must
     // not make every download fail (rustls refuses the whole root store then).
     for bundle in &req.extra_ca_pems {
-        for p in pem::parse_many(bundle).unwrap_or_default().into_iter().filter(|p| p.tag() == "CERTIFICATE") {
+        for p in pem::parse_many(bundle)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.tag() == "CERTIFICATE")
+        {
             if x509_parser::parse_x509_certificate(p.contents()).is_err() {
                 tracing::warn!("a CA certificate of the cluster's trust bundle does not parse; not used for the base ISO download");
                 continue;
@@ -277,12 +350,15 @@ fn client(req: &Request) -> Result<reqwest::Client> {
             }
         }
     }
-    b.build().map_err(|e| Error::Unexpected(format!("cannot set up the download client: {e}")))
+    b.build()
+        .map_err(|e| Error::Unexpected(format!("cannot set up the download client: {e}")))
 }
 
 /// Transient: worth another try.
 fn transient(status: reqwest::StatusCode) -> bool {
-    status.is_server_error() || status == reqwest::StatusCode::REQUEST_TIMEOUT || status == reqwest::StatusCode::TOO_MANY_REQUESTS
+    status.is_server_error()
+        || status == reqwest::StatusCode::REQUEST_TIMEOUT
+        || status == reqwest::StatusCode::TOO_MANY_REQUESTS
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
@@ -296,8 +372,18 @@ async fn download(url: &str, want: &str, dest: &Path, req: &Request) -> Result<u
     use futures::StreamExt;
     let c = client(req)?;
     let dir = dest.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(".{}.part-{}", dest.file_name().and_then(|n| n.to_str()).unwrap_or("iso"), std::process::id()));
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp).map_err(|e| io_err(&tmp, e))?;
+    let tmp = dir.join(format!(
+        ".{}.part-{}",
+        dest.file_name().and_then(|n| n.to_str()).unwrap_or("iso"),
+        std::process::id()
+    ));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| io_err(&tmp, e))?;
     let guard = RemoveOnDrop(tmp.clone());
     let mut hasher = Sha256::new();
     let mut have: u64 = 0;
@@ -330,7 +416,8 @@ async fn download(url: &str, want: &str, dest: &Path, req: &Request) -> Result<u
                 // The server ignored the Range: start again.
                 file.set_len(0).map_err(|e| io_err(&tmp, e))?;
                 use std::io::Seek;
-                file.seek(std::io::SeekFrom::Start(0)).map_err(|e| io_err(&tmp, e))?;
+                file.seek(std::io::SeekFrom::Start(0))
+                    .map_err(|e| io_err(&tmp, e))?;
                 hasher = Sha256::new();
                 have = 0;
             }
@@ -379,7 +466,12 @@ async fn download(url: &str, want: &str, dest: &Path, req: &Request) -> Result<u
         }
         std::fs::rename(&tmp, dest).map_err(|e| io_err(dest, e))?;
         std::mem::forget(guard);
-        tracing::info!(url, size = have, "base ISO downloaded to {}", dest.display());
+        tracing::info!(
+            url,
+            size = have,
+            "base ISO downloaded to {}",
+            dest.display()
+        );
         return Ok(have);
     }
     if let Some(b) = &bar {
@@ -404,8 +496,10 @@ fn progress_bar() -> Option<indicatif::ProgressBar> {
     }
     let b = indicatif::ProgressBar::new(0);
     b.set_style(
-        indicatif::ProgressStyle::with_template("base ISO {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec} {eta}")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "base ISO {bytes}/{total_bytes} [{wide_bar}] {bytes_per_sec} {eta}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     Some(b)
 }
@@ -416,7 +510,10 @@ mod tests {
 
     #[test]
     fn file_names_and_hex() {
-        assert_eq!(file_name_of("https://h/rhcos-418.x86_64.iso"), "rhcos-418.x86_64.iso");
+        assert_eq!(
+            file_name_of("https://h/rhcos-418.x86_64.iso"),
+            "rhcos-418.x86_64.iso"
+        );
         assert_eq!(file_name_of("https://h/a.iso?x=1"), "a.iso");
         assert!(is_hex64(&"a".repeat(64)) && !is_hex64("abc"));
     }

@@ -125,8 +125,12 @@ impl BatchHost {
 /// A batch name for `now`: `batch-YYYYMMDD-HHMMSS-xxxx` (4 random hex digits), a valid
 /// ConfigMap name and label value that sorts by time.
 pub fn new_name(now: std::time::SystemTime) -> String {
-    let secs = now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let secs = now
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let dt =
+        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
     let stamp = dt.format(&fmt).unwrap_or_else(|_| "00000000-000000".into());
     let r = uuid::Uuid::new_v4();
@@ -135,14 +139,18 @@ pub fn new_name(now: std::time::SystemTime) -> String {
 
 /// The ConfigMap holding `rec`.
 pub fn to_config_map(rec: &BatchRecord) -> Result<ConfigMap> {
-    let json = serde_json::to_string_pretty(rec).map_err(|e| Error::Unexpected(format!("batch record as JSON: {e}")))?;
+    let json = serde_json::to_string_pretty(rec)
+        .map_err(|e| Error::Unexpected(format!("batch record as JSON: {e}")))?;
     Ok(ConfigMap {
         metadata: ObjectMeta {
             name: Some(rec.name.clone()),
             namespace: Some(NAMESPACE.into()),
             labels: Some(BTreeMap::from([
                 (LABEL.to_string(), rec.name.clone()),
-                ("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string()),
+                (
+                    "app.kubernetes.io/managed-by".to_string(),
+                    "agent-day2".to_string(),
+                ),
             ])),
             ..Default::default()
         },
@@ -155,10 +163,16 @@ pub fn to_config_map(rec: &BatchRecord) -> Result<ConfigMap> {
 pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &name);
-    let text = cm.data.as_ref().and_then(|d| d.get(DATA_KEY)).ok_or_else(|| Error::BadObject {
-        resource: r.clone(),
-        message: format!("has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"),
-    })?;
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(DATA_KEY))
+        .ok_or_else(|| Error::BadObject {
+            resource: r.clone(),
+            message: format!(
+                "has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"
+            ),
+        })?;
     let rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
         resource: r.clone(),
         message: format!("{DATA_KEY} is not a batch record: {e}"),
@@ -166,7 +180,10 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
     if rec.api_version != API_VERSION || rec.kind != KIND {
         return Err(Error::BadObject {
             resource: r,
-            message: format!("{DATA_KEY} is {} {}, expected {API_VERSION} {KIND}", rec.api_version, rec.kind),
+            message: format!(
+                "{DATA_KEY} is {} {}, expected {API_VERSION} {KIND}",
+                rec.api_version, rec.kind
+            ),
         });
     }
     Ok(rec)
@@ -177,7 +194,10 @@ pub async fn ensure_namespace(target: &KubeTarget) -> Result<()> {
     let ns = Namespace {
         metadata: ObjectMeta {
             name: Some(NAMESPACE.into()),
-            labels: Some(BTreeMap::from([("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string())])),
+            labels: Some(BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_string(),
+                "agent-day2".to_string(),
+            )])),
             ..Default::default()
         },
         ..Default::default()
@@ -188,7 +208,12 @@ pub async fn ensure_namespace(target: &KubeTarget) -> Result<()> {
             Ok(())
         }
         Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
-        Err(e) => Err(classify(e, "create", ResourceRef::cluster("Namespace", NAMESPACE), target)),
+        Err(e) => Err(classify(
+            e,
+            "create",
+            ResourceRef::cluster("Namespace", NAMESPACE),
+            target,
+        )),
     }
 }
 
@@ -198,7 +223,14 @@ pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
     create_strict(&target.client, &(), Some(NAMESPACE), &cm)
         .await
         .map(|_| ())
-        .map_err(|e| classify(e, "create", ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name), target))
+        .map_err(|e| {
+            classify(
+                e,
+                "create",
+                ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name),
+                target,
+            )
+        })
 }
 
 /// Every batch record, oldest first, with the ConfigMap's `resourceVersion`. A labelled
@@ -208,13 +240,31 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
     let l = match api.list(&ListParams::default().labels(LABEL)).await {
         Ok(l) => l,
         Err(kube::Error::Api(s)) if s.code == 404 => return Ok(vec![]),
-        Err(e) => return Err(classify(e, "list", ResourceRef { kind: "ConfigMaps".into(), namespace: Some(NAMESPACE.into()), name: None }, target)),
+        Err(e) => {
+            return Err(classify(
+                e,
+                "list",
+                ResourceRef {
+                    kind: "ConfigMaps".into(),
+                    namespace: Some(NAMESPACE.into()),
+                    name: None,
+                },
+                target,
+            ))
+        }
     };
     let mut out = Vec::new();
     for cm in &l.items {
-        out.push((from_config_map(cm)?, cm.metadata.resource_version.clone().unwrap_or_default()));
+        out.push((
+            from_config_map(cm)?,
+            cm.metadata.resource_version.clone().unwrap_or_default(),
+        ));
     }
-    out.sort_by(|a, b| a.0.created_at.cmp(&b.0.created_at).then_with(|| a.0.name.cmp(&b.0.name)));
+    out.sort_by(|a, b| {
+        a.0.created_at
+            .cmp(&b.0.created_at)
+            .then_with(|| a.0.name.cmp(&b.0.name))
+    });
     Ok(out)
 }
 
@@ -222,14 +272,32 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
 pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, name);
-    let cm = api.get(name).await.map_err(|e| match classify(e, "read", r.clone(), target) {
-        Error::NotFound { resource, .. } => Error::NotFound { resource, why: Some("no such batch; see `oc agent-day2 add-nodes batch list`".into()) },
-        other => other,
-    })?;
-    if cm.metadata.labels.as_ref().and_then(|l| l.get(LABEL)).is_none() {
-        return Err(Error::BadObject { resource: r, message: format!("is not labelled {LABEL}; not a batch record") });
+    let cm = api
+        .get(name)
+        .await
+        .map_err(|e| match classify(e, "read", r.clone(), target) {
+            Error::NotFound { resource, .. } => Error::NotFound {
+                resource,
+                why: Some("no such batch; see `oc agent-day2 add-nodes batch list`".into()),
+            },
+            other => other,
+        })?;
+    if cm
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .is_none()
+    {
+        return Err(Error::BadObject {
+            resource: r,
+            message: format!("is not labelled {LABEL}; not a batch record"),
+        });
     }
-    Ok((from_config_map(&cm)?, cm.metadata.resource_version.clone().unwrap_or_default()))
+    Ok((
+        from_config_map(&cm)?,
+        cm.metadata.resource_version.clone().unwrap_or_default(),
+    ))
 }
 
 /// Replaces the record if its ConfigMap still has `resource_version` (compare-and-swap).
@@ -240,7 +308,10 @@ pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &s
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name);
     let body = serde_json::to_vec(&cm).map_err(|e| Error::Unexpected(e.to_string()))?;
     let url = <ConfigMap as kube::Resource>::url_path(&(), Some(NAMESPACE));
-    let pp = PostParams { dry_run: false, field_manager: Some(FIELD_MANAGER.into()) };
+    let pp = PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.into()),
+    };
     let req = kube::core::Request::new(url)
         .replace(&rec.name, &pp, body)
         .map_err(|e| Error::Unexpected(format!("building the update of {r}: {e}")))?;
@@ -260,7 +331,14 @@ pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
     api.delete(name, &DeleteParams::default())
         .await
         .map(|_| ())
-        .map_err(|e| classify(e, "delete", ResourceRef::namespaced("ConfigMap", NAMESPACE, name), target))
+        .map_err(|e| {
+            classify(
+                e,
+                "delete",
+                ResourceRef::namespaced("ConfigMap", NAMESPACE, name),
+                target,
+            )
+        })
 }
 
 /// Who we are, for `createdBy`: a SelfSubjectReview's username; else the kubeconfig user
@@ -270,7 +348,12 @@ pub async fn whoami(target: &KubeTarget) -> String {
     let ssr = SelfSubjectReview::default();
     match create_strict(&target.client, &(), None, &ssr).await {
         Ok(r) => {
-            if let Some(u) = r.status.and_then(|s| s.user_info).and_then(|u| u.username).filter(|u| !u.is_empty()) {
+            if let Some(u) = r
+                .status
+                .and_then(|s| s.user_info)
+                .and_then(|u| u.username)
+                .filter(|u| !u.is_empty())
+            {
                 return u;
             }
         }
@@ -304,8 +387,18 @@ mod tests {
             image_sha256: "ab".repeat(32),
             token_expires_at: "2026-12-01T21:10:34Z".into(),
             hosts: vec![
-                BatchHost { hostname: "worker-0".into(), macs: vec!["52:54:00:aa:00:30".into()], ips: vec!["192.168.111.30".into()], ip_source: "static".into() },
-                BatchHost { hostname: "worker-1".into(), macs: vec!["52:54:00:aa:00:31".into()], ips: vec![], ip_source: "unknown".into() },
+                BatchHost {
+                    hostname: "worker-0".into(),
+                    macs: vec!["52:54:00:aa:00:30".into()],
+                    ips: vec!["192.168.111.30".into()],
+                    ip_source: "static".into(),
+                },
+                BatchHost {
+                    hostname: "worker-1".into(),
+                    macs: vec!["52:54:00:aa:00:31".into()],
+                    ips: vec![],
+                    ip_source: "unknown".into(),
+                },
             ],
             approvals: vec![],
         }
@@ -316,15 +409,27 @@ mod tests {
         let r = rec();
         let cm = to_config_map(&r).unwrap();
         assert_eq!(cm.metadata.labels.as_ref().unwrap()[LABEL], r.name);
-        assert_eq!(cm.metadata.namespace.as_deref(), Some("openshift-agent-day2"));
+        assert_eq!(
+            cm.metadata.namespace.as_deref(),
+            Some("openshift-agent-day2")
+        );
         let text = &cm.data.as_ref().unwrap()[DATA_KEY];
-        assert!(text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\": \"unknown\""), "{text}");
+        assert!(
+            text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\": \"unknown\""),
+            "{text}"
+        );
         assert_eq!(from_config_map(&cm).unwrap(), r);
         assert_eq!(r.hosts[1].ips_display(), "unknown (DHCP)");
         let mut bad = cm.clone();
-        bad.data.as_mut().unwrap().insert(DATA_KEY.into(), "{\"apiVersion\":\"x\"}".into());
+        bad.data
+            .as_mut()
+            .unwrap()
+            .insert(DATA_KEY.into(), "{\"apiVersion\":\"x\"}".into());
         let e = from_config_map(&bad).unwrap_err().to_string();
-        assert!(e.contains("ConfigMap openshift-agent-day2/batch-20261129-211034-ab12"), "{e}");
+        assert!(
+            e.contains("ConfigMap openshift-agent-day2/batch-20261129-211034-ab12"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -333,7 +438,9 @@ mod tests {
         let n = new_name(t);
         assert!(n.starts_with("batch-202611"), "{n}");
         assert_eq!(n.len(), "batch-20261129-211034-ab12".len());
-        assert!(n.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
+        assert!(n
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'));
         assert_ne!(new_name(t), new_name(t), "random suffix");
     }
 }

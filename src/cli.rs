@@ -30,7 +30,13 @@ pub struct Cli {
     pub kube: KubeFlags,
 
     /// Log verbosity on stderr: 0 warnings, 1-2 info, 3-5 debug, 6+ trace (like kubectl -v).
-    #[arg(short = 'v', long = "v", global = true, value_name = "N", default_value_t = 0)]
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "N",
+        default_value_t = 0
+    )]
     pub verbosity: u8,
 
     #[command(subcommand)]
@@ -47,7 +53,7 @@ pub enum Command {
     /// Make what turns bare metal into workers of this cluster: a bootable node ISO, PXE
     /// files or an appliance config image, and a batch record of the expected nodes.
     #[command(long_about = ADD_NODES_LONG, after_help = ADD_NODES_AFTER)]
-    AddNodes(AddNodesArgs),
+    AddNodes(Box<AddNodesArgs>),
     /// Print the plugin's version and build.
     Version(VersionArgs),
 }
@@ -118,19 +124,44 @@ pub struct AddNodesArgs {
     #[arg(long, value_name = "MAC", help_heading = "One host from flags")]
     pub mac_address: Option<String>,
     /// The host's name (the future Node name), e.g. --hostname worker-0.
-    #[arg(long, value_name = "NAME", requires = "mac_address", help_heading = "One host from flags")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        requires = "mac_address",
+        help_heading = "One host from flags"
+    )]
     pub hostname: Option<String>,
     /// NMState YAML of the host's network, e.g. --network-config-path worker-0.nmstate.yaml.
-    #[arg(long, value_name = "FILE", requires = "mac_address", help_heading = "One host from flags")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "mac_address",
+        help_heading = "One host from flags"
+    )]
     pub network_config_path: Option<PathBuf>,
     /// Root device hint KEY:VALUE (repeatable), e.g. --root-device-hint deviceName:/dev/sda.
-    #[arg(long = "root-device-hint", value_name = "KEY:VALUE", requires = "mac_address", help_heading = "One host from flags")]
+    #[arg(
+        long = "root-device-hint",
+        value_name = "KEY:VALUE",
+        requires = "mac_address",
+        help_heading = "One host from flags"
+    )]
     pub root_device_hints: Vec<String>,
     /// The host's CPU architecture, e.g. --cpu-architecture aarch64 (default: the control plane's).
-    #[arg(long, value_name = "ARCH", requires = "mac_address", help_heading = "One host from flags")]
+    #[arg(
+        long,
+        value_name = "ARCH",
+        requires = "mac_address",
+        help_heading = "One host from flags"
+    )]
     pub cpu_architecture: Option<String>,
     /// SSH public key file for user core, e.g. --ssh-key-path ~/.ssh/id_ed25519.pub.
-    #[arg(long, value_name = "FILE", requires = "mac_address", help_heading = "One host from flags")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "mac_address",
+        help_heading = "One host from flags"
+    )]
     pub ssh_key_path: Option<PathBuf>,
 
     /// Write PXE files to DIR/boot-artifacts/ instead of an ISO, e.g. --pxe.
@@ -267,28 +298,60 @@ mod tests {
 
     #[test]
     fn kube_flags_work_before_and_after_the_subcommand() {
-        let a = Cli::try_parse_from(["x", "--context", "c1", "info", "-n", "ns", "--token=t"]).unwrap();
+        let a =
+            Cli::try_parse_from(["x", "--context", "c1", "info", "-n", "ns", "--token=t"]).unwrap();
         assert_eq!(a.kube.context.as_deref(), Some("c1"));
         assert_eq!(a.kube.namespace.as_deref(), Some("ns"));
         assert_eq!(a.kube.token.as_deref(), Some("t"));
-        let b = Cli::try_parse_from(["x", "info", "--context", "c2", "-s", "https://h:6443"]).unwrap();
+        let b =
+            Cli::try_parse_from(["x", "info", "--context", "c2", "-s", "https://h:6443"]).unwrap();
         assert_eq!(b.kube.context.as_deref(), Some("c2"));
         assert_eq!(b.kube.server.as_deref(), Some("https://h:6443"));
     }
 
     #[test]
     fn add_nodes_flags_and_batch_subcommands() {
-        let a = Cli::try_parse_from(["x", "add-nodes", "--dir", "out", "--pxe", "--karg", "a=1", "--karg", "b", "--node-labels", "k=v,z=w"]).unwrap();
-        let Command::AddNodes(a) = a.command else { panic!() };
+        let a = Cli::try_parse_from([
+            "x",
+            "add-nodes",
+            "--dir",
+            "out",
+            "--pxe",
+            "--karg",
+            "a=1",
+            "--karg",
+            "b",
+            "--node-labels",
+            "k=v,z=w",
+        ])
+        .unwrap();
+        let Command::AddNodes(a) = a.command else {
+            panic!()
+        };
         assert!(a.pxe && a.command.is_none());
         assert_eq!(a.kargs, ["a=1", "b"]);
         assert_eq!(a.token_ttl, "48h");
         assert!(Cli::try_parse_from(["x", "add-nodes", "--pxe", "--config-image"]).is_err());
-        assert!(Cli::try_parse_from(["x", "add-nodes", "--hostname", "w"]).is_err(), "needs --mac-address");
-        assert!(Cli::try_parse_from(["x", "add-nodes", "--nodes-config", "f", "--mac-address", "m"]).is_err());
+        assert!(
+            Cli::try_parse_from(["x", "add-nodes", "--hostname", "w"]).is_err(),
+            "needs --mac-address"
+        );
+        assert!(Cli::try_parse_from([
+            "x",
+            "add-nodes",
+            "--nodes-config",
+            "f",
+            "--mac-address",
+            "m"
+        ])
+        .is_err());
         let b = Cli::try_parse_from(["x", "add-nodes", "batches", "delete", "b1"]).unwrap();
-        let Command::AddNodes(b) = b.command else { panic!() };
-        let Some(AddNodesCommand::Batch(b)) = b.command else { panic!() };
+        let Command::AddNodes(b) = b.command else {
+            panic!()
+        };
+        let Some(AddNodesCommand::Batch(b)) = b.command else {
+            panic!()
+        };
         assert!(matches!(b.command, Some(BatchCommand::Delete { ref name }) if name == "b1"));
     }
 }

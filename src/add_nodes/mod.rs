@@ -44,8 +44,10 @@ use crate::kube_flags::KubeTarget;
 use crate::kube_write::{create_strict, patch_params};
 use crate::nodes_config::{self, FlagsHost, NodesConfig, Origin, ValidatedHost};
 use crate::output;
-use crate::registry::{ReleasePayload, RegistryContext};
-use report::{AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary};
+use crate::registry::{RegistryContext, ReleasePayload};
+use report::{
+    AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary,
+};
 
 /// File name of the appliance config image: the name `openshift-install agent create
 /// config-image` gives it (`agentconfig.noarch.iso`, openshift/installer
@@ -80,7 +82,10 @@ impl OutputKind {
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::InvalidInput { field: field.into(), message: message.into() }
+    Error::InvalidInput {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.
@@ -122,7 +127,9 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let objects = cluster::fetch(target).await?;
     let model = ClusterModel::from_objects(&objects)?;
     if !model.can_add_nodes() {
-        return Err(Error::ClusterUnsupported { reasons: model.problems.clone() });
+        return Err(Error::ClusterUnsupported {
+            reasons: model.problems.clone(),
+        });
     }
     let mut warnings: Vec<String> = Vec::new();
     let warn = |w: String, list: &mut Vec<String>| {
@@ -158,8 +165,17 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         .first()
         .map(|h| h.arch.clone())
         .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| normalize_arch(cfg.cpu_architecture.as_deref().unwrap_or(&model.architecture.control_plane)));
-    let pool = args.pool.clone().unwrap_or_else(|| ignition::DEFAULT_POOL.to_string());
+        .unwrap_or_else(|| {
+            normalize_arch(
+                cfg.cpu_architecture
+                    .as_deref()
+                    .unwrap_or(&model.architecture.control_plane),
+            )
+        });
+    let pool = args
+        .pool
+        .clone()
+        .unwrap_or_else(|| ignition::DEFAULT_POOL.to_string());
     if pool != ignition::DEFAULT_POOL {
         check_pool(target, &pool, &mut warnings).await?;
     }
@@ -177,7 +193,8 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let auth = auth_material(target, ttl, now, &mut warnings).await?;
 
     // --- 5. component images
-    let mut reg = RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
+    let mut reg =
+        RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
     reg.arch = arch.clone();
     let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
 
@@ -190,7 +207,11 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             explicit: args.base_iso.clone(),
             stream: model.base_iso_for(&arch),
             machine_os_images: images.machine_os_images.clone(),
-            release_digest: model.version.release_image.rsplit_once('@').map(|(_, d)| d.to_string()),
+            release_digest: model
+                .version
+                .release_image
+                .rsplit_once('@')
+                .map(|(_, d)| d.to_string()),
             cache_root: None,
             offline: args.dry_run,
             extra_ca_pems: reg.extra_ca_pems.clone(),
@@ -227,7 +248,8 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
     let ign = ignition::build(&inputs)?;
     let ign_json = ignition::to_json(&ign);
-    let archive = iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
+    let archive =
+        iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
     let mut extra_kargs: Vec<String> = Vec::new();
     if model.fips {
         extra_kargs.push("fips=1".into());
@@ -235,7 +257,9 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     extra_kargs.extend(args.kargs.iter().cloned());
 
     let plan = match (&base, kind) {
-        (Some(b), OutputKind::Iso | OutputKind::Pxe) => Some(iso::plan_file(&b.path).map_err(|e| iso_error(e, Some(b)))?),
+        (Some(b), OutputKind::Iso | OutputKind::Pxe) => {
+            Some(iso::plan_file(&b.path).map_err(|e| iso_error(e, Some(b)))?)
+        }
         _ => None,
     };
     let area = match (kind, &plan) {
@@ -245,16 +269,29 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
     if let Some(area) = area {
         if archive.len() as u64 > area {
-            return Err(too_large(&ign, archive.len(), area, plan.as_ref().map(|p| p.ignition_file.as_str())));
+            return Err(too_large(
+                &ign,
+                archive.len(),
+                area,
+                plan.as_ref().map(|p| p.ignition_file.as_str()),
+            ));
         }
     }
     let iso_kargs = match (kind, &plan) {
-        (OutputKind::Iso, Some(p)) => p.kargs_appending(&extra_kargs).map_err(|e| iso_error(e, base.as_ref()))?,
+        (OutputKind::Iso, Some(p)) => p
+            .kargs_appending(&extra_kargs)
+            .map_err(|e| iso_error(e, base.as_ref()))?,
         _ => None,
     };
     let pxe_kargs = match (kind, &plan) {
         (OutputKind::Pxe, Some(p)) => Some(
-            iso::pxe::pxe_kargs(p, &arch, cfg.boot_artifacts_base_url.as_deref(), &extra_kargs).map_err(|e| iso_error(e, base.as_ref()))?,
+            iso::pxe::pxe_kargs(
+                p,
+                &arch,
+                cfg.boot_artifacts_base_url.as_deref(),
+                &extra_kargs,
+            )
+            .map_err(|e| iso_error(e, base.as_ref()))?,
         ),
         _ => None,
     };
@@ -293,7 +330,15 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
 
     if args.dry_run {
-        rep.files = names.finals().iter().map(|p| FileSummary { path: p.display().to_string(), size: 0, sha256: String::new() }).collect();
+        rep.files = names
+            .finals()
+            .iter()
+            .map(|p| FileSummary {
+                path: p.display().to_string(),
+                size: 0,
+                sha256: String::new(),
+            })
+            .collect();
         rep.warnings = warnings;
         return dry_run_output(args.output, &rep, &ign);
     }
@@ -301,15 +346,40 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     // --- 8. stage the outputs
     let staged = match kind {
         OutputKind::Iso => {
-            let (b, p) = (base.as_ref().expect("ISO has a base"), plan.as_ref().expect("ISO has a plan"));
+            let (b, p) = (
+                base.as_ref().expect("ISO has a base"),
+                plan.as_ref().expect("ISO has a plan"),
+            );
             let tmp = names.staging_file(&names.finals()[0]);
             let guard = Cleanup(vec![tmp.clone()]);
-            let w = iso::write_node_iso(&b.path, &tmp, p, &archive, iso_kargs.as_deref(), iso::WriteOptions { force: false, sha256: true })
-                .map_err(|e| iso_error(e, Some(b)))?;
-            Staged { moves: vec![(tmp, names.finals()[0].clone(), w.size, w.sha256.unwrap_or_default())], guard, dir: None }
+            let w = iso::write_node_iso(
+                &b.path,
+                &tmp,
+                p,
+                &archive,
+                iso_kargs.as_deref(),
+                iso::WriteOptions {
+                    force: false,
+                    sha256: true,
+                },
+            )
+            .map_err(|e| iso_error(e, Some(b)))?;
+            Staged {
+                moves: vec![(
+                    tmp,
+                    names.finals()[0].clone(),
+                    w.size,
+                    w.sha256.unwrap_or_default(),
+                )],
+                guard,
+                dir: None,
+            }
         }
         OutputKind::Pxe => {
-            let (b, p) = (base.as_ref().expect("PXE has a base"), plan.as_ref().expect("PXE has a plan"));
+            let (b, p) = (
+                base.as_ref().expect("PXE has a base"),
+                plan.as_ref().expect("PXE has a plan"),
+            );
             let pxe_dir = args.dir.join(PXE_DIR);
             std::fs::create_dir_all(&pxe_dir).map_err(|e| dir_error(&pxe_dir, e))?;
             let stage = pxe_dir.join(format!(".staging-{}", std::process::id()));
@@ -318,18 +388,31 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 .create(&stage)
                 .map_err(|e| dir_error(&stage, e))?;
             let guard = Cleanup(vec![stage.clone()]);
-            let opts = iso::pxe::PxeOptions { arch: arch.clone(), base_url: cfg.boot_artifacts_base_url.clone(), extra_kargs: extra_kargs.clone(), force: false };
-            let files = iso::pxe::write_pxe_files(&b.path, &stage, p, &archive, &opts).map_err(|e| iso_error(e, Some(b)))?;
+            let opts = iso::pxe::PxeOptions {
+                arch: arch.clone(),
+                base_url: cfg.boot_artifacts_base_url.clone(),
+                extra_kargs: extra_kargs.clone(),
+                force: false,
+            };
+            let files = iso::pxe::write_pxe_files(&b.path, &stage, p, &archive, &opts)
+                .map_err(|e| iso_error(e, Some(b)))?;
             let mut moves = Vec::new();
             let mut srcs = vec![files.initrd, files.kernel, files.rootfs];
             srcs.extend(files.ipxe);
             for src in srcs {
                 let name = src.file_name().map(PathBuf::from).unwrap_or_default();
                 let size = std::fs::metadata(&src).map(|m| m.len()).unwrap_or(0);
-                let sha = base_iso::sha256_file(&src).map_err(|e| Error::Io { path: src.display().to_string(), source: e })?;
+                let sha = base_iso::sha256_file(&src).map_err(|e| Error::Io {
+                    path: src.display().to_string(),
+                    source: e,
+                })?;
                 moves.push((src, pxe_dir.join(name), size, sha));
             }
-            Staged { moves, guard, dir: Some(stage) }
+            Staged {
+                moves,
+                guard,
+                dir: Some(stage),
+            }
         }
         OutputKind::ConfigImage => {
             let tmp = names.staging_file(&names.finals()[0]);
@@ -338,12 +421,25 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             let files = ignition::files(&ign);
             let cpio: Vec<iso::cpio::CpioFile<'_>> = files
                 .iter()
-                .map(|(path, data, mode)| iso::cpio::CpioFile { path, mode: 0o100000 | (*mode as u32 & 0o7777), mtime, data })
+                .map(|(path, data, mode)| iso::cpio::CpioFile {
+                    path,
+                    mode: 0o100000 | (*mode as u32 & 0o7777),
+                    mtime,
+                    data,
+                })
                 .collect();
-            iso::config_image::write_config_image(&tmp, &cpio, false).map_err(|e| iso_error(e, None))?;
+            iso::config_image::write_config_image(&tmp, &cpio, false)
+                .map_err(|e| iso_error(e, None))?;
             let size = std::fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
-            let sha = base_iso::sha256_file(&tmp).map_err(|e| Error::Io { path: tmp.display().to_string(), source: e })?;
-            Staged { moves: vec![(tmp, names.finals()[0].clone(), size, sha)], guard, dir: None }
+            let sha = base_iso::sha256_file(&tmp).map_err(|e| Error::Io {
+                path: tmp.display().to_string(),
+                source: e,
+            })?;
+            Staged {
+                moves: vec![(tmp, names.finals()[0].clone(), size, sha)],
+                guard,
+                dir: None,
+            }
         }
     };
 
@@ -376,7 +472,11 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 hostname: h.hostname.clone(),
                 macs: h.macs.clone(),
                 ips: h.static_ips.iter().map(ToString::to_string).collect(),
-                ip_source: if h.static_ips.is_empty() { "unknown".into() } else { "static".into() },
+                ip_source: if h.static_ips.is_empty() {
+                    "unknown".into()
+                } else {
+                    "static".into()
+                },
             })
             .collect(),
         approvals: vec![],
@@ -394,7 +494,11 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         .files
         .iter()
         .zip(&rec_sizes(&rec, &args.dir))
-        .map(|(f, (size, sha))| FileSummary { path: args.dir.join(f).display().to_string(), size: *size, sha256: sha.clone() })
+        .map(|(f, (size, sha))| FileSummary {
+            path: args.dir.join(f).display().to_string(),
+            size: *size,
+            sha256: sha.clone(),
+        })
         .collect();
     rep.batch = Some(name);
     rep.warnings = warnings;
@@ -410,7 +514,11 @@ fn rec_sizes(rec: &BatchRecord, dir: &Path) -> Vec<(u64, String)> {
         .map(|(i, f)| {
             let p = dir.join(f);
             let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-            let sha = if i == 0 { rec.image_sha256.clone() } else { base_iso::sha256_file(&p).unwrap_or_default() };
+            let sha = if i == 0 {
+                rec.image_sha256.clone()
+            } else {
+                base_iso::sha256_file(&p).unwrap_or_default()
+            };
             (size, sha)
         })
         .collect()
@@ -445,7 +553,11 @@ impl Staged {
     fn commit(self, force: bool) -> Result<()> {
         let mut done: Vec<PathBuf> = Vec::new();
         for (tmp, dest, _, _) in &self.moves {
-            let r = if force { std::fs::rename(tmp, dest) } else { iso::output::rename_noreplace(tmp, dest) };
+            let r = if force {
+                std::fs::rename(tmp, dest)
+            } else {
+                iso::output::rename_noreplace(tmp, dest)
+            };
             if let Err(e) = r {
                 for d in &done {
                     let _ = std::fs::remove_file(d);
@@ -453,7 +565,10 @@ impl Staged {
                 return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
                     invalid(dest.display().to_string(), "was created by someone else meanwhile; remove it or pass --force to replace it")
                 } else {
-                    Error::Io { path: dest.display().to_string(), source: e }
+                    Error::Io {
+                        path: dest.display().to_string(),
+                        source: e,
+                    }
                 });
             }
             done.push(dest.clone());
@@ -475,22 +590,39 @@ struct OutputNames {
 impl OutputNames {
     fn new(dir: &Path, kind: OutputKind, arch: &str, output_name: Option<&str>) -> Self {
         let finals = match kind {
-            OutputKind::Iso => vec![dir.join(output_name.map(String::from).unwrap_or_else(|| format!("node.{arch}.iso")))],
+            OutputKind::Iso => vec![dir.join(
+                output_name
+                    .map(String::from)
+                    .unwrap_or_else(|| format!("node.{arch}.iso")),
+            )],
             OutputKind::ConfigImage => vec![dir.join(output_name.unwrap_or(CONFIG_IMAGE_NAME))],
             OutputKind::Pxe => {
                 let n = iso::pxe::file_names(arch);
                 // initrd first: it carries the Ignition (the batch's image sha256)
-                vec![dir.join(PXE_DIR).join(&n[1]), dir.join(PXE_DIR).join(&n[0]), dir.join(PXE_DIR).join(&n[2])]
+                vec![
+                    dir.join(PXE_DIR).join(&n[1]),
+                    dir.join(PXE_DIR).join(&n[0]),
+                    dir.join(PXE_DIR).join(&n[2]),
+                ]
             }
         };
-        OutputNames { dir: dir.to_path_buf(), finals }
+        OutputNames {
+            dir: dir.to_path_buf(),
+            finals,
+        }
     }
     fn finals(&self) -> &[PathBuf] {
         &self.finals
     }
     fn staging_file(&self, final_path: &Path) -> PathBuf {
-        let name = final_path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-        final_path.parent().unwrap_or(&self.dir).join(format!(".{name}.staging-{}", std::process::id()))
+        let name = final_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("out");
+        final_path
+            .parent()
+            .unwrap_or(&self.dir)
+            .join(format!(".{name}.staging-{}", std::process::id()))
     }
 }
 
@@ -518,7 +650,11 @@ fn host_summary(h: &ValidatedHost) -> HostSummary {
         hostname: h.hostname.clone(),
         macs: h.macs.clone(),
         ips: h.static_ips.iter().map(ToString::to_string).collect(),
-        network: if h.static_ips.is_empty() { "dhcp".into() } else { "static".into() },
+        network: if h.static_ips.is_empty() {
+            "dhcp".into()
+        } else {
+            "static".into()
+        },
     }
 }
 
@@ -529,7 +665,10 @@ pub fn parse_ttl(s: &str) -> Result<Duration> {
         .map_err(|e| invalid("--token-ttl", format!("{s:?}: {e}; e.g. 48h")))?
         .ok_or_else(|| invalid("--token-ttl", format!("{s:?} is zero; give e.g. 48h")))?;
     if d < Duration::from_secs(3600) || d > Duration::from_secs(8760 * 3600) {
-        return Err(invalid("--token-ttl", format!("{s:?} is outside 1h..8760h; nodes need time to boot and install, e.g. 48h")));
+        return Err(invalid(
+            "--token-ttl",
+            format!("{s:?} is outside 1h..8760h; nodes need time to boot and install, e.g. 48h"),
+        ));
     }
     Ok(d)
 }
@@ -540,11 +679,14 @@ pub fn parse_ttl(s: &str) -> Result<Duration> {
 /// cannot set it, approve applies it.
 pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    let Some(s) = s.filter(|s| !s.trim().is_empty()) else { return Ok(out) };
+    let Some(s) = s.filter(|s| !s.trim().is_empty()) else {
+        return Ok(out);
+    };
     fn name_ok(n: &str) -> bool {
         !n.is_empty()
             && n.len() <= 63
-            && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+            && n.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
             && n.as_bytes()[0].is_ascii_alphanumeric()
             && n.as_bytes()[n.len() - 1].is_ascii_alphanumeric()
     }
@@ -552,14 +694,22 @@ pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
         !p.is_empty()
             && p.len() <= 253
             && p.split('.').all(|l| {
-                !l.is_empty() && l.len() <= 63 && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') && !l.starts_with('-') && !l.ends_with('-')
+                !l.is_empty()
+                    && l.len() <= 63
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
             })
     }
     for item in s.split(',') {
         let item = item.trim();
-        let (k, v) = item
-            .split_once('=')
-            .ok_or_else(|| invalid("--node-labels", format!("{item:?} is not KEY=VALUE, e.g. --node-labels zone=a,rack=r1")))?;
+        let (k, v) = item.split_once('=').ok_or_else(|| {
+            invalid(
+                "--node-labels",
+                format!("{item:?} is not KEY=VALUE, e.g. --node-labels zone=a,rack=r1"),
+            )
+        })?;
         let key_ok = match k.split_once('/') {
             Some((p, n)) => prefix_ok(p) && name_ok(n),
             None => name_ok(k),
@@ -580,13 +730,24 @@ pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
 /// `--dir`: created (0700) when missing, must be a writable directory. Never chmod-ed.
 fn prepare_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| dir_error(dir, e))?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| dir_error(dir, e))?;
     }
     if !dir.is_dir() {
-        return Err(invalid("--dir", format!("{} is not a directory", dir.display())));
+        return Err(invalid(
+            "--dir",
+            format!("{} is not a directory", dir.display()),
+        ));
     }
     let probe = dir.join(format!(".agent-day2-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
@@ -596,11 +757,20 @@ fn prepare_dir(dir: &Path) -> Result<()> {
 }
 
 fn dir_error(dir: &Path, e: std::io::Error) -> Error {
-    invalid("--dir", format!("cannot write to {}: {e}; choose a directory you can write to", dir.display()))
+    invalid(
+        "--dir",
+        format!(
+            "cannot write to {}: {e}; choose a directory you can write to",
+            dir.display()
+        ),
+    )
 }
 
 fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
-    let cwd = std::env::current_dir().map_err(|e| Error::Io { path: ".".into(), source: e })?;
+    let cwd = std::env::current_dir().map_err(|e| Error::Io {
+        path: ".".into(),
+        source: e,
+    })?;
     if let Some(mac) = &args.mac_address {
         let f = FlagsHost {
             mac: mac.clone(),
@@ -614,7 +784,10 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
     }
     let (path, field) = match &args.nodes_config {
         Some(p) => (p.clone(), "--nodes-config"),
-        None => (args.dir.join("nodes-config.yaml"), "--nodes-config (default DIR/nodes-config.yaml)"),
+        None => (
+            args.dir.join("nodes-config.yaml"),
+            "--nodes-config (default DIR/nodes-config.yaml)",
+        ),
     };
     let text = std::fs::read_to_string(&path).map_err(|e| {
         invalid(
@@ -632,7 +805,14 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
 /// `/config/NAME` from the MCS and fail after the reboot).
 async fn check_pool(target: &KubeTarget, pool: &str, warnings: &mut Vec<String>) -> Result<()> {
     use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "MachineConfigPool"), "machineconfigpools");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            "machineconfiguration.openshift.io",
+            "v1",
+            "MachineConfigPool",
+        ),
+        "machineconfigpools",
+    );
     let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &ar);
     match api.get(pool).await {
         Ok(_) => Ok(()),
@@ -660,9 +840,17 @@ fn auth_ref() -> ResourceRef {
     ResourceRef::namespaced("Secret", auth::SECRET_NAMESPACE, auth::SECRET_NAME)
 }
 
-async fn auth_material(target: &KubeTarget, ttl: Duration, now: SystemTime, warnings: &mut Vec<String>) -> Result<Auth> {
+async fn auth_material(
+    target: &KubeTarget,
+    ttl: Duration,
+    now: SystemTime,
+    warnings: &mut Vec<String>,
+) -> Result<Auth> {
     let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
-    let existing = api.get_opt(auth::SECRET_NAME).await.map_err(|e| classify(e, "read", auth_ref(), target))?;
+    let existing = api
+        .get_opt(auth::SECRET_NAME)
+        .await
+        .map_err(|e| classify(e, "read", auth_ref(), target))?;
     let secret_exists = existing.is_some();
     let mut warn = |w: String| {
         eprintln!("warning: {w}");
@@ -684,7 +872,11 @@ async fn auth_material(target: &KubeTarget, ttl: Duration, now: SystemTime, warn
     if let Some(m) = &old {
         if m.should_reuse(now) {
             tracing::info!(expires = %m.expiry_rfc3339(), "reusing the node tokens");
-            return Ok(Auth { material: m.clone(), reused: true, secret_exists });
+            return Ok(Auth {
+                material: m.clone(),
+                reused: true,
+                secret_exists,
+            });
         }
     }
     let material = auth::generate(ttl, now).map_err(|e| match e {
@@ -702,26 +894,47 @@ async fn auth_material(target: &KubeTarget, ttl: Duration, now: SystemTime, warn
             ));
         }
     }
-    Ok(Auth { material, reused: false, secret_exists })
+    Ok(Auth {
+        material,
+        reused: false,
+        secret_exists,
+    })
 }
 
 async fn save_auth(target: &KubeTarget, m: &AuthMaterial, exists: bool) -> Result<()> {
     let data = m.to_secret_data();
-    let labels = BTreeMap::from([("app.kubernetes.io/managed-by".to_string(), "agent-day2".to_string())]);
+    let labels = BTreeMap::from([(
+        "app.kubernetes.io/managed-by".to_string(),
+        "agent-day2".to_string(),
+    )]);
     if exists {
         let b64 = base64::engine::general_purpose::STANDARD;
-        let enc: serde_json::Map<String, serde_json::Value> = data.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(b64.encode(v)))).collect();
+        let enc: serde_json::Map<String, serde_json::Value> = data
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(b64.encode(v))))
+            .collect();
         let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
         let patch = serde_json::json!({"metadata": {"labels": labels}, "data": enc});
-        api.patch(auth::SECRET_NAME, &patch_params(), &Patch::Merge(&patch)).await.map(|_| ()).map_err(|e| classify(e, "update", auth_ref(), target))
+        api.patch(auth::SECRET_NAME, &patch_params(), &Patch::Merge(&patch))
+            .await
+            .map(|_| ())
+            .map_err(|e| classify(e, "update", auth_ref(), target))
     } else {
         let s = Secret {
-            metadata: ObjectMeta { name: Some(auth::SECRET_NAME.into()), namespace: Some(auth::SECRET_NAMESPACE.into()), labels: Some(labels), ..Default::default() },
+            metadata: ObjectMeta {
+                name: Some(auth::SECRET_NAME.into()),
+                namespace: Some(auth::SECRET_NAMESPACE.into()),
+                labels: Some(labels),
+                ..Default::default()
+            },
             type_: Some("Opaque".into()),
             string_data: Some(data),
             ..Default::default()
         };
-        create_strict(&target.client, &(), Some(auth::SECRET_NAMESPACE), &s).await.map(|_| ()).map_err(|e| classify(e, "create", auth_ref(), target))
+        create_strict(&target.client, &(), Some(auth::SECRET_NAMESPACE), &s)
+            .await
+            .map(|_| ())
+            .map_err(|e| classify(e, "create", auth_ref(), target))
     }
 }
 
@@ -734,17 +947,38 @@ fn iso_error(e: IsoError, base: Option<&BaseIsoFile>) -> Error {
         None => "output".into(),
     };
     match e {
-        IsoError::Io { context, source } => Error::Io { path: context, source },
-        IsoError::AlreadyExists { path } => invalid(path.display().to_string(), "already exists; remove it, choose another --dir, or pass --force to replace it"),
-        IsoError::KargsTooLong { .. } | IsoError::NoKargAreas { .. } => invalid("--karg", e.to_string()),
+        IsoError::Io { context, source } => Error::Io {
+            path: context,
+            source,
+        },
+        IsoError::AlreadyExists { path } => invalid(
+            path.display().to_string(),
+            "already exists; remove it, choose another --dir, or pass --force to replace it",
+        ),
+        IsoError::KargsTooLong { .. } | IsoError::NoKargAreas { .. } => {
+            invalid("--karg", e.to_string())
+        }
         other => invalid(field, other.to_string()),
     }
 }
 
 /// The "does not fit" error: both sizes, the largest contributor, and `--pxe`.
-fn too_large(ign: &ignition_config::v3_2::Config, archive: usize, area: u64, file: Option<&str>) -> Error {
+fn too_large(
+    ign: &ignition_config::v3_2::Config,
+    archive: usize,
+    area: u64,
+    file: Option<&str>,
+) -> Error {
     let top = ignition::contributors(ign);
-    let largest = top.first().map(|(p, n)| format!("; the largest contributor is {p} ({n} bytes of the {} bytes of config)", ignition::to_json(ign).len())).unwrap_or_default();
+    let largest = top
+        .first()
+        .map(|(p, n)| {
+            format!(
+                "; the largest contributor is {p} ({n} bytes of the {} bytes of config)",
+                ignition::to_json(ign).len()
+            )
+        })
+        .unwrap_or_default();
     invalid(
         "Ignition",
         format!(
@@ -763,9 +997,16 @@ struct DryRunDoc<'a> {
     ignition: serde_json::Value,
 }
 
-fn dry_run_output(format: OutputFormat, rep: &AddNodesReport, ign: &ignition_config::v3_2::Config) -> Result<String> {
+fn dry_run_output(
+    format: OutputFormat,
+    rep: &AddNodesReport,
+    ign: &ignition_config::v3_2::Config,
+) -> Result<String> {
     let red = ignition::redacted(ign);
-    let doc = DryRunDoc { report: rep, ignition: serde_json::from_str(&red).unwrap_or(serde_json::Value::Null) };
+    let doc = DryRunDoc {
+        report: rep,
+        ignition: serde_json::from_str(&red).unwrap_or(serde_json::Value::Null),
+    };
     output::render(format, &doc, || {
         let mut s = report::render_table(rep);
         s.push_str("\nDry run: nothing was written (no file, no Secret, no batch record).\n\nIgnition (secrets redacted):\n");
@@ -782,7 +1023,11 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 Some(BatchCommand::List { output: Some(o) }) => *o,
                 _ => b.output,
             };
-            let items: Vec<BatchRecord> = batch::list(target).await?.into_iter().map(|(r, _)| r).collect();
+            let items: Vec<BatchRecord> = batch::list(target)
+                .await?
+                .into_iter()
+                .map(|(r, _)| r)
+                .collect();
             #[derive(Serialize)]
             #[serde(rename_all = "camelCase")]
             struct BatchList<'a> {
@@ -790,13 +1035,26 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 kind: &'static str,
                 items: &'a [BatchRecord],
             }
-            let doc = BatchList { api_version: batch::API_VERSION, kind: "BatchList", items: &items };
+            let doc = BatchList {
+                api_version: batch::API_VERSION,
+                kind: "BatchList",
+                items: &items,
+            };
             output::render(format, &doc, || {
                 if items.is_empty() {
                     return format!("No batch records in namespace {}.\n", batch::NAMESPACE);
                 }
                 output::table(
-                    &["name", "created", "created by", "arch", "pool", "hosts", "token expires", "output"],
+                    &[
+                        "name",
+                        "created",
+                        "created by",
+                        "arch",
+                        "pool",
+                        "hosts",
+                        "token expires",
+                        "output",
+                    ],
                     items
                         .iter()
                         .map(|r| {
@@ -806,7 +1064,11 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                                 r.created_by.clone(),
                                 r.architecture.clone(),
                                 r.pool.clone(),
-                                r.hosts.iter().map(|h| format!("{}({})", h.hostname, h.ips_display())).collect::<Vec<_>>().join(" "),
+                                r.hosts
+                                    .iter()
+                                    .map(|h| format!("{}({})", h.hostname, h.ips_display()))
+                                    .collect::<Vec<_>>()
+                                    .join(" "),
                                 r.token_expires_at.clone(),
                                 r.output_kind.clone(),
                             ]
@@ -817,7 +1079,9 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
         }
         Some(BatchCommand::Delete { name }) => {
             batch::delete(target, name).await?;
-            Ok(format!("batch {name} deleted (approve no longer approves its nodes)\n"))
+            Ok(format!(
+                "batch {name} deleted (approve no longer approves its nodes)\n"
+            ))
         }
     }
 }
@@ -829,9 +1093,15 @@ mod tests {
     #[test]
     fn ttl_and_labels() {
         assert_eq!(parse_ttl("48h").unwrap(), Duration::from_secs(48 * 3600));
-        assert!(parse_ttl("10m").unwrap_err().to_string().contains("--token-ttl"));
+        assert!(parse_ttl("10m")
+            .unwrap_err()
+            .to_string()
+            .contains("--token-ttl"));
         assert!(parse_ttl("x").is_err());
-        let l = parse_labels(Some("zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1")).unwrap();
+        let l = parse_labels(Some(
+            "zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1",
+        ))
+        .unwrap();
         assert_eq!(l["zone"], "a");
         assert_eq!(l["node-role.kubernetes.io/infra"], "");
         assert_eq!(l["example.com/rack"], "r1");
@@ -849,7 +1119,12 @@ mod tests {
         let n = OutputNames::new(Path::new("out"), OutputKind::ConfigImage, "x86_64", None);
         assert_eq!(n.finals(), [PathBuf::from("out/agentconfig.noarch.iso")]);
         let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "aarch64", None);
-        assert_eq!(n.finals()[0], PathBuf::from("out/boot-artifacts/node.aarch64-initrd.img"));
-        assert!(n.staging_file(&n.finals()[0]).starts_with("out/boot-artifacts"));
+        assert_eq!(
+            n.finals()[0],
+            PathBuf::from("out/boot-artifacts/node.aarch64-initrd.img")
+        );
+        assert!(n
+            .staging_file(&n.finals()[0])
+            .starts_with("out/boot-artifacts"));
     }
 }

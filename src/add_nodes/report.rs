@@ -127,7 +127,10 @@ pub fn render_table(r: &AddNodesReport) -> String {
     let c = &r.cluster;
     let mut rows: Vec<(&str, String)> = vec![(
         "Cluster",
-        format!("{} ({}, {}, {})  {}", c.name, c.version, c.platform, c.architecture, c.api_url),
+        format!(
+            "{} ({}, {}, {})  {}",
+            c.name, c.version, c.platform, c.architecture, c.api_url
+        ),
     )];
     let hosts = r
         .hosts
@@ -137,7 +140,11 @@ pub fn render_table(r: &AddNodesReport) -> String {
                 "{} {} {}",
                 h.hostname,
                 h.macs.join(","),
-                if h.ips.is_empty() { "dhcp".to_string() } else { h.ips.join(",") }
+                if h.ips.is_empty() {
+                    "dhcp".to_string()
+                } else {
+                    h.ips.join(",")
+                }
             )
         })
         .collect::<Vec<_>>();
@@ -155,7 +162,12 @@ pub fn render_table(r: &AddNodesReport) -> String {
         let v = if r.dry_run {
             f.path.clone()
         } else {
-            format!("{}  {}  sha256 {}", f.path, human_size(f.size), &f.sha256[..f.sha256.len().min(12)])
+            format!(
+                "{}  {}  sha256 {}",
+                f.path,
+                human_size(f.size),
+                &f.sha256[..f.sha256.len().min(12)]
+            )
         };
         rows.push((if i == 0 { verb } else { "" }, v));
     }
@@ -165,7 +177,11 @@ pub fn render_table(r: &AddNodesReport) -> String {
     rows.push((
         "Ignition",
         match r.ignition.area_bytes {
-            Some(a) => format!("{} compressed of {} in the embed area", human_size(r.ignition.archive_bytes as u64), human_size(a)),
+            Some(a) => format!(
+                "{} compressed of {} in the embed area",
+                human_size(r.ignition.archive_bytes as u64),
+                human_size(a)
+            ),
             None => format!("{} compressed", human_size(r.ignition.archive_bytes as u64)),
         },
     ));
@@ -179,7 +195,10 @@ pub fn render_table(r: &AddNodesReport) -> String {
         ),
     ));
     if let Some(b) = &r.batch {
-        rows.push(("Batch", format!("{b}  (ConfigMap in {})", crate::batch::NAMESPACE)));
+        rows.push((
+            "Batch",
+            format!("{b}  (ConfigMap in {})", crate::batch::NAMESPACE),
+        ));
     }
     rows.push(("Secrets", r.secrets_notice.clone()));
     for (i, s) in r.next_steps.iter().enumerate() {
