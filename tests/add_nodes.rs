@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/registry.rs"]
+mod support;
+
 use agent_day2_sim::boot::ignition as sim_ignition;
 use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
 use serde_json::{json, Value};
@@ -1769,4 +1772,211 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
     }
     eprintln!("upstream conformance: {asserted} assertions held");
     assert!(asserted >= 20, "only {asserted} assertions");
+}
+
+// ------------------------------------------------------------------------------------------
+// The release payload through a real registry (Debian's docker-registry in the namespace).
+
+/// Pushes four component images, machine-os-images (with the simulated CoreOS ISO and its
+/// .sha256) and a release whose image-references names them. Returns the release pull spec
+/// (by digest) and the api-server pull spec.
+async fn push_release(p: &support::Pusher) -> (String, String) {
+    let art = "ocp/art-dev";
+    let named = format!("{}/{art}", p.host);
+    let mut refs = Vec::new();
+    for tag in [
+        "agent-installer-api-server",
+        "agent-installer-node-agent",
+        "agent-installer-orchestrator",
+        "agent-installer-utils",
+    ] {
+        let d = p
+            .push_image(
+                art,
+                tag,
+                "amd64",
+                &[support::tar_gz(&[(
+                    &format!("usr/bin/{tag}"),
+                    tag.as_bytes(),
+                )])],
+                false,
+            )
+            .await;
+        refs.push((tag, format!("{named}@{d}")));
+    }
+    let iso = support::base_iso("x86_64");
+    let sha = format!("{}  coreos-x86_64.iso\n", agent_day2_sim_sha(&iso));
+    let layer = support::tar_gz(&[
+        ("coreos/coreos-x86_64.iso.sha256", sha.as_bytes()),
+        ("coreos/coreos-x86_64.iso", &iso),
+    ]);
+    let mos = p
+        .push_image(art, "machine-os-images", "amd64", &[layer], true)
+        .await;
+    refs.push(("machine-os-images", format!("{named}@{mos}")));
+    let rel = p
+        .push_image(
+            "ocp/release",
+            "4.18.12-x86_64",
+            "amd64",
+            &[support::tar_gz(&[(
+                "release-manifests/image-references",
+                &support::image_references(&refs),
+            )])],
+            false,
+        )
+        .await;
+    (format!("{}/ocp/release@{rel}", p.host), refs[0].1.clone())
+}
+
+fn agent_day2_sim_sha(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+#[test]
+fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
+    netns_or_skip!();
+    if !Path::new(support::REGISTRY_BIN).exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
+            support::REGISTRY_BIN
+        );
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut reg = support::Registry::start("192.168.111.6:5000", support::RegistryOpts::default());
+    let (release, api) = rt.block_on(push_release(&reg.pusher(None)));
+    let c = TestCluster::start(&format!("releaseImage: \"{release}\"\n")).unwrap();
+    let w = Work::new();
+    let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
+    // The test registry speaks plain HTTP: --insecure, as with oc.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--insecure",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.out().to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\nregistry log:\n{}",
+        text(&o),
+        reg.log()
+    );
+    let r = json_of(&o);
+    assert_eq!(r["baseIso"]["source"], "machine-os-images", "{r}");
+    assert_eq!(r["cluster"]["releaseImage"], release);
+    let iso = w.out().join("node.x86_64.iso");
+    let ign = iso_ignition(&iso);
+    let env = sim_ignition::env_file(
+        &ign.text("/usr/local/share/assisted-service/images.env")
+            .unwrap(),
+    );
+    assert_eq!(env["SERVICE_IMAGE"], api);
+    assert_eq!(env["RELEASE_IMAGE"], release);
+    let (code, out, _) = boot_and_approve(&c, &w, &["--iso", iso.to_str().unwrap()], &[W0]);
+    assert_eq!(code, Some(0), "{out}");
+
+    // With the registry gone, a second batch needs nothing from it: both caches hit.
+    reg.stop();
+    let nc2 = w.write("nc2.yaml", &nodes_config(&[dhcp_host(W1)]));
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--insecure",
+            "--nodes-config",
+            nc2.to_str().unwrap(),
+            "--dir",
+            w.path("out2").to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json_of(&o)["baseIso"]["source"], "cache");
+}
+
+#[test]
+fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it() {
+    netns_or_skip!();
+    if !Path::new(support::REGISTRY_BIN).exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
+            support::REGISTRY_BIN
+        );
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let opts = support::RegistryOpts {
+        tls: None,
+        user: Some(("day2".into(), "s3cret".into())),
+    };
+    let reg = support::Registry::start("192.168.111.6:5001", opts);
+    let (release, _) = rt.block_on(push_release(&reg.pusher(None)));
+    let c = TestCluster::start(&format!("releaseImage: \"{release}\"\n")).unwrap();
+    let w = Work::new();
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--insecure",
+            "--mac-address",
+            W0.1,
+            "--hostname",
+            W0.0,
+            "--dir",
+            w.out().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("registry 192.168.111.6:5001 refused") && err.contains("pull secret"),
+        "{err}"
+    );
+    assert!(!w.out().join("node.x86_64.iso").exists());
+    use base64::Engine;
+    let auth = base64::engine::general_purpose::STANDARD.encode("day2:s3cret");
+    let rc = w.write(
+        "auth.json",
+        &format!(r#"{{"auths":{{"192.168.111.6:5001":{{"auth":"{auth}"}}}}}}"#),
+    );
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--insecure",
+            "--registry-config",
+            rc.to_str().unwrap(),
+            "--mac-address",
+            W0.1,
+            "--hostname",
+            W0.0,
+            "--dir",
+            w.out().to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json_of(&o)["baseIso"]["source"], "machine-os-images");
 }
