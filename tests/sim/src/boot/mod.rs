@@ -2,7 +2,8 @@
 //!
 //! Each `--node MAC=IP` is one machine; all run as tasks of one tokio runtime (no thread per
 //! node, so hundreds are fine). A machine:
-//! 1. reads the Ignition embedded in the ISO as the kernel does ([`embed`]) and checks it
+//! 1. reads its config from the live ISO's embed area ([`embed`]), PXE files or an appliance
+//!    config image ([`source`]) and checks it
 //!    against the node contract ([`contract`]): a refused image ends the run with exit 3
 //!    before any machine starts, listing every missing item;
 //! 2. finds its host by MAC, serves the local assisted-service API on `IP:8090` ([`rest`]) and
@@ -23,6 +24,7 @@ pub mod ignition;
 pub mod jwt;
 pub mod kubelet;
 pub mod rest;
+pub mod source;
 pub mod stages;
 
 use std::collections::BTreeMap;
@@ -36,19 +38,41 @@ use serde_json::json;
 use contract::Facts;
 use stages::{End, Faults};
 
-/// Flags of `agent-day2-sim boot`.
+/// Flags of `agent-day2-sim boot`. Exactly one image source: `--iso`, `--pxe-dir`, `--ipxe`,
+/// `--kernel`/`--initrd`/`--rootfs`, or `--config-image`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("image").required(true).multiple(false).args(["iso", "config_image", "pxe_dir", "ipxe", "initrd"])))]
 pub struct BootArgs {
     /// The simulator's `up` directory (its `kubeconfig` has the context `bootstrapper`).
     #[arg(long)]
     pub dir: PathBuf,
     /// The node ISO to boot (a CoreOS live ISO with the Ignition embedded).
-    #[arg(long, required_unless_present = "config_image")]
+    #[arg(long)]
     pub iso: Option<PathBuf>,
-    /// Appliance mode: an ISO9660 config image with `config.gz` (gzip newc cpio of files at
-    /// their target paths) instead of a live ISO's Ignition.
+    /// PXE boot from the files `add-nodes --pxe` writes (`node.<arch>-vmlinuz`, `-initrd.img`,
+    /// `-rootfs.img`, and `node.<arch>.ipxe` when present, which then decides).
+    #[arg(long, value_name = "DIR")]
+    pub pxe_dir: Option<PathBuf>,
+    /// PXE boot as this iPXE script says; the files it names are taken from its directory.
+    #[arg(long, value_name = "FILE")]
+    pub ipxe: Option<PathBuf>,
+    /// PXE boot: the kernel (with --initrd and --rootfs).
+    #[arg(long, requires = "initrd")]
+    pub kernel: Option<PathBuf>,
+    /// PXE boot: the initrd holding the Ignition archive (with --kernel and --rootfs).
+    #[arg(long, requires_all = ["kernel", "rootfs"])]
+    pub initrd: Option<PathBuf>,
+    /// PXE boot: the live root filesystem (with --kernel and --initrd).
+    #[arg(long, requires = "initrd")]
+    pub rootfs: Option<PathBuf>,
+    /// Appliance mode: an ISO9660 config image labelled `agent_configimage` with `config.gz`
+    /// (gzip newc cpio of files at their target paths) instead of a live ISO's Ignition.
     #[arg(long)]
     pub config_image: Option<PathBuf>,
+    /// Appliance mode: the release image built into the simulated appliance disk; a config
+    /// image for another release is refused. Without it the release is not compared.
+    #[arg(long, value_name = "IMAGE", requires = "config_image")]
+    pub appliance_release: Option<String>,
     /// A machine as MAC=IP (repeatable), e.g. 52:54:00:aa:00:30=192.168.111.30.
     #[arg(long = "node", value_name = "MAC=IP", required = true)]
     pub nodes: Vec<String>,
@@ -173,39 +197,32 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
     Ok(out)
 }
 
-/// Reads the image and runs the contract check. Err = (exit code, messages).
+/// Reads the config from the image source the flags name ([`source`]) and runs the contract
+/// check, the same for every source. Err = (exit code, messages).
 fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32, Vec<String>)> {
-    let open = |p: &PathBuf| std::fs::File::open(p).map_err(|e| (1, vec![format!("cannot open {}: {e}", p.display())]));
-    let cfg = if let Some(img) = &args.config_image {
-        let mut f = open(img)?;
-        let files = embed::read_config_image(&mut f).map_err(|e| (3, vec![e.to_string()]))?;
-        let mut cfg = ignition::Config { version: "appliance".into(), files, ..Default::default() };
-        // Appliance: units come from the disk image, not the config image (design.md); the
-        // user's key is in the disk image too. Only the files are checked.
-        for (name, role, _) in contract::UNITS {
-            cfg.units.insert(name.to_string(), ignition::Unit { name: name.to_string(), enabled: Some(true), mask: false, text: after_text(name, role) });
-        }
-        // The disk image's network unit too (the contract asks for it when there are keyfiles).
-        let nm = "pre-network-manager-config.service";
-        cfg.units.insert(nm.to_string(), ignition::Unit { name: nm.to_string(), enabled: Some(true), mask: false, text: "[Unit]\nBefore=NetworkManager.service\n".into() });
-        cfg.ssh_keys.insert("core".into(), vec!["(appliance disk image)".into()]);
-        (cfg, format!("config image {}", img.display()))
+    let loaded = if let Some(img) = &args.config_image {
+        source::from_config_image(img, args.appliance_release.as_deref())?
+    } else if let Some(dir) = &args.pxe_dir {
+        source::from_pxe(&source::pxe_dir(dir)?)?
+    } else if let Some(script) = &args.ipxe {
+        let dir = script.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        source::from_pxe(&source::resolve_ipxe(script, dir)?)?
+    } else if let Some(initrd) = &args.initrd {
+        let set = source::PxeSet {
+            kernel: args.kernel.clone().expect("clap requires --kernel with --initrd"),
+            initrds: vec![initrd.clone()],
+            rootfs: args.rootfs.clone().expect("clap requires --rootfs with --initrd"),
+            ipxe: None,
+        };
+        source::from_pxe(&set)?
     } else {
-        let iso = args.iso.as_ref().expect("clap requires --iso or --config-image");
-        let mut f = open(iso)?;
-        let (bytes, area) = embed::read_ignition(&mut f).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
-        let cfg = ignition::parse(&bytes).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
-        (cfg, format!("{} (embed area {} at byte {}, {} bytes)", iso.display(), area.path, area.offset, area.len))
+        source::from_iso(args.iso.as_ref().expect("clap requires one image source"))?
     };
-    let (cfg, from) = cfg;
-    let facts = contract::check(&cfg, macs).map_err(|p| (3, p))?;
-    Ok((facts, from))
-}
-
-/// Unit text satisfying the ordering check for the appliance (units come from the disk image).
-fn after_text(name: &str, _role: &str) -> String {
-    let deps = contract::UNITS.iter().find(|u| u.0 == name).map(|u| u.2.join(" ")).unwrap_or_default();
-    format!("[Unit]\nAfter={deps}\n")
+    for n in &loaded.notes {
+        eprintln!("note: {n}");
+    }
+    let facts = contract::check(&loaded.cfg, macs).map_err(|p| (3, p))?;
+    Ok((facts, loaded.from))
 }
 
 /// Runs `boot`; returns the exit code. Builds its own multi-thread tokio runtime.
