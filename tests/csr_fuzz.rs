@@ -8,7 +8,13 @@ use agent_day2::csr::*;
 use csr_support::*;
 use proptest::prelude::*;
 
-fn seeds() -> Vec<(bool, Vec<u8>)> {
+/// Built once: key generation per case would dominate the run time.
+fn seeds() -> &'static [(bool, Vec<u8>)] {
+    static SEEDS: std::sync::OnceLock<Vec<(bool, Vec<u8>)>> = std::sync::OnceLock::new();
+    SEEDS.get_or_init(build_seeds)
+}
+
+fn build_seeds() -> Vec<(bool, Vec<u8>)> {
     // (is_serving, DER)
     let mut v = vec![
         (false, Builder::node("worker-0").der()),
@@ -32,6 +38,22 @@ fn seeds() -> Vec<(bool, Vec<u8>)> {
         }
     }
     v
+}
+
+/// Two client keys for worker-0 (a kubelet and a rival), one for worker-1, two serving
+/// requests for worker-0, one bad serving request. Built once.
+fn pool() -> &'static [CsrView] {
+    static POOL: std::sync::OnceLock<Vec<CsrView>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        vec![
+            client_view(Builder::node("worker-0").pem()),
+            client_view(Builder::node("worker-0").pem()),
+            client_view(Builder::node("worker-1").pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[ip("192.168.111.30")]).pem()),
+            serving_view("worker-0", Builder::serving("worker-0", &[ip("10.0.0.1")]).pem()),
+        ]
+    })
 }
 
 fn view(serving: bool, request: Vec<u8>) -> CsrView {
@@ -216,17 +238,7 @@ proptest! {
     fn verdict_all_approves_at_most_one_per_node_and_kind(
         picks in proptest::collection::vec((0usize..6, 0i64..3600), 0..8),
     ) {
-        // A pool: two client keys for worker-0 (a kubelet and a rival), one for worker-1,
-        // two serving requests for worker-0, one bad serving request.
-        let k0 = Builder::node("worker-0").pem();
-        let pool = [
-            client_view(k0.clone()),
-            client_view(Builder::node("worker-0").pem()),
-            client_view(Builder::node("worker-1").pem()),
-            serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem()),
-            serving_view("worker-0", Builder::serving("worker-0", &[ip("192.168.111.30")]).pem()),
-            serving_view("worker-0", Builder::serving("worker-0", &[ip("10.0.0.1")]).pem()),
-        ];
+        let pool = pool();
         let csrs: Vec<CsrView> = picks
             .iter()
             .enumerate()
