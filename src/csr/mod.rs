@@ -240,7 +240,9 @@ pub struct Verdict {
     /// Client, serving, or not a kubelet CSR.
     pub kind: Kind,
     /// The node the CSR speaks for: the name in its single CN, or for a serving CSR without a
-    /// usable CN the name in `spec.username`; None when neither names one.
+    /// usable CN the name in `spec.username`; None when neither names one. Raw text from the
+    /// CSR (it may be an invalid name with control characters): escape it with
+    /// [`escape_for_display`] before showing it; the reasons' texts are already escaped.
     pub node: Option<String>,
     /// True only for a kubelet CSR with no failed check.
     pub approve: bool,
