@@ -1432,6 +1432,10 @@ fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
     );
     assert!(!w.out().join("node.x86_64.iso").exists());
     assert!(batch_records_or_none(&c).is_empty());
+    assert!(
+        !w.cache().join("agent-day2/isos").exists(),
+        "measured before any base ISO download"
+    );
     // --pxe has no such limit.
     let nc = w.write("nc.yaml", &nodes_config(&[dhcp_host(W0)]));
     let o = plugin(

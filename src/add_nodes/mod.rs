@@ -8,9 +8,10 @@
 //! 4. auth material: Secret `openshift-agent-day2/agent-day2-auth` reused while more than half
 //!    its life is left, else a new key and tokens ([`crate::auth`]);
 //! 5. component images from the release payload ([`crate::registry`], cached per digest);
-//! 6. the base ISO ([`crate::base_iso`]; not for `--config-image`);
-//! 7. the Ignition ([`ignition`]) and its compressed archive, measured against the ISO's embed
-//!    area before anything is written;
+//! 6. the Ignition ([`ignition`]) and its compressed archive, measured against the 256 KiB of
+//!    RHCOS live ISOs before any download;
+//! 7. the base ISO ([`crate::base_iso`]; not for `--config-image`), and the archive measured
+//!    against its actual embed area before anything is written;
 //! 8. the outputs, staged under temporary names in `--dir` (mode 0600);
 //! 9. the cluster writes: namespace, auth Secret (when new), the batch record ([`batch`]);
 //! 10. the staged outputs renamed into place without replacing (unless `--force`).
@@ -198,35 +199,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     reg.arch = arch.clone();
     let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
 
-    // --- 6. the base ISO
-    let base = if kind == OutputKind::ConfigImage {
-        None
-    } else {
-        let req = base_iso::Request {
-            arch: arch.clone(),
-            explicit: args.base_iso.clone(),
-            stream: model.base_iso_for(&arch),
-            machine_os_images: images.machine_os_images.clone(),
-            release_digest: model
-                .version
-                .release_image
-                .rsplit_once('@')
-                .map(|(_, d)| d.to_string()),
-            cache_root: None,
-            offline: args.dry_run,
-            extra_ca_pems: reg.extra_ca_pems.clone(),
-            insecure: args.insecure,
-            retry: reg.retry.clone(),
-        };
-        let mut w = Vec::new();
-        let r = base_iso::resolve(&req, Some(&reg), &mut w).await;
-        for x in w {
-            warn(x, &mut warnings);
-        }
-        r?
-    };
-
-    // --- 7. Ignition and its archive
+    // --- 6. Ignition and its archive
     let hosts = ignition::host_specs(&cfg, &vhosts);
     let infra_env_id = uuid::Uuid::new_v4();
     let comp = ignition::ComponentImages {
@@ -255,6 +228,41 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         extra_kargs.push("fips=1".into());
     }
     extra_kargs.extend(args.kargs.iter().cloned());
+
+    // Measured before any base ISO download: real RHCOS live ISOs hold 256 KiB; a base ISO
+    // with another area size is checked exactly below.
+    if kind == OutputKind::Iso && args.base_iso.is_none() && archive.len() as u64 > RHCOS_EMBED_AREA
+    {
+        return Err(too_large(&ign, archive.len(), RHCOS_EMBED_AREA, None));
+    }
+
+    // --- 7. the base ISO
+    let base = if kind == OutputKind::ConfigImage {
+        None
+    } else {
+        let req = base_iso::Request {
+            arch: arch.clone(),
+            explicit: args.base_iso.clone(),
+            stream: model.base_iso_for(&arch),
+            machine_os_images: images.machine_os_images.clone(),
+            release_digest: model
+                .version
+                .release_image
+                .rsplit_once('@')
+                .map(|(_, d)| d.to_string()),
+            cache_root: None,
+            offline: args.dry_run,
+            extra_ca_pems: reg.extra_ca_pems.clone(),
+            insecure: args.insecure,
+            retry: reg.retry.clone(),
+        };
+        let mut w = Vec::new();
+        let r = base_iso::resolve(&req, Some(&reg), &mut w).await;
+        for x in w {
+            warn(x, &mut warnings);
+        }
+        r?
+    };
 
     let plan = match (&base, kind) {
         (Some(b), OutputKind::Iso | OutputKind::Pxe) => {
