@@ -95,6 +95,9 @@ pub struct TestCluster {
     pub api_url: String,
     /// Base URL of the simulator's file server (base ISO), e.g. `http://192.168.111.5:8080`.
     pub files_url: String,
+    /// URL of the simulator's container registry (`up --registry`), e.g.
+    /// `https://192.168.111.6:5000`; None when started without one (third line of DIR/ready).
+    pub registry_url: Option<String>,
     child: Option<Child>,
     _tmp: tempfile_dir::TempDir,
 }
@@ -144,6 +147,29 @@ impl TestCluster {
         Self::start_with_args(scenario_yaml, &[])
     }
 
+    /// Like [`TestCluster::start`], with the simulator's container registry holding the release
+    /// payload (`up --registry 192.168.111.6:5000`; another free port when the namespace is
+    /// shared, see [`enter_netns`]): the cluster's release image, pull secret, registry CA and
+    /// (disconnected) mirrors then name it; see [`TestCluster::registry_url`] and
+    /// [`TestCluster::registry_host`]. Needs `/usr/bin/docker-registry`
+    /// ([`crate::registry::REGISTRY_BIN`]); the error says so when it is missing.
+    pub fn start_with_registry(scenario_yaml: &str) -> anyhow::Result<TestCluster> {
+        let own = OWN_NETNS.with(|o| o.get());
+        let addr = if own {
+            crate::registry::DEFAULT_ADDR.to_string()
+        } else {
+            // docker-registry cannot report a port it picked: take a free one ourselves.
+            let l = std::net::TcpListener::bind("192.168.111.6:0")?;
+            l.local_addr()?.to_string()
+        };
+        Self::start_with_args(scenario_yaml, &["--registry", &addr])
+    }
+
+    /// `host:port` of the registry started by [`TestCluster::start_with_registry`].
+    pub fn registry_host(&self) -> Option<&str> {
+        self.registry_url.as_deref().and_then(|u| u.split_once("://").map(|(_, h)| h))
+    }
+
     /// Like [`TestCluster::start`] with extra `up` arguments (e.g. `--crds DIR`, `--base-iso F`).
     pub fn start_with_args(scenario_yaml: &str, extra: &[&str]) -> anyhow::Result<TestCluster> {
         let tmp = tempfile_dir::TempDir::new()?;
@@ -171,6 +197,7 @@ impl TestCluster {
             dir,
             api_url: format!("https://{API_LISTEN}"),
             files_url: String::new(),
+            registry_url: None,
             child: Some(child),
             _tmp: tmp,
         };
@@ -179,6 +206,7 @@ impl TestCluster {
             if let Ok(ready) = std::fs::read_to_string(c.dir.join("ready")) {
                 c.api_url = ready.lines().next().unwrap_or("").to_string();
                 c.files_url = ready.lines().nth(1).unwrap_or("").to_string();
+                c.registry_url = ready.lines().nth(2).filter(|l| !l.is_empty()).map(String::from);
                 return Ok(c);
             }
             if let Some(st) = c.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten()) {

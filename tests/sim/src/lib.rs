@@ -11,3 +11,4 @@ pub mod harness;
 pub mod kubeconfig;
 pub mod netns;
 pub mod pki;
+pub mod registry;

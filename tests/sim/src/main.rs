@@ -1,6 +1,6 @@
 //! `agent-day2-sim`: the simulated OpenShift cluster for agent-day2's tests and demo.
 //!
-//! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]...`
+//! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]... [--registry [ADDR]]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
 //!
@@ -21,7 +21,8 @@ struct Cli {
 enum Cmd {
     /// Run the simulated cluster: HTTPS Kubernetes API with its own CA, file server with the
     /// base ISO; writes DIR/kubeconfig (contexts admin, bootstrapper, viewer), DIR/ca.crt and,
-    /// once requests are accepted, DIR/ready (two lines: the API URL, the file server's base URL). Runs until SIGINT/SIGTERM.
+    /// once requests are accepted, DIR/ready (lines: the API URL, the file server's base URL and,
+    /// with --registry, the registry's URL). Runs until SIGINT/SIGTERM.
     Up {
         /// Directory for kubeconfig, ca.crt, ready and files/ (created if missing).
         #[arg(long)]
@@ -42,6 +43,13 @@ enum Cmd {
         /// built-in OpenShift definitions of the same name.
         #[arg(long)]
         crds: Vec<PathBuf>,
+        /// Also run a container registry (Debian's /usr/bin/docker-registry) on ADDR (default
+        /// 192.168.111.6:5000) holding the release payload, HTTPS with the simulator's CA and
+        /// basic auth from the seeded pull secret; the cluster's release image then names it
+        /// (by digest; through an ImageDigestMirrorSet when the scenario is disconnected), and
+        /// DIR/ready gets its URL as a third line.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = agent_day2_sim::registry::DEFAULT_ADDR)]
+        registry: Option<SocketAddr>,
     },
     /// Run CMD in a new private network namespace (root: `unshare -n`; otherwise a user
     /// namespace too, like `unshare -rn`) whose loopback carries 192.168.111.0/24 and
@@ -74,7 +82,7 @@ fn main() {
             eprintln!("error: {e:#}");
             std::process::exit(1);
         }
-        Cmd::Up { dir, scenario, base_iso, listen, files_listen, crds } => {
+        Cmd::Up { dir, scenario, base_iso, listen, files_listen, crds, registry } => {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_env("AGENT_DAY2_SIM_LOG")
@@ -88,7 +96,7 @@ fn main() {
                     std::process::exit(3);
                 }
             }
-            let opts = agent_day2_sim::api::up::UpOptions { dir, scenario, base_iso, listen, files_listen, crds };
+            let opts = agent_day2_sim::api::up::UpOptions { dir, scenario, base_iso, listen, files_listen, crds, registry };
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
             if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
                 eprintln!("error: {e:#}");

@@ -475,6 +475,27 @@ pub fn load_objects_dir(dir: &std::path::Path, release_image: &str) -> anyhow::R
 /// place). Errors: an unreadable or malformed `objects_dir` file, an `objects` entry without
 /// kind or name.
 pub fn seed_objects(scenario: &Scenario, ctx: &SeedContext) -> anyhow::Result<Vec<Value>> {
+    seed_objects_with_registry(scenario, ctx, None)
+}
+
+/// The simulator's own container registry (`up --registry`, see [`crate::registry`]), as the
+/// seed records it.
+#[derive(Debug, Clone)]
+pub struct SeedRegistry {
+    /// `host:port`, e.g. `192.168.111.6:5000`.
+    pub host: String,
+    /// The htpasswd user and password the registry accepts.
+    pub user: String,
+    pub password: String,
+}
+
+/// [`seed_objects`] for a simulator that runs its own registry: the pull secret gets an entry
+/// for `registry.host` with its user and password, and `Image.spec.additionalTrustedCA` names
+/// the ConfigMap `openshift-config/registry-ca` whose key `<host>..<port>` holds the
+/// simulator's CA (the registry's certificate is signed by it), connected or not, as on a
+/// cluster that pulls from a private registry. The release image itself comes from
+/// `scenario.release_image`, which `up` sets to the pushed digest.
+pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, registry: Option<&SeedRegistry>) -> anyhow::Result<Vec<Value>> {
     let s = scenario;
     let platform = platform_type(s);
     let api_name = format!("api.{}.{}", s.name, s.base_domain);
@@ -603,9 +624,16 @@ pub fn seed_objects(scenario: &Scenario, ctx: &SeedContext) -> anyhow::Result<Ve
     // Image, mirrors
     let mirror = mirror_registry(s);
     let mut image_spec = json!({});
+    let mut registry_cas = serde_json::Map::new();
     if s.disconnected {
+        registry_cas.insert(mirror.replace(':', ".."), json!(ctx.ca_pem));
+    }
+    if let Some(r) = registry {
+        registry_cas.insert(r.host.replace(':', ".."), json!(ctx.ca_pem));
+    }
+    if !registry_cas.is_empty() {
         image_spec["additionalTrustedCA"] = json!({"name": "registry-ca"});
-        objs.push(configmap("openshift-config", "registry-ca", json!({mirror.replace(':', ".."): ctx.ca_pem})));
+        objs.push(configmap("openshift-config", "registry-ca", Value::Object(registry_cas)));
     }
     objs.push(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Image", "metadata": {"name": "cluster"},
@@ -633,6 +661,9 @@ pub fn seed_objects(scenario: &Scenario, ctx: &SeedContext) -> anyhow::Result<Ve
     });
     if s.disconnected {
         auths[&mirror] = json!({"auth": auth("mirror"), "email": "admin@example.com"});
+    }
+    if let Some(r) = registry {
+        auths[&r.host] = json!({"auth": B64.encode(format!("{}:{}", r.user, r.password)), "email": "admin@example.com"});
     }
     let pull = serde_json::to_string(&json!({"auths": auths}))?;
     objs.push(secret("openshift-config", "pull-secret", "kubernetes.io/dockerconfigjson", &[(".dockerconfigjson", &pull)]));

@@ -30,6 +30,9 @@ pub struct UpOptions {
     pub files_listen: Option<SocketAddr>,
     /// Folders of CRD YAML files loaded before the seed (they replace the permissive ones).
     pub crds: Vec<PathBuf>,
+    /// `--registry [ADDR]`: run a container registry on ADDR holding the release payload
+    /// (see [`start_registry`]); None: no registry (the seeded release digest is made up).
+    pub registry: Option<SocketAddr>,
 }
 
 /// Go architecture name → CoreOS name.
@@ -110,7 +113,7 @@ fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
 
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
-    let scenario = match &opts.scenario {
+    let mut scenario = match &opts.scenario {
         Some(p) => Scenario::load(p)?,
         None => Scenario::default(),
     };
@@ -211,9 +214,15 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         }
     });
 
+    // The registry with the release payload, before the seed: the seed names its true digest.
+    let registry = match opts.registry {
+        Some(addr) => Some(start_registry(addr, &opts.dir, &ca, &mut scenario, &base_iso).await?),
+        None => None,
+    };
+
     // Seed.
     let ctx = SeedContext { api_url: api_url.clone(), files_base_url: files_base_url.clone(), base_iso, ca_pem: ca.cert_pem.clone() };
-    let mut objects = crate::seed::seed_objects(&scenario, &ctx)?;
+    let mut objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, registry.as_ref().map(|r| &r.seed))?;
     objects.extend(scenario.objects.iter().cloned());
     if let Some(d) = &scenario.objects_dir {
         let image = scenario
@@ -293,9 +302,13 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     });
     // Written last, under a temporary name and renamed, so its presence means "serving".
     let ready_tmp = opts.dir.join(".ready.tmp");
-    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n"))?;
+    let registry_line = registry.as_ref().map(|r| format!("{}\n", r.process.url())).unwrap_or_default();
+    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n{registry_line}"))?;
     std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
     eprintln!("agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}", opts.dir.join("kubeconfig").display());
+    if let Some(r) = &registry {
+        eprintln!("agent-day2-sim: registry {} holds release {}", r.process.url(), crate::seed::release_image(&scenario));
+    }
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
@@ -303,7 +316,123 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         _ = term.recv() => {}
     }
     let _ = std::fs::remove_file(opts.dir.join("ready"));
+    // Dropping the registry kills docker-registry.
+    drop(registry);
     Ok(())
+}
+
+/// The simulator's running registry and what the seed records about it.
+pub struct RunningRegistry {
+    /// The docker-registry child (killed on drop).
+    pub process: crate::registry::RegistryProcess,
+    /// Host and credentials for the pull secret and the registry CA ConfigMap.
+    pub seed: crate::seed::SeedRegistry,
+    /// What was pushed.
+    pub payload: crate::registry::PushedPayload,
+}
+
+/// `up --registry ADDR`: starts docker-registry on `addr` with storage in `DIR/registry/`
+/// (emptied first), HTTPS with a certificate from the simulator's CA `ca` (SANs: the IP and
+/// [`crate::registry::REGISTRY_DNS`]), htpasswd user [`crate::registry::DEFAULT_USER`] with a
+/// random password; pushes the release payload of `scenario` (its version; both amd64 and arm64
+/// in manifest lists when `multiArch`; machine-os-images holding the simulator's base ISO for
+/// the control plane's architecture, the simulated one for the other) and records it in
+/// `scenario`:
+///
+/// - connected: release in `ADDR/ocp/release`, components in `ADDR/ocp/art-dev` (named so in
+///   image-references); `releaseImage` = `ADDR/ocp/release@sha256:<digest>`;
+/// - `disconnected`: everything in `ADDR/ocp4/openshift4` (oc-mirror's layout), image-references
+///   naming `quay.io/openshift-release-dev/ocp-v4.0-art-dev@…`; `releaseImage` =
+///   `quay.io/openshift-release-dev/ocp-release@sha256:<digest>`; `mirrorRegistry` defaults to
+///   ADDR (so the seeded ImageDigestMirrorSet points here).
+///
+/// A `releaseImage` or `mirrorRegistry` set in the scenario is kept (with a warning on stderr):
+/// the cluster then names something this registry may not hold.
+/// Errors: docker-registry missing or not starting (with its log), a failed push.
+pub async fn start_registry(
+    addr: SocketAddr,
+    dir: &Path,
+    ca: &Ca,
+    scenario: &mut Scenario,
+    base_iso: &BaseIsoInfo,
+) -> anyhow::Result<RunningRegistry> {
+    use crate::registry::{push_release_payload, PayloadSpec, RegistryOptions, RegistryProcess, DEFAULT_USER, REGISTRY_DNS};
+    let rdir = dir.join("registry");
+    if rdir.exists() {
+        std::fs::remove_dir_all(&rdir).with_context(|| format!("cannot empty {}", rdir.display()))?;
+    }
+    let cert = ca.issue_server(&[REGISTRY_DNS.to_string()], &[addr.ip()])?;
+    let password = crate::registry::random_password()?;
+    let process = RegistryProcess::start(RegistryOptions {
+        addr,
+        dir: rdir,
+        tls: Some((cert.cert_pem.clone(), cert.key_pem.clone())),
+        user: Some((DEFAULT_USER.to_string(), password.clone())),
+    })
+    .context("--registry")?;
+    let host = process.host();
+    let own_arch = crate::seed::go_arch(&scenario.architecture).to_string();
+    let arches: Vec<String> = if scenario.multi_arch {
+        vec!["amd64".into(), "arm64".into()]
+    } else {
+        vec![own_arch.clone()]
+    };
+    let mut isos = std::collections::BTreeMap::new();
+    for a in &arches {
+        let ra = coreos_arch(a).to_string();
+        let bytes = if *a == own_arch {
+            std::fs::read(&base_iso.path).with_context(|| format!("base ISO {}", base_iso.path.display()))?
+        } else {
+            match crate::baseiso::base_iso_bytes(&ra) {
+                Ok(b) => b,
+                // Only x86_64 and aarch64 are simulated: no ISO in that machine-os-images.
+                Err(_) => continue,
+            }
+        };
+        isos.insert(ra, bytes);
+    }
+    let (release_repo, components_repo, named_as) = if scenario.disconnected {
+        ("ocp4/openshift4", "ocp4/openshift4", "quay.io/openshift-release-dev/ocp-v4.0-art-dev".to_string())
+    } else {
+        ("ocp/release", "ocp/art-dev", format!("{host}/ocp/art-dev"))
+    };
+    let spec = PayloadSpec {
+        version: scenario.version.clone(),
+        arches,
+        release_repo: release_repo.into(),
+        components_repo: components_repo.into(),
+        named_as,
+        omit: Vec::new(),
+        isos,
+    };
+    let pusher = process.pusher(Some(&ca.cert_pem))?;
+    let payload = push_release_payload(&pusher, &spec)
+        .await
+        .with_context(|| format!("--registry: pushing the release payload to {host}:\n{}", process.log()))?;
+    let pull_spec = if scenario.disconnected {
+        format!("quay.io/openshift-release-dev/ocp-release@{}", payload.release_digest)
+    } else {
+        payload.release.clone()
+    };
+    match &scenario.release_image {
+        Some(r) if *r != pull_spec => {
+            eprintln!("agent-day2-sim: warning: the scenario's releaseImage {r} is kept; the registry holds {pull_spec}")
+        }
+        _ => scenario.release_image = Some(pull_spec),
+    }
+    if scenario.disconnected {
+        match &scenario.mirror_registry {
+            Some(m) if *m != host => {
+                eprintln!("agent-day2-sim: warning: the scenario's mirrorRegistry {m} is kept; the payload is on {host}")
+            }
+            _ => scenario.mirror_registry = Some(host.clone()),
+        }
+    }
+    Ok(RunningRegistry {
+        process,
+        seed: crate::seed::SeedRegistry { host, user: DEFAULT_USER.to_string(), password },
+        payload,
+    })
 }
 
 /// Asks for a client certificate and takes whatever comes (checking only that the peer holds
