@@ -482,3 +482,245 @@ fn failing_validation_keeps_the_host_insufficient_until_timeout() {
     assert_eq!(out.status.code(), Some(5), "{t}");
     assert!(t.contains("worker-0 192.168.111.30: host insufficient: validation ntp-synced failing"), "{t}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// PXE and appliance sources (H14).
+
+/// `xz --check=crc32` of `data` by the real xz, as coreos-installer and the plugin write it.
+fn xz(data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("xz").args(["--check=crc32", "-c"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("xz");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+const BASE_URL: &str = "http://192.168.111.1:8000/pxe";
+
+/// The PXE files `add-nodes --pxe` writes, made here from the simulator's base ISO: the
+/// ISO's kernel and rootfs, its live initrd + zero padding to 4 bytes + each of `appended`
+/// (an xz newc cpio holding `config.ign`), and with `kargs` an iPXE script
+/// `node.x86_64.ipxe` whose kernel line ends in them. Returns the directory.
+fn pxe_files(tmp: &Path, appended: &[&[u8]], kargs: Option<&str>) -> PathBuf {
+    let dir = tmp.join("pxe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let iso = tmp.join("base.iso");
+    agent_day2_sim::baseiso::build_base_iso(&iso, "x86_64").unwrap();
+    let mut f = std::fs::File::open(&iso).unwrap();
+    let mut get = |p: &str| {
+        let e = agent_day2_iso9660::get(&mut f, p).unwrap();
+        agent_day2_iso9660::read_entry(&mut f, &e).unwrap()
+    };
+    let (kernel, mut initrd, rootfs) = (get("images/pxeboot/vmlinuz"), get("images/pxeboot/initrd.img"), get("images/pxeboot/rootfs.img"));
+    assert_eq!(&initrd[..2], &[0x1f, 0x8b], "the live initrd is gzip");
+    for config in appended {
+        initrd.resize(initrd.len().div_ceil(4) * 4, 0);
+        initrd.extend_from_slice(&xz(&cpio::write(&[("config.ign", config)])));
+    }
+    std::fs::write(dir.join("node.x86_64-vmlinuz"), kernel).unwrap();
+    std::fs::write(dir.join("node.x86_64-initrd.img"), initrd).unwrap();
+    std::fs::write(dir.join("node.x86_64-rootfs.img"), rootfs).unwrap();
+    if let Some(kargs) = kargs {
+        std::fs::write(
+            dir.join("node.x86_64.ipxe"),
+            format!("#!ipxe\ninitrd --name initrd {BASE_URL}/node.x86_64-initrd.img\nkernel {BASE_URL}/node.x86_64-vmlinuz initrd=initrd {kargs}\nboot\n"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// The kernel arguments `add-nodes --pxe` writes with a base URL (kargs.json default without
+/// coreos.liveiso=, plus the rootfs URL).
+fn pxe_kargs() -> String {
+    let base: Vec<String> = agent_day2_sim::baseiso::default_kargs().split_whitespace().filter(|k| !k.starts_with("coreos.liveiso=")).map(String::from).collect();
+    format!("{} coreos.live.rootfs_url={BASE_URL}/node.x86_64-rootfs.img", base.join(" "))
+}
+
+fn sim_cmd(dir: &Path, source: &[&str], extra: &[&str]) -> Command {
+    let mut c = Command::new(bin("agent-day2-sim").unwrap());
+    c.arg("boot").arg("--dir").arg(dir).args(source).args(extra).stdin(Stdio::null());
+    c
+}
+
+/// Runs `boot` and approves every pending CSR with the real `kubectl certificate approve` until
+/// it ends. Returns (exit code, stdout + stderr, CSRs approved).
+fn boot_approving(cluster: &TestCluster, mut cmd: Command, tmp: &Path) -> (Option<i32>, String, usize) {
+    let log = tmp.join("boot-approving.log");
+    cmd.args(["--stage-delay-ms", "20", "--timeout", "90s"]).stdout(std::fs::File::create(&log).unwrap()).stderr(Stdio::piped());
+    let mut boot = Boot(cmd.spawn().unwrap());
+    let mut approved = std::collections::BTreeSet::new();
+    let deadline = Instant::now() + Duration::from_secs(100);
+    let status = loop {
+        if let Some(st) = boot.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "boot did not finish:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        let o = cluster.kubectl(&["get", "csr", "-o", "json"]);
+        assert!(o.status.success(), "{}", text(&o));
+        let list: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for csr in list["items"].as_array().unwrap() {
+            let name = csr["metadata"]["name"].as_str().unwrap().to_string();
+            let pending = csr["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
+            if pending && !approved.contains(&name) {
+                let o = cluster.kubectl(&["certificate", "approve", &name]);
+                assert!(o.status.success(), "{}", text(&o));
+                approved.insert(name);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut err = String::new();
+    boot.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (status.code(), format!("stdout:\n{}\nstderr:\n{err}", std::fs::read_to_string(&log).unwrap()), approved.len())
+}
+
+#[track_caller]
+fn assert_node_ready(cluster: &TestCluster, (h, _, ip): (&str, &str, &str)) {
+    let o = cluster.kubectl(&["get", "node", h, "-o", "json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let n: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(n["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True"), "{n}");
+    assert!(n["status"]["addresses"].as_array().unwrap().iter().any(|a| a["type"] == "InternalIP" && a["address"] == ip), "{n}");
+}
+
+#[test]
+fn a_node_joins_via_pxe_with_the_ipxe_script() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = TestCluster::start("").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = ignition(&contract_files(&tokens()), &units());
+    let dir = pxe_files(tmp.path(), &[&cfg], Some(&pxe_kargs()));
+    let (code, out, approved) = boot_approving(&cluster, sim_cmd(&cluster.dir, &["--pxe-dir", dir.to_str().unwrap()], &["--node", &node_arg(W0)]), tmp.path());
+    assert_eq!(code, Some(0), "{out}\nsim log:\n{}", cluster.log());
+    assert!(out.contains("from PXE script") && out.contains("node.x86_64.ipxe"), "{out}");
+    for ev in ["booted (MAC 52:54:00:aa:00:30)", "rebooting into the installed system", "client certificate issued", "serving certificate issued"] {
+        assert!(out.contains(&format!("worker-0 192.168.111.30: {ev}")), "{ev}:\n{out}");
+    }
+    assert_eq!(approved, 2, "client and serving CSR");
+    assert_node_ready(&cluster, W0);
+}
+
+#[test]
+fn pxe_initrd_later_archive_wins_and_plain_live_initrd_has_no_ignition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tok = tokens();
+    let good = ignition(&contract_files(&tok), &units());
+    // A second appended archive replaces config.ign, as the kernel overwrites: its config
+    // lacks the podman auth file, and that is what the machine sees.
+    let mut files = contract_files(&tok);
+    files.retain(|f| f.0 != "/root/.docker/config.json");
+    let later = ignition(&files, &units());
+    let dir = pxe_files(&tmp.path().join("a"), &[&good, &later], None);
+    let args = |d: &Path| {
+        vec![
+            "--kernel".to_string(), d.join("node.x86_64-vmlinuz").display().to_string(),
+            "--initrd".to_string(), d.join("node.x86_64-initrd.img").display().to_string(),
+            "--rootfs".to_string(), d.join("node.x86_64-rootfs.img").display().to_string(),
+            "--node".to_string(), node_arg(W0),
+        ]
+    };
+    let a = args(&dir);
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &a.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("node contract: /root/.docker/config.json is missing"), "{t}");
+    assert!(t.contains("1 problem"), "{t}");
+
+    // The live initrd alone: no config.ign, the machine is refused and says what it found.
+    let bare = pxe_files(&tmp.path().join("b"), &[], None);
+    let b = args(&bare);
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &b.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("no Ignition in the initrd") && t.contains("etc/sim-initrd-release"), "{t}");
+}
+
+#[test]
+fn pxe_script_problems_are_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = ignition(&contract_files(&tokens()), &units());
+    // The ISO's kargs unchanged (coreos.liveiso= kept), ignition.firstboot dropped, and the
+    // rootfs URL naming a file that is not served.
+    let kargs = agent_day2_sim::baseiso::default_kargs().replace("ignition.firstboot", "") + &format!(" coreos.live.rootfs_url={BASE_URL}/rootfs-missing.img");
+    let dir = pxe_files(tmp.path(), &[&cfg], Some(&kargs));
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--ipxe", dir.join("node.x86_64.ipxe").to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("names \"rootfs-missing.img\", which is not in"), "{t}");
+    assert!(t.contains("lacks ignition.firstboot"), "{t}");
+    assert!(t.contains("has coreos.liveiso="), "{t}");
+    assert!(t.contains("3 problems"), "{t}");
+    assert!(!t.contains("ignition.platform.id=metal (Ignition"), "the base kargs have it: {t}");
+}
+
+/// A config image as `add-nodes --config-image` writes it: ISO9660 labelled `label` with
+/// `config.gz` (gzip of a newc cpio of `files` at absolute paths), or without it.
+fn config_image(tmp: &Path, name: &str, label: &str, files: &[(String, String)], with_archive: bool) -> PathBuf {
+    use agent_day2_iso9660::{write_iso, IsoData, IsoInput};
+    let members: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), c.as_bytes())).collect();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&cpio::write(&members)).unwrap();
+    let gz = gz.finish().unwrap();
+    let entry = if with_archive { "config.gz" } else { "readme.txt" };
+    let path = tmp.join(format!("{name}.iso"));
+    let mut out = Vec::new();
+    write_iso(&mut out, label, &[IsoInput { path: entry.into(), data: IsoData::Bytes(gz), mtime: std::time::SystemTime::now() }]).unwrap();
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64";
+
+#[test]
+fn a_node_joins_via_the_appliance_config_image() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let cluster = TestCluster::start("").unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // No units and no SSH key in config.gz: the appliance disk has them. A unit file that would
+    // replace the disk's is not extracted (it lacks the After= the contract needs, so the
+    // contract check shows which one the machine uses).
+    let mut files = contract_files(&tokens());
+    files.push(("/etc/systemd/system/agent-add-node.service".into(), "[Unit]\nDescription=replaced\n".into()));
+    let img = config_image(tmp.path(), "agentconfig.noarch", "agent_configimage", &files, true);
+    let cmd = sim_cmd(&cluster.dir, &["--config-image", img.to_str().unwrap(), "--appliance-release", RELEASE], &["--node", &node_arg(W0)]);
+    let (code, out, approved) = boot_approving(&cluster, cmd, tmp.path());
+    assert_eq!(code, Some(0), "{out}\nsim log:\n{}", cluster.log());
+    assert!(out.contains("/etc/systemd/system/agent-add-node.service not extracted: the appliance disk image has it"), "{out}");
+    assert!(out.contains("worker-0 192.168.111.30: serving certificate issued"), "{out}");
+    assert_eq!(approved, 2);
+    assert_node_ready(&cluster, W0);
+}
+
+#[test]
+fn appliance_refuses_another_release_a_missing_archive_and_another_label() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sim = fake_dir(tmp.path());
+    let files = contract_files(&tokens());
+    let img = config_image(tmp.path(), "cfg", "agent_configimage", &files, true);
+    let older = "quay.io/openshift-release-dev/ocp-release:4.17.9-x86_64";
+    let o = run(sim_cmd(&sim, &["--config-image", img.to_str().unwrap(), "--appliance-release", older], &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains(&format!("releaseImage {RELEASE} differs from the release built into the appliance disk ({older})")), "{t}");
+    assert!(t.contains("the cluster was upgraded since the appliance was built"), "{t}");
+    assert!(t.contains("1 problem"), "only the release is reported, as the loader stops there: {t}");
+
+    let none = config_image(tmp.path(), "noarchive", "agent_configimage", &files, false);
+    let o = run(sim_cmd(&sim, &["--config-image", none.to_str().unwrap(), "--appliance-release", RELEASE], &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("config image has no config.gz"), "{t}");
+
+    let other = config_image(tmp.path(), "label", "CONFIG_2", &files, true);
+    let o = run(sim_cmd(&sim, &["--config-image", other.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("volume label \"CONFIG_2\"") && t.contains("agent_configimage"), "{t}");
+}
