@@ -180,7 +180,10 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if pool != ignition::DEFAULT_POOL {
         check_pool(target, &pool, &mut warnings).await?;
     }
-    let names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
+    let mut names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
+    if kind == OutputKind::Pxe && cfg.boot_artifacts_base_url.is_some() {
+        names.finals.push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
+    }
     if !args.dry_run && !args.force {
         if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
             return Err(invalid(
