@@ -63,6 +63,30 @@ fn reads_tables_and_discovery() {
     assert_eq!(header, ["NAME", "STATUS", "ROLES", "AGE", "VERSION"], "{nodes}");
     assert!(nodes.lines().skip(1).any(|l| l.contains("Ready") && l.contains("master")), "{nodes}");
 
+    // -o wide adds the printer's priority-1 columns; each cell is read at its header's offset
+    // (OS-IMAGE holds spaces) and compared with the Node object.
+    let wide = ok(&c, &["get", "nodes", "-o", "wide"]);
+    let head = wide.lines().next().unwrap();
+    let names = ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"];
+    assert_eq!(head.split_whitespace().collect::<Vec<_>>(), names, "{wide}");
+    let starts: Vec<usize> = names.iter().map(|n| head.find(n).unwrap()).collect();
+    let list: Value = serde_json::from_str(&ok(&c, &["get", "nodes", "-o", "json"])).unwrap();
+    let items = list["items"].as_array().unwrap();
+    assert_eq!(wide.lines().count() - 1, items.len(), "{wide}");
+    for line in wide.lines().skip(1) {
+        let cell = |i: usize| line[starts[i]..starts.get(i + 1).map_or(line.len(), |e| (*e).min(line.len()))].trim().to_string();
+        let n = items.iter().find(|n| n["metadata"]["name"] == cell(0)).unwrap_or_else(|| panic!("no node {:?}", cell(0)));
+        let addr = |t: &str| {
+            n["status"]["addresses"].as_array().unwrap().iter().find(|a| a["type"] == t).map_or("<none>".to_string(), |a| a["address"].as_str().unwrap().to_string())
+        };
+        assert_eq!(cell(5), addr("InternalIP"), "{line}");
+        assert_ne!(cell(5), "<none>", "seeded nodes have an InternalIP: {line}");
+        assert_eq!(cell(6), addr("ExternalIP"), "{line}");
+        assert_eq!(cell(7), n["status"]["nodeInfo"]["osImage"].as_str().unwrap(), "{line}");
+        assert_eq!(cell(8), n["status"]["nodeInfo"]["kernelVersion"].as_str().unwrap(), "{line}");
+        assert_eq!(cell(9), n["status"]["nodeInfo"]["containerRuntimeVersion"].as_str().unwrap(), "{line}");
+    }
+
     // ClusterVersion through jsonpath (created here if the seed has none).
     if !c.kubectl(&["get", "clusterversion", "version"]).status.success() {
         ok_stdin(

@@ -130,7 +130,32 @@ fn node_cells(o: &Value) -> Vec<Value> {
         json!(roles),
         json!(age(o["metadata"]["creationTimestamp"].as_str())),
         json!(o["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or("")),
+        // The wide (priority 1) cells: the apiserver always sends them (its printer runs with
+        // Wide: true); kubectl shows them with -o wide. Values as kubernetes
+        // pkg/printers/internalversion printNode: first address of the type or <none>, empty
+        // nodeInfo fields as <unknown>.
+        json!(node_address(o, "InternalIP")),
+        json!(node_address(o, "ExternalIP")),
+        json!(node_info(o, "osImage")),
+        json!(node_info(o, "kernelVersion")),
+        json!(node_info(o, "containerRuntimeVersion")),
     ]
+}
+
+fn node_address(o: &Value, type_: &str) -> String {
+    o["status"]["addresses"]
+        .as_array()
+        .and_then(|a| a.iter().find(|x| x["type"] == type_))
+        .and_then(|x| x["address"].as_str())
+        .unwrap_or("<none>")
+        .to_string()
+}
+
+fn node_info(o: &Value, field: &str) -> String {
+    match o["status"]["nodeInfo"][field].as_str() {
+        Some(v) if !v.is_empty() => v.to_string(),
+        _ => "<unknown>".to_string(),
+    }
 }
 
 fn csr_cells(o: &Value) -> Vec<Value> {
@@ -156,6 +181,9 @@ fn csr_cells(o: &Value) -> Vec<Value> {
     ]
 }
 
+/// `NodeStatus.addresses` description (core/v1 swagger), used by both address columns.
+const NODE_ADDRESSES_DOC: &str = "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).";
+
 /// Column definitions for a type.
 pub fn columns(t: &ResourceType) -> Vec<Value> {
     let name = col("Name", "string", "name", "Name must be unique within a namespace.", 0);
@@ -174,6 +202,11 @@ pub fn columns(t: &ResourceType) -> Vec<Value> {
             col("Roles", "string", "", "The roles of the node", 0),
             age_c,
             col("Version", "string", "", "Kubelet Version reported by the node.", 0),
+            col("Internal-IP", "string", "", NODE_ADDRESSES_DOC, 1),
+            col("External-IP", "string", "", NODE_ADDRESSES_DOC, 1),
+            col("OS-Image", "string", "", "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).", 1),
+            col("Kernel-Version", "string", "", "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).", 1),
+            col("Container-Runtime", "string", "", "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).", 1),
         ],
         ("", "namespaces") => vec![name, col("Status", "string", "", "The status of the namespace", 0), age_c],
         ("", "configmaps") => vec![name, col("Data", "integer", "", "Number of data entries", 0), age_c],
