@@ -602,6 +602,12 @@ fn a_node_joins_via_pxe_with_the_ipxe_script() {
     }
     assert_eq!(approved, 2, "client and serving CSR");
     assert_node_ready(&cluster, W0);
+    // The node as `kubectl get nodes -o wide` shows it: its IP and what its kubelet reported.
+    let o = cluster.kubectl(&["get", "node", "worker-0", "-o", "wide", "--no-headers"]);
+    let row = String::from_utf8_lossy(&o.stdout).to_string();
+    for want in ["worker-0", "Ready", "worker", "192.168.111.30", "5.14.0-427.simulated.el9_4.x86_64", "cri-o://"] {
+        assert!(row.split_whitespace().any(|w| w.starts_with(want)), "{want} not in {row:?}");
+    }
 }
 
 #[test]

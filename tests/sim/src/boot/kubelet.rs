@@ -171,6 +171,8 @@ pub fn go_arch(arch: &str) -> &str {
 /// Creates Node `name` (labels as the kubelet sets them) and posts Ready with its addresses.
 pub async fn register_node(client: &Client, name: &str, ips: &[IpAddr], arch: &str, version: &str) -> Result<(), KubeletError> {
     let api: Api<Node> = Api::all(client.clone());
+    // `uname -r` ends in the RPM architecture; labels and nodeInfo use Go's name.
+    let rpm_arch = if arch.is_empty() { "x86_64" } else { arch };
     let arch = go_arch(arch);
     let node: Node = serde_json::from_value(json!({
         "apiVersion": "v1",
@@ -216,7 +218,7 @@ pub async fn register_node(client: &Client, name: &str, ips: &[IpAddr], arch: &s
                 "architecture": arch,
                 "operatingSystem": "linux",
                 "osImage": "Red Hat Enterprise Linux CoreOS (simulated)",
-                "kernelVersion": "5.14.0-427.simulated.el9_4.x86_64",
+                "kernelVersion": format!("5.14.0-427.simulated.el9_4.{rpm_arch}"),
                 "containerRuntimeVersion": "cri-o://1.31.0-simulated",
                 "kubeletVersion": kube_version,
                 "kubeProxyVersion": "",
