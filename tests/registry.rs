@@ -1,8 +1,10 @@
 //! Release payload reads against a REAL registry: Debian's `docker-registry` (Distribution v2)
 //! started by each test on an address of the test's own network namespace, holding a small
-//! fake release payload the test pushes (image-references in a gzip'd layer under a plain-tar
-//! top layer; four agent-installer images; machine-os-images with the simulated CoreOS ISO and
-//! its .sha256; manifest lists for multi-arch).
+//! fake release payload the test pushes with the simulator's pusher
+//! (`agent_day2_sim::registry::push_release_payload`, also used by `agent-day2-sim up
+//! --registry`): image-references in a gzip'd layer under a plain-tar top layer; four
+//! agent-installer images; machine-os-images with the simulated CoreOS ISO and its .sha256;
+//! manifest lists for multi-arch.
 //!
 //! Needs root (network namespace) and /usr/bin/docker-registry (scripts/setup.sh installs it);
 //! each test prints `skipped: <reason>` and returns otherwise.
@@ -76,97 +78,44 @@ struct Payload {
     iso_aarch64: Option<Vec<u8>>,
 }
 
-/// Pushes the component images into `ocp/art-dev` and a release into `ocp/release`.
+/// Pushes the payload with the simulator's pusher (`agent_day2_sim::registry`): component
+/// images into `ocp/art-dev`, the release into `ocp/release` (tag `4.18.0-x86_64`; a manifest
+/// list `4.18.0-multi` of amd64 and arm64 for `multi`, whose arm64 components differ).
 /// `named_as` is the repository the image-references name them by (this registry's, or
 /// `quay.io/…` for the disconnected case). `omit` leaves a tag out of image-references.
 async fn push_payload(p: &Pusher, named_as: &str, multi: bool, omit: Option<&str>) -> Payload {
-    let art = "ocp/art-dev";
-    let small = |n: &str| tar_gz(&[(&format!("usr/bin/{n}"), n.as_bytes())]);
-    let mut refs = Vec::new();
-    for (tag, bin) in [
-        ("agent-installer-api-server", "assisted-service"),
-        ("agent-installer-node-agent", "agent"),
-        ("agent-installer-orchestrator", "assisted-installer-controller"),
-        ("agent-installer-utils", "agent-installer-client"),
-    ] {
-        let d = p.push_image(art, tag, "amd64", &[small(bin)], false).await;
-        refs.push((tag, format!("{named_as}@{d}")));
-    }
-    // An arm64 api-server, named only by the arm64 payload.
-    let api_arm = p.push_image(art, "api-server-arm64", "arm64", &[small("assisted-service-arm64")], false).await;
-
     let iso_x86_64 = base_iso("x86_64");
-    let iso_layer = |arch: &str, iso: &[u8]| {
-        let sha = format!("{}  coreos-{arch}.iso\n", hex::encode(<sha2::Sha256 as sha2::Digest>::digest(iso)));
-        tar_gz(&[
-            (&format!("coreos/coreos-{arch}.iso.sha256"), sha.as_bytes()),
-            ("coreos/coreos-stream.json", b"{}"),
-            (&format!("coreos/coreos-{arch}.iso"), iso),
-        ])
+    let iso_aarch64 = multi.then(|| base_iso("aarch64"));
+    let mut isos = std::collections::BTreeMap::new();
+    isos.insert("x86_64".to_string(), iso_x86_64.clone());
+    if let Some(a) = &iso_aarch64 {
+        isos.insert("aarch64".to_string(), a.clone());
+    }
+    let spec = PayloadSpec {
+        version: "4.18.0".into(),
+        arches: if multi { vec!["amd64".into(), "arm64".into()] } else { vec!["amd64".into()] },
+        release_repo: "ocp/release".into(),
+        components_repo: "ocp/art-dev".into(),
+        named_as: named_as.into(),
+        omit: omit.map(String::from).into_iter().collect(),
+        isos,
     };
-    let base = tar_gz(&[("etc/os-release", b"ID=rhel\n")]);
-    let mos_amd = p
-        .push_image(art, "machine-os-images-amd64", "amd64", &[base.clone(), iso_layer("x86_64", &iso_x86_64)], true)
-        .await;
-    let (mos, iso_aarch64) = if multi {
-        let iso_a = base_iso("aarch64");
-        let mos_arm = p
-            .push_image(art, "machine-os-images-arm64", "arm64", &[base.clone(), iso_layer("aarch64", &iso_a)], true)
-            .await;
-        let idx = p
-            .push_index(art, "machine-os-images", &[("amd64", mos_amd), ("arm64", mos_arm)], true)
-            .await;
-        (idx, Some(iso_a))
-    } else {
-        (mos_amd, None)
-    };
-    refs.push(("machine-os-images", format!("{named_as}@{mos}")));
-    refs.retain(|(t, _)| Some(*t) != omit);
-
-    let release_layers = |refs: &[(&str, String)]| {
-        vec![
-            tar_gz(&[("release-manifests/0000_00_cluster-version-operator_03_deployment.yaml", b"kind: Deployment\n")]),
-            tar_gz(&[
-                ("release-manifests/release-metadata", br#"{"version":"4.18.0"}"#),
-                ("release-manifests/image-references", &image_references(refs)),
-            ]),
-            // A top layer without the file, uncompressed: the search goes on below it.
-            tar_plain(&[("etc/motd", b"fake release\n")]),
-        ]
-    };
-    let expected = |refs: &[(&str, String)]| {
-        let get = |t: &str| refs.iter().find(|(n, _)| *n == t).map(|(_, s)| s.clone()).unwrap_or_default();
+    let pushed = push_release_payload(&p.sim, &spec).await.unwrap();
+    let expected = |a: &ArchRelease| {
+        let get = |t: &str| a.reference(t).unwrap_or_default().to_string();
         ComponentImages {
             api_server: get("agent-installer-api-server"),
             node_agent: get("agent-installer-node-agent"),
             orchestrator: get("agent-installer-orchestrator"),
             utils: get("agent-installer-utils"),
-            machine_os_images: Some(get("machine-os-images")),
+            machine_os_images: Some(get(MACHINE_OS_IMAGES)),
         }
     };
-    let rel_amd = p.push_image("ocp/release", "4.18.0-x86_64", "amd64", &release_layers(&refs), false).await;
-    let amd64 = expected(&refs);
-    if !multi {
-        return Payload {
-            release: format!("{}/ocp/release@{rel_amd}", p.host),
-            release_digest: rel_amd,
-            amd64,
-            arm64: None,
-            iso_x86_64,
-            iso_aarch64,
-        };
-    }
-    let mut arm_refs = refs.clone();
-    arm_refs[0].1 = format!("{named_as}@{api_arm}");
-    let rel_arm = p.push_image("ocp/release", "4.18.0-aarch64", "arm64", &release_layers(&arm_refs), false).await;
-    let idx = p
-        .push_index("ocp/release", "4.18.0-multi", &[("amd64", rel_amd), ("arm64", rel_arm)], false)
-        .await;
     Payload {
-        release: format!("{}/ocp/release@{idx}", p.host),
-        release_digest: idx,
-        amd64,
-        arm64: Some(expected(&arm_refs)),
+        release: pushed.release.clone(),
+        release_digest: pushed.release_digest.clone(),
+        amd64: expected(&pushed.arches["amd64"]),
+        arm64: pushed.arches.get("arm64").map(expected),
         iso_x86_64,
         iso_aarch64,
     }
