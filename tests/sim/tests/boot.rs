@@ -643,6 +643,19 @@ fn pxe_initrd_later_archive_wins_and_plain_live_initrd_has_no_ignition() {
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("no Ignition in the initrd") && t.contains("etc/sim-initrd-release"), "{t}");
+    // The same through --pxe-dir (no .ipxe there: the node.<arch>-* files are used).
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", bare.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{t}");
+    assert!(t.contains("no Ignition in the initrd") && t.contains("node.x86_64-initrd.img"), "{t}");
+    // A directory without PXE files, and one whose rootfs is gone.
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", tmp.path().to_str().unwrap()], &["--node", &node_arg(W0)]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("holds no node.<arch>-initrd.img"), "{}", text(&o));
+    std::fs::remove_file(bare.join("node.x86_64-rootfs.img")).unwrap();
+    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", bare.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(text(&o).contains("node.x86_64-rootfs.img is missing"), "{}", text(&o));
 }
 
 #[test]

@@ -200,6 +200,11 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
 /// Reads the config from the image source the flags name ([`source`]) and runs the contract
 /// check, the same for every source. Err = (exit code, messages).
 fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32, Vec<String>)> {
+    // clap drops `requires` when the required arg conflicts (through the group) with a given
+    // one, so this pairing is checked here.
+    if args.appliance_release.is_some() && args.config_image.is_none() {
+        return Err((2, vec!["error: --appliance-release is the appliance disk's release; it needs --config-image".into()]));
+    }
     let loaded = if let Some(img) = &args.config_image {
         source::from_config_image(img, args.appliance_release.as_deref())?
     } else if let Some(dir) = &args.pxe_dir {
@@ -482,6 +487,30 @@ mod tests {
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
         assert!(parse_duration("3y").is_err());
+    }
+
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        boot: BootArgs,
+    }
+
+    #[test]
+    fn exactly_one_image_source() {
+        use clap::Parser;
+        let p = |extra: &[&str]| Cli::try_parse_from([&["boot", "--dir", "d", "--node", "m=1.2.3.4"], extra].concat());
+        assert!(p(&["--iso", "a"]).is_ok());
+        assert!(p(&["--pxe-dir", "a"]).is_ok());
+        assert!(p(&["--ipxe", "a"]).is_ok());
+        assert!(p(&["--kernel", "k", "--initrd", "i", "--rootfs", "r"]).is_ok());
+        assert!(p(&["--config-image", "c", "--appliance-release", "quay.io/x:1"]).is_ok());
+        assert!(p(&[]).is_err(), "no source");
+        assert!(p(&["--iso", "a", "--pxe-dir", "b"]).is_err(), "two sources");
+        assert!(p(&["--initrd", "i", "--kernel", "k"]).is_err(), "--initrd without --rootfs");
+        assert!(p(&["--iso", "a", "--kernel", "k"]).is_err(), "--kernel without --initrd");
+        // --appliance-release without --config-image: clap lets it through (see load_image).
+        let a = p(&["--iso", "a", "--appliance-release", "x"]).unwrap().boot;
+        assert_eq!(load_image(&a, &[]).unwrap_err().0, 2);
     }
 
     #[test]
