@@ -359,10 +359,14 @@ pub fn from_config_image(img: &Path, disk_release: Option<&str>) -> Result<Loade
     }
     let mut all = appliance_disk_files();
     for (path, data) in files {
-        if all.contains_key(&path) {
-            notes.push(format!("{path} not extracted: the appliance disk image has it (the loader does not replace existing files)"));
-        } else {
-            all.insert(path, data);
+        match all.entry(path) {
+            std::collections::btree_map::Entry::Occupied(e) => notes.push(format!(
+                "{} not extracted: the appliance disk image has it (the loader does not replace existing files)",
+                e.key()
+            )),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(data);
+            }
         }
     }
     let mut cfg = ignition::Config { version: "appliance".into(), files: all, ..Default::default() };
