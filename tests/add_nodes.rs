@@ -151,6 +151,34 @@ fn seed_release(c: &TestCluster, w: &Work, arches: &[&str]) {
     .unwrap();
 }
 
+/// A simulated cluster whose release payload add-nodes can read: with the simulator's own
+/// registry (`up --registry`: Debian's docker-registry holding the payload, TLS from the
+/// simulator's CA, credentials in the pull secret) when /usr/bin/docker-registry is installed,
+/// else without it and with [`seed_release`] (the plugin's per-digest cache).
+fn cluster(scenario: &str, w: &Work) -> TestCluster {
+    if Path::new(support::REGISTRY_BIN).exists() {
+        TestCluster::start_with_registry(scenario).unwrap()
+    } else {
+        eprintln!(
+            "note: {} missing: component images from the plugin's cache instead of a registry",
+            support::REGISTRY_BIN
+        );
+        let c = TestCluster::start(scenario).unwrap();
+        seed_release(&c, w, &["x86_64", "aarch64"]);
+        c
+    }
+}
+
+/// Where a first run takes the base ISO from: the release's machine-os-images when the
+/// simulator runs its registry, else the coreos-bootimages stream.
+fn first_base_source(c: &TestCluster) -> &'static str {
+    if c.registry_url.is_some() {
+        "machine-os-images"
+    } else {
+        "download"
+    }
+}
+
 fn nodes_config(hosts: &[String]) -> String {
     format!("hosts:\n{}", hosts.join(""))
 }
@@ -296,9 +324,8 @@ fn batch_records(c: &TestCluster) -> Vec<Value> {
 #[test]
 fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let nc = w.write(
         "nodes-config.yaml",
         &nodes_config(&[static_host(W0, 24), dhcp_host(W1)]),
@@ -328,7 +355,7 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     let r = json_of(&o);
     assert_eq!(r["kind"], "AddNodesReport");
     assert_eq!(r["dryRun"], false);
-    assert_eq!(r["baseIso"]["source"], "download");
+    assert_eq!(r["baseIso"]["source"], first_base_source(&c));
     assert_eq!(r["token"]["reused"], false);
     assert_eq!(r["hosts"][0]["ips"], json!(["192.168.111.30"]));
     assert_eq!(r["hosts"][1]["network"], "dhcp");
@@ -504,9 +531,8 @@ fn base64_decode(s: &str) -> Vec<u8> {
 #[test]
 fn config_image_boots_in_appliance_mode() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
     let o = plugin(
         &c,
@@ -544,9 +570,8 @@ fn config_image_boots_in_appliance_mode() {
 #[test]
 fn pxe_files_with_an_ipxe_script() {
     netns_or_skip!();
-    let c = TestCluster::start("fips: true\n").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("fips: true\n", &w);
     let nc = w.write(
         "nodes-config.yaml",
         &format!(
@@ -624,9 +649,8 @@ fn pxe_files_with_an_ipxe_script() {
 #[test]
 fn dry_run_writes_nothing_and_redacts() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
     let o = plugin(
         &c,
@@ -720,9 +744,8 @@ fn batch_records_or_none(c: &TestCluster) -> Vec<Value> {
 #[test]
 fn batch_list_and_delete() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let o = plugin(&c, &w, &["add-nodes", "batch", "list"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("No batch records"));
@@ -766,9 +789,8 @@ fn batch_list_and_delete() {
 #[test]
 fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     // Material issued 30 h ago with a 48 h life: 18 h left, less than half.
     let old = agent_day2::auth::generate(
         Duration::from_secs(48 * 3600),
@@ -845,9 +867,9 @@ fn scenario_iso(
         eprintln!("skipped: {why}");
         return None;
     }
-    let c = TestCluster::start(scenario).unwrap();
     let w = Work::new();
-    seed_release(&c, &w, arches);
+    let c = cluster(scenario, &w);
+    let _ = arches;
     let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
     let out = w.out();
     let mut args = vec![
@@ -886,17 +908,29 @@ fn scenario_disconnected_mirrors_in_registries_conf() {
     let conf = ign
         .text("/etc/containers/registries.conf")
         .expect("registries.conf");
-    assert!(conf.contains("registry.example.com:5000"), "{conf}");
+    let mirror = c
+        .registry_host()
+        .unwrap_or("registry.example.com:5000")
+        .to_string();
+    assert!(conf.contains(&mirror), "{conf}");
     assert!(
         ign.files
             .keys()
             .any(|k| k.starts_with("/etc/pki/ca-trust/source/anchors/agent-day2-registry-")),
         "mirror CA"
     );
-    assert!(r["cluster"]["releaseImage"]
-        .as_str()
-        .unwrap()
-        .starts_with("registry.example.com:5000/"));
+    let release = r["cluster"]["releaseImage"].as_str().unwrap();
+    if c.registry_url.is_some() {
+        // The cluster names the source (quay.io), which has no route from the namespace: the
+        // payload and machine-os-images were read through the ImageDigestMirrorSet's mirror.
+        assert!(
+            release.starts_with("quay.io/openshift-release-dev/ocp-release@sha256:"),
+            "{release}"
+        );
+        assert_eq!(r["baseIso"]["source"], "machine-os-images");
+    } else {
+        assert!(release.starts_with(&format!("{mirror}/")), "{release}");
+    }
     let cis = ign
         .text("/etc/assisted/manifests/cluster-image-set.yaml")
         .unwrap();
@@ -1013,35 +1047,40 @@ fn scenario_dual_stack_ipv6_static_host() {
 #[test]
 fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
     netns_or_skip!();
-    let c = TestCluster::start("multiArch: true\n").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64", "aarch64"]);
+    let c = cluster("multiArch: true\n", &w);
     let nc = w.write(
         "nodes-config.yaml",
         &format!("cpuArchitecture: arm64\n{}", nodes_config(&[dhcp_host(W0)])),
     );
-    // The simulator's file server has no aarch64 ISO (404): give one.
+    let mut args = vec![
+        "add-nodes".to_string(),
+        "--nodes-config".into(),
+        nc.display().to_string(),
+        "--dir".into(),
+        w.out().display().to_string(),
+        "-o".into(),
+        "json".into(),
+    ];
+    // With the registry, the aarch64 ISO comes from the multi-arch machine-os-images; without
+    // it the simulator's file server has no aarch64 ISO (404), so one is given.
     let base = w.path("rhcos-aarch64.iso");
-    agent_day2_sim::baseiso::build_base_iso(&base, "aarch64").unwrap();
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "--base-iso",
-            base.to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    if c.registry_url.is_none() {
+        agent_day2_sim::baseiso::build_base_iso(&base, "aarch64").unwrap();
+        args.extend(["--base-iso".to_string(), base.display().to_string()]);
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = plugin(&c, &w, &refs);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
     assert_eq!(r["cluster"]["architecture"], "aarch64");
-    assert_eq!(r["baseIso"]["source"], "file");
+    if c.registry_url.is_some() {
+        assert_eq!(r["baseIso"]["source"], "machine-os-images");
+        assert!(
+            r["baseIso"]["name"].as_str().unwrap().contains("aarch64"),
+            "{r}"
+        );
+    }
     let iso = w.out().join("node.aarch64.iso");
     let ign = iso_ignition(&iso);
     assert!(ign
@@ -1078,9 +1117,8 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
 #[test]
 fn validation_errors_exit_3_with_every_message() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let nc = w.write(
         "nodes-config.yaml",
         "hosts:\n- hostname: Worker_0\n  role: master\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:aa:00:30\"\n- hostname: master-0\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:AA:00:30\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      ipv4: {enabled: true, dhcp: false, address: [{ip: 127.0.0.1, prefix-length: 8}]}\n- hostname: w2\n  interfacs: []\n",
@@ -1183,9 +1221,8 @@ fn validation_errors_exit_3_with_every_message() {
 #[test]
 fn bad_base_isos_are_refused_clearly() {
     netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster("", &w);
     let add = |extra: &[&str], out: &str| {
         let mut a = vec![
             "add-nodes",
@@ -1384,30 +1421,40 @@ fn unwritable_dir_and_forbidden_pull_secret() {
 #[test]
 fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
     netns_or_skip!();
-    // A trust bundle of ~400 KB of incompressible certificate-like data.
+    // A trust bundle of six valid CA certificates, each carrying 60 KB of incompressible data
+    // in a private extension (webpki takes DER lengths up to 64 KiB; a real bundle that large
+    // would be hundreds of certificates).
     let mut seed = 0x9e3779b97f4a7c15u64;
-    let mut rnd = String::new();
-    for i in 0..400_000 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        rnd.push(
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-                [(seed % 64) as usize] as char,
-        );
-        if i % 64 == 63 {
-            rnd.push('\n');
-        }
+    let mut bundle = String::new();
+    for i in 0..6 {
+        let n = 60_000usize;
+        // The extension value is DER: an OCTET STRING of the noise (two-byte length).
+        let mut der = vec![0x04, 0x82, (n >> 8) as u8, n as u8];
+        der.extend((0..n).map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 24) as u8
+        }));
+        let mut params =
+            rcgen::CertificateParams::new(vec![format!("big-ca-{i}.example.com")]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .custom_extensions
+            .push(rcgen::CustomExtension::from_oid_content(
+                &[1, 3, 6, 1, 4, 1, 55555, 1],
+                der,
+            ));
+        let key = rcgen::KeyPair::generate().unwrap();
+        bundle.push_str(&params.self_signed(&key).unwrap().pem());
     }
-    let bundle = format!("-----BEGIN CERTIFICATE-----\n{rnd}\n-----END CERTIFICATE-----\n");
     let scenario = serde_json::to_string(&json!({
         "proxy": {"httpProxy": "http://proxy.example.com:3128", "httpsProxy": "http://proxy.example.com:3128", "noProxy": ".example.com", "trustedCa": "big-bundle"},
         "objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big-bundle", "namespace": "openshift-config"}, "data": {"ca-bundle.crt": bundle}}],
     }))
     .unwrap();
-    let c = TestCluster::start(&scenario).unwrap();
     let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let c = cluster(&scenario, &w);
     let o = plugin(
         &c,
         &w,
