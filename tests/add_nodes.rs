@@ -643,7 +643,13 @@ fn pxe_files_with_an_ipxe_script() {
     );
     assert_eq!(b[0]["files"][0], "boot-artifacts/node.x86_64-initrd.img");
     assert!(initrd.len() > 1000);
-    // `boot` of PXE files is not there yet: see the report.
+    // PXE-boot a machine as the iPXE script says (files taken from its directory).
+    let ipxe_path = ba.join("node.x86_64.ipxe");
+    let (code, out, approved) =
+        boot_and_approve(&c, &w, &["--ipxe", ipxe_path.to_str().unwrap()], &[W0]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(approved, 2);
+    assert_ready(&c, W0);
 }
 
 #[test]
@@ -1498,6 +1504,13 @@ fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    // ... and a machine PXE-booted from those files (no iPXE script: no bootArtifactsBaseURL)
+    // joins with the big bundle.
+    let ba = w.out().join("boot-artifacts");
+    assert!(!ba.join("node.x86_64.ipxe").exists());
+    let (code, out, _) = boot_and_approve(&c, &w, &["--pxe-dir", ba.to_str().unwrap()], &[W0]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_ready(&c, W0);
 }
 
 #[test]
