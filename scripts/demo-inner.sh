@@ -4,9 +4,12 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d)
 trap 'kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null; rm -rf "$dir"' EXIT
-"$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 "$@" >"$dir/sim.log" 2>&1 &
+# --registry: a real registry (docker-registry on 192.168.111.6:5000, TLS from the simulator's CA,
+# credentials in the cluster's pull secret) holds the release payload the cluster names, so
+# add-nodes reads the component images and the machine-os-images ISO from it, as from quay.io.
+"$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "$@" >"$dir/sim.log" 2>&1 &
 sim=$!
-for _ in $(seq 1 100); do [ -f "$dir/ready" ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do [ -f "$dir/ready" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
 # Install the plugin the way a user would: one executable on PATH (target/debug also holds
 # cargo's kubectl-agent_day2.d, which `kubectl plugin list` would rightly warn about).
@@ -18,14 +21,9 @@ step kubectl plugin list
 step kubectl agent-day2 info
 
 # --- add-nodes, the main job, end to end: two new workers (one static IP, one DHCP).
-# Until the simulator serves the release payload from a registry, the release's component
-# images go into the plugin's per-digest cache (what a first run would have stored).
+# The release payload comes from the simulator's registry (a fresh cache: nothing is faked).
 export XDG_CACHE_HOME="$dir/cache"
-rel=$(kubectl get clusterversion version -o jsonpath='{.status.history[0].image}')
-mkdir -p "$XDG_CACHE_HOME/agent-day2/releases"
-img() { printf 'quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%s' "$(printf "$1%.0s" $(seq 64))"; }
-printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent":"%s","orchestrator":"%s","utils":"%s","machineOsImages":null}}}' \
-    "$rel" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/${rel#*@}.json"
+step kubectl get clusterversion version -o jsonpath='{.status.history[0].image}{"\n"}'
 cat >"$dir/nodes-config.yaml" <<'Y'
 hosts:
 - hostname: worker-0
