@@ -15,22 +15,28 @@ if [ "${AGENT_DAY2_NETNS:-}" != 1 ]; then
 fi
 B="$PWD/target/debug"
 W="$(mktemp -d "${TMPDIR:-/tmp}/add-nodes-bench.XXXXXX")"
-"$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 >"$W/sim.log" 2>&1 &
+# With Debian's docker-registry the simulator serves the release payload (--registry); the
+# warm-up run below fills the plugin's caches from it.
+REG=()
+[ -x /usr/bin/docker-registry ] && REG=(--registry)
+"$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 "${REG[@]}" >"$W/sim.log" 2>&1 &
 SIM=$!
 trap 'kill $SIM 2>/dev/null; wait $SIM 2>/dev/null; rm -rf "$W"' EXIT
-for _ in $(seq 1 200); do [ -f "$W/sim/ready" ] && break; sleep 0.1; done
+for _ in $(seq 1 300); do [ -f "$W/sim/ready" ] && break; sleep 0.1; done
 [ -f "$W/sim/ready" ] || { cat "$W/sim.log"; echo "simulator did not start"; exit 1; }
 export KUBECONFIG="$W/sim/kubeconfig" XDG_CACHE_HOME="$W/cache"
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
 
-# The release's component images: seeded into the per-digest cache (as tests/add_nodes.rs's
-# seed_release does until the simulator serves the payload from a registry).
+# Without a registry: the release's component images seeded into the per-digest cache (as
+# tests/add_nodes.rs's seed_release does).
+if [ ${#REG[@]} -eq 0 ]; then
 REL=$(kubectl get clusterversion version -o jsonpath='{.status.history[0].image}')
 DIG=${REL#*@}
 mkdir -p "$XDG_CACHE_HOME/agent-day2/releases"
 img() { printf 'quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%s' "$(printf "$1%.0s" $(seq 64))"; }
 printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent":"%s","orchestrator":"%s","utils":"%s","machineOsImages":null}}}' \
     "$REL" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/$DIG.json"
+fi
 
 nc="$W/nodes-config.yaml"
 echo "hosts:" >"$nc"
