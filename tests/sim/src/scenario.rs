@@ -13,7 +13,7 @@
 //! | `name`, `baseDomain` | `ostest`, `example.com` | API names `api.<name>.<baseDomain>` / `api-int...`, DNS `spec.baseDomain`, install-config |
 //! | `clusterId` | fixed UUID | `ClusterVersion.spec.clusterID` |
 //! | `version` | `4.18.12` | Completed history entry, `coreos-bootimages` `releaseVersion`, kubelet `v1.(minor+13).6` |
-//! | `releaseImage` | by digest from quay.io (mirror when disconnected) | current release image |
+//! | `releaseImage` | by digest from quay.io (mirror when disconnected); with `up --registry` the pushed payload's true digest (`ADDR/ocp/release@…`, or `quay.io/openshift-release-dev/ocp-release@…` when disconnected) | current release image |
 //! | `platform` | `BareMetal` | Infrastructure platform (`BareMetal`, `None`, `External`, `VSphere`, ...; case-insensitive) |
 //! | `sno` | false | one node `master-0`, topology `SingleReplica` |
 //! | `architecture` | `amd64` | Node arch labels and `nodeInfo.architecture`; the stream lists this arch's ISO |
@@ -23,7 +23,7 @@
 //! | `dualStack` | false | IPv6 machine (`fd2e:6f44:5dd8:c956::/120`), cluster (`fd01::/48`) and service (`fd02::/112`) networks, node IPv6 addresses |
 //! | `machineNetworks` | `[192.168.111.0/24]`; none on None/External | Infrastructure `platformSpec.baremetal.machineNetworks` and install-config |
 //! | `disconnected` | false | ImageDigestMirrorSet, `Image.spec.additionalTrustedCA` → ConfigMap `registry-ca`, mirror auth in the pull secret, release image from the mirror |
-//! | `mirrorRegistry` | `registry.example.com:5000` | mirror host:port (`<mirror>/ocp4/openshift4`) |
+//! | `mirrorRegistry` | `registry.example.com:5000`; with `up --registry` its ADDR | mirror host:port (`<mirror>/ocp4/openshift4`) |
 //! | `proxy` | none | `{httpProxy, httpsProxy, noProxy, trustedCa}`: Proxy spec/status with the computed noProxy; `trustedCa` names a ConfigMap in openshift-config holding the simulator CA |
 //! | `sshKey` | fake ed25519 key | `99-{worker,master}-ssh`, install-config |
 //! | `ntpServers` | `[192.168.111.1]` | `50-{workers,masters}-chrony-configuration`; `[]` = none |

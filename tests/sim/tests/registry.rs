@@ -200,7 +200,7 @@ fn stream_iso_sha(c: &TestCluster, arch: &str) -> String {
 
 /// Checks one architecture's release image `rel` (manifest) in `repo`: release-metadata,
 /// image-references naming every component under `named_as`, each present in `comp_repo` by
-/// that digest, and machine-os-images holding the ISO of `rpm_arch` with its .sha256.
+/// that digest, and machine-os-images holding the ISO of the RPM arch with its .sha256.
 /// Returns the image-references tags (name → pull spec).
 async fn check_release(
     r: &Reader,
@@ -208,8 +208,7 @@ async fn check_release(
     rel: &Value,
     named_as: &str,
     comp_repo: &str,
-    go_arch: &str,
-    rpm_arch: &str,
+    (go_arch, rpm_arch): (&str, &str),
     iso_sha: &str,
 ) -> Vec<(String, String)> {
     assert_eq!(rel["mediaType"], OCI_MANIFEST);
@@ -315,7 +314,7 @@ fn connected_cluster_names_its_release_in_the_registry_by_true_digest() {
     let r = Reader::new(&host, &ca, (user, pass));
     rt.block_on(async {
         let rel = r.manifest(&release).await;
-        let tags = check_release(&r, "ocp/release", &rel, &format!("{host}/ocp/art-dev"), "ocp/art-dev", "amd64", "x86_64", &stream_iso_sha(&c, "x86_64")).await;
+        let tags = check_release(&r, "ocp/release", &rel, &format!("{host}/ocp/art-dev"), "ocp/art-dev", ("amd64", "x86_64"), &stream_iso_sha(&c, "x86_64")).await;
         assert_eq!(repo_of(&tags[0].1, &host), "ocp/art-dev");
         // The tag oc-mirror would give it points at the same manifest.
         let by_tag = r.manifest(&format!("{host}/ocp/release:4.18.12-x86_64")).await;
@@ -382,8 +381,7 @@ fn disconnected_cluster_reads_its_release_through_the_mirror() {
             &rel,
             "quay.io/openshift-release-dev/ocp-v4.0-art-dev",
             "ocp4/openshift4",
-            "amd64",
-            "x86_64",
+            ("amd64", "x86_64"),
             &stream_iso_sha(&c, "x86_64"),
         )
         .await;
@@ -416,7 +414,7 @@ fn multi_arch_release_is_a_manifest_list_of_amd64_and_arm64() {
             let raw = r.manifest_raw(&format!("{host}/ocp/release@{}", e["digest"].as_str().unwrap())).await;
             assert_eq!(e["size"].as_u64(), Some(raw.len() as u64), "the list entry's size");
             let m: Value = serde_json::from_slice(&raw).unwrap();
-            let tags = check_release(&r, "ocp/release", &m, &format!("{host}/ocp/art-dev"), "ocp/art-dev", go, rpm, &stream_iso_sha(&c, rpm)).await;
+            let tags = check_release(&r, "ocp/release", &m, &format!("{host}/ocp/art-dev"), "ocp/art-dev", (go, rpm), &stream_iso_sha(&c, rpm)).await;
             api_servers.push(tags.iter().find(|(n, _)| n == "agent-installer-api-server").unwrap().1.clone());
         }
         assert_ne!(api_servers[0], api_servers[1], "each architecture names its own component images");

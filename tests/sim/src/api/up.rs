@@ -1,5 +1,7 @@
-//! `agent-day2-sim up`: PKI, the HTTPS API server, the file server with the base ISO, the
-//! seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready`.
+//! `agent-day2-sim up`: PKI, the HTTPS API server, the file server with the base ISO, with
+//! `--registry` a container registry holding the release payload ([`start_registry`]), the
+//! seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready` (lines: API URL, file server
+//! base URL, and with `--registry` the registry URL `https://ADDR`).
 
 use super::authz::{UserInfo, NODE_BOOTSTRAPPER};
 use super::registry::{self, Registry};
