@@ -182,7 +182,9 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     }
     let mut names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
     if kind == OutputKind::Pxe && cfg.boot_artifacts_base_url.is_some() {
-        names.finals.push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
+        names
+            .finals
+            .push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
     }
     if !args.dry_run && !args.force {
         if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
@@ -495,44 +497,25 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     batch::create(target, &rec).await?;
 
     // --- 10. into place
+    let written: Vec<FileSummary> = staged
+        .moves
+        .iter()
+        .map(|(_, dest, size, sha)| FileSummary {
+            path: dest.display().to_string(),
+            size: *size,
+            sha256: sha.clone(),
+        })
+        .collect();
     if let Err(e) = staged.commit(args.force) {
         if let Err(d) = batch::delete(target, &name).await {
             eprintln!("warning: could not remove batch record {name} after the failure: {d}");
         }
         return Err(e);
     }
-    rep.files = rec
-        .files
-        .iter()
-        .zip(&rec_sizes(&rec, &args.dir))
-        .map(|(f, (size, sha))| FileSummary {
-            path: args.dir.join(f).display().to_string(),
-            size: *size,
-            sha256: sha.clone(),
-        })
-        .collect();
+    rep.files = written;
     rep.batch = Some(name);
     rep.warnings = warnings;
     output::render(args.output, &rep, || report::render_table(&rep))
-}
-
-/// Sizes and sha256 of the committed files (read back: cheap for metadata, hashes were
-/// taken while staging and are recomputed only for small files).
-fn rec_sizes(rec: &BatchRecord, dir: &Path) -> Vec<(u64, String)> {
-    rec.files
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let p = dir.join(f);
-            let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-            let sha = if i == 0 {
-                rec.image_sha256.clone()
-            } else {
-                base_iso::sha256_file(&p).unwrap_or_default()
-            };
-            (size, sha)
-        })
-        .collect()
 }
 
 use std::os::unix::fs::DirBuilderExt;
