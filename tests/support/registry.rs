@@ -15,8 +15,8 @@ use std::time::Duration;
 // Shared by several test crates; each uses a part.
 #[allow(unused_imports)]
 pub use agent_day2_sim::registry::{
-    push_release_payload, sha256_digest, tar_gz, tar_plain, ArchRelease, PayloadSpec, RegistryOptions, RegistryProcess,
-    MACHINE_OS_IMAGES, REGISTRY_BIN,
+    push_release_payload, sha256_digest, tar_gz, tar_plain, ArchRelease, PayloadSpec,
+    RegistryOptions, RegistryProcess, MACHINE_OS_IMAGES, REGISTRY_BIN,
 };
 
 /// How to run the registry.
@@ -54,7 +54,12 @@ impl Registry {
             user: opts.user.clone(),
         })
         .expect("start docker-registry");
-        Registry { addr, opts, process, dir }
+        Registry {
+            addr,
+            opts,
+            process,
+            dir,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -69,7 +74,10 @@ impl Registry {
 
     /// A pusher trusting `ca_pem` for TLS registries, with the user's credentials when auth is on.
     pub fn pusher(&self, ca_pem: Option<&str>) -> Pusher {
-        Pusher { host: self.host(), sim: self.process.pusher(ca_pem).unwrap() }
+        Pusher {
+            host: self.host(),
+            sim: self.process.pusher(ca_pem).unwrap(),
+        }
     }
 }
 
@@ -83,19 +91,41 @@ pub struct Pusher {
 
 impl Pusher {
     /// See [`agent_day2_sim::registry::Pusher::push_image`]; returns the manifest digest.
-    pub async fn push_image(&self, repo: &str, tag: &str, arch: &str, layers: &[Vec<u8>], docker: bool) -> String {
-        self.sim.push_image(repo, tag, arch, layers, docker).await.unwrap()
+    pub async fn push_image(
+        &self,
+        repo: &str,
+        tag: &str,
+        arch: &str,
+        layers: &[Vec<u8>],
+        docker: bool,
+    ) -> String {
+        self.sim
+            .push_image(repo, tag, arch, layers, docker)
+            .await
+            .unwrap()
     }
 
     /// See [`agent_day2_sim::registry::Pusher::push_index`]; returns the list's digest.
-    pub async fn push_index(&self, repo: &str, tag: &str, entries: &[(&str, String)], docker: bool) -> String {
-        self.sim.push_index(repo, tag, entries, docker).await.unwrap()
+    pub async fn push_index(
+        &self,
+        repo: &str,
+        tag: &str,
+        entries: &[(&str, String)],
+        docker: bool,
+    ) -> String {
+        self.sim
+            .push_index(repo, tag, entries, docker)
+            .await
+            .unwrap()
     }
 }
 
 /// An `image-references` ImageStream (named 4.18.0) with `tags` (name → pull spec).
 pub fn image_references(tags: &[(&str, String)]) -> Vec<u8> {
-    let tags: Vec<(String, String)> = tags.iter().map(|(n, s)| (n.to_string(), s.clone())).collect();
+    let tags: Vec<(String, String)> = tags
+        .iter()
+        .map(|(n, s)| (n.to_string(), s.clone()))
+        .collect();
     agent_day2_sim::registry::image_references("4.18.0", &tags)
 }
 
