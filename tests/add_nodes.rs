@@ -2044,3 +2044,50 @@ fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it(
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(json_of(&o)["baseIso"]["source"], "machine-os-images");
 }
+
+#[test]
+fn a_base_iso_download_answered_503_twice_is_retried() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let w = Work::new();
+    seed_release(&c, &w, &["x86_64"]);
+    // The download goes through HTTP_PROXY (the stream URL is http://): a proxy in front of the
+    // simulator's file server that answers 503 to the first two requests.
+    let files: std::net::SocketAddr = c
+        .files_url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
+    let proxy = support::FlakyProxy::start("192.168.111.7:3128", files, 2);
+    let o = Command::new(BIN)
+        .args([
+            "add-nodes",
+            "--mac-address",
+            W0.1,
+            "--hostname",
+            W0.0,
+            "--dir",
+            w.out().to_str().unwrap(),
+            "-o",
+            "json",
+        ])
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env("XDG_CACHE_HOME", w.cache())
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env("HTTP_PROXY", format!("http://{}", proxy.addr))
+        .env("http_proxy", format!("http://{}", proxy.addr))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json_of(&o)["baseIso"]["source"], "download");
+    assert_eq!(proxy.failed.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert!(proxy.forwarded.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("HTTP 503"),
+        "the retries are logged: {}",
+        text(&o)
+    );
+}
