@@ -3,12 +3,14 @@
 //! CSRs approved by hand with the real `kubectl certificate approve` (until `approve` exists).
 //! Skipped (with the reason) where no namespace can be made.
 //!
-//! The registry part is one helper, [`seed_release`]: until the simulator serves the release
-//! payload from a real `docker-registry`, it puts the release's component images into the
-//! plugin's per-digest cache (`$XDG_CACHE_HOME/agent-day2/releases/<digest>.json`), which
-//! `registry::ReleasePayload::component_images` reads before any network access. Everything
-//! else (cluster reads, validation, auth Secret, base ISO download from the simulator's file
-//! server and its cache, Ignition, embedding, batch record) is the real path.
+//! The registry part is one helper, [`cluster`]: where Debian's docker-registry is installed
+//! the simulator runs it (`up --registry`) holding the release payload the cluster names, and
+//! add-nodes reads the component images and the machine-os-images ISO from it through the real
+//! registry code (TLS from the simulator's CA, credentials from the pull secret, mirrors when
+//! disconnected); elsewhere [`seed_release`] puts the component images into the plugin's
+//! per-digest cache and the base ISO comes from the coreos-bootimages stream. Tests of the
+//! stream download and its cache use [`seed_release`] on purpose. Everything else (cluster
+//! reads, validation, auth Secret, Ignition, embedding, batch record, boot) is the real path.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek};
