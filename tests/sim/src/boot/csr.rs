@@ -73,6 +73,9 @@ mod tests {
         assert_eq!(s.iter().count(), 2);
         // No SANs, no extension request at all.
         assert!(csr.requested_extensions().is_none_or(|mut e| e.next().is_none()));
+        // Not even an empty extensionRequest attribute: Go's x509.CreateCertificateRequest
+        // writes none when there are no extensions, and approve refuses one.
+        assert_eq!(csr.certification_request_info.iter_attributes().count(), 0);
         assert_eq!(csr.signature_algorithm.algorithm.to_id_string(), "1.2.840.10045.4.3.2");
     }
 
