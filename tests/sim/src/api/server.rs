@@ -22,6 +22,43 @@ use tokio::sync::broadcast;
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// kube-apiserver's default `--max-request-body-bytes`-like limit (`MaxRequestBodyBytes`, 3 MiB).
+const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// `core.MaxSecretSize`: the most data a ConfigMap or Secret may hold (1 MiB).
+const MAX_SECRET_SIZE: usize = 1024 * 1024;
+
+/// ValidateConfigMap / ValidateSecret size rule (pkg/apis/core/validation): the keys plus the
+/// (decoded) values may not exceed 1 MiB. 422 with the pre-1.32 `TooLongMaxLength` text, field
+/// `[]` for ConfigMaps (the whole object) and `data` for Secrets.
+fn check_data_size(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    use base64::Engine;
+    if !t.group.is_empty() || !(t.plural == "configmaps" || t.plural == "secrets") {
+        return Ok(());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut total = 0usize;
+    let secret = t.plural == "secrets";
+    for (field, encoded) in [("data", secret), ("binaryData", true)] {
+        if let Some(m) = obj[field].as_object() {
+            for (k, v) in m {
+                let s = v.as_str().unwrap_or("");
+                total += k.len() + if encoded { b64.decode(s).map(|b| b.len()).unwrap_or(s.len()) } else { s.len() };
+            }
+        }
+    }
+    if total <= MAX_SECRET_SIZE {
+        return Ok(());
+    }
+    let field = if secret { "data" } else { "[]" };
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    Err(ApiError::invalid(&t.group, &t.kind, name, &[FieldCause {
+        reason: "FieldValueTooLong".into(),
+        message: format!("Too long: must have at most {MAX_SECRET_SIZE} bytes"),
+        field: field.into(),
+    }]))
+}
+
 /// The client certificate of a connection: Ok(user, groups) when the CA issued it and it is
 /// valid, Err(()) when one was presented but does not verify.
 pub type ClientCert = Result<(String, Vec<String>), ()>;
@@ -172,8 +209,26 @@ fn route(reg: &Registry, path: &str) -> Route {
     }
 }
 
-/// Authenticated caller: (user, from impersonation?).
-fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>) -> Result<UserInfo, ApiError> {
+/// Why a request was refused before routing: a Status (401/403) or a plain-text body, as
+/// responsewriters.InternalError writes it.
+enum AuthFail {
+    Api(ApiError),
+    Plain(u16, String),
+}
+
+impl From<ApiError> for AuthFail {
+    fn from(e: ApiError) -> Self {
+        AuthFail::Api(e)
+    }
+}
+
+/// The HTML escaping of apiserver's responsewriters (`&`, `<`, `>`, `"`, `'`).
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&#34;").replace('\'', "&#39;")
+}
+
+/// The authenticated (and possibly impersonated) caller.
+fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>) -> Result<UserInfo, AuthFail> {
     let mut user = if let Some(Ok((cn, groups))) = cert {
         let mut g = groups.clone();
         g.push("system:authenticated".into());
@@ -183,25 +238,40 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
         let tok = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")).map(str::trim);
         match tok.and_then(|t| srv.tokens.get(t)) {
             Some(u) => u.clone(),
-            None => return Err(ApiError::unauthorized()),
+            None => return Err(ApiError::unauthorized().into()),
         }
     } else if cert.is_some() {
         // A certificate the CA did not issue (or expired), and no token.
-        return Err(ApiError::unauthorized());
+        return Err(ApiError::unauthorized().into());
     } else {
         UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] }
     };
-    // Impersonation (`Impersonate-User`, `Impersonate-Group`): allowed for system:masters, as
-    // cluster-admin may impersonate anyone.
-    let imp_user = req.headers().get("impersonate-user").and_then(|v| v.to_str().ok()).map(str::to_string);
-    let imp_groups: Vec<String> = req
-        .headers()
-        .get_all("impersonate-group")
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_string))
-        .collect();
-    if imp_user.is_none() && !imp_groups.is_empty() {
-        return Err(ApiError::internal("requested impersonation of groups without impersonating a user"));
+    // Impersonation (k8s.io/apiserver endpoints/filters/impersonation.go): `Impersonate-User`,
+    // `Impersonate-Group`, `Impersonate-Uid`, `Impersonate-Extra-<key>`. Header values are taken
+    // as bytes (Go's net/http keeps non-ASCII octets), so `--as 'ünïcode'` impersonates that
+    // literal name instead of being ignored. Groups, extras or a UID without a user is a 500
+    // (`requested [...] without impersonating a user`, written by responsewriters.InternalError as
+    // plain text). Each request is authorized (verb impersonate on users/groups/uids/userextras);
+    // only system:masters may here, as cluster-admin may.
+    let header_text = |v: &http::HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
+    let imp_user = req.headers().get("impersonate-user").map(header_text).filter(|s| !s.is_empty());
+    let imp_groups: Vec<String> = req.headers().get_all("impersonate-group").iter().map(header_text).collect();
+    let imp_uid = req.headers().get("impersonate-uid").map(header_text).filter(|s| !s.is_empty());
+    let mut imp_extra: Vec<(String, String)> = Vec::new();
+    for (k, v) in req.headers() {
+        if let Some(key) = k.as_str().strip_prefix("impersonate-extra-") {
+            imp_extra.push((key.to_string(), header_text(v)));
+        }
+    }
+    if imp_user.is_none() && (!imp_groups.is_empty() || !imp_extra.is_empty() || imp_uid.is_some()) {
+        // Go's %v of []v1.ObjectReference: {Kind Namespace Name UID APIVersion ResourceVersion FieldPath}.
+        let mut refs: Vec<String> = imp_groups.iter().map(|g| format!("{{Group  {g}    }}")).collect();
+        refs.extend(imp_extra.iter().map(|(k, v)| format!("{{UserExtra  {v}  authentication.k8s.io/v1  {k}}}")));
+        if let Some(u) = &imp_uid {
+            refs.push(format!("{{UID  {u}  authentication.k8s.io/v1  }}"));
+        }
+        let msg = format!("Internal Server Error: {:?}: requested [{}] without impersonating a user", req.uri().to_string(), refs.join(" "));
+        return Err(AuthFail::Plain(500, html_escape(&msg)));
     }
     if let Some(name) = imp_user {
         if !user.groups.iter().any(|g| g == "system:masters") {
@@ -213,10 +283,10 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
                 namespace: None,
                 name: Some(name.clone()),
             };
-            return Err(forbidden_error(&authz::forbidden_message(&user, &attrs), &attrs));
+            return Err(AuthFail::Api(forbidden_error(&authz::forbidden_message(&user, &attrs), &attrs)));
         }
         let mut groups = imp_groups;
-        if name != "system:anonymous" && !groups.iter().any(|g| g == "system:authenticated") {
+        if name != "system:anonymous" && !groups.iter().any(|g| g == "system:authenticated" || g == "system:unauthenticated") {
             groups.push("system:authenticated".into());
         }
         user = UserInfo { name, groups };
@@ -242,9 +312,17 @@ impl Server {
         let path = req.uri().path().to_string();
         let user = match authenticate(&self, &req, cert.as_ref()) {
             Ok(u) => u,
-            Err(e) => {
+            Err(AuthFail::Api(e)) => {
                 tracing::debug!(%method, uri = %req.uri(), code = e.code, "unauthenticated");
                 return err_response(e);
+            }
+            Err(AuthFail::Plain(code, text)) => {
+                return Response::builder()
+                    .status(code)
+                    .header("Content-Type", "text/plain; charset=utf-8")
+                    .header("X-Content-Type-Options", "nosniff")
+                    .body(Full::new(Bytes::from(text + "\n")).boxed())
+                    .expect("response");
             }
         };
         tracing::debug!(%method, uri = %req.uri(), user = %user.name, "request");
@@ -300,8 +378,10 @@ impl Server {
             Route::NotFound => err_response(ApiError::no_route()),
             Route::Resource(target) => {
                 let body = if method == Method::POST || method == Method::PUT || method == Method::PATCH || method == Method::DELETE {
-                    match req.into_body().collect().await {
+                    // limitedReadBody (apiserver handlers/rest.go): at most MaxRequestBodyBytes.
+                    match http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BODY_BYTES).collect().await {
                         Ok(b) => b.to_bytes(),
+                        Err(e) if e.is::<http_body_util::LengthLimitError>() => return err_response(ApiError::too_large(MAX_REQUEST_BODY_BYTES)),
                         Err(e) => return err_response(ApiError::bad_request(format!("cannot read body: {e}"))),
                     }
                 } else {
@@ -728,6 +808,7 @@ impl Server {
         };
         check_name(t, &name)?;
         obj["metadata"]["name"] = json!(name);
+        check_data_size(t, &obj)?;
         let ns = if t.namespaced { url_ns.unwrap_or("").to_string() } else { String::new() };
         // Type-specific defaults and checks.
         match (t.group.as_str(), t.plural.as_str()) {
@@ -839,6 +920,7 @@ impl Server {
         }
         let warnings = self.validate(t, &mut obj, mode)?;
         normalize(t, &mut obj)?;
+        check_data_size(t, &obj)?;
         let bucket_key = t.key();
         let old = {
             let st = self.state.lock().unwrap();
@@ -1288,9 +1370,15 @@ fn check_kind(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     let kind = obj["kind"].as_str().unwrap_or("");
     let av = obj["apiVersion"].as_str().unwrap_or("");
     if !kind.is_empty() && kind != t.kind {
+        // The decoder reads the body as its own kind, then fails to convert it to the URL's
+        // internal type; transformDecodeError (apiserver handlers/rest.go) wraps that:
+        // `Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to
+        // (core.ConfigMap): unknown conversion`.
+        let version = av.rsplit('/').next().unwrap_or(av);
+        let internal_pkg = if t.group.is_empty() { "core" } else { t.group.split('.').next().unwrap_or("") };
         return Err(ApiError::bad_request(format!(
-            "the API version in the data ({av}) does not match the expected API version ({})",
-            t.api_version()
+            "{kind} in version {version:?} cannot be handled as a {want}: converting ({version}.{kind}) to ({internal_pkg}.{want}): unknown conversion",
+            want = t.kind
         )));
     }
     if !av.is_empty() && av != t.api_version() {
@@ -1302,30 +1390,48 @@ fn check_kind(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// DNS-1123 subdomain (most kinds) or label (namespaces), as `ValidateObjectMeta` checks names.
+/// Name rules of `ValidateObjectMeta` per kind: namespaces are DNS-1123 labels
+/// (`ValidateNamespaceName`), CSRs any path segment (`ValidateCertificateRequestName`), every
+/// other kind served here (ConfigMap, Secret, Node, Pod, ServiceAccount, Event, CRDs and custom
+/// resources) a DNS-1123 subdomain (`NameIsDNSSubdomain`: at most 253 characters matching the
+/// regex; no per-label length limit). Each failed rule is one cause, as `nameFn` returns a list
+/// (apimachinery `pkg/util/validation`: `MaxLenError`, `RegexError`).
 fn check_name(t: &ResourceType, name: &str) -> Result<(), ApiError> {
-    let label_ok = |l: &str| {
+    let label_re = |l: &str| {
         !l.is_empty()
-            && l.len() <= 63
             && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
-    let (ok, what) = if t.group.is_empty() && t.plural == "namespaces" {
-        (label_ok(name), "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+    let mut msgs: Vec<&str> = Vec::new();
+    if t.group.is_empty() && t.plural == "namespaces" {
+        if name.len() > 63 {
+            msgs.push("must be no more than 63 characters");
+        }
+        if !label_re(name) {
+            msgs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+        }
     } else if t.group == "certificates.k8s.io" && t.plural == "certificatesigningrequests" {
-        // ValidateCertificateRequestName: any valid path segment.
-        (!name.contains('/') && !name.contains('%') && name != "." && name != "..", "may not contain '/'")
+        if name == "." || name == ".." {
+            msgs.push("may not be '.' or '..'");
+        } else if name.contains('/') {
+            msgs.push("may not contain '/'");
+        } else if name.contains('%') {
+            msgs.push("may not contain '%'");
+        }
     } else {
-        (
-            name.len() <= 253 && name.split('.').all(label_ok),
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-        )
-    };
-    if ok {
+        if name.len() > 253 {
+            msgs.push("must be no more than 253 characters");
+        }
+        if !name.split('.').all(label_re) {
+            msgs.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+        }
+    }
+    if msgs.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::invalid(&t.group, &t.kind, name, &[super::status::invalid_value("metadata.name", &json!(name), what)]))
+        let causes: Vec<FieldCause> = msgs.iter().map(|m| super::status::invalid_value("metadata.name", &json!(name), m)).collect();
+        Err(ApiError::invalid(&t.group, &t.kind, name, &causes))
     }
 }
 
@@ -1433,10 +1539,8 @@ fn csr_condition_rules(old: &Value, new: &mut Value, sub: Option<&str>, name: &s
     let mut new_c = conds(new);
     match sub {
         Some("approval") => {
-            // Only Approved/Denied may change here; the certificate and other conditions stay.
-            let mut merged: Vec<Value> = old_c.iter().filter(|c| !is_approval(c)).cloned().collect();
-            merged.extend(new_c.iter().filter(|c| is_approval(c)).cloned());
-            new_c = merged;
+            // csrApprovalStrategy.PrepareForUpdate: the request's whole condition list is taken
+            // (custom condition types included); the certificate stays.
             new["status"]["certificate"] = old["status"]["certificate"].clone();
             if new["status"]["certificate"].is_null() {
                 if let Some(s) = new["status"].as_object_mut() {
@@ -1483,6 +1587,29 @@ fn csr_condition_rules(old: &Value, new: &mut Value, sub: Option<&str>, name: &s
                 reason: "FieldValueForbidden".into(),
                 message: format!("Forbidden: updates may not remove a condition of type \"{ty}\""),
                 field: "status.conditions".into(),
+            });
+        }
+    }
+    // validateConditions (pkg/apis/certificates/validation): a type is required, status is
+    // True/False/Unknown, and Approved, Denied and Failed may only be "True".
+    for (i, c) in new_c.iter().enumerate() {
+        let ty = c["type"].as_str().unwrap_or("");
+        let st = c["status"].as_str().unwrap_or("");
+        if ty.is_empty() {
+            causes.push(super::status::required(&format!("status.conditions[{i}].type"), ""));
+        }
+        if !matches!(st, "True" | "False" | "Unknown") {
+            causes.push(FieldCause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: {st:?}: supported values: \"False\", \"True\", \"Unknown\""),
+                field: format!("status.conditions[{i}].status"),
+            });
+        }
+        if matches!(ty, "Approved" | "Denied" | "Failed") && st != "True" {
+            causes.push(FieldCause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: {st:?}: supported values: \"True\""),
+                field: format!("status.conditions[{i}].status"),
             });
         }
     }

@@ -159,6 +159,11 @@ impl ApiError {
     pub fn unprocessable(msg: impl Into<String>) -> ApiError {
         status(422, "Invalid", msg.into(), Some(json!({})))
     }
+    /// 413 for a request body over apiserver's `MaxRequestBodyBytes` (3 MiB;
+    /// `errors.NewRequestEntityTooLargeError`): `Request entity too large: limit is 3145728`.
+    pub fn too_large(limit: usize) -> ApiError {
+        status(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"), None)
+    }
     /// 500.
     pub fn internal(msg: impl Into<String>) -> ApiError {
         status(500, "InternalError", format!("Internal error occurred: {}", msg.into()), None)
