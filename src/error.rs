@@ -99,7 +99,31 @@ pub enum Error {
     #[error("{message}")]
     Kubeconfig { message: String },
 
-    /// No answer from the API server (connection refused, DNS, TLS, timeout).
+    /// A kubeconfig entry or file that does not exist or cannot be used (`--user nosuch`,
+    /// `--context nosuch`, a control character in a token); `hint` says what to do instead of
+    /// the generic "log in" of [`Error::Kubeconfig`].
+    #[error("{message}")]
+    KubeconfigEntry { message: String, hint: String },
+
+    /// The API server refused `--as`/`--as-group`/`--as-uid` (403 on verb `impersonate`).
+    #[error("impersonation refused: {message}")]
+    ImpersonationRefused { message: String },
+
+    /// An object `info` could not read (403, server error): the facts it carries are unknown.
+    #[error("cannot read {resource}: {reason} ({unknown} unknown)")]
+    Unreadable {
+        resource: ResourceRef,
+        reason: String,
+        /// What is unknown because of it, e.g. `FIPS mode`.
+        unknown: String,
+    },
+
+    /// Several errors, each printed as its own `error:` line with its hint (e.g. every
+    /// resource `info` could not read). The exit code is the lowest non-zero of theirs.
+    #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\nerror: "))]
+    Many(Vec<Error>),
+
+    /// No answer from the API server (connection refused, DNS, TLS).
     #[error("cannot reach the API server at {url}: {cause}")]
     Unreachable { url: String, cause: String },
 
@@ -161,7 +185,11 @@ impl Error {
         match self {
             Error::Usage(_) => exit::USAGE,
             Error::InvalidInput { .. } | Error::InvalidConfig(_) => exit::INVALID_INPUT,
+            Error::Many(v) => v.iter().map(Error::exit_code).filter(|c| *c != 0).min().unwrap_or(exit::UNEXPECTED),
             Error::Kubeconfig { .. }
+            | Error::KubeconfigEntry { .. }
+            | Error::ImpersonationRefused { .. }
+            | Error::Unreadable { .. }
             | Error::Unreachable { .. }
             | Error::Unauthorized { .. }
             | Error::Forbidden { .. }
@@ -181,13 +209,34 @@ impl Error {
             Error::Kubeconfig { .. } => {
                 Some("log in with `oc login`, or pass --kubeconfig / --context / --server".into())
             }
+            Error::KubeconfigEntry { hint, .. } => Some(hint.clone()),
+            Error::Unreadable { .. } => Some(
+                "ask for read access to it (cluster-admin or the agent-day2 role; see README \
+                 \"Permissions\"), or check the API server if it answered with an error"
+                    .into(),
+            ),
+            Error::ImpersonationRefused { .. } => Some(
+                "your user may not impersonate that user/group: drop --as/--as-group/--as-uid, or ask \
+                 for the `impersonate` verb on users/groups (cluster-admin has it)"
+                    .into(),
+            ),
             Error::Unreachable { .. } => {
                 Some("check --server/--context (and HTTPS_PROXY/NO_PROXY), and that the cluster is up".into())
             }
+            Error::Timeout(_) => Some(
+                "the API server did not answer in time: check that it is up and reachable, or \
+                 raise --request-timeout (0 = no limit)"
+                    .into(),
+            ),
             Error::Unauthorized { .. } => Some("log in again (oc login), or check --token".into()),
             Error::Forbidden { .. } => Some(
                 "agent-day2 needs cluster-admin or the agent-day2 role; see README \"Permissions\" \
                  and `oc agent-day2 info` for what is missing"
+                    .into(),
+            ),
+            Error::NotFound { resource, .. } if resource.name.as_deref() == Some("coreos-bootimages") => Some(
+                "every OpenShift 4.x has it (the machine-config operator writes it): check \
+                 `oc get clusteroperator machine-config`; add-nodes can go on with --base-iso FILE"
                     .into(),
             ),
             Error::NotFound { .. } => Some(
@@ -204,12 +253,32 @@ impl Error {
         }
     }
 
-    /// Prints `error: <message>` and the hint to stderr, the way every command ends.
+    /// Prints `error: <message>` and the hint to stderr, the way every command ends
+    /// ([`Error::Many`]: one such pair per error). See [`Error::render`].
     pub fn print(&self) {
-        eprintln!("error: {self}");
-        if let Some(h) = self.hint() {
-            eprintln!("       ({h})");
+        eprint!("{}", self.render());
+    }
+
+    /// The text [`Error::print`] writes. Messages carry text from the cluster (server
+    /// messages, object names, versions): each line is escaped with
+    /// [`crate::output::escape_for_display`] (design.md: everything shown to the operator is
+    /// escaped), so a hostile value cannot send terminal control sequences.
+    pub fn render(&self) -> String {
+        if let Error::Many(v) = self {
+            return v.iter().map(Error::render).collect();
         }
+        let esc = |s: &str| {
+            s.lines()
+                .map(|l| crate::output::escape_for_display(l, 2000))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        // InvalidConfig joins its lines with "\nerror: " itself; escape line by line.
+        let mut out = format!("error: {}\n", esc(&self.to_string()));
+        if let Some(h) = self.hint() {
+            out.push_str(&format!("       ({})\n", esc(&h)));
+        }
+        out
     }
 }
 
@@ -233,6 +302,23 @@ mod tests {
         );
         assert_eq!(e.exit_code(), 4);
         assert!(e.hint().unwrap().contains("Permissions"));
+    }
+
+    #[test]
+    fn printed_errors_escape_terminal_controls_and_list_every_error() {
+        let e = Error::Many(vec![
+            Error::Api {
+                verb: "read".into(),
+                resource: ResourceRef::cluster("Proxy", "cluster"),
+                message: "HTTP 500: \u{1b}]0;pwned\u{7}boom\u{202e}".into(),
+            },
+            Error::Timeout("x".into()),
+        ]);
+        let r = e.render();
+        assert!(!r.contains('\u{1b}') && !r.contains('\u{202e}') && !r.contains('\u{7}'), "{r}");
+        assert!(r.contains("\\u{1b}]0;pwned\\u{7}boom\\u{202e}"), "{r}");
+        assert_eq!(r.matches("error: ").count(), 2, "{r}");
+        assert_eq!(e.exit_code(), 4, "lowest non-zero of 4 and 5");
     }
 
     #[test]
