@@ -88,6 +88,15 @@ pub struct KubeTarget {
     pub user_hint: Option<String>,
     /// The proxy used for API traffic, if any.
     pub proxy: Option<String>,
+    /// `--request-timeout` as given (None: flag absent or `0`).
+    pub request_timeout: Option<Duration>,
+    /// Whether `--request-timeout` was given at all (`0` included): commands that pick their
+    /// own default deadline (`info`) keep the user's choice then.
+    pub request_timeout_given: bool,
+    /// Deadline for each single read of [`crate::cluster::fetch`] and the permission check,
+    /// enforced around the request (exit 5 naming the request). None: only the client's own
+    /// timeouts apply. `resolve` sets it to `request_timeout`; `info` to its default.
+    pub deadline: Option<Duration>,
 }
 
 impl std::fmt::Debug for KubeTarget {
@@ -98,35 +107,45 @@ impl std::fmt::Debug for KubeTarget {
             .field("context", &self.context)
             .field("user_hint", &self.user_hint)
             .field("proxy", &self.proxy)
+            .field("deadline", &self.deadline)
             .finish_non_exhaustive()
     }
 }
 
 impl KubeFlags {
     /// Loads the kubeconfig by client-go's rules, applies the flags, and builds the client.
-    /// Nothing is sent to the server yet.
+    /// Nothing is sent to the server yet. Empty flag values count as unset, as in kubectl
+    /// (`--context=`, `--token ''`).
     ///
-    /// Errors: [`Error::Kubeconfig`] (exit 4) naming the file, context or flag at fault;
-    /// [`Error::Usage`] (exit 2) for a malformed `--request-timeout` or `--server`.
+    /// Errors: [`Error::Kubeconfig`]/[`Error::KubeconfigEntry`] (exit 4) naming the file,
+    /// context, cluster or user entry at fault (also a token or impersonation value from the
+    /// kubeconfig that cannot be sent as an HTTP header); [`Error::Usage`] (exit 2) for a
+    /// malformed `--request-timeout` or `--server`, `--as-group`/`--as-uid` without `--as`, or
+    /// a `--token`/`--as*` value that cannot be sent as an HTTP header (a control character).
     pub async fn resolve(&self) -> Result<KubeTarget> {
-        let config = self.to_config().await?;
+        let flags = self.normalized();
+        let config = flags.to_config_inner().await?;
         let server = config.cluster_url.to_string();
         let proxy = config.proxy_url.as_ref().map(|u| u.to_string());
         let namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|e| Error::Kubeconfig {
             message: format!("cannot build a client for {server}: {e}"),
         })?;
-        let kc = self.load_kubeconfig().ok().flatten();
-        let context = self
+        let kc = flags.load_kubeconfig().ok().flatten();
+        let context = flags
             .context
             .clone()
             .or_else(|| kc.as_ref().and_then(|k| k.current_context.clone()));
-        let user_hint = self.as_user.clone().or_else(|| self.user.clone()).or_else(|| {
+        let user_hint = flags.as_user.clone().or_else(|| flags.user.clone()).or_else(|| {
             let kc = kc.as_ref()?;
             let ctx = context.as_ref()?;
             let named = kc.contexts.iter().find(|c| &c.name == ctx)?;
             named.context.as_ref().and_then(|c| c.user.clone())
         });
+        let request_timeout = match &flags.request_timeout {
+            Some(t) => parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?,
+            None => None,
+        };
         Ok(KubeTarget {
             client,
             server,
@@ -134,33 +153,56 @@ impl KubeFlags {
             context,
             user_hint,
             proxy,
+            request_timeout,
+            request_timeout_given: flags.request_timeout.is_some(),
+            deadline: request_timeout,
         })
     }
 
+    /// The flags with empty values turned into "unset" (kubectl treats `--context=` and
+    /// `--token ''` as not given).
+    fn normalized(&self) -> KubeFlags {
+        let ne = |o: &Option<String>| o.clone().filter(|v| !v.is_empty());
+        let np = |o: &Option<PathBuf>| o.clone().filter(|v| !v.as_os_str().is_empty());
+        KubeFlags {
+            kubeconfig: np(&self.kubeconfig),
+            context: ne(&self.context),
+            cluster: ne(&self.cluster),
+            user: ne(&self.user),
+            namespace: ne(&self.namespace),
+            server: ne(&self.server),
+            token: ne(&self.token),
+            as_user: ne(&self.as_user),
+            as_group: self.as_group.iter().filter(|g| !g.is_empty()).cloned().collect(),
+            as_uid: ne(&self.as_uid),
+            certificate_authority: np(&self.certificate_authority),
+            client_certificate: np(&self.client_certificate),
+            client_key: np(&self.client_key),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            tls_server_name: ne(&self.tls_server_name),
+            request_timeout: ne(&self.request_timeout),
+        }
+    }
+
     /// The kubeconfig by client-go's precedence; `Ok(None)` when none exists at all.
+    /// `KUBECONFIG` naming only files that do not exist is an error naming them (client-go
+    /// then uses an empty config and fails later with a vaguer message).
     fn load_kubeconfig(&self) -> Result<Option<Kubeconfig>> {
         if let Some(path) = &self.kubeconfig {
             // --kubeconfig: that file only, and it must exist (client-go errors too).
-            return Kubeconfig::read_from(path)
-                .map(Some)
-                .map_err(|e| Error::Kubeconfig {
-                    message: format!(
-                        "cannot read kubeconfig {} (from --kubeconfig): {e}",
-                        path.display()
-                    ),
-                });
+            return read_kubeconfig(path, "--kubeconfig").map(Some);
         }
-        if let Some(value) = std::env::var_os("KUBECONFIG") {
+        if let Some(value) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
             let mut merged: Option<Kubeconfig> = None;
+            let mut skipped = Vec::new();
             for p in std::env::split_paths(&value).filter(|p| !p.as_os_str().is_empty()) {
                 // client-go skips KUBECONFIG entries that do not exist.
                 if !p.exists() {
                     tracing::debug!(path = %p.display(), "KUBECONFIG entry does not exist, skipped");
+                    skipped.push(p.display().to_string());
                     continue;
                 }
-                let kc = Kubeconfig::read_from(&p).map_err(|e| Error::Kubeconfig {
-                    message: format!("cannot read kubeconfig {} (from KUBECONFIG): {e}", p.display()),
-                })?;
+                let kc = read_kubeconfig(&p, "KUBECONFIG")?;
                 merged = Some(match merged {
                     None => kc,
                     Some(m) => m.merge(kc).map_err(|e| Error::Kubeconfig {
@@ -171,6 +213,18 @@ impl KubeFlags {
             if merged.is_some() {
                 return Ok(merged);
             }
+            if self.server.is_none() {
+                return Err(Error::KubeconfigEntry {
+                    message: format!(
+                        "KUBECONFIG names no existing file: {}",
+                        skipped.join(", ")
+                    ),
+                    hint: "fix KUBECONFIG (colon-separated kubeconfig paths), unset it to use \
+                           ~/.kube/config, or pass --kubeconfig FILE or --server"
+                        .into(),
+                });
+            }
+            return Ok(None);
         }
         let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
             return Ok(None);
@@ -179,15 +233,128 @@ impl KubeFlags {
         if !path.exists() {
             return Ok(None);
         }
-        Kubeconfig::read_from(&path)
-            .map(Some)
-            .map_err(|e| Error::Kubeconfig {
-                message: format!("cannot read kubeconfig {}: {e}", path.display()),
-            })
+        read_kubeconfig(&path, "~/.kube/config").map(Some)
+    }
+
+    /// Checks the names the flags and the context pick against the kubeconfig, with
+    /// kubectl's messages: `--user`, `--cluster`, `--context` and the context's cluster must
+    /// exist (kube-rs would silently fall back to an anonymous user).
+    fn check_entries(&self, kc: &Kubeconfig) -> Result<()> {
+        let names = |v: Vec<&str>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let ctx_name = self.context.clone().or_else(|| kc.current_context.clone().filter(|c| !c.is_empty()));
+        let ctx = match &ctx_name {
+            Some(n) => match kc.contexts.iter().find(|c| &c.name == n) {
+                Some(c) => c.context.clone(),
+                None if self.context.is_some() => {
+                    return Err(Error::KubeconfigEntry {
+                        message: format!(
+                            "context {n:?} not found in the kubeconfig (contexts: {})",
+                            names(kc.contexts.iter().map(|c| c.name.as_str()).collect())
+                        ),
+                        hint: "pick one of those with --context, or see `kubectl config get-contexts`".into(),
+                    })
+                }
+                None => {
+                    return Err(Error::KubeconfigEntry {
+                        message: format!(
+                            "current-context {n:?} is not a context of the kubeconfig (contexts: {})",
+                            names(kc.contexts.iter().map(|c| c.name.as_str()).collect())
+                        ),
+                        hint: "pass --context NAME, or fix it with `kubectl config use-context NAME`".into(),
+                    })
+                }
+            },
+            None => None,
+        };
+        if let Some(u) = &self.user {
+            if !kc.auth_infos.iter().any(|a| &a.name == u) {
+                return Err(Error::KubeconfigEntry {
+                    message: format!(
+                        "auth info {u:?} does not exist (users: {})",
+                        names(kc.auth_infos.iter().map(|a| a.name.as_str()).collect())
+                    ),
+                    hint: "pick one of those with --user, or leave --user out to use the context's".into(),
+                });
+            }
+        } else if let (Some(c), Some(n)) = (&ctx, &ctx_name) {
+            if let Some(u) = c.user.as_ref().filter(|u| !u.is_empty()) {
+                if !kc.auth_infos.iter().any(|a| &a.name == u) {
+                    return Err(Error::KubeconfigEntry {
+                        message: format!("context {n:?} names user {u:?}, which is not in the kubeconfig"),
+                        hint: "fix the context (`kubectl config set-context`), or pass --user NAME".into(),
+                    });
+                }
+            }
+        }
+        if let Some(cl) = &self.cluster {
+            if !kc.clusters.iter().any(|c| &c.name == cl) {
+                return Err(Error::KubeconfigEntry {
+                    message: format!(
+                        "no server found for cluster {cl:?} (clusters: {})",
+                        names(kc.clusters.iter().map(|c| c.name.as_str()).collect())
+                    ),
+                    hint: "pick one of those with --cluster, or pass --server URL".into(),
+                });
+            }
+        } else if let (Some(c), Some(n)) = (&ctx, &ctx_name) {
+            if !c.cluster.is_empty() && !kc.clusters.iter().any(|x| x.name == c.cluster) && self.server.is_none() {
+                return Err(Error::KubeconfigEntry {
+                    message: format!(
+                        "context {n:?} names cluster {:?}, which is not in the kubeconfig (clusters: {})",
+                        c.cluster,
+                        names(kc.clusters.iter().map(|c| c.name.as_str()).collect())
+                    ),
+                    hint: "fix the context (`kubectl config set-context`), or pass --cluster NAME or --server URL".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The name of the kubeconfig user entry in use (for messages).
+    fn user_entry(&self, kc: Option<&Kubeconfig>) -> Option<String> {
+        self.user.clone().or_else(|| {
+            let kc = kc?;
+            let ctx = self.context.clone().or_else(|| kc.current_context.clone())?;
+            kc.contexts.iter().find(|c| c.name == ctx)?.context.as_ref()?.user.clone()
+        })
     }
 
     /// Builds the `kube::Config`: kubeconfig selection, then flag overrides, then the proxy.
+    /// Errors as [`KubeFlags::resolve`].
     pub async fn to_config(&self) -> Result<kube::Config> {
+        self.normalized().to_config_inner().await
+    }
+
+    async fn to_config_inner(&self) -> Result<kube::Config> {
+        if self.as_user.is_none() && (!self.as_group.is_empty() || self.as_uid.is_some()) {
+            // client-go's transport refuses this too (same wording).
+            return Err(Error::Usage(format!(
+                "requesting uid, groups or user-extra for {} without impersonating a user: add --as USER",
+                match (&self.as_uid, self.as_group.first()) {
+                    (Some(u), _) => format!("--as-uid {u:?}"),
+                    (None, Some(g)) => format!("--as-group {g:?}"),
+                    (None, None) => String::new(),
+                }
+            )));
+        }
+        for (flag, v) in [("--token", self.token.as_deref()), ("--as", self.as_user.as_deref()), ("--as-uid", self.as_uid.as_deref())]
+            .into_iter()
+            .chain(self.as_group.iter().map(|g| ("--as-group", Some(g.as_str()))))
+        {
+            if let Some(v) = v {
+                if let Err(what) = header_safe(v) {
+                    return Err(Error::Usage(format!(
+                        "{flag}: the value {what}, so it cannot be sent in an HTTP header{}",
+                        if flag == "--token" {
+                            "; copy the token again (e.g. from `oc whoami -t`), or log in with `oc login`"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            }
+        }
         let server_flag = match &self.server {
             Some(s) => Some(parse_server(s)?),
             None => None,
@@ -199,6 +366,9 @@ impl KubeFlags {
             None => None,
         };
         let kc = self.load_kubeconfig()?;
+        if let Some(k) = &kc {
+            self.check_entries(k)?;
+        }
         let has_contexts = kc.as_ref().is_some_and(|k| !k.contexts.is_empty());
         let kc_proxy = kc.as_ref().and_then(|k| self.selected_cluster_proxy(k));
 
@@ -262,14 +432,10 @@ impl KubeFlags {
             config.tls_server_name = Some(name.clone());
         }
         if let Some(token) = &self.token {
-            // An explicit token replaces every other way the context would authenticate
-            // (also its client certificate, unless --client-certificate is given too), so
-            // `--token` really tests that token.
+            // An explicit token replaces the context's other bearer/basic/exec credentials. A
+            // client certificate stays, as in kubectl: client-go sends both and
+            // kube-apiserver's authenticator takes the first that succeeds.
             config.auth_info.token = Some(SecretString::from(token.clone()));
-            config.auth_info.client_certificate = None;
-            config.auth_info.client_certificate_data = None;
-            config.auth_info.client_key = None;
-            config.auth_info.client_key_data = None;
             config.auth_info.token_file = None;
             config.auth_info.exec = None;
             config.auth_info.auth_provider = None;
@@ -300,6 +466,47 @@ impl KubeFlags {
             config.connect_timeout = Some(t);
             config.write_timeout = Some(t);
         }
+        // Values from the kubeconfig go into headers too; a control character there would
+        // panic deep in the HTTP stack (tower-http's add_authorization), so refuse it here.
+        {
+            use secrecy::ExposeSecret;
+            let entry = || {
+                self.user_entry(kc.as_ref())
+                    .map(|u| format!("kubeconfig user {u:?}"))
+                    .unwrap_or_else(|| "the kubeconfig user".into())
+            };
+            let mut checks: Vec<(&str, String)> = Vec::new();
+            if self.token.is_none() {
+                if let Some(t) = &config.auth_info.token {
+                    checks.push(("token", t.expose_secret().to_string()));
+                }
+            }
+            if self.as_user.is_none() {
+                if let Some(a) = &config.auth_info.impersonate {
+                    checks.push(("as", a.clone()));
+                }
+            }
+            if self.as_group.is_empty() {
+                for g in config.auth_info.impersonate_groups.iter().flatten() {
+                    checks.push(("as-groups", g.clone()));
+                }
+            }
+            for (field, v) in checks {
+                if let Err(what) = header_safe(&v) {
+                    return Err(Error::KubeconfigEntry {
+                        message: format!(
+                            "{}: field {field:?}: the value {what}, so it cannot be sent in an HTTP header",
+                            entry()
+                        ),
+                        hint: if field == "token" {
+                            "copy the token again into the kubeconfig, or log in again with `oc login`".into()
+                        } else {
+                            "fix that field of the kubeconfig user entry".into()
+                        },
+                    });
+                }
+            }
+        }
         config.proxy_url = select_proxy(&config.cluster_url, kc_proxy.as_deref(), &|k| {
             std::env::var(k).ok()
         })?;
@@ -320,6 +527,40 @@ impl KubeFlags {
             .proxy_url
             .clone()
             .filter(|p| !p.is_empty())
+    }
+}
+
+/// Reads one kubeconfig file, naming it once in the error (kube's own error repeats it).
+fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::KubeconfigEntry {
+        message: format!("cannot read kubeconfig {} (from {from}): {}", path.display(), io_reason(&e)),
+        hint: "check the path, or log in with `oc login` to create ~/.kube/config".into(),
+    })?;
+    Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
+        message: format!("kubeconfig {} (from {from}) is not a valid kubeconfig: {e}", path.display()),
+    })
+}
+
+/// `No such file or directory` without Rust's ` (os error 2)`.
+fn io_reason(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Whether `v` can be an HTTP header value (`Bearer <v>` or `Impersonate-*: <v>`): visible
+/// ASCII, space, tab and bytes >= 0x80 only (RFC 9110 field-value; the `http` crate's rule).
+/// Err describes the first offending character, e.g. `contains a newline (\n) at byte 3`.
+pub fn header_safe(v: &str) -> std::result::Result<(), String> {
+    match v.bytes().enumerate().find(|(_, b)| (*b < 0x20 && *b != b'\t') || *b == 0x7f) {
+        None => Ok(()),
+        Some((i, b)) => Err(match b {
+            b'\n' => format!("contains a newline (\\n) at byte {i}"),
+            b'\r' => format!("contains a carriage return (\\r) at byte {i}"),
+            b => format!("contains the control character 0x{b:02x} at byte {i}"),
+        }),
     }
 }
 
