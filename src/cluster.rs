@@ -62,7 +62,8 @@ pub struct ClusterObjects {
     pub nodes: Vec<Value>,
     /// `Network.config.openshift.io/cluster`.
     pub network: Option<Value>,
-    /// Optional reads that failed (forbidden, server error): what and why. They become warnings.
+    /// Reads that failed with something other than 404 (forbidden, server error): what and
+    /// why. The facts they carry are unknown (see [`Unreadable`]), never "none".
     pub unreadable: Vec<(ResourceRef, String)>,
 }
 
@@ -209,6 +210,11 @@ pub struct ClusterModel {
     pub problems: Vec<String>,
     /// Things worth knowing that do not block add-nodes.
     pub warnings: Vec<String>,
+    /// Objects that could not be read (403, server error) or, for required ones, are
+    /// missing: the document fields they feed are unknown. `info -o json|yaml` shows those
+    /// fields as `null` and lists them here; a 404 on an optional object is not listed (its
+    /// fact is "none").
+    pub unreadable: Vec<Unreadable>,
     /// The pull secret (`.dockerconfigjson` content). Never serialised; `Debug` redacts it.
     #[serde(skip)]
     pub pull_secret: PullSecret,
@@ -218,6 +224,76 @@ pub struct ClusterModel {
     /// chrony.conf for workers when MachineConfig 50-workers-chrony-configuration has one.
     #[serde(skip)]
     pub chrony_conf: Option<String>,
+}
+
+/// A resource whose read failed, and the facts that are unknown because of it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Unreadable {
+    /// e.g. `MachineConfig 99-worker-fips`.
+    pub resource: String,
+    /// e.g. `forbidden for user "viewer"`, `not found`, `HTTP 500: ...`.
+    pub reason: String,
+    /// Dotted camelCase paths of the `ClusterInfo` document that are unknown (`null`), e.g.
+    /// `fips`, `mirrors.digestMirrors`, `machineConfigServer.caFound`.
+    pub fields: Vec<String>,
+    /// Whether the object is one add-nodes cannot do without (ClusterVersion,
+    /// Infrastructure, pull secret, coreos-bootimages, Nodes).
+    pub required: bool,
+    /// The [`ClusterModel::problems`] entry this caused, if it blocks add-nodes.
+    #[serde(skip)]
+    pub problem: Option<String>,
+    /// The resource, for messages.
+    #[serde(skip)]
+    pub resource_ref: Option<ResourceRef>,
+    /// What is unknown, in words (`FIPS mode`), for messages.
+    #[serde(skip)]
+    pub what: String,
+}
+
+impl Unreadable {
+    /// Whether `field` (a dotted document path) or a parent of it is unknown.
+    pub fn covers(&self, field: &str) -> bool {
+        self.fields
+            .iter()
+            .any(|f| f == field || field.starts_with(&format!("{f}.")))
+    }
+}
+
+/// The document fields a read of `r` feeds, what to call that fact, and whether add-nodes
+/// needs it (an unknown value would silently build a wrong node: no FIPS, no proxy, no
+/// mirrors, a node that cannot verify the Machine Config Server).
+fn facts_of(r: &ResourceRef, trust_name: Option<&str>, image_ca: Option<&str>) -> (Vec<&'static str>, &'static str, bool) {
+    let name = r.name.as_deref().unwrap_or("");
+    match (r.kind.as_str(), r.namespace.as_deref(), name) {
+        ("ClusterVersion", _, _) => (vec!["cluster.id", "version", "architecture.multiArch"], "the cluster version", true),
+        ("Infrastructure", _, _) => (
+            vec!["cluster.name", "cluster.baseDomain", "cluster.apiURL", "cluster.apiIntURL", "cluster.controlPlaneTopology", "platform", "machineConfigServer.url"],
+            "the cluster identity and platform",
+            true,
+        ),
+        ("Secret", _, "pull-secret") => (vec!["pullSecretFound"], "the pull secret", true),
+        ("ConfigMap", _, "coreos-bootimages") => (vec!["baseIso"], "the base ISO", true),
+        ("Nodes", _, _) => (vec!["nodes", "architecture.controlPlane"], "the existing nodes", true),
+        ("Proxy", _, _) => (vec!["proxy", "trustBundle"], "the cluster-wide proxy", true),
+        ("Image.config.openshift.io", _, _) => (
+            vec!["mirrors.additionalTrustedCA", "mirrors.trustedCARegistries"],
+            "the registry CAs",
+            true,
+        ),
+        ("ConfigMap", Some("kube-system"), "cluster-config-v1") => (vec!["machineNetworks"], "the machine networks", false),
+        ("ConfigMap", Some("openshift-config"), n) if Some(n) == trust_name => (vec!["trustBundle"], "the proxy trust bundle", true),
+        ("ConfigMap", Some("openshift-config"), n) if Some(n) == image_ca => (vec!["mirrors.trustedCARegistries"], "the registry CAs", true),
+        ("ImageDigestMirrorSets", _, _) => (vec!["mirrors.digestMirrors"], "the digest mirrors", true),
+        ("ImageTagMirrorSets", _, _) => (vec!["mirrors.tagMirrors"], "the tag mirrors", true),
+        ("ImageContentSourcePolicies", _, _) => (vec!["mirrors.legacyContentSources"], "the ICSP mirrors", true),
+        ("Secret", _, "worker-user-data-managed") => (vec!["machineConfigServer.caFound"], "the Machine Config Server CA", true),
+        ("MachineConfig", _, "99-worker-fips") => (vec!["fips"], "FIPS mode", true),
+        ("MachineConfig", _, "99-worker-ssh") => (vec!["ssh"], "the worker SSH key", true),
+        ("MachineConfig", _, "50-workers-chrony-configuration") => (vec!["chronyConfigured"], "the worker chrony config", true),
+        ("Network.config.openshift.io", _, _) => (vec!["networks"], "the cluster and service networks", false),
+        _ => (vec![], "", false),
+    }
 }
 
 /// The pull secret; `Debug` prints only its length.
@@ -558,6 +634,52 @@ impl ClusterModel {
     /// secret or stream). An unsupported version or platform is not an error here: it is listed
     /// in [`ClusterModel::problems`], so `info` can still print the report.
     pub fn from_objects(o: &ClusterObjects) -> Result<ClusterModel> {
+        let (model, mut errors) = Self::from_objects_partial(o);
+        if errors.is_empty() {
+            Ok(model)
+        } else {
+            Err(errors.remove(0))
+        }
+    }
+
+    /// Like [`ClusterModel::from_objects`], but never stops: every required object that is
+    /// missing or unusable gives an error in the second value (in the order `from_objects`
+    /// would report them) and its facts are marked unknown in [`ClusterModel::unreadable`]
+    /// (empty strings / false in the struct, `null` in the `info` document). For `info`'s
+    /// partial report; add-nodes must use `from_objects`.
+    pub fn from_objects_partial(o: &ClusterObjects) -> (ClusterModel, Vec<Error>) {
+        let mut errors: Vec<Error> = Vec::new();
+        let mut unknown: Vec<Unreadable> = Vec::new();
+        let empty = Value::Object(Default::default());
+        let trust_name_of = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(String::from);
+        let image_ca_of = o
+            .image_config
+            .as_ref()
+            .and_then(|i| str_at(i, "/spec/additionalTrustedCA/name"))
+            .map(String::from);
+        let mark = |unknown: &mut Vec<Unreadable>, r: &ResourceRef, reason: String, required: bool| {
+            if unknown.iter().any(|u| u.resource_ref.as_ref() == Some(r)) {
+                return;
+            }
+            let (fields, what, blocks) = facts_of(r, trust_name_of.as_deref(), image_ca_of.as_deref());
+            let problem = (blocks && !required).then(|| format!("{what} is unknown: cannot read {r} ({reason})"));
+            unknown.push(Unreadable {
+                resource: r.to_string(),
+                reason,
+                fields: fields.into_iter().map(String::from).collect(),
+                required,
+                problem,
+                resource_ref: Some(r.clone()),
+                what: if what.is_empty() { "some facts".into() } else { what.into() },
+            });
+        };
+        let why = |r: &ResourceRef| {
+            o.unreadable
+                .iter()
+                .find(|(x, _)| x == r)
+                .map(|(_, w)| w.clone())
+                .unwrap_or_else(|| "not found".into())
+        };
         let cv_ref = ResourceRef::cluster("ClusterVersion", "version");
         let infra_ref = ResourceRef::cluster("Infrastructure", "cluster");
         let ps_ref = ResourceRef::namespaced("Secret", "openshift-config", "pull-secret");
@@ -566,57 +688,85 @@ impl ClusterModel {
             "openshift-machine-config-operator",
             "coreos-bootimages",
         );
-        let cv = o
-            .cluster_version
-            .as_ref()
-            .ok_or_else(|| missing(cv_ref.clone(), o))?;
-        let infra = o
-            .infrastructure
-            .as_ref()
-            .ok_or_else(|| missing(infra_ref.clone(), o))?;
-        let ps = o.pull_secret.as_ref().ok_or_else(|| missing(ps_ref.clone(), o))?;
-        let boot = o
-            .coreos_bootimages
-            .as_ref()
-            .ok_or_else(|| missing(boot_ref.clone(), o))?;
+        let required = |obj: Option<&'_ Value>, r: &ResourceRef, errors: &mut Vec<Error>, unknown: &mut Vec<Unreadable>| -> bool {
+            if obj.is_some() {
+                return true;
+            }
+            errors.push(missing(r.clone(), o));
+            mark(unknown, r, why(r), true);
+            false
+        };
+        let have_cv = required(o.cluster_version.as_ref(), &cv_ref, &mut errors, &mut unknown);
+        let have_infra = required(o.infrastructure.as_ref(), &infra_ref, &mut errors, &mut unknown);
+        let have_ps = required(o.pull_secret.as_ref(), &ps_ref, &mut errors, &mut unknown);
+        let have_boot = required(o.coreos_bootimages.as_ref(), &boot_ref, &mut errors, &mut unknown);
+        let cv = o.cluster_version.as_ref().unwrap_or(&empty);
+        let infra = o.infrastructure.as_ref().unwrap_or(&empty);
+        let ps = o.pull_secret.as_ref().unwrap_or(&empty);
+        let boot = o.coreos_bootimages.as_ref().unwrap_or(&empty);
         let mut problems = Vec::new();
         let mut warnings = Vec::new();
         for (r, why) in &o.unreadable {
-            warnings.push(format!("cannot read {r}: {why}"));
+            let is_required = [&cv_ref, &infra_ref, &ps_ref, &boot_ref].contains(&r) || r.kind == "Nodes";
+            if is_required && r.kind == "Nodes" {
+                errors.push(Error::BadObject { resource: r.clone(), message: why.clone() });
+            }
+            mark(&mut unknown, r, why.clone(), is_required);
         }
 
         // --- identity
-        let id = str_at(cv, "/spec/clusterID")
-            .ok_or_else(|| Error::BadObject {
-                resource: cv_ref.clone(),
-                message: "spec.clusterID is empty".into(),
-            })?
-            .to_string();
-        let api_url = str_at(infra, "/status/apiServerURL")
-            .ok_or_else(|| Error::BadObject {
-                resource: infra_ref.clone(),
-                message: "status.apiServerURL is empty".into(),
-            })?
-            .to_string();
-        let api_host = api_url
-            .parse::<http::Uri>()
-            .ok()
-            .and_then(|u| u.host().map(String::from))
-            .ok_or_else(|| Error::BadObject {
-                resource: infra_ref.clone(),
-                message: format!("status.apiServerURL {api_url:?} is not a URL"),
-            })?;
-        let (name, base_domain) = api_host
-            .strip_prefix("api.")
-            .and_then(|r| r.split_once('.'))
-            .map(|(n, d)| (n.to_string(), d.to_string()))
-            .ok_or_else(|| Error::BadObject {
-                resource: infra_ref.clone(),
-                message: format!(
-                    "status.apiServerURL host {api_host:?} is not api.<cluster name>.<base domain>; \
-                     cannot tell the cluster name and base domain"
-                ),
-            })?;
+        let id = match str_at(cv, "/spec/clusterID") {
+            Some(id) => id.to_string(),
+            None => {
+                if have_cv {
+                    errors.push(Error::BadObject {
+                        resource: cv_ref.clone(),
+                        message: "spec.clusterID is empty".into(),
+                    });
+                }
+                String::new()
+            }
+        };
+        let (api_url, name, base_domain) = match str_at(infra, "/status/apiServerURL") {
+            None => {
+                if have_infra {
+                    errors.push(Error::BadObject {
+                        resource: infra_ref.clone(),
+                        message: "status.apiServerURL is empty".into(),
+                    });
+                }
+                (String::new(), String::new(), String::new())
+            }
+            Some(api_url) => {
+                let api_url = api_url.to_string();
+                match api_url.parse::<http::Uri>().ok().and_then(|u| u.host().map(String::from)) {
+                    None => {
+                        errors.push(Error::BadObject {
+                            resource: infra_ref.clone(),
+                            message: format!("status.apiServerURL {api_url:?} is not a URL"),
+                        });
+                        (api_url, String::new(), String::new())
+                    }
+                    Some(api_host) => match api_host
+                        .strip_prefix("api.")
+                        .and_then(|r| r.split_once('.'))
+                        .map(|(n, d)| (n.to_string(), d.to_string()))
+                    {
+                        Some((n, d)) => (api_url, n, d),
+                        None => {
+                            errors.push(Error::BadObject {
+                                resource: infra_ref.clone(),
+                                message: format!(
+                                    "status.apiServerURL host {api_host:?} is not api.<cluster name>.<base domain>; \
+                                     cannot tell the cluster name and base domain"
+                                ),
+                            });
+                            (api_url, String::new(), String::new())
+                        }
+                    },
+                }
+            }
+        };
         let api_int_url = str_at(infra, "/status/apiServerInternalURI")
             .map(String::from)
             .unwrap_or_else(|| format!("https://api-int.{name}.{base_domain}:6443"));
@@ -636,6 +786,7 @@ impl ClusterModel {
                 h["version"].as_str().unwrap_or_default().to_string(),
                 h["image"].as_str().unwrap_or_default().to_string(),
             ),
+            None if !have_cv => (String::new(), String::new()),
             None => {
                 problems.push(
                     "the cluster has not completed an installation yet (no Completed entry in \
@@ -670,6 +821,7 @@ impl ClusterModel {
         }
         let supported = match major_minor(&current) {
             Some(v) => v >= MIN_VERSION,
+            None if !have_cv => false,
             None => {
                 problems.push(format!("cannot parse the cluster version {current:?}"));
                 false
@@ -689,7 +841,7 @@ impl ClusterModel {
             .unwrap_or("None")
             .to_string();
         let day2_supported = SUPPORTED_PLATFORMS.contains(&platform_kind.as_str());
-        if !day2_supported {
+        if !day2_supported && have_infra {
             problems.push(format!(
                 "platform {platform_kind} is not supported for day-2 nodes (supported: baremetal, none, external, vsphere)"
             ));
@@ -761,14 +913,20 @@ impl ClusterModel {
             .and_then(|s| secret_value(s, "userData"))
         {
             Some(ign) => {
-                let ign: Value = serde_json::from_str(&ign).map_err(|e| Error::BadObject {
-                    resource: ResourceRef::namespaced(
-                        "Secret",
-                        "openshift-machine-api",
-                        "worker-user-data-managed",
-                    ),
-                    message: format!("userData is not Ignition JSON: {e}"),
-                })?;
+                let ign: Value = match serde_json::from_str(&ign) {
+                    Ok(v) => v,
+                    Err(e) => {
+                        errors.push(Error::BadObject {
+                            resource: ResourceRef::namespaced(
+                                "Secret",
+                                "openshift-machine-api",
+                                "worker-user-data-managed",
+                            ),
+                            message: format!("userData is not Ignition JSON: {e}"),
+                        });
+                        Value::Null
+                    }
+                };
                 let url = str_at(&ign, "/ignition/config/merge/0/source")
                     .or_else(|| str_at(&ign, "/ignition/config/append/0/source"))
                     .unwrap_or(&derived_mcs)
@@ -794,30 +952,54 @@ impl ClusterModel {
                 ca_pem: None,
             },
         };
-        if !machine_config_server.ca_found {
-            warnings.push(format!(
+        // A missing CA (secret absent, or present without one) blocks add-nodes: the node's
+        // pointer Ignition could not verify the Machine Config Server's certificate and would
+        // never get its config. Unreadable (403) is reported through `unreadable` instead.
+        let mcs_forbidden = unknown.iter().any(|u| u.covers("machineConfigServer.caFound"));
+        if !machine_config_server.ca_found && !mcs_forbidden && have_infra {
+            problems.push(format!(
                 "no Machine Config Server CA found (Secret openshift-machine-api/worker-user-data-managed {}): \
-                 new nodes cannot verify {}",
-                if o.worker_user_data.is_some() { "has none" } else { "not readable" },
+                 new nodes could not verify {}; check that the machine-config operator is healthy \
+                 (`oc get clusteroperator machine-config`)",
+                if o.worker_user_data.is_some() { "has none" } else { "not found" },
                 machine_config_server.url
             ));
         }
 
         // --- base ISO
-        let stream_text = cm_value(boot, "stream").ok_or_else(|| Error::BadObject {
-            resource: boot_ref.clone(),
-            message: "data.stream is missing".into(),
-        })?;
-        let coreos_stream: Value = serde_json::from_str(stream_text).map_err(|e| Error::BadObject {
-            resource: boot_ref.clone(),
-            message: format!("data.stream is not CoreOS stream JSON: {e}"),
-        })?;
-        let base_iso = base_iso_for(&coreos_stream, &control_plane);
-        if base_iso.is_none() {
-            warnings.push(format!(
-                "coreos-bootimages has no live ISO for {control_plane}; add-nodes needs --base-iso"
-            ));
-        }
+        let coreos_stream: Value = match cm_value(boot, "stream") {
+            None if !have_boot => Value::Null,
+            None => {
+                errors.push(Error::BadObject {
+                    resource: boot_ref.clone(),
+                    message: "data.stream is missing".into(),
+                });
+                Value::Null
+            }
+            Some(text) => match serde_json::from_str(text) {
+                Ok(v) => v,
+                Err(e) => {
+                    errors.push(Error::BadObject {
+                        resource: boot_ref.clone(),
+                        message: format!("data.stream is not CoreOS stream JSON: {e}"),
+                    });
+                    Value::Null
+                }
+            },
+        };
+        let base_iso = match check_base_iso(&coreos_stream, &control_plane) {
+            Ok(iso) => Some(iso),
+            Err(why) => {
+                if have_boot && !coreos_stream.is_null() {
+                    warnings.push(format!(
+                        "no usable base ISO for {control_plane} in ConfigMap \
+                         openshift-machine-config-operator/coreos-bootimages: {why}; add-nodes needs \
+                         --base-iso FILE (or the release payload's machine-os-images image)"
+                    ));
+                }
+                None
+            }
+        };
 
         // --- proxy and trust bundle
         let proxy = o.proxy.as_ref().and_then(|p| {
@@ -847,7 +1029,7 @@ impl ClusterModel {
                 }
             });
         if let Some(tb) = &trust_bundle {
-            if !tb.found {
+            if !tb.found && !unknown.iter().any(|u| u.covers("trustBundle")) {
                 warnings.push(format!(
                     "trust bundle ConfigMap openshift-config/{} (Proxy spec.trustedCA) not found",
                     tb.config_map
@@ -889,7 +1071,11 @@ impl ClusterModel {
                     .collect()
             })
             .unwrap_or_default();
-        if let (Some(n), None) = (&additional_trusted_ca, &o.additional_trusted_ca) {
+        if let (Some(n), None, false) = (
+            &additional_trusted_ca,
+            &o.additional_trusted_ca,
+            unknown.iter().any(|u| u.covers("mirrors.trustedCARegistries")),
+        ) {
             warnings.push(format!("registry CA ConfigMap openshift-config/{n} (Image.config spec.additionalTrustedCA) not found"));
         }
         let mirrors = Mirrors {
@@ -971,27 +1157,57 @@ impl ClusterModel {
                 }
             })
             .unwrap_or_default();
-        if o.network.is_none() {
-            warnings.push("Network.config/cluster not readable: cluster and service networks unknown".into());
+        if o.network.is_none() && !unknown.iter().any(|u| u.covers("networks")) {
+            warnings.push("Network.config/cluster not found: cluster and service networks unknown".into());
         }
 
         // --- pull secret: must be JSON with an `auths` object.
-        let pull_secret_text = secret_value(ps, ".dockerconfigjson").ok_or_else(|| Error::BadObject {
-            resource: ps_ref.clone(),
-            message: "no .dockerconfigjson key".into(),
-        })?;
-        let ps_json: Value = serde_json::from_str(&pull_secret_text).map_err(|e| Error::BadObject {
-            resource: ps_ref.clone(),
-            message: format!(".dockerconfigjson is not JSON ({e}); fix the pull secret with `oc set data secret/pull-secret -n openshift-config`"),
-        })?;
-        if !ps_json.get("auths").is_some_and(Value::is_object) {
-            return Err(Error::BadObject {
-                resource: ps_ref,
-                message: ".dockerconfigjson has no \"auths\" object".into(),
-            });
+        let pull_secret_text = if !have_ps {
+            String::new()
+        } else {
+            match secret_value(ps, ".dockerconfigjson") {
+                None => {
+                    errors.push(Error::BadObject {
+                        resource: ps_ref.clone(),
+                        message: "no .dockerconfigjson key".into(),
+                    });
+                    String::new()
+                }
+                Some(text) => {
+                    match serde_json::from_str::<Value>(&text) {
+                        Err(e) => errors.push(Error::BadObject {
+                            resource: ps_ref.clone(),
+                            message: format!(".dockerconfigjson is not JSON ({e}); fix the pull secret with `oc set data secret/pull-secret -n openshift-config`"),
+                        }),
+                        Ok(j) if !j.get("auths").is_some_and(Value::is_object) => errors.push(Error::BadObject {
+                            resource: ps_ref.clone(),
+                            message: ".dockerconfigjson has no \"auths\" object".into(),
+                        }),
+                        Ok(_) => {}
+                    }
+                    text
+                }
+            }
+        };
+        let pull_secret_found = have_ps && !errors.iter().any(|e| matches!(e, Error::BadObject { resource, .. } if *resource == ps_ref));
+        // Unknown facts add-nodes needs block it (the document says which).
+        for u in &unknown {
+            if let Some(p) = &u.problem {
+                problems.push(p.clone());
+            }
+        }
+        if !unknown.iter().any(|u| u.covers("machineNetworks")) {
+            for c in &machine_networks.cidrs {
+                if c.parse::<ipnet::IpNet>().is_err() {
+                    warnings.push(format!(
+                        "machine network {c:?} (from {}) is not a CIDR; ignored when checking host addresses",
+                        machine_networks.source
+                    ));
+                }
+            }
         }
 
-        Ok(ClusterModel {
+        let model = ClusterModel {
             cluster: ClusterIdentity {
                 id,
                 name,
@@ -1025,13 +1241,15 @@ impl ClusterModel {
             chrony_configured: chrony.is_some(),
             networks,
             nodes,
-            pull_secret_found: true,
+            pull_secret_found,
             problems,
             warnings,
+            unreadable: unknown,
             pull_secret: PullSecret(pull_secret_text),
             coreos_stream,
             chrony_conf,
-        })
+        };
+        (model, errors)
     }
 
     /// Whether add-nodes can go ahead on this cluster (no [`ClusterModel::problems`]).
@@ -1043,6 +1261,40 @@ impl ClusterModel {
     pub fn base_iso_for(&self, arch: &str) -> Option<BaseIso> {
         base_iso_for(&self.coreos_stream, &normalize_arch(arch))
     }
+}
+
+/// The live ISO of `arch` in a CoreOS stream, checked: it must exist, have a sha256 of 64 hex
+/// digits and an http(s) location. Err says what is wrong (for the "no usable base ISO"
+/// warning).
+fn check_base_iso(stream: &Value, arch: &str) -> std::result::Result<BaseIso, String> {
+    let Some(metal) = stream.pointer(&format!("/architectures/{arch}/artifacts/metal")) else {
+        let have: Vec<&str> = stream
+            .pointer("/architectures")
+            .and_then(Value::as_object)
+            .map(|a| a.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        return Err(format!(
+            "the stream has no metal artifacts for {arch} (architectures: {})",
+            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+        ));
+    };
+    let Some(disk) = metal.pointer("/formats/iso/disk") else {
+        return Err(format!("the {arch} metal artifacts have no iso format"));
+    };
+    let location = disk["location"].as_str().unwrap_or("");
+    let sha = disk["sha256"].as_str().unwrap_or("");
+    if !(location.starts_with("https://") || location.starts_with("http://")) {
+        return Err(format!("the ISO location {location:?} is not an http(s) URL"));
+    }
+    if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(format!("the ISO sha256 {sha:?} is not 64 hex digits"));
+    }
+    Ok(BaseIso {
+        architecture: arch.to_string(),
+        location: location.to_string(),
+        sha256: sha.to_ascii_lowercase(),
+        release: metal["release"].as_str().map(String::from),
+    })
 }
 
 fn base_iso_for(stream: &Value, arch: &str) -> Option<BaseIso> {
@@ -1097,8 +1349,64 @@ fn node_info(n: &Value) -> NodeInfo {
 enum Need {
     /// 404 and 403 are errors (exit 4) naming the resource.
     Required,
-    /// 404 is "none"; 403 and other API errors become a warning.
+    /// 404 is "none"; 403 and other API errors make the fact unknown.
     Optional,
+}
+
+/// Whether a kube error is a timeout (hyper-timeout's io TimedOut, tower's Elapsed, or a
+/// deadline of ours) rather than a connection failure.
+fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::TimedOut {
+                return true;
+            }
+        }
+        let t = err.to_string().to_ascii_lowercase();
+        if t.contains("timed out") || t.contains("deadline has elapsed") || t == "elapsed" {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+/// Runs one request under [`KubeTarget::deadline`] (if set); a request still waiting then
+/// is [`Error::Timeout`] naming it (exit 5).
+pub async fn with_deadline<T>(
+    target: &KubeTarget,
+    what: impl FnOnce() -> String,
+    fut: impl std::future::Future<Output = std::result::Result<T, kube::Error>>,
+) -> std::result::Result<std::result::Result<T, kube::Error>, Error> {
+    match target.deadline {
+        None => Ok(fut.await),
+        Some(d) => match tokio::time::timeout(d, fut).await {
+            Ok(r) => Ok(r),
+            Err(_) => Err(Error::Timeout(format!(
+                "{} at {}: no answer within {} ({})",
+                what(),
+                target.server,
+                humantime_ish(d),
+                if target.request_timeout_given {
+                    "--request-timeout"
+                } else {
+                    "the default deadline; --request-timeout overrides it"
+                }
+            ))),
+        },
+    }
+}
+
+/// `30s`, `1.5s`, `250ms`.
+fn humantime_ish(d: std::time::Duration) -> String {
+    if d.as_millis() < 1000 {
+        format!("{}ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -1112,6 +1420,11 @@ pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &Ku
         kube::Error::Api(status) => match status.code {
             401 => Error::Unauthorized {
                 url: target.server.clone(),
+            },
+            // Impersonation refused: kube-apiserver's message is `users "x" is forbidden: User
+            // "y" cannot impersonate resource "users" ...`; it is not missing RBAC on `resource`.
+            403 if status.message.contains("cannot impersonate") => Error::ImpersonationRefused {
+                message: status.message.clone(),
             },
             403 => Error::Forbidden {
                 verb: verb.into(),
@@ -1130,9 +1443,17 @@ pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &Ku
             resource,
             message: format!("unexpected answer: {e}"),
         },
+        other if is_timeout(&other) => Error::Timeout(format!(
+            "{verb} {resource}: no answer from {} within --request-timeout {}",
+            target.server,
+            target.request_timeout.map(humantime_ish).unwrap_or_else(|| "(client default)".into())
+        )),
         other => Error::Unreachable {
             url: target.server.clone(),
-            cause: error_chain(&other),
+            cause: match &target.proxy {
+                Some(p) => format!("{} (through proxy {p})", error_chain(&other)),
+                None => error_chain(&other),
+            },
         },
     }
 }
@@ -1172,7 +1493,8 @@ async fn get_obj(
         None => Api::all_with(target.client.clone(), res),
     };
     tracing::debug!(resource = %r, "get");
-    match api.get(name).await {
+    let answer = with_deadline(target, || format!("reading {r}"), api.get(name)).await?;
+    match answer {
         Ok(o) => Ok(Some(
             serde_json::to_value(o).map_err(|e| Error::Unexpected(e.to_string()))?,
         )),
@@ -1181,10 +1503,10 @@ async fn get_obj(
             (Error::NotFound { resource, .. }, Need::Required) => {
                 Err(Error::NotFound { resource, why: None })
             }
-            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }), _) => Err(e),
+            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. }), _) => Err(e),
             (e, Need::Required) => Err(e),
             (e, Need::Optional) => {
-                tracing::warn!("{e}");
+                tracing::debug!("{e}");
                 unreadable.push((r, short_reason(&e)));
                 Ok(None)
             }
@@ -1210,7 +1532,9 @@ async fn list_objs(
 ) -> Result<Vec<Value>> {
     let api: Api<DynamicObject> = Api::all_with(target.client.clone(), res);
     tracing::debug!(resource = %r, "list");
-    match api.list(&ListParams::default()).await {
+    let lp = ListParams::default();
+    let answer = with_deadline(target, || format!("listing {r}"), api.list(&lp)).await?;
+    match answer {
         Ok(l) => l
             .items
             .into_iter()
@@ -1219,10 +1543,10 @@ async fn list_objs(
         Err(e) => match (classify(e, "list", r.clone(), target), need) {
             // A 404 on a list means the API (CRD) does not exist on this cluster: none.
             (Error::NotFound { .. }, _) if need == Need::Optional => Ok(vec![]),
-            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }), _) => Err(e),
+            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. }), _) => Err(e),
             (e, Need::Required) => Err(e),
             (e, Need::Optional) => {
-                tracing::warn!("{e}");
+                tracing::debug!("{e}");
                 unreadable.push((r, short_reason(&e)));
                 Ok(vec![])
             }
@@ -1237,63 +1561,116 @@ async fn list_objs(
 /// resource. 404 on optional objects means "none"; 403 on them is recorded in
 /// [`ClusterObjects::unreadable`] and becomes a warning.
 pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
+    let (objects, mut errors) = fetch_all(target).await?;
+    if errors.is_empty() {
+        Ok(objects)
+    } else {
+        Err(errors.remove(0))
+    }
+}
+
+/// Like [`fetch`], but a failed required read does not stop it: the error is returned in the
+/// second value (in read order), the resource recorded in [`ClusterObjects::unreadable`]
+/// unless it was a 404, and reading goes on, so `info` can print what it could read.
+/// Errors (first value): unreachable, 401, timeouts, refused impersonation.
+pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error>)> {
     let cfg = "config.openshift.io";
     let mut u = Vec::new();
+    let mut failed: Vec<Error> = Vec::new();
+    // A required read that fails with 403/404/5xx is kept, the others stop everything.
+    fn keep<T: Default>(r: Result<T>, failed: &mut Vec<Error>, u: &mut Vec<(ResourceRef, String)>, what: ResourceRef) -> Result<T> {
+        match r {
+            Ok(v) => Ok(v),
+            Err(e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. })) => Err(e),
+            Err(e) => {
+                if !matches!(e, Error::NotFound { .. }) {
+                    u.push((what, short_reason(&e)));
+                }
+                failed.push(e);
+                Ok(T::default())
+            }
+        }
+    }
     // The first read also tells us whether the server is reachable and accepts us.
-    let cluster_version = get_obj(
-        target,
-        &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
-        None,
-        "version",
+    let cluster_version = keep(
+        get_obj(
+            target,
+            &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
+            None,
+            "version",
+            ResourceRef::cluster("ClusterVersion", "version"),
+            Need::Required,
+            &mut u,
+        )
+        .await,
+        &mut failed,
+        &mut u,
         ResourceRef::cluster("ClusterVersion", "version"),
-        Need::Required,
+    )?;
+    let infrastructure = keep(
+        get_obj(
+            target,
+            &ar(cfg, "v1", "Infrastructure", "infrastructures"),
+            None,
+            "cluster",
+            ResourceRef::cluster("Infrastructure", "cluster"),
+            Need::Required,
+            &mut u,
+        )
+        .await,
+        &mut failed,
         &mut u,
-    )
-    .await?;
-    let infrastructure = get_obj(
-        target,
-        &ar(cfg, "v1", "Infrastructure", "infrastructures"),
-        None,
-        "cluster",
         ResourceRef::cluster("Infrastructure", "cluster"),
-        Need::Required,
-        &mut u,
-    )
-    .await?;
+    )?;
     let secret = ar("", "v1", "Secret", "secrets");
     let cm = ar("", "v1", "ConfigMap", "configmaps");
-    let pull_secret = get_obj(
-        target,
-        &secret,
-        Some("openshift-config"),
-        "pull-secret",
+    let pull_secret = keep(
+        get_obj(
+            target,
+            &secret,
+            Some("openshift-config"),
+            "pull-secret",
+            ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
+            Need::Required,
+            &mut u,
+        )
+        .await,
+        &mut failed,
+        &mut u,
         ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
-        Need::Required,
-        &mut u,
-    )
-    .await?;
-    let coreos_bootimages = get_obj(
-        target,
-        &cm,
-        Some("openshift-machine-config-operator"),
-        "coreos-bootimages",
-        ResourceRef::namespaced(
-            "ConfigMap",
-            "openshift-machine-config-operator",
+    )?;
+    let coreos_bootimages = keep(
+        get_obj(
+            target,
+            &cm,
+            Some("openshift-machine-config-operator"),
             "coreos-bootimages",
-        ),
-        Need::Required,
+            ResourceRef::namespaced(
+                "ConfigMap",
+                "openshift-machine-config-operator",
+                "coreos-bootimages",
+            ),
+            Need::Required,
+            &mut u,
+        )
+        .await,
+        &mut failed,
         &mut u,
-    )
-    .await?;
-    let nodes = list_objs(
-        target,
-        &ar("", "v1", "Node", "nodes"),
+        ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
+    )?;
+    let nodes = keep(
+        list_objs(
+            target,
+            &ar("", "v1", "Node", "nodes"),
+            ResourceRef::list("Nodes"),
+            Need::Required,
+            &mut u,
+        )
+        .await,
+        &mut failed,
+        &mut u,
         ResourceRef::list("Nodes"),
-        Need::Required,
-        &mut u,
-    )
-    .await?;
+    )?;
 
     let proxy = get_obj(
         target,
@@ -1434,7 +1811,7 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         &mut u,
     )
     .await?;
-    Ok(ClusterObjects {
+    let objects = ClusterObjects {
         cluster_version,
         infrastructure,
         pull_secret,
@@ -1452,7 +1829,8 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
         nodes,
         network,
         unreadable: u,
-    })
+    };
+    Ok((objects, failed))
 }
 
 #[cfg(test)]

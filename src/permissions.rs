@@ -199,8 +199,9 @@ pub struct PermissionReport {
 }
 
 /// Asks the API server about every [`required_permissions`] entry with a
-/// SelfSubjectAccessReview. Errors only for connection trouble and 401 (exit 4); a refused
-/// review is recorded in [`PermissionReport::error`].
+/// SelfSubjectAccessReview. Errors only for connection trouble, 401, refused impersonation
+/// (exit 4) and timeouts under [`KubeTarget::deadline`] (exit 5); a refused review is recorded
+/// in [`PermissionReport::error`].
 pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
     let api: Api<SelfSubjectAccessReview> = Api::all(target.client.clone());
     let needed = required_permissions();
@@ -225,10 +226,18 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
     let answers = futures::future::join_all(reviews.map(|r| {
         let api = api.clone();
         let pp = pp.clone();
-        async move { api.create(&pp, &r).await }
+        async move {
+            crate::cluster::with_deadline(
+                target,
+                || "creating a SelfSubjectAccessReview".into(),
+                api.create(&pp, &r),
+            )
+            .await
+        }
     }))
     .await;
     for (perm, answer) in needed.iter().zip(answers) {
+        let answer = answer?;
         match answer {
             Ok(r) => {
                 if !r.status.map(|s| s.allowed).unwrap_or(false) {
@@ -242,7 +251,13 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
                     ResourceRef::list("SelfSubjectAccessReviews"),
                     target,
                 );
-                if matches!(e, Error::Unreachable { .. } | Error::Unauthorized { .. }) {
+                if matches!(
+                    e,
+                    Error::Unreachable { .. }
+                        | Error::Unauthorized { .. }
+                        | Error::Timeout(_)
+                        | Error::ImpersonationRefused { .. }
+                ) {
                     return Err(e);
                 }
                 return Ok(PermissionReport {
