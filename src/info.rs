@@ -1,36 +1,105 @@
 //! `info`: what the plugin learns from the cluster, whether the cluster can take day-2 nodes,
 //! and which permissions the user lacks.
+//!
+//! A fact whose object could not be read (403, server error) is unknown, never "none": the
+//! table shows `unknown (cannot read ...)`, the JSON/YAML document `null` plus an entry in
+//! `unreadable`, and `info` ends with an `error:` line per such object and exit 4. A required
+//! read that fails still gives the partial report (what was read) before its error.
 
-use serde::Serialize;
+use std::time::Duration;
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
 
 use crate::cli::InfoArgs;
 use crate::cluster::{self, ClusterModel};
-use crate::error::{Error, Result};
+use crate::error::{Error, ResourceRef, Result};
 use crate::kube_flags::KubeTarget;
-use crate::output::{self, key_values, table};
+use crate::output::{self, display, key_values, table};
 use crate::permissions::{self, PermissionReport};
 
+/// Deadline of each single request of `info` when `--request-timeout` is not given: a server
+/// that accepts the connection and never answers ends with exit 5 instead of hanging.
+pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(30);
+
 /// The `info -o json|yaml` document: `apiVersion: agent-day2/v1`, `kind: ClusterInfo`, then
-/// the [`ClusterModel`] fields (camelCase), `permissions` and `canAddNodes`. Fields are only
-/// ever added within v1.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// the [`ClusterModel`] fields (camelCase), `permissions`, `canAddNodes` and `errors`. Fields
+/// are only ever added within v1.
+///
+/// Unknown facts: every field named in an `unreadable[].fields` entry (dotted paths, e.g.
+/// `fips`, `mirrors.digestMirrors`) is `null`, and that entry names the resource and the
+/// reason. A field that is `null` without being listed there means "none" (e.g. `proxy`).
+/// `errors` holds the text of each error `info` ends with (empty when it exits 0).
+#[derive(Debug, Clone)]
 pub struct ClusterInfo {
     /// Always `agent-day2/v1`.
     pub api_version: &'static str,
     /// Always `ClusterInfo`.
     pub kind: &'static str,
     /// The cluster model.
-    #[serde(flatten)]
     pub model: ClusterModel,
     /// Permissions the user lacks.
     pub permissions: PermissionReport,
-    /// True when [`ClusterModel::problems`] is empty.
+    /// True when [`ClusterModel::problems`] is empty (an unknown fact add-nodes needs is a
+    /// problem, so this is false then).
     pub can_add_nodes: bool,
+    /// The `error:` lines `info` ends with (cannot read X, cluster unsupported), as text.
+    pub errors: Vec<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RawInfo<'a> {
+    api_version: &'static str,
+    kind: &'static str,
+    #[serde(flatten)]
+    model: &'a ClusterModel,
+    permissions: &'a PermissionReport,
+    can_add_nodes: bool,
+    errors: &'a [String],
+}
+
+impl Serialize for ClusterInfo {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error as _;
+        let mut v = serde_json::to_value(RawInfo {
+            api_version: self.api_version,
+            kind: self.kind,
+            model: &self.model,
+            permissions: &self.permissions,
+            can_add_nodes: self.can_add_nodes,
+            errors: &self.errors,
+        })
+        .map_err(S::Error::custom)?;
+        for u in &self.model.unreadable {
+            for f in &u.fields {
+                set_null(&mut v, f);
+            }
+        }
+        v.serialize(s)
+    }
+}
+
+/// Sets the dotted `path` of `v` to null, if its parent exists.
+fn set_null(v: &mut Value, path: &str) {
+    let mut cur = v;
+    let mut parts = path.split('.').peekable();
+    while let Some(p) = parts.next() {
+        let Some(obj) = cur.as_object_mut() else { return };
+        if parts.peek().is_none() {
+            obj.insert(p.to_string(), Value::Null);
+            return;
+        }
+        match obj.get_mut(p) {
+            Some(next) if next.is_object() => cur = next,
+            // Parent unknown already (null) or absent: nothing finer to mark.
+            _ => return,
+        }
+    }
 }
 
 impl ClusterInfo {
-    /// Wraps a model and a permission report into the versioned document.
+    /// Wraps a model and a permission report into the versioned document (no errors).
     pub fn new(model: ClusterModel, permissions: PermissionReport) -> Self {
         let can_add_nodes = model.can_add_nodes();
         ClusterInfo {
@@ -39,6 +108,7 @@ impl ClusterInfo {
             model,
             permissions,
             can_add_nodes,
+            errors: vec![],
         }
     }
 }
@@ -51,40 +121,67 @@ pub struct InfoOutcome {
     pub error: Option<Error>,
 }
 
-/// Runs `info`: reads the cluster and checks permissions, renders the report.
-/// Errors (exit 4) when a required read fails; the permission table is still printed then.
-pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
-    let objects = cluster::fetch(target).await;
-    let objects = match objects {
-        Ok(o) => o,
-        // Unreachable/401 make the permission check pointless too.
-        Err(e @ (Error::Unreachable { .. } | Error::Unauthorized { .. })) => return Err(e),
-        Err(e) => return Ok(partial(target, args, e).await),
-    };
-    let model = match ClusterModel::from_objects(&objects) {
-        Ok(m) => m,
-        Err(e) => return Ok(partial(target, args, e).await),
-    };
-    let perms = permissions::check(target).await?;
-    let doc = ClusterInfo::new(model, perms);
-    let stdout = output::render(args.output, &doc, || render_table(&doc))?;
-    let error = (!doc.can_add_nodes).then(|| Error::ClusterUnsupported {
-        reasons: doc.model.problems.clone(),
-    });
-    Ok(InfoOutcome { stdout, error })
+fn resource_of(e: &Error) -> Option<&ResourceRef> {
+    match e {
+        Error::Forbidden { resource, .. }
+        | Error::NotFound { resource, .. }
+        | Error::Api { resource, .. }
+        | Error::BadObject { resource, .. }
+        | Error::Unreadable { resource, .. } => Some(resource),
+        _ => None,
+    }
 }
 
-/// A required read failed: print what we can (the missing permissions) and end with the error.
-async fn partial(target: &KubeTarget, args: &InfoArgs, err: Error) -> InfoOutcome {
-    let stdout = match permissions::check(target).await {
-        Ok(perms) if args.output == crate::cli::OutputFormat::Table => render_permissions(&perms),
-        // Machine output stays a single well-formed document or nothing.
-        _ => String::new(),
-    };
-    InfoOutcome {
-        stdout,
-        error: Some(err),
+/// Runs `info`: reads the cluster and checks permissions, renders the report, and returns
+/// the errors to end with: one per required read that failed, one per unreadable object
+/// (its facts unknown), and "cannot take day-2 nodes" for the other problems (exit 4).
+/// Unreachable, 401, refused impersonation (exit 4) and timeouts (exit 5) stop it with no
+/// report. Each request has [`DEFAULT_REQUEST_DEADLINE`] unless `--request-timeout` is given.
+pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
+    let mut target = target.clone();
+    if !target.request_timeout_given {
+        target.deadline = Some(DEFAULT_REQUEST_DEADLINE);
     }
+    let (objects, fetch_errors) = cluster::fetch_all(&target).await?;
+    let (model, model_errors) = ClusterModel::from_objects_partial(&objects);
+    let perms = permissions::check(&target).await?;
+
+    let mut errors = fetch_errors;
+    for e in model_errors {
+        let named = resource_of(&e).is_some_and(|r| errors.iter().any(|x| resource_of(x) == Some(r)));
+        if !named {
+            errors.push(e);
+        }
+    }
+    for u in model.unreadable.iter().filter(|u| !u.required) {
+        if let Some(r) = &u.resource_ref {
+            errors.push(Error::Unreadable {
+                resource: r.clone(),
+                reason: u.reason.clone(),
+                unknown: u.what.clone(),
+            });
+        }
+    }
+    let other_problems: Vec<String> = model
+        .problems
+        .iter()
+        .filter(|p| !model.unreadable.iter().any(|u| u.problem.as_ref() == Some(*p)))
+        .cloned()
+        .collect();
+    if !other_problems.is_empty() {
+        errors.push(Error::ClusterUnsupported {
+            reasons: other_problems,
+        });
+    }
+    let mut doc = ClusterInfo::new(model, perms);
+    doc.errors = errors.iter().map(|e| e.to_string()).collect();
+    let stdout = output::render(args.output, &doc, || render_table(&doc))?;
+    let error = match errors.len() {
+        0 => None,
+        1 => errors.pop(),
+        _ => Some(Error::Many(errors)),
+    };
+    Ok(InfoOutcome { stdout, error })
 }
 
 fn yes_no(b: bool) -> String {
@@ -95,143 +192,210 @@ fn yes_no(b: bool) -> String {
     }
 }
 
+/// Escaped values joined with ", ", or `none`.
 fn or_none(v: &[String]) -> String {
     if v.is_empty() {
         "none".into()
     } else {
-        v.join(", ")
+        v.iter().map(|s| display(s)).collect::<Vec<_>>().join(", ")
     }
 }
 
-/// The human report (pure, for snapshot-like tests).
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The human report (pure, for snapshot-like tests). Every cluster-provided value is escaped
+/// with [`output::display`]; an unknown fact reads `unknown (cannot read R: reason)`.
 pub fn render_table(doc: &ClusterInfo) -> String {
     let m = &doc.model;
+    // `unknown (...)` when `field` (or a parent) could not be read.
+    let unknown = |field: &str| -> Option<String> {
+        m.unreadable
+            .iter()
+            .find(|u| u.covers(field))
+            .map(|u| format!("unknown (cannot read {}: {})", display(&u.resource), display(&u.reason)))
+    };
+    let val = |field: &str, v: &dyn Fn() -> String| unknown(field).unwrap_or_else(v);
     let mut rows: Vec<(&str, String)> = vec![
-        ("Cluster", format!("{} ({})", m.cluster.name, m.cluster.id)),
-        ("Base domain", m.cluster.base_domain.clone()),
-        ("API", m.cluster.api_url.clone()),
-        ("API (internal)", m.cluster.api_int_url.clone()),
-        ("Topology", m.cluster.control_plane_topology.clone()),
+        (
+            "Cluster",
+            format!(
+                "{} ({})",
+                val("cluster.name", &|| display(&m.cluster.name)),
+                val("cluster.id", &|| display(&m.cluster.id))
+            ),
+        ),
+        ("Base domain", val("cluster.baseDomain", &|| display(&m.cluster.base_domain))),
+        ("API", val("cluster.apiURL", &|| display(&m.cluster.api_url))),
+        ("API (internal)", val("cluster.apiIntURL", &|| display(&m.cluster.api_int_url))),
+        (
+            "Topology",
+            val("cluster.controlPlaneTopology", &|| display(&m.cluster.control_plane_topology)),
+        ),
     ];
-    let mut version = m.version.current.clone();
-    if !m.version.supported {
-        version.push_str("  (UNSUPPORTED: needs 4.18 or newer)");
-    }
-    if let Some(u) = &m.version.upgrade_in_progress {
-        version.push_str(&format!("  (upgrade to {} in progress)", u.version));
-    }
-    rows.push(("Version", version));
-    rows.push(("Release image", m.version.release_image.clone()));
+    rows.push((
+        "Version",
+        val("version", &|| {
+            let mut version = display(&m.version.current);
+            if !m.version.supported {
+                version.push_str("  (UNSUPPORTED: needs 4.18 or newer)");
+            }
+            if let Some(u) = &m.version.upgrade_in_progress {
+                version.push_str(&format!("  (upgrade to {} in progress)", display(&u.version)));
+            }
+            version
+        }),
+    ));
+    rows.push(("Release image", val("version", &|| display(&m.version.release_image))));
     rows.push((
         "Platform",
-        format!(
-            "{}  ({})",
-            m.platform.kind,
-            if m.platform.day2_supported {
-                "day-2 nodes supported"
-            } else {
-                "day-2 nodes NOT supported"
-            }
-        ),
+        val("platform", &|| {
+            format!(
+                "{}  ({})",
+                display(&m.platform.kind),
+                if m.platform.day2_supported {
+                    "day-2 nodes supported"
+                } else {
+                    "day-2 nodes NOT supported"
+                }
+            )
+        }),
     ));
     rows.push((
         "Architecture",
-        format!(
-            "{}  ({})",
-            m.architecture.control_plane,
-            if m.architecture.multi_arch {
-                "multi-arch release: other architectures may join"
-            } else {
-                "single-arch release"
-            }
-        ),
+        val("architecture.controlPlane", &|| {
+            format!(
+                "{}  ({})",
+                display(&m.architecture.control_plane),
+                if m.architecture.multi_arch {
+                    "multi-arch release: other architectures may join"
+                } else {
+                    "single-arch release"
+                }
+            )
+        }),
     ));
     rows.push((
         "Machine networks",
-        if m.machine_networks.cidrs.is_empty() {
-            "none".into()
-        } else {
-            format!(
-                "{}  (from {})",
-                m.machine_networks.cidrs.join(", "),
-                m.machine_networks.source
-            )
-        },
+        val("machineNetworks", &|| {
+            if m.machine_networks.cidrs.is_empty() {
+                "none".into()
+            } else {
+                format!(
+                    "{}  (from {})",
+                    or_none(&m.machine_networks.cidrs),
+                    display(&m.machine_networks.source)
+                )
+            }
+        }),
     ));
     rows.push((
         "MCS endpoint",
         format!(
             "{}  (CA {})",
-            m.machine_config_server.url,
-            if m.machine_config_server.ca_found {
-                "found"
+            val("machineConfigServer.url", &|| display(&m.machine_config_server.url)),
+            unknown("machineConfigServer.caFound").unwrap_or_else(|| if m.machine_config_server.ca_found {
+                "found".into()
             } else {
-                "NOT found"
-            }
+                "NOT found".into()
+            })
         ),
     ));
     rows.push((
         "Base ISO",
-        match &m.base_iso {
-            Some(iso) => format!("{}  sha256 {}", iso.location, iso.sha256),
-            None => format!("none for {}", m.architecture.control_plane),
-        },
+        val("baseIso", &|| match &m.base_iso {
+            Some(iso) => format!("{}  sha256 {}", display(&iso.location), display(&iso.sha256)),
+            None => format!("none usable for {}", display(&m.architecture.control_plane)),
+        }),
     ));
     rows.push((
         "Proxy",
-        match &m.proxy {
+        val("proxy", &|| match &m.proxy {
             Some(p) => format!(
                 "http {}  https {}  noProxy {}",
-                p.http_proxy.as_deref().unwrap_or("-"),
-                p.https_proxy.as_deref().unwrap_or("-"),
-                p.no_proxy.as_deref().unwrap_or("-")
+                display(p.http_proxy.as_deref().unwrap_or("-")),
+                display(p.https_proxy.as_deref().unwrap_or("-")),
+                display(p.no_proxy.as_deref().unwrap_or("-"))
             ),
             None => "none".into(),
-        },
+        }),
     ));
     rows.push((
         "Trust bundle",
-        match &m.trust_bundle {
+        val("trustBundle", &|| match &m.trust_bundle {
             Some(t) if t.found => format!(
-                "ConfigMap openshift-config/{}  ({} certificates)",
-                t.config_map, t.certificates
+                "ConfigMap openshift-config/{}  ({})",
+                display(&t.config_map),
+                plural(t.certificates, "certificate", "certificates")
             ),
-            Some(t) => format!("ConfigMap openshift-config/{}  (NOT found)", t.config_map),
+            Some(t) => format!("ConfigMap openshift-config/{}  (NOT found)", display(&t.config_map)),
             None => "none".into(),
-        },
+        }),
     ));
     let mirror_list = |e: &[cluster::MirrorEntry]| -> String {
-        or_none(
-            &e.iter()
-                .map(|m| format!("{} -> {}", m.source, m.mirrors.join(" ")))
-                .collect::<Vec<_>>(),
-        )
+        if e.is_empty() {
+            return "none".into();
+        }
+        e.iter()
+            .map(|m| {
+                format!(
+                    "{} -> {}",
+                    display(&m.source),
+                    m.mirrors.iter().map(|x| display(x)).collect::<Vec<_>>().join(" ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    rows.push(("Digest mirrors", mirror_list(&m.mirrors.digest_mirrors)));
-    rows.push(("Tag mirrors", mirror_list(&m.mirrors.tag_mirrors)));
-    rows.push(("ICSP mirrors", mirror_list(&m.mirrors.legacy_content_sources)));
+    rows.push((
+        "Digest mirrors",
+        val("mirrors.digestMirrors", &|| mirror_list(&m.mirrors.digest_mirrors)),
+    ));
+    rows.push(("Tag mirrors", val("mirrors.tagMirrors", &|| mirror_list(&m.mirrors.tag_mirrors))));
+    rows.push((
+        "ICSP mirrors",
+        val("mirrors.legacyContentSources", &|| mirror_list(&m.mirrors.legacy_content_sources)),
+    ));
     rows.push((
         "Registry CAs",
-        match &m.mirrors.additional_trusted_ca {
-            Some(n) => format!(
-                "ConfigMap openshift-config/{n}: {}",
-                or_none(&m.mirrors.trusted_ca_registries)
-            ),
-            None => "none".into(),
-        },
+        unknown("mirrors.additionalTrustedCA")
+            .or_else(|| unknown("mirrors.trustedCARegistries"))
+            .unwrap_or_else(|| match &m.mirrors.additional_trusted_ca {
+                Some(n) => format!(
+                    "ConfigMap openshift-config/{}: {}",
+                    display(n),
+                    or_none(&m.mirrors.trusted_ca_registries)
+                ),
+                None => "none".into(),
+            }),
     ));
-    rows.push(("FIPS", yes_no(m.fips)));
+    rows.push(("FIPS", val("fips", &|| yes_no(m.fips))));
     rows.push((
         "SSH key",
-        if m.ssh.key_present {
-            format!("yes ({})", m.ssh.keys.len())
-        } else {
-            "no".into()
-        },
+        val("ssh", &|| {
+            if m.ssh.key_present {
+                format!("yes ({})", m.ssh.keys.len())
+            } else {
+                "no".into()
+            }
+        }),
     ));
-    rows.push(("Chrony config", yes_no(m.chrony_configured)));
-    rows.push(("Cluster networks", or_none(&m.networks.cluster_networks)));
-    rows.push(("Service networks", or_none(&m.networks.service_networks)));
+    rows.push(("Chrony config", val("chronyConfigured", &|| yes_no(m.chrony_configured))));
+    rows.push((
+        "Cluster networks",
+        val("networks", &|| or_none(&m.networks.cluster_networks)),
+    ));
+    rows.push((
+        "Service networks",
+        val("networks", &|| or_none(&m.networks.service_networks)),
+    ));
+    rows.push((
+        "Pull secret",
+        val("pullSecretFound", &|| {
+            if m.pull_secret_found { "found".into() } else { "NOT usable".into() }
+        }),
+    ));
     rows.push((
         "Can add nodes",
         if doc.can_add_nodes {
@@ -242,35 +406,38 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     ));
     let mut out = key_values(&rows);
     out.push_str("\n\n");
-    out.push_str(&table(
-        &["node", "roles", "arch", "addresses"],
-        m.nodes
-            .iter()
-            .map(|n| {
-                vec![
-                    n.name.clone(),
-                    or_none(&n.roles),
-                    n.architecture.clone(),
-                    n.addresses
-                        .iter()
-                        .map(|a| format!("{}={}", a.kind, a.address))
-                        .collect::<Vec<_>>()
-                        .join(" "),
-                ]
-            })
-            .collect(),
-    ));
+    match unknown("nodes") {
+        Some(u) => out.push_str(&format!("Nodes  {u}")),
+        None => out.push_str(&table(
+            &["node", "roles", "arch", "addresses"],
+            m.nodes
+                .iter()
+                .map(|n| {
+                    vec![
+                        display(&n.name),
+                        or_none(&n.roles),
+                        display(&n.architecture),
+                        n.addresses
+                            .iter()
+                            .map(|a| format!("{}={}", display(&a.kind), display(&a.address)))
+                            .collect::<Vec<_>>()
+                            .join(" "),
+                    ]
+                })
+                .collect(),
+        )),
+    }
     out.push('\n');
     if !m.warnings.is_empty() {
         out.push('\n');
         for w in &m.warnings {
-            out.push_str(&format!("warning: {w}\n"));
+            out.push_str(&format!("warning: {}\n", output::escape_for_display(w, 2000)));
         }
     }
     if !m.problems.is_empty() {
         out.push('\n');
         for p in &m.problems {
-            out.push_str(&format!("problem: {p}\n"));
+            out.push_str(&format!("problem: {}\n", output::escape_for_display(p, 2000)));
         }
     }
     out.push('\n');
@@ -281,7 +448,7 @@ pub fn render_table(doc: &ClusterInfo) -> String {
 /// The permission part of the report.
 pub fn render_permissions(p: &PermissionReport) -> String {
     if let Some(e) = &p.error {
-        return format!("Permissions  {e}\n");
+        return format!("Permissions  {}\n", output::escape_for_display(e, 2000));
     }
     if p.missing.is_empty() {
         return format!("Permissions  all {} needed permissions granted\n", p.checked);
