@@ -100,24 +100,122 @@ fn emit(s: &str) {
     let _ = out.flush();
 }
 
-/// `-v N` → tracing level on stderr (kubectl-like: 0 warn, 1-2 info, 3-5 debug, 6+ trace).
-/// `RUST_LOG` overrides it.
+/// `-v N` → tracing on stderr (kubectl-like). 0: only our own warnings and errors, as
+/// `warning: ...` / `error: ...` lines; 1-2 info, 3-5 debug (ours only, same plain form);
+/// 6+ trace with the kube client's, hyper's and rustls' own logs, in tracing's full format.
+/// Colours only when stderr is a terminal. Field values are shown as text (`context=admin`,
+/// not `Some("admin")`) and escaped like every other cluster-provided text. `RUST_LOG`
+/// overrides the filter.
 fn init_logging(v: u8) {
+    use std::io::IsTerminal;
     let level = match v {
         0 => "warn",
         1 | 2 => "info",
         3..=5 => "debug",
         _ => "trace",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "agent_day2={level},kube={}",
-            if v >= 6 { "debug" } else { "warn" }
-        ))
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
+    let directives = if v >= 6 {
+        format!("warn,agent_day2={level},kube=debug,kube_client=debug,kube_runtime=debug,tower_http=debug")
+    } else {
+        // Everything that is not ours stays silent: its errors reach the user as our own
+        // `error:` line, and its warnings (e.g. rustls' "Server cert bypassed" per connection
+        // with --insecure-skip-tls-verify) are noise at this level.
+        format!("off,agent_day2={level}")
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
+    if v >= 6 {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init();
+    } else {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .event_format(log_format::Plain)
+            .try_init();
+    }
+}
+
+/// The plain `warning: message key=value` log line format of [`init_logging`].
+mod log_format {
+    use std::fmt::Write as _;
+
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Level, Subscriber};
+    use tracing_subscriber::fmt::format::Writer;
+    use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+    use tracing_subscriber::registry::LookupSpan;
+
+    pub struct Plain;
+
+    #[derive(Default)]
+    struct Fields {
+        message: String,
+        rest: String,
+    }
+
+    /// `Some("x")` → `x`, `None` → `-`, `"x"` → `x`: Debug output of the usual field types
+    /// read as text.
+    fn textual(s: &str) -> String {
+        let s = s.trim();
+        if s == "None" {
+            return "-".into();
+        }
+        let s = s.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')).unwrap_or(s);
+        match s.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+            Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
+            None => s.to_string(),
+        }
+    }
+
+    impl Visit for Fields {
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "message" {
+                self.message.push_str(value);
+            } else {
+                let _ = write!(self.rest, " {}={value}", field.name());
+            }
+        }
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                let _ = write!(self.message, "{value:?}");
+            } else {
+                let _ = write!(self.rest, " {}={}", field.name(), textual(&format!("{value:?}")));
+            }
+        }
+    }
+
+    impl<S, N> FormatEvent<S, N> for Plain
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+        N: for<'a> FormatFields<'a> + 'static,
+    {
+        fn format_event(&self, _: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+            let prefix = match *event.metadata().level() {
+                Level::ERROR => "error",
+                Level::WARN => "warning",
+                Level::INFO => "info",
+                Level::DEBUG => "debug",
+                Level::TRACE => "trace",
+            };
+            let mut f = Fields::default();
+            event.record(&mut f);
+            let line = format!("{}{}", f.message, f.rest);
+            writeln!(w, "{prefix}: {}", crate::output::escape_for_display(&line, 4000))
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn debug_values_read_as_text() {
+            assert_eq!(super::textual("Some(\"admin\")"), "admin");
+            assert_eq!(super::textual("None"), "-");
+            assert_eq!(super::textual("42"), "42");
+        }
+    }
 }
