@@ -1,0 +1,154 @@
+//! The cluster side of monitor: watches of CertificateSigningRequests and Nodes
+//! (`kube::runtime::watcher`, resumed from the last resourceVersion, re-listed after a 410,
+//! with the default backoff on errors), merged into one stream, and the per-node view taken
+//! from the two stores.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+
+use super::state::KubeView;
+use crate::csr::{parse_request, CsrView, Kind, Time, NODE_PREFIX};
+
+/// One item of the merged watch stream.
+pub enum Msg {
+    /// A CSR watch event.
+    Csr(Event<CertificateSigningRequest>),
+    /// A Node watch event.
+    Node(Event<Node>),
+    /// A watch failed; `unauthorized` when the API server answered 401 (the login expired).
+    Error { what: &'static str, unauthorized: bool, message: String },
+}
+
+/// The merged stream of both watches for `client`.
+pub fn watch(client: kube::Client) -> Pin<Box<dyn Stream<Item = Msg> + Send>> {
+    let csrs = watcher::watcher(Api::<CertificateSigningRequest>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .map(|r| match r {
+            Ok(e) => Msg::Csr(e),
+            Err(e) => err("CertificateSigningRequests", e),
+        });
+    let nodes = watcher::watcher(Api::<Node>::all(client), watcher::Config::default())
+        .default_backoff()
+        .map(|r| match r {
+            Ok(e) => Msg::Node(e),
+            Err(e) => err("Nodes", e),
+        });
+    Box::pin(futures::stream::select(csrs, nodes))
+}
+
+fn err(what: &'static str, e: watcher::Error) -> Msg {
+    let code = match &e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => Some(s.code),
+        watcher::Error::WatchError(s) => Some(s.code),
+        _ => None,
+    };
+    Msg::Error { what, unauthorized: code == Some(401), message: crate::cluster::error_chain(&e) }
+}
+
+/// A store fed by watch events: a relist (Init … InitDone) replaces the content at once, so
+/// the view never passes through an empty state.
+pub struct Store<K> {
+    /// Objects by name.
+    pub items: BTreeMap<String, K>,
+    relist: Option<BTreeMap<String, K>>,
+}
+
+impl<K> Default for Store<K> {
+    fn default() -> Self {
+        Store { items: BTreeMap::new(), relist: None }
+    }
+}
+
+impl<K: kube::Resource> Store<K> {
+    /// Applies one event; true when `items` changed.
+    pub fn apply(&mut self, e: Event<K>) -> bool {
+        let name = |k: &K| k.meta().name.clone().unwrap_or_default();
+        match e {
+            Event::Apply(k) => {
+                self.items.insert(name(&k), k);
+                true
+            }
+            Event::Delete(k) => {
+                self.items.remove(&name(&k));
+                true
+            }
+            Event::Init => {
+                self.relist = Some(BTreeMap::new());
+                false
+            }
+            Event::InitApply(k) => {
+                self.relist.get_or_insert_with(BTreeMap::new).insert(name(&k), k);
+                false
+            }
+            Event::InitDone => {
+                self.items = self.relist.take().unwrap_or_default();
+                true
+            }
+        }
+    }
+}
+
+/// The node a kubelet CSR is for: serving → `spec.username` minus `system:node:`; client →
+/// the request's (last) CN minus `system:node:`. None for other signers or unreadable requests.
+pub fn csr_node(csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
+    let v = CsrView::from_k8s(csr);
+    match v.kind() {
+        Kind::Serving => v.username.strip_prefix(NODE_PREFIX).map(|n| (Kind::Serving, n.to_string())),
+        Kind::Client => {
+            let (parsed, _) = parse_request(&v.request);
+            let cn = parsed?.common_names.last()?.clone();
+            cn.strip_prefix(NODE_PREFIX).map(|n| (Kind::Client, n.to_string()))
+        }
+        Kind::NotKubelet => None,
+    }
+}
+
+/// The cluster's view of node `name`: its CSRs created at or after `since` (the batch's
+/// creation, so an earlier life of the same name does not count) and its Node.
+pub fn view_of(name: &str, since: Option<Time>, csrs: &Store<CertificateSigningRequest>, nodes: &Store<Node>) -> KubeView {
+    let mut k = KubeView::default();
+    let mut list: Vec<&CertificateSigningRequest> = csrs.items.values().collect();
+    list.sort_by_key(|c| c.metadata.creation_timestamp.as_ref().map(|t| t.0));
+    for csr in list {
+        let Some((kind, node)) = csr_node(csr) else { continue };
+        if node != name {
+            continue;
+        }
+        if let (Some(since), Some(created)) = (since, csr.metadata.creation_timestamp.as_ref()) {
+            if created.0 < since {
+                continue;
+            }
+        }
+        let v = CsrView::from_k8s(csr);
+        let pending = v.conditions.is_empty() && !v.has_certificate;
+        let issued = v.has_certificate && v.conditions.iter().any(|c| c == "Approved");
+        match kind {
+            Kind::Client if pending => k.client_csr_pending = Some(v.name),
+            Kind::Serving if pending => k.serving_csr_pending = Some(v.name),
+            Kind::Serving if issued => k.serving_issued = Some(v.name),
+            _ => {}
+        }
+    }
+    if let Some(n) = nodes.items.get(name) {
+        k.node_exists = true;
+        k.client_csr_pending = None;
+        k.ready = n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    }
+    if k.serving_issued.is_some() {
+        k.serving_csr_pending = None;
+    }
+    k
+}

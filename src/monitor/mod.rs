@@ -1,0 +1,816 @@
+//! `monitor`: follows every expected node from boot to Ready with its serving certificate, and
+//! tells the truth in its exit status (design.md "monitor", issue 5).
+//!
+//! Which nodes: every host of the batch records (or `--batch NAME`), or, as the anchor
+//! `oc adm node-image monitor` does, the addresses of `--ip-addresses` and `--node NAME=IP`.
+//! Names come from the batch records, never from reverse DNS. A DHCP host's address is given
+//! with `--ip-addresses`: once the host's own assisted-service answers with the batch token and
+//! one of its MACs is the batch host's, the address is recorded on the batch (compare-and-swap)
+//! so that `approve` can check the serving CSR's IP SANs against it.
+//!
+//! Two sides, one loop:
+//! - the node's live assisted-service ([`crate::assisted`]): polled per node (watcher token),
+//!   with backoff while it does not answer, through one [`Limiter`] whatever the node count;
+//! - the cluster: one watch of CSRs and one of Nodes ([`kube`]), resumed by
+//!   `kube::runtime::watcher`; a 401 re-reads the kubeconfig once, a second one stops with
+//!   "log in again" (exit 4).
+//!
+//! Exit status ([`state::node_exit`], [`state::overall_exit`]): 0 only when every node is Ready
+//! with its serving certificate; 6 a node failed; 5 timed out; 7 CSRs still pending (with a
+//! hint to run `approve`); the lowest non-zero wins.
+
+pub mod kube;
+pub mod output;
+pub mod state;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use clap::Args;
+use futures::StreamExt;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use serde_json::json;
+
+use crate::approve::{Action, ApproveOptions, Approver};
+use crate::assisted::{self, AssistedError, Cluster, Limiter};
+use crate::auth::AuthMaterial;
+use crate::batch::{self, BatchRecord};
+use crate::cluster::classify;
+use crate::error::{exit, Error, ResourceRef, Result};
+use crate::kube_flags::{KubeFlags, KubeTarget};
+use output::{Event, Format, Out};
+use state::{Stage, Track};
+
+/// Arguments of `monitor`.
+#[derive(Debug, Clone, Args)]
+pub struct MonitorArgs {
+    /// Follow only this batch's hosts, e.g. --batch batch-20261129-211034-ab12 (default: every
+    /// batch record).
+    #[arg(long, value_name = "NAME")]
+    pub batch: Option<String>,
+    /// Follow the hosts at these addresses (comma-separated or repeated), e.g. --ip-addresses
+    /// 192.168.111.30,192.168.111.31. A DHCP host of a batch is recognised by its MAC and its
+    /// address recorded on the batch.
+    #[arg(long = "ip-addresses", value_name = "IP,...", value_delimiter = ',')]
+    pub ip_addresses: Vec<IpAddr>,
+    /// Follow this node at this address (repeatable), e.g. --node worker-1=192.168.111.31.
+    #[arg(long = "node", value_name = "NAME=IP", value_parser = parse_node)]
+    pub nodes: Vec<(String, IpAddr)>,
+    /// Approve the nodes' kubelet CSRs as they arrive, with every check of `approve`
+    /// (needs --yes when stdin is not a terminal).
+    #[arg(long)]
+    pub approve: bool,
+    /// With --approve: approve without asking.
+    #[arg(long, short = 'y', requires = "approve")]
+    pub yes: bool,
+    /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
+    /// --gather ./logs.
+    #[arg(long, value_name = "DIR")]
+    pub gather: Option<PathBuf>,
+    /// Give up after this long, e.g. --timeout 2h (exit 5, or 7 when CSRs are pending).
+    #[arg(long, value_name = "DURATION", default_value = "90m")]
+    pub timeout: String,
+    /// Output: a live table on a terminal (one line per change otherwise), or -o json (one
+    /// JSON event per line).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// How often a node's API is polled once it answers.
+    #[arg(long, value_name = "DURATION", default_value = "5s", hide = true)]
+    pub poll_interval: String,
+    /// Bound on assisted-service requests in flight, all nodes together.
+    #[arg(long, value_name = "N", default_value_t = 16, hide = true)]
+    pub max_in_flight: usize,
+}
+
+fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), String> {
+    let (n, ip) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=IP, e.g. worker-1=192.168.111.31"))?;
+    let ip = ip.trim().trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = ip.parse().map_err(|_| format!("{s:?}: {ip:?} is not an IP address"))?;
+    if n.is_empty() {
+        return Err(format!("{s:?}: the node name is empty"));
+    }
+    Ok((n.to_string(), ip))
+}
+
+fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
+    match crate::kube_flags::parse_duration(s) {
+        Ok(Some(d)) => Ok(d),
+        Ok(None) => Err(Error::Usage(format!("{flag} {s:?}: must be longer than 0, e.g. 90m"))),
+        Err(e) => Err(Error::Usage(format!("{flag} {s:?}: {e}"))),
+    }
+}
+
+/// Reads the auth Secret (the node tokens). Errors: exit 4 naming the Secret.
+async fn read_auth(target: &KubeTarget) -> Result<AuthMaterial> {
+    let api: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), crate::auth::SECRET_NAMESPACE);
+    let r = ResourceRef::namespaced("Secret", crate::auth::SECRET_NAMESPACE, crate::auth::SECRET_NAME);
+    let s = api.get(crate::auth::SECRET_NAME).await.map_err(|e| match classify(e, "read", r.clone(), target) {
+        Error::NotFound { resource, .. } => Error::NotFound {
+            resource,
+            why: Some("it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first".into()),
+        },
+        other => other,
+    })?;
+    let data: BTreeMap<String, Vec<u8>> = s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
+    AuthMaterial::from_secret_data(&data).map_err(|e| Error::BadObject { resource: r, message: e.to_string() })
+}
+
+/// What one poll (or a failure follow-up) tells the loop.
+enum Report {
+    Poll(usize, std::result::Result<Vec<Cluster>, AssistedError>),
+    Info(usize, &'static str, String),
+}
+
+/// Polls one node's API until told to stop: `interval` while it answers, doubling up to a cap
+/// while it does not (a node not booted yet costs little).
+async fn poll_loop(
+    idx: usize,
+    client: assisted::Client,
+    cluster_id: Option<String>,
+    interval: Duration,
+    stop: Arc<AtomicBool>,
+    tx: tokio::sync::mpsc::UnboundedSender<Report>,
+) {
+    let cap = interval.max((interval * 8).min(Duration::from_secs(30)));
+    let mut delay = interval;
+    while !stop.load(Ordering::SeqCst) {
+        let r = client.list_clusters(cluster_id.as_deref()).await;
+        delay = match &r {
+            Err(AssistedError::Unreachable { .. }) => (delay * 2).min(cap),
+            _ => interval,
+        };
+        if tx.send(Report::Poll(idx, r)).is_err() {
+            return;
+        }
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// After a failure: the last events of the host (shown) and, with `--gather`, its logs.
+async fn follow_failure(
+    idx: usize,
+    name: String,
+    client: assisted::Client,
+    ids: (String, String),
+    gather: Option<PathBuf>,
+    tx: tokio::sync::mpsc::UnboundedSender<Report>,
+) {
+    if let Ok(evs) = client.list_events(&ids.0, &ids.1, 3).await {
+        if let Some(e) = evs.iter().find(|e| e.severity == "error" || e.severity == "critical").or(evs.first()) {
+            let _ = tx.send(Report::Info(idx, "info", format!("last event ({}): {}", e.severity, crate::output::display(&e.message))));
+        }
+    }
+    let Some(dir) = gather else { return };
+    let msg = match client.download_logs(&ids.0, &ids.1).await {
+        Ok(bytes) => match save_logs(&dir, &name, &bytes) {
+            Ok(p) => (
+                "info",
+                format!("assisted-service logs saved to {} ({} bytes)", p.display(), bytes.len()),
+            ),
+            Err(e) => ("warning", format!("cannot save the logs under {}: {e}", dir.display())),
+        },
+        Err(e) => ("warning", format!("cannot download the logs: {e}")),
+    };
+    let _ = tx.send(Report::Info(idx, msg.0, msg.1));
+}
+
+/// Writes `DIR/<node>-logs.tar.gz` (mode 0600, never replacing a file: `-2`, `-3`, ... when
+/// taken). `DIR` is created 0700 if missing.
+fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    if !dir.exists() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    }
+    let safe: String = node.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    for i in 1..1000 {
+        let p = dir.join(if i == 1 { format!("{safe}-logs.tar.gz") } else { format!("{safe}-logs-{i}.tar.gz") });
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&p) {
+            Ok(mut f) => {
+                f.write_all(bytes)?;
+                f.sync_all()?;
+                return Ok(p);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("too many log files for this node"))
+}
+
+/// The batches to follow and their resourceVersions.
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchRecord>> {
+    Ok(match only {
+        Some(n) => vec![batch::get(target, n).await?.0],
+        None => batch::list(target).await?.into_iter().map(|(r, _)| r).collect(),
+    })
+}
+
+/// Records `ip` for `host` on batch `name` (compare-and-swap; a 409 reads again, up to 8
+/// times). Returns the updated ConfigMap for the approver. `Ok(None)`: already recorded.
+async fn record_address(target: &KubeTarget, name: &str, host: &str, ip: IpAddr) -> Result<Option<ConfigMap>> {
+    for _ in 0..8 {
+        let (mut rec, rv) = batch::get(target, name).await?;
+        let Some(h) = rec.hosts.iter_mut().find(|h| h.hostname == host) else {
+            return Err(Error::BadObject {
+                resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
+                message: format!("has no host {host} any more"),
+            });
+        };
+        if h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip)) {
+            return Ok(None);
+        }
+        h.ips = vec![ip.to_string()];
+        h.ip_source = "monitor".into();
+        match batch::update(target, &rec, &rv).await {
+            Ok(()) => {
+                let api: ::kube::Api<ConfigMap> = ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
+                return Ok(api.get(name).await.ok());
+            }
+            Err(Error::Api { message, .. }) if message.starts_with("HTTP 409") => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Unexpected(format!("batch {name} kept changing while recording {host}'s address; run monitor again")))
+}
+
+/// The monitor's state and sinks.
+struct Monitor {
+    tracks: Vec<Track>,
+    out: Out,
+    batches: Vec<BatchRecord>,
+    since: BTreeMap<String, crate::csr::Time>,
+    token_expired: BTreeMap<String, bool>,
+    csrs: kube::Store<CertificateSigningRequest>,
+    nodes: kube::Store<Node>,
+    approver: Option<Approver>,
+    told: BTreeSet<String>,
+}
+
+impl Monitor {
+    fn event(&mut self, idx: Option<usize>, kind: &'static str, message: String) {
+        let mut e = Event::new(kind, message);
+        if let Some(i) = idx {
+            let t = &self.tracks[i];
+            e.node = Some(t.name.clone());
+            e.ip = t.ip.map(|i| i.to_string());
+        }
+        self.out.emit(&e);
+    }
+
+    /// Emits a `stage` event for every track whose (stage, detail) changed.
+    fn show_changes(&mut self) {
+        for i in 0..self.tracks.len() {
+            let now = self.tracks[i].now();
+            if self.tracks[i].shown.as_ref() == Some(&now) {
+                continue;
+            }
+            self.tracks[i].shown = Some(now.clone());
+            let t = &self.tracks[i];
+            let mut e = Event::new("stage", now.1.clone());
+            e.node = Some(t.name.clone());
+            e.ip = t.ip.map(|i| i.to_string());
+            e.stage = Some(now.0);
+            if matches!(now.0, Stage::Installing | Stage::Rebooting) && t.assisted.stage == now.0 {
+                e.percent = t.assisted.percent;
+            }
+            if now.0 == Stage::Validations {
+                e.validations = t
+                    .assisted
+                    .failing
+                    .iter()
+                    .map(|(id, m)| BTreeMap::from([("id", id.clone()), ("message", crate::output::display(m))]))
+                    .collect();
+            }
+            self.out.emit(&e);
+        }
+    }
+
+    fn refresh_kube(&mut self) {
+        for t in &mut self.tracks {
+            if !t.named {
+                continue;
+            }
+            let since = t.batch.as_ref().and_then(|b| self.since.get(b)).copied();
+            t.kube = kube::view_of(&t.name, since, &self.csrs, &self.nodes);
+        }
+    }
+
+    /// With --approve: hands every pending kubelet CSR of a followed node to the approver.
+    async fn approve_pending(&mut self) {
+        let Some(ap) = self.approver.as_mut() else { return };
+        let followed: BTreeSet<String> = self.tracks.iter().filter(|t| t.named).map(|t| t.name.clone()).collect();
+        let pending: Vec<CertificateSigningRequest> = self
+            .csrs
+            .items
+            .values()
+            .filter(|c| {
+                let st = c.status.as_ref();
+                st.and_then(|s| s.conditions.as_ref()).is_none_or(|c| c.is_empty())
+                    && st.and_then(|s| s.certificate.as_ref()).is_none_or(|c| c.0.is_empty())
+            })
+            .filter(|c| kube::csr_node(c).is_some_and(|(_, n)| followed.contains(&n)))
+            .cloned()
+            .collect();
+        let mut lines = Vec::new();
+        for c in pending {
+            let name = c.metadata.name.clone().unwrap_or_default();
+            let node = kube::csr_node(&c).map(|(k, n)| (k, n)).unwrap();
+            match ap.handle(&c).await {
+                Ok(o) => match o.action {
+                    Action::Approved => lines.push((node.1, "info", format!("approved {} CSR {name}", node.0))),
+                    Action::Rejected | Action::WouldApprove => {
+                        let key = format!("{name}/{:?}", o.verdict.reasons);
+                        if self.told.insert(key) {
+                            let why = if o.verdict.reasons.is_empty() {
+                                "not approved".to_string()
+                            } else {
+                                o.verdict.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ")
+                            };
+                            lines.push((node.1, "warning", format!("{} CSR {name} left pending: {why}", node.0)));
+                        }
+                    }
+                    _ => {}
+                },
+                Err(e) => lines.push((node.1, "warning", format!("cannot approve CSR {name}: {}", e.render().trim()))),
+            }
+        }
+        for (node, kind, msg) in lines {
+            let idx = self.tracks.iter().position(|t| t.name == node);
+            self.event(idx, kind, msg);
+        }
+    }
+
+    /// Applies the batch's node labels once the Node exists (merge patch of metadata.labels).
+    async fn apply_labels(&mut self, target: &KubeTarget) {
+        for i in 0..self.tracks.len() {
+            let t = &self.tracks[i];
+            if t.labels_done || !t.kube.node_exists {
+                continue;
+            }
+            let have = self.nodes.items.get(&t.name).and_then(|n| n.metadata.labels.clone()).unwrap_or_default();
+            let missing: BTreeMap<String, String> =
+                t.labels.iter().filter(|(k, v)| have.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let name = t.name.clone();
+            self.tracks[i].labels_done = true;
+            if missing.is_empty() {
+                continue;
+            }
+            let api: ::kube::Api<Node> = ::kube::Api::all(target.client.clone());
+            let pp = ::kube::api::PatchParams { field_manager: Some(crate::kube_write::FIELD_MANAGER.into()), ..Default::default() };
+            let patch = ::kube::api::Patch::Merge(json!({"metadata": {"labels": missing}}));
+            match api.patch(&name, &pp, &patch).await {
+                Ok(_) => {
+                    let l = missing.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
+                    self.event(Some(i), "info", format!("labels {} applied to Node {name}", crate::output::display(&l)));
+                }
+                Err(e) => {
+                    let e = classify(e, "patch", ResourceRef::cluster("Node", &name), target);
+                    self.event(Some(i), "warning", format!("cannot apply the batch's labels: {e}"));
+                }
+            }
+        }
+    }
+}
+
+/// Runs `monitor`; returns the exit code. `flags` are kept to read the kubeconfig again once
+/// after a 401 (an `oc login` token expires after 24 h).
+pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> Result<u8> {
+    use std::io::IsTerminal;
+    let timeout = duration_flag("--timeout", &args.timeout)?;
+    let interval = duration_flag("--poll-interval", &args.poll_interval)?;
+    if args.approve && !args.yes && !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(
+            "--approve without --yes needs a terminal to ask on; pass --yes to approve every CSR that passes the checks".into(),
+        ));
+    }
+    let mut target = target;
+    let batches = read_batches(&target, args.batch.as_deref()).await?;
+    let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
+    if batches.is_empty() && !anchors {
+        return Err(Error::NotFound {
+            resource: ResourceRef { kind: "batch records (ConfigMaps)".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
+            why: Some("no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses".into()),
+        });
+    }
+    let auth = read_auth(&target).await?;
+
+    // The nodes to follow.
+    let host_of = |name: &str| -> Option<(&BatchRecord, &batch::BatchHost)> {
+        batches.iter().rev().find_map(|b| b.hosts.iter().find(|h| h.hostname == name).map(|h| (b, h)))
+    };
+    let host_with_ip = |ip: IpAddr| -> Option<(&BatchRecord, &batch::BatchHost)> {
+        batches.iter().rev().find_map(|b| b.hosts.iter().find(|h| h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip))).map(|h| (b, h)))
+    };
+    let from_batch = |name: &str, ip: Option<IpAddr>, b: Option<(&BatchRecord, &batch::BatchHost)>| -> Track {
+        let mut t = Track::new(name, ip);
+        if let Some((b, h)) = b {
+            t.batch = Some(b.name.clone());
+            t.macs = h.macs.iter().map(|m| m.to_ascii_lowercase()).collect();
+            t.labels = b.node_labels.clone();
+            t.labels_done = b.node_labels.is_empty();
+            if t.ip.is_none() {
+                t.ip = h.ips.iter().find_map(|i| i.parse().ok());
+            }
+        }
+        t
+    };
+    let mut tracks: Vec<Track> = Vec::new();
+    if anchors {
+        for (name, ip) in &args.nodes {
+            tracks.push(from_batch(name, Some(*ip), host_of(name)));
+        }
+        for ip in &args.ip_addresses {
+            if tracks.iter().any(|t| t.ip == Some(*ip)) {
+                continue;
+            }
+            match host_with_ip(*ip) {
+                Some(b) => tracks.push(from_batch(&b.1.hostname.clone(), Some(*ip), Some(b))),
+                None => {
+                    let mut t = Track::new(&ip.to_string(), Some(*ip));
+                    t.named = false;
+                    tracks.push(t);
+                }
+            }
+        }
+    } else {
+        let mut seen = BTreeSet::new();
+        for b in batches.iter().rev() {
+            for h in &b.hosts {
+                if seen.insert(h.hostname.clone()) {
+                    tracks.push(from_batch(&h.hostname, None, Some((b, h))));
+                }
+            }
+        }
+        tracks.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+
+    let now = SystemTime::now();
+    let mut since = BTreeMap::new();
+    let mut token_expired = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for b in &batches {
+        if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
+            // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
+            since.insert(b.name.clone(), t - ::k8s_openapi::jiff::SignedDuration::from_secs(600));
+        }
+        let exp = crate::auth::parse_rfc3339(&b.token_expires_at);
+        let expired = exp.is_some_and(|e| e <= now);
+        token_expired.insert(b.name.clone(), expired);
+        if expired {
+            warnings.push(format!(
+                "batch {}: its token expired at {}: nodes that have not registered yet cannot join; run add-nodes again for them",
+                b.name, b.token_expires_at
+            ));
+        } else if exp.is_some_and(|e| e < now + timeout) {
+            warnings.push(format!(
+                "batch {}: its token expires at {}, before --timeout ends: a node booted after that cannot join",
+                b.name, b.token_expires_at
+            ));
+        }
+    }
+    if auth.is_expired(now) {
+        warnings.push(format!(
+            "the node tokens in Secret {}/{} expired at {}",
+            crate::auth::SECRET_NAMESPACE,
+            crate::auth::SECRET_NAME,
+            auth.expiry_rfc3339()
+        ));
+    }
+
+    let approver = if args.approve {
+        let opts = ApproveOptions {
+            yes: args.yes,
+            batch: args.batch.clone(),
+            extra_nodes: tracks
+                .iter()
+                .filter(|t| t.named && t.batch.is_some())
+                .filter_map(|t| t.ip.map(|ip| (t.name.clone(), vec![ip])))
+                .collect(),
+            ..Default::default()
+        };
+        Some(Approver::new(&target, opts).await?)
+    } else {
+        None
+    };
+
+    let mut m = Monitor {
+        tracks,
+        out: Out::new(args.output),
+        batches: batches.clone(),
+        since,
+        token_expired,
+        csrs: Default::default(),
+        nodes: Default::default(),
+        approver,
+        told: BTreeSet::new(),
+    };
+    for w in warnings {
+        m.event(None, "warning", w);
+    }
+    for i in 0..m.tracks.len() {
+        if m.tracks[i].ip.is_none() {
+            continue;
+        }
+        if m.tracks[i].named && m.tracks[i].batch.is_none() {
+            m.event(Some(i), "warning", "not in any batch record: followed, but `approve` will not approve its CSRs".into());
+        }
+    }
+
+    // Pollers.
+    let limiter = Limiter::new(args.max_in_flight);
+    let http = assisted::http_client().map_err(Error::Unexpected)?;
+    let cluster_id = batches.first().map(|b| b.cluster_id.clone());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Report>();
+    let mut stops: Vec<Option<Arc<AtomicBool>>> = Vec::new();
+    let mut clients: Vec<Option<assisted::Client>> = Vec::new();
+    let mut tasks = tokio::task::JoinSet::new();
+    for (i, t) in m.tracks.iter().enumerate() {
+        match t.ip {
+            Some(ip) => {
+                let c = assisted::Client::new(http.clone(), assisted::origin_for(ip), &auth.watcher_token, &auth.user_token, limiter.clone());
+                let stop = Arc::new(AtomicBool::new(false));
+                let cid = t.batch.as_ref().and_then(|b| batches.iter().find(|r| &r.name == b)).map(|r| r.cluster_id.clone()).or(cluster_id.clone());
+                tasks.spawn(poll_loop(i, c.clone(), cid, interval, stop.clone(), tx.clone()));
+                stops.push(Some(stop));
+                clients.push(Some(c));
+            }
+            None => {
+                stops.push(None);
+                clients.push(None);
+            }
+        }
+    }
+    m.show_changes();
+
+    let deadline = tokio::time::Instant::now() + timeout;
+    let started = Instant::now();
+    let mut watch = kube::watch(target.client.clone());
+    let mut reread = false;
+    let mut synced = (false, false);
+    let mut follow_ups = tokio::task::JoinSet::new();
+    let timed_out = loop {
+        let all_done = synced.0 && synced.1 && m.tracks.iter().all(Track::finished);
+        if all_done {
+            break false;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => break true,
+            Some(r) = rx.recv() => match r {
+                Report::Poll(i, poll) => {
+                    if !m.tracks[i].named {
+                        if let Ok(clusters) = &poll {
+                            bind_anchor(&mut m, &target, i, clusters).await;
+                        }
+                    }
+                    let expired = m.tracks[i].batch.as_ref().and_then(|b| m.token_expired.get(b)).copied().unwrap_or(false);
+                    let before = m.tracks[i].assisted.stage;
+                    let v = state::next_view(&m.tracks[i].assisted, &poll, &m.tracks[i].macs, expired);
+                    m.tracks[i].assisted = v;
+                    if m.tracks[i].assisted.finished {
+                        if let Some(s) = &stops[i] { s.store(true, Ordering::SeqCst); }
+                    }
+                    if m.tracks[i].assisted.stage == Stage::Failed && before != Stage::Failed && !m.tracks[i].gathered {
+                        m.tracks[i].gathered = true;
+                        if let (Some(ids), Some(c)) = (m.tracks[i].assisted.ids.clone(), clients[i].clone()) {
+                            follow_ups.spawn(follow_failure(i, m.tracks[i].name.clone(), c, ids, args.gather.clone(), tx.clone()));
+                        }
+                    }
+                    m.refresh_kube();
+                    m.show_changes();
+                }
+                Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),
+            },
+            Some(msg) = watch.next() => {
+                match msg {
+                    kube::Msg::Csr(e) => {
+                        if matches!(e, ::kube::runtime::watcher::Event::InitDone) { synced.0 = true; }
+                        if !m.csrs.apply(e) { continue; }
+                    }
+                    kube::Msg::Node(e) => {
+                        if matches!(e, ::kube::runtime::watcher::Event::InitDone) { synced.1 = true; }
+                        if !m.nodes.apply(e) { continue; }
+                        if let Some(ap) = m.approver.as_mut() {
+                            for n in m.nodes.items.values() { ap.observe_node(n); }
+                        }
+                    }
+                    kube::Msg::Error { what, unauthorized, message } => {
+                        if unauthorized {
+                            if reread {
+                                return Err(Error::Unauthorized { url: format!("{} (watching {what})", target.server) });
+                            }
+                            reread = true;
+                            m.event(None, "warning", format!("the API server answered 401 while watching {what}: reading the kubeconfig again"));
+                            target = flags.resolve().await?;
+                            if let Some(ap) = m.approver.as_mut() { ap.set_target(&target); }
+                            watch = kube::watch(target.client.clone());
+                            synced = (false, false);
+                        } else {
+                            tracing::warn!("watching {what}: {message} (retrying)");
+                        }
+                        continue;
+                    }
+                }
+                m.refresh_kube();
+                m.approve_pending().await;
+                m.apply_labels(&target).await;
+                m.show_changes();
+            }
+        }
+    };
+    for s in stops.iter().flatten() {
+        s.store(true, Ordering::SeqCst);
+    }
+    // Let failure follow-ups (logs) finish: they are what is lost with the live system.
+    let drain = tokio::time::sleep(Duration::from_secs(60));
+    tokio::pin!(drain);
+    while !follow_ups.is_empty() {
+        tokio::select! {
+            _ = follow_ups.join_next() => {}
+            Some(Report::Info(i, kind, msg)) = rx.recv() => m.event(Some(i), kind, msg),
+            _ = &mut drain => break,
+        }
+    }
+    while let Ok(r) = rx.try_recv() {
+        if let Report::Info(i, kind, msg) = r {
+            m.event(Some(i), kind, msg);
+        }
+    }
+    tasks.abort_all();
+    m.out.finish();
+
+    // Summary.
+    let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
+    let code = state::overall_exit(codes.iter().copied());
+    let stats = limiter.stats();
+    let elapsed = started.elapsed();
+    let pending: Vec<&Track> = m.tracks.iter().filter(|t| state::node_exit(t.now().0) == exit::CSRS).collect();
+    let mut hints = Vec::new();
+    if !pending.is_empty() {
+        hints.push(format!(
+            "CSRs of {} are pending approval: run `oc agent-day2 approve` (or monitor --approve)",
+            pending.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if timed_out {
+        hints.push(format!("timed out after {}", humanize(timeout)));
+    }
+    for t in m.tracks.iter().filter(|t| t.ip.is_none() && !t.finished()) {
+        hints.push(format!("{}: address unknown (DHCP): pass --ip-addresses IP to follow its installation", t.name));
+    }
+    match args.output {
+        Format::Json => {
+            let mut e = Event::new("summary", format!("{} of {} node(s) done", codes.iter().filter(|c| **c == 0).count(), codes.len()));
+            e.extra.insert("exitCode".into(), json!(code));
+            e.extra.insert("timedOut".into(), json!(timed_out));
+            e.extra.insert("elapsedSeconds".into(), json!(elapsed.as_secs_f64()));
+            e.extra.insert(
+                "nodes".into(),
+                json!(m.tracks.iter().map(|t| {
+                    let (s, d) = t.now();
+                    json!({"node": t.name, "ip": t.ip.map(|i| i.to_string()), "batch": t.batch, "stage": s, "message": d, "exitCode": state::node_exit(s)})
+                }).collect::<Vec<_>>()),
+            );
+            e.extra.insert("requests".into(), json!(stats));
+            e.extra.insert("hints".into(), json!(hints));
+            m.out.emit(&e);
+        }
+        Format::Table => {
+            let rows: Vec<Vec<String>> = m
+                .tracks
+                .iter()
+                .map(|t| {
+                    let (s, d) = t.now();
+                    vec![
+                        crate::output::display(&t.name),
+                        t.ip.map(|i| i.to_string()).unwrap_or_else(|| "unknown".into()),
+                        s.as_str().to_string(),
+                        d,
+                    ]
+                })
+                .collect();
+            let mut so = std::io::stdout().lock();
+            let _ = std::io::Write::write_all(&mut so, crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows).as_bytes());
+            for h in &hints {
+                eprintln!("hint: {h}");
+            }
+        }
+    }
+    eprintln!(
+        "assisted-service requests: {} sent, at most {} in flight (bound {}), {} waited for a slot; {} node(s) in {:.1}s",
+        stats.requests,
+        stats.max_in_flight,
+        stats.bound,
+        stats.waited,
+        m.tracks.len(),
+        elapsed.as_secs_f64()
+    );
+    let _ = &m.batches;
+    Ok(code)
+}
+
+/// An `--ip-addresses` anchor's host answered: find its batch host by MAC, name the track,
+/// and record the address on the batch.
+async fn bind_anchor(m: &mut Monitor, target: &KubeTarget, i: usize, clusters: &[Cluster]) {
+    let hosts: Vec<&assisted::Host> = clusters.iter().flat_map(|c| c.hosts.iter()).collect();
+    let Some(ip) = m.tracks[i].ip else { return };
+    for h in &hosts {
+        let macs = h.macs();
+        let found = m.batches.iter().rev().find_map(|b| {
+            b.hosts.iter().find(|bh| bh.macs.iter().any(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y)))).map(|bh| (b.clone(), bh.clone()))
+        });
+        if let Some((b, bh)) = found {
+            if m.tracks.iter().enumerate().any(|(j, t)| j != i && t.named && t.name == bh.hostname) {
+                continue;
+            }
+            let mac = bh.macs.iter().find(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y))).cloned().unwrap_or_default();
+            {
+                let t = &mut m.tracks[i];
+                t.name = bh.hostname.clone();
+                t.named = true;
+                t.batch = Some(b.name.clone());
+                t.macs = bh.macs.iter().map(|x| x.to_ascii_lowercase()).collect();
+                t.labels = b.node_labels.clone();
+                t.labels_done = b.node_labels.is_empty();
+            }
+            if bh.ip_source == "static" && !bh.ips.is_empty() {
+                m.event(Some(i), "warning", format!("batch {} gives {} the static address(es) {}, not {ip}", b.name, bh.hostname, bh.ips.join(",")));
+                return;
+            }
+            match record_address(target, &b.name, &bh.hostname, ip).await {
+                Ok(cm) => {
+                    m.event(
+                        Some(i),
+                        "info",
+                        format!(
+                            "address {ip} recorded on batch {} for {} (its assisted-service answered with the batch token; MAC {mac} matches)",
+                            b.name, bh.hostname
+                        ),
+                    );
+                    if let (Some(ap), Some(cm)) = (m.approver.as_mut(), cm) {
+                        if let Err(e) = ap.observe_batch(&cm) {
+                            m.event(Some(i), "warning", format!("approver: {e}"));
+                        }
+                    }
+                }
+                Err(e) => m.event(Some(i), "warning", format!("cannot record the address on batch {}: {e}", b.name)),
+            }
+            return;
+        }
+    }
+    if let Some(h) = hosts.first() {
+        if let Some(name) = h.hostname() {
+            let t = &mut m.tracks[i];
+            t.name = name;
+            t.named = true;
+            t.macs = h.macs();
+            m.event(Some(i), "warning", "in no batch record (no MAC matches): followed by the name it reports; `approve` will not approve its CSRs".into());
+        }
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_flags_and_durations() {
+        assert_eq!(parse_node("worker-1=192.168.111.31").unwrap(), ("worker-1".into(), "192.168.111.31".parse().unwrap()));
+        assert_eq!(parse_node("w=[fd2e::31]").unwrap().1, "fd2e::31".parse::<IpAddr>().unwrap());
+        assert!(parse_node("w").is_err());
+        assert!(parse_node("=1.2.3.4").is_err());
+        assert!(parse_node("w=host").is_err());
+        assert_eq!(duration_flag("--timeout", "90m").unwrap(), Duration::from_secs(5400));
+        assert!(duration_flag("--timeout", "0").is_err());
+        assert_eq!(humanize(Duration::from_secs(5400)), "1h30m");
+    }
+
+    #[test]
+    fn logs_are_saved_0600_without_replacing() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("logs");
+        let a = save_logs(&dir, "worker-0", b"one").unwrap();
+        let b = save_logs(&dir, "worker-0", b"two").unwrap();
+        assert_ne!(a, b);
+        assert_eq!(std::fs::read(&a).unwrap(), b"one");
+        assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert!(save_logs(&dir, "../x", b"z").unwrap().starts_with(&dir));
+    }
+}

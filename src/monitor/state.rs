@@ -1,0 +1,424 @@
+//! What monitor knows about one node, and the stage and exit code that follow from it. Pure:
+//! no I/O, so every rule is unit-tested.
+//!
+//! Stages (design.md "monitor", issue 5), in order: waiting for boot → API reachable → host
+//! registered → pre-flight validations → installing (percent, stage) → rebooting → client CSR
+//! pending → node joined → Ready → serving CSR pending → done (serving certificate issued).
+//! `failed` (install failed, cancelled, token expired) ends a node.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use crate::assisted::{AssistedError, Cluster, Host};
+use crate::error::exit;
+
+/// A node's stage. The order is the order of the walk (`Failed` last).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// The node's API does not answer yet (or its address is unknown).
+    WaitingForBoot,
+    /// The API answers with our token; the host has not registered yet.
+    ApiReachable,
+    /// The host registered and is discovering its hardware.
+    Registered,
+    /// Pre-flight validations: failing ones are listed; when all pass the host is `known`.
+    Validations,
+    /// Installing (percent and stage).
+    Installing,
+    /// Writing done; the live system reboots into the installed one (API goes away).
+    Rebooting,
+    /// The kubelet's client CSR waits for approval.
+    ClientCsrPending,
+    /// The Node object exists, not Ready yet.
+    Joined,
+    /// Ready; the serving CSR was not sent yet.
+    Ready,
+    /// Ready, and the serving CSR waits for approval.
+    ServingCsrPending,
+    /// Ready with its serving certificate issued: done.
+    Done,
+    /// Installation failed, was cancelled, or the token expired.
+    Failed,
+}
+
+impl Stage {
+    /// The name used in lines, tables and JSON events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::WaitingForBoot => "waiting-for-boot",
+            Stage::ApiReachable => "api-reachable",
+            Stage::Registered => "registered",
+            Stage::Validations => "validations",
+            Stage::Installing => "installing",
+            Stage::Rebooting => "rebooting",
+            Stage::ClientCsrPending => "client-csr-pending",
+            Stage::Joined => "joined",
+            Stage::Ready => "ready",
+            Stage::ServingCsrPending => "serving-csr-pending",
+            Stage::Done => "done",
+            Stage::Failed => "failed",
+        }
+    }
+}
+
+/// What the node's own assisted-service says, as monitor keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssistedView {
+    /// One of WaitingForBoot ..= Rebooting, or Failed.
+    pub stage: Stage,
+    /// The sentence shown.
+    pub detail: String,
+    /// Installation percent, when installing.
+    pub percent: Option<i64>,
+    /// Failing validations (id, message).
+    pub failing: Vec<(String, String)>,
+    /// The AI cluster and host ids, once seen (for events and logs).
+    pub ids: Option<(String, String)>,
+    /// The API has answered at least once.
+    pub seen: bool,
+    /// Polling can stop: the host left the live system (installed) or ended in error.
+    pub finished: bool,
+}
+
+impl Default for AssistedView {
+    fn default() -> Self {
+        AssistedView {
+            stage: Stage::WaitingForBoot,
+            detail: "not booted yet".into(),
+            percent: None,
+            failing: vec![],
+            ids: None,
+            seen: false,
+            finished: false,
+        }
+    }
+}
+
+/// The host among `clusters` that is this node: the one whose inventory MACs meet `macs`, else
+/// (no MACs known) the only host. None when no host matches (not registered yet, or another
+/// machine answers on this address).
+pub fn find_host<'a>(clusters: &'a [Cluster], macs: &[String]) -> Option<(&'a Cluster, &'a Host)> {
+    let all: Vec<(&Cluster, &Host)> = clusters.iter().flat_map(|c| c.hosts.iter().map(move |h| (c, h))).collect();
+    if macs.is_empty() {
+        return if all.len() == 1 { all.into_iter().next() } else { None };
+    }
+    all.into_iter().find(|(_, h)| h.macs().iter().any(|m| macs.iter().any(|x| x.eq_ignore_ascii_case(m))))
+}
+
+/// The next assisted view after one poll, from the previous one. `token_expired` says the
+/// batch token's expiry has passed (a node not seen by then can never register).
+pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>, macs: &[String], token_expired: bool) -> AssistedView {
+    let mut v = prev.clone();
+    match poll {
+        Err(AssistedError::Unreachable { url, .. }) => {
+            if prev.stage >= Stage::Installing && prev.stage != Stage::Failed {
+                v.stage = Stage::Rebooting;
+                v.detail = "rebooting into the installed system (its live API went away)".into();
+                v.finished = true;
+            } else if !prev.seen {
+                if token_expired {
+                    v.stage = Stage::Failed;
+                    v.detail = "not booted, and the batch token has expired: the image can no longer add this node; run add-nodes again".into();
+                    v.finished = true;
+                } else {
+                    v.stage = Stage::WaitingForBoot;
+                    v.detail = format!("not booted yet (no answer from {url})");
+                }
+            } else {
+                v.detail = format!("{} (its API stopped answering)", prev.detail.trim_end_matches(" (its API stopped answering)"));
+            }
+        }
+        Err(AssistedError::Unauthorized { expired: true, message, .. }) => {
+            v.stage = Stage::Failed;
+            v.detail = format!("token expired: the node's assisted-service refuses it ({message}); run add-nodes again for a new image");
+            v.finished = true;
+        }
+        Err(e @ (AssistedError::Unauthorized { .. } | AssistedError::Forbidden { .. })) => {
+            v.detail = format!("the API answers but refuses our token: was this machine booted from another batch's image? ({e})");
+        }
+        Err(e) => {
+            v.detail = format!("{} (last poll: {e})", if prev.seen { "API error" } else { "waiting" });
+        }
+        Ok(clusters) => {
+            v.seen = true;
+            let Some((c, h)) = find_host(clusters, macs) else {
+                v.stage = Stage::ApiReachable;
+                v.detail = "assisted-service API reachable; host not registered yet".into();
+                return v;
+            };
+            v.ids = Some((c.id.clone(), h.id.clone()));
+            v.failing = h.failing_validations();
+            let progress = h.progress.clone().unwrap_or_default();
+            let pct = progress.installation_percentage;
+            let stage_name = progress.current_stage.clone().filter(|s| !s.is_empty());
+            let info = crate::output::display(&h.status_info);
+            v.percent = None;
+            match h.status.as_str() {
+                "insufficient" | "pending-for-input" | "insufficient-unbound" => {
+                    v.stage = Stage::Validations;
+                    v.detail = if v.failing.is_empty() {
+                        format!("pre-flight validations not passing: {info}")
+                    } else {
+                        format!(
+                            "pre-flight validation failing: {}",
+                            v.failing.iter().map(|(id, m)| format!("{id}: {}", crate::output::display(m))).collect::<Vec<_>>().join("; ")
+                        )
+                    };
+                }
+                "known" | "known-unbound" => {
+                    v.stage = Stage::Validations;
+                    v.detail = "pre-flight validations passed; installation starts".into();
+                }
+                "preparing-for-installation" | "preparing-successful" | "installing" | "installing-in-progress" | "installing-pending-user-action" => {
+                    let rebooting = stage_name.as_deref() == Some("Rebooting");
+                    v.stage = if rebooting { Stage::Rebooting } else { Stage::Installing };
+                    v.percent = pct;
+                    let mut d = match (&stage_name, pct) {
+                        (Some(s), Some(p)) => format!("installing: {}, {p}%", crate::output::display(s)),
+                        (Some(s), None) => format!("installing: {}", crate::output::display(s)),
+                        (None, Some(p)) => format!("installing: {p}%"),
+                        (None, None) => format!("installing ({})", h.status),
+                    };
+                    if h.status == "installing-pending-user-action" {
+                        d = format!("{d}; waiting for user action: {info}");
+                    }
+                    v.detail = d;
+                }
+                "added-to-existing-cluster" | "installed" => {
+                    v.stage = Stage::Rebooting;
+                    v.percent = pct;
+                    v.detail = "installed; rebooting into the installed system".into();
+                    v.finished = true;
+                }
+                "error" | "preparing-failed" => {
+                    v.stage = Stage::Failed;
+                    v.detail = format!("installation failed: {info}");
+                    v.finished = true;
+                }
+                "cancelled" => {
+                    v.stage = Stage::Failed;
+                    v.detail = format!("installation cancelled: {info}");
+                    v.finished = true;
+                }
+                other => {
+                    v.stage = Stage::Registered;
+                    v.detail = format!("host registered ({}): {info}", crate::output::display(other));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// What the cluster says about a node (from the CSR and Node watches).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeView {
+    /// A pending client CSR for this node (name).
+    pub client_csr_pending: Option<String>,
+    /// The Node exists.
+    pub node_exists: bool,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// A pending serving CSR (name).
+    pub serving_csr_pending: Option<String>,
+    /// An issued serving certificate (CSR name).
+    pub serving_issued: Option<String>,
+}
+
+/// The stage and sentence shown for a node, combining both sides. The kube side wins as soon
+/// as it has something (a CSR or the Node), except that a failure from the live system stays.
+pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
+    if a.stage == Stage::Failed && !k.node_exists {
+        return (Stage::Failed, a.detail.clone());
+    }
+    if k.node_exists {
+        return match (k.ready, &k.serving_csr_pending, &k.serving_issued) {
+            (true, _, Some(c)) => (Stage::Done, format!("Ready, serving certificate issued (CSR {c})")),
+            (_, Some(c), None) => (
+                Stage::ServingCsrPending,
+                format!("{}; serving CSR {c} pending approval", if k.ready { "Ready" } else { "joined, not Ready" }),
+            ),
+            (true, None, None) => (Stage::Ready, "Ready; waiting for the kubelet's serving CSR".into()),
+            (false, _, Some(c)) => (Stage::Joined, format!("joined, not Ready yet (serving certificate issued, CSR {c})")),
+            (false, None, None) => (Stage::Joined, "node joined the cluster; not Ready yet".into()),
+        };
+    }
+    if let Some(c) = &k.client_csr_pending {
+        return (Stage::ClientCsrPending, format!("client CSR {c} pending approval"));
+    }
+    (a.stage, a.detail.clone())
+}
+
+/// The exit code of one node at the end (design.md "Exit codes"): 0 done; 6 failed;
+/// 7 a CSR still pending; 5 anything else not finished (timed out).
+pub fn node_exit(stage: Stage) -> u8 {
+    match stage {
+        Stage::Done => exit::OK,
+        Stage::Failed => exit::INSTALL_FAILED,
+        Stage::ClientCsrPending | Stage::ServingCsrPending => exit::CSRS,
+        _ => exit::TIMEOUT,
+    }
+}
+
+/// The command's exit code from the nodes': 0 when every one is 0, else the lowest non-zero
+/// (design.md: "When several apply (monitor --approve), the lowest non-zero of 6, 5, 7 wins").
+pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
+    codes.into_iter().filter(|c| *c != 0).min().unwrap_or(exit::OK)
+}
+
+/// One monitored node.
+#[derive(Debug, Clone)]
+pub struct Track {
+    /// Node name (the batch hostname); for an `--ip-addresses` anchor not yet matched to a
+    /// batch host, the address itself until the host names itself.
+    pub name: String,
+    /// Whether `name` is known (false: a placeholder until the host's API answers).
+    pub named: bool,
+    /// The node's address (None: DHCP host whose address is not known yet).
+    pub ip: Option<IpAddr>,
+    /// The batch it belongs to.
+    pub batch: Option<String>,
+    /// Expected MACs (lowercase; empty when unknown).
+    pub macs: Vec<String>,
+    /// Labels to apply when the Node appears.
+    pub labels: BTreeMap<String, String>,
+    /// Labels were applied (or none were asked for).
+    pub labels_done: bool,
+    /// The assisted side.
+    pub assisted: AssistedView,
+    /// The kube side.
+    pub kube: KubeView,
+    /// Last (stage, detail) reported.
+    pub shown: Option<(Stage, String)>,
+    /// Logs were gathered (or tried) after a failure.
+    pub gathered: bool,
+}
+
+impl Track {
+    /// A track for `name`.
+    pub fn new(name: &str, ip: Option<IpAddr>) -> Track {
+        Track {
+            name: name.into(),
+            named: true,
+            ip,
+            batch: None,
+            macs: vec![],
+            labels: BTreeMap::new(),
+            labels_done: true,
+            assisted: AssistedView::default(),
+            kube: KubeView::default(),
+            shown: None,
+            gathered: false,
+        }
+    }
+
+    /// The current (stage, detail).
+    pub fn now(&self) -> (Stage, String) {
+        if self.ip.is_none() && self.kube == KubeView::default() {
+            return (
+                Stage::WaitingForBoot,
+                "address unknown (DHCP): pass --ip-addresses to follow its installation; following its CSRs and Node".into(),
+            );
+        }
+        combined(&self.assisted, &self.kube)
+    }
+
+    /// Whether nothing more can happen: done or failed.
+    pub fn finished(&self) -> bool {
+        matches!(self.now().0, Stage::Done | Stage::Failed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::assisted::HostProgressInfo;
+
+    fn host(status: &str, stage: Option<&str>, pct: Option<i64>) -> Vec<Cluster> {
+        vec![Cluster {
+            id: "c".into(),
+            hosts: vec![Host {
+                id: "h".into(),
+                status: status.into(),
+                status_info: format!("info of {status}"),
+                progress: Some(HostProgressInfo { current_stage: stage.map(String::from), installation_percentage: pct, ..Default::default() }),
+                inventory: Some(r#"{"interfaces":[{"mac_address":"52:54:00:aa:00:30"}]}"#.into()),
+                validations_info: Some(r#"{"network":[{"id":"ntp-synced","status":"failure","message":"Host couldn't synchronize with any NTP server"}]}"#.into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }]
+    }
+
+    fn macs() -> Vec<String> {
+        vec!["52:54:00:aa:00:30".into()]
+    }
+
+    #[test]
+    fn the_walk_of_a_healthy_host() {
+        let mut v = AssistedView::default();
+        let unreachable = Err(AssistedError::Unreachable { url: "http://x:8090".into(), cause: "refused".into() });
+        v = next_view(&v, &unreachable, &macs(), false);
+        assert_eq!(v.stage, Stage::WaitingForBoot);
+        assert!(v.detail.contains("not booted yet"));
+        v = next_view(&v, &Ok(vec![Cluster { id: "c".into(), ..Default::default() }]), &macs(), false);
+        assert_eq!(v.stage, Stage::ApiReachable);
+        v = next_view(&v, &Ok(host("discovering", None, None)), &macs(), false);
+        assert_eq!(v.stage, Stage::Registered);
+        v = next_view(&v, &Ok(host("insufficient", None, None)), &macs(), false);
+        assert_eq!(v.stage, Stage::Validations);
+        assert!(v.detail.contains("ntp-synced: Host couldn't synchronize"), "{}", v.detail);
+        v = next_view(&v, &Ok(host("installing-in-progress", Some("Writing image to disk"), Some(50))), &macs(), false);
+        assert_eq!((v.stage, v.percent), (Stage::Installing, Some(50)));
+        assert_eq!(v.detail, "installing: Writing image to disk, 50%");
+        v = next_view(&v, &unreachable, &macs(), false);
+        assert_eq!(v.stage, Stage::Rebooting);
+        assert!(v.finished);
+    }
+
+    #[test]
+    fn errors_end_the_node() {
+        let v = next_view(&AssistedView::default(), &Ok(host("error", Some("Failed"), Some(50))), &macs(), false);
+        assert_eq!(v.stage, Stage::Failed);
+        assert!(v.detail.starts_with("installation failed: info of error"));
+        let v = next_view(&AssistedView::default(), &Ok(host("cancelled", None, None)), &macs(), false);
+        assert!(v.detail.starts_with("installation cancelled"));
+        let exp = Err(AssistedError::Unauthorized { url: "u".into(), message: "token is expired".into(), expired: true });
+        assert_eq!(next_view(&AssistedView::default(), &exp, &macs(), false).stage, Stage::Failed);
+        let unreachable = Err(AssistedError::Unreachable { url: "u".into(), cause: "c".into() });
+        assert_eq!(next_view(&AssistedView::default(), &unreachable, &macs(), true).stage, Stage::Failed);
+    }
+
+    #[test]
+    fn another_machine_on_the_address_is_not_this_node() {
+        let v = next_view(&AssistedView::default(), &Ok(host("known", None, None)), &["52:54:00:ff:ff:ff".into()], false);
+        assert_eq!(v.stage, Stage::ApiReachable);
+    }
+
+    #[test]
+    fn kube_side_and_exit_codes() {
+        let a = AssistedView { stage: Stage::Rebooting, ..Default::default() };
+        let mut k = KubeView { client_csr_pending: Some("csr-1".into()), ..Default::default() };
+        assert_eq!(combined(&a, &k).0, Stage::ClientCsrPending);
+        k.node_exists = true;
+        assert_eq!(combined(&a, &k).0, Stage::Joined);
+        k.ready = true;
+        assert_eq!(combined(&a, &k).0, Stage::Ready);
+        k.serving_csr_pending = Some("csr-2".into());
+        assert_eq!(combined(&a, &k).0, Stage::ServingCsrPending);
+        k.serving_csr_pending = None;
+        k.serving_issued = Some("csr-2".into());
+        assert_eq!(combined(&a, &k).0, Stage::Done);
+        assert_eq!(node_exit(Stage::Done), 0);
+        assert_eq!(node_exit(Stage::Failed), 6);
+        assert_eq!(node_exit(Stage::ServingCsrPending), 7);
+        assert_eq!(node_exit(Stage::Validations), 5);
+        assert_eq!(overall_exit([0, 7, 6, 5]), 5);
+        assert_eq!(overall_exit([0, 7, 6]), 6);
+        assert_eq!(overall_exit([7, 0]), 7);
+        assert_eq!(overall_exit([0, 0]), 0);
+    }
+}
