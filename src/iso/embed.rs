@@ -488,7 +488,7 @@ pub fn write_node_iso(base_path: &Path, out_path: &Path, plan: &EmbedPlan, archi
         }
         None
     };
-    out.commit()?;
+    out.commit_without_fsync()?;
     Ok(Written { size, sha256 })
 }
 

@@ -139,7 +139,7 @@ pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: 
     // rootfs
     let mut out = AtomicFile::create(&paths[2], opts.force)?;
     copy_extent(&mut base, &rootfs, &mut out, "images/pxeboot/rootfs.img")?;
-    out.commit()?;
+    out.commit_without_fsync()?; // the ~1 GB one; see AtomicFile::commit_without_fsync
 
     let ipxe = match &opts.base_url {
         Some(url) => {
