@@ -56,6 +56,73 @@ pub enum Command {
     AddNodes(Box<AddNodesArgs>),
     /// Print the plugin's version and build.
     Version(VersionArgs),
+    /// Verify the expected nodes' kubelet CSRs against a strict checklist and approve only
+    /// the right ones (on a terminal after asking; --yes otherwise); --watch until all are Ready.
+    #[command(long_about = APPROVE_LONG, after_help = APPROVE_AFTER)]
+    Approve(ApproveArgs),
+}
+
+const APPROVE_LONG: &str = "\
+Find the pending kubelet CSRs (signers kubernetes.io/kube-apiserver-client-kubelet and
+kubernetes.io/kubelet-serving) of the nodes the batch records in namespace
+openshift-agent-day2 expect, verify each against a strict checklist (x509-parser, signature,
+key, subject, requester, usages, SANs against the expected addresses, batch window, one client
+and one serving approval per node), show every verdict with all its reasons, and approve the
+good ones through the /approval subresource, each recorded on its batch first. CSRs of other
+signers are never touched. Rejected CSRs stay pending (or are denied with --deny-invalid).
+
+Exit status: 0 every expected node's CSRs approved or issued (--watch: every expected node
+Ready with its serving certificate) and nothing rejected; 2 bad flags, or approving without
+--yes when stdin is not a terminal; 3 a --node/--nodes-config/--reissue name no batch expects;
+4 cluster access; 5 --timeout or the batch token expired (--watch); 7 a CSR was rejected or is
+still pending; 8 declined at the prompt (nothing changed).";
+
+const APPROVE_AFTER: &str = "\
+Examples:
+  # Show the verdicts, then ask before approving
+  oc agent-day2 approve
+  # Approve as the nodes come up, until each is Ready with its serving certificate
+  oc agent-day2 approve --watch --yes
+  # Verdicts only, as JSON
+  oc agent-day2 approve --dry-run -o json
+  # A DHCP host's address (its serving CSR is not approved without it)
+  oc agent-day2 approve --node worker-1=192.168.111.31";
+
+/// Arguments of `approve`.
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// Approve without asking; required when stdin is not a terminal, e.g. --yes.
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Show the verdicts only; change nothing, e.g. --dry-run.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Deny the rejected pending CSRs of expected nodes, with the reasons, e.g. --deny-invalid.
+    #[arg(long)]
+    pub deny_invalid: bool,
+    /// Keep approving as CSRs arrive until every expected node is Ready with its serving
+    /// certificate, --timeout, or the batch token expires, e.g. --watch.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+    /// Give up watching after this long (exit 5), e.g. --timeout 30m.
+    #[arg(long, value_name = "DURATION", default_value = "60m", requires = "watch")]
+    pub timeout: String,
+    /// Only the nodes of this batch record, e.g. --batch batch-20261129-211034-ab12.
+    #[arg(long, value_name = "NAME")]
+    pub batch: Option<String>,
+    /// Addresses of expected nodes from a nodes-config file (its static IPs), e.g.
+    /// --nodes-config nodes-config.yaml.
+    #[arg(long, value_name = "FILE")]
+    pub nodes_config: Option<PathBuf>,
+    /// An expected node's address(es) (repeatable), e.g. --node worker-1=192.168.111.31.
+    #[arg(long = "node", value_name = "NAME=IP[,IP]")]
+    pub nodes: Vec<String>,
+    /// Allow one more client and serving approval for NODE (repeatable), e.g. --reissue worker-0.
+    #[arg(long, value_name = "NODE")]
+    pub reissue: Vec<String>,
+    /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind ApproveReport).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
 }
 
 const ADD_NODES_LONG: &str = "\

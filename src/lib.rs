@@ -6,6 +6,7 @@
 //! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of design.md.
 
 pub mod add_nodes;
+pub mod approve;
 pub mod auth;
 pub mod base_iso;
 pub mod batch;
@@ -79,6 +80,11 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             let out = add_nodes::run(&target, args).await?;
             emit(&out);
             Ok(exit::OK)
+        }
+        Command::Approve(args) => {
+            let target = cli.kube.resolve().await?;
+            tracing::info!(server = %target.server, context = ?target.context, "connecting");
+            approve::cmd::run(&cli.kube, target, args).await
         }
         Command::Info(args) => {
             let target = cli.kube.resolve().await?;

@@ -1,0 +1,536 @@
+//! The `approve` command: the verdict table, the prompt, the approvals, `--watch`.
+//!
+//! Data (the table or the `-o json|yaml` document) goes to stdout; hints and progress to
+//! stderr. Every value that comes from a CSR is escaped ([`crate::csr::escape_for_display`]).
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::pin::Pin;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use kube::api::Api;
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::runtime::WatchStreamExt;
+use serde::Serialize;
+
+use super::{now, nodes_config_addresses, parse_node_flag, Action, ApproveOptions, Approver, NodeState, Outcome};
+use crate::batch;
+use crate::cli::{ApproveArgs, OutputFormat};
+use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict};
+use crate::error::{exit, Error, Result};
+use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
+
+/// Longest CSR-provided value in a table cell (after escaping).
+const CELL_MAX: usize = 48;
+
+/// One row of the report.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    /// CSR name.
+    pub name: String,
+    /// Node the CSR speaks for (escaped), `-` when none.
+    pub node: String,
+    /// client / serving.
+    pub kind: Kind,
+    /// `spec.username` (escaped).
+    pub requester: String,
+    /// SANs of the request (escaped).
+    pub sans: Vec<String>,
+    /// `metadata.creationTimestamp`, RFC 3339.
+    pub created: Option<String>,
+    /// What happened: approved, denied, would-approve, rejected, not-pending.
+    pub action: Action,
+    /// Every failed check: stable code and message (escaped).
+    pub reasons: Vec<ReasonDoc>,
+}
+
+/// A reason in the document.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReasonDoc {
+    /// Stable kebab-case code ([`crate::csr::Reason::code`]).
+    pub code: String,
+    /// The explanation.
+    pub message: String,
+}
+
+/// The `-o json|yaml` document.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// `agent-day2/v1`.
+    pub api_version: &'static str,
+    /// `ApproveReport`.
+    pub kind: &'static str,
+    /// Pending kubelet CSRs and those acted on, oldest first.
+    pub csrs: Vec<Row>,
+    /// Progress of each expected node.
+    pub nodes: Vec<NodeState>,
+    /// Expected nodes that cannot get a serving approval yet, and why.
+    pub hints: Vec<String>,
+    /// The exit status this run ends with.
+    pub exit_code: u8,
+}
+
+fn row(view: &CsrView, v: &Verdict, action: Action) -> Row {
+    let sans = parse_request(&view.request).0.map(|p| p.sans.iter().map(|s| escape_for_display(&s.to_string(), CELL_MAX)).collect()).unwrap_or_default();
+    Row {
+        name: escape_for_display(&view.name, CELL_MAX),
+        node: v.node.as_deref().map(|n| escape_for_display(n, CELL_MAX)).unwrap_or_else(|| "-".into()),
+        kind: v.kind,
+        requester: escape_for_display(&view.username, CELL_MAX),
+        sans,
+        created: view.created.map(|t| t.to_string()),
+        action,
+        reasons: v.reasons.iter().map(|r| ReasonDoc { code: r.code().to_string(), message: r.to_string() }).collect(),
+    }
+}
+
+fn age(created: Option<&str>, now: Time) -> String {
+    let Some(t) = created.and_then(|c| c.parse::<Time>().ok()) else { return "-".into() };
+    let s = now.duration_since(t).as_secs().max(0);
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m", s / 60),
+        7200..=172_799 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn verdict_cell(r: &Row) -> String {
+    match r.action {
+        Action::Approved => "approved".into(),
+        Action::Denied => "DENIED".into(),
+        Action::WouldApprove => "approve".into(),
+        Action::Rejected => "REJECT".into(),
+        Action::NotPending => "not pending".into(),
+        Action::Ignored => "ignored".into(),
+    }
+}
+
+fn table(rows: &[Row]) -> String {
+    let now = now();
+    crate::output::table(
+        &["csr", "node", "kind", "requester", "sans", "age", "verdict", "reasons"],
+        rows.iter()
+            .map(|r| {
+                vec![
+                    r.name.clone(),
+                    r.node.clone(),
+                    r.kind.to_string(),
+                    r.requester.clone(),
+                    if r.sans.is_empty() { "-".into() } else { r.sans.join(",") },
+                    age(r.created.as_deref(), now),
+                    verdict_cell(r),
+                    if r.reasons.is_empty() { "-".into() } else { r.reasons.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ") },
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// Exit status from the rows and the node states: 0 nothing rejected or left pending and every
+/// expected node's serving CSR approved or issued; 7 otherwise.
+fn exit_code(rows: &[Row], nodes: &[NodeState]) -> u8 {
+    let rejected = rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied));
+    let pending = rows.iter().any(|r| r.action == Action::WouldApprove);
+    let all = nodes.iter().all(|n| n.serving_approved || n.serving_issued);
+    if rejected || pending || !all {
+        exit::CSRS
+    } else {
+        exit::OK
+    }
+}
+
+fn options(args: &ApproveArgs) -> Result<ApproveOptions> {
+    let mut extra = Vec::new();
+    if let Some(p) = &args.nodes_config {
+        extra.extend(nodes_config_addresses(p)?);
+    }
+    for n in &args.nodes {
+        extra.push(parse_node_flag(n).map_err(|e| Error::Usage(format!("--node {e}")))?);
+    }
+    Ok(ApproveOptions {
+        yes: args.yes,
+        dry_run: args.dry_run,
+        deny_invalid: args.deny_invalid,
+        reissue: args.reissue.clone(),
+        batch: args.batch.clone(),
+        extra_nodes: extra,
+    })
+}
+
+async fn confirm(question: String) -> Result<bool> {
+    tokio::task::spawn_blocking(move || {
+        dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt().map(|o| o.unwrap_or(false))
+    })
+    .await
+    .map_err(|e| Error::Unexpected(format!("prompt: {e}")))?
+    .map_err(|e| Error::Unexpected(format!("prompt: {e}")))
+}
+
+fn emit(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}
+
+/// Runs `approve`. Returns the exit status (design.md "Exit codes"); errors carry theirs.
+pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
+    let interactive = std::io::stdin().is_terminal();
+    if !args.yes && !args.dry_run && !interactive {
+        return Err(Error::Usage(
+            "approve needs --yes when stdin is not a terminal (nobody can answer the prompt); \
+             use --dry-run to only see the verdicts"
+                .into(),
+        ));
+    }
+    let opts = options(args)?;
+    let timeout = if args.watch {
+        Some(
+            parse_duration(&args.timeout)
+                .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
+                .unwrap_or(Duration::from_secs(3600)),
+        )
+    } else {
+        None
+    };
+    let mut a = Approver::new(&target, opts).await?;
+    for h in a.hints() {
+        eprintln!("hint: {h}");
+    }
+    match timeout {
+        Some(t) => watch(flags, &mut a, args, t).await,
+        None => once(&mut a, args).await,
+    }
+}
+
+async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
+    let evals = a.evaluate_all(now());
+    let todo_approve: Vec<String> = evals.iter().filter(|(_, v)| v.approve).map(|(c, _)| c.name.clone()).collect();
+    let todo_deny: Vec<String> =
+        if args.deny_invalid { evals.iter().filter(|(_, v)| a.deniable(v)).map(|(c, _)| c.name.clone()).collect() } else { vec![] };
+    let mut rows: Vec<Row> =
+        evals.iter().map(|(c, v)| row(c, v, if v.approve { Action::WouldApprove } else { Action::Rejected })).collect();
+    let writes = !todo_approve.is_empty() || !todo_deny.is_empty();
+    if args.dry_run || !writes {
+        let doc = report(a, rows);
+        let code = doc.exit_code;
+        emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+        return Ok(code);
+    }
+    if !args.yes {
+        // Show what would happen, then ask (the prompt is on the terminal, not stdout).
+        emit(&format!("{}\n", table(&rows)));
+        let mut q = format!("Approve {} CSR{}", todo_approve.len(), if todo_approve.len() == 1 { "" } else { "s" });
+        if !todo_deny.is_empty() {
+            q = format!("{q} and deny {}", todo_deny.len());
+        }
+        if !confirm(format!("{q}?")).await? {
+            eprintln!("declined: nothing was changed");
+            return Ok(exit::DECLINED);
+        }
+    }
+    let mut done: BTreeMap<String, Outcome> = BTreeMap::new();
+    for n in &todo_approve {
+        let o = a.approve(n).await?;
+        if o.action == Action::Approved {
+            eprintln!("approved {} ({} {})", escape_for_display(n, CELL_MAX), o.verdict.kind, o.verdict.node.as_deref().map(|x| escape_for_display(x, CELL_MAX)).unwrap_or_default());
+        }
+        done.insert(n.clone(), o);
+    }
+    for n in &todo_deny {
+        let o = a.deny(n).await?;
+        if o.action == Action::Denied {
+            eprintln!("denied {}", escape_for_display(n, CELL_MAX));
+        }
+        done.insert(n.clone(), o);
+    }
+    for ((c, _), r) in evals.iter().zip(rows.iter_mut()) {
+        if let Some(o) = done.get(&c.name) {
+            *r = row(c, &o.verdict, o.action);
+        }
+    }
+    let doc = report(a, rows);
+    let code = doc.exit_code;
+    if args.yes || args.output != OutputFormat::Table {
+        emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+    }
+    Ok(code)
+}
+
+fn report(a: &Approver, csrs: Vec<Row>) -> Report {
+    let nodes = a.node_states();
+    let exit_code = exit_code(&csrs, &nodes);
+    Report { api_version: "agent-day2/v1", kind: "ApproveReport", csrs, nodes, hints: a.hints(), exit_code }
+}
+
+enum Ev {
+    Csr(Event<CertificateSigningRequest>),
+    Node(Event<Node>),
+    Batch(Event<ConfigMap>),
+}
+
+type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error>> + Send>>;
+
+fn streams(target: &KubeTarget, batch_name: Option<&str>) -> EvStream {
+    let c = target.client.clone();
+    let csr = watcher(Api::<CertificateSigningRequest>::all(c.clone()), watcher::Config::default())
+        .default_backoff()
+        .map(|r| r.map(Ev::Csr));
+    let node = watcher(Api::<Node>::all(c.clone()), watcher::Config::default()).default_backoff().map(|r| r.map(Ev::Node));
+    let mut bcfg = watcher::Config::default().labels(batch::LABEL);
+    if let Some(b) = batch_name {
+        bcfg = bcfg.fields(&format!("metadata.name={b}"));
+    }
+    let b = watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg).default_backoff().map(|r| r.map(Ev::Batch));
+    Box::pin(futures::stream::select_all([csr.boxed(), node.boxed(), b.boxed()]))
+}
+
+fn is_401(e: &watcher::Error) -> bool {
+    let k = match e {
+        watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) | watcher::Error::WatchFailed(k) => Some(k),
+        _ => None,
+    };
+    match (k, e) {
+        (Some(kube::Error::Api(s)), _) => s.code == 401,
+        (_, watcher::Error::WatchError(s)) => s.code == 401,
+        _ => false,
+    }
+}
+
+/// Streams a row per decision (table: one line each; json/yaml: one document at the end).
+struct Live {
+    format: OutputFormat,
+    header: bool,
+    last: BTreeMap<String, (Row, Action)>,
+}
+
+impl Live {
+    fn show(&mut self, view: &CsrView, o: &Outcome) {
+        if matches!(o.action, Action::NotPending | Action::Ignored) {
+            return;
+        }
+        let r = row(view, &o.verdict, o.action);
+        let key = r.name.clone();
+        let same = self.last.get(&key).is_some_and(|(p, a)| *a == o.action && p.reasons.len() == r.reasons.len());
+        self.last.insert(key, (r.clone(), o.action));
+        if same || self.format != OutputFormat::Table {
+            return;
+        }
+        let line = table(std::slice::from_ref(&r));
+        let mut lines = line.lines();
+        let head = lines.next().unwrap_or("");
+        if !self.header {
+            emit(&format!("{head}\n"));
+            self.header = true;
+        }
+        for l in lines {
+            emit(&format!("{l}\n"));
+        }
+    }
+}
+
+async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout: Duration) -> Result<u8> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let token_left = a
+        .token_expires()
+        .map(|t| t.duration_since(now()).as_secs_f64().max(0.0))
+        .map(Duration::from_secs_f64)
+        .unwrap_or(timeout);
+    let token_deadline = tokio::time::Instant::now() + token_left;
+    let mut live = Live { format: args.output, header: false, last: BTreeMap::new() };
+    let mut declined: std::collections::BTreeSet<String> = Default::default();
+    let mut reauthed = false;
+    let mut s = streams(a.target(), args.batch.as_deref());
+    let mut csr_synced = false;
+    let end: Result<()> = loop {
+        if csr_synced && a.all_done() {
+            break Ok(());
+        }
+        let ev = tokio::select! {
+            ev = s.next() => ev,
+            _ = tokio::time::sleep_until(deadline) => {
+                break Err(Error::Timeout(format!("after {}: {}", args.timeout, waiting_for(a))));
+            }
+            _ = tokio::time::sleep_until(token_deadline) => {
+                break Err(Error::Timeout(format!("the batch token expired ({}): no new node can join; {}",
+                    a.token_expires().map(|t| t.to_string()).unwrap_or_default(), waiting_for(a))));
+            }
+        };
+        let Some(ev) = ev else { break Err(Error::Unexpected("the watch ended".into())) };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) if is_401(&e) => {
+                if reauthed {
+                    break Err(Error::Unauthorized { url: a.target().server.clone() });
+                }
+                // An `oc login` token expires after 24 h: read the kubeconfig again, once.
+                tracing::warn!("the API server answered 401: reading the kubeconfig again");
+                let t = flags.resolve().await?;
+                a.set_target(&t);
+                s = streams(a.target(), args.batch.as_deref());
+                reauthed = true;
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("watch: {e} (retrying)");
+                continue;
+            }
+        };
+        let r = match ev {
+            Ev::Node(Event::Apply(n) | Event::InitApply(n)) => {
+                a.observe_node(&n);
+                Ok(())
+            }
+            Ev::Node(Event::Delete(n)) => {
+                a.forget_node(n.metadata.name.as_deref().unwrap_or(""));
+                Ok(())
+            }
+            Ev::Node(_) => Ok(()),
+            Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_batch(&cm) {
+                Ok(true) if csr_synced => process_pending(a, args, &mut live, &mut declined).await,
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Ev::Batch(_) => Ok(()),
+            Ev::Csr(Event::InitApply(c)) => {
+                a.observe_csr(&c);
+                Ok(())
+            }
+            Ev::Csr(Event::Init) => Ok(()),
+            Ev::Csr(Event::InitDone) => {
+                csr_synced = true;
+                process_pending(a, args, &mut live, &mut declined).await
+            }
+            Ev::Csr(Event::Apply(c)) => process_one(a, args, &c, &mut live, &mut declined).await,
+            Ev::Csr(Event::Delete(c)) => {
+                a.forget_csr(c.metadata.name.as_deref().unwrap_or(""));
+                Ok(())
+            }
+        };
+        match r {
+            Ok(()) => {}
+            Err(Error::Unauthorized { .. }) if !reauthed => {
+                let t = flags.resolve().await?;
+                a.set_target(&t);
+                s = streams(a.target(), args.batch.as_deref());
+                reauthed = true;
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    let rows: Vec<Row> = live.last.values().map(|(r, _)| r.clone()).collect();
+    let nodes = a.node_states();
+    let rejected = rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied))
+        // A rejected CSR that was later approved or issued no longer counts.
+        && rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied) && still_pending(a, &r.name));
+    let mut code = match &end {
+        Ok(()) if !rejected && declined.is_empty() => exit::OK,
+        Ok(()) => exit::CSRS,
+        Err(e) => e.exit_code(),
+    };
+    if code == exit::OK && !nodes.iter().all(NodeState::done) {
+        code = exit::CSRS;
+    }
+    if args.output != OutputFormat::Table {
+        let doc = Report { api_version: "agent-day2/v1", kind: "ApproveReport", csrs: rows, nodes, hints: a.hints(), exit_code: code };
+        emit(&crate::output::render(args.output, &doc, String::new)?);
+    }
+    match end {
+        Ok(()) => {
+            if code == exit::OK {
+                eprintln!("done: every expected node is Ready with its serving certificate");
+            } else {
+                eprintln!("done: every expected node is Ready with its serving certificate; some CSRs were rejected (see above)");
+            }
+            Ok(code)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn still_pending(a: &Approver, escaped_name: &str) -> bool {
+    a.evaluate_all(now()).iter().any(|(c, _)| escape_for_display(&c.name, CELL_MAX) == escaped_name)
+}
+
+fn waiting_for(a: &Approver) -> String {
+    let w: Vec<String> = a
+        .node_states()
+        .into_iter()
+        .filter(|n| !n.done())
+        .map(|n| {
+            let what = if !n.joined {
+                "not joined"
+            } else if !n.ready {
+                "not Ready"
+            } else if n.ips.is_empty() {
+                "no serving certificate (address unknown: give it with --node NAME=IP)"
+            } else {
+                "no serving certificate"
+            };
+            format!("{} ({what})", n.node)
+        })
+        .collect();
+    if w.is_empty() {
+        "every node is done".into()
+    } else {
+        format!("still waiting for {}", w.join(", "))
+    }
+}
+
+async fn process_pending(
+    a: &mut Approver,
+    args: &ApproveArgs,
+    live: &mut Live,
+    declined: &mut std::collections::BTreeSet<String>,
+) -> Result<()> {
+    let pending: Vec<CertificateSigningRequest> = a
+        .evaluate_all(now())
+        .into_iter()
+        .filter_map(|(c, _)| a_csr(a, &c.name))
+        .collect();
+    for c in pending {
+        process_one(a, args, &c, live, declined).await?;
+    }
+    Ok(())
+}
+
+fn a_csr(a: &Approver, name: &str) -> Option<CertificateSigningRequest> {
+    a.csrs.get(name).cloned()
+}
+
+async fn process_one(
+    a: &mut Approver,
+    args: &ApproveArgs,
+    c: &CertificateSigningRequest,
+    live: &mut Live,
+    declined: &mut std::collections::BTreeSet<String>,
+) -> Result<()> {
+    let name = c.metadata.name.clone().unwrap_or_default();
+    let view = CsrView::from_k8s(c);
+    if !args.yes && !args.dry_run {
+        // On a terminal without --yes: ask for each approvable CSR, once.
+        a.observe_csr(c);
+        if let Some(v) = a.evaluate(&name, now()) {
+            if v.approve && !declined.contains(&name) {
+                let r = row(&view, &v, Action::WouldApprove);
+                emit(&format!("{}\n", table(std::slice::from_ref(&r))));
+                if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
+                    let o = a.approve(&name).await?;
+                    live.show(&view, &o);
+                } else {
+                    declined.insert(name);
+                }
+                return Ok(());
+            }
+        }
+    }
+    let o = a.handle(c).await?;
+    live.show(&view, &o);
+    Ok(())
+}

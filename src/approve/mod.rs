@@ -1,0 +1,803 @@
+//! `approve`: finds the pending kubelet CSRs of the expected nodes, judges each with the pure
+//! verdict core ([`crate::csr::verdict_all`]) and approves only the good ones, recording every
+//! approval on the node's batch with compare-and-swap *before* calling `/approval`.
+//!
+//! Rules (design.md "Verifying kubelet CSRs", issue 4):
+//! - expected nodes come from the batch records in `openshift-agent-day2` (all, or one with
+//!   `--batch`); `--nodes-config` / `--node NAME=IP` only add addresses to nodes of a batch.
+//!   Expected IPs never come from `Node.status.addresses` (the node writes those itself);
+//! - only the two kubelet signers, only pending CSRs; at most one client and one serving
+//!   approval per expected node (`--reissue NODE` allows one more);
+//! - the write path ([`Approver::approve`]) reads the CSR, the Node and the batch again, judges
+//!   again, records the approval on the batch (CAS on `resourceVersion`, 409 → read again),
+//!   then appends an `Approved` condition through `/approval` (409 → read again, re-check).
+//!
+//! Engine API (stable; `monitor --approve` uses it): [`ApproveOptions`], [`Approver::new`],
+//! [`Approver::handle`] (one CSR as it arrives: judge, approve or deny as the options say),
+//! [`Approver::observe_node`], [`Approver::node_states`], [`Approver::all_done`].
+//! The command itself (table, prompt, `--watch`) is [`cmd`].
+
+pub mod cmd;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestCondition};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time as MetaTime;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde::Serialize;
+
+use crate::batch::{self, Approval, BatchRecord};
+use crate::cluster::classify;
+use crate::csr::{
+    self, escape_for_display, parse_request, verdict_all, ApprovalsRecorded, CsrView, ExistingNodes,
+    ExpectedNode, ExpectedNodes, IpNet, Kind, Policy, RecordedApproval, Time, Verdict, NODE_PREFIX,
+};
+use crate::error::{Error, ResourceRef, Result};
+use crate::kube_flags::KubeTarget;
+use crate::kube_write::post_params;
+
+/// Reason of the `Approved` condition we add (kubectl uses `KubectlApprove`).
+pub const APPROVED_REASON: &str = "AgentDay2Approved";
+/// Reason of the `Denied` condition `--deny-invalid` adds.
+pub const DENIED_REASON: &str = "AgentDay2Denied";
+/// How often a write is retried after a 409 Conflict (batch CAS or `/approval`).
+const CONFLICT_RETRIES: usize = 8;
+
+/// What the engine may do. `Default` = judge and approve, deny nothing, all batches.
+#[derive(Debug, Clone, Default)]
+pub struct ApproveOptions {
+    /// Approve without asking (the command asks on a terminal otherwise; the engine never asks).
+    pub yes: bool,
+    /// Judge only: [`Approver::handle`] writes nothing and reports [`Action::WouldApprove`].
+    pub dry_run: bool,
+    /// [`Approver::handle`] denies rejected pending CSRs of expected nodes (Denied condition
+    /// with the reasons), except those only waiting for an address (`no-expected-addresses`).
+    pub deny_invalid: bool,
+    /// Nodes allowed one more client and one more serving approval (`--reissue NODE`).
+    pub reissue: Vec<String>,
+    /// Only this batch's nodes are expected (`--batch NAME`); None: every batch record.
+    pub batch: Option<String>,
+    /// Addresses for expected nodes (`--node NAME=IP[,IP]`, `--nodes-config FILE`), added to the
+    /// batch's. A name in no batch record is an error ([`Error::InvalidInput`], exit 3):
+    /// every approval is recorded on the node's batch.
+    pub extra_nodes: Vec<(String, Vec<IpAddr>)>,
+}
+
+/// What happened to one CSR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Approved now (recorded on the batch, then `/approval`).
+    Approved,
+    /// Denied now (`--deny-invalid`).
+    Denied,
+    /// Passes every check; not approved (dry run, or not asked / declined).
+    WouldApprove,
+    /// Fails a check; left pending.
+    Rejected,
+    /// Not pending (approved, denied, failed or issued already): nothing done.
+    NotPending,
+    /// Another signer: never touched.
+    Ignored,
+}
+
+/// The result of [`Approver::handle`] / [`Approver::approve`] for one CSR.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// CSR name.
+    pub csr: String,
+    /// The verdict (reasons empty when approved).
+    pub verdict: Verdict,
+    /// What was done.
+    pub action: Action,
+}
+
+/// Progress of one expected node, from the watched Nodes and CSRs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeState {
+    /// Node name.
+    pub node: String,
+    /// Batch that expects it.
+    pub batch: String,
+    /// Expected addresses (batch + flags); empty: unknown (DHCP).
+    pub ips: Vec<String>,
+    /// A Node of that name exists.
+    pub joined: bool,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// A serving CSR of the node is approved (by anyone).
+    pub serving_approved: bool,
+    /// A serving certificate was issued to it.
+    pub serving_issued: bool,
+}
+
+impl NodeState {
+    /// Done as design.md means it: Ready *and* its serving certificate issued.
+    pub fn done(&self) -> bool {
+        self.ready && self.serving_issued
+    }
+}
+
+#[derive(Debug, Clone)]
+struct BatchState {
+    rec: BatchRecord,
+    rv: String,
+    /// Server time the record was created (ConfigMap creationTimestamp), else `createdAt`.
+    created: Time,
+}
+
+/// The approval engine: the expected nodes, the cluster facts, and what it has seen of CSRs
+/// and Nodes (fed by [`Approver::refresh`] or by watches through [`Approver::handle`] /
+/// [`Approver::observe_node`]).
+pub struct Approver {
+    target: KubeTarget,
+    opts: ApproveOptions,
+    policy: Policy,
+    /// Newest first (the newest batch that names a host defines it).
+    batches: Vec<BatchState>,
+    expected: ExpectedNodes,
+    node_batch: BTreeMap<String, String>,
+    existing: BTreeSet<String>,
+    ready: BTreeSet<String>,
+    csrs: BTreeMap<String, CertificateSigningRequest>,
+    by: String,
+}
+
+fn is_pending(c: &CertificateSigningRequest) -> bool {
+    let st = c.status.as_ref();
+    st.and_then(|s| s.conditions.as_ref()).is_none_or(|c| c.is_empty())
+        && st.and_then(|s| s.certificate.as_ref()).is_none_or(|c| c.0.is_empty())
+}
+
+fn has_condition(c: &CertificateSigningRequest, t: &str) -> bool {
+    c.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|x| x.type_ == t && x.status == "True"))
+}
+
+fn has_certificate(c: &CertificateSigningRequest) -> bool {
+    c.status.as_ref().and_then(|s| s.certificate.as_ref()).is_some_and(|b| !b.0.is_empty())
+}
+
+fn is_409(e: &Error) -> bool {
+    matches!(e, Error::Api { message, .. } if message.starts_with("HTTP 409"))
+}
+
+fn kube_409(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+fn parse_time(s: &str) -> Option<Time> {
+    s.parse::<Time>().ok()
+}
+
+/// Static addresses of a nodes-config host: `networkConfig.interfaces[].ipv4|ipv6.address[].ip`.
+fn nmstate_ips(nc: &serde_json::Value) -> Vec<IpAddr> {
+    let mut out = Vec::new();
+    for i in nc.get("interfaces").and_then(|v| v.as_array()).into_iter().flatten() {
+        for fam in ["ipv4", "ipv6"] {
+            for a in i.pointer(&format!("/{fam}/address")).and_then(|v| v.as_array()).into_iter().flatten() {
+                if let Some(ip) = a.get("ip").and_then(|v| v.as_str()).and_then(|s| s.parse().ok()) {
+                    out.push(ip);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `(hostname, static IPs)` of every host of a nodes-config file (`--nodes-config`), for
+/// [`ApproveOptions::extra_nodes`]. Errors: the file's problems ([`Error::InvalidConfig`] /
+/// [`Error::Io`]), a host without hostname (exit 3).
+pub fn nodes_config_addresses(path: &std::path::Path) -> Result<Vec<(String, Vec<IpAddr>)>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let cfg = crate::nodes_config::parse(&text, path).map_err(Error::InvalidConfig)?;
+    let mut out = Vec::new();
+    for (i, h) in cfg.hosts.iter().enumerate() {
+        let name = h.hostname.clone().ok_or_else(|| Error::InvalidInput {
+            field: format!("{}: hosts[{i}].hostname", path.display()),
+            message: "is required (approve matches CSRs by node name)".into(),
+        })?;
+        out.push((name, h.network_config.as_ref().map(nmstate_ips).unwrap_or_default()));
+    }
+    Ok(out)
+}
+
+/// Parses `--node NAME=IP[,IP]` (`NAME=` alone is refused: give an address).
+pub fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), String> {
+    let (name, ips) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=IP[,IP]"))?;
+    if !csr::is_dns1123_subdomain(name) {
+        return Err(format!("{:?}: {:?} is not a node name (lowercase RFC 1123)", s, name));
+    }
+    let ips = ips
+        .split(',')
+        .map(|i| i.trim().parse::<IpAddr>().map_err(|_| format!("{s:?}: {i:?} is not an IP address")))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok((name.to_string(), ips))
+}
+
+/// The cluster facts the checks need: API names from `Infrastructure/cluster`
+/// `status.apiServerURL`, networks from `Network.config.openshift.io/cluster` (status, else spec).
+/// Errors (exit 4) name the object.
+pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
+    let get = |kind: &str, plural: &str| {
+        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("config.openshift.io", "v1", kind), plural);
+        Api::<DynamicObject>::all_with(target.client.clone(), &ar)
+    };
+    let r_infra = ResourceRef::cluster("Infrastructure", "cluster");
+    let infra = get("Infrastructure", "infrastructures")
+        .get("cluster")
+        .await
+        .map_err(|e| classify(e, "read", r_infra.clone(), target))?;
+    let url = infra.data.pointer("/status/apiServerURL").and_then(|v| v.as_str()).unwrap_or("");
+    let host = url.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_string)).unwrap_or_default();
+    let (name, domain) = host
+        .strip_prefix("api.")
+        .and_then(|r| r.split_once('.'))
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .ok_or_else(|| Error::BadObject {
+            resource: r_infra.clone(),
+            message: format!(
+                "status.apiServerURL {:?} is not https://api.<cluster name>.<base domain>:PORT; cannot tell the API names a node must not claim",
+                escape_for_display(url, 200)
+            ),
+        })?;
+    let r_net = ResourceRef::cluster("Network.config.openshift.io", "cluster");
+    let net = get("Network", "networks").get("cluster").await.map_err(|e| classify(e, "read", r_net.clone(), target))?;
+    let nets = |ptrs: &[&str], cidr_field: bool| -> Result<Vec<IpNet>> {
+        for p in ptrs {
+            let Some(a) = net.data.pointer(p).and_then(|v| v.as_array()).filter(|a| !a.is_empty()) else { continue };
+            return a
+                .iter()
+                .map(|v| if cidr_field { v.get("cidr") } else { Some(v) })
+                .map(|v| {
+                    let s = v.and_then(|v| v.as_str()).unwrap_or("");
+                    s.parse::<IpNet>().map_err(|_| Error::BadObject {
+                        resource: r_net.clone(),
+                        message: format!("{p}: {:?} is not a CIDR", escape_for_display(s, 80)),
+                    })
+                })
+                .collect();
+        }
+        Ok(vec![])
+    };
+    let cluster_networks = nets(&["/status/clusterNetwork", "/spec/clusterNetwork"], true)?;
+    let service_networks = nets(&["/status/serviceNetwork", "/spec/serviceNetwork"], false)?;
+    if service_networks.is_empty() {
+        return Err(Error::BadObject {
+            resource: r_net,
+            message: "has no serviceNetwork (status or spec): cannot check serving certificates against it".into(),
+        });
+    }
+    Ok(Policy::for_cluster(&name, &domain, cluster_networks, service_networks))
+}
+
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchState>> {
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
+    let cms: Vec<ConfigMap> = match only {
+        Some(name) => {
+            let (_, _) = batch::get(target, name).await?; // label check and a clear 404
+            vec![api
+                .get(name)
+                .await
+                .map_err(|e| classify(e, "read", ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name), target))?]
+        }
+        None => match api.list(&ListParams::default().labels(batch::LABEL)).await {
+            Ok(l) => l.items,
+            Err(kube::Error::Api(s)) if s.code == 404 => vec![],
+            Err(e) => {
+                return Err(classify(
+                    e,
+                    "list",
+                    ResourceRef { kind: "ConfigMaps".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
+                    target,
+                ))
+            }
+        },
+    };
+    let mut out = Vec::new();
+    for cm in &cms {
+        out.push(batch_state(cm)?);
+    }
+    out.sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
+    Ok(out)
+}
+
+fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
+    let rec = batch::from_config_map(cm)?;
+    let created = cm
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0)
+        .or_else(|| parse_time(&rec.created_at))
+        .unwrap_or(Time::UNIX_EPOCH);
+    Ok(BatchState { rv: cm.metadata.resource_version.clone().unwrap_or_default(), rec, created })
+}
+
+impl Approver {
+    /// Reads the cluster facts ([`read_policy`]), the batch records, the Nodes and the CSRs.
+    ///
+    /// Errors: exit 4 for reads that fail or no batch record at all ("run add-nodes first");
+    /// exit 3 for `extra_nodes` / `reissue` names no batch expects, or a batch whose
+    /// `tokenExpiresAt` does not parse.
+    pub async fn new(target: &KubeTarget, opts: ApproveOptions) -> Result<Approver> {
+        let policy = read_policy(target).await?;
+        let batches = read_batches(target, opts.batch.as_deref()).await?;
+        if batches.is_empty() {
+            return Err(Error::NotFound {
+                resource: ResourceRef { kind: "batch records (ConfigMaps)".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
+                why: Some("no node is expected: run `oc agent-day2 add-nodes` first".into()),
+            });
+        }
+        let by = batch::whoami(target).await;
+        let mut a = Approver {
+            target: target.clone(),
+            opts,
+            policy,
+            batches,
+            expected: ExpectedNodes::default(),
+            node_batch: BTreeMap::new(),
+            existing: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            csrs: BTreeMap::new(),
+            by,
+        };
+        a.rebuild_expected()?;
+        a.refresh().await?;
+        Ok(a)
+    }
+
+    fn rebuild_expected(&mut self) -> Result<()> {
+        let mut nodes: Vec<ExpectedNode> = Vec::new();
+        let mut node_batch = BTreeMap::new();
+        for b in &self.batches {
+            let expires = parse_time(&b.rec.token_expires_at).ok_or_else(|| Error::BadObject {
+                resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &b.rec.name),
+                message: format!("tokenExpiresAt {:?} is not an RFC 3339 time", escape_for_display(&b.rec.token_expires_at, 60)),
+            })?;
+            for h in &b.rec.hosts {
+                if node_batch.contains_key(&h.hostname) {
+                    continue; // a newer batch names it
+                }
+                let ips: Vec<IpAddr> = h.ips.iter().filter_map(|i| i.parse().ok()).collect();
+                node_batch.insert(h.hostname.clone(), b.rec.name.clone());
+                nodes.push(ExpectedNode {
+                    hostname: h.hostname.clone(),
+                    ips,
+                    recorded_at: b.created,
+                    token_expires: expires,
+                    reissue: self.opts.reissue.iter().filter(|r| **r == h.hostname).count() as u32,
+                });
+            }
+        }
+        for (name, ips) in &self.opts.extra_nodes {
+            let Some(n) = nodes.iter_mut().find(|n| &n.hostname == name) else {
+                return Err(Error::InvalidInput {
+                    field: format!("--node {name}"),
+                    message: format!(
+                        "{name} is in no batch record{}; approve records every approval on the node's batch (see `oc agent-day2 add-nodes batch list`)",
+                        self.opts.batch.as_ref().map(|b| format!(" (--batch {b})")).unwrap_or_default()
+                    ),
+                });
+            };
+            for ip in ips {
+                if !n.ips.contains(ip) {
+                    n.ips.push(*ip);
+                }
+            }
+        }
+        for r in &self.opts.reissue {
+            if !node_batch.contains_key(r) {
+                return Err(Error::InvalidInput {
+                    field: format!("--reissue {r}"),
+                    message: format!("{r} is not an expected node of any batch record"),
+                });
+            }
+        }
+        self.expected = ExpectedNodes { nodes };
+        self.node_batch = node_batch;
+        Ok(())
+    }
+
+    /// Replaces the client (after the kubeconfig was read again on a 401).
+    pub fn set_target(&mut self, target: &KubeTarget) {
+        self.target = target.clone();
+    }
+
+    /// The connection in use.
+    pub fn target(&self) -> &KubeTarget {
+        &self.target
+    }
+
+    /// The options.
+    pub fn options(&self) -> &ApproveOptions {
+        &self.opts
+    }
+
+    /// The expected nodes (newest batch wins for a hostname named twice).
+    pub fn expected(&self) -> &ExpectedNodes {
+        &self.expected
+    }
+
+    /// The batch that expects `node`.
+    pub fn batch_of(&self, node: &str) -> Option<&str> {
+        self.node_batch.get(node).map(String::as_str)
+    }
+
+    /// The latest token expiry among the batches (None: no batch).
+    pub fn token_expires(&self) -> Option<Time> {
+        self.expected.nodes.iter().map(|n| n.token_expires).max()
+    }
+
+    /// One line per expected node whose addresses are unknown (DHCP): it gets no serving
+    /// approval until they are given.
+    pub fn hints(&self) -> Vec<String> {
+        self.expected
+            .nodes
+            .iter()
+            .filter(|n| n.ips.is_empty())
+            .map(|n| {
+                format!(
+                    "{0}: address unknown (DHCP): its serving CSR is not approved until you give it: \
+                     `oc agent-day2 monitor --ip-addresses {0}=IP` (records it on the batch) or `approve --node {0}=IP`",
+                    n.hostname
+                )
+            })
+            .collect()
+    }
+
+    /// Lists CSRs and Nodes again (non-watch mode, and after a watch restart).
+    pub async fn refresh(&mut self) -> Result<()> {
+        let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
+        let l = capi
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| classify(e, "list", ResourceRef::list("CertificateSigningRequests"), &self.target))?;
+        self.csrs = l.items.into_iter().filter_map(|c| Some((c.metadata.name.clone()?, c))).collect();
+        let napi: Api<Node> = Api::all(self.target.client.clone());
+        let l = napi
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| classify(e, "list", ResourceRef::list("Nodes"), &self.target))?;
+        self.existing.clear();
+        self.ready.clear();
+        for n in &l.items {
+            self.observe_node(n);
+        }
+        Ok(())
+    }
+
+    /// Records a CSR seen (watch event or re-read) without judging it.
+    pub fn observe_csr(&mut self, csr: &CertificateSigningRequest) {
+        if let Some(n) = &csr.metadata.name {
+            self.csrs.insert(n.clone(), csr.clone());
+        }
+    }
+
+    /// Forgets a deleted CSR.
+    pub fn forget_csr(&mut self, name: &str) {
+        self.csrs.remove(name);
+    }
+
+    /// Records a Node (exists; Ready or not).
+    pub fn observe_node(&mut self, node: &Node) {
+        let Some(name) = node.metadata.name.clone() else { return };
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        if ready {
+            self.ready.insert(name.clone());
+        } else {
+            self.ready.remove(&name);
+        }
+        self.existing.insert(name);
+    }
+
+    /// Forgets a deleted Node.
+    pub fn forget_node(&mut self, name: &str) {
+        self.existing.remove(name);
+        self.ready.remove(name);
+    }
+
+    /// A batch ConfigMap changed (e.g. `monitor --ip-addresses` recorded a DHCP host's
+    /// address). Returns true when the expected nodes changed (pending CSRs should be judged
+    /// again). Batches outside `--batch` are ignored.
+    pub fn observe_batch(&mut self, cm: &ConfigMap) -> Result<bool> {
+        let st = batch_state(cm)?;
+        if self.opts.batch.as_ref().is_some_and(|b| *b != st.rec.name) {
+            return Ok(false);
+        }
+        let before = self.expected.clone();
+        match self.batches.iter_mut().find(|b| b.rec.name == st.rec.name) {
+            Some(b) => *b = st,
+            None => {
+                self.batches.push(st);
+                self.batches.sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
+            }
+        }
+        self.rebuild_expected()?;
+        Ok(self.expected != before)
+    }
+
+    fn approvals(&self) -> ApprovalsRecorded {
+        let mut approvals = Vec::new();
+        for b in &self.batches {
+            for a in &b.rec.approvals {
+                let kind = match a.kind.as_str() {
+                    "client" => Kind::Client,
+                    "serving" => Kind::Serving,
+                    _ => continue,
+                };
+                approvals.push(RecordedApproval { node: a.node.clone(), kind, csr: a.csr.clone() });
+            }
+        }
+        ApprovalsRecorded { approvals }
+    }
+
+    /// Every pending kubelet CSR with its verdict ([`verdict_all`] over all of them at once, so
+    /// rival client CSRs and kubelet retries are seen together), oldest first.
+    pub fn evaluate_all(&self, now: Time) -> Vec<(CsrView, Verdict)> {
+        let mut views: Vec<CsrView> = self
+            .csrs
+            .values()
+            .filter(|c| is_pending(c))
+            .map(CsrView::from_k8s)
+            .filter(|v| v.kind() != Kind::NotKubelet)
+            .collect();
+        views.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
+        let existing = ExistingNodes::new(self.existing.iter().cloned());
+        let v = verdict_all(&views, &self.expected, &existing, &self.approvals(), &self.policy, now);
+        views.into_iter().zip(v).collect()
+    }
+
+    /// The verdict on CSR `name` among all pending ones (None: not pending, unknown, or
+    /// another signer).
+    pub fn evaluate(&self, name: &str, now: Time) -> Option<Verdict> {
+        self.evaluate_all(now).into_iter().find(|(c, _)| c.name == name).map(|(_, v)| v)
+    }
+
+    /// A CSR as it arrives: judge it and, unless `dry_run`, approve it when it passes (the
+    /// checked write path of [`Approver::approve`]) or, with `deny_invalid`, deny it when it
+    /// fails and names an expected node. Not-pending CSRs and other signers are left alone.
+    pub async fn handle(&mut self, csr: &CertificateSigningRequest) -> Result<Outcome> {
+        self.observe_csr(csr);
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let view = CsrView::from_k8s(csr);
+        if view.kind() == Kind::NotKubelet {
+            let v = crate::csr::verdict(&view, &self.expected, &ExistingNodes::default(), &Default::default(), &self.policy, now());
+            return Ok(Outcome { csr: name, verdict: v, action: Action::Ignored });
+        }
+        if !is_pending(csr) {
+            return Ok(Outcome { csr: name, verdict: self.settled_verdict(&view), action: Action::NotPending });
+        }
+        let Some(v) = self.evaluate(&name, now()) else {
+            return Ok(Outcome { csr: name, verdict: self.settled_verdict(&view), action: Action::NotPending });
+        };
+        if v.approve {
+            if self.opts.dry_run {
+                return Ok(Outcome { csr: name, verdict: v, action: Action::WouldApprove });
+            }
+            return self.approve(&name).await;
+        }
+        if self.opts.deny_invalid && !self.opts.dry_run && self.deniable(&v) {
+            return self.deny(&name).await;
+        }
+        Ok(Outcome { csr: name, verdict: v, action: Action::Rejected })
+    }
+
+    fn settled_verdict(&self, view: &CsrView) -> Verdict {
+        let node = parse_request(&view.request)
+            .0
+            .and_then(|p| p.common_names.first().cloned())
+            .and_then(|cn| cn.strip_prefix(NODE_PREFIX).map(str::to_string));
+        Verdict { kind: view.kind(), node, approve: false, reasons: vec![] }
+    }
+
+    /// `--deny-invalid` denies a rejected CSR only when it names an expected node and is not
+    /// merely waiting for that node's address (nor for a rival to be sorted out by hand).
+    pub fn deniable(&self, v: &Verdict) -> bool {
+        !v.approve
+            && v.node.as_ref().is_some_and(|n| self.expected.get(n).is_some())
+            && v.reasons.iter().any(|r| !matches!(r.code(), "no-expected-addresses"))
+    }
+
+    /// The checked approval of pending CSR `name`: reads the CSR, (client) the Node and the
+    /// node's batch again, judges again; records the approval on the batch (CAS; 409 → read
+    /// again and re-check); appends `Approved` (reason [`APPROVED_REASON`], a message naming
+    /// the checks) through `/approval` (409 → read again, re-check). Returns
+    /// [`Action::Rejected`] / [`Action::NotPending`] when the fresh reads say so.
+    pub async fn approve(&mut self, name: &str) -> Result<Outcome> {
+        let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
+        let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
+        for _ in 0..CONFLICT_RETRIES {
+            let fresh = capi.get(name).await.map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
+            self.observe_csr(&fresh);
+            let view = CsrView::from_k8s(&fresh);
+            if !is_pending(&fresh) {
+                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+            }
+            // The node named by the CN (if any): read the Node and the batch again.
+            let pre = self.evaluate(name, now());
+            let node = pre.as_ref().and_then(|v| v.node.clone());
+            if let Some(n) = &node {
+                self.reread_node(n).await?;
+                if let Some(b) = self.node_batch.get(n).cloned() {
+                    self.reread_batch(&b).await?;
+                }
+            }
+            let Some(v) = self.evaluate(name, now()) else {
+                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+            };
+            if !v.approve {
+                return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Rejected });
+            }
+            let node = v.node.clone().unwrap_or_default();
+            let Some(bname) = self.node_batch.get(&node).cloned() else {
+                return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Rejected });
+            };
+            // 1. Record on the batch (compare-and-swap), unless this CSR is recorded already
+            //    (a run interrupted between record and /approval finishes it now).
+            let kind_s = v.kind.to_string();
+            let bi = self.batches.iter().position(|b| b.rec.name == bname).expect("batch of an expected node");
+            let recorded = self.batches[bi].rec.approvals.iter().any(|a| a.csr == name && a.node == node && a.kind == kind_s);
+            if !recorded {
+                let mut rec = self.batches[bi].rec.clone();
+                rec.approvals.push(Approval { node: node.clone(), kind: kind_s.clone(), csr: name.into(), at: now().to_string(), by: self.by.clone() });
+                match batch::update(&self.target, &rec, &self.batches[bi].rv).await {
+                    Ok(()) => {
+                        // The new resourceVersion is read back with the next read of the batch.
+                        self.reread_batch(&bname).await?;
+                    }
+                    Err(e) if is_409(&e) => {
+                        tracing::debug!("batch {bname} changed meanwhile; reading it again");
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            // 2. /approval: append our condition to the fresh object.
+            let mut obj = fresh.clone();
+            let st = obj.status.get_or_insert_with(Default::default);
+            let t = MetaTime(now());
+            st.conditions.get_or_insert_with(Vec::new).push(CertificateSigningRequestCondition {
+                type_: "Approved".into(),
+                status: "True".into(),
+                reason: Some(APPROVED_REASON.into()),
+                message: Some(approval_message(v.kind, &node, &bname)),
+                last_update_time: Some(t.clone()),
+                last_transition_time: Some(t),
+            });
+            match capi.replace_subresource("approval", name, &post_params(), &obj).await {
+                Ok(done) => {
+                    self.observe_csr(&done);
+                    tracing::info!(csr = name, node = %node, kind = %v.kind, "approved");
+                    return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Approved });
+                }
+                Err(e) if kube_409(&e) => {
+                    tracing::debug!("CSR {name} changed meanwhile; reading it again");
+                    continue;
+                }
+                Err(e) => return Err(classify(e, "approve", r_csr.clone(), &self.target)),
+            }
+        }
+        Err(Error::Api {
+            verb: "approve".into(),
+            resource: r_csr,
+            message: format!("still conflicting after {CONFLICT_RETRIES} attempts (someone else keeps changing it or its batch); run approve again"),
+        })
+    }
+
+    /// Denies pending CSR `name` (`--deny-invalid`) after reading it again and judging it
+    /// again: a `Denied` condition (reason [`DENIED_REASON`]) whose message lists the reasons.
+    pub async fn deny(&mut self, name: &str) -> Result<Outcome> {
+        let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
+        let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
+        for _ in 0..CONFLICT_RETRIES {
+            let fresh = capi.get(name).await.map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
+            self.observe_csr(&fresh);
+            let view = CsrView::from_k8s(&fresh);
+            let Some(v) = self.evaluate(name, now()).filter(|_| is_pending(&fresh)) else {
+                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+            };
+            if !self.deniable(&v) {
+                return Ok(Outcome { csr: name.into(), action: if v.approve { Action::WouldApprove } else { Action::Rejected }, verdict: v });
+            }
+            let mut msg = String::from("agent-day2 refused it: ");
+            msg.push_str(&v.reasons.iter().map(|r| format!("{}: {r}", r.code())).collect::<Vec<_>>().join("; "));
+            let mut obj = fresh.clone();
+            let t = MetaTime(now());
+            obj.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new).push(CertificateSigningRequestCondition {
+                type_: "Denied".into(),
+                status: "True".into(),
+                reason: Some(DENIED_REASON.into()),
+                message: Some(msg),
+                last_update_time: Some(t.clone()),
+                last_transition_time: Some(t),
+            });
+            match capi.replace_subresource("approval", name, &post_params(), &obj).await {
+                Ok(done) => {
+                    self.observe_csr(&done);
+                    return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Denied });
+                }
+                Err(e) if kube_409(&e) => continue,
+                Err(e) => return Err(classify(e, "deny", r_csr.clone(), &self.target)),
+            }
+        }
+        Err(Error::Api { verb: "deny".into(), resource: r_csr, message: format!("still conflicting after {CONFLICT_RETRIES} attempts") })
+    }
+
+    async fn reread_node(&mut self, name: &str) -> Result<()> {
+        let napi: Api<Node> = Api::all(self.target.client.clone());
+        match napi.get_opt(name).await {
+            Ok(Some(n)) => self.observe_node(&n),
+            Ok(None) => self.forget_node(name),
+            Err(e) => return Err(classify(e, "read", ResourceRef::cluster("Node", name), &self.target)),
+        }
+        Ok(())
+    }
+
+    async fn reread_batch(&mut self, name: &str) -> Result<()> {
+        let api: Api<ConfigMap> = Api::namespaced(self.target.client.clone(), batch::NAMESPACE);
+        let cm = api
+            .get(name)
+            .await
+            .map_err(|e| classify(e, "read", ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name), &self.target))?;
+        self.observe_batch(&cm)?;
+        Ok(())
+    }
+
+    /// Progress of every expected node (in batch order).
+    pub fn node_states(&self) -> Vec<NodeState> {
+        self.expected
+            .nodes
+            .iter()
+            .map(|n| {
+                let user = format!("{NODE_PREFIX}{}", n.hostname);
+                let serving: Vec<&CertificateSigningRequest> = self
+                    .csrs
+                    .values()
+                    .filter(|c| c.spec.signer_name == csr::SERVING_SIGNER && c.spec.username.as_deref() == Some(user.as_str()))
+                    .collect();
+                NodeState {
+                    node: n.hostname.clone(),
+                    batch: self.node_batch.get(&n.hostname).cloned().unwrap_or_default(),
+                    ips: n.ips.iter().map(|i| i.to_string()).collect(),
+                    joined: self.existing.contains(&n.hostname),
+                    ready: self.ready.contains(&n.hostname),
+                    serving_approved: serving.iter().any(|c| has_condition(c, "Approved")),
+                    serving_issued: serving.iter().any(|c| has_certificate(c)),
+                }
+            })
+            .collect()
+    }
+
+    /// Every expected node Ready with its serving certificate issued.
+    pub fn all_done(&self) -> bool {
+        self.node_states().iter().all(NodeState::done)
+    }
+}
+
+fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
+    let common = "one PEM CSR, signature and key algorithm allowed, subject O=system:nodes CN=system:node:<name>, pending, lifetime within policy";
+    match kind {
+        Kind::Client => format!(
+            "agent-day2: client CSR of expected node {node} (batch {batch}): {common}, requested by the node-bootstrapper with exactly its groups, no SAN or extension, usages client auth, no Node {node} yet, created after the batch and before its token expired, first client approval recorded on the batch"
+        ),
+        _ => format!(
+            "agent-day2: serving CSR of expected node {node} (batch {batch}): {common}, requested by system:node:{node} in group system:nodes, usages server auth, SANs only {node} and its expected addresses, no cluster/service network or API name, first serving approval recorded on the batch"
+        ),
+    }
+}
+
+/// Now, as the verdict's time type.
+pub fn now() -> Time {
+    Time::now()
+}
