@@ -672,3 +672,59 @@ fn object_rules_like_kube_apiserver() {
     let types = ok(&c, &["get", "csr", "csr-cond", "-o", "jsonpath={.status.conditions[*].type}"]);
     assert_eq!(types, "Reviewed");
 }
+
+/// Label selectors, label keys and list/watch parameters refused (or accepted) like the real
+/// server.
+#[test]
+fn selectors_and_list_params_like_kube_apiserver() {
+    let Some(c) = cluster("") else { return };
+    ok(&c, &["-n", "default", "create", "configmap", "sel", "--from-literal=a=b"]);
+    let cms = "/api/v1/namespaces/default/configmaps";
+    for (sel, want) in [
+        ("%3Db", "found '=', expected: !, identifier, or 'end of string'"),
+        ("a%3D%28", "unable to parse requirement: found '(', expected: identifier"),
+        ("a%3Db%20c", "found 'c', expected: ',' or 'end of string'"),
+        ("x%2Fy%2Fz%3D1", "unable to parse requirement: <nil>: Invalid value: \\\"x/y/z\\\": a qualified name must consist of"),
+        ("a%3Db%2C%2Cc%3Dd", "found ',', expected: identifier after ','"),
+    ] {
+        let (code, body) = curl_admin(&c, &[], &format!("{cms}?labelSelector={sel}"));
+        assert_eq!(code, 400, "{sel}: {body}");
+        assert!(body.contains(want), "{sel}: {body}");
+    }
+    let long = format!("{}%3D1", "k".repeat(64));
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?labelSelector={long}"));
+    assert!(code == 400 && body.contains("name part must be no more than 63 characters"), "{code} {body}");
+    // kubectl -l sends the selector as it is; the server's message comes back.
+    let e = fails(&c, &["-n", "default", "get", "cm", "-l", "a in (x"]);
+    assert!(e.contains("unable to parse requirement"), "{e}");
+    // Go's url.ParseQuery drops a pair with a bad escape: no selector at all.
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?labelSelector=%ZZ"));
+    assert!(code == 200 && body.contains("\"sel\""), "{code} {body}");
+    // `a in ()` is a in ("") in labels.Parse.
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?labelSelector=a%20in%20%28%29"));
+    assert!(code == 200 && !body.contains("\"sel\""), "{code} {body}");
+
+    // Label keys on objects: the prefix must be a lowercase DNS subdomain.
+    let e = fails(&c, &["-n", "default", "label", "cm", "sel", "UPPER/x=y"]);
+    assert!(e.contains("metadata.labels: Invalid value: \"UPPER/x\": prefix part a lowercase RFC 1123 subdomain"), "{e}");
+    ok(&c, &["-n", "default", "label", "cm", "sel", "example.com/Upper_Name=y"]);
+
+    // List/watch parameters.
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?watch=1&timeoutSeconds=abc"));
+    assert!(code == 400 && body.contains("strconv.ParseInt: parsing \\\"abc\\\": invalid syntax"), "{code} {body}");
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?resourceVersion=abc"));
+    assert!(code == 400 && body.contains("invalid resource version"), "{code} {body}");
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?resourceVersion=99999999"));
+    assert_eq!(code, 504, "{body}");
+    assert!(body.contains("Timeout: Too large resource version: 99999999, current: ") && body.contains("ResourceVersionTooLarge"), "{body}");
+    let (code, body) = curl_admin(&c, &[], &format!("{cms}?watch=1&resourceVersion=99999999"));
+    assert_eq!(code, 200, "{body}");
+    let ev: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(ev["type"], "ERROR", "{body}");
+    assert_eq!(ev["object"]["code"], 504, "{body}");
+    // A negative timeout ends the watch at once.
+    let t0 = Instant::now();
+    let (code, _) = curl_admin(&c, &["--max-time", "20"], &format!("{cms}?watch=1&timeoutSeconds=-1"));
+    assert_eq!(code, 200);
+    assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+}

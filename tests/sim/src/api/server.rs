@@ -28,6 +28,48 @@ const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// `core.MaxSecretSize`: the most data a ConfigMap or Secret may hold (1 MiB).
 const MAX_SECRET_SIZE: usize = 1024 * 1024;
 
+/// `ValidateObjectMeta`'s label and annotation rules (apimachinery `ValidateLabels`,
+/// `ValidateAnnotations`): label keys are qualified names, values label values; annotation keys
+/// (lower-cased) qualified names. One `metadata.labels`/`metadata.annotations` cause each.
+fn check_meta_labels(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    if let Some(m) = obj["metadata"]["labels"].as_object() {
+        for (k, v) in m {
+            for e in selectors::label_key_errors(k) {
+                causes.push(super::status::invalid_value("metadata.labels", &json!(k), &e));
+            }
+            for e in selectors::label_value_errors(v.as_str().unwrap_or("")) {
+                causes.push(super::status::invalid_value("metadata.labels", v, &e));
+            }
+        }
+    }
+    if let Some(m) = obj["metadata"]["annotations"].as_object() {
+        for k in m.keys() {
+            for e in selectors::label_key_errors(&k.to_lowercase()) {
+                causes.push(super::status::invalid_value("metadata.annotations", &json!(k), &e));
+            }
+        }
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or("");
+    Err(ApiError::invalid(&t.group, &t.kind, name, &causes))
+}
+
+/// Go's `strconv.ParseInt(s, 10, 64)` error text.
+fn go_parse_int_error(s: &str) -> String {
+    let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+    format!("strconv.ParseInt: parsing {s:?}: {why}")
+}
+
+/// Go's `strconv.ParseUint(s, 10, 64)` error text.
+fn go_parse_uint_error(s: &str) -> String {
+    let why = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+    format!("strconv.ParseUint: parsing {s:?}: {why}")
+}
+
 /// ValidateConfigMap / ValidateSecret size rule (pkg/apis/core/validation): the keys plus the
 /// (decoded) values may not exceed 1 MiB. 422 with the pre-1.32 `TooLongMaxLength` text, field
 /// `[]` for ConfigMaps (the whole object) and `data` for Secrets.
@@ -129,8 +171,16 @@ fn err_response(e: ApiError) -> Response<Body> {
 /// Parsed query string (last value wins, as Go's url.Values.Get takes the first; kubectl sends each once).
 struct Query(HashMap<String, String>);
 impl Query {
+    /// Like Go's `url.ParseQuery` as `req.URL.Query()` uses it: a pair whose key or value holds
+    /// a bad `%` escape is dropped (so `labelSelector=%ZZ` selects nothing away, as on the real
+    /// server), the rest decoded.
     fn parse(q: Option<&str>) -> Query {
-        Query(form_urlencoded::parse(q.unwrap_or("").as_bytes()).into_owned().collect())
+        let bad_escape = |s: &str| {
+            let b = s.as_bytes();
+            (0..b.len()).any(|i| b[i] == b'%' && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()))
+        };
+        let ok_pairs: Vec<&str> = q.unwrap_or("").split('&').filter(|p| !bad_escape(p)).collect();
+        Query(form_urlencoded::parse(ok_pairs.join("&").as_bytes()).into_owned().collect())
     }
     fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str).filter(|s| !s.is_empty())
@@ -463,8 +513,56 @@ impl Server {
                 }
                 Ok(json_response(200, &obj, &[]))
             }
-            "list" => self.list(&t, &tg, q, want_table),
-            "watch" => self.watch(t, tg, q, want_table),
+            "list" | "watch" => {
+                // Query parameters decoded like metav1.ListOptions (ParameterCodec: integer
+                // fields through strconv, a bad one is a 400 with its error).
+                for k in ["timeoutSeconds", "limit"] {
+                    if let Some(v) = q.get(k) {
+                        if v.parse::<i64>().is_err() {
+                            return Err(ApiError::bad_request(go_parse_int_error(v)));
+                        }
+                    }
+                }
+                // resourceVersion: a number ("0" = any); the watch cache waits up to 3 s
+                // (blockTimeout) for a newer one, then answers Too large resource version.
+                let rv_param = q.get("resourceVersion").map(str::to_string);
+                let mut too_large = None;
+                if let Some(s) = rv_param.as_deref() {
+                    let n = s.parse::<u64>().map_err(|_| {
+                        ApiError::bad_request(format!(
+                            "invalid resource version: resourceVersion: Invalid value: {s:?}: {}",
+                            go_parse_uint_error(s)
+                        ))
+                    })?;
+                    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+                    loop {
+                        let cur = self.state.lock().unwrap().rv;
+                        if n <= cur {
+                            break;
+                        }
+                        if tokio::time::Instant::now() >= deadline {
+                            too_large = Some(ApiError::too_large_resource_version(n, cur));
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                match (verb, too_large) {
+                    ("list", Some(e)) => Err(e),
+                    ("list", None) => self.list(&t, &tg, q, want_table),
+                    // A watch reports it as its only event (the cacher's newErrWatcher).
+                    (_, Some(e)) => {
+                        let line = format!("{}\n", json!({"type": "ERROR", "object": e.body}));
+                        Ok(Response::builder()
+                            .status(200)
+                            .header("Content-Type", "application/json")
+                            .header("Cache-Control", "no-cache, private")
+                            .body(Full::new(Bytes::from(line)).boxed())
+                            .expect("response"))
+                    }
+                    (_, None) => self.watch(t, tg, q, want_table),
+                }
+            }
             "create" => {
                 let obj = parse_body(&body, ctype)?;
                 let mode = field_validation(q)?;
@@ -586,7 +684,8 @@ impl Server {
         let bookmarks = q.flag("allowWatchBookmarks");
         let initial_events = q.flag("sendInitialEvents");
         let include = q.get("includeObject").unwrap_or("Metadata").to_string();
-        let timeout = q.get("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).map(Duration::from_secs);
+        // A negative timeout ends the watch at once, as time.After(negative) fires immediately.
+        let timeout = q.get("timeoutSeconds").and_then(|s| s.parse::<i64>().ok()).map(|s| Duration::from_secs(s.max(0) as u64));
         let rv_param = q.get("resourceVersion").map(str::to_string);
         let ns = tg.namespace.clone();
         let key = t.key();
@@ -808,6 +907,7 @@ impl Server {
         };
         check_name(t, &name)?;
         obj["metadata"]["name"] = json!(name);
+        check_meta_labels(t, &obj)?;
         check_data_size(t, &obj)?;
         let ns = if t.namespaced { url_ns.unwrap_or("").to_string() } else { String::new() };
         // Type-specific defaults and checks.
@@ -920,6 +1020,7 @@ impl Server {
         }
         let warnings = self.validate(t, &mut obj, mode)?;
         normalize(t, &mut obj)?;
+        check_meta_labels(t, &obj)?;
         check_data_size(t, &obj)?;
         let bucket_key = t.key();
         let old = {

@@ -151,6 +151,17 @@ impl ApiError {
     pub fn unsupported_media(ct: &str) -> ApiError {
         status(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json ({ct} is not supported by this server)"), None)
     }
+    /// 504 for a list/watch from a resourceVersion the store has not reached within 3 s
+    /// (apiserver `storage.NewTooLargeResourceVersionError` = `errors.NewTimeoutError` +
+    /// a `ResourceVersionTooLarge` cause; the watch cache asks to retry after 1 s).
+    pub fn too_large_resource_version(requested: u64, current: u64) -> ApiError {
+        status(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+            Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+        )
+    }
     /// 410 Gone for a watch/list from a compacted resourceVersion.
     pub fn gone(msg: impl Into<String>) -> ApiError {
         status(410, "Expired", msg.into(), None)
