@@ -76,7 +76,9 @@ fn info_help_documents_exit_status() {
     let s = text(&out.stdout);
     assert!(s.contains("Usage: oc agent-day2 info"), "{s}");
     assert!(
-        s.contains("Exit status:") && s.contains("4  a required read failed"),
+        s.contains("Exit status:")
+            && s.contains("4  a read failed")
+            && s.contains("the report with what\n     could be read is printed first"),
         "{s}"
     );
     assert!(s.contains("-o, --output"), "{s}");
@@ -212,7 +214,10 @@ fn kubeconfig_resolution_follows_client_go() {
         Some(merged),
         &["info", "--kubeconfig", b.to_str().unwrap(), "--context", "ctx-a"],
     );
-    assert!(e.contains("cannot use context \"ctx-a\""), "{e}");
+    assert!(
+        e.contains("context \"ctx-a\" not found in the kubeconfig (contexts: ctx-b)"),
+        "{e}"
+    );
     // --server overrides the context's server.
     let ps = free_port();
     assert!(run(None, &["info", "-s", &format!("https://127.0.0.1:{ps}")]).contains(&format!(":{ps}/")));
@@ -227,9 +232,17 @@ fn fake_api(status: u16, message: &str) -> (u16, std::thread::JoinHandle<Vec<Str
     .to_string();
     let h = std::thread::spawn(move || {
         let mut seen = Vec::new();
-        l.set_nonblocking(false).unwrap();
-        // Serve until the client has gone (first connection is enough for one failing read).
-        if let Ok((mut s, _)) = l.accept() {
+        l.set_nonblocking(true).unwrap();
+        // Serve every connection until the client has been quiet for 2 s (info goes on
+        // reading after a refused required read, to print what it can).
+        let mut idle_since = std::time::Instant::now();
+        while idle_since.elapsed() < std::time::Duration::from_secs(2) {
+            let Ok((mut s, _)) = l.accept() else {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                continue;
+            };
+            idle_since = std::time::Instant::now();
+            s.set_nonblocking(false).unwrap();
             let mut buf = [0u8; 8192];
             let n = s.read(&mut buf).unwrap_or(0);
             let req = String::from_utf8_lossy(&buf[..n]).to_string();
@@ -269,6 +282,7 @@ fn unauthorized_exits_4_and_says_log_in_again() {
     assert!(e.contains("error: unauthorized at http://127.0.0.1:"), "{e}");
     assert!(e.contains("log in again (oc login)"), "{e}");
     let seen = h.join().unwrap();
+    // A 401 stops everything at the first read.
     assert_eq!(
         seen,
         vec!["GET /apis/config.openshift.io/v1/clusterversions/version HTTP/1.1"]
@@ -304,7 +318,205 @@ fn verbosity_flag_logs_to_stderr_only() {
     let loud = plugin(home.path(), &["info", "-s", &url, "--token", "x", "-v", "4"]);
     assert_eq!(loud.status.code(), Some(4));
     let (q, l) = (text(&quiet.stderr), text(&loud.stderr));
-    assert!(!q.contains("DEBUG"), "{q}");
-    assert!(l.contains("DEBUG") && l.contains("ClusterVersion version"), "{l}");
+    assert!(!q.contains("debug:"), "{q}");
+    assert!(l.contains("debug: ") && l.contains("ClusterVersion version"), "{l}");
     assert!(loud.stdout.is_empty());
+}
+
+fn write_kc(home: &Path, name: &str, content: &str) -> String {
+    let p = home.join(name);
+    std::fs::write(&p, content).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn control_characters_in_header_values_are_refused_not_a_panic() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    // From a flag: usage (exit 2), naming the flag.
+    for (args, flag) in [
+        (vec!["--token", "abc\ndef"], "--token"),
+        (vec!["--token", "abc\rdef"], "--token"),
+        (vec!["--as", "x\ny"], "--as"),
+        (vec!["--as", "u", "--as-group", "g\u{1}"], "--as-group"),
+        (vec!["--as", "u", "--as-uid", "1\n"], "--as-uid"),
+    ] {
+        let mut a = vec!["info", "-s", url.as_str()];
+        a.extend(args.iter().copied());
+        let out = plugin(home.path(), &a);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(&format!("error: {flag}: the value contains")), "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+    let out = plugin(home.path(), &["info", "-s", &url, "--token", "abc\ndef"]);
+    assert!(text(&out.stderr).contains("oc login"), "{}", text(&out.stderr));
+    // From the kubeconfig: exit 4, naming the user entry.
+    let kc = kubeconfig(&url, "c", None).replace("token: t-c", "token: \"abc\\ndef\"");
+    let kc = write_kc(home.path(), "kc", &kc);
+    let out = plugin(home.path(), &["info", "--kubeconfig", &kc]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{e}");
+    assert!(e.contains("kubeconfig user \"u-c\": field \"token\": the value contains a newline"), "{e}");
+    assert!(e.contains("copy the token again") && e.contains("oc login"), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+#[test]
+fn unknown_kubeconfig_names_are_errors_like_kubectl() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let kc = write_kc(home.path(), "kc", &kubeconfig(&url, "admin", None));
+    let run = |extra: &[&str]| {
+        let mut a = vec!["info", "--kubeconfig", kc.as_str()];
+        a.extend_from_slice(extra);
+        let out = plugin(home.path(), &a);
+        assert_eq!(out.status.code(), Some(4), "{extra:?}: {}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    let e = run(&["--user", "nosuch"]);
+    assert!(e.contains("error: auth info \"nosuch\" does not exist (users: u-admin)"), "{e}");
+    let e = run(&["--cluster", "nosuch"]);
+    assert!(e.contains("error: no server found for cluster \"nosuch\" (clusters: c-admin)"), "{e}");
+    let e = run(&["--context", "nosuch"]);
+    assert!(
+        e.contains("error: context \"nosuch\" not found in the kubeconfig (contexts: admin)"),
+        "{e}"
+    );
+    assert!(e.contains("kubectl config get-contexts") && !e.contains("oc login"), "{e}");
+    // A context naming a cluster that is not there names the cluster.
+    let broken = kubeconfig(&url, "admin", None).replace("cluster: c-admin", "cluster: gone");
+    let kc2 = write_kc(home.path(), "kc2", &broken);
+    let out = plugin(home.path(), &["info", "--kubeconfig", &kc2]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{e}");
+    assert!(e.contains("context \"admin\" names cluster \"gone\", which is not in the kubeconfig"), "{e}");
+    // --kubeconfig /missing: the path once, plainly.
+    let out = plugin(home.path(), &["info", "--kubeconfig", "/missing/kc"]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{e}");
+    assert_eq!(e.matches("/missing/kc").count(), 1, "{e}");
+    assert!(!e.contains("'\"") && !e.contains("os error"), "{e}");
+    // KUBECONFIG naming only missing files names them.
+    let out = Command::new(BIN)
+        .args(["info"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("KUBECONFIG", "/missing/a:/missing/b")
+        .output()
+        .unwrap();
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{e}");
+    assert!(e.contains("KUBECONFIG names no existing file: /missing/a, /missing/b"), "{e}");
+}
+
+#[test]
+fn empty_flag_values_count_as_unset() {
+    let home = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let kc = write_kc(home.path(), "kc", &kubeconfig(&format!("http://127.0.0.1:{port}"), "admin", None));
+    for extra in [
+        vec!["--context="],
+        vec!["--cluster="],
+        vec!["--user="],
+        vec!["--token", ""],
+        vec!["--as", ""],
+        vec!["--as", "", "--as-group", ""],
+    ] {
+        let mut a = vec!["info", "--kubeconfig", kc.as_str()];
+        a.extend(extra.iter().copied());
+        let out = plugin(home.path(), &a);
+        let e = text(&out.stderr);
+        // The context's server was used (nothing listens there): the flags were ignored.
+        assert_eq!(out.status.code(), Some(4), "{extra:?}: {e}");
+        assert!(e.contains(&format!("cannot reach the API server at http://127.0.0.1:{port}/")), "{extra:?}: {e}");
+    }
+}
+
+#[test]
+fn impersonating_groups_needs_a_user() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", free_port());
+    for extra in [["--as-group", "system:masters"], ["--as-uid", "42"]] {
+        let mut a = vec!["info", "-s", url.as_str(), "--token", "t"];
+        a.extend(extra);
+        let out = plugin(home.path(), &a);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.contains("requesting uid, groups or user-extra for") && e.contains("without impersonating a user"), "{e}");
+    }
+}
+
+/// Accepts connections and never answers (a stuck API server or TLS terminator).
+fn silent_server() -> u16 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut keep = Vec::new();
+        while let Ok((s, _)) = l.accept() {
+            keep.push(s);
+        }
+    });
+    port
+}
+
+#[test]
+fn request_timeouts_exit_5_naming_the_request() {
+    let home = tempfile::tempdir().unwrap();
+    let port = silent_server();
+    for (scheme, t) in [("http", "1s"), ("https", "1ms"), ("https", "1s")] {
+        let start = std::time::Instant::now();
+        let out = plugin(
+            home.path(),
+            &[
+                "info",
+                "-s",
+                &format!("{scheme}://127.0.0.1:{port}"),
+                "--token",
+                "t",
+                "--insecure-skip-tls-verify",
+                "--request-timeout",
+                t,
+            ],
+        );
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(5), "{scheme} {t}: {e}");
+        assert!(e.contains("error: timed out: ") && e.contains("ClusterVersion version"), "{e}");
+        assert!(!e.contains("check that the cluster is up"), "{e}");
+        assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    }
+}
+
+#[test]
+fn info_help_names_the_default_deadline() {
+    let home = tempfile::tempdir().unwrap();
+    let out = plugin(home.path(), &["info", "--help"]);
+    let s = text(&out.stdout);
+    assert!(s.contains("30 s") && s.contains("--request-timeout") && s.contains("5  "), "{s}");
+}
+
+#[test]
+fn dash_dash_version_prints_the_version() {
+    let home = tempfile::tempdir().unwrap();
+    let out = plugin(home.path(), &["--version"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with(&format!("agent-day2 v{}", env!("CARGO_PKG_VERSION"))));
+}
+
+#[test]
+fn default_verbosity_shows_only_our_own_lines_without_colour() {
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("https://127.0.0.1:{}", free_port());
+    let out = plugin(home.path(), &["info", "-s", &url, "--token", "x", "--insecure-skip-tls-verify"]);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{e}");
+    assert!(!e.contains('\u{1b}'), "ANSI escape in {e:?}");
+    for l in e.lines() {
+        assert!(l.starts_with("error: ") || l.starts_with("warning: ") || l.starts_with("       ("), "{l:?} in\n{e}");
+    }
+    assert_eq!(e.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{e}");
+    // -v 6: kube's own logs appear.
+    let out = plugin(home.path(), &["info", "-s", &url, "--token", "x", "-v", "6"]);
+    let e = text(&out.stderr);
+    assert!(e.lines().count() > 2 && !e.contains('\u{1b}'), "{e}");
 }
