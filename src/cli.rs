@@ -318,13 +318,19 @@ Machine Config Server endpoint, base ISO, proxy, trust bundle, mirrors, FIPS, SS
 and service networks, existing nodes, and the permissions add-nodes/approve/monitor need that
 you lack (checked with SelfSubjectAccessReviews, nothing is written).
 
+A fact whose object you may not read is shown as `unknown (cannot read ...)` (-o json|yaml:
+null, and the object named in `unreadable`), never as none; add-nodes cannot go on then.
+Each request has a 30 s deadline unless --request-timeout is given (0 = no limit).
+
 Exit status:
   0  the report was printed and the cluster can take day-2 nodes (missing permissions are
      listed but do not change the status)
-  4  a required read failed (unreachable, unauthorized, forbidden or missing object: the
-     message names it), or the cluster cannot take day-2 nodes (OpenShift older than 4.18,
-     or a platform other than baremetal, none, external, vsphere): the report is printed
-     first, then an `error:` line with the reason";
+  4  a read failed (forbidden, missing object, server error: each message names it), or the
+     cluster cannot take day-2 nodes (OpenShift older than 4.18, a platform other than
+     baremetal, none, external, vsphere, no Machine Config Server CA): the report with what
+     could be read is printed first (unknown facts marked; -o json|yaml: the document with
+     `errors`), then one `error:` line per reason; unreachable or unauthorized: no report
+  5  a request timed out (the message names it)";
 
 /// Arguments of `info`.
 #[derive(Debug, Args)]
