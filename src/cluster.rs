@@ -988,7 +988,18 @@ impl ClusterModel {
             },
         };
         let base_iso = match check_base_iso(&coreos_stream, &control_plane) {
-            Ok(iso) => Some(iso),
+            Ok(iso) => {
+                if !(iso.location.starts_with("https://") || iso.location.starts_with("http://")) {
+                    warnings.push(format!(
+                        "the {control_plane} live ISO location {:?} in ConfigMap \
+                         openshift-machine-config-operator/coreos-bootimages is not an http(s) URL; \
+                         add-nodes cannot download it: use --base-iso FILE (or the release \
+                         payload's machine-os-images image)",
+                        iso.location
+                    ));
+                }
+                Some(iso)
+            }
             Err(why) => {
                 if have_boot && !coreos_stream.is_null() {
                     warnings.push(format!(
@@ -1263,9 +1274,10 @@ impl ClusterModel {
     }
 }
 
-/// The live ISO of `arch` in a CoreOS stream, checked: it must exist, have a sha256 of 64 hex
-/// digits and an http(s) location. Err says what is wrong (for the "no usable base ISO"
-/// warning).
+/// The live ISO of `arch` in a CoreOS stream, checked: it must exist and have a sha256 of 64
+/// hex digits. Err says what is wrong (for the "no usable base ISO" warning). A location that
+/// is not http(s) only warns (the ISO may still come from --base-iso or machine-os-images with
+/// the same sha256).
 fn check_base_iso(stream: &Value, arch: &str) -> std::result::Result<BaseIso, String> {
     let Some(metal) = stream.pointer(&format!("/architectures/{arch}/artifacts/metal")) else {
         let have: Vec<&str> = stream
@@ -1283,9 +1295,6 @@ fn check_base_iso(stream: &Value, arch: &str) -> std::result::Result<BaseIso, St
     };
     let location = disk["location"].as_str().unwrap_or("");
     let sha = disk["sha256"].as_str().unwrap_or("");
-    if !(location.starts_with("https://") || location.starts_with("http://")) {
-        return Err(format!("the ISO location {location:?} is not an http(s) URL"));
-    }
     if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(format!("the ISO sha256 {sha:?} is not 64 hex digits"));
     }
