@@ -60,7 +60,39 @@ pub enum Command {
     /// the right ones (on a terminal after asking; --yes otherwise); --watch until all are Ready.
     #[command(long_about = APPROVE_LONG, after_help = APPROVE_AFTER)]
     Approve(ApproveArgs),
+    /// Follow every expected node from boot to Ready with its serving certificate; exit 0 only
+    /// when all of them got there.
+    #[command(long_about = MONITOR_LONG, after_help = MONITOR_AFTER)]
+    Monitor(Box<crate::monitor::MonitorArgs>),
 }
+
+const MONITOR_LONG: &str = "\
+Follow every node of the batch records (or --batch NAME, or the hosts at --ip-addresses /
+--node NAME=IP) through: its live assisted-service API reachable (http://IP:8090, watcher token
+from Secret openshift-agent-day2/agent-day2-auth) -> host registered -> pre-flight validations
+(each failing one with its message) -> installing (stage, percent) -> rebooting -> client CSR
+pending -> node joined -> Ready -> serving CSR pending -> serving certificate issued. Node names
+come from the batch records, not reverse DNS. A DHCP host's address is given with
+--ip-addresses; when its assisted-service answers with the batch token and a MAC matches, the
+address is recorded on the batch for `approve`. The batch's node labels are applied when the
+Node appears. --approve approves the kubelet CSRs with every check of `approve`.
+
+On a terminal: a live table, one row per node. Otherwise one line per change, or with -o json
+one JSON event per line (kind MonitorEvent; the last one is the summary).
+
+Exit status: 0 every node Ready with its serving certificate; 2 bad flags (--approve without
+--yes when stdin is not a terminal); 4 cluster access; 5 timed out; 6 a node's installation
+failed, was cancelled, or its token expired; 7 CSRs still pending at the end. When several
+apply, the lowest wins.";
+
+const MONITOR_AFTER: &str = "\
+Examples:
+  # Every node of every batch, approving their CSRs
+  oc agent-day2 monitor --approve --yes
+  # A DHCP host: its address is recorded on the batch once its MAC matches
+  oc agent-day2 monitor --ip-addresses 192.168.111.31
+  # Keep a failed node's logs; JSON events for a script
+  oc agent-day2 monitor --gather ./logs -o json --timeout 2h";
 
 const APPROVE_LONG: &str = "\
 Find the pending kubelet CSRs (signers kubernetes.io/kube-apiserver-client-kubelet and

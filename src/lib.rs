@@ -7,6 +7,7 @@
 
 pub mod add_nodes;
 pub mod approve;
+pub mod assisted;
 pub mod auth;
 pub mod base_iso;
 pub mod batch;
@@ -19,6 +20,7 @@ pub mod info;
 pub mod iso;
 pub mod kube_flags;
 pub mod kube_write;
+pub mod monitor;
 pub mod nodes_config;
 pub mod output;
 pub mod permissions;
@@ -80,6 +82,11 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             let out = add_nodes::run(&target, args).await?;
             emit(&out);
             Ok(exit::OK)
+        }
+        Command::Monitor(args) => {
+            let target = cli.kube.resolve().await?;
+            tracing::info!(server = %target.server, context = ?target.context, "connecting");
+            monitor::run(&cli.kube, target, args).await
         }
         Command::Approve(args) => {
             let target = cli.kube.resolve().await?;

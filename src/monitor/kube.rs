@@ -131,10 +131,14 @@ pub fn view_of(name: &str, since: Option<Time>, csrs: &Store<CertificateSigningR
         let v = CsrView::from_k8s(csr);
         let pending = v.conditions.is_empty() && !v.has_certificate;
         let issued = v.has_certificate && v.conditions.iter().any(|c| c == "Approved");
+        let approved = v.conditions.iter().any(|c| c == "Approved");
         match kind {
             Kind::Client if pending => k.client_csr_pending = Some(v.name),
+            Kind::Client if approved => k.client_approved = Some(v.name),
             Kind::Serving if pending => k.serving_csr_pending = Some(v.name),
             Kind::Serving if issued => k.serving_issued = Some(v.name),
+            // Approved, the certificate not issued yet: still waiting on it.
+            Kind::Serving if approved && !v.has_certificate => k.serving_csr_pending = Some(v.name),
             _ => {}
         }
     }

@@ -136,7 +136,7 @@ async fn poll_loop(
     stop: Arc<AtomicBool>,
     tx: tokio::sync::mpsc::UnboundedSender<Report>,
 ) {
-    let cap = interval.max((interval * 8).min(Duration::from_secs(30)));
+    let cap = interval.max((interval * 4).min(Duration::from_secs(30)));
     let mut delay = interval;
     while !stop.load(Ordering::SeqCst) {
         let r = client.list_clusters(cluster_id.as_deref()).await;

@@ -218,6 +218,8 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
 pub struct KubeView {
     /// A pending client CSR for this node (name).
     pub client_csr_pending: Option<String>,
+    /// An approved client CSR (name): the kubelet has its credentials, the Node may follow.
+    pub client_approved: Option<String>,
     /// The Node exists.
     pub node_exists: bool,
     /// Its Ready condition is True.
@@ -248,6 +250,9 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
     }
     if let Some(c) = &k.client_csr_pending {
         return (Stage::ClientCsrPending, format!("client CSR {c} pending approval"));
+    }
+    if let Some(c) = &k.client_approved {
+        return (Stage::Joined, format!("client CSR {c} approved; waiting for the kubelet to register the Node"));
     }
     (a.stage, a.detail.clone())
 }
