@@ -100,7 +100,10 @@ fn main() {
             let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
             if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
                 eprintln!("error: {e:#}");
-                std::process::exit(1);
+                // A scenario found invalid only while seeding (an `omit` naming nothing) is
+                // still an invalid scenario.
+                let invalid_scenario = e.downcast_ref::<agent_day2_sim::scenario::ScenarioError>().is_some();
+                std::process::exit(if invalid_scenario { 3 } else { 1 });
             }
         }
     }

@@ -54,20 +54,25 @@ pub struct Scenario {
     /// `Infrastructure.status.platformStatus.type`: BareMetal, None, External, VSphere, AWS, ...
     pub platform: String,
     /// Single-node OpenShift: one control-plane node, topology SingleReplica.
+    #[serde(deserialize_with = "strict_bool")]
     pub sno: bool,
     /// Control-plane architecture, Go spelling as in `Node.status.nodeInfo.architecture` (amd64, arm64).
     pub architecture: String,
     /// `ClusterVersion.status.desired.architecture: Multi` (multi-arch release payload).
+    #[serde(deserialize_with = "strict_bool")]
     pub multi_arch: bool,
     /// FIPS cluster: `99-worker-fips` MachineConfig with `fips: true`.
+    #[serde(deserialize_with = "strict_bool")]
     pub fips: bool,
     /// An upgrade to this version is in progress (a Partial history entry on top, desired = it).
     pub upgrade_to: Option<String>,
     /// Dual-stack: IPv6 machine, cluster and service networks and node addresses too.
+    #[serde(deserialize_with = "strict_bool")]
     pub dual_stack: bool,
     /// Machine networks (CIDRs). Empty on platforms none/external unless set.
     pub machine_networks: Option<Vec<String>>,
     /// Disconnected: ImageDigestMirrorSet to `mirror_registry`, an additionalTrustedCA, release image from the mirror.
+    #[serde(deserialize_with = "strict_bool")]
     pub disconnected: bool,
     /// Mirror registry host:port used when `disconnected` (default registry.example.com:5000).
     pub mirror_registry: Option<String>,
@@ -145,13 +150,147 @@ impl Default for Scenario {
     }
 }
 
+/// A scenario the simulator refuses (`up` exits 3 with it): the message names the file and
+/// the key, e.g. `scenario s.yaml: architecture: unsupported value "sparc" ...`.
+#[derive(Debug)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// A YAML boolean only: `sno: "yes"` or `sno: 1` is an error naming the key, not true.
+fn strict_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    struct V;
+    impl serde::de::Visitor<'_> for V {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a boolean (true or false)")
+        }
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<bool, E> {
+            Ok(v)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// Architectures the seed and the base ISOs know (Go and RPM spellings).
+pub const ARCHITECTURES: &[&str] = &["amd64", "x86_64", "arm64", "aarch64", "ppc64le", "s390x"];
+
+/// Whether `s` is an IPv4 or IPv6 CIDR (`address/prefix`, prefix within the family's width).
+pub fn is_cidr(s: &str) -> bool {
+    let Some((addr, len)) = s.split_once('/') else { return false };
+    let Ok(len) = len.parse::<u8>() else { return false };
+    match addr.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => len <= 32,
+        Ok(std::net::IpAddr::V6(_)) => len <= 128,
+        Err(_) => false,
+    }
+}
+
 impl Scenario {
-    /// Reads a scenario file. Errors name the file and the offending key.
+    /// Reads and checks a scenario file ([`Scenario::check`]). Errors are [`ScenarioError`]s
+    /// naming the file and the offending key.
     pub fn load(path: &std::path::Path) -> anyhow::Result<Scenario> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read scenario {}: {e}", path.display()))?;
-        let s: Scenario = serde_saphyr::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("scenario {}: {e}", path.display()))?;
+        let fail = |m: String| anyhow::Error::new(ScenarioError(format!("scenario {}: {m}", path.display())));
+        let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read it: {e}")))?;
+        let s: Scenario = serde_saphyr::from_str(&text).map_err(|e| {
+            // serde-saphyr's message starts with its own "error: "; main adds one already.
+            let m = e.to_string();
+            let m = m.strip_prefix("error: ").unwrap_or(&m).to_string();
+            // Name the key of the line the error points at (`sno: line 1 column 1: invalid type`).
+            let key = m
+                .strip_prefix("line ")
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+                .and_then(|l| l.trim_start_matches([' ', '-']).split_once(':').map(|(k, _)| k.trim().to_string()))
+                .filter(|k| !k.is_empty() && !m.contains(&format!("`{k}`")));
+            fail(match key {
+                Some(k) => format!("{k}: {m}"),
+                None => m,
+            })
+        })?;
+        s.check().map_err(fail)?;
         Ok(s)
+    }
+
+    /// Value checks serde cannot do: `architecture` known, `machineNetworks` CIDRs,
+    /// `objects` each with `apiVersion`, `kind` and `metadata.name`, `objectsDir` a directory,
+    /// `omit` entries of the form `resource` (all of them), `resource/name` or
+    /// `resource/namespace/name`. Whether an
+    /// `omit` entry names a seeded object is checked by `up` (it needs the seed).
+    /// Errors: `<key>: <what is wrong>`.
+    pub fn check(&self) -> Result<(), String> {
+        if !ARCHITECTURES.contains(&self.architecture.as_str()) {
+            return Err(format!("architecture: unsupported value {:?}; supported: {}", self.architecture, ARCHITECTURES.join(", ")));
+        }
+        for (i, n) in self.machine_networks.iter().flatten().enumerate() {
+            if !is_cidr(n) {
+                return Err(format!("machineNetworks[{i}]: {n:?} is not a CIDR such as 192.168.111.0/24"));
+            }
+        }
+        for (i, o) in self.objects.iter().enumerate() {
+            let missing: Vec<&str> = [("apiVersion", &o["apiVersion"]), ("kind", &o["kind"]), ("metadata.name", &o["metadata"]["name"])]
+                .into_iter()
+                .filter(|(_, v)| v.as_str().is_none_or(str::is_empty))
+                .map(|(k, _)| k)
+                .collect();
+            if !missing.is_empty() {
+                return Err(format!("objects[{i}]: {} required", missing.join(", ")));
+            }
+        }
+        if let Some(d) = &self.objects_dir {
+            if !d.is_dir() {
+                return Err(format!("objectsDir: {} is not a directory", d.display()));
+            }
+        }
+        for (i, o) in self.omit.iter().enumerate() {
+            let parts: Vec<&str> = o.split('/').collect();
+            if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
+                return Err(format!("omit[{i}]: {o:?} is not resource, resource/name or resource/namespace/name"));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> anyhow::Result<Scenario> {
+        let p = std::env::temp_dir().join(format!("scenario-test-{}-{}.yaml", std::process::id(), text.len()));
+        std::fs::write(&p, text).unwrap();
+        let r = Scenario::load(&p);
+        let _ = std::fs::remove_file(&p);
+        r
+    }
+
+    #[track_caller]
+    fn refused(text: &str, key: &str) {
+        let e = load_text(text).unwrap_err();
+        assert!(e.downcast_ref::<ScenarioError>().is_some(), "{e:#}");
+        let m = format!("{e:#}");
+        assert!(m.contains(key), "{text}: {m}");
+        assert!(!m.contains("error:"), "one prefix only (main adds it): {m}");
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_key() {
+        refused("architecture: sparc\n", "architecture: unsupported value \"sparc\"");
+        refused("objects: [{kind: ConfigMap}]\n", "objects[0]: apiVersion, metadata.name required");
+        refused("objectsDir: /nonexistent\n", "objectsDir: /nonexistent is not a directory");
+        refused("sno: \"yes\"\n", "sno: line 1");
+        refused("machineNetworks: [\"not-a-cidr\"]\n", "machineNetworks[0]");
+        refused("omit: [\"a/b/c/d\"]\n", "omit[0]");
+        refused("nmae: x\n", "nmae");
+        let s = load_text("sno: true\narchitecture: arm64\nmachineNetworks: [10.0.0.0/16, \"fd00::/64\"]\nomit: [nodes/master-2]\n").unwrap();
+        assert!(s.sno);
+        assert!(!is_cidr("10.0.0.0/33") && !is_cidr("10.0.0.0") && is_cidr("::/0"));
     }
 }

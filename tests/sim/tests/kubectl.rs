@@ -728,3 +728,58 @@ fn selectors_and_list_params_like_kube_apiserver() {
     assert_eq!(code, 200);
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
 }
+
+/// `agent-day2-sim up` refuses bad scenarios with exit 3, one `error:` prefix and the key named
+/// (no kubectl needed; `up` listens on 127.0.0.1 here).
+#[test]
+fn up_refuses_bad_scenarios() {
+    let bin = match agent_day2_sim::harness::bin("agent-day2-sim") {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let tmp = std::env::temp_dir().join(format!("sim-bad-scenarios-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let cases = [
+        ("architecture: sparc\n", "architecture"),
+        ("objects: [{kind: ConfigMap}]\n", "objects[0]"),
+        ("objectsDir: /nonexistent\n", "objectsDir"),
+        ("sno: \"yes\"\n", "sno"),
+        ("machineNetworks: [\"not-a-cidr\"]\n", "machineNetworks[0]"),
+        ("omit: [\"bogus/thing\"]\n", "omit[0]"),
+    ];
+    for (i, (yaml, key)) in cases.iter().enumerate() {
+        let f = tmp.join(format!("s{i}.yaml"));
+        std::fs::write(&f, yaml).unwrap();
+        let mut child = std::process::Command::new(&bin)
+            .args(["up", "--dir"])
+            .arg(tmp.join(format!("d{i}")))
+            .arg("--scenario")
+            .arg(&f)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.and_then(|s| s.code()), Some(3), "{yaml}: {err}");
+        let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or_else(|| panic!("{yaml}: {err}"));
+        assert!(line.contains(key), "{yaml}: {line}");
+        assert_eq!(line.matches("error:").count(), 1, "{yaml}: {line}");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}

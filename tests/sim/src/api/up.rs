@@ -113,6 +113,24 @@ fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
     omit.contains(&id)
 }
 
+/// The seed's own `omit` rule (`seed::omitted`): the resource may carry a group suffix
+/// (`machineconfigs.machineconfiguration.openshift.io/99-worker-ssh`).
+fn seed_omit_matches(spec: &str, o: &Value) -> bool {
+    let kind = o["kind"].as_str().unwrap_or("");
+    let ns = o["metadata"]["namespace"].as_str().unwrap_or("");
+    let name = o["metadata"]["name"].as_str().unwrap_or("");
+    let parts: Vec<&str> = spec.split('/').collect();
+    if parts[0].split('.').next().unwrap_or("").to_ascii_lowercase() != crate::seed::plural(kind) {
+        return false;
+    }
+    match parts.as_slice() {
+        [_, n] => ns.is_empty() && *n == name,
+        [_, s, n] => *s == ns && *n == name,
+        [_] => true,
+        _ => false,
+    }
+}
+
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     let mut scenario = match &opts.scenario {
@@ -234,6 +252,22 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         for (file, _) in load_yaml_dir(d)? {
             let text = std::fs::read_to_string(&file)?.replace("$TEST_IMAGE", &image);
             objects.extend(parse_docs(&text).with_context(|| format!("{}", file.display()))?);
+        }
+    }
+    // Every `omit` entry must name something: the seed (before its own omissions), the
+    // scenario's objects or objectsDir. A typo would otherwise leave the object in silently.
+    {
+        let mut all = crate::seed::seed_objects_with_registry(&Scenario { omit: Vec::new(), ..scenario.clone() }, &ctx, registry.as_ref().map(|r| &r.seed))?;
+        all.extend(objects.iter().cloned());
+        let st = srv.state.lock().unwrap();
+        for (i, spec) in scenario.omit.iter().enumerate() {
+            let hit = all.iter().any(|o| omit_matches(std::slice::from_ref(spec), &st.registry, o) || seed_omit_matches(spec, o));
+            if !hit {
+                let file = opts.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                return Err(anyhow::Error::new(crate::scenario::ScenarioError(format!(
+                    "scenario {file}: omit[{i}]: {spec:?} names no seeded or scenario object (resource/name or resource/namespace/name, plural resource)"
+                ))));
+            }
         }
     }
     for obj in objects {
