@@ -205,7 +205,9 @@ fn unreachable_server_exits_4() {
 fn bad_token_is_unauthorized() {
     netns_or_skip!();
     let c = TestCluster::start("").unwrap();
-    let out = plugin(&c, &["info", "--token", "not-a-valid-token"]);
+    // A token-only context: --token replaces its token (admin's client certificate would be
+    // kept alongside a --token, as kubectl does).
+    let out = plugin(&c, &["info", "--context", "viewer", "--token", "not-a-valid-token"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
     assert!(
@@ -377,4 +379,68 @@ fn api_traffic_goes_through_the_configured_proxy() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("cannot reach the API server at https://api.ostest.example.com:6443/"));
     assert_eq!(h.join().unwrap(), "CONNECT api.ostest.example.com:6443 HTTP/1.1");
+}
+
+#[test]
+fn forbidden_optional_reads_are_unknown_and_exit_4() {
+    netns_or_skip!();
+    let c = TestCluster::start(
+        "forbidden:\n- resource: machineconfigs\n  name: 99-worker-fips\n- resource: proxies\n- resource: imagedigestmirrorsets\n",
+    )
+    .unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    let fips = t.lines().find(|l| l.starts_with("FIPS")).unwrap();
+    assert!(fips.contains("unknown (cannot read MachineConfig 99-worker-fips: forbidden"), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("Proxy") && l.contains("unknown (cannot read Proxy cluster")), "{t}");
+    let e = text(&out.stderr);
+    for r in ["MachineConfig 99-worker-fips", "Proxy cluster", "ImageDigestMirrorSets"] {
+        assert!(e.contains(&format!("error: cannot read {r}: forbidden")), "{r}: {e}");
+    }
+    assert!(e.contains("README \"Permissions\""), "{e}");
+    assert!(!e.contains("WARN"), "{e}");
+    let out = plugin(&c, &["info", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(4));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(d["fips"].is_null() && d["proxy"].is_null(), "{d}");
+    assert_eq!(d["canAddNodes"], false);
+    assert_eq!(d["unreadable"].as_array().unwrap().len(), 3, "{}", d["unreadable"]);
+}
+
+#[test]
+fn viewer_gets_the_partial_report_and_document() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let out = plugin(&c, &["info", "--context", "viewer", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_eq!(d["cluster"]["name"], "ostest");
+    assert!(d["pullSecretFound"].is_null());
+    assert!(d["errors"].as_array().unwrap().iter().any(|e| e.as_str().unwrap().contains("Secret openshift-config/pull-secret")));
+    let out = plugin(&c, &["info", "--context", "viewer"]);
+    let t = text(&out.stdout);
+    assert!(t.contains("4.18.12") && t.contains("Missing permissions"), "{t}");
+}
+
+#[test]
+fn refused_impersonation_says_so() {
+    netns_or_skip!();
+    let c = TestCluster::start("").unwrap();
+    let out = plugin(&c, &["info", "--context", "viewer", "--as", "system:admin"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("error: impersonation refused: ") && e.contains("cannot impersonate"), "{e}");
+    assert!(!e.contains("missing RBAC"), "{e}");
+}
+
+#[test]
+fn missing_coreos_bootimages_hint_fits_every_cluster() {
+    netns_or_skip!();
+    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n").unwrap();
+    let out = plugin(&c, &["info"]);
+    assert_eq!(out.status.code(), Some(4));
+    let e = text(&out.stderr);
+    assert!(e.contains("--base-iso") && !e.contains("agent-based installer"), "{e}");
+    assert!(text(&out.stdout).contains("Base ISO"), "partial report printed");
 }
