@@ -135,7 +135,7 @@ fn needs_escape(c: char) -> bool {
 #[cfg(test)]
 mod escape_tests {
     use super::escape_for_display as e;
-    use super::display;
+    use super::{display, VALUE_MAX};
 
     #[test]
     fn plain_text_is_unchanged() {
