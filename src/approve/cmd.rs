@@ -224,8 +224,13 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         return Ok(code);
     }
     if !args.yes {
-        // Show what would happen, then ask (the prompt is on the terminal, not stdout).
-        emit(&format!("{}\n", table(&rows)));
+        // Show what would happen, then ask (the prompt is on the terminal, not stdout; with
+        // -o json|yaml the table goes to stderr so stdout stays one document).
+        if args.output == OutputFormat::Table {
+            emit(&format!("{}\n", table(&rows)));
+        } else {
+            eprintln!("{}", table(&rows));
+        }
         let mut q = format!("Approve {} CSR{}", todo_approve.len(), if todo_approve.len() == 1 { "" } else { "s" });
         if !todo_deny.is_empty() {
             q = format!("{q} and deny {}", todo_deny.len());

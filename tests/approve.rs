@@ -1,0 +1,563 @@
+//! `approve` end to end: the built plugin against the simulated cluster (agent-day2-sim) in a
+//! private network namespace. The expected nodes come from a real `add-nodes` run (batch
+//! record); the nodes are booted with `agent-day2-sim boot` from the ISO it wrote; rogue CSRs
+//! are made with openssl here and posted with the real kubectl as the node-bootstrapper
+//! (context `bootstrapper`) or as a node (impersonation: `--as system:node:X`). The
+//! simulator's signer issues the certificates of approved kubelet CSRs. Skipped (with the
+//! reason) where no namespace can be made.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
+
+const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
+const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
+
+const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+
+macro_rules! netns_or_skip {
+    () => {
+        if let Err(why) = enter_netns() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+        if Command::new("openssl").arg("version").output().is_err() {
+            eprintln!("skipped: openssl is not installed (the rogue CSRs are made with it)");
+            return;
+        }
+    };
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+struct Work {
+    tmp: tempfile::TempDir,
+}
+
+impl Work {
+    fn new() -> Work {
+        Work { tmp: tempfile::tempdir().unwrap() }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+}
+
+fn plugin_cmd(c: &TestCluster, w: &Work, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env("XDG_CACHE_HOME", w.path("cache"))
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Runs the plugin with stdin not a terminal (/dev/null).
+fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
+    plugin_cmd(c, w, args).output().unwrap()
+}
+
+fn kubectl_json(c: &TestCluster, args: &[&str]) -> Value {
+    let o = c.kubectl(args);
+    assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Makes the release payload readable for add-nodes: the simulator's registry when
+/// docker-registry is installed, else the plugin's per-release-digest cache entry.
+fn cluster(w: &Work) -> TestCluster {
+    if Path::new(REGISTRY_BIN).exists() {
+        return TestCluster::start_with_registry("").unwrap();
+    }
+    eprintln!("note: {REGISTRY_BIN} missing: component images from the plugin's cache instead");
+    let c = TestCluster::start("").unwrap();
+    let cv = kubectl_json(&c, &["get", "clusterversion", "version", "-o", "json"]);
+    let release = cv["status"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["state"] == "Completed")
+        .and_then(|h| h["image"].as_str())
+        .unwrap()
+        .to_string();
+    let digest = release.rsplit_once('@').unwrap().1.to_string();
+    let comp = |n: char| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", n.to_string().repeat(64));
+    let imgs = json!({"apiServer": comp('1'), "nodeAgent": comp('2'), "orchestrator": comp('3'), "utils": comp('4'), "machineOsImages": null});
+    let dir = w.path("cache").join("agent-day2/releases");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{digest}.json")), json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string())
+        .unwrap();
+    c
+}
+
+fn static_host((h, mac, ip): (&str, &str, &str)) -> String {
+    format!(
+        "- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      ipv4:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: 24\n"
+    )
+}
+
+/// `add-nodes` for worker-0 and worker-1 (static addresses): writes out/node.x86_64.iso and
+/// the batch record.
+fn add_nodes(c: &TestCluster, w: &Work) -> PathBuf {
+    let nc = w.path("nodes-config.yaml");
+    std::fs::write(&nc, format!("hosts:\n{}{}", static_host(W0), static_host(W1))).unwrap();
+    let out = w.path("out");
+    let o = plugin(c, w, &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", out.to_str().unwrap()]);
+    assert!(o.status.success(), "add-nodes: {}", text(&o));
+    out.join("node.x86_64.iso")
+}
+
+/// A CSR PEM made by openssl: P-256 key, subject O=system:nodes/CN=system:node:<node>, SANs
+/// (`DNS:x,IP:y`) when given.
+fn openssl_csr(w: &Work, node: &str, sans: Option<&str>) -> String {
+    let out = w.path(&format!("req-{}.pem", uuid_like()));
+    let mut cmd = Command::new("openssl");
+    cmd.args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "/dev/null"])
+        .args(["-subj", &format!("/O=system:nodes/CN=system:node:{node}")])
+        .arg("-out")
+        .arg(&out);
+    if let Some(s) = sans {
+        cmd.args(["-addext", &format!("subjectAltName={s}")]);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "openssl: {}", text(&o));
+    std::fs::read_to_string(&out).unwrap()
+}
+
+fn uuid_like() -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Posts a CSR with kubectl (`as_args`: `--context bootstrapper`, or `--as system:node:X
+/// --as-group system:nodes --as-group system:authenticated`). Returns its name.
+fn post_csr(c: &TestCluster, name: &str, pem: &str, signer: &str, usages: &[&str], as_args: &[&str]) -> String {
+    use base64::Engine;
+    let obj = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem), "signerName": signer, "usages": usages},
+    });
+    let mut args: Vec<&str> = as_args.to_vec();
+    args.extend(["create", "-f", "-", "-o", "name"]);
+    let o = c.kubectl_stdin(&args, &obj.to_string());
+    assert!(o.status.success(), "posting CSR {name}: {}", text(&o));
+    name.to_string()
+}
+
+const AS_BOOTSTRAPPER: &[&str] = &["--context", "bootstrapper"];
+
+fn as_node(node: &str) -> Vec<String> {
+    vec![
+        "--as".into(),
+        format!("system:node:{node}"),
+        "--as-group".into(),
+        "system:nodes".into(),
+        "--as-group".into(),
+        "system:authenticated".into(),
+    ]
+}
+
+fn csr_obj(c: &TestCluster, name: &str) -> Value {
+    kubectl_json(c, &["get", "csr", name, "-o", "json"])
+}
+
+fn conditions(c: &TestCluster, name: &str) -> Vec<(String, String)> {
+    csr_obj(c, name)["status"]["conditions"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| (x["type"].as_str().unwrap_or("").to_string(), x["reason"].as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn issued(c: &TestCluster, name: &str) -> bool {
+    csr_obj(c, name)["status"]["certificate"].as_str().is_some_and(|s| !s.is_empty())
+}
+
+/// The one batch record's approvals as (node, kind, csr).
+fn approvals(c: &TestCluster) -> Vec<(String, String, String)> {
+    let l = kubectl_json(c, &["-n", "openshift-agent-day2", "get", "configmaps", "-l", "agent-day2.openshift.io/batch", "-o", "json"]);
+    let items = l["items"].as_array().unwrap();
+    assert_eq!(items.len(), 1, "one batch record");
+    let rec: Value = serde_json::from_str(items[0]["data"]["batch.json"].as_str().unwrap()).unwrap();
+    rec["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (a["node"].as_str().unwrap().to_string(), a["kind"].as_str().unwrap().to_string(), a["csr"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+fn all_csrs(c: &TestCluster) -> Vec<Value> {
+    kubectl_json(c, &["get", "csr", "-o", "json"])["items"].as_array().unwrap().clone()
+}
+
+struct Kid(Child);
+impl Drop for Kid {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn node_ready_with_serving_cert(c: &TestCluster, node: &str) -> bool {
+    let n = c.kubectl(&["get", "node", node, "-o", "json"]);
+    if !n.status.success() {
+        return false;
+    }
+    let n: Value = serde_json::from_slice(&n.stdout).unwrap();
+    let ready = n["status"]["conditions"].as_array().is_some_and(|a| a.iter().any(|x| x["type"] == "Ready" && x["status"] == "True"));
+    ready
+        && all_csrs(c).iter().any(|x| {
+            x["spec"]["signerName"] == SERVING_SIGNER
+                && x["spec"]["username"] == format!("system:node:{node}")
+                && x["status"]["certificate"].as_str().is_some_and(|s| !s.is_empty())
+        })
+}
+
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_nothing_twice() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = cluster(&w);
+    let iso = add_nodes(&c, &w);
+
+    // Rogue CSRs beside the real ones.
+    let rogue_master = post_csr(&c, "rogue-client-master-1", &openssl_csr(&w, "master-1", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let as_w1 = as_node("worker-1");
+    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
+    let rogue_ip = post_csr(
+        &c,
+        "rogue-serving-foreign-ip",
+        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:192.168.111.31,IP:10.0.0.9")),
+        SERVING_SIGNER,
+        &["digital signature", "server auth"],
+        &as_w1,
+    );
+    let rogue_signer = post_csr(
+        &c,
+        "rogue-other-signer",
+        &openssl_csr(&w, "worker-0", None),
+        "example.com/anything",
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
+
+    // Boot both nodes, slowly enough to interrupt the first approve run after one approval.
+    let boot_log = w.path("boot.log");
+    let mut boot = Command::new(bin("agent-day2-sim").unwrap());
+    boot.arg("boot").arg("--dir").arg(&c.dir).arg("--iso").arg(&iso);
+    for (_, mac, ip) in [W0, W1] {
+        boot.arg("--node").arg(format!("{mac}={ip}"));
+    }
+    boot.args(["--stage-delay-ms", "150", "--timeout", "150s"])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&boot_log).unwrap())
+        .stderr(Stdio::inherit());
+    let mut boot = Kid(boot.spawn().unwrap());
+
+    // First run: killed as soon as it reports its first approval (a table row on stdout).
+    let mut first = Kid(
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "120s"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    {
+        use std::io::BufRead;
+        let out = std::io::BufReader::new(first.0.stdout.take().unwrap());
+        let mut seen = Vec::new();
+        for l in out.lines() {
+            let l = l.unwrap();
+            seen.push(l.clone());
+            if l.contains(" approved ") {
+                first.0.kill().unwrap();
+                break;
+            }
+        }
+        assert!(seen.iter().any(|l| l.contains(" approved ")), "first run approved nothing: {seen:?}");
+    }
+    let st = first.0.wait().unwrap();
+    assert!(st.code().is_none(), "killed, not finished: {st:?}");
+    let after_first = approvals(&c);
+    assert!(!after_first.is_empty() && after_first.len() < 4, "interrupted after its first approval: {after_first:?}");
+
+    // A second client CSR for a node whose first is approved (a rival using the shared
+    // bootstrap identity): whichever node the first run approved (worker-0 or worker-1).
+    let (twice, _, _) = after_first.iter().find(|(_, k, _)| k == "client").expect("a client CSR is approved first").clone();
+    let rogue_second = post_csr(
+        &c,
+        &format!("rogue-second-client-{twice}"),
+        &openssl_csr(&w, &twice, None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
+
+    // Second run: approves the rest and ends when both nodes are Ready with serving certs.
+    let o = plugin(&c, &w, &["approve", "--watch", "--yes", "--timeout", "120s", "-o", "json"]);
+    let code = o.status.code();
+    let st = boot.0.wait().unwrap();
+    let boot_out = std::fs::read_to_string(&boot_log).unwrap_or_default();
+    assert_eq!(st.code(), Some(0), "boot: {boot_out}\napprove: {}", text(&o));
+    assert_eq!(code, Some(7), "done, but rogue CSRs were rejected: {}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)));
+    assert_eq!(doc["kind"], "ApproveReport");
+    assert_eq!(doc["exitCode"], 7);
+    for n in doc["nodes"].as_array().unwrap() {
+        assert_eq!(n["ready"], true, "{n}");
+        assert_eq!(n["servingIssued"], true, "{n}");
+    }
+    let rejected: Vec<&str> =
+        doc["csrs"].as_array().unwrap().iter().filter(|r| r["action"] == "rejected").map(|r| r["name"].as_str().unwrap()).collect();
+    for r in [&rogue_master, &rogue_ip, &rogue_second] {
+        assert!(rejected.contains(&r.as_str()), "{r} reported rejected: {doc}");
+    }
+    let codes = |name: &str| -> Vec<String> {
+        doc["csrs"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap()["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(codes(&rogue_master).contains(&"node-exists".to_string()), "{doc}");
+    assert!(codes(&rogue_ip).contains(&"ip-san-not-node-address".to_string()), "{doc}");
+    assert!(codes(&rogue_second).contains(&"already-approved".to_string()), "{doc}");
+
+    for node in ["worker-0", "worker-1"] {
+        assert!(node_ready_with_serving_cert(&c, node), "{node} Ready with its serving certificate");
+    }
+    // Rogues untouched: no condition at all.
+    for r in [&rogue_master, &rogue_ip, &rogue_second, &rogue_signer] {
+        assert!(conditions(&c, r).is_empty(), "{r} stays pending: {:?}", conditions(&c, r));
+    }
+    // Exactly one client and one serving approval per node, each recorded once and each CSR
+    // approved exactly once, by us, and issued by the simulator's signer.
+    let mut recs = approvals(&c);
+    recs.sort();
+    let kinds: Vec<(String, String)> = recs.iter().map(|(n, k, _)| (n.clone(), k.clone())).collect();
+    assert_eq!(
+        kinds,
+        [("worker-0", "client"), ("worker-0", "serving"), ("worker-1", "client"), ("worker-1", "serving")]
+            .map(|(a, b)| (a.to_string(), b.to_string())),
+        "{recs:?}"
+    );
+    for (_, _, csr) in &recs {
+        let conds = conditions(&c, csr);
+        assert_eq!(conds.iter().filter(|(t, _)| t == "Approved").count(), 1, "{csr}: {conds:?}");
+        assert!(conds.contains(&("Approved".into(), "AgentDay2Approved".into())), "{csr}: {conds:?}");
+        assert!(issued(&c, csr), "{csr} issued");
+    }
+    // Nothing else was approved.
+    let approved: Vec<String> = all_csrs(&c)
+        .iter()
+        .filter(|x| x["status"]["conditions"].as_array().is_some_and(|a| a.iter().any(|k| k["type"] == "Approved")))
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(approved.len(), 4, "{approved:?}");
+}
+
+/// The non-watch mode on one cluster: usage error without --yes, dry run, JSON, the prompt
+/// declined, approval with --yes, a second client CSR refused then allowed by --reissue, and
+/// --deny-invalid.
+#[test]
+fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = cluster(&w);
+    add_nodes(&c, &w);
+    let good = post_csr(&c, "good-client-worker-0", &openssl_csr(&w, "worker-0", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let rogue = post_csr(&c, "rogue-client-master-1", &openssl_csr(&w, "master-1", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let pristine = || {
+        assert!(conditions(&c, &good).is_empty() && conditions(&c, &rogue).is_empty(), "nothing changed");
+        assert!(approvals(&c).is_empty(), "nothing recorded");
+    };
+
+    // stdin not a terminal, no --yes: exit 2 and the message says what to do.
+    let o = plugin(&c, &w, &["approve"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--yes"), "{}", text(&o));
+    pristine();
+
+    // Dry run: the table with both verdicts, exit 7 (a rejected CSR), nothing changed.
+    let o = plugin(&c, &w, &["approve", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["CSR", "NODE", "KIND", "REQUESTER", "SANS", "AGE", "VERDICT", "REASONS"], "{out}");
+    let line = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {out}")).to_string();
+    assert!(line(&good).contains("worker-0") && line(&good).contains(" approve "), "{out}");
+    assert!(line(&rogue).contains("REJECT") && line(&rogue).contains("master-1"), "{out}");
+    pristine();
+
+    // -o json parses, with codes.
+    let o = plugin(&c, &w, &["approve", "--dry-run", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["apiVersion"], "agent-day2/v1");
+    let by_name = |d: &Value, n: &str| d["csrs"].as_array().unwrap().iter().find(|r| r["name"] == n).cloned().unwrap();
+    assert_eq!(by_name(&doc, &good)["action"], "would-approve");
+    assert_eq!(by_name(&doc, &good)["kind"], "client");
+    assert_eq!(by_name(&doc, &rogue)["action"], "rejected");
+    assert!(by_name(&doc, &rogue)["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "node-exists"), "{doc}");
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
+    // -o yaml too.
+    let o = plugin(&c, &w, &["approve", "--dry-run", "-o", "yaml"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("kind: ApproveReport"), "{}", text(&o));
+    pristine();
+
+    // The prompt on a terminal (a pty from `script`), declined: exit 8, nothing changed.
+    if Command::new("script").arg("--version").output().is_ok() {
+        let cmdline = format!("{BIN} approve");
+        let mut s = Command::new("script")
+            .args(["-qec", &cmdline, "/dev/null"])
+            .env("KUBECONFIG", &c.kubeconfig)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = s.stdin.take().unwrap();
+        // Answer once the question is on the terminal (the pty echoes it to stdout).
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(3));
+            let _ = stdin.write_all(b"n\n");
+            std::thread::sleep(Duration::from_secs(30));
+        });
+        let o = s.wait_with_output().unwrap();
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(8), "{t}");
+        assert!(t.contains("Approve 1 CSR?"), "{t}");
+        pristine();
+    } else {
+        eprintln!("skipped part: `script` (util-linux) is missing, no pty for the prompt test");
+    }
+
+    // --yes: the good one approved (recorded, then /approval), the rogue left pending; exit 7.
+    let o = plugin(&c, &w, &["approve", "--yes"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(line_of(&o, &good).contains("approved"), "{}", text(&o));
+    assert_eq!(conditions(&c, &good), [("Approved".to_string(), "AgentDay2Approved".to_string())]);
+    let msg = csr_obj(&c, &good)["status"]["conditions"][0]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("worker-0") && msg.contains("node-bootstrapper"), "{msg}");
+    assert!(conditions(&c, &rogue).is_empty());
+    assert_eq!(approvals(&c), [("worker-0".into(), "client".into(), good.clone())]);
+
+    // A second client CSR for worker-0: refused (already approved) ...
+    let second = post_csr(&c, "second-client-worker-0", &openssl_csr(&w, "worker-0", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(by_name(&doc, &second)["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "already-approved"), "{doc}");
+    assert!(conditions(&c, &second).is_empty());
+    // ... and allowed once by --reissue.
+    let o = plugin(&c, &w, &["approve", "--yes", "--reissue", "worker-0", "-o", "json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(by_name(&doc, &second)["action"], "approved", "{doc}");
+    assert_eq!(approvals(&c).len(), 2);
+    // --reissue of a node no batch expects: exit 3.
+    let o = plugin(&c, &w, &["approve", "--yes", "--reissue", "worker-9"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+
+    // --deny-invalid: a serving CSR of worker-1 with a foreign IP is denied with the reasons;
+    // the rogue client CSR for master-1 (not an expected node) stays pending.
+    let as_w1 = as_node("worker-1");
+    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
+    let foreign = post_csr(
+        &c,
+        "serving-foreign-ip",
+        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:10.0.0.9")),
+        SERVING_SIGNER,
+        &["digital signature", "server auth"],
+        &as_w1,
+    );
+    let o = plugin(&c, &w, &["approve", "--dry-run", "--deny-invalid"]);
+    assert_eq!(o.status.code(), Some(7));
+    assert!(conditions(&c, &foreign).is_empty(), "--dry-run denies nothing");
+    let o = plugin(&c, &w, &["approve", "--yes", "--deny-invalid"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(line_of(&o, &foreign).contains("DENIED"), "{}", text(&o));
+    assert_eq!(conditions(&c, &foreign), [("Denied".to_string(), "AgentDay2Denied".to_string())]);
+    let msg = csr_obj(&c, &foreign)["status"]["conditions"][0]["message"].as_str().unwrap().to_string();
+    assert!(msg.contains("ip-san-not-node-address") && msg.contains("10.0.0.9"), "{msg}");
+    assert!(conditions(&c, &rogue).is_empty(), "not an expected node: not denied");
+    assert_eq!(approvals(&c).len(), 2, "denials are not recorded as approvals");
+}
+
+fn line_of(o: &Output, name: &str) -> String {
+    String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with(name)).unwrap_or("").to_string()
+}
+
+/// A DHCP host (no address in the batch) gets no serving approval, with a hint; `--node
+/// NAME=IP` supplies the address; `--node` for a name no batch expects is refused (exit 3).
+#[test]
+fn dhcp_host_needs_its_address_given() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = cluster(&w);
+    let nc = w.path("nodes-config.yaml");
+    let (h, mac, _) = W1;
+    std::fs::write(&nc, format!("hosts:\n- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n")).unwrap();
+    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", w.path("out").to_str().unwrap()]);
+    assert!(o.status.success(), "add-nodes: {}", text(&o));
+    let as_w1 = as_node("worker-1");
+    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
+    let serving = post_csr(
+        &c,
+        "serving-worker-1",
+        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:192.168.111.31")),
+        SERVING_SIGNER,
+        &["digital signature", "server auth"],
+        &as_w1,
+    );
+    let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("hint: worker-1: address unknown") && err.contains("--node worker-1=IP"), "{err}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = doc["csrs"].as_array().unwrap().iter().find(|r| r["name"] == serving.as_str()).unwrap().clone();
+    assert!(r["reasons"].as_array().unwrap().iter().any(|x| x["code"] == "no-expected-addresses"), "{r}");
+    assert!(conditions(&c, &serving).is_empty());
+
+    let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-9=192.168.111.39"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("worker-9 is in no batch record"), "{}", text(&o));
+    let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-1=not-an-ip"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+
+    // With the address the serving CSR passes (the client CSR was never seen: no Node exists,
+    // which a serving CSR does not need to be judged).
+    let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-1=192.168.111.31"]);
+    assert_eq!(conditions(&c, &serving), [("Approved".to_string(), "AgentDay2Approved".to_string())], "{}", text(&o));
+    assert_eq!(approvals(&c), [("worker-1".into(), "serving".into(), serving.clone())]);
+}
