@@ -783,3 +783,18 @@ fn up_refuses_bad_scenarios() {
     }
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// `kubectl auth can-i --list` (SelfSubjectRulesReview) lists the authorizer's rules.
+#[test]
+fn auth_can_i_list() {
+    let Some(c) = cluster("") else { return };
+    let admin = ok(&c, &["auth", "can-i", "--list"]);
+    assert!(admin.lines().any(|l| l.split_whitespace().next() == Some("*.*") && l.contains("[*]")), "{admin}");
+    let viewer = ok(&c, &["--context", "viewer", "auth", "can-i", "--list"]);
+    assert!(viewer.lines().any(|l| l.starts_with("nodes ") && l.contains("[get list watch]")), "{viewer}");
+    assert!(!viewer.lines().any(|l| l.starts_with("secrets ")), "{viewer}");
+    assert!(viewer.lines().any(|l| l.starts_with("selfsubjectrulesreviews.authorization.k8s.io") && l.contains("[create]")), "{viewer}");
+    let boot = ok(&c, &["--context", "bootstrapper", "auth", "can-i", "--list"]);
+    assert!(boot.lines().any(|l| l.starts_with("certificatesigningrequests.certificates.k8s.io") && l.contains("[create get list watch]")), "{boot}");
+    assert!(!boot.lines().any(|l| l.starts_with("nodes ")), "{boot}");
+}

@@ -12,7 +12,8 @@
 //!    NodeRestriction): create/get/list/watch CSRs; create node `<n>`; update/patch node `<n>`
 //!    and `nodes/status` of `<n>`; create events; get/list/watch anything except secrets.
 //! 5. User `viewer` (cluster role `view`-like): get/list/watch anything except secrets.
-//! 6. Every authenticated user: create `selfsubjectaccessreviews` (`system:basic-user`).
+//! 6. Every authenticated user: create `selfsubjectaccessreviews` and `selfsubjectrulesreviews`
+//!    (`system:basic-user`).
 //!
 //! Anything else is refused with [`forbidden_message`].
 
@@ -95,7 +96,12 @@ fn allowed(user: &UserInfo, a: &Attributes) -> bool {
         return true;
     }
     // system:basic-user: everyone authenticated may ask what they may do.
-    if is("authorization.k8s.io", "selfsubjectaccessreviews") && verb == "create" && main {
+    if (is("authorization.k8s.io", "selfsubjectaccessreviews")
+        || is("authorization.k8s.io", "selfsubjectrulesreviews")
+        || is("authentication.k8s.io", "selfsubjectreviews"))
+        && verb == "create"
+        && main
+    {
         return authenticated(user);
     }
     if user.name == NODE_BOOTSTRAPPER {
@@ -125,6 +131,67 @@ fn allowed(user: &UserInfo, a: &Attributes) -> bool {
         return READ_VERBS.contains(&verb) && !is("", "secrets");
     }
     false
+}
+
+/// One rule of a SelfSubjectRulesReview status (`authorization.k8s.io/v1` `ResourceRule`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRule {
+    pub verbs: Vec<String>,
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_names: Vec<String>,
+}
+
+fn rule(verbs: &[&str], group: &str, resources: &[&str], names: &[&str]) -> ResourceRule {
+    let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    ResourceRule { verbs: v(verbs), api_groups: vec![group.to_string()], resources: v(resources), resource_names: v(names) }
+}
+
+/// The rules [`allowed`] applies to `user`, as RBAC would list them for a
+/// SelfSubjectRulesReview: `(resource rules, non-resource rules as (verbs, urls))`.
+/// `served` is every served `(group, plural)`, so "read everything but Secrets" can be spelled
+/// out. Scenario Forbidden switches are not subtracted (the caller reports `incomplete`).
+pub fn rules_for(user: &UserInfo, served: &[(String, String)]) -> (Vec<ResourceRule>, Vec<(Vec<String>, Vec<String>)>) {
+    let in_group = |g: &str| user.groups.iter().any(|x| x == g);
+    let s = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    if in_group("system:masters") {
+        return (vec![rule(&["*"], "*", &["*"], &[])], vec![(s(&["*"]), s(&["*"]))]);
+    }
+    if !authenticated(user) {
+        return (Vec::new(), Vec::new());
+    }
+    let mut r = vec![
+        rule(&["create"], "authorization.k8s.io", &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &[]),
+        rule(&["create"], "authentication.k8s.io", &["selfsubjectreviews"], &[]),
+    ];
+    let non_resource = vec![(
+        s(&["get"]),
+        s(&["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]),
+    )];
+    let read_all_but_secrets = |r: &mut Vec<ResourceRule>| {
+        for (g, p) in served {
+            if !(g.is_empty() && p == "secrets") {
+                r.push(rule(&READ_VERBS, g, &[p.as_str()], &[]));
+            }
+        }
+    };
+    if user.name == NODE_BOOTSTRAPPER {
+        r.push(rule(&CSR_VERBS, CERTS_GROUP, &[CSRS], &[]));
+    } else if let (Some(node), true) = (user.name.strip_prefix("system:node:"), in_group("system:nodes")) {
+        if !node.is_empty() {
+            r.push(rule(&CSR_VERBS, CERTS_GROUP, &[CSRS], &[]));
+            r.push(rule(&["create", "update", "patch"], "", &["nodes"], &[node]));
+            r.push(rule(&["update", "patch"], "", &["nodes/status"], &[node]));
+            r.push(rule(&["create"], "", &["events"], &[]));
+            r.push(rule(&["create"], "events.k8s.io", &["events"], &[]));
+            read_all_but_secrets(&mut r);
+        }
+    } else if user.name == "viewer" {
+        read_all_but_secrets(&mut r);
+    }
+    (r, non_resource)
 }
 
 fn authenticated(user: &UserInfo) -> bool {
@@ -275,6 +342,27 @@ mod tests {
                 assert_eq!(m, forbidden_message(u, &a));
             }
         }
+    }
+
+    #[test]
+    fn rules_agree_with_authorize() {
+        let served = vec![("".to_string(), "nodes".to_string()), ("".to_string(), "secrets".to_string()), (CERTS_GROUP.to_string(), CSRS.to_string())];
+        let admin = user("system:admin", &["system:masters"]);
+        assert_eq!(rules_for(&admin, &served).0, vec![rule(&["*"], "*", &["*"], &[])]);
+        let viewer = user("viewer", &["system:authenticated"]);
+        let (r, nr) = rules_for(&viewer, &served);
+        assert!(!nr.is_empty());
+        // Every rule listed is allowed by authorize, and secrets are not listed.
+        for rr in &r {
+            for v in &rr.verbs {
+                let a = attrs(v, &rr.api_groups[0], &rr.resources[0], None, None, None);
+                assert!(authorize(&viewer, &a, &[]).is_ok(), "{rr:?}");
+            }
+        }
+        assert!(!r.iter().any(|rr| rr.resources.contains(&"secrets".to_string())), "{r:?}");
+        assert!(r.iter().any(|rr| rr.resources == ["nodes"] && rr.verbs == ["get", "list", "watch"]), "{r:?}");
+        let anon = user("system:anonymous", &["system:unauthenticated"]);
+        assert!(rules_for(&anon, &served).0.is_empty());
     }
 
     #[test]

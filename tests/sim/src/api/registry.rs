@@ -151,6 +151,10 @@ pub fn builtins() -> Vec<ResourceType> {
     );
     ssar.verbs = vec!["create"];
     v.push(ssar);
+    // `kubectl auth can-i --list`.
+    let mut ssrr = builtin("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", &[], false, &[], &[]);
+    ssrr.verbs = vec!["create"];
+    v.push(ssrr);
     // `kubectl auth whoami`.
     let mut ssr = builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", &[], false, &[], &[]);
     ssr.verbs = vec!["create"];

@@ -569,6 +569,26 @@ impl Server {
                 if t.plural == "selfsubjectaccessreviews" {
                     return self.ssar(user, obj);
                 }
+                if t.plural == "selfsubjectrulesreviews" {
+                    // The authorizer's rules for the caller; scenario Forbidden switches are
+                    // not subtracted, hence incomplete.
+                    let served: Vec<(String, String)> = {
+                        let st = self.state.lock().unwrap();
+                        let mut v: Vec<(String, String)> = st.registry.by_gvr.values().filter(|t| t.verbs.contains(&"list")).map(|t| (t.group.clone(), t.plural.clone())).collect();
+                        v.sort();
+                        v.dedup();
+                        v
+                    };
+                    let (rules, non_resource) = authz::rules_for(user, &served);
+                    let mut o = obj;
+                    o["metadata"] = json!({"creationTimestamp": null});
+                    o["status"] = json!({
+                        "resourceRules": rules,
+                        "nonResourceRules": non_resource.into_iter().map(|(v, u)| json!({"verbs": v, "nonResourceURLs": u})).collect::<Vec<_>>(),
+                        "incomplete": !self.forbidden.lock().unwrap().is_empty(),
+                    });
+                    return Ok(json_response(201, &o, &[]));
+                }
                 if t.plural == "selfsubjectreviews" {
                     // Who the server thinks the caller is (after impersonation).
                     let mut o = obj;
