@@ -646,6 +646,19 @@ fn object_rules_like_kube_apiserver() {
     let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", fits.to_string().as_bytes());
     assert!(o.status.success(), "{}", text(&o));
 
+    // Go's JSON decoder types built-in kinds: a number is no ConfigMap data string.
+    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"num"},"data":{"a":1}}"#);
+    assert!(
+        !o.status.success()
+            && text(&o).contains("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"),
+        "{}",
+        text(&o)
+    );
+    let e = fails(&c, &["-n", "default", "patch", "cm", "fits", "--type=merge", "-p", r#"{"data":{"b":true}}"#]);
+    assert!(e.contains("cannot unmarshal bool into Go struct field ConfigMap.data of type string"), "{e}");
+    // ... while Quantity and IntOrString fields take numbers.
+    ok_stdin(&c, &["-n", "default", "create", "-f", "-"], "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {limits: {cpu: 1, memory: 100}}\n    livenessProbe: {httpGet: {port: 8080}}\n");
+
     // A Secret posted to the configmaps endpoint.
     let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {}});
     let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", s.to_string().as_bytes());

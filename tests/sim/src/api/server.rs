@@ -857,6 +857,16 @@ impl Server {
         Ok(json_response(201, &obj, &[]))
     }
 
+    /// The JSON decoder's type errors for built-in kinds (a number where the Go field is a
+    /// string, ...), as transformDecodeError reports them: 400 `ConfigMap in version "v1"
+    /// cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field
+    /// ConfigMap.data of type string`.
+    fn go_decode(&self, t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+        validation::go_decode_check(&t.schema, &t.kind, obj).map_err(|e| {
+            ApiError::bad_request(format!("{kind} in version {v:?} cannot be handled as a {kind}: {e}", kind = t.kind, v = t.version))
+        })
+    }
+
     /// Validates and prunes per the schema; maps errors to 400/422.
     fn validate(&self, t: &ResourceType, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
         let keep = (obj.get("apiVersion").cloned(), obj.get("kind").cloned());
@@ -893,6 +903,10 @@ impl Server {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
         }
         check_kind(t, &obj)?;
+        // Seeds (no user) are the simulator's own objects; requests are decoded like Go.
+        if user.is_some() {
+            self.go_decode(t, &obj)?;
+        }
         if !obj["metadata"].is_object() {
             obj["metadata"] = json!({});
         }
@@ -1019,6 +1033,7 @@ impl Server {
             return Err(ApiError::bad_request("the body of the request must be a JSON object"));
         }
         check_kind(t, &obj)?;
+        self.go_decode(t, &obj)?;
         match obj["metadata"]["name"].as_str() {
             Some(n) if n != name => {
                 return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));

@@ -17,9 +17,9 @@
 //!   `ValidateCustomResource` (kube-openapi): `required` → `Required value`; `type` → `Invalid
 //!   value: "string": spec.x in body must be of type integer: "string"`; `enum` → `Unsupported
 //!   value: "c": supported values: "a", "b"`; `null` where not `nullable` → type error with
-//!   `"null"`. Built-in kinds are only checked for unknown fields (their real validation is in
-//!   the simulator's handlers), so k8s-openapi's loose types (Quantity, IntOrString, Time,
-//!   RawExtension) are never rejected.
+//!   `"null"`. Built-in kinds are checked here for unknown fields only (their real validation is in
+//!   the simulator's handlers); [`go_decode_check`] adds the Go JSON decoder's type errors for
+//!   them, accepting what Quantity, IntOrString, Time and RawExtension accept.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -74,6 +74,8 @@ struct Node {
     preserve_unknown_fields: bool,
     int_or_string: bool,
     embedded_resource: bool,
+    /// `format` (int32, int64, byte, date-time, ...): the Go type of built-in fields.
+    format: Option<String>,
 }
 
 /// A structural schema for one kind: what [`validate`] prunes and checks against.
@@ -237,6 +239,166 @@ pub fn validate(
     Ok(if mode == FieldValidation::Warn { unknown } else { Vec::new() })
 }
 
+/// Decodes `obj` against a built-in kind's schema the way the real server's JSON decoder
+/// (`sigs.k8s.io/json`, encoding/json rules) fills the Go struct, and returns its first
+/// `*UnmarshalTypeError` text: `json: cannot unmarshal number into Go struct field
+/// ConfigMap.data of type string` (innermost struct's name, then the JSON field path without
+/// indexes or map keys; Go type names: string, int32, int64, float64, bool, []T,
+/// map[string]T, v1.Struct, []uint8 for base64 bytes). `null` fits everything; Quantity and
+/// IntOrString take numbers and strings (their UnmarshalJSON), Time any string. Unknown fields
+/// are not this function's concern ([`validate`] handles them). `kind` names the root struct.
+/// Ok for schemas that are not built-in.
+pub fn go_decode_check(schema: &Schema, kind: &str, obj: &Value) -> Result<(), String> {
+    if schema.check_values || !schema.check_metadata {
+        return Ok(());
+    }
+    let cx = GoCx { defs: &schema.defs };
+    let mut path = Vec::new();
+    cx.check(&schema.root, obj, kind, &mut path)
+}
+
+struct GoCx<'a> {
+    defs: &'a HashMap<String, Node>,
+}
+
+fn go_value_kind(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null => "null",
+    }
+}
+
+impl GoCx<'_> {
+    fn resolve<'n>(&'n self, mut n: &'n Node) -> (&'n Node, Option<&'n str>) {
+        let mut name = None;
+        for _ in 0..32 {
+            match n.reference.as_ref().and_then(|r| self.defs.get(r).map(|d| (r, d))) {
+                Some((r, d)) => {
+                    name = Some(r.as_str());
+                    n = d
+                }
+                None => break,
+            }
+        }
+        (n, name)
+    }
+
+    /// Go's reflect type name of a node (`v1.ObjectMeta`, `map[string]string`, ...).
+    fn go_type(&self, n: &Node) -> String {
+        let (n, def) = self.resolve(n);
+        if n.int_or_string {
+            return match def {
+                Some(d) if d.ends_with(".Quantity") => "resource.Quantity".into(),
+                _ => "intstr.IntOrString".into(),
+            };
+        }
+        match n.ty.as_deref() {
+            Some("string") if n.format.as_deref() == Some("byte") => "[]uint8".into(),
+            Some("string") if n.format.as_deref() == Some("date-time") => "v1.Time".into(),
+            Some("string") => "string".into(),
+            Some("integer") => if n.format.as_deref() == Some("int32") { "int32".into() } else { "int64".into() },
+            Some("number") => "float64".into(),
+            Some("boolean") => "bool".into(),
+            Some("array") => format!("[]{}", n.items.as_deref().map(|i| self.go_type(i)).unwrap_or_else(|| "interface {}".into())),
+            Some("object") if n.properties.is_empty() => match &n.additional_properties {
+                Some(a) => format!("map[string]{}", self.go_type(a)),
+                None => "map[string]interface {}".into(),
+            },
+            _ => match def {
+                Some(d) => {
+                    let mut parts = d.rsplit('.');
+                    let name = parts.next().unwrap_or(d);
+                    format!("{}.{name}", parts.next().unwrap_or("v1"))
+                }
+                None => "interface {}".into(),
+            },
+        }
+    }
+
+    fn check(&self, node: &Node, v: &Value, strukt: &str, path: &mut Vec<String>) -> Result<(), String> {
+        if v.is_null() {
+            return Ok(());
+        }
+        let (n, def) = self.resolve(node);
+        let fail = |what: String| {
+            let ty = self.go_type(node);
+            Err(if path.is_empty() {
+                format!("json: cannot unmarshal {what} into Go value of type {ty}")
+            } else {
+                format!("json: cannot unmarshal {what} into Go struct field {strukt}.{} of type {ty}", path.join("."))
+            })
+        };
+        if n.preserve_unknown_fields && n.properties.is_empty() && n.ty.is_none() && !n.int_or_string {
+            return Ok(());
+        }
+        if n.int_or_string {
+            return match v {
+                Value::String(_) | Value::Number(_) => Ok(()),
+                // Quantity.UnmarshalJSON parses the raw text and fails with ParseQuantity's error.
+                _ if def.is_some_and(|d| d.ends_with(".Quantity")) => {
+                    Err("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into())
+                }
+                // IntOrString.UnmarshalJSON unmarshals a non-string into its int32.
+                _ => {
+                    let ty = "int32";
+                    Err(format!("json: cannot unmarshal {} into Go struct field {strukt}.{} of type {ty}", go_value_kind(v), path.join(".")))
+                }
+            };
+        }
+        match (n.ty.as_deref(), v) {
+            (Some("string"), Value::String(_)) => Ok(()),
+            (Some("boolean"), Value::Bool(_)) => Ok(()),
+            (Some("number"), Value::Number(_)) => Ok(()),
+            (Some("integer"), Value::Number(x)) => {
+                let fits = match n.format.as_deref() {
+                    Some("int32") => x.as_i64().is_some_and(|i| i32::try_from(i).is_ok()),
+                    _ => x.as_i64().is_some(),
+                };
+                if fits {
+                    Ok(())
+                } else {
+                    fail(format!("number {x}"))
+                }
+            }
+            (Some("array"), Value::Array(items)) => {
+                if let Some(it) = &n.items {
+                    for i in items {
+                        self.check(it, i, strukt, path)?;
+                    }
+                }
+                Ok(())
+            }
+            (Some("object") | None, Value::Object(m)) if !n.properties.is_empty() || n.additional_properties.is_some() => {
+                if n.properties.is_empty() {
+                    if let Some(a) = &n.additional_properties {
+                        for x in m.values() {
+                            self.check(a, x, strukt, path)?;
+                        }
+                    }
+                    return Ok(());
+                }
+                // A struct: its fields are reported with this struct's Go name.
+                let name = def.map(|d| d.rsplit('.').next().unwrap_or(d)).unwrap_or(strukt).to_string();
+                for (k, x) in m {
+                    if let Some(p) = n.properties.get(k) {
+                        path.push(k.clone());
+                        let r = self.check(p, x, &name, path);
+                        path.pop();
+                        r?;
+                    }
+                }
+                Ok(())
+            }
+            (Some("object"), Value::Object(_)) | (None, _) => Ok(()),
+            (Some(_), other) => fail(go_value_kind(other).to_string()),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Schema construction
 
@@ -321,6 +483,7 @@ fn parse_node(v: &Value, builtin: bool) -> Node {
     n.preserve_unknown_fields = flag("x-kubernetes-preserve-unknown-fields");
     n.int_or_string = flag("x-kubernetes-int-or-string");
     n.embedded_resource = flag("x-kubernetes-embedded-resource");
+    n.format = o.get("format").and_then(Value::as_str).map(str::to_owned);
     if builtin && n.reference.is_none() {
         let shapeless = n.properties.is_empty() && n.additional_properties.is_none();
         if n.ty.as_deref() == Some("object") && shapeless {
@@ -778,6 +941,49 @@ mod tests {
         let w = validate(&s, &mut o, FieldValidation::Warn).unwrap();
         assert_eq!(w, vec!["unknown field \"spec.containers[0].imagee\"".to_string()]);
         assert_eq!(o["spec"]["containers"][0]["resources"]["limits"]["memory"], 100);
+    }
+
+    #[test]
+    fn go_decode_errors_for_builtin_kinds() {
+        let cm = builtin_schema("", "v1", "ConfigMap").unwrap();
+        let ok = |s: &Schema, k: &str, o: Value| go_decode_check(s, k, &o);
+        assert_eq!(
+            ok(&cm, "ConfigMap", json!({"data": {"a": 1}})),
+            Err("json: cannot unmarshal number into Go struct field ConfigMap.data of type string".into())
+        );
+        assert_eq!(
+            ok(&cm, "ConfigMap", json!({"metadata": {"labels": {"a": true}}})),
+            Err("json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string".into())
+        );
+        assert_eq!(
+            ok(&cm, "ConfigMap", json!({"data": "x"})),
+            Err("json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string".into())
+        );
+        assert_eq!(
+            ok(&cm, "ConfigMap", json!({"immutable": "yes"})),
+            Err("json: cannot unmarshal string into Go struct field ConfigMap.immutable of type bool".into())
+        );
+        assert_eq!(ok(&cm, "ConfigMap", json!({"metadata": {"name": "x", "creationTimestamp": null}, "data": {"a": "1"}})), Ok(()));
+        let pod = builtin_schema("", "v1", "Pod").unwrap();
+        // Quantity and IntOrString take numbers and strings; ints must be whole.
+        assert_eq!(ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}},
+            "ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": "http"}}}]}})), Ok(()));
+        assert_eq!(
+            ok(&pod, "Pod", json!({"spec": {"containers": [{"name": 5}]}})),
+            Err("json: cannot unmarshal number into Go struct field Container.spec.containers.name of type string".into())
+        );
+        assert_eq!(
+            ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 1.5}]}]}})),
+            Err("json: cannot unmarshal number 1.5 into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32".into())
+        );
+        assert!(ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": true}}}]}})).unwrap_err().starts_with("quantities must match"));
+        let sec = builtin_schema("", "v1", "Secret").unwrap();
+        assert_eq!(
+            ok(&sec, "Secret", json!({"data": {"a": 1}})),
+            Err("json: cannot unmarshal number into Go struct field Secret.data of type []uint8".into())
+        );
+        // CRD schemas are not decoded this way.
+        assert_eq!(ok(&crd_schema(), "K", json!({"spec": {"replicas": "x"}})), Ok(()));
     }
 
     #[test]
