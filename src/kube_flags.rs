@@ -622,7 +622,11 @@ pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> 
         return Err("empty duration".into());
     }
     if let Ok(secs) = s.parse::<u64>() {
-        return Ok((secs > 0).then(|| Duration::from_secs(secs)));
+        let d = Duration::from_secs(secs);
+        if d > MAX_DURATION {
+            return Err(out_of_range());
+        }
+        return Ok((secs > 0).then_some(d));
     }
     let mut total = Duration::ZERO;
     let mut rest = s;
@@ -651,9 +655,24 @@ pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> 
             u => return Err(format!("unknown unit {u:?} (use ns, us, ms, s, m, h)")),
         };
         rest = &rest[unit_len..];
-        total += Duration::from_secs_f64(num * factor);
+        // Checked: a user's `9999999999999999h` must be an error, not a panic in
+        // Duration::from_secs_f64 or in the addition.
+        total = Duration::try_from_secs_f64(num * factor)
+            .ok()
+            .and_then(|d| total.checked_add(d))
+            .filter(|t| *t <= MAX_DURATION)
+            .ok_or_else(out_of_range)?;
     }
     Ok((!total.is_zero()).then_some(total))
+}
+
+/// The longest duration accepted: Go's `time.Duration` is an int64 of nanoseconds, so kubectl
+/// refuses anything above 2562047h47m16.854775807s; staying below also keeps `Instant + d` from
+/// overflowing.
+pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
+
+fn out_of_range() -> String {
+    "out of range: at most 2562047h (the longest duration kubectl accepts), e.g. 30s, 48h".into()
 }
 
 /// Picks the proxy for the API server like client-go: the kubeconfig cluster's `proxy-url`
@@ -766,6 +785,16 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Some(Duration::from_millis(500)));
         assert!(parse_duration("10x").is_err());
         assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn durations_out_of_range_are_errors_not_panics() {
+        for s in ["9999999999999999h", "99999999999999999999999999999s", "2562048h", "9223372037s",
+                  "2562047h2562047h"] {
+            let e = parse_duration(s).expect_err(s);
+            assert!(e.contains("out of range"), "{s}: {e}");
+        }
+        assert_eq!(parse_duration("2562047h").unwrap(), Some(Duration::from_secs(2562047 * 3600)));
     }
 
     #[test]

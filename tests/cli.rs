@@ -520,3 +520,28 @@ fn default_verbosity_shows_only_our_own_lines_without_colour() {
     let e = text(&out.stderr);
     assert!(e.lines().count() > 2 && !e.contains('\u{1b}'), "{e}");
 }
+
+/// A duration too large for Go's time.Duration (and for Rust's Duration from f64) is a usage
+/// error naming the flag, never a panic (exit 101).
+#[test]
+fn huge_durations_are_refused_naming_the_flag() {
+    let home = tempfile::tempdir().unwrap();
+    let out = plugin(
+        home.path(),
+        &["info", "--request-timeout", "9999999999999999h", "-s", "https://127.0.0.1:1", "--token", "x"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--request-timeout"), "{}", text(&out.stderr));
+    // --token-ttl is checked before any cluster work: exit 3 naming it.
+    let dir = home.path().join("out");
+    let out = plugin(
+        home.path(),
+        &[
+            "add-nodes", "--token-ttl", "9999999999999999h", "--hostname", "w", "--mac-address",
+            "52:54:00:aa:00:30", "--dir", dir.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("--token-ttl") && err.contains("out of range"), "{err}");
+}
