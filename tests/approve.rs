@@ -9,7 +9,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
 use serde_json::{json, Value};

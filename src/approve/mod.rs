@@ -144,6 +144,10 @@ pub struct Approver {
     existing: BTreeSet<String>,
     ready: BTreeSet<String>,
     csrs: BTreeMap<String, CertificateSigningRequest>,
+    /// (name, uid) → node the CSR speaks for ([`Approver::node_of`]).
+    node_cache: std::sync::Mutex<BTreeMap<(String, String), Option<String>>>,
+    /// Batches a compare-and-swap found changed: read again before the next judgement.
+    stale: BTreeSet<String>,
     by: String,
 }
 
@@ -346,6 +350,8 @@ impl Approver {
             existing: BTreeSet::new(),
             ready: BTreeSet::new(),
             csrs: BTreeMap::new(),
+            node_cache: Default::default(),
+            stale: BTreeSet::new(),
             by,
         };
         a.rebuild_expected()?;
@@ -560,8 +566,42 @@ impl Approver {
 
     /// The verdict on CSR `name` among all pending ones (None: not pending, unknown, or
     /// another signer).
+    ///
+    /// Only the pending CSRs of the same kind for the same node are judged with it (the only
+    /// ones [`verdict_all`] relates), so this stays cheap with hundreds of CSRs pending.
     pub fn evaluate(&self, name: &str, now: Time) -> Option<Verdict> {
-        self.evaluate_all(now).into_iter().find(|(c, _)| c.name == name).map(|(_, v)| v)
+        let target = self.csrs.get(name).filter(|c| is_pending(c))?;
+        let kind = CsrView::from_k8s(target).kind();
+        if kind == Kind::NotKubelet {
+            return None;
+        }
+        let node = self.node_of(target);
+        let mut views: Vec<CsrView> = self
+            .csrs
+            .values()
+            .filter(|c| is_pending(c))
+            .map(CsrView::from_k8s)
+            .filter(|v| v.kind() == kind)
+            .filter(|v| v.name == name || (node.is_some() && self.node_of(&self.csrs[&v.name]) == node))
+            .collect();
+        views.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
+        let existing = ExistingNodes::new(self.existing.iter().cloned());
+        let v = verdict_all(&views, &self.expected, &existing, &self.approvals(), &self.policy, now);
+        views.into_iter().zip(v).find(|(c, _)| c.name == name).map(|(_, v)| v)
+    }
+
+    /// The node a CSR speaks for, as the verdict attributes it (cached by name and uid: the
+    /// request of a CSR never changes).
+    fn node_of(&self, c: &CertificateSigningRequest) -> Option<String> {
+        let key = (c.metadata.name.clone().unwrap_or_default(), c.metadata.uid.clone().unwrap_or_default());
+        let mut cache = self.node_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = cache.get(&key) {
+            return n.clone();
+        }
+        let view = CsrView::from_k8s(c);
+        let n = crate::csr::verdict(&view, &ExpectedNodes::default(), &ExistingNodes::default(), &Default::default(), &self.policy, now()).node;
+        cache.insert(key, n.clone());
+        n
     }
 
     /// A CSR as it arrives: judge it and, unless `dry_run`, approve it when it passes (the
@@ -629,8 +669,12 @@ impl Approver {
             let node = pre.as_ref().and_then(|v| v.node.clone());
             if let Some(n) = &node {
                 self.reread_node(n).await?;
+                // The batch as last seen is judged against; the compare-and-swap below
+                // proves it current (a 409 marks it stale: read again and judge again).
                 if let Some(b) = self.node_batch.get(n).cloned() {
-                    self.reread_batch(&b).await?;
+                    if self.stale.remove(&b) {
+                        self.reread_batch(&b).await?;
+                    }
                 }
             }
             let Some(v) = self.evaluate(name, now()) else {
@@ -651,13 +695,14 @@ impl Approver {
             if !recorded {
                 let mut rec = self.batches[bi].rec.clone();
                 rec.approvals.push(Approval { node: node.clone(), kind: kind_s.clone(), csr: name.into(), at: now().to_string(), by: self.by.clone() });
-                match batch::update(&self.target, &rec, &self.batches[bi].rv).await {
-                    Ok(()) => {
-                        // The new resourceVersion is read back with the next read of the batch.
-                        self.reread_batch(&bname).await?;
+                match cas_update(&self.target, &rec, &self.batches[bi].rv).await {
+                    Ok(rv) => {
+                        self.batches[bi].rec = rec;
+                        self.batches[bi].rv = rv;
                     }
                     Err(e) if is_409(&e) => {
                         tracing::debug!("batch {bname} changed meanwhile; reading it again");
+                        self.stale.insert(bname.clone());
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -783,6 +828,26 @@ impl Approver {
     pub fn all_done(&self) -> bool {
         self.node_states().iter().all(NodeState::done)
     }
+}
+
+/// [`batch::update`] that also returns the new `resourceVersion` (so the next approval's
+/// compare-and-swap needs no extra read). Errors as `batch::update` (a 409 is an
+/// [`Error::Api`] whose message starts with `HTTP 409`).
+async fn cas_update(target: &KubeTarget, rec: &BatchRecord, resource_version: &str) -> Result<String> {
+    let mut cm = batch::to_config_map(rec)?;
+    cm.metadata.resource_version = Some(resource_version.to_string());
+    let r = ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &rec.name);
+    let body = serde_json::to_vec(&cm).map_err(|e| Error::Unexpected(e.to_string()))?;
+    let url = <ConfigMap as kube::Resource>::url_path(&(), Some(batch::NAMESPACE));
+    let req = kube::core::Request::new(url)
+        .replace(&rec.name, &post_params(), body)
+        .map_err(|e| Error::Unexpected(format!("building the update of {r}: {e}")))?;
+    let done = target
+        .client
+        .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
+        .await
+        .map_err(|e| classify(e, "update", r, target))?;
+    Ok(done.metadata.resource_version.unwrap_or_default())
 }
 
 fn approval_message(kind: Kind, node: &str, batch: &str) -> String {

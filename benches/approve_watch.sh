@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# Benchmark of `approve --watch` against the simulated cluster (design.md / issue 4 targets):
+#  1. latency from CSR creation to approval: LAT (default 20) client CSRs, one per expected
+#     node of a batch, posted one at a time as the node-bootstrapper while `approve --watch
+#     --yes` runs; each is timed from just before the POST until a GET (polled every 5 ms)
+#     shows the Approved condition. Target p50 < 300 ms (the anchor polls every 5 s).
+#  2. NODES (default 200) expected nodes (2×NODES CSRs) booted by one `agent-day2-sim boot`
+#     from PXE files (`add-nodes --pxe`: no ISO size limit) and approved by one `approve
+#     --watch --yes` run; prints the time from the boot's start until approve exits with every
+#     node Ready with its serving certificate. Target < 20 s.
+#
+# Usage: bash benches/approve_watch.sh [NODES] [LAT]. Builds the debug binaries; runs itself
+# inside `agent-day2-sim netns` (a private network namespace; nothing leaves it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+NODES="${1:-200}"
+LAT="${2:-20}"
+if [ "${AGENT_DAY2_NETNS:-}" != 1 ]; then
+    cargo build --quiet -p oc-agent-day2 -p agent-day2-sim
+    exec target/debug/agent-day2-sim netns -- bash "$0" "$NODES" "$LAT"
+fi
+[ "$NODES" -le 200 ] || { echo "NODES must be <= 200 (addresses 192.168.111.30-229)"; exit 2; }
+B="$PWD/target/debug"
+W="$(mktemp -d "${TMPDIR:-/tmp}/approve-bench.XXXXXX")"
+chmod 700 "$W"
+REG=()
+[ -x /usr/bin/docker-registry ] && REG=(--registry)
+"$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 "${REG[@]}" >"$W/sim.log" 2>&1 &
+SIM=$!
+APP=
+trap '[ -n "$APP" ] && kill $APP 2>/dev/null; kill $SIM 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
+for _ in $(seq 1 300); do [ -f "$W/sim/ready" ] && break; sleep 0.1; done
+[ -f "$W/sim/ready" ] || { cat "$W/sim.log"; echo "simulator did not start"; exit 1; }
+export KUBECONFIG="$W/sim/kubeconfig" XDG_CACHE_HOME="$W/cache"
+unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
+
+if [ ${#REG[@]} -eq 0 ]; then
+REL=$(kubectl get clusterversion version -o jsonpath='{.status.history[0].image}')
+DIG=${REL#*@}
+mkdir -p "$XDG_CACHE_HOME/agent-day2/releases"
+img() { printf 'quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%s' "$(printf "$1%.0s" $(seq 64))"; }
+printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent":"%s","orchestrator":"%s","utils":"%s","machineOsImages":null}}}' \
+    "$REL" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/$DIG.json"
+fi
+
+# nodes-config with N static hosts named $1-i at 192.168.111.(29+i).
+mk_config() {
+    local prefix=$1 n=$2 macbyte=$3 out=$4
+    echo "hosts:" >"$out"
+    for i in $(seq 1 "$n"); do
+        mac=$(printf '52:54:00:%s:%02x:%02x' "$macbyte" $((i / 256)) $((i % 256)))
+        cat >>"$out" <<Y
+- hostname: $prefix-$i
+  interfaces: [{name: eth0, macAddress: "$mac"}]
+  networkConfig:
+    interfaces:
+    - {name: eth0, type: ethernet, state: up, mac-address: "$mac", ipv4: {enabled: true, dhcp: false, address: [{ip: 192.168.111.$((29 + i)), prefix-length: 24}]}}
+Y
+    done
+}
+
+# ---------------------------------------------------------------- 1. latency
+mk_config lat "$LAT" dd "$W/lat.yaml"
+"$B/kubectl-agent_day2" add-nodes --nodes-config "$W/lat.yaml" --dir "$W/lat" --pxe -o json >"$W/lat.json"
+LATBATCH=$(python3 -c 'import json,sys; b = json.load(open(sys.argv[1]))["batch"]; print(b if isinstance(b, str) else b["name"])' "$W/lat.json" 2>/dev/null ||
+    kubectl -n openshift-agent-day2 get cm -l agent-day2.openshift.io/batch -o jsonpath='{.items[0].metadata.name}')
+for i in $(seq 1 "$LAT"); do
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout /dev/null \
+        -subj "/O=system:nodes/CN=system:node:lat-$i" -out "$W/lat-$i.csr" 2>/dev/null
+done
+"$B/kubectl-agent_day2" approve --watch --yes --batch "$LATBATCH" --timeout 10m >"$W/lat-approve.out" 2>"$W/lat-approve.err" &
+APP=$!
+sleep 1
+python3 - "$W" "$LAT" <<'PY'
+import base64, json, os, ssl, statistics, sys, tempfile, time, urllib.request
+w, n = sys.argv[1], int(sys.argv[2])
+kc = open(os.path.join(w, "sim/kubeconfig")).read()
+def field(key, after=None):
+    text = kc if after is None else kc[kc.index(after):]
+    line = next(l for l in text.splitlines() if l.strip().startswith(key + ":"))
+    return line.split(":", 1)[1].strip()
+server = field("server")
+token = field("token", after="- name: bootstrapper")
+cert = base64.b64decode(field("client-certificate-data"))
+key = base64.b64decode(field("client-key-data"))
+d = tempfile.mkdtemp(dir=w)
+open(os.path.join(d, "c.pem"), "wb").write(cert)
+kf = os.path.join(d, "k.pem")
+fd = os.open(kf, os.O_WRONLY | os.O_CREAT, 0o600); os.write(fd, key); os.close(fd)
+admin = ssl.create_default_context(cafile=os.path.join(w, "sim/ca.crt"))
+admin.load_cert_chain(os.path.join(d, "c.pem"), kf)
+boot = ssl.create_default_context(cafile=os.path.join(w, "sim/ca.crt"))
+lat = []
+for i in range(1, n + 1):
+    pem = open(os.path.join(w, f"lat-{i}.csr"), "rb").read()
+    body = json.dumps({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                       "metadata": {"name": f"lat-{i}"},
+                       "spec": {"request": base64.b64encode(pem).decode(), "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                                "usages": ["digital signature", "client auth"]}}).encode()
+    req = urllib.request.Request(server + "/apis/certificates.k8s.io/v1/certificatesigningrequests", data=body, method="POST",
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + token})
+    t0 = time.monotonic()
+    urllib.request.urlopen(req, context=boot).read()
+    while True:
+        o = json.load(urllib.request.urlopen(server + f"/apis/certificates.k8s.io/v1/certificatesigningrequests/lat-{i}", context=admin))
+        if any(c.get("type") == "Approved" for c in (o.get("status") or {}).get("conditions") or []):
+            lat.append((time.monotonic() - t0) * 1000)
+            break
+        if time.monotonic() - t0 > 30:
+            sys.exit(f"lat-{i} not approved after 30 s")
+        time.sleep(0.005)
+lat.sort()
+p50 = statistics.median(lat)
+p90 = lat[max(0, int(len(lat) * 0.9) - 1)]
+print(f"latency CSR created -> approved ({n} CSRs, watch mode): p50 {p50:.0f} ms, p90 {p90:.0f} ms, max {lat[-1]:.0f} ms "
+      f"(target p50 < 300 ms: {'ok' if p50 < 300 else 'MISSED'})")
+PY
+kill $APP 2>/dev/null; wait $APP 2>/dev/null || true; APP=
+
+# ---------------------------------------------------------------- 2. NODES nodes in one watch
+kubectl -n openshift-agent-day2 delete cm "$LATBATCH" >/dev/null
+mk_config bench "$NODES" ee "$W/bench.yaml"
+"$B/kubectl-agent_day2" add-nodes --nodes-config "$W/bench.yaml" --dir "$W/bench" --pxe >/dev/null
+BOOTARGS=()
+for i in $(seq 1 "$NODES"); do
+    BOOTARGS+=(--node "$(printf '52:54:00:ee:%02x:%02x' $((i / 256)) $((i % 256)))=192.168.111.$((29 + i))")
+done
+start=$(date +%s.%N)
+"$B/kubectl-agent_day2" approve --watch --yes --timeout 5m >"$W/approve.out" 2>"$W/approve.err" &
+APP=$!
+"$B/agent-day2-sim" boot --dir "$W/sim" --pxe-dir "$W/bench/boot-artifacts" "${BOOTARGS[@]}" \
+    --stage-delay-ms 1 --timeout 5m >"$W/boot.log" 2>&1 &
+BOOT=$!
+set +e
+wait $APP; rc=$?
+end=$(date +%s.%N)
+APP=
+wait $BOOT; brc=$?
+set -e
+approved=$(grep -c ' approved ' "$W/approve.out" || true)
+python3 - "$start" "$end" "$NODES" "$rc" "$brc" "$approved" <<'PY'
+import sys
+s, e, n, rc, brc, ap = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+t = e - s
+print(f"{n} nodes ({2*n} CSRs) booted and approved in one approve --watch run: {t:.1f} s "
+      f"(approve exit {rc}, boot exit {brc}, {ap} approvals; target < 20 s: {'ok' if t < 20 and rc == '0' else 'MISSED'})")
+PY
+[ "$rc" = 0 ] || { tail -20 "$W/approve.err"; tail -20 "$W/boot.log"; }
