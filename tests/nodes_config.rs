@@ -423,11 +423,11 @@ fn validation_errors_table() {
         ),
         (
             host("").replace("worker-0", "worker_0"),
-            vec!["hosts[0].hostname: \"worker_0\" is not a valid hostname: each dot-separated label must be lowercase letters, digits and '-', starting and ending with a letter or digit (RFC 1123)".into()],
+            vec!["hosts[0].hostname: \"worker_0\" is not a valid hostname: each dot-separated label must be lowercase letters, digits and '-', starting and ending with a letter or digit (RFC 1123): use \"worker-0\"".into()],
         ),
         (
             host("").replace("worker-0", "-worker"),
-            vec!["hosts[0].hostname: \"-worker\" is not a valid hostname: each dot-separated label must be lowercase letters, digits and '-', starting and ending with a letter or digit (RFC 1123)".into()],
+            vec!["hosts[0].hostname: \"-worker\" is not a valid hostname: each dot-separated label must be lowercase letters, digits and '-', starting and ending with a letter or digit (RFC 1123): use \"worker\"".into()],
         ),
         (host("").replace("worker-0", &format!("{long63}.example.com")), vec![]),
         (

@@ -55,11 +55,8 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
     let mut network_config = None;
     if let Some(p) = &f.network_config_path {
         let full = resolve(p);
-        match std::fs::read_to_string(&full) {
-            Err(e) => errors.push(FieldError::new(
-                "--network-config-path",
-                format!("cannot read {}: {e}", full.display()),
-            )),
+        match crate::files::read_input_file(&full, crate::files::MAX_KEY_FILE, "--network-config-path") {
+            Err(e) => errors.push(FieldError::new("--network-config-path", e.to_string())),
             Ok(text) => match serde_saphyr::from_str::<Value>(&text) {
                 Ok(v @ Value::Object(_)) => network_config = Some(v),
                 Ok(other) => errors.push(FieldError::new(
@@ -85,12 +82,9 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
     let mut ssh_key = None;
     if let Some(p) = &f.ssh_key_path {
         let full = resolve(p);
-        match std::fs::read_to_string(&full) {
+        match crate::files::read_input_file(&full, crate::files::MAX_KEY_FILE, "--ssh-key-path") {
             Ok(s) => ssh_key = Some(s.trim().to_string()),
-            Err(e) => errors.push(FieldError::new(
-                "--ssh-key-path",
-                format!("cannot read {}: {e}", full.display()),
-            )),
+            Err(e) => errors.push(FieldError::new("--ssh-key-path", e.to_string())),
         }
     }
 

@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use flags::{from_flags, FlagsHost};
-pub use parse::parse;
+pub use parse::{merge_errors, parse, parse_partial};
 pub use validate::{validate, Validated, ValidatedHost};
 
 /// A whole nodes-config (top level of `nodes-config.yaml`).

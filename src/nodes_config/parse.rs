@@ -47,6 +47,29 @@ pub(crate) const HINT_KEYS: [&str; 8] = [
 /// (`hosts[0].interfaces[0].macAdress: unknown field; did you mean "macAddress"?`). All are
 /// collected; nothing here looks at the cluster.
 pub fn parse(yaml: &str, source: &Path) -> Result<NodesConfig, ConfigErrors> {
+    let (cfg, errors) = parse_partial(yaml, source)?;
+    if errors.is_empty() {
+        Ok(cfg)
+    } else {
+        Err(ConfigErrors {
+            source: source.display().to_string(),
+            errors,
+        })
+    }
+}
+
+/// Like [`parse`], but a document that is YAML with the right overall shape gives back the
+/// model of what did parse together with the parse errors, so the caller can validate the rest
+/// and report every error at once (an unknown key in one host must not hide a bad MAC in
+/// another). Fields that failed to parse are left out of the model (validation errors on those
+/// same fields are noise: [`merge_errors`] drops them).
+///
+/// `Err` only when there is no model to go on with: not YAML, not a mapping at the top, or a
+/// host entry that is not a mapping (dropping it would shift the `hosts[i]` of the others).
+pub fn parse_partial(
+    yaml: &str,
+    source: &Path,
+) -> Result<(NodesConfig, Vec<FieldError>), ConfigErrors> {
     let src = source.display().to_string();
     let fail = |errors: Vec<FieldError>| ConfigErrors {
         source: src.clone(),
@@ -71,21 +94,42 @@ pub fn parse(yaml: &str, source: &Path) -> Result<NodesConfig, ConfigErrors> {
     };
     let mut p = Parser::default();
     let cfg = p.top(&doc, &src);
-    if p.errors.is_empty() {
-        Ok(NodesConfig {
+    if p.fatal {
+        return Err(fail(p.errors));
+    }
+    Ok((
+        NodesConfig {
             origin: Origin::File(src),
             notes: p.notes,
             ..cfg
+        },
+        p.errors,
+    ))
+}
+
+/// Parse errors followed by the validation errors, without a validation error on a field that
+/// already has a parse error, or inside it (a `hostname` of the wrong type is also "required"
+/// for validation: one message is enough).
+pub fn merge_errors(parse: Vec<FieldError>, validation: Vec<FieldError>) -> Vec<FieldError> {
+    let covered = |path: &str| {
+        parse.iter().any(|e| {
+            path == e.path
+                || path.starts_with(&format!("{}.", e.path))
+                || path.starts_with(&format!("{}[", e.path))
         })
-    } else {
-        Err(fail(p.errors))
-    }
+    };
+    let rest: Vec<FieldError> = validation.into_iter().filter(|e| !covered(&e.path)).collect();
+    let mut out = parse;
+    out.extend(rest);
+    out
 }
 
 #[derive(Default)]
 struct Parser {
     errors: Vec<FieldError>,
     notes: Vec<FieldError>,
+    /// The model cannot be validated (see [`parse_partial`]).
+    fatal: bool,
 }
 
 fn kind_of(v: &Value) -> String {
@@ -156,6 +200,7 @@ impl Parser {
             Value::Object(m) => m,
             Value::Null => {
                 self.err(src, "the file is empty; it needs a hosts list (see `oc agent-day2 add-nodes --help`)");
+                self.fatal = true;
                 return NodesConfig::default();
             }
             other => {
@@ -166,6 +211,7 @@ impl Parser {
                         kind_of(other)
                     ),
                 );
+                self.fatal = true;
                 return NodesConfig::default();
             }
         };
@@ -186,16 +232,20 @@ impl Parser {
                     }
                 }
             }
-            Some(other) => self.err(
-                "hosts",
-                format!("expected a list of hosts, got {}", kind_of(other)),
-            ),
+            Some(other) => {
+                self.fatal = true;
+                self.err(
+                    "hosts",
+                    format!("expected a list of hosts, got {}", kind_of(other)),
+                )
+            }
         }
         cfg
     }
 
     fn host(&mut self, v: &Value, path: &str) -> Option<Host> {
         let Value::Object(m) = v else {
+            self.fatal = true;
             self.err(
                 path,
                 format!(
@@ -361,6 +411,31 @@ mod tests {
             e[0].starts_with("nodes-config.yaml: not valid YAML: line "),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn partial_parse_keeps_the_rest_for_validation() {
+        let (cfg, e) = parse_partial(
+            "hosts:\n- hostname: a\n  colour: red\n  interfaces: [{name: eth0, macAddress: x}]\n- hostname: 5\n",
+            Path::new("n.yaml"),
+        )
+        .unwrap();
+        assert_eq!(cfg.hosts.len(), 2);
+        assert_eq!(cfg.hosts[0].interfaces[0].mac_address, "x");
+        assert_eq!(e.len(), 2, "{e:?}");
+        let merged = merge_errors(
+            e,
+            vec![
+                FieldError::new("hosts[1].hostname", "required"),
+                FieldError::new("hosts[0].interfaces[0].macAddress", "bad"),
+            ],
+        );
+        let paths: Vec<&str> = merged.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            ["hosts[0].colour", "hosts[1].hostname", "hosts[0].interfaces[0].macAddress"]
+        );
+        assert!(parse_partial("hosts: [1]\n", Path::new("n.yaml")).is_err());
     }
 
     #[test]

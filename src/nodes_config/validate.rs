@@ -702,8 +702,8 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
     }
     if name.bytes().any(|b| b.is_ascii_uppercase()) {
         return Err(format!(
-            "{qn} must be lowercase (RFC 1123; Kubernetes node names are lowercase): use {}",
-            q(&name.to_ascii_lowercase())
+            "{qn} must be lowercase (RFC 1123; Kubernetes node names are lowercase){}",
+            hostname_suggestion(name)
         ));
     }
     for label in name.split('.') {
@@ -728,7 +728,8 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
         {
             return Err(format!(
                 "{qn} is not a valid hostname: each dot-separated label must be lowercase letters, digits \
-                 and '-', starting and ending with a letter or digit (RFC 1123)"
+                 and '-', starting and ending with a letter or digit (RFC 1123){}",
+                hostname_suggestion(name)
             ));
         }
     }
@@ -738,6 +739,29 @@ pub(crate) fn check_hostname(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// `: use "worker-8"` for `Worker_8`: the name lowercased, every character RFC 1123 does not
+/// allow replaced by `-`, labels trimmed of leading/trailing `-`; empty when even that is not a
+/// valid hostname (a suggestion must itself pass [`check_hostname`]).
+fn hostname_suggestion(name: &str) -> String {
+    let fixed: Vec<String> = name
+        .to_ascii_lowercase()
+        .split('.')
+        .map(|l| {
+            l.chars()
+                .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' })
+                .collect::<String>()
+                .trim_matches('-')
+                .to_string()
+        })
+        .collect();
+    let s = fixed.join(".");
+    if s != name && check_hostname(&s).is_ok() {
+        format!(": use {}", q(&s))
+    } else {
+        String::new()
+    }
 }
 
 /// `52:54:00:AA:00:30` / `52-54-00-aa-00-30` → `52:54:00:aa:00:30`; Err says why not.
@@ -897,6 +921,20 @@ fn flag_path(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostname_suggestions_are_valid_hostnames() {
+        // A suggestion is only given when it passes the check itself (Worker_8 -> worker-8,
+        // not the invalid "worker_8").
+        let e = check_hostname("Worker_8").unwrap_err();
+        assert!(e.ends_with(": use \"worker-8\""), "{e}");
+        let e = check_hostname("worker_0").unwrap_err();
+        assert!(e.ends_with(": use \"worker-0\""), "{e}");
+        assert!(check_hostname("Worker-0").unwrap_err().ends_with(": use \"worker-0\""));
+        let e = check_hostname("___").unwrap_err();
+        assert!(!e.contains("use"), "no valid suggestion: {e}");
+        assert!(check_hostname("worker-8").is_ok());
+    }
 
     #[test]
     fn macs() {
