@@ -589,11 +589,42 @@ pub fn redacted(cfg: &Config) -> String {
     let mut c = cfg.clone();
     if let Some(files) = c.storage.as_mut().and_then(|s| s.files.as_mut()) {
         for f in files.iter_mut().filter(|f| f.mode == Some(MODE_SECRET)) {
+            // NetworkManager keyfiles are 0600 only because NetworkManager ignores others;
+            // they are the network config the user wants to review. Only their secret values
+            // (Wi-Fi keys, 802.1X and VPN passwords) are hidden.
+            if f.path.ends_with(".nmconnection") {
+                let text = f.contents.as_ref().and_then(|r| r.source.as_deref()).and_then(decode_data_url);
+                if let Some(text) = text {
+                    let shown = redact_keyfile(&String::from_utf8_lossy(&text));
+                    f.contents = Some(Resource { source: Some(data_url(shown.as_bytes())), ..Default::default() });
+                    continue;
+                }
+            }
             f.contents = Some(Resource { source: Some("data:,<redacted>".into()), ..Default::default() });
             f.append = None;
         }
     }
     serde_json::to_string_pretty(&c).unwrap_or_default()
+}
+
+/// A NetworkManager keyfile with the values of secret keys (`psk`, `*password*`, `*secret*`,
+/// `wep-key*`, `pin`) replaced by `<redacted>`; every other line as it is.
+pub fn redact_keyfile(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.split_once('=') {
+            Some((k, _)) if !line.trim_start().starts_with(['#', '[']) && {
+                let k = k.trim().to_ascii_lowercase();
+                k == "psk" || k == "pin" || k.contains("password") || k.contains("secret") || k.starts_with("wep-key") || k.contains("psk")
+            } => {
+                out.push_str(k);
+                out.push_str("=<redacted>");
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// Decodes a `data:` URL written by [`data_url`] (or a base64 one), for tests and `--dry-run`
@@ -655,6 +686,15 @@ pub fn files(cfg: &Config) -> Vec<(String, Vec<u8>, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyfiles_show_all_but_their_secret_values() {
+        let k = "[connection]\nid=eth0\n[wifi-security]\nkey-mgmt=wpa-psk\npsk=hunter2\n[802-1x]\npassword=pw\nprivate-key-password-flags=0\n";
+        let r = redact_keyfile(k);
+        assert!(r.contains("id=eth0\n") && r.contains("key-mgmt=wpa-psk\n"), "{r}");
+        assert!(!r.contains("hunter2") && !r.contains("=pw\n"), "{r}");
+        assert!(r.contains("psk=<redacted>") && r.contains("password=<redacted>"), "{r}");
+    }
 
     #[test]
     fn data_url_round_trip() {
