@@ -332,7 +332,9 @@ impl GoCx<'_> {
                 format!("json: cannot unmarshal {what} into Go struct field {strukt}.{} of type {ty}", path.join("."))
             })
         };
-        if n.preserve_unknown_fields && n.properties.is_empty() && n.ty.is_none() && !n.int_or_string {
+        // RawExtension, JSON (e.g. JSONSchemaProps.default) and other shapeless nodes hold any
+        // JSON value.
+        if n.preserve_unknown_fields && n.properties.is_empty() && n.additional_properties.is_none() && !n.int_or_string {
             return Ok(());
         }
         if n.int_or_string {
@@ -982,6 +984,10 @@ mod tests {
             ok(&sec, "Secret", json!({"data": {"a": 1}})),
             Err("json: cannot unmarshal number into Go struct field Secret.data of type []uint8".into())
         );
+        // JSON-typed fields (JSONSchemaProps.default, example) take any value.
+        let crd = builtin_schema("apiextensions.k8s.io", "v1", "CustomResourceDefinition").unwrap();
+        let o = json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"properties": {"a": {"type": "string", "default": "x"}, "b": {"default": {"k": 1}}, "c": {"default": 3}}}}}]}});
+        assert_eq!(ok(&crd, "CustomResourceDefinition", o), Ok(()));
         // CRD schemas are not decoded this way.
         assert_eq!(ok(&crd_schema(), "K", json!({"spec": {"replicas": "x"}})), Ok(()));
     }
