@@ -112,17 +112,52 @@ pub fn csr_node(csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
     }
 }
 
-/// The cluster's view of node `name`: its CSRs created at or after `since` (the batch's
-/// creation, so an earlier life of the same name does not count) and its Node.
-pub fn view_of(name: &str, since: Option<Time>, csrs: &Store<CertificateSigningRequest>, nodes: &Store<Node>) -> KubeView {
-    let mut k = KubeView::default();
-    let mut list: Vec<&CertificateSigningRequest> = csrs.items.values().collect();
-    list.sort_by_key(|c| c.metadata.creation_timestamp.as_ref().map(|t| t.0));
-    for csr in list {
-        let Some((kind, node)) = csr_node(csr) else { continue };
-        if node != name {
-            continue;
+/// [`csr_node`] remembered per CSR name and resourceVersion: parsing a request (with its
+/// signature check) once per change, not once per node and event, keeps a watch of hundreds of
+/// nodes cheap.
+#[derive(Default)]
+pub struct CsrIndex {
+    cache: std::collections::HashMap<String, (Option<String>, Option<(Kind, String)>)>,
+}
+
+impl CsrIndex {
+    /// The (kind, node) of `csr`, parsed at most once per resourceVersion.
+    pub fn node_of(&mut self, csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
+        let name = csr.metadata.name.clone().unwrap_or_default();
+        let rv = csr.metadata.resource_version.clone();
+        if let Some((seen, v)) = self.cache.get(&name) {
+            if *seen == rv && rv.is_some() {
+                return v.clone();
+            }
         }
+        let v = csr_node(csr);
+        self.cache.insert(name, (rv, v.clone()));
+        v
+    }
+
+    /// The CSRs of `store` grouped by node, oldest first, with their kind.
+    pub fn by_node<'a>(&mut self, store: &'a Store<CertificateSigningRequest>) -> BTreeMap<String, Vec<(Kind, &'a CertificateSigningRequest)>> {
+        self.cache.retain(|n, _| store.items.contains_key(n));
+        let mut out: BTreeMap<String, Vec<(Kind, &CertificateSigningRequest)>> = BTreeMap::new();
+        for c in store.items.values() {
+            if let Some((kind, node)) = self.node_of(c) {
+                out.entry(node).or_default().push((kind, c));
+            }
+        }
+        for v in out.values_mut() {
+            v.sort_by_key(|(_, c)| c.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        }
+        out
+    }
+}
+
+/// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::by_node`]) created
+/// at or after `since` (the batch's creation, so an earlier life of the same name does not
+/// count) and its Node.
+pub fn view_of(name: &str, since: Option<Time>, csrs: &[(Kind, &CertificateSigningRequest)], nodes: &Store<Node>) -> KubeView {
+    let mut k = KubeView::default();
+    for (kind, csr) in csrs {
+        let (kind, csr) = (*kind, *csr);
         if let (Some(since), Some(created)) = (since, csr.metadata.creation_timestamp.as_ref()) {
             if created.0 < since {
                 continue;

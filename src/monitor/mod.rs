@@ -250,6 +250,11 @@ struct Monitor {
     nodes: kube::Store<Node>,
     approver: Option<Approver>,
     told: BTreeSet<String>,
+    index: kube::CsrIndex,
+    /// --approve on a terminal without --yes: ask before each approval.
+    ask: bool,
+    /// CSR (name, resourceVersion) already handed to the approver.
+    handled: BTreeSet<(Option<String>, Option<String>)>,
 }
 
 impl Monitor {
@@ -292,12 +297,13 @@ impl Monitor {
     }
 
     fn refresh_kube(&mut self) {
+        let by_node = self.index.by_node(&self.csrs);
         for t in &mut self.tracks {
             if !t.named {
                 continue;
             }
             let since = t.batch.as_ref().and_then(|b| self.since.get(b)).copied();
-            t.kube = kube::view_of(&t.name, since, &self.csrs, &self.nodes);
+            t.kube = kube::view_of(&t.name, since, by_node.get(&t.name).map(Vec::as_slice).unwrap_or(&[]), &self.nodes);
         }
     }
 
@@ -314,14 +320,29 @@ impl Monitor {
                 st.and_then(|s| s.conditions.as_ref()).is_none_or(|c| c.is_empty())
                     && st.and_then(|s| s.certificate.as_ref()).is_none_or(|c| c.0.is_empty())
             })
-            .filter(|c| kube::csr_node(c).is_some_and(|(_, n)| followed.contains(&n)))
+            .filter(|c| !self.handled.contains(&(c.metadata.name.clone(), c.metadata.resource_version.clone())))
             .cloned()
             .collect();
         let mut lines = Vec::new();
         for c in pending {
+            let Some(node) = self.index.node_of(&c).filter(|(_, n)| followed.contains(n)) else { continue };
             let name = c.metadata.name.clone().unwrap_or_default();
-            let node = kube::csr_node(&c).map(|(k, n)| (k, n)).unwrap();
-            match ap.handle(&c).await {
+            self.handled.insert((c.metadata.name.clone(), c.metadata.resource_version.clone()));
+            let outcome = match ap.handle(&c).await {
+                // On a terminal without --yes the engine only judges (dry run): ask, then
+                // approve through the same checked write path.
+                Ok(o) if o.action == Action::WouldApprove && self.ask => {
+                    let q = format!("Approve {} CSR {name} of {} (every check passed)? [y/N] ", node.0, crate::output::display(&node.1));
+                    if self.out.ask(&q) {
+                        ap.approve(&name).await
+                    } else {
+                        lines.push((node.1, "warning", format!("{} CSR {name} left pending: declined at the prompt", node.0)));
+                        continue;
+                    }
+                }
+                other => other,
+            };
+            match outcome {
                 Ok(o) => match o.action {
                     Action::Approved => lines.push((node.1, "info", format!("approved {} CSR {name}", node.0))),
                     Action::Rejected | Action::WouldApprove => {
@@ -486,6 +507,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     let approver = if args.approve {
         let opts = ApproveOptions {
             yes: args.yes,
+            dry_run: !args.yes,
             batch: args.batch.clone(),
             extra_nodes: tracks
                 .iter()
@@ -509,6 +531,9 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
         nodes: Default::default(),
         approver,
         told: BTreeSet::new(),
+        index: Default::default(),
+        ask: args.approve && !args.yes,
+        handled: BTreeSet::new(),
     };
     for w in warnings {
         m.event(None, "warning", w);

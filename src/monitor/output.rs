@@ -141,6 +141,22 @@ impl Out {
         }
     }
 
+    /// Asks `question` on stderr and reads a line from stdin (the live table is paused);
+    /// true only for `y` or `yes`.
+    pub fn ask(&self, question: &str) -> bool {
+        let read = || {
+            eprint!("{question}");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            let _ = std::io::stdin().read_line(&mut line);
+            matches!(line.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+        };
+        match &self.live {
+            Some(l) => l.multi.suspend(read),
+            None => read(),
+        }
+    }
+
     /// Ends the live table (rows stay on screen).
     pub fn finish(&mut self) {
         if let Some(live) = &self.live {
