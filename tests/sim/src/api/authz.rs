@@ -149,11 +149,14 @@ fn rule(verbs: &[&str], group: &str, resources: &[&str], names: &[&str]) -> Reso
     ResourceRule { verbs: v(verbs), api_groups: vec![group.to_string()], resources: v(resources), resource_names: v(names) }
 }
 
+/// A non-resource rule: (verbs, URLs).
+pub type NonResourceRule = (Vec<String>, Vec<String>);
+
 /// The rules [`allowed`] applies to `user`, as RBAC would list them for a
 /// SelfSubjectRulesReview: `(resource rules, non-resource rules as (verbs, urls))`.
 /// `served` is every served `(group, plural)`, so "read everything but Secrets" can be spelled
 /// out. Scenario Forbidden switches are not subtracted (the caller reports `incomplete`).
-pub fn rules_for(user: &UserInfo, served: &[(String, String)]) -> (Vec<ResourceRule>, Vec<(Vec<String>, Vec<String>)>) {
+pub fn rules_for(user: &UserInfo, served: &[(String, String)]) -> (Vec<ResourceRule>, Vec<NonResourceRule>) {
     let in_group = |g: &str| user.groups.iter().any(|x| x == g);
     let s = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     if in_group("system:masters") {
