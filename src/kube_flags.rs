@@ -442,15 +442,16 @@ impl KubeFlags {
             config.auth_info.username = None;
             config.auth_info.password = None;
         }
+        // Read here with the 1 MiB cap (crate::files) rather than left to kube's unbounded read.
         if let Some(cert) = &self.client_certificate {
-            check_readable(cert, "--client-certificate")?;
-            config.auth_info.client_certificate = Some(cert.display().to_string());
-            config.auth_info.client_certificate_data = None;
+            let data = read_key_flag(cert, "--client-certificate")?;
+            config.auth_info.client_certificate = None;
+            config.auth_info.client_certificate_data = Some(data);
         }
         if let Some(key) = &self.client_key {
-            check_readable(key, "--client-key")?;
-            config.auth_info.client_key = Some(key.display().to_string());
-            config.auth_info.client_key_data = None;
+            let data = read_key_flag(key, "--client-key")?;
+            config.auth_info.client_key = None;
+            config.auth_info.client_key_data = Some(SecretString::from(data));
         }
         if let Some(user) = &self.as_user {
             config.auth_info.impersonate = Some(user.clone());
@@ -532,22 +533,67 @@ impl KubeFlags {
 
 /// Reads one kubeconfig file, naming it once in the error (kube's own error repeats it).
 fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::KubeconfigEntry {
-        message: format!("cannot read kubeconfig {} (from {from}): {}", path.display(), io_reason(&e)),
-        hint: "check the path, or log in with `oc login` to create ~/.kube/config".into(),
+    let text = crate::files::read_input_file(path, crate::files::MAX_KUBECONFIG, from).map_err(|e| {
+        Error::KubeconfigEntry {
+            message: format!("cannot read kubeconfig {} (from {from}): {}", path.display(), e.reason),
+            hint: "check the path, or log in with `oc login` to create ~/.kube/config".into(),
+        }
     })?;
-    Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
+    let mut kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
         message: format!("kubeconfig {} (from {from}) is not a valid kubeconfig: {e}", path.display()),
-    })
+    })?;
+    preload_referenced_files(&mut kc, path)?;
+    Ok(kc)
 }
 
-/// `No such file or directory` without Rust's ` (os error 2)`.
-fn io_reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error") {
-        Some(i) => s[..i].to_string(),
-        None => s,
+/// Reads the files a kubeconfig names (`certificate-authority`, `client-certificate`,
+/// `client-key`) now, with the 1 MiB cap of [`crate::files`], into their `*-data` fields, so
+/// kube never reads an unbounded file (`client-key: /dev/zero`); `tokenFile` (re-read by kube
+/// for rotation) is only checked. Relative paths are relative to the kubeconfig's directory, as
+/// in client-go. Errors: exit 4 naming the kubeconfig, the entry and the file.
+fn preload_referenced_files(kc: &mut Kubeconfig, kubeconfig: &Path) -> Result<()> {
+    use base64::Engine;
+    let dir = kubeconfig.parent().unwrap_or(Path::new("."));
+    let abs = |p: &str| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) };
+    let read = |p: &str, what: String| -> Result<String> {
+        crate::files::read_input_bytes(&abs(p), crate::files::MAX_KEY_FILE, &what)
+            .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+            .map_err(|e| Error::Kubeconfig { message: e.to_string() })
+    };
+    let k = kubeconfig.display();
+    for named in &mut kc.clusters {
+        let Some(c) = named.cluster.as_mut() else { continue };
+        if c.certificate_authority_data.is_none() {
+            if let Some(p) = c.certificate_authority.take() {
+                c.certificate_authority_data =
+                    Some(read(&p, format!("certificate-authority of cluster {:?} in {k}", named.name))?);
+            }
+        }
     }
+    for named in &mut kc.auth_infos {
+        let Some(a) = named.auth_info.as_mut() else { continue };
+        if a.client_certificate_data.is_none() {
+            if let Some(p) = a.client_certificate.take() {
+                a.client_certificate_data =
+                    Some(read(&p, format!("client-certificate of user {:?} in {k}", named.name))?);
+            }
+        }
+        if a.client_key_data.is_none() {
+            if let Some(p) = a.client_key.take() {
+                a.client_key_data = Some(SecretString::from(read(
+                    &p,
+                    format!("client-key of user {:?} in {k}", named.name),
+                )?));
+            }
+        }
+        if let Some(p) = a.token_file.as_mut() {
+            let full = abs(p);
+            crate::files::check_input_file(&full, crate::files::MAX_KEY_FILE, &format!("tokenFile of user {:?} in {k}", named.name))
+                .map_err(|e| Error::Kubeconfig { message: e.to_string() })?;
+            *p = full.display().to_string();
+        }
+    }
+    Ok(())
 }
 
 /// Whether `v` can be an HTTP header value (`Bearer <v>` or `Impersonate-*: <v>`): visible
@@ -576,22 +622,18 @@ fn parse_server(s: &str) -> Result<http::Uri> {
         .map_err(|e| Error::Usage(format!("--server {s:?} is not a URL: {e}")))
 }
 
-fn check_readable(path: &Path, flag: &str) -> Result<()> {
-    std::fs::metadata(path)
-        .map(|_| ())
-        .map_err(|e| Error::Kubeconfig {
-            message: format!("cannot read {} (from {flag}): {e}", path.display()),
-        })
+/// A `--client-certificate`/`--client-key` file, base64 as kube's `*-data` fields want it.
+fn read_key_flag(path: &Path, flag: &str) -> Result<String> {
+    use base64::Engine;
+    crate::files::read_input_bytes(path, crate::files::MAX_KEY_FILE, flag)
+        .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
+        .map_err(|e| Error::Kubeconfig { message: e.to_string() })
 }
 
 /// Reads every `CERTIFICATE` block of a PEM file as DER (`--certificate-authority`).
 fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
-    let data = std::fs::read(path).map_err(|e| Error::Kubeconfig {
-        message: format!(
-            "cannot read {} (from --certificate-authority): {e}",
-            path.display()
-        ),
-    })?;
+    let data = crate::files::read_input_bytes(path, crate::files::MAX_KEY_FILE, "--certificate-authority")
+        .map_err(|e| Error::Kubeconfig { message: e.to_string() })?;
     let certs: Vec<Vec<u8>> = pem::parse_many(&data)
         .map_err(|e| Error::Kubeconfig {
             message: format!(

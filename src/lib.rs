@@ -15,6 +15,7 @@ pub mod cli;
 pub mod cluster;
 pub mod csr;
 pub mod error;
+pub mod files;
 pub mod ignition;
 pub mod info;
 pub mod iso;

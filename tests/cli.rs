@@ -545,3 +545,47 @@ fn huge_durations_are_refused_naming_the_flag() {
     let err = text(&out.stderr);
     assert!(err.contains("--token-ttl") && err.contains("out of range"), "{err}");
 }
+
+/// Kubeconfigs and the files they or the kube flags name are read with a cap: a device is
+/// refused by name (exit 4, kubeconfig trouble) instead of being read until memory runs out.
+#[test]
+fn unbounded_kubeconfig_and_key_files_are_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let out = plugin(home.path(), &["info", "--kubeconfig", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("/dev/zero (from --kubeconfig)") && text(&out.stderr).contains("character device"), "{}", text(&out.stderr));
+
+    let out = Command::new(BIN)
+        .args(["info"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("KUBECONFIG", "/dev/zero")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("/dev/zero (from KUBECONFIG)"), "{}", text(&out.stderr));
+
+    let srv = format!("https://127.0.0.1:{}", free_port());
+    for flag in ["--client-key", "--client-certificate", "--certificate-authority"] {
+        let out = plugin(home.path(), &["info", "-s", &srv, "--token", "x", flag, "/dev/zero"]);
+        assert_eq!(out.status.code(), Some(4), "{flag}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(&format!("/dev/zero (from {flag})")), "{flag}: {}", text(&out.stderr));
+    }
+
+    // A file named inside the kubeconfig: refused naming the entry; relative to the kubeconfig.
+    let kc = kubeconfig(&srv, "c", None).replace("    token: t-c\n", "    client-key: zero\n    client-certificate-data: eA==\n");
+    std::fs::write(home.path().join("kc"), kc).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", home.path().join("zero")).unwrap();
+    let kc_path = home.path().join("kc");
+    let out = plugin(home.path(), &["info", "--kubeconfig", kc_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("client-key of user \"u-c\"") && err.contains("character device"), "{err}");
+
+    // An over-size regular kubeconfig (8 MiB cap; sparse, so cheap).
+    let big = home.path().join("big");
+    std::fs::File::create(&big).unwrap().set_len((8 << 20) + 1).unwrap();
+    let out = plugin(home.path(), &["info", "--kubeconfig", big.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("more than the 8388608 bytes"), "{}", text(&out.stderr));
+}

@@ -783,12 +783,11 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
             "--nodes-config (default DIR/nodes-config.yaml)",
         ),
     };
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = crate::files::read_input_file(&path, crate::files::MAX_NODES_CONFIG, field).map_err(|e| {
         invalid(
             field,
             format!(
-                "cannot read {}: {e}; write the hosts there (see --help for the format), pass --nodes-config FILE, or give one host with --mac-address",
-                path.display()
+                "{e}; write the hosts there (see --help for the format), pass --nodes-config FILE, or give one host with --mac-address"
             ),
         )
     })?;

@@ -208,10 +208,11 @@ impl<'a> Fetcher<'a> {
         let (creds, cred_source) = match &ctx.registry_config {
             Some(path) => {
                 let source = CredentialSource::RegistryConfig(path.clone());
-                let text = std::fs::read_to_string(path).map_err(|e| RegistryError::Credentials {
-                    from: source.clone(),
-                    message: format!("cannot read it: {e}"),
-                })?;
+                let text = crate::files::read_input_file(path, crate::files::MAX_KEY_FILE, "--registry-config")
+                    .map_err(|e| RegistryError::Credentials {
+                        from: source.clone(),
+                        message: format!("cannot read it: {}", e.reason),
+                    })?;
                 let c = DockerConfig::parse(&text)
                     .map_err(|message| RegistryError::Credentials { from: source.clone(), message })?;
                 (c, source)
