@@ -26,6 +26,7 @@ pub mod nodes_config;
 pub mod output;
 pub mod permissions;
 pub mod registry;
+pub mod tempfiles;
 pub mod version;
 
 use std::ffi::OsString;

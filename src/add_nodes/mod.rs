@@ -122,6 +122,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     }
     if !args.dry_run {
         prepare_dir(&args.dir)?;
+        crate::tempfiles::remove_stale_with_warning(&[args.dir.clone(), args.dir.join(PXE_DIR)]);
     }
 
     // --- 2. the cluster
@@ -364,7 +365,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 plan.as_ref().expect("ISO has a plan"),
             );
             let tmp = names.staging_file(&names.finals()[0]);
-            let guard = Cleanup(vec![tmp.clone()]);
+            let guard = Cleanup::new(vec![tmp.clone()]);
             let w = iso::write_node_iso(
                 &b.path,
                 &tmp,
@@ -400,7 +401,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 .mode(0o700)
                 .create(&stage)
                 .map_err(|e| dir_error(&stage, e))?;
-            let guard = Cleanup(vec![stage.clone()]);
+            let guard = Cleanup::new(vec![stage.clone()]);
             let opts = iso::pxe::PxeOptions {
                 arch: arch.clone(),
                 base_url: cfg.boot_artifacts_base_url.clone(),
@@ -429,7 +430,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         }
         OutputKind::ConfigImage => {
             let tmp = names.staging_file(&names.finals()[0]);
-            let guard = Cleanup(vec![tmp.clone()]);
+            let guard = Cleanup::new(vec![tmp.clone()]);
             let mtime = iso::config_image::unix_secs(now);
             let files = ignition::files(&ign);
             let cpio: Vec<iso::cpio::CpioFile<'_>> = files
@@ -522,9 +523,17 @@ use std::os::unix::fs::DirBuilderExt;
 
 /// Removes the listed paths (files or directories) on drop unless disarmed.
 struct Cleanup(Vec<PathBuf>);
+impl Cleanup {
+    /// Also registers the paths with [`crate::tempfiles`], so SIGINT/SIGTERM removes them.
+    fn new(paths: Vec<PathBuf>) -> Cleanup {
+        paths.iter().for_each(|p| crate::tempfiles::register(p));
+        Cleanup(paths)
+    }
+}
 impl Drop for Cleanup {
     fn drop(&mut self) {
         for p in &self.0 {
+            crate::tempfiles::unregister(p);
             if p.is_dir() {
                 let _ = std::fs::remove_dir_all(p);
             } else {

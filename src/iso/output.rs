@@ -61,6 +61,8 @@ impl AtomicFile {
             .mode(SECRET_FILE_MODE)
             .open(&tmp)
             .map_err(|e| IsoError::io(format!("cannot create {}", tmp.display()), e))?;
+        // Removed by the SIGINT/SIGTERM handler if the run is interrupted while writing.
+        crate::tempfiles::register(&tmp);
         Ok(AtomicFile { file: Some(file), tmp, dest: dest.to_path_buf(), force })
     }
 
@@ -105,6 +107,7 @@ impl AtomicFile {
         }
         drop(file);
         let r = if self.force { std::fs::rename(&self.tmp, &self.dest) } else { rename_noreplace(&self.tmp, &self.dest) };
+        crate::tempfiles::unregister(&self.tmp);
         if let Err(e) = r {
             let _ = std::fs::remove_file(&self.tmp);
             return Err(if e.kind() == io::ErrorKind::AlreadyExists {
@@ -137,6 +140,7 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
             let _ = std::fs::remove_file(&self.tmp);
+            crate::tempfiles::unregister(&self.tmp);
         }
     }
 }
