@@ -274,6 +274,7 @@ fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     Report { api_version: "agent-day2/v1", kind: "ApproveReport", csrs, nodes, hints: a.hints(), exit_code }
 }
 
+#[allow(clippy::large_enum_variant)] // one event at a time; boxing buys nothing here
 enum Ev {
     Csr(Event<CertificateSigningRequest>),
     Node(Event<Node>),
@@ -282,7 +283,10 @@ enum Ev {
 
 type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error>> + Send>>;
 
-fn streams(target: &KubeTarget, batch_name: Option<&str>) -> EvStream {
+/// Watches on CSRs and Nodes, and on the batch records only while some expected node's
+/// address is unknown (`monitor --ip-addresses` records it there; with every address known
+/// the records change only by our own approvals, whose large echoes are not worth parsing).
+fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvStream {
     let c = target.client.clone();
     let csr = watcher(Api::<CertificateSigningRequest>::all(c.clone()), watcher::Config::default())
         .default_backoff()
@@ -292,8 +296,11 @@ fn streams(target: &KubeTarget, batch_name: Option<&str>) -> EvStream {
     if let Some(b) = batch_name {
         bcfg = bcfg.fields(&format!("metadata.name={b}"));
     }
-    let b = watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg).default_backoff().map(|r| r.map(Ev::Batch));
-    Box::pin(futures::stream::select_all([csr.boxed(), node.boxed(), b.boxed()]))
+    let mut all = vec![csr.boxed(), node.boxed()];
+    if batches {
+        all.push(watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg).default_backoff().map(|r| r.map(Ev::Batch)).boxed());
+    }
+    Box::pin(futures::stream::select_all(all))
 }
 
 fn is_401(e: &watcher::Error) -> bool {
@@ -351,7 +358,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     let mut live = Live { format: args.output, header: false, last: BTreeMap::new() };
     let mut declined: std::collections::BTreeSet<String> = Default::default();
     let mut reauthed = false;
-    let mut s = streams(a.target(), args.batch.as_deref());
+    let mut s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
     let mut csr_synced = false;
     let end: Result<()> = loop {
         if csr_synced && a.all_done() {
@@ -378,7 +385,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 tracing::warn!("the API server answered 401: reading the kubeconfig again");
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref());
+                s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
                 reauthed = true;
                 continue;
             }
@@ -423,7 +430,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Err(Error::Unauthorized { .. }) if !reauthed => {
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref());
+                s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
                 reauthed = true;
             }
             Err(e) => break Err(e),

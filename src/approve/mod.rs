@@ -517,6 +517,12 @@ impl Approver {
     /// address). Returns true when the expected nodes changed (pending CSRs should be judged
     /// again). Batches outside `--batch` are ignored.
     pub fn observe_batch(&mut self, cm: &ConfigMap) -> Result<bool> {
+        // Our own compare-and-swap's echo: already known, skip parsing it again.
+        if let (Some(name), Some(rv)) = (&cm.metadata.name, &cm.metadata.resource_version) {
+            if self.batches.iter().any(|b| &b.rec.name == name && &b.rv == rv) {
+                return Ok(false);
+            }
+        }
         let st = batch_state(cm)?;
         if self.opts.batch.as_ref().is_some_and(|b| *b != st.rec.name) {
             return Ok(false);
@@ -801,24 +807,28 @@ impl Approver {
 
     /// Progress of every expected node (in batch order).
     pub fn node_states(&self) -> Vec<NodeState> {
+        // One pass over the CSRs (this runs after every watch event).
+        let mut serving: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+        for c in self.csrs.values().filter(|c| c.spec.signer_name == csr::SERVING_SIGNER) {
+            if let Some(n) = c.spec.username.as_deref().and_then(|u| u.strip_prefix(NODE_PREFIX)) {
+                let e = serving.entry(n).or_default();
+                e.0 |= has_condition(c, "Approved");
+                e.1 |= has_certificate(c);
+            }
+        }
         self.expected
             .nodes
             .iter()
             .map(|n| {
-                let user = format!("{NODE_PREFIX}{}", n.hostname);
-                let serving: Vec<&CertificateSigningRequest> = self
-                    .csrs
-                    .values()
-                    .filter(|c| c.spec.signer_name == csr::SERVING_SIGNER && c.spec.username.as_deref() == Some(user.as_str()))
-                    .collect();
+                let (serving_approved, serving_issued) = serving.get(n.hostname.as_str()).copied().unwrap_or_default();
                 NodeState {
                     node: n.hostname.clone(),
                     batch: self.node_batch.get(&n.hostname).cloned().unwrap_or_default(),
                     ips: n.ips.iter().map(|i| i.to_string()).collect(),
                     joined: self.existing.contains(&n.hostname),
                     ready: self.ready.contains(&n.hostname),
-                    serving_approved: serving.iter().any(|c| has_condition(c, "Approved")),
-                    serving_issued: serving.iter().any(|c| has_certificate(c)),
+                    serving_approved,
+                    serving_issued,
                 }
             })
             .collect()
