@@ -114,7 +114,10 @@ pub fn download_logs_request(cluster_id: &str, host_id: &str) -> ApiRequest {
         method: "get",
         path_template: "/v2/clusters/{cluster_id}/logs",
         path: format!("/v2/clusters/{}/logs", path_segment(cluster_id)),
-        query: vec![("logs_type".into(), "host".into()), ("host_id".into(), host_id.into())],
+        query: vec![
+            ("logs_type".into(), "host".into()),
+            ("host_id".into(), host_id.into()),
+        ],
         scheme: Scheme::User,
     }
 }
@@ -328,13 +331,21 @@ impl Host {
 
     /// `inventory` parsed; None when absent or malformed.
     pub fn inventory(&self) -> Option<Inventory> {
-        self.inventory.as_deref().and_then(|s| serde_json::from_str(s).ok())
+        self.inventory
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
     }
 
     /// Lowercase MACs of the inventory's interfaces.
     pub fn macs(&self) -> Vec<String> {
         self.inventory()
-            .map(|i| i.interfaces.iter().filter_map(|n| n.mac_address.as_ref()).map(|m| m.to_ascii_lowercase()).collect())
+            .map(|i| {
+                i.interfaces
+                    .iter()
+                    .filter_map(|n| n.mac_address.as_ref())
+                    .map(|m| m.to_ascii_lowercase())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -406,13 +417,19 @@ impl Limiter {
             Ok(p) => p,
             Err(_) => {
                 self.waited.fetch_add(1, Ordering::Relaxed);
-                self.sem.acquire().await.expect("the semaphore is never closed")
+                self.sem
+                    .acquire()
+                    .await
+                    .expect("the semaphore is never closed")
             }
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_seen.fetch_max(now, Ordering::SeqCst);
         self.total.fetch_add(1, Ordering::Relaxed);
-        Slot { l: self, _permit: permit }
+        Slot {
+            l: self,
+            _permit: permit,
+        }
     }
 
     /// The counters now.
@@ -437,16 +454,28 @@ pub enum AssistedError {
     Unreachable { url: String, cause: String },
     /// 401: the token is not accepted (`expired` when the service says it expired).
     #[error("{url}: token refused (HTTP 401): {message}")]
-    Unauthorized { url: String, message: String, expired: bool },
+    Unauthorized {
+        url: String,
+        message: String,
+        expired: bool,
+    },
     /// 403: the token is of a persona this endpoint does not allow.
     #[error("{url}: forbidden (HTTP 403): {message}")]
     Forbidden { url: String, message: String },
     /// Any other non-2xx answer.
     #[error("{url}: HTTP {status}: {message}")]
-    Http { url: String, status: u16, message: String },
+    Http {
+        url: String,
+        status: u16,
+        message: String,
+    },
     /// A 2xx answer whose body is not the swagger model.
     #[error("{url}: answer is not a swagger {model}: {cause}")]
-    Decode { url: String, model: &'static str, cause: String },
+    Decode {
+        url: String,
+        model: &'static str,
+        cause: String,
+    },
 }
 
 /// A client for one node's API. Cheap to clone (shares the HTTP pool and the limiter).
@@ -462,7 +491,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("origin", &self.origin).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
     }
 }
 
@@ -486,7 +517,13 @@ pub fn http_client() -> Result<reqwest::Client, String> {
 impl Client {
     /// A client for the API at `origin` (e.g. [`origin_for`]`(ip)`), sending `watcher_token`
     /// or `user_token` per operation, through `limiter`.
-    pub fn new(http: reqwest::Client, origin: String, watcher_token: &str, user_token: &str, limiter: Arc<Limiter>) -> Client {
+    pub fn new(
+        http: reqwest::Client,
+        origin: String,
+        watcher_token: &str,
+        user_token: &str,
+        limiter: Arc<Limiter>,
+    ) -> Client {
         Client {
             http,
             origin: origin.trim_end_matches('/').to_string(),
@@ -503,7 +540,10 @@ impl Client {
 
     fn url(&self, r: &ApiRequest) -> Result<reqwest::Url, AssistedError> {
         let s = format!("{}/api/assisted-install{}", self.origin, r.path);
-        let mut u = reqwest::Url::parse(&s).map_err(|e| AssistedError::Unreachable { url: s.clone(), cause: format!("bad URL: {e}") })?;
+        let mut u = reqwest::Url::parse(&s).map_err(|e| AssistedError::Unreachable {
+            url: s.clone(),
+            cause: format!("bad URL: {e}"),
+        })?;
         if !r.query.is_empty() {
             let mut q = u.query_pairs_mut();
             for (k, v) in &r.query {
@@ -529,12 +569,15 @@ impl Client {
             .header("Accept", "application/json")
             .send()
             .await
-            .map_err(|e| AssistedError::Unreachable { url: shown.clone(), cause: crate::cluster::error_chain(&e) })?;
+            .map_err(|e| AssistedError::Unreachable {
+                url: shown.clone(),
+                cause: crate::cluster::error_chain(&e),
+            })?;
         let status = resp.status().as_u16();
-        let body = resp
-            .bytes()
-            .await
-            .map_err(|e| AssistedError::Unreachable { url: shown.clone(), cause: crate::cluster::error_chain(&e) })?;
+        let body = resp.bytes().await.map_err(|e| AssistedError::Unreachable {
+            url: shown.clone(),
+            cause: crate::cluster::error_chain(&e),
+        })?;
         if (200..300).contains(&status) {
             return Ok(body.to_vec());
         }
@@ -544,29 +587,65 @@ impl Client {
             .unwrap_or_else(|_| String::from_utf8_lossy(&body).chars().take(200).collect());
         let message = crate::output::display(&message);
         Err(match status {
-            401 => AssistedError::Unauthorized { url: shown, expired: message.to_ascii_lowercase().contains("expired"), message },
-            403 => AssistedError::Forbidden { url: shown, message },
-            _ => AssistedError::Http { url: shown, status, message },
+            401 => AssistedError::Unauthorized {
+                url: shown,
+                expired: message.to_ascii_lowercase().contains("expired"),
+                message,
+            },
+            403 => AssistedError::Forbidden {
+                url: shown,
+                message,
+            },
+            _ => AssistedError::Http {
+                url: shown,
+                status,
+                message,
+            },
         })
     }
 
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, r: &ApiRequest, model: &'static str) -> Result<T, AssistedError> {
+    async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        r: &ApiRequest,
+        model: &'static str,
+    ) -> Result<T, AssistedError> {
         let body = self.send(r).await?;
-        serde_json::from_slice(&body).map_err(|e| AssistedError::Decode { url: format!("{}{}", self.origin, r.path), model, cause: e.to_string() })
+        serde_json::from_slice(&body).map_err(|e| AssistedError::Decode {
+            url: format!("{}{}", self.origin, r.path),
+            model,
+            cause: e.to_string(),
+        })
     }
 
     /// `v2ListClusters` with hosts (swagger `cluster-list`).
-    pub async fn list_clusters(&self, openshift_cluster_id: Option<&str>) -> Result<Vec<Cluster>, AssistedError> {
-        self.get_json(&list_clusters_request(openshift_cluster_id), "cluster-list").await
+    pub async fn list_clusters(
+        &self,
+        openshift_cluster_id: Option<&str>,
+    ) -> Result<Vec<Cluster>, AssistedError> {
+        self.get_json(&list_clusters_request(openshift_cluster_id), "cluster-list")
+            .await
     }
 
     /// `v2ListEvents` of one host, newest first (swagger `event-list`).
-    pub async fn list_events(&self, cluster_id: &str, host_id: &str, limit: u32) -> Result<Vec<Event>, AssistedError> {
-        self.get_json(&list_events_request(cluster_id, host_id, limit), "event-list").await
+    pub async fn list_events(
+        &self,
+        cluster_id: &str,
+        host_id: &str,
+        limit: u32,
+    ) -> Result<Vec<Event>, AssistedError> {
+        self.get_json(
+            &list_events_request(cluster_id, host_id, limit),
+            "event-list",
+        )
+        .await
     }
 
     /// `V2DownloadClusterLogs` of one host: the archive's bytes.
-    pub async fn download_logs(&self, cluster_id: &str, host_id: &str) -> Result<Vec<u8>, AssistedError> {
+    pub async fn download_logs(
+        &self,
+        cluster_id: &str,
+        host_id: &str,
+    ) -> Result<Vec<u8>, AssistedError> {
         self.send(&download_logs_request(cluster_id, host_id)).await
     }
 }
@@ -577,9 +656,18 @@ mod tests {
 
     #[test]
     fn origins_bracket_ipv6_and_paths_escape_ids() {
-        assert_eq!(origin_for("192.168.111.30".parse().unwrap()), "http://192.168.111.30:8090");
-        assert_eq!(origin_for("fd2e::30".parse().unwrap()), "http://[fd2e::30]:8090");
-        assert_eq!(download_logs_request("a/../b", "h").path, "/v2/clusters/a%2F..%2Fb/logs");
+        assert_eq!(
+            origin_for("192.168.111.30".parse().unwrap()),
+            "http://192.168.111.30:8090"
+        );
+        assert_eq!(
+            origin_for("fd2e::30".parse().unwrap()),
+            "http://[fd2e::30]:8090"
+        );
+        assert_eq!(
+            download_logs_request("a/../b", "h").path,
+            "/v2/clusters/a%2F..%2Fb/logs"
+        );
     }
 
     #[test]
@@ -589,7 +677,10 @@ mod tests {
             inventory: Some(r#"{"hostname":"w","interfaces":[{"mac_address":"52:54:00:AA:00:31"}]}"#.into()),
             ..Default::default()
         };
-        assert_eq!(h.failing_validations(), vec![("ntp-synced".to_string(), "no NTP".to_string())]);
+        assert_eq!(
+            h.failing_validations(),
+            vec![("ntp-synced".to_string(), "no NTP".to_string())]
+        );
         assert_eq!(h.macs(), vec!["52:54:00:aa:00:31"]);
         assert_eq!(h.hostname().as_deref(), Some("w"));
     }

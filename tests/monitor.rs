@@ -18,7 +18,10 @@ use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
-const SWAGGER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream/assisted-service/swagger.yaml");
+const SWAGGER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/upstream/assisted-service/swagger.yaml"
+);
 
 macro_rules! netns_or_skip {
     () => {
@@ -87,12 +90,20 @@ impl Env {
             .unwrap()
             .to_string();
         let digest = release.rsplit_once('@').unwrap().1.to_string();
-        let img = |n: char| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", n.to_string().repeat(64));
+        let img = |n: char| {
+            format!(
+                "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+                n.to_string().repeat(64)
+            )
+        };
         let imgs = json!({"apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'), "machineOsImages": null});
         let dir = self.path("cache").join("agent-day2/releases");
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(format!("{digest}.json")), json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string())
-            .unwrap();
+        std::fs::write(
+            dir.join(format!("{digest}.json")),
+            json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
+        )
+        .unwrap();
     }
 
     /// add-nodes for `hosts` (nodes-config text), extra flags; returns the report.
@@ -100,22 +111,54 @@ impl Env {
         let nc = self.path("nodes-config.yaml");
         std::fs::write(&nc, format!("hosts:\n{}", hosts.join(""))).unwrap();
         let out = self.path("out");
-        let mut args = vec!["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", out.to_str().unwrap(), "-o", "json", "--force"];
+        let mut args = vec![
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+            "-o",
+            "json",
+            "--force",
+        ];
         args.extend_from_slice(extra);
         let o = self.plugin(&args);
-        assert_eq!(o.status.code(), Some(0), "{}\nsim log:\n{}", text(&o), self.c.log());
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}\nsim log:\n{}",
+            text(&o),
+            self.c.log()
+        );
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
     fn batch_records(&self) -> Vec<Value> {
-        let l = self.kubectl_json(&["-n", "openshift-agent-day2", "get", "configmaps", "-l", "agent-day2.openshift.io/batch", "-o", "json"]);
-        l["items"].as_array().unwrap().iter().map(|cm| serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap()).collect()
+        let l = self.kubectl_json(&[
+            "-n",
+            "openshift-agent-day2",
+            "get",
+            "configmaps",
+            "-l",
+            "agent-day2.openshift.io/batch",
+            "-o",
+            "json",
+        ]);
+        l["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cm| serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap())
+            .collect()
     }
 
     /// Starts `agent-day2-sim boot` of `image` for `nodes` (MAC=IP) with extra flags; output
     /// goes to a log file.
     fn boot(&self, image: &[&str], nodes: &[(&str, &str, &str)], extra: &[&str]) -> Boot {
-        let log = self.path(&format!("boot-{}.log", nodes.first().map(|n| n.0).unwrap_or("x")));
+        let log = self.path(&format!(
+            "boot-{}.log",
+            nodes.first().map(|n| n.0).unwrap_or("x")
+        ));
         let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
         cmd.arg("boot").arg("--dir").arg(&self.c.dir).args(image);
         for (_, mac, ip) in nodes {
@@ -133,7 +176,8 @@ impl Env {
 struct Boot(Child, PathBuf);
 impl Boot {
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default() + &std::fs::read_to_string(self.1.with_extension("err")).unwrap_or_default()
+        std::fs::read_to_string(&self.1).unwrap_or_default()
+            + &std::fs::read_to_string(self.1.with_extension("err")).unwrap_or_default()
     }
 }
 impl Drop for Boot {
@@ -157,7 +201,10 @@ fn dhcp_host(h: &str, mac: &str) -> String {
 fn events(o: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(o))))
+        .map(|l| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(o)))
+        })
         .collect()
 }
 
@@ -174,23 +221,42 @@ fn stages_of(evs: &[Value], node: &str) -> Vec<String> {
 }
 
 /// Approves, in a side thread, every pending CSR whose signer is `signer` until stopped.
-fn approve_by_hand(env: &Env, signer: &'static str) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
+fn approve_by_hand(
+    env: &Env,
+    signer: &'static str,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let kc = env.c.kubeconfig.clone();
     let cache = env.c.dir.join("kubecache");
     let h = std::thread::spawn(move || {
         let mut n = 0;
-        let kubectl = |args: &[&str]| Command::new("kubectl").args(args).env("KUBECONFIG", &kc).env("KUBECACHEDIR", &cache).output().unwrap();
+        let kubectl = |args: &[&str]| {
+            Command::new("kubectl")
+                .args(args)
+                .env("KUBECONFIG", &kc)
+                .env("KUBECACHEDIR", &cache)
+                .output()
+                .unwrap()
+        };
         while !s.load(Ordering::SeqCst) {
             let o = kubectl(&["get", "csr", "-o", "json"]);
             if let Ok(l) = serde_json::from_slice::<Value>(&o.stdout) {
                 for c in l["items"].as_array().into_iter().flatten() {
-                    let pending = c["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
-                    if pending && c["spec"]["signerName"] == signer {
-                        if kubectl(&["certificate", "approve", c["metadata"]["name"].as_str().unwrap()]).status.success() {
-                            n += 1;
-                        }
+                    let pending = c["status"]["conditions"]
+                        .as_array()
+                        .is_none_or(|c| c.is_empty());
+                    if pending
+                        && c["spec"]["signerName"] == signer
+                        && kubectl(&[
+                            "certificate",
+                            "approve",
+                            c["metadata"]["name"].as_str().unwrap(),
+                        ])
+                        .status
+                        .success()
+                    {
+                        n += 1;
                     }
                 }
             }
@@ -213,14 +279,29 @@ const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31
 fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     netns_or_skip!();
     let env = Env::new();
-    let r = env.add_nodes(&[static_host(W0.0, W0.1, W0.2), dhcp_host(W1.0, W1.1)], &["--node-labels", "zone=a"]);
+    let r = env.add_nodes(
+        &[static_host(W0.0, W0.1, W0.2), dhcp_host(W1.0, W1.1)],
+        &["--node-labels", "zone=a"],
+    );
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
     let before = env.batch_records();
     assert_eq!(before[0]["hosts"][1]["ipSource"], "unknown");
 
     let ips = format!("{},{}", W0.2, W1.2);
     let mon = env
-        .cmd(&["monitor", "--approve", "--yes", "--ip-addresses", &ips, "-o", "json", "--poll-interval", "100ms", "--timeout", "180s"])
+        .cmd(&[
+            "monitor",
+            "--approve",
+            "--yes",
+            "--ip-addresses",
+            &ips,
+            "-o",
+            "json",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "180s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -228,36 +309,79 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     std::thread::sleep(Duration::from_millis(1500));
     let boot = env.boot(&["--iso", &iso], &[W0, W1], &[]);
     let o = mon.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\nboot:\n{}",
+        text(&o),
+        boot.log()
+    );
     let evs = events(&o);
     for (h, _, ip) in [W0, W1] {
         let st = stages_of(&evs, h);
         for want in ["installing", "rebooting", "done"] {
-            assert!(st.iter().any(|s| s == want), "{h}: {want} missing in {st:?}");
+            assert!(
+                st.iter().any(|s| s == want),
+                "{h}: {want} missing in {st:?}"
+            );
         }
-        // Stages only move forward.
-        let order = ["waiting-for-boot", "api-reachable", "registered", "validations", "installing", "rebooting", "client-csr-pending", "joined", "ready", "serving-csr-pending", "done"];
-        let idx: Vec<usize> = st.iter().map(|s| order.iter().position(|o| o == s).unwrap()).collect();
+        // Stages only move forward. Once the Node exists, Ready and the serving certificate
+        // may come in either order (two watches, and the kubelet does not wait for the
+        // certificate), so joined / ready / serving-csr-pending share a rank.
+        let rank = |s: &str| match s {
+            "waiting-for-boot" => 0,
+            "api-reachable" => 1,
+            "registered" => 2,
+            "validations" => 3,
+            "installing" => 4,
+            "rebooting" => 5,
+            "client-csr-pending" => 6,
+            "joined" | "ready" | "serving-csr-pending" => 7,
+            "done" => 8,
+            other => panic!("unexpected stage {other}"),
+        };
+        let idx: Vec<usize> = st.iter().map(|s| rank(s)).collect();
         assert!(idx.windows(2).all(|w| w[0] <= w[1]), "{h}: {st:?}");
-        assert!(evs.iter().any(|e| e["event"] == "stage" && e["node"] == h && e["ip"] == ip), "{h} with its address");
         assert!(
-            evs.iter().any(|e| e["node"] == h && e["message"].as_str().unwrap_or("").starts_with("approved serving CSR")),
+            evs.iter()
+                .any(|e| e["event"] == "stage" && e["node"] == h && e["ip"] == ip),
+            "{h} with its address"
+        );
+        assert!(
+            evs.iter().any(|e| e["node"] == h
+                && e["message"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("approved serving CSR")),
             "{h}: serving CSR approved by monitor"
         );
         let n = env.kubectl_json(&["get", "node", h, "-o", "json"]);
-        assert_eq!(n["metadata"]["labels"]["zone"], "a", "batch labels applied to {h}");
+        assert_eq!(
+            n["metadata"]["labels"]["zone"], "a",
+            "batch labels applied to {h}"
+        );
     }
     // Installing events carry percentages.
-    assert!(evs.iter().any(|e| e["stage"] == "installing" && e["percent"].as_i64().is_some_and(|p| p > 0)));
+    assert!(evs
+        .iter()
+        .any(|e| e["stage"] == "installing" && e["percent"].as_i64().is_some_and(|p| p > 0)));
     let summary = evs.last().unwrap();
     assert_eq!(summary["event"], "summary");
     assert_eq!(summary["exitCode"], 0);
-    assert!(evs.iter().any(|e| e["node"] == W1.0 && e["message"].as_str().unwrap().contains("recorded on batch")));
+    assert!(
+        evs.iter()
+            .any(|e| e["node"] == W1.0
+                && e["message"].as_str().unwrap().contains("recorded on batch"))
+    );
     let after = env.batch_records();
     assert_eq!(after[0]["hosts"][1]["ips"], json!([W1.2]));
     assert_eq!(after[0]["hosts"][1]["ipSource"], "monitor");
     let approvals = after[0]["approvals"].as_array().unwrap();
-    assert_eq!(approvals.len(), 4, "a client and a serving approval per node: {approvals:?}");
+    assert_eq!(
+        approvals.len(),
+        4,
+        "a client and a serving approval per node: {approvals:?}"
+    );
 }
 
 /// A failing validation (message shown, exit 5), a failed install (exit 6, logs gathered), a
@@ -271,23 +395,52 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     let bad = ("w-bad", "52:54:00:aa:00:41", "192.168.111.41");
     let never = ("w-never", "52:54:00:aa:00:42", "192.168.111.42");
     let ok = ("w-ok", "52:54:00:aa:00:43", "192.168.111.43");
-    let hosts: Vec<String> = [val, bad, never, ok].iter().map(|(h, m, i)| static_host(h, m, i)).collect();
+    let hosts: Vec<String> = [val, bad, never, ok]
+        .iter()
+        .map(|(h, m, i)| static_host(h, m, i))
+        .collect();
     let r = env.add_nodes(&hosts, &[]);
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
-    let _boot = env.boot(&["--iso", &iso], &[val, bad, ok], &["--fail-validation", "w-val:ntp-synced", "--fail-install", "w-bad"]);
+    let _boot = env.boot(
+        &["--iso", &iso],
+        &[val, bad, ok],
+        &[
+            "--fail-validation",
+            "w-val:ntp-synced",
+            "--fail-install",
+            "w-bad",
+        ],
+    );
     // w-ok: only its client CSR is approved (by hand), so it goes Ready with the serving CSR pending.
     let (stop, approver) = approve_by_hand(&env, "kubernetes.io/kube-apiserver-client-kubelet");
 
     // Install failure: 6, with the reason, and the logs gathered.
     let logs = env.path("logs");
-    let o = env.plugin(&["monitor", "--node", &format!("w-bad={}", bad.2), "--gather", logs.to_str().unwrap(), "--poll-interval", "100ms", "--timeout", "60s"]);
+    let o = env.plugin(&[
+        "monitor",
+        "--node",
+        &format!("w-bad={}", bad.2),
+        "--gather",
+        logs.to_str().unwrap(),
+        "--poll-interval",
+        "100ms",
+        "--timeout",
+        "60s",
+    ]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("installation failed") && out.contains("failed to write image to disk"), "{}", text(&o));
+    assert!(
+        out.contains("installation failed") && out.contains("failed to write image to disk"),
+        "{}",
+        text(&o)
+    );
     assert!(out.contains("last event (error)"), "{}", text(&o));
     let saved = logs.join("w-bad-logs.tar.gz");
     let mut tgz = Vec::new();
-    std::fs::File::open(&saved).unwrap_or_else(|e| panic!("{}: {e}\n{}", saved.display(), text(&o))).read_to_end(&mut tgz).unwrap();
+    std::fs::File::open(&saved)
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", saved.display(), text(&o)))
+        .read_to_end(&mut tgz)
+        .unwrap();
     let mut names = String::new();
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&tgz[..]));
     for e in ar.entries().unwrap() {
@@ -297,50 +450,132 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         e.read_to_string(&mut body).unwrap();
         names.push_str(&format!("{p}\n{body}"));
     }
-    assert!(names.contains("w-bad/events.log") && names.contains("failed to write image"), "{names}");
+    assert!(
+        names.contains("w-bad/events.log") && names.contains("failed to write image"),
+        "{names}"
+    );
     assert!(out.contains(&saved.display().to_string()), "{}", text(&o));
 
     // A failing validation: its message, then 5 at the timeout.
-    let o = env.plugin(&["monitor", "--ip-addresses", val.2, "-o", "json", "--poll-interval", "100ms", "--timeout", "4s"]);
+    let o = env.plugin(&[
+        "monitor",
+        "--ip-addresses",
+        val.2,
+        "-o",
+        "json",
+        "--poll-interval",
+        "100ms",
+        "--timeout",
+        "4s",
+    ]);
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let evs = events(&o);
-    let v = evs.iter().find(|e| e["stage"] == "validations" && e["validations"].is_array()).unwrap_or_else(|| panic!("{}", text(&o)));
+    let v = evs
+        .iter()
+        .find(|e| e["stage"] == "validations" && e["validations"].is_array())
+        .unwrap_or_else(|| panic!("{}", text(&o)));
     assert_eq!(v["validations"][0]["id"], "ntp-synced");
-    assert_eq!(v["validations"][0]["message"], "Host couldn't synchronize with any NTP server");
+    assert_eq!(
+        v["validations"][0]["message"],
+        "Host couldn't synchronize with any NTP server"
+    );
     assert!(v["message"].as_str().unwrap().contains("ntp-synced"));
 
     // Never booted: says so, 5.
-    let o = env.plugin(&["monitor", "--ip-addresses", never.2, "--poll-interval", "100ms", "--timeout", "2s"]);
+    let o = env.plugin(&[
+        "monitor",
+        "--ip-addresses",
+        never.2,
+        "--poll-interval",
+        "100ms",
+        "--timeout",
+        "2s",
+    ]);
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("w-never 192.168.111.42: waiting-for-boot - not booted yet"), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("timed out after 2s"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .contains("w-never 192.168.111.42: waiting-for-boot - not booted yet"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("timed out after 2s"),
+        "{}",
+        text(&o)
+    );
 
     // Ready, serving CSR pending: 7 with the hint.
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let l = env.kubectl_json(&["get", "csr", "-o", "json"]);
         let serving_pending = l["items"].as_array().unwrap().iter().any(|c| {
-            c["spec"]["signerName"] == "kubernetes.io/kubelet-serving" && c["spec"]["username"] == "system:node:w-ok" && c["status"]["conditions"].is_null()
+            c["spec"]["signerName"] == "kubernetes.io/kubelet-serving"
+                && c["spec"]["username"] == "system:node:w-ok"
+                && c["status"]["conditions"].is_null()
         });
         if serving_pending {
             break;
         }
-        assert!(Instant::now() < deadline, "w-ok never sent its serving CSR:\n{}", _boot.log());
+        assert!(
+            Instant::now() < deadline,
+            "w-ok never sent its serving CSR:\n{}",
+            _boot.log()
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let o = env.plugin(&["monitor", "--node", &format!("w-ok={}", ok.2), "--timeout", "3s"]);
+    let o = env.plugin(&[
+        "monitor",
+        "--node",
+        &format!("w-ok={}", ok.2),
+        "--timeout",
+        "3s",
+    ]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("serving-csr-pending"), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("run `oc agent-day2 approve`"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("serving-csr-pending"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("run `oc agent-day2 approve`"),
+        "{}",
+        text(&o)
+    );
 
     // The whole batch (no anchors): 6, 5 and 7 apply; the lowest, 5, wins.
-    let o = env.plugin(&["monitor", "-o", "json", "--poll-interval", "100ms", "--timeout", "4s"]);
+    let o = env.plugin(&[
+        "monitor",
+        "-o",
+        "json",
+        "--poll-interval",
+        "100ms",
+        "--timeout",
+        "4s",
+    ]);
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let evs = events(&o);
     let s = evs.last().unwrap();
-    let codes: BTreeMap<String, i64> =
-        s["nodes"].as_array().unwrap().iter().map(|n| (n["node"].as_str().unwrap().to_string(), n["exitCode"].as_i64().unwrap())).collect();
-    assert_eq!(codes, BTreeMap::from([("w-bad".into(), 6), ("w-never".into(), 5), ("w-ok".into(), 7), ("w-val".into(), 5)]), "{s}");
+    let codes: BTreeMap<String, i64> = s["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["node"].as_str().unwrap().to_string(),
+                n["exitCode"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        codes,
+        BTreeMap::from([
+            ("w-bad".into(), 6),
+            ("w-never".into(), 5),
+            ("w-ok".into(), 7),
+            ("w-val".into(), 5)
+        ]),
+        "{s}"
+    );
     stop.store(true, Ordering::SeqCst);
     assert!(approver.join().unwrap() >= 1);
 }
@@ -351,26 +586,52 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
 fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
     netns_or_skip!();
     let env = Env::new();
-    let nodes: Vec<(String, String, String)> =
-        (0..100).map(|i| (format!("n{i:03}"), format!("52:54:00:bb:00:{i:02x}"), format!("192.168.111.{}", 100 + i))).collect();
+    let nodes: Vec<(String, String, String)> = (0..100)
+        .map(|i| {
+            (
+                format!("n{i:03}"),
+                format!("52:54:00:bb:00:{i:02x}"),
+                format!("192.168.111.{}", 100 + i),
+            )
+        })
+        .collect();
     let hosts: Vec<String> = nodes.iter().map(|(h, m, i)| static_host(h, m, i)).collect();
     let t = Instant::now();
     env.add_nodes(&hosts, &["--pxe"]);
     eprintln!("add-nodes for 100 hosts: {:.1}s", t.elapsed().as_secs_f64());
     let bound = 8;
     let mon = env
-        .cmd(&["monitor", "-o", "json", "--poll-interval", "50ms", "--max-in-flight", &bound.to_string(), "--timeout", "45s"])
+        .cmd(&[
+            "monitor",
+            "-o",
+            "json",
+            "--poll-interval",
+            "50ms",
+            "--max-in-flight",
+            &bound.to_string(),
+            "--timeout",
+            "45s",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    let refs: Vec<(&str, &str, &str)> = nodes.iter().map(|(h, m, i)| (h.as_str(), m.as_str(), i.as_str())).collect();
+    let refs: Vec<(&str, &str, &str)> = nodes
+        .iter()
+        .map(|(h, m, i)| (h.as_str(), m.as_str(), i.as_str()))
+        .collect();
     let pxe = env.path("out").join("boot-artifacts");
     let boot = env.boot(&["--pxe-dir", pxe.to_str().unwrap()], &refs, &[]);
     let o = mon.wait_with_output().unwrap();
     // Nobody approves: every node ends with its client CSR pending → 7.
-    assert_eq!(o.status.code(), Some(7), "{}\nboot:\n{}", text(&o), boot.log());
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "{}\nboot:\n{}",
+        text(&o),
+        boot.log()
+    );
     let evs = events(&o);
     let s = evs.last().unwrap();
     let req = &s["requests"];
@@ -378,13 +639,46 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     eprintln!("{}", stderr.lines().last().unwrap_or(""));
     assert_eq!(req["bound"], bound);
-    assert!(req["maxInFlight"].as_u64().unwrap() <= bound as u64, "{req}");
-    assert_eq!(req["maxInFlight"], bound, "100 pollers reach the bound: {req}");
+    assert!(
+        req["maxInFlight"].as_u64().unwrap() <= bound as u64,
+        "{req}"
+    );
+    assert_eq!(
+        req["maxInFlight"], bound,
+        "100 pollers reach the bound: {req}"
+    );
     assert!(req["waited"].as_u64().unwrap() > 0, "{req}");
+    // How long until the last node reached its client CSR (event times, whole seconds).
+    let secs = |e: &Value| {
+        time::OffsetDateTime::parse(
+            e["time"].as_str().unwrap(),
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap()
+        .unix_timestamp()
+    };
+    let first = secs(&evs[0]);
+    let last_csr = evs
+        .iter()
+        .filter(|e| e["stage"] == "client-csr-pending")
+        .map(secs)
+        .max()
+        .unwrap();
+    eprintln!(
+        "100 nodes: the last one reached client-csr-pending {}s after monitor started",
+        last_csr - first
+    );
     for (h, _, _) in &nodes {
         let st = stages_of(&evs, h);
-        assert!(st.iter().any(|s| s == "installing") && st.iter().any(|s| s == "rebooting"), "{h}: {st:?}");
-        assert_eq!(st.last().map(String::as_str), Some("client-csr-pending"), "{h}: {st:?}");
+        assert!(
+            st.iter().any(|s| s == "installing") && st.iter().any(|s| s == "rebooting"),
+            "{h}: {st:?}"
+        );
+        assert_eq!(
+            st.last().map(String::as_str),
+            Some("client-csr-pending"),
+            "{h}: {st:?}"
+        );
     }
 }
 
@@ -403,9 +697,13 @@ fn swagger() -> Option<Value> {
 fn check_model(sw: &Value, def: &str, obj: &Value, path: &str) {
     let d = &sw["definitions"][def];
     assert!(d.is_object(), "swagger has no definition {def}");
-    let props = d["properties"].as_object().unwrap_or_else(|| panic!("{def} has no properties"));
+    let props = d["properties"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{def} has no properties"));
     for (k, v) in obj.as_object().unwrap() {
-        let p = props.get(k).unwrap_or_else(|| panic!("{path}.{k}: not a property of swagger {def}"));
+        let p = props
+            .get(k)
+            .unwrap_or_else(|| panic!("{path}.{k}: not a property of swagger {def}"));
         let p = match p.get("$ref").and_then(Value::as_str) {
             Some(r) => {
                 let name = r.trim_start_matches("#/definitions/");
@@ -427,7 +725,10 @@ fn check_model(sw: &Value, def: &str, obj: &Value, path: &str) {
         };
         assert!(ok, "{path}.{k} = {v}: swagger {def}.{k} is {}", p["type"]);
         if let (Some(e), Some(s)) = (p["enum"].as_array(), v.as_str()) {
-            assert!(e.iter().any(|x| x == s), "{path}.{k} = {s:?} is not in swagger's enum {e:?}");
+            assert!(
+                e.iter().any(|x| x == s),
+                "{path}.{k} = {s:?} is not in swagger's enum {e:?}"
+            );
         }
         if let (Some(items), Some(arr)) = (p["items"]["$ref"].as_str(), v.as_array()) {
             let name = items.trim_start_matches("#/definitions/");
@@ -453,39 +754,72 @@ fn requests_and_the_simulators_answers_follow_swagger() {
         assisted::download_logs_request("c", "h"),
     ];
     assert_eq!(sw["basePath"], "/api/assisted-install");
-    assert_eq!(assisted::BASE_PATH, format!("{}/v2", sw["basePath"].as_str().unwrap()));
+    assert_eq!(
+        assisted::BASE_PATH,
+        format!("{}/v2", sw["basePath"].as_str().unwrap())
+    );
     for r in &reqs {
         let op = &sw["paths"][r.path_template][r.method];
-        assert!(op.is_object(), "{} {}: not in swagger", r.method, r.path_template);
+        assert!(
+            op.is_object(),
+            "{} {}: not in swagger",
+            r.method,
+            r.path_template
+        );
         assert_eq!(op["operationId"], r.operation);
         let params = op["parameters"].as_array().unwrap();
         for (k, _) in &r.query {
-            assert!(params.iter().any(|p| p["in"] == "query" && p["name"] == k.as_str()), "{}: query {k} not declared", r.operation);
+            assert!(
+                params
+                    .iter()
+                    .any(|p| p["in"] == "query" && p["name"] == k.as_str()),
+                "{}: query {k} not declared",
+                r.operation
+            );
         }
         for p in params.iter().filter(|p| p["in"] == "path") {
-            assert!(r.path_template.contains(&format!("{{{}}}", p["name"].as_str().unwrap())));
+            assert!(r
+                .path_template
+                .contains(&format!("{{{}}}", p["name"].as_str().unwrap())));
         }
         let sec = op.get("security").unwrap_or(&sw["security"]);
         assert!(
-            sec.as_array().unwrap().iter().any(|s| s.get(r.scheme.name()).is_some()),
+            sec.as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s.get(r.scheme.name()).is_some()),
             "{}: scheme {} not allowed ({sec})",
             r.operation,
             r.scheme.name()
         );
-        assert_eq!(sw["securityDefinitions"][r.scheme.name()]["name"], r.scheme.header());
+        assert_eq!(
+            sw["securityDefinitions"][r.scheme.name()]["name"],
+            r.scheme.header()
+        );
         assert_eq!(sw["securityDefinitions"][r.scheme.name()]["in"], "header");
     }
 
     // 2. The simulator's answers, through the client, and their raw JSON against the models.
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         let exp = time::OffsetDateTime::now_utc().unix_timestamp() + 3600;
         let tok = |sub: &str| {
             use base64::Engine;
             let e = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-            format!("{}.{}.sig", e(r#"{"alg":"ES256"}"#), e(&format!(r#"{{"sub":"{sub}","exp":{exp}}}"#)))
+            format!(
+                "{}.{}.sig",
+                e(r#"{"alg":"ES256"}"#),
+                e(&format!(r#"{{"sub":"{sub}","exp":{exp}}}"#))
+            )
         };
         let facts = Facts {
             cluster_id: "c37c9544-4320-4380-9d8b-0753a4d9ea57".into(),
@@ -504,7 +838,13 @@ fn requests_and_the_simulators_answers_follow_swagger() {
             hosts: Default::default(),
             hostnames: Default::default(),
         };
-        let plan = stages::plan("worker-0", &stages::Faults { fail_install: true, ..Default::default() });
+        let plan = stages::plan(
+            "worker-0",
+            &stages::Faults {
+                fail_install: true,
+                ..Default::default()
+            },
+        );
         let api = Arc::new(rest::NodeApi {
             facts: Arc::new(facts.clone()),
             hostname: "worker-0".into(),
@@ -513,13 +853,24 @@ fn requests_and_the_simulators_answers_follow_swagger() {
             ai_cluster_id: rest::derived_uuid("ai"),
             host_id: rest::derived_uuid("host"),
             created_at: rest::now(),
-            state: std::sync::Mutex::new(rest::HostState { step: plan[0].clone(), events: vec![], status_updated_at: rest::now(), stage_started_at: rest::now() }),
+            state: std::sync::Mutex::new(rest::HostState {
+                step: plan[0].clone(),
+                events: vec![],
+                status_updated_at: rest::now(),
+                stage_started_at: rest::now(),
+            }),
         });
         let server = rest::Server::start(addr, api.clone()).await.unwrap();
         let http = assisted::http_client().unwrap();
         let lim = Limiter::new(4);
         let origin = format!("http://{addr}");
-        let c = Client::new(http.clone(), origin.clone(), &facts.watcher_token, &facts.user_token, lim.clone());
+        let c = Client::new(
+            http.clone(),
+            origin.clone(),
+            &facts.watcher_token,
+            &facts.user_token,
+            lim.clone(),
+        );
         for step in &plan {
             api.enter(step);
             let clusters = c.list_clusters(Some(&facts.cluster_id)).await.unwrap();
@@ -529,7 +880,9 @@ fn requests_and_the_simulators_answers_follow_swagger() {
             assert_eq!(h.macs(), vec!["52:54:00:aa:00:30"]);
             // Raw answer against swagger's models.
             let raw: Value = http
-                .get(format!("{origin}/api/assisted-install/v2/clusters?with_hosts=true"))
+                .get(format!(
+                    "{origin}/api/assisted-install/v2/clusters?with_hosts=true"
+                ))
                 .header("Watcher-Authorization", &facts.watcher_token)
                 .send()
                 .await
@@ -539,17 +892,26 @@ fn requests_and_the_simulators_answers_follow_swagger() {
                 .unwrap();
             for (i, cl) in raw.as_array().unwrap().iter().enumerate() {
                 check_model(&sw, "cluster", cl, &format!("clusters[{i}]"));
-                let inv: Value = serde_json::from_str(cl["hosts"][0]["inventory"].as_str().unwrap()).unwrap();
+                let inv: Value =
+                    serde_json::from_str(cl["hosts"][0]["inventory"].as_str().unwrap()).unwrap();
                 check_model(&sw, "inventory", &inv, "inventory");
             }
         }
-        assert!(c.list_clusters(Some("00000000-0000-0000-0000-000000000000")).await.unwrap().is_empty(), "openshift_cluster_id filters");
+        assert!(
+            c.list_clusters(Some("00000000-0000-0000-0000-000000000000"))
+                .await
+                .unwrap()
+                .is_empty(),
+            "openshift_cluster_id filters"
+        );
         let (cid, hid) = (rest::derived_uuid("ai"), rest::derived_uuid("host"));
         let evs = c.list_events(&cid, &hid, 2).await.unwrap();
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].severity, "error", "newest first: {evs:?}");
         let raw: Value = http
-            .get(format!("{origin}/api/assisted-install/v2/events?host_id={hid}"))
+            .get(format!(
+                "{origin}/api/assisted-install/v2/events?host_id={hid}"
+            ))
             .header("Watcher-Authorization", &facts.watcher_token)
             .send()
             .await
@@ -563,12 +925,27 @@ fn requests_and_the_simulators_answers_follow_swagger() {
         let logs = c.download_logs(&cid, &hid).await.unwrap();
         assert_eq!(&logs[..2], &[0x1f, 0x8b], "a gzip archive");
         // Tokens: the logs refuse the watcher persona (403), an unknown token is 401.
-        let wrong = Client::new(http.clone(), origin.clone(), &facts.watcher_token, &facts.watcher_token, lim.clone());
-        assert!(matches!(wrong.download_logs(&cid, &hid).await, Err(assisted::AssistedError::Forbidden { .. })));
+        let wrong = Client::new(
+            http.clone(),
+            origin.clone(),
+            &facts.watcher_token,
+            &facts.watcher_token,
+            lim.clone(),
+        );
+        assert!(matches!(
+            wrong.download_logs(&cid, &hid).await,
+            Err(assisted::AssistedError::Forbidden { .. })
+        ));
         let bad = Client::new(http.clone(), origin.clone(), "nope", "nope", lim.clone());
-        assert!(matches!(bad.list_clusters(None).await, Err(assisted::AssistedError::Unauthorized { expired: false, .. })));
+        assert!(matches!(
+            bad.list_clusters(None).await,
+            Err(assisted::AssistedError::Unauthorized { expired: false, .. })
+        ));
         server.stop().await;
-        assert!(matches!(c.list_clusters(None).await, Err(assisted::AssistedError::Unreachable { .. })));
+        assert!(matches!(
+            c.list_clusters(None).await,
+            Err(assisted::AssistedError::Unreachable { .. })
+        ));
         assert!(lim.stats().max_in_flight <= 4);
     });
 }

@@ -18,26 +18,33 @@ use crate::csr::{parse_request, CsrView, Kind, Time, NODE_PREFIX};
 
 /// One item of the merged watch stream.
 pub enum Msg {
-    /// A CSR watch event.
-    Csr(Event<CertificateSigningRequest>),
+    /// A CSR watch event (boxed: the variants differ much in size).
+    Csr(Box<Event<CertificateSigningRequest>>),
     /// A Node watch event.
-    Node(Event<Node>),
+    Node(Box<Event<Node>>),
     /// A watch failed; `unauthorized` when the API server answered 401 (the login expired).
-    Error { what: &'static str, unauthorized: bool, message: String },
+    Error {
+        what: &'static str,
+        unauthorized: bool,
+        message: String,
+    },
 }
 
 /// The merged stream of both watches for `client`.
 pub fn watch(client: kube::Client) -> Pin<Box<dyn Stream<Item = Msg> + Send>> {
-    let csrs = watcher::watcher(Api::<CertificateSigningRequest>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .map(|r| match r {
-            Ok(e) => Msg::Csr(e),
-            Err(e) => err("CertificateSigningRequests", e),
-        });
+    let csrs = watcher::watcher(
+        Api::<CertificateSigningRequest>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .map(|r| match r {
+        Ok(e) => Msg::Csr(Box::new(e)),
+        Err(e) => err("CertificateSigningRequests", e),
+    });
     let nodes = watcher::watcher(Api::<Node>::all(client), watcher::Config::default())
         .default_backoff()
         .map(|r| match r {
-            Ok(e) => Msg::Node(e),
+            Ok(e) => Msg::Node(Box::new(e)),
             Err(e) => err("Nodes", e),
         });
     Box::pin(futures::stream::select(csrs, nodes))
@@ -51,7 +58,11 @@ fn err(what: &'static str, e: watcher::Error) -> Msg {
         watcher::Error::WatchError(s) => Some(s.code),
         _ => None,
     };
-    Msg::Error { what, unauthorized: code == Some(401), message: crate::cluster::error_chain(&e) }
+    Msg::Error {
+        what,
+        unauthorized: code == Some(401),
+        message: crate::cluster::error_chain(&e),
+    }
 }
 
 /// A store fed by watch events: a relist (Init … InitDone) replaces the content at once, so
@@ -64,7 +75,10 @@ pub struct Store<K> {
 
 impl<K> Default for Store<K> {
     fn default() -> Self {
-        Store { items: BTreeMap::new(), relist: None }
+        Store {
+            items: BTreeMap::new(),
+            relist: None,
+        }
     }
 }
 
@@ -86,7 +100,9 @@ impl<K: kube::Resource> Store<K> {
                 false
             }
             Event::InitApply(k) => {
-                self.relist.get_or_insert_with(BTreeMap::new).insert(name(&k), k);
+                self.relist
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(name(&k), k);
                 false
             }
             Event::InitDone => {
@@ -102,11 +118,15 @@ impl<K: kube::Resource> Store<K> {
 pub fn csr_node(csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
     let v = CsrView::from_k8s(csr);
     match v.kind() {
-        Kind::Serving => v.username.strip_prefix(NODE_PREFIX).map(|n| (Kind::Serving, n.to_string())),
+        Kind::Serving => v
+            .username
+            .strip_prefix(NODE_PREFIX)
+            .map(|n| (Kind::Serving, n.to_string())),
         Kind::Client => {
             let (parsed, _) = parse_request(&v.request);
             let cn = parsed?.common_names.last()?.clone();
-            cn.strip_prefix(NODE_PREFIX).map(|n| (Kind::Client, n.to_string()))
+            cn.strip_prefix(NODE_PREFIX)
+                .map(|n| (Kind::Client, n.to_string()))
         }
         Kind::NotKubelet => None,
     }
@@ -117,8 +137,12 @@ pub fn csr_node(csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
 /// nodes cheap.
 #[derive(Default)]
 pub struct CsrIndex {
-    cache: std::collections::HashMap<String, (Option<String>, Option<(Kind, String)>)>,
+    /// CSR name → (resourceVersion, kind and node).
+    cache: std::collections::HashMap<String, (Option<String>, CsrNode)>,
 }
+
+/// What [`csr_node`] returns.
+type CsrNode = Option<(Kind, String)>;
 
 impl CsrIndex {
     /// The (kind, node) of `csr`, parsed at most once per resourceVersion.
@@ -136,7 +160,10 @@ impl CsrIndex {
     }
 
     /// The CSRs of `store` grouped by node, oldest first, with their kind.
-    pub fn by_node<'a>(&mut self, store: &'a Store<CertificateSigningRequest>) -> BTreeMap<String, Vec<(Kind, &'a CertificateSigningRequest)>> {
+    pub fn by_node<'a>(
+        &mut self,
+        store: &'a Store<CertificateSigningRequest>,
+    ) -> BTreeMap<String, Vec<(Kind, &'a CertificateSigningRequest)>> {
         self.cache.retain(|n, _| store.items.contains_key(n));
         let mut out: BTreeMap<String, Vec<(Kind, &CertificateSigningRequest)>> = BTreeMap::new();
         for c in store.items.values() {
@@ -154,7 +181,12 @@ impl CsrIndex {
 /// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::by_node`]) created
 /// at or after `since` (the batch's creation, so an earlier life of the same name does not
 /// count) and its Node.
-pub fn view_of(name: &str, since: Option<Time>, csrs: &[(Kind, &CertificateSigningRequest)], nodes: &Store<Node>) -> KubeView {
+pub fn view_of(
+    name: &str,
+    since: Option<Time>,
+    csrs: &[(Kind, &CertificateSigningRequest)],
+    nodes: &Store<Node>,
+) -> KubeView {
     let mut k = KubeView::default();
     for (kind, csr) in csrs {
         let (kind, csr) = (*kind, *csr);

@@ -88,9 +88,13 @@ pub struct MonitorArgs {
 }
 
 fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), String> {
-    let (n, ip) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=IP, e.g. worker-1=192.168.111.31"))?;
+    let (n, ip) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=IP, e.g. worker-1=192.168.111.31"))?;
     let ip = ip.trim().trim_start_matches('[').trim_end_matches(']');
-    let ip: IpAddr = ip.parse().map_err(|_| format!("{s:?}: {ip:?} is not an IP address"))?;
+    let ip: IpAddr = ip
+        .parse()
+        .map_err(|_| format!("{s:?}: {ip:?} is not an IP address"))?;
     if n.is_empty() {
         return Err(format!("{s:?}: the node name is empty"));
     }
@@ -100,24 +104,44 @@ fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), String> {
 fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
     match crate::kube_flags::parse_duration(s) {
         Ok(Some(d)) => Ok(d),
-        Ok(None) => Err(Error::Usage(format!("{flag} {s:?}: must be longer than 0, e.g. 90m"))),
+        Ok(None) => Err(Error::Usage(format!(
+            "{flag} {s:?}: must be longer than 0, e.g. 90m"
+        ))),
         Err(e) => Err(Error::Usage(format!("{flag} {s:?}: {e}"))),
     }
 }
 
 /// Reads the auth Secret (the node tokens). Errors: exit 4 naming the Secret.
 async fn read_auth(target: &KubeTarget) -> Result<AuthMaterial> {
-    let api: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), crate::auth::SECRET_NAMESPACE);
-    let r = ResourceRef::namespaced("Secret", crate::auth::SECRET_NAMESPACE, crate::auth::SECRET_NAME);
-    let s = api.get(crate::auth::SECRET_NAME).await.map_err(|e| match classify(e, "read", r.clone(), target) {
-        Error::NotFound { resource, .. } => Error::NotFound {
-            resource,
-            why: Some("it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first".into()),
-        },
-        other => other,
+    let api: ::kube::Api<Secret> =
+        ::kube::Api::namespaced(target.client.clone(), crate::auth::SECRET_NAMESPACE);
+    let r = ResourceRef::namespaced(
+        "Secret",
+        crate::auth::SECRET_NAMESPACE,
+        crate::auth::SECRET_NAME,
+    );
+    let s = api.get(crate::auth::SECRET_NAME).await.map_err(|e| {
+        match classify(e, "read", r.clone(), target) {
+            Error::NotFound { resource, .. } => Error::NotFound {
+                resource,
+                why: Some(
+                    "it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first"
+                        .into(),
+                ),
+            },
+            other => other,
+        }
     })?;
-    let data: BTreeMap<String, Vec<u8>> = s.data.unwrap_or_default().into_iter().map(|(k, v)| (k, v.0)).collect();
-    AuthMaterial::from_secret_data(&data).map_err(|e| Error::BadObject { resource: r, message: e.to_string() })
+    let data: BTreeMap<String, Vec<u8>> = s
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    AuthMaterial::from_secret_data(&data).map_err(|e| Error::BadObject {
+        resource: r,
+        message: e.to_string(),
+    })
 }
 
 /// What one poll (or a failure follow-up) tells the loop.
@@ -161,8 +185,20 @@ async fn follow_failure(
     tx: tokio::sync::mpsc::UnboundedSender<Report>,
 ) {
     if let Ok(evs) = client.list_events(&ids.0, &ids.1, 3).await {
-        if let Some(e) = evs.iter().find(|e| e.severity == "error" || e.severity == "critical").or(evs.first()) {
-            let _ = tx.send(Report::Info(idx, "info", format!("last event ({}): {}", e.severity, crate::output::display(&e.message))));
+        if let Some(e) = evs
+            .iter()
+            .find(|e| e.severity == "error" || e.severity == "critical")
+            .or(evs.first())
+        {
+            let _ = tx.send(Report::Info(
+                idx,
+                "info",
+                format!(
+                    "last event ({}): {}",
+                    e.severity,
+                    crate::output::display(&e.message)
+                ),
+            ));
         }
     }
     let Some(dir) = gather else { return };
@@ -170,9 +206,16 @@ async fn follow_failure(
         Ok(bytes) => match save_logs(&dir, &name, &bytes) {
             Ok(p) => (
                 "info",
-                format!("assisted-service logs saved to {} ({} bytes)", p.display(), bytes.len()),
+                format!(
+                    "assisted-service logs saved to {} ({} bytes)",
+                    p.display(),
+                    bytes.len()
+                ),
             ),
-            Err(e) => ("warning", format!("cannot save the logs under {}: {e}", dir.display())),
+            Err(e) => (
+                "warning",
+                format!("cannot save the logs under {}: {e}", dir.display()),
+            ),
         },
         Err(e) => ("warning", format!("cannot download the logs: {e}")),
     };
@@ -185,12 +228,33 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
     if !dir.exists() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
     }
-    let safe: String = node.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let safe: String = node
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     for i in 1..1000 {
-        let p = dir.join(if i == 1 { format!("{safe}-logs.tar.gz") } else { format!("{safe}-logs-{i}.tar.gz") });
-        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&p) {
+        let p = dir.join(if i == 1 {
+            format!("{safe}-logs.tar.gz")
+        } else {
+            format!("{safe}-logs-{i}.tar.gz")
+        });
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&p)
+        {
             Ok(mut f) => {
                 f.write_all(bytes)?;
                 f.sync_all()?;
@@ -207,13 +271,22 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
 async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchRecord>> {
     Ok(match only {
         Some(n) => vec![batch::get(target, n).await?.0],
-        None => batch::list(target).await?.into_iter().map(|(r, _)| r).collect(),
+        None => batch::list(target)
+            .await?
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect(),
     })
 }
 
 /// Records `ip` for `host` on batch `name` (compare-and-swap; a 409 reads again, up to 8
 /// times). Returns the updated ConfigMap for the approver. `Ok(None)`: already recorded.
-async fn record_address(target: &KubeTarget, name: &str, host: &str, ip: IpAddr) -> Result<Option<ConfigMap>> {
+async fn record_address(
+    target: &KubeTarget,
+    name: &str,
+    host: &str,
+    ip: IpAddr,
+) -> Result<Option<ConfigMap>> {
     for _ in 0..8 {
         let (mut rec, rv) = batch::get(target, name).await?;
         let Some(h) = rec.hosts.iter_mut().find(|h| h.hostname == host) else {
@@ -229,14 +302,17 @@ async fn record_address(target: &KubeTarget, name: &str, host: &str, ip: IpAddr)
         h.ip_source = "monitor".into();
         match batch::update(target, &rec, &rv).await {
             Ok(()) => {
-                let api: ::kube::Api<ConfigMap> = ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
+                let api: ::kube::Api<ConfigMap> =
+                    ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
                 return Ok(api.get(name).await.ok());
             }
             Err(Error::Api { message, .. }) if message.starts_with("HTTP 409") => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(Error::Unexpected(format!("batch {name} kept changing while recording {host}'s address; run monitor again")))
+    Err(Error::Unexpected(format!(
+        "batch {name} kept changing while recording {host}'s address; run monitor again"
+    )))
 }
 
 /// The monitor's state and sinks.
@@ -289,7 +365,9 @@ impl Monitor {
                     .assisted
                     .failing
                     .iter()
-                    .map(|(id, m)| BTreeMap::from([("id", id.clone()), ("message", crate::output::display(m))]))
+                    .map(|(id, m)| {
+                        BTreeMap::from([("id", id.clone()), ("message", crate::output::display(m))])
+                    })
                     .collect();
             }
             self.out.emit(&e);
@@ -303,40 +381,70 @@ impl Monitor {
                 continue;
             }
             let since = t.batch.as_ref().and_then(|b| self.since.get(b)).copied();
-            t.kube = kube::view_of(&t.name, since, by_node.get(&t.name).map(Vec::as_slice).unwrap_or(&[]), &self.nodes);
+            t.kube = kube::view_of(
+                &t.name,
+                since,
+                by_node.get(&t.name).map(Vec::as_slice).unwrap_or(&[]),
+                &self.nodes,
+            );
         }
     }
 
     /// With --approve: hands every pending kubelet CSR of a followed node to the approver.
     async fn approve_pending(&mut self) {
-        let Some(ap) = self.approver.as_mut() else { return };
-        let followed: BTreeSet<String> = self.tracks.iter().filter(|t| t.named).map(|t| t.name.clone()).collect();
+        let Some(ap) = self.approver.as_mut() else {
+            return;
+        };
+        let followed: BTreeSet<String> = self
+            .tracks
+            .iter()
+            .filter(|t| t.named)
+            .map(|t| t.name.clone())
+            .collect();
         let pending: Vec<CertificateSigningRequest> = self
             .csrs
             .items
             .values()
             .filter(|c| {
                 let st = c.status.as_ref();
-                st.and_then(|s| s.conditions.as_ref()).is_none_or(|c| c.is_empty())
-                    && st.and_then(|s| s.certificate.as_ref()).is_none_or(|c| c.0.is_empty())
+                st.and_then(|s| s.conditions.as_ref())
+                    .is_none_or(|c| c.is_empty())
+                    && st
+                        .and_then(|s| s.certificate.as_ref())
+                        .is_none_or(|c| c.0.is_empty())
             })
-            .filter(|c| !self.handled.contains(&(c.metadata.name.clone(), c.metadata.resource_version.clone())))
+            .filter(|c| {
+                !self
+                    .handled
+                    .contains(&(c.metadata.name.clone(), c.metadata.resource_version.clone()))
+            })
             .cloned()
             .collect();
         let mut lines = Vec::new();
         for c in pending {
-            let Some(node) = self.index.node_of(&c).filter(|(_, n)| followed.contains(n)) else { continue };
+            let Some(node) = self.index.node_of(&c).filter(|(_, n)| followed.contains(n)) else {
+                continue;
+            };
             let name = c.metadata.name.clone().unwrap_or_default();
-            self.handled.insert((c.metadata.name.clone(), c.metadata.resource_version.clone()));
+            self.handled
+                .insert((c.metadata.name.clone(), c.metadata.resource_version.clone()));
             let outcome = match ap.handle(&c).await {
                 // On a terminal without --yes the engine only judges (dry run): ask, then
                 // approve through the same checked write path.
                 Ok(o) if o.action == Action::WouldApprove && self.ask => {
-                    let q = format!("Approve {} CSR {name} of {} (every check passed)? [y/N] ", node.0, crate::output::display(&node.1));
+                    let q = format!(
+                        "Approve {} CSR {name} of {} (every check passed)? [y/N] ",
+                        node.0,
+                        crate::output::display(&node.1)
+                    );
                     if self.out.ask(&q) {
                         ap.approve(&name).await
                     } else {
-                        lines.push((node.1, "warning", format!("{} CSR {name} left pending: declined at the prompt", node.0)));
+                        lines.push((
+                            node.1,
+                            "warning",
+                            format!("{} CSR {name} left pending: declined at the prompt", node.0),
+                        ));
                         continue;
                     }
                 }
@@ -344,21 +452,36 @@ impl Monitor {
             };
             match outcome {
                 Ok(o) => match o.action {
-                    Action::Approved => lines.push((node.1, "info", format!("approved {} CSR {name}", node.0))),
+                    Action::Approved => {
+                        lines.push((node.1, "info", format!("approved {} CSR {name}", node.0)))
+                    }
                     Action::Rejected | Action::WouldApprove => {
                         let key = format!("{name}/{:?}", o.verdict.reasons);
                         if self.told.insert(key) {
                             let why = if o.verdict.reasons.is_empty() {
                                 "not approved".to_string()
                             } else {
-                                o.verdict.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ")
+                                o.verdict
+                                    .reasons
+                                    .iter()
+                                    .map(|r| r.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join("; ")
                             };
-                            lines.push((node.1, "warning", format!("{} CSR {name} left pending: {why}", node.0)));
+                            lines.push((
+                                node.1,
+                                "warning",
+                                format!("{} CSR {name} left pending: {why}", node.0),
+                            ));
                         }
                     }
                     _ => {}
                 },
-                Err(e) => lines.push((node.1, "warning", format!("cannot approve CSR {name}: {}", e.render().trim()))),
+                Err(e) => lines.push((
+                    node.1,
+                    "warning",
+                    format!("cannot approve CSR {name}: {}", e.render().trim()),
+                )),
             }
         }
         for (node, kind, msg) in lines {
@@ -374,25 +497,52 @@ impl Monitor {
             if t.labels_done || !t.kube.node_exists {
                 continue;
             }
-            let have = self.nodes.items.get(&t.name).and_then(|n| n.metadata.labels.clone()).unwrap_or_default();
-            let missing: BTreeMap<String, String> =
-                t.labels.iter().filter(|(k, v)| have.get(*k) != Some(*v)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            let have = self
+                .nodes
+                .items
+                .get(&t.name)
+                .and_then(|n| n.metadata.labels.clone())
+                .unwrap_or_default();
+            let missing: BTreeMap<String, String> = t
+                .labels
+                .iter()
+                .filter(|(k, v)| have.get(*k) != Some(*v))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
             let name = t.name.clone();
             self.tracks[i].labels_done = true;
             if missing.is_empty() {
                 continue;
             }
             let api: ::kube::Api<Node> = ::kube::Api::all(target.client.clone());
-            let pp = ::kube::api::PatchParams { field_manager: Some(crate::kube_write::FIELD_MANAGER.into()), ..Default::default() };
+            let pp = ::kube::api::PatchParams {
+                field_manager: Some(crate::kube_write::FIELD_MANAGER.into()),
+                ..Default::default()
+            };
             let patch = ::kube::api::Patch::Merge(json!({"metadata": {"labels": missing}}));
             match api.patch(&name, &pp, &patch).await {
                 Ok(_) => {
-                    let l = missing.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(",");
-                    self.event(Some(i), "info", format!("labels {} applied to Node {name}", crate::output::display(&l)));
+                    let l = missing
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(",");
+                    self.event(
+                        Some(i),
+                        "info",
+                        format!(
+                            "labels {} applied to Node {name}",
+                            crate::output::display(&l)
+                        ),
+                    );
                 }
                 Err(e) => {
                     let e = classify(e, "patch", ResourceRef::cluster("Node", &name), target);
-                    self.event(Some(i), "warning", format!("cannot apply the batch's labels: {e}"));
+                    self.event(
+                        Some(i),
+                        "warning",
+                        format!("cannot apply the batch's labels: {e}"),
+                    );
                 }
             }
         }
@@ -415,32 +565,48 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
     if batches.is_empty() && !anchors {
         return Err(Error::NotFound {
-            resource: ResourceRef { kind: "batch records (ConfigMaps)".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
-            why: Some("no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses".into()),
+            resource: ResourceRef {
+                kind: "batch records (ConfigMaps)".into(),
+                namespace: Some(batch::NAMESPACE.into()),
+                name: None,
+            },
+            why: Some(
+                "no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses"
+                    .into(),
+            ),
         });
     }
     let auth = read_auth(&target).await?;
 
     // The nodes to follow.
     let host_of = |name: &str| -> Option<(&BatchRecord, &batch::BatchHost)> {
-        batches.iter().rev().find_map(|b| b.hosts.iter().find(|h| h.hostname == name).map(|h| (b, h)))
+        batches
+            .iter()
+            .rev()
+            .find_map(|b| b.hosts.iter().find(|h| h.hostname == name).map(|h| (b, h)))
     };
     let host_with_ip = |ip: IpAddr| -> Option<(&BatchRecord, &batch::BatchHost)> {
-        batches.iter().rev().find_map(|b| b.hosts.iter().find(|h| h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip))).map(|h| (b, h)))
+        batches.iter().rev().find_map(|b| {
+            b.hosts
+                .iter()
+                .find(|h| h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip)))
+                .map(|h| (b, h))
+        })
     };
-    let from_batch = |name: &str, ip: Option<IpAddr>, b: Option<(&BatchRecord, &batch::BatchHost)>| -> Track {
-        let mut t = Track::new(name, ip);
-        if let Some((b, h)) = b {
-            t.batch = Some(b.name.clone());
-            t.macs = h.macs.iter().map(|m| m.to_ascii_lowercase()).collect();
-            t.labels = b.node_labels.clone();
-            t.labels_done = b.node_labels.is_empty();
-            if t.ip.is_none() {
-                t.ip = h.ips.iter().find_map(|i| i.parse().ok());
+    let from_batch =
+        |name: &str, ip: Option<IpAddr>, b: Option<(&BatchRecord, &batch::BatchHost)>| -> Track {
+            let mut t = Track::new(name, ip);
+            if let Some((b, h)) = b {
+                t.batch = Some(b.name.clone());
+                t.macs = h.macs.iter().map(|m| m.to_ascii_lowercase()).collect();
+                t.labels = b.node_labels.clone();
+                t.labels_done = b.node_labels.is_empty();
+                if t.ip.is_none() {
+                    t.ip = h.ips.iter().find_map(|i| i.parse().ok());
+                }
             }
-        }
-        t
-    };
+            t
+        };
     let mut tracks: Vec<Track> = Vec::new();
     if anchors {
         for (name, ip) in &args.nodes {
@@ -478,7 +644,10 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     for b in &batches {
         if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
             // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
-            since.insert(b.name.clone(), t - ::k8s_openapi::jiff::SignedDuration::from_secs(600));
+            since.insert(
+                b.name.clone(),
+                t - ::k8s_openapi::jiff::SignedDuration::from_secs(600),
+            );
         }
         let exp = crate::auth::parse_rfc3339(&b.token_expires_at);
         let expired = exp.is_some_and(|e| e <= now);
@@ -543,7 +712,11 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
             continue;
         }
         if m.tracks[i].named && m.tracks[i].batch.is_none() {
-            m.event(Some(i), "warning", "not in any batch record: followed, but `approve` will not approve its CSRs".into());
+            m.event(
+                Some(i),
+                "warning",
+                "not in any batch record: followed, but `approve` will not approve its CSRs".into(),
+            );
         }
     }
 
@@ -558,10 +731,28 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     for (i, t) in m.tracks.iter().enumerate() {
         match t.ip {
             Some(ip) => {
-                let c = assisted::Client::new(http.clone(), assisted::origin_for(ip), &auth.watcher_token, &auth.user_token, limiter.clone());
+                let c = assisted::Client::new(
+                    http.clone(),
+                    assisted::origin_for(ip),
+                    &auth.watcher_token,
+                    &auth.user_token,
+                    limiter.clone(),
+                );
                 let stop = Arc::new(AtomicBool::new(false));
-                let cid = t.batch.as_ref().and_then(|b| batches.iter().find(|r| &r.name == b)).map(|r| r.cluster_id.clone()).or(cluster_id.clone());
-                tasks.spawn(poll_loop(i, c.clone(), cid, interval, stop.clone(), tx.clone()));
+                let cid = t
+                    .batch
+                    .as_ref()
+                    .and_then(|b| batches.iter().find(|r| &r.name == b))
+                    .map(|r| r.cluster_id.clone())
+                    .or(cluster_id.clone());
+                tasks.spawn(poll_loop(
+                    i,
+                    c.clone(),
+                    cid,
+                    interval,
+                    stop.clone(),
+                    tx.clone(),
+                ));
                 stops.push(Some(stop));
                 clients.push(Some(c));
             }
@@ -614,12 +805,12 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
             Some(msg) = watch.next() => {
                 match msg {
                     kube::Msg::Csr(e) => {
-                        if matches!(e, ::kube::runtime::watcher::Event::InitDone) { synced.0 = true; }
-                        if !m.csrs.apply(e) { continue; }
+                        if matches!(*e, ::kube::runtime::watcher::Event::InitDone) { synced.0 = true; }
+                        if !m.csrs.apply(*e) { continue; }
                     }
                     kube::Msg::Node(e) => {
-                        if matches!(e, ::kube::runtime::watcher::Event::InitDone) { synced.1 = true; }
-                        if !m.nodes.apply(e) { continue; }
+                        if matches!(*e, ::kube::runtime::watcher::Event::InitDone) { synced.1 = true; }
+                        if !m.nodes.apply(*e) { continue; }
                         if let Some(ap) = m.approver.as_mut() {
                             for n in m.nodes.items.values() { ap.observe_node(n); }
                         }
@@ -670,30 +861,53 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     m.out.finish();
 
     // Summary.
-    let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
+    let codes: Vec<u8> = m
+        .tracks
+        .iter()
+        .map(|t| state::node_exit(t.now().0))
+        .collect();
     let code = state::overall_exit(codes.iter().copied());
     let stats = limiter.stats();
     let elapsed = started.elapsed();
-    let pending: Vec<&Track> = m.tracks.iter().filter(|t| state::node_exit(t.now().0) == exit::CSRS).collect();
+    let pending: Vec<&Track> = m
+        .tracks
+        .iter()
+        .filter(|t| state::node_exit(t.now().0) == exit::CSRS)
+        .collect();
     let mut hints = Vec::new();
     if !pending.is_empty() {
         hints.push(format!(
             "CSRs of {} are pending approval: run `oc agent-day2 approve` (or monitor --approve)",
-            pending.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+            pending
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     if timed_out {
         hints.push(format!("timed out after {}", humanize(timeout)));
     }
     for t in m.tracks.iter().filter(|t| t.ip.is_none() && !t.finished()) {
-        hints.push(format!("{}: address unknown (DHCP): pass --ip-addresses IP to follow its installation", t.name));
+        hints.push(format!(
+            "{}: address unknown (DHCP): pass --ip-addresses IP to follow its installation",
+            t.name
+        ));
     }
     match args.output {
         Format::Json => {
-            let mut e = Event::new("summary", format!("{} of {} node(s) done", codes.iter().filter(|c| **c == 0).count(), codes.len()));
+            let mut e = Event::new(
+                "summary",
+                format!(
+                    "{} of {} node(s) done",
+                    codes.iter().filter(|c| **c == 0).count(),
+                    codes.len()
+                ),
+            );
             e.extra.insert("exitCode".into(), json!(code));
             e.extra.insert("timedOut".into(), json!(timed_out));
-            e.extra.insert("elapsedSeconds".into(), json!(elapsed.as_secs_f64()));
+            e.extra
+                .insert("elapsedSeconds".into(), json!(elapsed.as_secs_f64()));
             e.extra.insert(
                 "nodes".into(),
                 json!(m.tracks.iter().map(|t| {
@@ -713,14 +927,18 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                     let (s, d) = t.now();
                     vec![
                         crate::output::display(&t.name),
-                        t.ip.map(|i| i.to_string()).unwrap_or_else(|| "unknown".into()),
+                        t.ip.map(|i| i.to_string())
+                            .unwrap_or_else(|| "unknown".into()),
                         s.as_str().to_string(),
                         d,
                     ]
                 })
                 .collect();
             let mut so = std::io::stdout().lock();
-            let _ = std::io::Write::write_all(&mut so, crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows).as_bytes());
+            let _ = std::io::Write::write_all(
+                &mut so,
+                crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows).as_bytes(),
+            );
             for h in &hints {
                 eprintln!("hint: {h}");
             }
@@ -747,13 +965,29 @@ async fn bind_anchor(m: &mut Monitor, target: &KubeTarget, i: usize, clusters: &
     for h in &hosts {
         let macs = h.macs();
         let found = m.batches.iter().rev().find_map(|b| {
-            b.hosts.iter().find(|bh| bh.macs.iter().any(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y)))).map(|bh| (b.clone(), bh.clone()))
+            b.hosts
+                .iter()
+                .find(|bh| {
+                    bh.macs
+                        .iter()
+                        .any(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y)))
+                })
+                .map(|bh| (b.clone(), bh.clone()))
         });
         if let Some((b, bh)) = found {
-            if m.tracks.iter().enumerate().any(|(j, t)| j != i && t.named && t.name == bh.hostname) {
+            if m.tracks
+                .iter()
+                .enumerate()
+                .any(|(j, t)| j != i && t.named && t.name == bh.hostname)
+            {
                 continue;
             }
-            let mac = bh.macs.iter().find(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y))).cloned().unwrap_or_default();
+            let mac = bh
+                .macs
+                .iter()
+                .find(|x| macs.iter().any(|y| x.eq_ignore_ascii_case(y)))
+                .cloned()
+                .unwrap_or_default();
             {
                 let t = &mut m.tracks[i];
                 t.name = bh.hostname.clone();
@@ -764,7 +998,16 @@ async fn bind_anchor(m: &mut Monitor, target: &KubeTarget, i: usize, clusters: &
                 t.labels_done = b.node_labels.is_empty();
             }
             if bh.ip_source == "static" && !bh.ips.is_empty() {
-                m.event(Some(i), "warning", format!("batch {} gives {} the static address(es) {}, not {ip}", b.name, bh.hostname, bh.ips.join(",")));
+                m.event(
+                    Some(i),
+                    "warning",
+                    format!(
+                        "batch {} gives {} the static address(es) {}, not {ip}",
+                        b.name,
+                        bh.hostname,
+                        bh.ips.join(",")
+                    ),
+                );
                 return;
             }
             match record_address(target, &b.name, &bh.hostname, ip).await {
@@ -783,7 +1026,11 @@ async fn bind_anchor(m: &mut Monitor, target: &KubeTarget, i: usize, clusters: &
                         }
                     }
                 }
-                Err(e) => m.event(Some(i), "warning", format!("cannot record the address on batch {}: {e}", b.name)),
+                Err(e) => m.event(
+                    Some(i),
+                    "warning",
+                    format!("cannot record the address on batch {}: {e}", b.name),
+                ),
             }
             return;
         }
@@ -815,12 +1062,21 @@ mod tests {
 
     #[test]
     fn node_flags_and_durations() {
-        assert_eq!(parse_node("worker-1=192.168.111.31").unwrap(), ("worker-1".into(), "192.168.111.31".parse().unwrap()));
-        assert_eq!(parse_node("w=[fd2e::31]").unwrap().1, "fd2e::31".parse::<IpAddr>().unwrap());
+        assert_eq!(
+            parse_node("worker-1=192.168.111.31").unwrap(),
+            ("worker-1".into(), "192.168.111.31".parse().unwrap())
+        );
+        assert_eq!(
+            parse_node("w=[fd2e::31]").unwrap().1,
+            "fd2e::31".parse::<IpAddr>().unwrap()
+        );
         assert!(parse_node("w").is_err());
         assert!(parse_node("=1.2.3.4").is_err());
         assert!(parse_node("w=host").is_err());
-        assert_eq!(duration_flag("--timeout", "90m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(
+            duration_flag("--timeout", "90m").unwrap(),
+            Duration::from_secs(5400)
+        );
         assert!(duration_flag("--timeout", "0").is_err());
         assert_eq!(humanize(Duration::from_secs(5400)), "1h30m");
     }
@@ -834,8 +1090,14 @@ mod tests {
         let b = save_logs(&dir, "worker-0", b"two").unwrap();
         assert_ne!(a, b);
         assert_eq!(std::fs::read(&a).unwrap(), b"one");
-        assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(&a).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         assert!(save_logs(&dir, "../x", b"z").unwrap().starts_with(&dir));
     }
 }

@@ -97,7 +97,9 @@ impl Out {
     pub fn new(format: Format) -> Out {
         use std::io::IsTerminal;
         let live = (format == Format::Table && std::io::stderr().is_terminal()).then(|| Live {
-            multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr()),
+            multi: indicatif::MultiProgress::with_draw_target(
+                indicatif::ProgressDrawTarget::stderr(),
+            ),
             rows: BTreeMap::new(),
         });
         Out { format, live }
@@ -176,7 +178,11 @@ pub fn text_line(e: &Event) -> String {
     };
     match e.event {
         "warning" => format!("warning: {who}{}", e.message),
-        "stage" => format!("{who}{} - {}", e.stage.map(|s| s.as_str()).unwrap_or(""), e.message),
+        "stage" => format!(
+            "{who}{} - {}",
+            e.stage.map(|s| s.as_str()).unwrap_or(""),
+            e.message
+        ),
         _ => format!("{who}{}", e.message),
     }
 }

@@ -101,16 +101,32 @@ impl Default for AssistedView {
 /// (no MACs known) the only host. None when no host matches (not registered yet, or another
 /// machine answers on this address).
 pub fn find_host<'a>(clusters: &'a [Cluster], macs: &[String]) -> Option<(&'a Cluster, &'a Host)> {
-    let all: Vec<(&Cluster, &Host)> = clusters.iter().flat_map(|c| c.hosts.iter().map(move |h| (c, h))).collect();
+    let all: Vec<(&Cluster, &Host)> = clusters
+        .iter()
+        .flat_map(|c| c.hosts.iter().map(move |h| (c, h)))
+        .collect();
     if macs.is_empty() {
-        return if all.len() == 1 { all.into_iter().next() } else { None };
+        return if all.len() == 1 {
+            all.into_iter().next()
+        } else {
+            None
+        };
     }
-    all.into_iter().find(|(_, h)| h.macs().iter().any(|m| macs.iter().any(|x| x.eq_ignore_ascii_case(m))))
+    all.into_iter().find(|(_, h)| {
+        h.macs()
+            .iter()
+            .any(|m| macs.iter().any(|x| x.eq_ignore_ascii_case(m)))
+    })
 }
 
 /// The next assisted view after one poll, from the previous one. `token_expired` says the
 /// batch token's expiry has passed (a node not seen by then can never register).
-pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>, macs: &[String], token_expired: bool) -> AssistedView {
+pub fn next_view(
+    prev: &AssistedView,
+    poll: &Result<Vec<Cluster>, AssistedError>,
+    macs: &[String],
+    token_expired: bool,
+) -> AssistedView {
     let mut v = prev.clone();
     match poll {
         Err(AssistedError::Unreachable { url, .. }) => {
@@ -128,10 +144,17 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
                     v.detail = format!("not booted yet (no answer from {url})");
                 }
             } else {
-                v.detail = format!("{} (its API stopped answering)", prev.detail.trim_end_matches(" (its API stopped answering)"));
+                v.detail = format!(
+                    "{} (its API stopped answering)",
+                    prev.detail.trim_end_matches(" (its API stopped answering)")
+                );
             }
         }
-        Err(AssistedError::Unauthorized { expired: true, message, .. }) => {
+        Err(AssistedError::Unauthorized {
+            expired: true,
+            message,
+            ..
+        }) => {
             v.stage = Stage::Failed;
             v.detail = format!("token expired: the node's assisted-service refuses it ({message}); run add-nodes again for a new image");
             v.finished = true;
@@ -140,7 +163,10 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
             v.detail = format!("the API answers but refuses our token: was this machine booted from another batch's image? ({e})");
         }
         Err(e) => {
-            v.detail = format!("{} (last poll: {e})", if prev.seen { "API error" } else { "waiting" });
+            v.detail = format!(
+                "{} (last poll: {e})",
+                if prev.seen { "API error" } else { "waiting" }
+            );
         }
         Ok(clusters) => {
             v.seen = true;
@@ -164,7 +190,11 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
                     } else {
                         format!(
                             "pre-flight validation failing: {}",
-                            v.failing.iter().map(|(id, m)| format!("{id}: {}", crate::output::display(m))).collect::<Vec<_>>().join("; ")
+                            v.failing
+                                .iter()
+                                .map(|(id, m)| format!("{id}: {}", crate::output::display(m)))
+                                .collect::<Vec<_>>()
+                                .join("; ")
                         )
                     };
                 }
@@ -172,12 +202,22 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
                     v.stage = Stage::Validations;
                     v.detail = "pre-flight validations passed; installation starts".into();
                 }
-                "preparing-for-installation" | "preparing-successful" | "installing" | "installing-in-progress" | "installing-pending-user-action" => {
+                "preparing-for-installation"
+                | "preparing-successful"
+                | "installing"
+                | "installing-in-progress"
+                | "installing-pending-user-action" => {
                     let rebooting = stage_name.as_deref() == Some("Rebooting");
-                    v.stage = if rebooting { Stage::Rebooting } else { Stage::Installing };
+                    v.stage = if rebooting {
+                        Stage::Rebooting
+                    } else {
+                        Stage::Installing
+                    };
                     v.percent = pct;
                     let mut d = match (&stage_name, pct) {
-                        (Some(s), Some(p)) => format!("installing: {}, {p}%", crate::output::display(s)),
+                        (Some(s), Some(p)) => {
+                            format!("installing: {}, {p}%", crate::output::display(s))
+                        }
                         (Some(s), None) => format!("installing: {}", crate::output::display(s)),
                         (None, Some(p)) => format!("installing: {p}%"),
                         (None, None) => format!("installing ({})", h.status),
@@ -205,7 +245,10 @@ pub fn next_view(prev: &AssistedView, poll: &Result<Vec<Cluster>, AssistedError>
                 }
                 other => {
                     v.stage = Stage::Registered;
-                    v.detail = format!("host registered ({}): {info}", crate::output::display(other));
+                    v.detail = format!(
+                        "host registered ({}): {info}",
+                        crate::output::display(other)
+                    );
                 }
             }
         }
@@ -238,21 +281,46 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
     }
     if k.node_exists {
         return match (k.ready, &k.serving_csr_pending, &k.serving_issued) {
-            (true, _, Some(c)) => (Stage::Done, format!("Ready, serving certificate issued (CSR {c})")),
+            (true, _, Some(c)) => (
+                Stage::Done,
+                format!("Ready, serving certificate issued (CSR {c})"),
+            ),
             (_, Some(c), None) => (
                 Stage::ServingCsrPending,
-                format!("{}; serving CSR {c} pending approval", if k.ready { "Ready" } else { "joined, not Ready" }),
+                format!(
+                    "{}; serving CSR {c} pending approval",
+                    if k.ready {
+                        "Ready"
+                    } else {
+                        "joined, not Ready"
+                    }
+                ),
             ),
-            (true, None, None) => (Stage::Ready, "Ready; waiting for the kubelet's serving CSR".into()),
-            (false, _, Some(c)) => (Stage::Joined, format!("joined, not Ready yet (serving certificate issued, CSR {c})")),
-            (false, None, None) => (Stage::Joined, "node joined the cluster; not Ready yet".into()),
+            (true, None, None) => (
+                Stage::Ready,
+                "Ready; waiting for the kubelet's serving CSR".into(),
+            ),
+            (false, _, Some(c)) => (
+                Stage::Joined,
+                format!("joined, not Ready yet (serving certificate issued, CSR {c})"),
+            ),
+            (false, None, None) => (
+                Stage::Joined,
+                "node joined the cluster; not Ready yet".into(),
+            ),
         };
     }
     if let Some(c) = &k.client_csr_pending {
-        return (Stage::ClientCsrPending, format!("client CSR {c} pending approval"));
+        return (
+            Stage::ClientCsrPending,
+            format!("client CSR {c} pending approval"),
+        );
     }
     if let Some(c) = &k.client_approved {
-        return (Stage::Joined, format!("client CSR {c} approved; waiting for the kubelet to register the Node"));
+        return (
+            Stage::Joined,
+            format!("client CSR {c} approved; waiting for the kubelet to register the Node"),
+        );
     }
     (a.stage, a.detail.clone())
 }
@@ -271,7 +339,11 @@ pub fn node_exit(stage: Stage) -> u8 {
 /// The command's exit code from the nodes': 0 when every one is 0, else the lowest non-zero
 /// (design.md: "When several apply (monitor --approve), the lowest non-zero of 6, 5, 7 wins").
 pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
-    codes.into_iter().filter(|c| *c != 0).min().unwrap_or(exit::OK)
+    codes
+        .into_iter()
+        .filter(|c| *c != 0)
+        .min()
+        .unwrap_or(exit::OK)
 }
 
 /// One monitored node.
@@ -365,18 +437,42 @@ mod tests {
     #[test]
     fn the_walk_of_a_healthy_host() {
         let mut v = AssistedView::default();
-        let unreachable = Err(AssistedError::Unreachable { url: "http://x:8090".into(), cause: "refused".into() });
+        let unreachable = Err(AssistedError::Unreachable {
+            url: "http://x:8090".into(),
+            cause: "refused".into(),
+        });
         v = next_view(&v, &unreachable, &macs(), false);
         assert_eq!(v.stage, Stage::WaitingForBoot);
         assert!(v.detail.contains("not booted yet"));
-        v = next_view(&v, &Ok(vec![Cluster { id: "c".into(), ..Default::default() }]), &macs(), false);
+        v = next_view(
+            &v,
+            &Ok(vec![Cluster {
+                id: "c".into(),
+                ..Default::default()
+            }]),
+            &macs(),
+            false,
+        );
         assert_eq!(v.stage, Stage::ApiReachable);
         v = next_view(&v, &Ok(host("discovering", None, None)), &macs(), false);
         assert_eq!(v.stage, Stage::Registered);
         v = next_view(&v, &Ok(host("insufficient", None, None)), &macs(), false);
         assert_eq!(v.stage, Stage::Validations);
-        assert!(v.detail.contains("ntp-synced: Host couldn't synchronize"), "{}", v.detail);
-        v = next_view(&v, &Ok(host("installing-in-progress", Some("Writing image to disk"), Some(50))), &macs(), false);
+        assert!(
+            v.detail.contains("ntp-synced: Host couldn't synchronize"),
+            "{}",
+            v.detail
+        );
+        v = next_view(
+            &v,
+            &Ok(host(
+                "installing-in-progress",
+                Some("Writing image to disk"),
+                Some(50),
+            )),
+            &macs(),
+            false,
+        );
         assert_eq!((v.stage, v.percent), (Stage::Installing, Some(50)));
         assert_eq!(v.detail, "installing: Writing image to disk, 50%");
         v = next_view(&v, &unreachable, &macs(), false);
@@ -386,27 +482,61 @@ mod tests {
 
     #[test]
     fn errors_end_the_node() {
-        let v = next_view(&AssistedView::default(), &Ok(host("error", Some("Failed"), Some(50))), &macs(), false);
+        let v = next_view(
+            &AssistedView::default(),
+            &Ok(host("error", Some("Failed"), Some(50))),
+            &macs(),
+            false,
+        );
         assert_eq!(v.stage, Stage::Failed);
         assert!(v.detail.starts_with("installation failed: info of error"));
-        let v = next_view(&AssistedView::default(), &Ok(host("cancelled", None, None)), &macs(), false);
+        let v = next_view(
+            &AssistedView::default(),
+            &Ok(host("cancelled", None, None)),
+            &macs(),
+            false,
+        );
         assert!(v.detail.starts_with("installation cancelled"));
-        let exp = Err(AssistedError::Unauthorized { url: "u".into(), message: "token is expired".into(), expired: true });
-        assert_eq!(next_view(&AssistedView::default(), &exp, &macs(), false).stage, Stage::Failed);
-        let unreachable = Err(AssistedError::Unreachable { url: "u".into(), cause: "c".into() });
-        assert_eq!(next_view(&AssistedView::default(), &unreachable, &macs(), true).stage, Stage::Failed);
+        let exp = Err(AssistedError::Unauthorized {
+            url: "u".into(),
+            message: "token is expired".into(),
+            expired: true,
+        });
+        assert_eq!(
+            next_view(&AssistedView::default(), &exp, &macs(), false).stage,
+            Stage::Failed
+        );
+        let unreachable = Err(AssistedError::Unreachable {
+            url: "u".into(),
+            cause: "c".into(),
+        });
+        assert_eq!(
+            next_view(&AssistedView::default(), &unreachable, &macs(), true).stage,
+            Stage::Failed
+        );
     }
 
     #[test]
     fn another_machine_on_the_address_is_not_this_node() {
-        let v = next_view(&AssistedView::default(), &Ok(host("known", None, None)), &["52:54:00:ff:ff:ff".into()], false);
+        let v = next_view(
+            &AssistedView::default(),
+            &Ok(host("known", None, None)),
+            &["52:54:00:ff:ff:ff".into()],
+            false,
+        );
         assert_eq!(v.stage, Stage::ApiReachable);
     }
 
     #[test]
     fn kube_side_and_exit_codes() {
-        let a = AssistedView { stage: Stage::Rebooting, ..Default::default() };
-        let mut k = KubeView { client_csr_pending: Some("csr-1".into()), ..Default::default() };
+        let a = AssistedView {
+            stage: Stage::Rebooting,
+            ..Default::default()
+        };
+        let mut k = KubeView {
+            client_csr_pending: Some("csr-1".into()),
+            ..Default::default()
+        };
         assert_eq!(combined(&a, &k).0, Stage::ClientCsrPending);
         k.node_exists = true;
         assert_eq!(combined(&a, &k).0, Stage::Joined);
