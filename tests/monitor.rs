@@ -949,3 +949,99 @@ fn requests_and_the_simulators_answers_follow_swagger() {
         assert!(lim.stats().max_in_flight <= 4);
     });
 }
+
+/// A batch whose token expires before --timeout ends is warned about; once it has expired, a
+/// node that never booted ends as failed (6) instead of waiting for the timeout. On a terminal
+/// (a pty from script(1)) the output is the live table, not lines.
+#[test]
+fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
+    netns_or_skip!();
+    let env = Env::new();
+    let never = ("w-never", "52:54:00:aa:00:50", "192.168.111.50");
+    env.add_nodes(&[static_host(never.0, never.1, never.2)], &[]);
+
+    // On a terminal: the live table (rows redrawn on stderr) and the final table, no lines.
+    let cmd = format!("{BIN} monitor --timeout 2s --poll-interval 100ms");
+    let o = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("KUBECONFIG", &env.c.kubeconfig)
+        .env("TERM", "xterm")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        tty.contains("w-never") && tty.contains("waiting-for-boot"),
+        "{tty}"
+    );
+    assert!(
+        tty.contains("NODE") && tty.contains("STAGE"),
+        "final table: {tty}"
+    );
+    assert!(
+        !tty.contains("w-never 192.168.111.50: waiting-for-boot -"),
+        "no change lines on a terminal: {tty}"
+    );
+
+    // The token expires in 3 s, before --timeout: warned, then the unbooted node fails.
+    let cms = env.kubectl_json(&[
+        "-n",
+        "openshift-agent-day2",
+        "get",
+        "configmaps",
+        "-l",
+        "agent-day2.openshift.io/batch",
+        "-o",
+        "json",
+    ]);
+    let mut cm = cms["items"][0].clone();
+    let mut rec: Value = serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap();
+    let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(3);
+    rec["tokenExpiresAt"] = json!(soon
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap());
+    cm["data"]["batch.json"] = json!(rec.to_string());
+    let o = env
+        .c
+        .kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
+    assert!(o.status.success(), "{}", text(&o));
+    let t = Instant::now();
+    let o = env.plugin(&[
+        "monitor",
+        "-o",
+        "json",
+        "--timeout",
+        "60s",
+        "--poll-interval",
+        "200ms",
+    ]);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "ended at the expiry, not the timeout"
+    );
+    let evs = events(&o);
+    assert!(
+        evs.iter().any(|e| e["event"] == "warning"
+            && e["message"]
+                .as_str()
+                .unwrap()
+                .contains("before --timeout ends")),
+        "{}",
+        text(&o)
+    );
+    let last = evs
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "stage" && e["node"] == never.0)
+        .unwrap();
+    assert_eq!(last["stage"], "failed");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap()
+            .contains("token has expired"),
+        "{last}"
+    );
+}

@@ -321,7 +321,8 @@ struct Monitor {
     out: Out,
     batches: Vec<BatchRecord>,
     since: BTreeMap<String, crate::csr::Time>,
-    token_expired: BTreeMap<String, bool>,
+    /// Token expiry per batch (a node not seen by then can never register).
+    token_expires: BTreeMap<String, SystemTime>,
     csrs: kube::Store<CertificateSigningRequest>,
     nodes: kube::Store<Node>,
     approver: Option<Approver>,
@@ -639,7 +640,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
 
     let now = SystemTime::now();
     let mut since = BTreeMap::new();
-    let mut token_expired = BTreeMap::new();
+    let mut token_expires = BTreeMap::new();
     let mut warnings = Vec::new();
     for b in &batches {
         if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
@@ -651,7 +652,9 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
         }
         let exp = crate::auth::parse_rfc3339(&b.token_expires_at);
         let expired = exp.is_some_and(|e| e <= now);
-        token_expired.insert(b.name.clone(), expired);
+        if let Some(e) = exp {
+            token_expires.insert(b.name.clone(), e);
+        }
         if expired {
             warnings.push(format!(
                 "batch {}: its token expired at {}: nodes that have not registered yet cannot join; run add-nodes again for them",
@@ -695,7 +698,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
         out: Out::new(args.output),
         batches: batches.clone(),
         since,
-        token_expired,
+        token_expires,
         csrs: Default::default(),
         nodes: Default::default(),
         approver,
@@ -784,7 +787,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                             bind_anchor(&mut m, &target, i, clusters).await;
                         }
                     }
-                    let expired = m.tracks[i].batch.as_ref().and_then(|b| m.token_expired.get(b)).copied().unwrap_or(false);
+                    let expired = m.tracks[i].batch.as_ref().and_then(|b| m.token_expires.get(b)).is_some_and(|e| *e <= SystemTime::now());
                     let before = m.tracks[i].assisted.stage;
                     let v = state::next_view(&m.tracks[i].assisted, &poll, &m.tracks[i].macs, expired);
                     m.tracks[i].assisted = v;
