@@ -185,3 +185,125 @@ fn interrupted_writes_leave_no_secrets_behind() {
     );
     assert!(out.join("node.x86_64.iso").exists());
 }
+
+/// `/dev/zero` (or any device, FIFO, directory) as an input file is refused naming the flag,
+/// instead of being read until the kernel kills the process (exit 137).
+#[test]
+fn unbounded_input_files_are_refused_naming_the_flag() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = TestCluster::start("").unwrap();
+    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", "/dev/zero", "--dir", w.path("o1").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("/dev/zero (from --nodes-config)"), "{}", text(&o));
+    for flag in ["--ssh-key-path", "--network-config-path"] {
+        let o = add(&c, &w, "o2", &[flag, "/dev/zero"]);
+        assert_eq!(o.status.code(), Some(3), "{flag}: {}", text(&o));
+        assert!(stderr(&o).contains(&format!("/dev/zero (from {flag})")), "{flag}: {}", text(&o));
+    }
+    // Over the 8 MiB cap (sparse: nothing is really written).
+    let big = w.path("big.yaml");
+    std::fs::File::create(&big).unwrap().set_len((8 << 20) + 1).unwrap();
+    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", big.to_str().unwrap(), "--dir", w.path("o3").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("more than the 8388608 bytes"), "{}", text(&o));
+}
+
+/// Flag values that cannot work are refused before any cluster or registry work: the server
+/// here is unreachable, so reaching it would be exit 4.
+#[test]
+fn bad_flag_values_are_refused_before_cluster_work() {
+    let home = tempfile::tempdir().unwrap();
+    let d = home.path().join("out");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", d.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"];
+        a.extend_from_slice(extra);
+        Command::new(BIN).args(&a).env_clear().env("HOME", home.path()).output().unwrap()
+    };
+    for (args, needles) in [
+        (vec!["--karg", "console=ttyS0 quiet"], vec!["--karg", "a space"]),
+        (vec!["--karg", "a\nb"], vec!["--karg", "a newline"]),
+        (vec!["--karg", ""], vec!["--karg", "empty"]),
+        (vec!["--node-labels", "kubernetes.io/hostname=x"], vec!["--node-labels", "kubernetes.io/hostname"]),
+        (vec!["--node-labels", "node-role.kubernetes.io/master="], vec!["--node-labels", "node-role.kubernetes.io/master"]),
+        (vec!["--node-labels", "a.k8s.io/x=y"], vec!["a.k8s.io/x", "reserves"]),
+        (vec!["--pool", ""], vec!["--pool", "empty"]),
+        (vec!["--pool", "master"], vec!["--pool", "control plane"]),
+        (vec!["--pool", "Bad/Pool"], vec!["--pool", "not a MachineConfigPool name"]),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o));
+        for n in needles {
+            assert!(stderr(&o).contains(n), "{args:?}: missing {n:?}: {}", text(&o));
+        }
+        assert!(!stderr(&o).contains("base ISO"), "{args:?}: {}", text(&o));
+    }
+    let name = "n".repeat(300);
+    let o = run(&["--output-name", &name]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("--output-name") && stderr(&o).contains("300 bytes"), "{}", text(&o));
+    // XDG_CACHE_HOME naming a file.
+    let f = home.path().join("cachefile");
+    std::fs::write(&f, "").unwrap();
+    let o = Command::new(BIN)
+        .args(["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", d.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"])
+        .env_clear()
+        .env("HOME", home.path())
+        .env("XDG_CACHE_HOME", &f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("XDG_CACHE_HOME") && stderr(&o).contains("not a directory"), "{}", text(&o));
+}
+
+/// Output paths that cannot be written are exit 3 naming them: a directory where the ISO goes
+/// (with --force), a pool whose nodes are the control plane, and a full filesystem (a 1 MiB
+/// tmpfs in a private mount namespace).
+#[test]
+fn unusable_outputs_and_control_plane_pools_exit_3() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = TestCluster::start("").unwrap();
+    seed_release(&c, &w);
+    let base = w.path("base.iso");
+    agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
+    let b = base.to_str().unwrap();
+
+    std::fs::create_dir_all(w.path("o1/node.x86_64.iso")).unwrap();
+    let o = add(&c, &w, "o1", &["--base-iso", b, "--force"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("node.x86_64.iso: is a directory"), "{}", text(&o));
+
+    let mcp = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
+        "metadata": {"name": "cp2"},
+        "spec": {"nodeSelector": {"matchLabels": {"node-role.kubernetes.io/master": ""}}}});
+    let o = c.kubectl_stdin(&["apply", "-f", "-"], &mcp.to_string());
+    assert!(o.status.success(), "{}", text(&o));
+    let o = add(&c, &w, "o2", &["--base-iso", b, "--pool", "cp2"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("--pool") && stderr(&o).contains("control plane"), "{}", text(&o));
+    assert!(!w.path("o2/node.x86_64.iso").exists());
+
+    // A full filesystem.
+    let small = w.path("small");
+    std::fs::create_dir(&small).unwrap();
+    let iso_len = std::fs::metadata(&base).unwrap().len();
+    let kib = (iso_len / 2 / 1024).max(64);
+    let mut cmd = command(&c, &w, &[]);
+    let script = format!("mount -t tmpfs -o size={kib}k tmpfs \"$1\" || exit 99; shift; exec \"$@\"");
+    let o = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c", &script, "sh", small.to_str().unwrap(), BIN])
+        .args(["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", small.to_str().unwrap(), "--base-iso", b])
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))))
+        .env_remove("HTTPS_PROXY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = &mut cmd;
+    if o.status.code() == Some(99) {
+        eprintln!("skipped: cannot mount a tmpfs here: {}", text(&o));
+        return;
+    }
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(stderr(&o).contains("--dir") && stderr(&o).contains("No space left on device"), "{}", text(&o));
+}

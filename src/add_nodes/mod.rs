@@ -22,6 +22,7 @@
 //! base ISO is downloaded (a cached or `--base-iso` one is measured; otherwise the 256 KiB
 //! area of RHCOS live ISOs is assumed).
 
+mod flag_checks;
 pub mod report;
 
 use std::collections::BTreeMap;
@@ -106,6 +107,15 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     // --- 1. flags
     let ttl = parse_ttl(&args.token_ttl)?;
     let node_labels = parse_labels(args.node_labels.as_deref())?;
+    flag_checks::check_node_labels(&node_labels)?;
+    flag_checks::check_kargs(&args.kargs)?;
+    if let Some(p) = &args.pool {
+        flag_checks::check_pool_name(p)?;
+    }
+    if let Some(n) = &args.output_name {
+        flag_checks::check_output_name(n)?;
+    }
+    flag_checks::check_cache_root()?;
     if let Some(n) = &args.output_name {
         if kind == OutputKind::Pxe {
             return Err(Error::Usage("--output-name names the ISO or the config image; PXE file names are fixed (node.<arch>-vmlinuz, ...)".into()));
@@ -186,6 +196,9 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         names
             .finals
             .push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
+    }
+    if !args.dry_run && args.force {
+        flag_checks::check_force_targets(names.finals())?;
     }
     if !args.dry_run && !args.force {
         if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
@@ -817,7 +830,7 @@ async fn check_pool(target: &KubeTarget, pool: &str, warnings: &mut Vec<String>)
     );
     let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &ar);
     match api.get(pool).await {
-        Ok(_) => Ok(()),
+        Ok(obj) => flag_checks::check_pool_object(pool, &obj.data),
         Err(e) => match classify(e, "read", ResourceRef::cluster("MachineConfigPool", pool), target) {
             Error::NotFound { .. } => Err(invalid("--pool", format!("MachineConfigPool {pool:?} does not exist; create it first, or leave --pool out for worker"))),
             e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }) => Err(e),
@@ -949,9 +962,9 @@ fn iso_error(e: IsoError, base: Option<&BaseIsoFile>) -> Error {
         None => "output".into(),
     };
     match e {
-        IsoError::Io { context, source } => Error::Io {
-            path: context,
-            source,
+        IsoError::Io { context, source } => match flag_checks::out_of_space(&context, &source) {
+            Some(e) => e,
+            None => Error::Io { path: context, source },
         },
         IsoError::AlreadyExists { path } => invalid(
             path.display().to_string(),
