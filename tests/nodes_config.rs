@@ -845,10 +845,10 @@ fn flag_errors_name_the_flag() {
     let lines = e.lines();
     assert_eq!(lines.len(), 6, "{lines:#?}");
     assert!(lines[0].starts_with(&format!(
-        "--network-config-path: cannot read {}: ",
+        "--network-config-path: cannot read {} (from --network-config-path): ",
         dir.join("missing.yaml").display()
     )));
-    assert!(lines[1].starts_with("--ssh-key-path: cannot read /nonexistent/id.pub: "));
+    assert!(lines[1].starts_with("--ssh-key-path: cannot read /nonexistent/id.pub (from --ssh-key-path): "));
     assert_eq!(
         &lines[2..],
         [
@@ -883,4 +883,40 @@ fn flag_errors_name_the_flag() {
             "--root-device-hint wwn: \"xyz\" is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3",
         ]
     );
+}
+
+/// Static addresses the cluster itself uses are errors: the cluster and service networks (a
+/// node there never gets its serving certificate), the machine network's network and
+/// broadcast addresses, and the API server's IP when the API URL is an IP literal.
+#[test]
+fn cluster_owned_addresses_are_errors() {
+    let mk = |ip: &str| format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &[ip], &[]));
+    for (ip, needle) in [
+        ("10.128.4.7", "cluster (pod) network 10.128.0.0/14"),
+        ("172.30.0.10", "service network 172.30.0.0/16"),
+        ("192.168.111.0", "network address of the machine network 192.168.111.0/24"),
+        ("192.168.111.255", "broadcast address of the machine network 192.168.111.0/24"),
+    ] {
+        let e = errors(&mk(ip));
+        assert!(
+            e.iter().any(|l| l.contains("hosts[0].networkConfig") && l.contains(ip) && l.contains(needle)),
+            "{ip}: {e:?}"
+        );
+    }
+    assert!(errors(&mk("192.168.111.30")).is_empty());
+    // The API server by IP.
+    let mut c = cluster();
+    c.cluster.api_url = "https://192.168.111.5:6443".into();
+    let v = check_with(&mk("192.168.111.5"), &c);
+    assert!(
+        v.errors.iter().any(|e| e.to_string().contains("the API server's address")),
+        "{:?}",
+        v.errors
+    );
+    // IPv6: the subnet's own address (subnet-router anycast) is not a host address.
+    let v = check_with(
+        &format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &[], &["fd2e:6f44:5dd8:c956::"])),
+        &dual_stack(),
+    );
+    assert!(v.errors.iter().any(|e| e.to_string().contains("network address")), "{:?}", v.errors);
 }

@@ -250,6 +250,10 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                     );
                     continue;
                 }
+                if let Some(why) = reserved_ip(ipc, cluster, &machine_nets) {
+                    v.err(&path, format!("{shown} is {why}"));
+                    continue;
+                }
                 match ips.get(&ipc) {
                     Some((prev, prev_path)) if *prev == i => {
                         v.err(&path, format!("{shown} is already used by {prev_path}"))
@@ -790,6 +794,55 @@ pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
 }
 
 /// Why `ip` cannot be a node's static address (None: it can).
+/// Addresses of the cluster itself that a new node must not take (why, for the error), from
+/// the cluster model: the cluster (pod) and service networks (Network.config/cluster; a node
+/// there never gets its serving certificate, approve refuses such SANs, and its traffic would
+/// be routed to pods/services), a machine network's own network address and, for IPv4 with a
+/// prefix of at most /30, its broadcast address, and the API server's address when the API
+/// URLs (Infrastructure status) name an IP literal. The API/ingress VIPs are not part of the
+/// model, so they are not checked here.
+pub(crate) fn reserved_ip(ip: IpAddr, cluster: &ClusterModel, machine_nets: &[ipnet::IpNet]) -> Option<String> {
+    let nets = |cidrs: &[String]| -> Option<String> {
+        cidrs
+            .iter()
+            .filter_map(|c| c.parse::<ipnet::IpNet>().ok().map(|n| (c, n)))
+            .find(|(_, n)| n.contains(&ip))
+            .map(|(c, _)| c.clone())
+    };
+    if let Some(c) = nets(&cluster.networks.cluster_networks) {
+        return Some(format!(
+            "in the cluster (pod) network {c}; a node address there collides with pod addresses and its serving certificate is never approved: use an address of the machine network"
+        ));
+    }
+    if let Some(c) = nets(&cluster.networks.service_networks) {
+        return Some(format!(
+            "in the service network {c}; a node address there collides with service addresses and its serving certificate is never approved: use an address of the machine network"
+        ));
+    }
+    for n in machine_nets {
+        if !n.contains(&ip) {
+            continue;
+        }
+        let host_bits = n.max_prefix_len() - n.prefix_len();
+        if host_bits >= 2 && ip == n.network() {
+            return Some(format!("the network address of the machine network {n}, not a host address"));
+        }
+        if let ipnet::IpNet::V4(n4) = n {
+            if host_bits >= 2 && ip == IpAddr::V4(n4.broadcast()) {
+                return Some(format!("the broadcast address of the machine network {n}, not a host address"));
+            }
+        }
+    }
+    for url in [&cluster.cluster.api_url, &cluster.cluster.api_int_url] {
+        let host = url.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_string));
+        let host_ip = host.and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok());
+        if host_ip.map(|h| h.to_canonical()) == Some(ip) {
+            return Some(format!("the API server's address ({url})"));
+        }
+    }
+    None
+}
+
 pub(crate) fn unusable_ip(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(a) => {
