@@ -217,7 +217,13 @@ pub struct AddNodesArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
     /// The hosts to add, e.g. --nodes-config nodes-config.yaml (default: DIR/nodes-config.yaml).
-    #[arg(long, value_name = "FILE", conflicts_with = "mac_address")]
+    // Every single-host flag conflicts: `requires = "mac_address"` alone does not fire once
+    // --nodes-config (which conflicts with it) is given, so they were silently ignored.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["mac_address", "hostname", "network_config_path", "root_device_hints", "cpu_architecture", "ssh_key_path"]
+    )]
     pub nodes_config: Option<PathBuf>,
     /// One host from flags instead of a file: its MAC, e.g. --mac-address 52:54:00:aa:00:30.
     #[arg(long, value_name = "MAC", help_heading = "One host from flags")]

@@ -589,3 +589,25 @@ fn unbounded_kubeconfig_and_key_files_are_refused() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("more than the 8388608 bytes"), "{}", text(&out.stderr));
 }
+
+/// The single-host flags with --nodes-config are a usage error (exit 2), not silently ignored.
+#[test]
+fn single_host_flags_conflict_with_nodes_config() {
+    let home = tempfile::tempdir().unwrap();
+    let nc = home.path().join("nc.yaml");
+    std::fs::write(&nc, "hosts: []\n").unwrap();
+    for flag in [
+        &["--cpu-architecture", "aarch64"][..],
+        &["--hostname", "w"][..],
+        &["--network-config-path", "x.yaml"][..],
+        &["--root-device-hint", "deviceName:/dev/sda"][..],
+        &["--ssh-key-path", "id.pub"][..],
+        &["--mac-address", "52:54:00:aa:00:30"][..],
+    ] {
+        let mut a = vec!["add-nodes", "--nodes-config", nc.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"];
+        a.extend_from_slice(flag);
+        let out = plugin(home.path(), &a);
+        assert_eq!(out.status.code(), Some(2), "{flag:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(flag[0]), "{flag:?}: {}", text(&out.stderr));
+    }
+}
