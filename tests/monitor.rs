@@ -429,6 +429,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     ]);
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
+    eprintln!("monitor of a failed install:\n{}", text(&o));
     assert!(
         out.contains("installation failed") && out.contains("failed to write image to disk"),
         "{}",
@@ -531,6 +532,10 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         "3s",
     ]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    eprintln!(
+        "monitor of a Ready node with its serving CSR pending:\n{}",
+        text(&o)
+    );
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("serving-csr-pending"),
         "{}",

@@ -330,6 +330,8 @@ struct Monitor {
     index: kube::CsrIndex,
     /// --approve on a terminal without --yes: ask before each approval.
     ask: bool,
+    /// Stage events are shown (see [`Monitor::show_changes`]).
+    showing: bool,
     /// CSR (name, resourceVersion) already handed to the approver.
     handled: BTreeSet<(Option<String>, Option<String>)>,
 }
@@ -345,8 +347,13 @@ impl Monitor {
         self.out.emit(&e);
     }
 
-    /// Emits a `stage` event for every track whose (stage, detail) changed.
+    /// Emits a `stage` event for every track whose (stage, detail) changed. Nothing before
+    /// the watches listed CSRs and Nodes once (or 5 s passed): a node that already joined
+    /// must not be reported "not booted" first.
     fn show_changes(&mut self) {
+        if !self.showing {
+            return;
+        }
         for i in 0..self.tracks.len() {
             let now = self.tracks[i].now();
             if self.tracks[i].shown.as_ref() == Some(&now) {
@@ -705,6 +712,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
         told: BTreeSet::new(),
         index: Default::default(),
         ask: args.approve && !args.yes,
+        showing: false,
         handled: BTreeSet::new(),
     };
     for w in warnings {
@@ -778,8 +786,21 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
         if all_done {
             break false;
         }
+        if !m.showing && ((synced.0 && synced.1) || started.elapsed() > Duration::from_secs(5)) {
+            m.showing = true;
+            m.show_changes();
+        }
+        // The live system is gone once the Node exists: stop polling it.
+        for (i, t) in m.tracks.iter().enumerate() {
+            if t.kube.node_exists {
+                if let Some(s) = &stops[i] {
+                    s.store(true, Ordering::SeqCst);
+                }
+            }
+        }
         tokio::select! {
             _ = tokio::time::sleep_until(deadline) => break true,
+            _ = tokio::time::sleep(Duration::from_secs(1)), if !m.showing => {}
             Some(r) = rx.recv() => match r {
                 Report::Poll(i, poll) => {
                     if !m.tracks[i].named {
@@ -845,6 +866,8 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     for s in stops.iter().flatten() {
         s.store(true, Ordering::SeqCst);
     }
+    m.showing = true;
+    m.show_changes();
     // Let failure follow-ups (logs) finish: they are what is lost with the live system.
     let drain = tokio::time::sleep(Duration::from_secs(60));
     tokio::pin!(drain);

@@ -141,7 +141,7 @@ pub fn next_view(
                     v.finished = true;
                 } else {
                     v.stage = Stage::WaitingForBoot;
-                    v.detail = format!("not booted yet (no answer from {url})");
+                    v.detail = not_booted(url);
                 }
             } else {
                 v.detail = format!(
@@ -254,6 +254,15 @@ pub fn next_view(
         }
     }
     v
+}
+
+/// "not booted yet (no answer from http://IP:8090/api/assisted-install/v2)" for a request URL.
+pub fn not_booted(url: &str) -> String {
+    let base = match url.find("/v2/") {
+        Some(i) => &url[..i + 3],
+        None => url,
+    };
+    format!("not booted yet (no answer from {base})")
 }
 
 /// What the cluster says about a node (from the CSR and Node watches).
@@ -377,6 +386,14 @@ pub struct Track {
 impl Track {
     /// A track for `name`.
     pub fn new(name: &str, ip: Option<IpAddr>) -> Track {
+        let mut assisted = AssistedView::default();
+        if let Some(ip) = ip {
+            assisted.detail = not_booted(&format!(
+                "{}{}/",
+                crate::assisted::origin_for(ip),
+                crate::assisted::BASE_PATH
+            ));
+        }
         Track {
             name: name.into(),
             named: true,
@@ -385,7 +402,7 @@ impl Track {
             macs: vec![],
             labels: BTreeMap::new(),
             labels_done: true,
-            assisted: AssistedView::default(),
+            assisted,
             kube: KubeView::default(),
             shown: None,
             gathered: false,
