@@ -989,6 +989,24 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
         "no change lines on a terminal: {tty}"
     );
 
+    // Usage: --approve needs --yes without a terminal; --yes needs --approve; no yaml stream.
+    let o = env.plugin(&["monitor", "--approve"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pass --yes"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(env.plugin(&["monitor", "--yes"]).status.code(), Some(2));
+    assert_eq!(
+        env.plugin(&["monitor", "-o", "yaml"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        env.plugin(&["monitor", "--timeout", "0"]).status.code(),
+        Some(2)
+    );
+
     // The token expires in 3 s, before --timeout: warned, then the unbooted node fails.
     let cms = env.kubectl_json(&[
         "-n",
