@@ -216,6 +216,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let mut reg =
         RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
     reg.arch = arch.clone();
+    reg.request_timeout = target.request_timeout;
     let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
 
     // --- 6. Ignition and its archive

@@ -34,6 +34,8 @@ pub(crate) enum OpError {
     Io(io::Error),
     /// The registry answered, but with content we cannot use (not retried).
     Content(String),
+    /// No answer within the request timeout (retried).
+    Timeout(Duration),
 }
 
 enum Class {
@@ -106,6 +108,7 @@ fn classify(e: &OpError) -> Class {
             Class::Transient { connect: false }
         }
         OpError::Io(_) | OpError::Content(_) => Class::Fatal,
+        OpError::Timeout(_) => Class::Transient { connect: false },
     }
 }
 
@@ -116,6 +119,7 @@ fn describe(e: &OpError) -> String {
         OpError::Oci(e) => error_chain(e),
         OpError::Io(e) => error_chain(e),
         OpError::Content(s) => s.clone(),
+        OpError::Timeout(d) => format!("no answer within {} s (--request-timeout)", d.as_secs_f64()),
     }
 }
 
@@ -259,8 +263,10 @@ impl<'a> Fetcher<'a> {
             extra_root_certificates: self.certs.clone(),
             // Lists are resolved here, for the architecture asked for, not the running one.
             platform_resolver: None,
-            connect_timeout: Some(Duration::from_secs(15)),
-            read_timeout: Some(Duration::from_secs(60)),
+            // Both bounded by the request timeout: a registry that accepts the connection and
+            // then says nothing must not hold a run for minutes without a word.
+            connect_timeout: Some(self.request_timeout().min(Duration::from_secs(15))),
+            read_timeout: Some(self.request_timeout()),
             user_agent: concat!("agent-day2/", env!("CARGO_PKG_VERSION")),
             // Proxies: none set here, so reqwest reads HTTPS_PROXY/HTTP_PROXY/NO_PROXY.
             ..Default::default()
@@ -276,7 +282,23 @@ impl<'a> Fetcher<'a> {
     /// Runs `op` against `image` (one pull spec, no mirrors), with the credentials for its
     /// repository, retrying transient failures with exponential backoff; with `insecure`, a
     /// registry that fails the HTTPS connection is tried over plain HTTP (as `oc --insecure`).
-    pub(crate) async fn attempt<T, F, Fut>(&self, image: &str, mut op: F) -> Result<T, RegistryError>
+    pub(crate) async fn attempt<T, F, Fut>(&self, image: &str, op: F) -> Result<T, RegistryError>
+    where
+        F: FnMut(Client, RegistryAuth, Reference) -> Fut,
+        Fut: Future<Output = Result<T, OpError>>,
+    {
+        self.attempt_with(image, true, op).await
+    }
+
+    /// `--request-timeout` or [`super::DEFAULT_REQUEST_TIMEOUT`].
+    fn request_timeout(&self) -> Duration {
+        self.ctx.request_timeout.unwrap_or(super::DEFAULT_REQUEST_TIMEOUT)
+    }
+
+    /// [`Fetcher::attempt`]; `bounded`: the whole `op` must finish within the request timeout
+    /// (manifests). Layer streams pass false: they may take long, and the client's read timeout
+    /// (the same value) bounds each wait for bytes instead.
+    pub(crate) async fn attempt_with<T, F, Fut>(&self, image: &str, bounded: bool, mut op: F) -> Result<T, RegistryError>
     where
         F: FnMut(Client, RegistryAuth, Reference) -> Fut,
         Fut: Future<Output = Result<T, OpError>>,
@@ -302,7 +324,14 @@ impl<'a> Fetcher<'a> {
             let http = self.http_hosts.lock().unwrap_or_else(|p| p.into_inner()).contains(&registry);
             let client = self.client(http, &auth_key)?;
             client.store_auth_if_needed(reference.resolve_registry(), &auth).await;
-            let err = match op(client, auth.clone(), reference.clone()).await {
+            let fut = op(client, auth.clone(), reference.clone());
+            let res = if bounded {
+                let limit = self.request_timeout();
+                tokio::time::timeout(limit, fut).await.unwrap_or(Err(OpError::Timeout(limit)))
+            } else {
+                fut.await
+            };
+            let err = match res {
                 Ok(v) => return Ok(v),
                 Err(e) => e,
             };
@@ -329,7 +358,13 @@ impl<'a> Fetcher<'a> {
                             ),
                         });
                     }
-                    tracing::info!(image, "registry {registry}: {}; retrying in {delay:?}", describe(&err));
+                    // On stderr at every verbosity: a stalled registry must not look like a hang.
+                    eprintln!(
+                        "waiting for registry {registry} (retry {tries}/{} in {} s): {}",
+                        policy.attempts.max(1) - 1,
+                        delay.as_secs_f64(),
+                        crate::output::escape_for_display(&describe(&err), 300)
+                    );
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(policy.max_backoff);
                 }
@@ -479,7 +514,7 @@ impl<'a> Fetcher<'a> {
         F: Fn(Box<dyn Read>) -> io::Result<T> + Send + Sync + Clone + 'static,
     {
         let pinned = resolved.reference.whole();
-        self.attempt(&pinned, |client, _auth, reference| {
+        self.attempt_with(&pinned, false, |client, _auth, reference| {
             let read = read.clone();
             let digest = digest.to_string();
             async move {

@@ -81,7 +81,15 @@ pub struct RegistryContext {
     pub cache_dir: Option<PathBuf>,
     /// Retries for transient failures.
     pub retry: RetryPolicy,
+    /// `--request-timeout`: bound of each registry request (a manifest read; for a layer
+    /// stream, the longest wait for the next bytes). None → [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Option<Duration>,
 }
+
+/// Bound of one registry request when `--request-timeout` is not given: 30 s, as `info` uses
+/// for each API read. A stalled registry then costs at most 5 tries of this plus the backoff,
+/// with a `waiting for registry ...` line on stderr before each retry.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl RegistryContext {
     /// The context for `model`: its pull secret, mirrors, registry CAs and trust bundle, the
@@ -100,6 +108,7 @@ impl RegistryContext {
             arch: model.architecture.control_plane.clone(),
             cache_dir: None,
             retry: RetryPolicy::default(),
+            request_timeout: None,
         }
     }
 }
