@@ -276,9 +276,17 @@ pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String
         .get(name)
         .await
         .map_err(|e| match classify(e, "read", r.clone(), target) {
-            Error::NotFound { resource, .. } => Error::NotFound {
-                resource,
-                why: Some("no such batch; see `oc agent-day2 add-nodes batch list`".into()),
+            // Named as the user knows it (a batch, not a ConfigMap); the generic "is this an
+            // OpenShift cluster" hint does not apply (error.rs leaves kind "batch" without one).
+            Error::NotFound { .. } => Error::NotFound {
+                resource: ResourceRef {
+                    kind: "batch".into(),
+                    namespace: None,
+                    name: Some(format!("{name:?}")),
+                },
+                why: Some(format!(
+                    "in namespace {NAMESPACE}; see: oc agent-day2 add-nodes batch list"
+                )),
             },
             other => other,
         })?;

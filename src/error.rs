@@ -211,7 +211,7 @@ impl Error {
             }
             Error::KubeconfigEntry { hint, .. } => Some(hint.clone()),
             Error::Unreadable { .. } => Some(
-                "ask for read access to it (cluster-admin or the agent-day2 role; see README \
+                "ask for read access to it (cluster-admin has it; the exact permissions are in README \
                  \"Permissions\"), or check the API server if it answered with an error"
                     .into(),
             ),
@@ -230,8 +230,8 @@ impl Error {
             ),
             Error::Unauthorized { .. } => Some("log in again (oc login), or check --token".into()),
             Error::Forbidden { .. } => Some(
-                "agent-day2 needs cluster-admin or the agent-day2 role; see README \"Permissions\" \
-                 and `oc agent-day2 info` for what is missing"
+                "agent-day2 needs cluster-admin or the permissions listed in README \"Permissions\"; \
+                 `oc agent-day2 info` shows what is missing"
                     .into(),
             ),
             Error::NotFound { resource, .. } if resource.name.as_deref() == Some("coreos-bootimages") => Some(
@@ -239,6 +239,8 @@ impl Error {
                  `oc get clusteroperator machine-config`; add-nodes can go on with --base-iso FILE"
                     .into(),
             ),
+            // A batch record is ours, not the cluster's: its message names what to run.
+            Error::NotFound { resource, .. } if resource.kind == "batch" => None,
             Error::NotFound { .. } => Some(
                 "is this an OpenShift 4.18+ cluster installed with the agent-based installer? \
                  check --context"
