@@ -165,13 +165,19 @@ namespace openshift-agent-day2 that `approve` and `monitor` use.
 
 Reads the cluster (as `info`), validates the nodes config against it (every error at once,
 each naming its field), reuses the auth tokens in Secret openshift-agent-day2/agent-day2-auth
-while more than half their life is left (else makes new ones), reads the release payload's
+while more than half their life is left and they last at least half of --token-ttl (else, or
+with --new-token, or an explicit --token-ttl other than theirs, makes new ones), reads the release payload's
 component images through the registry (the cluster's pull secret, mirrors and CAs), takes the
 base ISO from --base-iso, the cache ($XDG_CACHE_HOME/agent-day2/isos, sha256 checked on every
 use), the release's machine-os-images, or the coreos-bootimages stream (downloaded once).
 
 The files hold the cluster's pull secret and the node tokens: they are created with mode 0600
 under a temporary name and never replace an existing file unless --force.
+
+New tokens do not revoke older images: a booted node checks its tokens against the public key
+inside its own image, so an image works until its tokens expire. To stop a lost image from
+adding a node, delete its batch (`add-nodes batch delete`) and do not approve CSRs of nodes you
+do not expect: a node joins only when its kubelet CSRs are approved.
 
 Exit status: 0 written; 2 bad flags; 3 invalid nodes config or flag value, a base ISO that is
 not a CoreOS live ISO, an Ignition too large for the ISO (use --pxe), an existing output
@@ -272,6 +278,11 @@ pub struct AddNodesArgs {
     /// Write PXE files to DIR/boot-artifacts/ instead of an ISO, e.g. --pxe.
     #[arg(long, conflicts_with = "config_image")]
     pub pxe: bool,
+    /// Where the PXE files will be served (HTTP/HTTPS): writes node.<arch>.ipxe and puts
+    /// coreos.live.rootfs_url in the kernel arguments; overrides the nodes-config's
+    /// bootArtifactsBaseURL, e.g. --boot-artifacts-base-url http://192.168.111.1:8000/pxe.
+    #[arg(long, value_name = "URL", requires = "pxe")]
+    pub boot_artifacts_base_url: Option<String>,
     /// Write an appliance config image DIR/agentconfig.noarch.iso, e.g. --config-image.
     #[arg(long)]
     pub config_image: bool,
@@ -284,10 +295,17 @@ pub struct AddNodesArgs {
     /// MachineConfigPool the hosts join, e.g. --pool infra (default worker).
     #[arg(long, value_name = "NAME")]
     pub pool: Option<String>,
-    /// Lifetime of new node tokens, e.g. --token-ttl 72h.
-    #[arg(long, value_name = "DURATION", default_value = "48h")]
-    pub token_ttl: String,
-    /// Labels for the nodes when they join, e.g. --node-labels zone=a,rack=r1.
+    /// Lifetime of new node tokens (default 48h). Stored tokens are reused while more than half
+    /// their life is left and they last at least half of this; given explicitly and different
+    /// from the stored tokens' lifetime, new tokens are made, e.g. --token-ttl 72h.
+    #[arg(long, value_name = "DURATION")]
+    pub token_ttl: Option<String>,
+    /// Make new node tokens now instead of reusing the stored ones; images made before keep
+    /// working until their own tokens expire, e.g. --new-token.
+    #[arg(long)]
+    pub new_token: bool,
+    /// Labels for the nodes, saved on the batch record; `oc agent-day2 monitor` applies them
+    /// when each Node appears, e.g. --node-labels zone=a,rack=r1.
     #[arg(long, value_name = "K=V,...")]
     pub node_labels: Option<String>,
     /// File name of the ISO or config image, e.g. --output-name batch-2.iso.
@@ -340,12 +358,16 @@ pub enum BatchCommand {
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
     },
-    /// Delete a batch record: approve stops approving its nodes, e.g.
+    /// Delete batch records: approve and monitor no longer expect their nodes, e.g.
     /// `add-nodes batch delete batch-20261129-211034-ab12`.
     #[command(alias = "rm")]
     Delete {
-        /// The batch name (from `batch list`).
-        name: String,
+        /// The batch names (from `batch list`).
+        #[arg(required = true, value_name = "NAME")]
+        names: Vec<String>,
+        /// Output format, e.g. -o json.
+        #[arg(short = 'o', long = "output", value_enum)]
+        output: Option<OutputFormat>,
     },
 }
 
@@ -441,7 +463,7 @@ mod tests {
         };
         assert!(a.pxe && a.command.is_none());
         assert_eq!(a.kargs, ["a=1", "b"]);
-        assert_eq!(a.token_ttl, "48h");
+        assert_eq!(a.token_ttl, None, "explicit only when given");
         assert!(Cli::try_parse_from(["x", "add-nodes", "--pxe", "--config-image"]).is_err());
         assert!(
             Cli::try_parse_from(["x", "add-nodes", "--hostname", "w"]).is_err(),
@@ -463,6 +485,6 @@ mod tests {
         let Some(AddNodesCommand::Batch(b)) = b.command else {
             panic!()
         };
-        assert!(matches!(b.command, Some(BatchCommand::Delete { ref name }) if name == "b1"));
+        assert!(matches!(b.command, Some(BatchCommand::Delete { ref names, .. }) if names == &["b1"]));
     }
 }

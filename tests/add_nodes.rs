@@ -655,6 +655,110 @@ fn pxe_files_with_an_ipxe_script() {
 }
 
 #[test]
+fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let nc = w.write("nodes-config.yaml", &nodes_config(&[dhcp_host(W0)]));
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--pxe",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.out().to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let ba = w.out().join("boot-artifacts");
+    assert_eq!(mode(&ba), 0o700, "boot-artifacts/ is as private as --dir");
+    assert!(!ba.join("node.x86_64.ipxe").exists());
+    assert_eq!(std::fs::read_dir(&ba).unwrap().count(), 3);
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(
+        err.contains("warning: no bootArtifactsBaseURL in the nodes config and no --boot-artifacts-base-url: no node.x86_64.ipxe script is written"),
+        "{err}"
+    );
+    assert!(
+        out.contains("coreos.live.rootfs_url=<where-you-serve>/node.x86_64-rootfs.img"),
+        "Kargs with a placeholder: {out}"
+    );
+    assert!(
+        out.contains("no .ipxe script was written") && !out.contains("with node.x86_64.ipxe"),
+        "next steps match what was written: {out}"
+    );
+    assert!(
+        out.contains("oc agent-day2 monitor --approve (follows each node")
+            && out.contains("oc agent-day2 approve --watch"),
+        "{out}"
+    );
+    // The flag overrides the file's bootArtifactsBaseURL and gives the .ipxe script.
+    let nc = w.write(
+        "nodes-config.yaml",
+        &format!(
+            "bootArtifactsBaseURL: http://192.168.111.1:9/old\n{}",
+            nodes_config(&[dhcp_host(W0)])
+        ),
+    );
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--pxe",
+            "--boot-artifacts-base-url",
+            "http://192.168.111.1:8000/pxe/",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.out().to_str().unwrap(),
+            "--force",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json_of(&o);
+    let ipxe = std::fs::read_to_string(ba.join("node.x86_64.ipxe")).unwrap();
+    assert!(
+        ipxe.contains("coreos.live.rootfs_url=http://192.168.111.1:8000/pxe/node.x86_64-rootfs.img")
+            && !ipxe.contains("/old"),
+        "{ipxe}"
+    );
+    assert!(!r["kargs"].as_str().unwrap().contains("<where-you-serve>"), "{r}");
+    assert!(r["nextSteps"][0].as_str().unwrap().contains("node.x86_64.ipxe"), "{r}");
+    // A URL that is not http(s) is refused before anything is made.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--pxe",
+            "--boot-artifacts-base-url",
+            "ftp://x/pxe",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.path("out-ftp").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--boot-artifacts-base-url: \"ftp://x/pxe\" is not an http"));
+    assert!(!w.path("out-ftp").exists());
+    // --help says who applies the node labels, and how tokens are handled.
+    let h = Command::new(BIN).args(["add-nodes", "--help"]).output().unwrap();
+    let h = String::from_utf8_lossy(&h.stdout);
+    assert!(h.contains("monitor` applies them") || h.contains("monitor` applies") || h.contains("applies them when each Node"), "{h}");
+    assert!(h.contains("--new-token") && h.contains("--boot-artifacts-base-url"), "{h}");
+}
+
+#[test]
 fn dry_run_writes_nothing_and_redacts() {
     netns_or_skip!();
     let w = Work::new();
@@ -680,8 +784,15 @@ fn dry_run_writes_nothing_and_redacts() {
             && t.contains("nothing was written"),
         "{t}"
     );
-    assert!(t.contains("data:,<redacted>"), "{t}");
-    assert!(!t.contains("AGENT_AUTH_TOKEN=ey"), "tokens redacted: {t}");
+    // The plan, not the Ignition: files with modes and sizes, secrets marked, the static
+    // host's keyfile shown for review.
+    assert!(t.contains("Ignition files") && t.contains("(secret, not shown)"), "{t}");
+    assert!(t.contains("/etc/assisted/manifests/pull-secret.yaml"), "{t}");
+    assert!(t.contains("--- /etc/assisted/network/worker-0/eth0.nmconnection"), "{t}");
+    assert!(t.contains("=192.168.111.30/24"), "keyfile shown: {t}");
+    assert!(t.contains("Token") && t.contains("would be new"), "{t}");
+    assert!(!t.contains("\"gecos\"") && !t.contains(": null"), "no Ignition JSON noise: {t}");
+    assert!(!t.contains("AGENT_AUTH_TOKEN=ey") && !t.contains("auths"), "tokens redacted: {t}");
     assert!(!w.out().exists(), "no --dir created");
     assert!(batch_records_or_none(&c).is_empty());
     let s = c.kubectl(&[
@@ -710,6 +821,26 @@ fn dry_run_writes_nothing_and_redacts() {
     let r = json_of(&o);
     assert_eq!(r["dryRun"], true);
     assert!(r["ignition"]["storage"]["files"].as_array().unwrap().len() > 10);
+    fn no_nulls(v: &Value) -> bool {
+        match v {
+            Value::Null => false,
+            Value::Array(a) => a.iter().all(no_nulls),
+            Value::Object(m) => m.values().all(no_nulls),
+            _ => true,
+        }
+    }
+    assert!(no_nulls(&r["ignition"]), "no null fields in the Ignition");
+    let doc = o.stdout.clone();
+    let doc = String::from_utf8_lossy(&doc);
+    assert!(!doc.contains("AGENT_AUTH_TOKEN=ey") && doc.contains("data:,<redacted>"));
+    let keyfile = r["ignitionFiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/etc/assisted/network/worker-0/eth0.nmconnection")
+        .unwrap_or_else(|| panic!("{}", r["ignitionFiles"]));
+    assert!(keyfile["contents"].as_str().unwrap().contains("192.168.111.30"));
+    assert_eq!(keyfile["secret"], false);
     let bad = w.write(
         "bad.yaml",
         &nodes_config(&[dhcp_host(("Worker_0", "52:54:00:aa:00:30", ""))]),
@@ -776,22 +907,76 @@ fn batch_list_and_delete() {
     assert_eq!(l["kind"], "BatchList");
     let name = l["items"][0]["name"].as_str().unwrap().to_string();
     assert_eq!(l["items"][0]["hosts"][0]["hostname"], "worker-0");
+    assert_eq!(l["items"][0]["hostStates"], json!([{"hostname": "worker-0", "node": "not joined"}]));
+    assert_eq!(l["items"][0]["tokenExpired"], false);
     let t = String::from_utf8_lossy(&plugin(&c, &w, &["add-nodes", "batch"]).stdout).into_owned();
     assert!(
-        t.contains(&name) && t.contains("worker-0(unknown (DHCP))"),
+        t.contains(&name) && t.contains("worker-0 (DHCP)") && t.contains("not joined"),
         "{t}"
     );
-    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &name]);
+    assert!(!t.contains("((") && !t.contains("))"), "no nested parentheses: {t}");
+    // A second batch for the same machine warns, naming the first.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--mac-address",
+            W0.1,
+            "--hostname",
+            "worker-7",
+            "--dir",
+            w.path("out2").to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(batch_records(&c).is_empty());
-    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &name]);
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains(&format!("ConfigMap openshift-agent-day2/{name} not found")),
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "warning: MAC 52:54:00:aa:00:30 of worker-7 (as worker-0) is already in batch {name}"
+        )),
         "{}",
         text(&o)
     );
+    let l = json_of(&plugin(&c, &w, &["add-nodes", "batch", "list", "-o", "json"]));
+    // Batches made in the same second sort by name: find the second one by its host.
+    let by_host = |l: &Value, h: &str| -> Value {
+        l["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["hosts"][0]["hostname"] == h)
+            .cloned()
+            .unwrap_or_else(|| panic!("no batch for {h}: {l}"))
+    };
+    let second = by_host(&l, "worker-7")["name"].as_str().unwrap().to_string();
+    // A Node of that name joined: the list says so.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-7"}});
+    let o = c.kubectl_stdin(&["create", "-f", "-"], &node.to_string());
+    assert!(o.status.success(), "{}", text(&o));
+    let l = json_of(&plugin(&c, &w, &["add-nodes", "batch", "list", "-o", "json"]));
+    assert_eq!(by_host(&l, "worker-7")["hostStates"][0]["node"], "NotReady", "{l}");
+    assert_eq!(by_host(&l, "worker-0")["hostStates"][0]["node"], "not joined", "{l}");
+    // Several names at once, one missing: the others are deleted, the missing one named.
+    let o = plugin(
+        &c,
+        &w,
+        &["add-nodes", "batch", "delete", &name, "batch-nosuch", &second, "-o", "json"],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let d = json_of(&o);
+    assert_eq!(d["kind"], "BatchDeleteResult");
+    assert_eq!(d["deleted"], json!([name, second]), "in the order given");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("error: batch \"batch-nosuch\" not found (in namespace openshift-agent-day2; see: oc agent-day2 add-nodes batch list)"),
+        "{}",
+        text(&o)
+    );
+    assert!(!err.contains("4.18"), "no cluster-version hint: {err}");
+    assert!(batch_records(&c).is_empty());
+    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &name]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).is_empty(), "{}", text(&o));
 }
 
 #[test]
@@ -833,9 +1018,8 @@ fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
     assert!(r["token"]["hoursLeft"].as_u64().unwrap() >= 71);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("less than half their life left")
-            && err.contains("images made before stop working")
-            && err.contains(&old.expiry_rfc3339()),
+        err.contains("less than half their life left: 17h 5")
+            && err.contains(&format!("images made before keep working until their own tokens expire at {}", old.expiry_rfc3339())),
         "{err}"
     );
     let s = kubectl_json(
@@ -858,6 +1042,61 @@ fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
     assert_eq!(
         String::from_utf8(base64_decode(s["data"]["expiresAt"].as_str().unwrap())).unwrap(),
         r["token"]["expiresAt"].as_str().unwrap()
+    );
+
+    // The rule for the runs that follow (README "Node tokens").
+    let out = w.out();
+    let run = |extra: &[&str]| {
+        let mut a = vec![
+            "add-nodes",
+            "--mac-address",
+            W0.1,
+            "--hostname",
+            W0.0,
+            "--dir",
+            out.to_str().unwrap(),
+            "--force",
+        ];
+        a.extend_from_slice(extra);
+        let o = plugin(&c, &w, &a);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", text(&o));
+        o
+    };
+    // Default run: the 72 h tokens are fresh and last longer than 24 h: reused.
+    let o = run(&["-o", "json"]);
+    let d = json_of(&o);
+    assert_eq!(d["token"]["reused"], true, "{d}");
+    assert_eq!(d["token"]["expiresAt"], r["token"]["expiresAt"]);
+    // An explicit --token-ttl that differs makes new tokens, saying why.
+    let o = run(&["--token-ttl", "1h"]);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("59m left, new: --token-ttl 1h differs from their lifetime of 72h")
+            || t.contains("(1h left, new: --token-ttl 1h differs from their lifetime of 72h"),
+        "{}",
+        text(&o)
+    );
+    assert!(!t.contains("0h left"), "{t}");
+    // The next default run does not reuse a token with under an hour left.
+    let o = run(&["-o", "json"]);
+    let d = json_of(&o);
+    assert_eq!(d["token"]["reused"], false, "{d}");
+    assert!(d["token"]["reason"].as_str().unwrap().contains("left, less than half of the 48h a new token would get"), "{d}");
+    assert!(d["token"]["hoursLeft"].as_u64().unwrap() >= 47);
+    // Same lifetime given explicitly: reused; --new-token: new, and older images named.
+    let o = run(&["--token-ttl", "48h", "-o", "json"]);
+    assert_eq!(json_of(&o)["token"]["reused"], true);
+    let o = run(&["--new-token", "-o", "json"]);
+    let n = json_of(&o);
+    assert_eq!(n["token"]["reused"], false);
+    assert_eq!(n["token"]["reason"], "--new-token was given");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "images made before keep working until their own tokens expire at {}",
+            d["token"]["expiresAt"].as_str().unwrap()
+        )),
+        "{}",
+        text(&o)
     );
 }
 
@@ -1145,15 +1384,55 @@ fn validation_errors_exit_3_with_every_message() {
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("did you mean"),
+        err.contains("hosts[2].interfacs: unknown field; did you mean \"interfaces\"?"),
         "unknown key with a suggestion: {err}"
     );
-    assert!(!w.out().join("node.x86_64.iso").exists());
+    // The unknown key does not hide the validation errors of the other hosts, and the
+    // suggested hostname is itself valid.
+    for needle in [
+        "hosts[0].hostname: \"Worker_0\" must be lowercase",
+        ": use \"worker-0\"",
+        "hosts[0].role:",
+        "hosts[1].interfaces[0].macAddress:",
+        "127.0.0.1",
+    ] {
+        assert!(err.contains(needle), "missing {needle:?} in\n{err}");
+    }
+    assert!(!err.contains("\"worker_0\""), "no invalid suggestion: {err}");
+    assert!(!w.out().exists(), "a failed validation creates no --dir");
     assert!(
         batch_records_or_none(&c).is_empty(),
         "nothing written on errors"
     );
-    // Parse errors stop first; fix the key and see the validation errors all at once.
+    // -o json: the errors as a document on stdout too, exit 3.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.out().to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let doc = json_of(&o);
+    assert_eq!(doc["kind"], "AddNodesError");
+    assert_eq!(doc["exitCode"], 3);
+    let errs = doc["errors"].as_array().unwrap();
+    assert!(errs.iter().any(|e| e["field"] == "hosts[2].interfacs"), "{doc}");
+    assert!(errs.iter().any(|e| e["field"] == "hosts[0].role"), "{doc}");
+    assert_eq!(
+        errs.len(),
+        String::from_utf8_lossy(&o.stderr).lines().filter(|l| l.starts_with("error: ")).count(),
+        "one stderr line per error: {}",
+        text(&o)
+    );
+    assert!(!w.out().exists());
+    // Fix the key: the validation errors are still all there.
     let fixed = std::fs::read_to_string(&nc)
         .unwrap()
         .replace("- hostname: w2\n  interfacs: []\n", "");

@@ -91,10 +91,73 @@ fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
 }
 
 /// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.
+///
+/// With `-o json|yaml`, invalid input (exit 3: nodes-config, flag values) also prints an
+/// `AddNodesError` document on stdout (`errors: [{field, message}]`) before the `error:` lines
+/// go to stderr, so a script reading stdout gets JSON either way.
 pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if let Some(AddNodesCommand::Batch(b)) = &args.command {
         return batch_command(target, b).await;
     }
+    match make(target, args).await {
+        Err(e) if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table => {
+            if let Ok(doc) = error_document(args.output, &e) {
+                print!("{doc}");
+            }
+            Err(e)
+        }
+        r => r,
+    }
+}
+
+/// One invalid input, as the `AddNodesError` document lists it.
+#[derive(Serialize)]
+struct ErrorItem {
+    /// Field path or flag (`hosts[0].hostname`, `--token-ttl`); empty when the error has none.
+    field: String,
+    message: String,
+}
+
+fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
+    match e {
+        Error::InvalidConfig(c) => out.extend(c.errors.iter().map(|f| ErrorItem {
+            field: f.path.clone(),
+            message: f.message.clone(),
+        })),
+        Error::InvalidInput { field, message } => out.push(ErrorItem {
+            field: field.clone(),
+            message: message.clone(),
+        }),
+        Error::Many(v) => v.iter().for_each(|e| error_items(e, out)),
+        other => out.push(ErrorItem {
+            field: String::new(),
+            message: other.to_string(),
+        }),
+    }
+}
+
+/// `{apiVersion: agent-day2/v1, kind: AddNodesError, exitCode, errors: [{field, message}]}`.
+fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
+    let mut errors = Vec::new();
+    error_items(e, &mut errors);
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Doc {
+        api_version: &'static str,
+        kind: &'static str,
+        exit_code: u8,
+        errors: Vec<ErrorItem>,
+    }
+    let doc = Doc {
+        api_version: "agent-day2/v1",
+        kind: "AddNodesError",
+        exit_code: e.exit_code(),
+        errors,
+    };
+    output::render(format, &doc, String::new)
+}
+
+async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let now = SystemTime::now();
     let kind = if args.pxe {
         OutputKind::Pxe
@@ -105,7 +168,11 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
 
     // --- 1. flags
-    let ttl = parse_ttl(&args.token_ttl)?;
+    let ttl = parse_ttl(args.token_ttl.as_deref().unwrap_or(DEFAULT_TTL))?;
+    let base_url_flag = match &args.boot_artifacts_base_url {
+        Some(u) => Some(check_base_url(u, "--boot-artifacts-base-url")?),
+        None => None,
+    };
     let node_labels = parse_labels(args.node_labels.as_deref())?;
     flag_checks::check_node_labels(&node_labels)?;
     flag_checks::check_kargs(&args.kargs)?;
@@ -130,8 +197,10 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if kind == OutputKind::ConfigImage && args.base_iso.is_some() {
         return Err(Error::Usage("--base-iso is not used with --config-image (the config image is not bootable and needs no base ISO)".into()));
     }
+    // Checked now (before any cluster work), created only when writing (step 8): a run that
+    // fails validation leaves no directory behind.
     if !args.dry_run {
-        prepare_dir(&args.dir)?;
+        check_dir(&args.dir)?;
         crate::tempfiles::remove_stale_with_warning(&[args.dir.clone(), args.dir.join(PXE_DIR)]);
     }
 
@@ -162,13 +231,14 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     }
 
     // --- 3. the nodes config
-    let cfg = read_nodes_config(args)?;
-    let validated = nodes_config::validate(&cfg, &model);
+    let (cfg, parse_errors) = read_nodes_config(args)?;
+    let mut validated = nodes_config::validate(&cfg, &model);
     let source = match &cfg.origin {
         Origin::File(p) => p.clone(),
         Origin::Flags => "flags".into(),
         Origin::Code => String::new(),
     };
+    validated.errors = nodes_config::merge_errors(parse_errors, std::mem::take(&mut validated.errors));
     let (vhosts, vwarnings) = validated.into_result(&source)?;
     for w in vwarnings {
         warn(w.to_string(), &mut warnings);
@@ -191,8 +261,23 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if pool != ignition::DEFAULT_POOL {
         check_pool(target, &pool, &mut warnings).await?;
     }
+    // --boot-artifacts-base-url overrides the nodes-config's bootArtifactsBaseURL.
+    let base_url = match (base_url_flag, &cfg.boot_artifacts_base_url) {
+        (Some(u), _) => Some(u),
+        (None, Some(u)) if kind == OutputKind::Pxe => Some(check_base_url(u, "bootArtifactsBaseURL")?),
+        _ => None,
+    };
+    if kind == OutputKind::Pxe && base_url.is_none() {
+        warn(
+            format!(
+                "no bootArtifactsBaseURL in the nodes config and no --boot-artifacts-base-url: no node.{arch}.ipxe script is written, and the kernel command line needs coreos.live.rootfs_url=<where you serve node.{arch}-rootfs.img> (shown in Kargs with a placeholder)"
+            ),
+            &mut warnings,
+        );
+    }
+    warn_earlier_batches(target, &vhosts, now, &mut warnings).await;
     let mut names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
-    if kind == OutputKind::Pxe && cfg.boot_artifacts_base_url.is_some() {
+    if kind == OutputKind::Pxe && base_url.is_some() {
         names
             .finals
             .push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
@@ -210,7 +295,12 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     }
 
     // --- 4. auth material
-    let auth = auth_material(target, ttl, now, &mut warnings).await?;
+    let wanted = TokenRequest {
+        ttl,
+        explicit: args.token_ttl.is_some(),
+        new_token: args.new_token,
+    };
+    let auth = auth_material(target, &wanted, now, args.dry_run, &mut warnings).await?;
 
     // --- 5. component images
     let mut reg =
@@ -313,12 +403,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
     let pxe_kargs = match (kind, &plan) {
         (OutputKind::Pxe, Some(p)) => Some(
-            iso::pxe::pxe_kargs(
-                p,
-                &arch,
-                cfg.boot_artifacts_base_url.as_deref(),
-                &extra_kargs,
-            )
+            iso::pxe::pxe_kargs(p, &arch, base_url.as_deref(), &extra_kargs)
             .map_err(|e| iso_error(e, base.as_ref()))?,
         ),
         _ => None,
@@ -342,19 +427,31 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         output_kind: kind.name().into(),
         files: Vec::new(),
         kargs: match kind {
+            // Without a base URL the rootfs URL is the user's to fill in: a placeholder that
+            // names the file, so the line is complete apart from where it is served.
+            OutputKind::Pxe if base_url.is_none() => pxe_kargs.clone().map(|k| {
+                format!("{k} coreos.live.rootfs_url=<where-you-serve>/{}", iso::pxe::file_names(&arch)[2])
+            }),
             OutputKind::Pxe => pxe_kargs.clone(),
             _ => (!extra_kargs.is_empty()).then(|| extra_kargs.join(" ")),
         },
         ignition: IgnitionSize { config_bytes: ign_json.len(), archive_bytes: archive.len(), area_bytes: area },
-        token: TokenSummary {
-            expires_at: auth.material.expiry_rfc3339(),
-            reused: auth.reused,
-            hours_left: auth.material.expires_at.duration_since(now).map(|d| d.as_secs() / 3600).unwrap_or(0),
+        token: {
+            let left = auth.material.expires_at.duration_since(now).unwrap_or_default();
+            TokenSummary {
+                expires_at: auth.material.expiry_rfc3339(),
+                reused: auth.reused,
+                hours_left: left.as_secs() / 3600,
+                left: report::human_duration(left),
+                reason: auth.reason.clone(),
+            }
         },
+        base_iso_plan: None,
         batch: None,
         warnings: Vec::new(),
         secrets_notice: "the files hold the cluster's pull secret and the node tokens (mode 0600): keep them private, delete them once the nodes joined".into(),
-        next_steps: next_steps(kind, &names, &arch, &auth.material.expiry_rfc3339()),
+        next_steps: next_steps(kind, &names, &arch, &auth.material.expiry_rfc3339(), base_url.as_deref()),
+        ignition_files: Vec::new(),
     };
 
     if args.dry_run {
@@ -363,13 +460,22 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             .iter()
             .map(|p| FileSummary {
                 path: p.display().to_string(),
-                size: 0,
+                size: dry_run_size(kind, base.as_ref()),
                 sha256: String::new(),
             })
             .collect();
+        if base.is_none() && kind != OutputKind::ConfigImage {
+            rep.base_iso_plan = Some(match (&images.machine_os_images, model.base_iso_for(&arch)) {
+                (Some(m), _) => format!("not cached: would be read from the release's machine-os-images {m} (or the coreos-bootimages stream); nothing is downloaded in a dry run"),
+                (None, Some(b)) => format!("not cached: would be downloaded from {} (sha256 {}); nothing is downloaded in a dry run", b.location, b.sha256),
+                (None, None) => "none found: give --base-iso FILE".into(),
+            });
+        }
+        rep.ignition_files = ignition_listing(&ign);
         rep.warnings = warnings;
         return dry_run_output(args.output, &rep, &ign);
     }
+    prepare_dir(&args.dir)?;
 
     // --- 8. stage the outputs
     let staged = match kind {
@@ -409,7 +515,13 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 plan.as_ref().expect("PXE has a plan"),
             );
             let pxe_dir = args.dir.join(PXE_DIR);
-            std::fs::create_dir_all(&pxe_dir).map_err(|e| dir_error(&pxe_dir, e))?;
+            // 0700 like --dir: the files hold the pull secret (an existing directory is left
+            // as it is, never chmod-ed).
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&pxe_dir)
+                .map_err(|e| dir_error(&pxe_dir, e))?;
             let stage = pxe_dir.join(format!(".staging-{}", std::process::id()));
             std::fs::DirBuilder::new()
                 .mode(0o700)
@@ -418,7 +530,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             let guard = Cleanup::new(vec![stage.clone()]);
             let opts = iso::pxe::PxeOptions {
                 arch: arch.clone(),
-                base_url: cfg.boot_artifacts_base_url.clone(),
+                base_url: base_url.clone(),
                 extra_kargs: extra_kargs.clone(),
                 force: false,
             };
@@ -643,14 +755,27 @@ impl OutputNames {
     }
 }
 
-fn next_steps(kind: OutputKind, names: &OutputNames, arch: &str, expiry: &str) -> Vec<String> {
-    let first = match kind {
-        OutputKind::Iso => format!("boot {} on the hosts (virtual media, USB or a CD)", names.finals()[0].display()),
-        OutputKind::Pxe => format!(
-            "serve {} over HTTP (at bootArtifactsBaseURL; the initrd holds the pull secret, so restrict who can fetch it) and PXE-boot the hosts with node.{arch}.ipxe or the kernel command line shown as Kargs",
+/// What to do next; for PXE it matches what was written (the `.ipxe` script only with a base
+/// URL). `monitor --approve` and `approve --watch` are the commands that finish the job.
+fn next_steps(
+    kind: OutputKind,
+    names: &OutputNames,
+    arch: &str,
+    expiry: &str,
+    base_url: Option<&str>,
+) -> Vec<String> {
+    let first = match (kind, base_url) {
+        (OutputKind::Iso, _) => format!("boot {} on the hosts (virtual media, USB or a CD)", names.finals()[0].display()),
+        (OutputKind::Pxe, Some(url)) => format!(
+            "serve the files of {} at {url} (the initrd holds the pull secret, so restrict who can fetch it), then PXE-boot the hosts with node.{arch}.ipxe (e.g. chain {}/node.{arch}.ipxe from iPXE)",
+            names.dir.join(PXE_DIR).display(),
+            url.trim_end_matches('/')
+        ),
+        (OutputKind::Pxe, None) => format!(
+            "serve the files of {} over HTTP (the initrd holds the pull secret, so restrict who can fetch it), then boot the hosts with kernel node.{arch}-vmlinuz, initrd node.{arch}-initrd.img and the kernel command line shown as Kargs, with <where-you-serve> replaced by the files' URL (no .ipxe script was written: give --boot-artifacts-base-url URL for one)",
             names.dir.join(PXE_DIR).display()
         ),
-        OutputKind::ConfigImage => format!(
+        (OutputKind::ConfigImage, _) => format!(
             "attach {} to each appliance machine as a CD or virtual media and boot it from its appliance disk",
             names.finals()[0].display()
         ),
@@ -658,8 +783,26 @@ fn next_steps(kind: OutputKind, names: &OutputNames, arch: &str, expiry: &str) -
     vec![
         first,
         format!("boot them before {expiry}: the node tokens expire then"),
-        "then: oc agent-day2 monitor --approve".into(),
+        "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (approval only)".into(),
     ]
+}
+
+/// Default `--token-ttl` (the agent installer's 48 h, [`auth::DEFAULT_TTL`]).
+pub const DEFAULT_TTL: &str = "48h";
+
+/// `--boot-artifacts-base-url` / `bootArtifactsBaseURL`: an absolute http(s) URL without
+/// spaces, query or fragment (it is joined with file names in the `.ipxe` script and the
+/// kernel command line).
+fn check_base_url(u: &str, field: &str) -> Result<String> {
+    let ok_scheme = u.starts_with("http://") || u.starts_with("https://");
+    let host = u.split_once("://").map(|(_, r)| r.split('/').next().unwrap_or("")).unwrap_or("");
+    if !ok_scheme || host.is_empty() || u.chars().any(|c| c.is_whitespace() || c.is_control()) || u.contains(['?', '#']) {
+        return Err(invalid(
+            field,
+            format!("{u:?} is not an http:// or https:// URL of a directory (no spaces, query or fragment), e.g. http://192.168.111.1:8000/pxe"),
+        ));
+    }
+    Ok(u.trim_end_matches('/').to_string())
 }
 
 fn host_summary(h: &ValidatedHost) -> HostSummary {
@@ -744,6 +887,49 @@ pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
+/// `--dir` before any work: an existing writable directory, or a missing one whose nearest
+/// existing ancestor is a writable directory (created later by [`prepare_dir`]). Creates
+/// nothing that stays.
+fn check_dir(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        return probe_dir(dir, dir);
+    }
+    let mut anc = dir.parent();
+    while let Some(a) = anc {
+        let a = if a.as_os_str().is_empty() { Path::new(".") } else { a };
+        if a.exists() {
+            if !a.is_dir() {
+                return Err(invalid(
+                    "--dir",
+                    format!(
+                        "cannot write to {}: {} is not a directory; choose a directory you can write to",
+                        dir.display(),
+                        a.display()
+                    ),
+                ));
+            }
+            return probe_dir(a, dir);
+        }
+        anc = a.parent();
+    }
+    Ok(())
+}
+
+/// A file can be created in `at` (removed at once); errors name `dir` (`--dir`).
+fn probe_dir(at: &Path, dir: &Path) -> Result<()> {
+    if !at.is_dir() {
+        return Err(invalid("--dir", format!("{} is not a directory", at.display())));
+    }
+    let probe = at.join(format!(".agent-day2-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(dir_error(dir, e)),
+    }
+}
+
 /// `--dir`: created (0700) when missing, must be a writable directory. Never chmod-ed.
 fn prepare_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
@@ -783,7 +969,9 @@ fn dir_error(dir: &Path, e: std::io::Error) -> Error {
     )
 }
 
-fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
+/// The nodes config and, for a file, its parse errors (validated together with the rest:
+/// [`nodes_config::parse_partial`]).
+fn read_nodes_config(args: &AddNodesArgs) -> Result<(NodesConfig, Vec<nodes_config::FieldError>)> {
     let cwd = std::env::current_dir().map_err(|e| Error::Io {
         path: ".".into(),
         source: e,
@@ -797,7 +985,7 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
             cpu_architecture: args.cpu_architecture.clone(),
             ssh_key_path: args.ssh_key_path.clone(),
         };
-        return Ok(nodes_config::from_flags(&f, &cwd)?);
+        return Ok((nodes_config::from_flags(&f, &cwd)?, Vec::new()));
     }
     let (path, field) = match &args.nodes_config {
         Some(p) => (p.clone(), "--nodes-config"),
@@ -814,7 +1002,7 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<NodesConfig> {
             ),
         )
     })?;
-    Ok(nodes_config::parse(&text, &path)?)
+    Ok(nodes_config::parse_partial(&text, &path)?)
 }
 
 /// `--pool NAME` must name an existing MachineConfigPool (else the node would fetch
@@ -850,16 +1038,80 @@ struct Auth {
     material: AuthMaterial,
     reused: bool,
     secret_exists: bool,
+    /// Why the stored tokens were not reused (None when reused or there were none).
+    reason: Option<String>,
 }
 
 fn auth_ref() -> ResourceRef {
     ResourceRef::namespaced("Secret", auth::SECRET_NAMESPACE, auth::SECRET_NAME)
 }
 
+/// What this run asks of the tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenRequest {
+    /// `--token-ttl` (or [`DEFAULT_TTL`]).
+    pub ttl: Duration,
+    /// `--token-ttl` was given on the command line.
+    pub explicit: bool,
+    /// `--new-token`.
+    pub new_token: bool,
+}
+
+/// Whether stored tokens (signed at `issued`, expiring at `expires`) serve a run at `now` that
+/// asks for `req`. The rule (README "Node tokens"):
+/// - `--new-token` never reuses;
+/// - an explicit `--token-ttl` that differs from the stored tokens' lifetime makes new ones
+///   (the user asked for that lifetime);
+/// - otherwise they are reused while strictly more than half of their own life is left
+///   (auth's [`AuthMaterial::should_reuse`], as node-joiner reuses its token until 24 h of 48
+///   are left) AND they expire no earlier than `now + ttl/2`, so a short-lived token from an
+///   earlier `--token-ttl 1h` run is not handed to a default 48 h run.
+///
+/// `Err` says why not, for the warning.
+pub fn reuse_decision(
+    issued: SystemTime,
+    expires: SystemTime,
+    now: SystemTime,
+    req: &TokenRequest,
+) -> std::result::Result<(), String> {
+    let life = expires.duration_since(issued).unwrap_or_default();
+    let left = expires.duration_since(now).unwrap_or_default();
+    let h = report::human_duration;
+    if req.new_token {
+        return Err("--new-token was given".into());
+    }
+    if left.is_zero() {
+        return Err(format!("they expired at {}", auth::rfc3339(expires)));
+    }
+    if left.as_secs() * 2 <= life.as_secs() {
+        return Err(format!(
+            "they have less than half their life left: {} of {}",
+            h(left),
+            h(life)
+        ));
+    }
+    if req.explicit && life != req.ttl {
+        return Err(format!(
+            "--token-ttl {} differs from their lifetime of {}",
+            h(req.ttl),
+            h(life)
+        ));
+    }
+    if left < req.ttl / 2 {
+        return Err(format!(
+            "they have only {} left, less than half of the {} a new token would get",
+            h(left),
+            h(req.ttl)
+        ));
+    }
+    Ok(())
+}
+
 async fn auth_material(
     target: &KubeTarget,
-    ttl: Duration,
+    req: &TokenRequest,
     now: SystemTime,
+    dry_run: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Auth> {
     let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
@@ -885,27 +1137,33 @@ async fn auth_material(
         }
         None => None,
     };
+    let mut reason = None;
     if let Some(m) = &old {
-        if m.should_reuse(now) {
-            tracing::info!(expires = %m.expiry_rfc3339(), "reusing the node tokens");
-            return Ok(Auth {
-                material: m.clone(),
-                reused: true,
-                secret_exists,
-            });
+        match reuse_decision(m.issued_at, m.expires_at, now, req) {
+            Ok(()) => {
+                tracing::info!(expires = %m.expiry_rfc3339(), "reusing the node tokens");
+                return Ok(Auth {
+                    material: m.clone(),
+                    reused: true,
+                    secret_exists,
+                    reason: None,
+                });
+            }
+            Err(why) => reason = Some(why),
         }
     }
-    let material = auth::generate(ttl, now).map_err(|e| match e {
+    let material = auth::generate(req.ttl, now).map_err(|e| match e {
         auth::AuthError::BadTtl(_) => invalid("--token-ttl", e.to_string()),
         other => Error::Unexpected(other.to_string()),
     })?;
-    if let Some(m) = old {
+    if let (Some(m), Some(why)) = (&old, &reason) {
         let when = m.expiry_rfc3339();
+        let verb = if dry_run { "would be made" } else { "are made" };
         if m.is_expired(now) {
-            warn(format!("the node tokens in {} expired at {when}: a new batch of tokens is made; images made before no longer work (make new ones)", auth_ref()));
+            warn(format!("the node tokens in {} expired at {when}: new tokens {verb}; images made with them no longer work (make new ones)", auth_ref()));
         } else {
             warn(format!(
-                "the node tokens in {} have less than half their life left: a new batch of tokens is made; images made before stop working when their tokens expire at {when}, and monitor can no longer reach nodes booted from them",
+                "new node tokens {verb} instead of reusing those in {}: {why}; images made before keep working until their own tokens expire at {when}, but monitor (which uses the tokens in the Secret) can no longer reach nodes booted from them",
                 auth_ref()
             ));
         }
@@ -914,6 +1172,7 @@ async fn auth_material(
         material,
         reused: false,
         secret_exists,
+        reason,
     })
 }
 
@@ -1004,12 +1263,124 @@ fn too_large(
     )
 }
 
+/// Warns about hosts (by hostname or MAC) that an earlier batch whose tokens are still valid
+/// already expects: two images for one machine, or a name given twice. Never fails: the
+/// batch list is a courtesy check (a warning says when it cannot be read).
+async fn warn_earlier_batches(
+    target: &KubeTarget,
+    hosts: &[ValidatedHost],
+    now: SystemTime,
+    warnings: &mut Vec<String>,
+) {
+    let mut warn = |w: String| {
+        eprintln!("warning: {w}");
+        warnings.push(w);
+    };
+    let records = match batch::list(target).await {
+        Ok(r) => r,
+        Err(e) => {
+            warn(format!("cannot check the earlier batch records for these hosts: {e}"));
+            return;
+        }
+    };
+    for w in earlier_batch_overlaps(hosts, records.iter().map(|(r, _)| r), now) {
+        warn(w);
+    }
+}
+
+/// The overlap messages of [`warn_earlier_batches`] (pure, for tests).
+fn earlier_batch_overlaps<'a>(
+    hosts: &[ValidatedHost],
+    records: impl Iterator<Item = &'a BatchRecord>,
+    now: SystemTime,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in records {
+        if auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now) {
+            continue;
+        }
+        for h in hosts {
+            for old in &r.hosts {
+                let mac = h.macs.iter().find(|m| old.macs.iter().any(|o| o.eq_ignore_ascii_case(m)));
+                let what = match (old.hostname == h.hostname, mac) {
+                    (true, Some(m)) => format!("{} ({m})", h.hostname),
+                    (true, None) => format!("hostname {}", h.hostname),
+                    (false, Some(m)) => format!("MAC {m} of {} (as {})", h.hostname, old.hostname),
+                    (false, None) => continue,
+                };
+                out.push(format!(
+                    "{what} is already in batch {} (tokens valid until {}): if this replaces it, delete it with `oc agent-day2 add-nodes batch delete {}`; approve checks a node's CSRs against every batch that expects it",
+                    r.name, r.token_expires_at, r.name
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The size a dry run's file would have: an ISO is as large as its base (embedding changes
+/// no size); 0 when the base ISO is not at hand or the size is only known once written (PXE
+/// files, config image).
+fn dry_run_size(kind: OutputKind, base: Option<&BaseIsoFile>) -> u64 {
+    match (kind, base) {
+        (OutputKind::Iso, Some(b)) => b.size,
+        _ => 0,
+    }
+}
+
+/// The Ignition's files as the dry run lists them: path, mode, bytes, and the contents of
+/// non-secret files that are worth reviewing (NetworkManager keyfiles; their secret values,
+/// e.g. Wi-Fi keys, redacted by [`ignition::redacted`]).
+fn ignition_listing(ign: &ignition_config::v3_2::Config) -> Vec<report::IgnitionFile> {
+    let shown: BTreeMap<String, String> = redacted_files(ign);
+    ignition::files(ign)
+        .into_iter()
+        .map(|(path, data, mode)| report::IgnitionFile {
+            secret: mode & 0o077 == 0 && !path.ends_with(".nmconnection"),
+            contents: path.ends_with(".nmconnection").then(|| shown.get(&path).cloned().unwrap_or_default()),
+            path,
+            mode: format!("{:04o}", mode),
+            bytes: data.len(),
+        })
+        .collect()
+}
+
+/// Path → contents of every file as [`ignition::redacted`] shows them.
+fn redacted_files(ign: &ignition_config::v3_2::Config) -> BTreeMap<String, String> {
+    let v: serde_json::Value = serde_json::from_str(&ignition::redacted(ign)).unwrap_or_default();
+    v["storage"]["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| {
+            let path = f["path"].as_str()?.to_string();
+            let src = f["contents"]["source"].as_str()?;
+            let data = ignition::decode_data_url(src)?;
+            Some((path, String::from_utf8_lossy(&data).into_owned()))
+        })
+        .collect()
+}
+
+/// Removes every `null` from a JSON value (the Ignition types serialise unset fields as null:
+/// `"gecos": null` noise in a document meant for reading).
+fn drop_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DryRunDoc<'a> {
     #[serde(flatten)]
     report: &'a AddNodesReport,
-    /// The Ignition config with every secret file's contents replaced by `<redacted>`.
+    /// The Ignition config with every secret file's contents replaced by `<redacted>` and no
+    /// null fields.
     ignition: serde_json::Value,
 }
 
@@ -1019,19 +1390,45 @@ fn dry_run_output(
     ign: &ignition_config::v3_2::Config,
 ) -> Result<String> {
     let red = ignition::redacted(ign);
-    let doc = DryRunDoc {
-        report: rep,
-        ignition: serde_json::from_str(&red).unwrap_or(serde_json::Value::Null),
-    };
+    let mut ignition: serde_json::Value = serde_json::from_str(&red).unwrap_or(serde_json::Value::Null);
+    drop_nulls(&mut ignition);
+    let doc = DryRunDoc { report: rep, ignition };
     output::render(format, &doc, || {
         let mut s = report::render_table(rep);
-        s.push_str("\nDry run: nothing was written (no file, no Secret, no batch record).\n\nIgnition (secrets redacted):\n");
-        s.push_str(&red);
+        s.push_str("\nDry run: nothing was written (no file, no Secret, no batch record). The whole Ignition (secrets redacted): -o json or -o yaml.\n");
         s
     })
 }
 
-/// `add-nodes batch [list|delete NAME]`.
+/// Status of each expected host: `Ready`, `NotReady` (a Node of that name exists), `not
+/// joined`, or `unknown` when Nodes cannot be listed.
+fn node_states(nodes: Option<&[k8s_openapi::api::core::v1::Node]>) -> impl Fn(&str) -> String + '_ {
+    move |name: &str| match nodes {
+        None => "unknown".into(),
+        Some(list) => match list.iter().find(|n| n.metadata.name.as_deref() == Some(name)) {
+            None => "not joined".into(),
+            Some(n) => {
+                let ready = n
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                if ready { "Ready".into() } else { "NotReady".into() }
+            }
+        },
+    }
+}
+
+/// `worker-0 192.168.111.30` or `worker-1 (DHCP)`.
+fn host_display(h: &BatchHost) -> String {
+    if h.ips.is_empty() {
+        format!("{} (DHCP)", h.hostname)
+    } else {
+        format!("{} {}", h.hostname, h.ips.join(","))
+    }
+}
+
+/// `add-nodes batch [list|delete NAME...]`.
 async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
     match &b.command {
         None | Some(BatchCommand::List { .. }) => {
@@ -1039,17 +1436,58 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 Some(BatchCommand::List { output: Some(o) }) => *o,
                 _ => b.output,
             };
-            let items: Vec<BatchRecord> = batch::list(target)
+            let records: Vec<BatchRecord> = batch::list(target)
                 .await?
                 .into_iter()
                 .map(|(r, _)| r)
+                .collect();
+            let nodes_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(target.client.clone());
+            let nodes = match nodes_api.list(&Default::default()).await {
+                Ok(l) => Some(l.items),
+                Err(e) => {
+                    let e = classify(e, "list", ResourceRef::cluster("Nodes", ""), target);
+                    eprintln!("warning: the hosts' state is unknown: {e}");
+                    None
+                }
+            };
+            let state = node_states(nodes.as_deref());
+            let now = SystemTime::now();
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct HostState {
+                hostname: String,
+                /// `Ready`, `NotReady`, `not joined` or `unknown`.
+                node: String,
+            }
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Item<'a> {
+                #[serde(flatten)]
+                record: &'a BatchRecord,
+                token_expired: bool,
+                host_states: Vec<HostState>,
+            }
+            let items: Vec<Item<'_>> = records
+                .iter()
+                .map(|r| Item {
+                    record: r,
+                    token_expired: auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now),
+                    host_states: r
+                        .hosts
+                        .iter()
+                        .map(|h| HostState {
+                            hostname: h.hostname.clone(),
+                            node: state(&h.hostname),
+                        })
+                        .collect(),
+                })
                 .collect();
             #[derive(Serialize)]
             #[serde(rename_all = "camelCase")]
             struct BatchList<'a> {
                 api_version: &'static str,
                 kind: &'static str,
-                items: &'a [BatchRecord],
+                items: &'a [Item<'a>],
             }
             let doc = BatchList {
                 api_version: batch::API_VERSION,
@@ -1060,44 +1498,74 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 if items.is_empty() {
                     return format!("No batch records in namespace {}.\n", batch::NAMESPACE);
                 }
+                let mut rows = Vec::new();
+                for it in &items {
+                    let r = it.record;
+                    let expires = if it.token_expired {
+                        format!("{} (expired)", r.token_expires_at)
+                    } else {
+                        r.token_expires_at.clone()
+                    };
+                    for (i, (h, st)) in r.hosts.iter().zip(&it.host_states).enumerate() {
+                        let first = i == 0;
+                        let pick = |v: String| if first { v } else { String::new() };
+                        rows.push(vec![
+                            pick(r.name.clone()),
+                            pick(r.created_at.clone()),
+                            pick(r.created_by.clone()),
+                            pick(format!("{}/{}", r.architecture, r.pool)),
+                            host_display(h),
+                            st.node.clone(),
+                            pick(expires.clone()),
+                            pick(r.output_kind.clone()),
+                        ]);
+                    }
+                }
                 output::table(
-                    &[
-                        "name",
-                        "created",
-                        "created by",
-                        "arch",
-                        "pool",
-                        "hosts",
-                        "token expires",
-                        "output",
-                    ],
-                    items
-                        .iter()
-                        .map(|r| {
-                            vec![
-                                r.name.clone(),
-                                r.created_at.clone(),
-                                r.created_by.clone(),
-                                r.architecture.clone(),
-                                r.pool.clone(),
-                                r.hosts
-                                    .iter()
-                                    .map(|h| format!("{}({})", h.hostname, h.ips_display()))
-                                    .collect::<Vec<_>>()
-                                    .join(" "),
-                                r.token_expires_at.clone(),
-                                r.output_kind.clone(),
-                            ]
-                        })
-                        .collect(),
+                    &["name", "created", "created by", "arch/pool", "host", "node", "token expires", "output"],
+                    rows,
                 )
             })
         }
-        Some(BatchCommand::Delete { name }) => {
-            batch::delete(target, name).await?;
-            Ok(format!(
-                "batch {name} deleted (approve no longer approves its nodes)\n"
-            ))
+        Some(BatchCommand::Delete { names, output }) => {
+            let format = output.unwrap_or(b.output);
+            let mut deleted = Vec::new();
+            let mut errors = Vec::new();
+            for name in names {
+                match batch::delete(target, name).await {
+                    Ok(()) => deleted.push(name.clone()),
+                    Err(e) => errors.push(e),
+                }
+            }
+            #[derive(Serialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Deleted<'a> {
+                api_version: &'static str,
+                kind: &'static str,
+                deleted: &'a [String],
+                errors: Vec<String>,
+            }
+            let doc = Deleted {
+                api_version: batch::API_VERSION,
+                kind: "BatchDeleteResult",
+                deleted: &deleted,
+                errors: errors.iter().map(ToString::to_string).collect(),
+            };
+            let out = output::render(format, &doc, || {
+                deleted
+                    .iter()
+                    .map(|n| format!("batch {n} deleted: approve and monitor no longer expect its nodes (an image made for it still boots until its tokens expire, but its nodes' CSRs are not approved)\n"))
+                    .collect()
+            })?;
+            if errors.is_empty() {
+                Ok(out)
+            } else {
+                // What was deleted is reported on stdout before the errors go to stderr.
+                if !deleted.is_empty() || format != OutputFormat::Table {
+                    print!("{out}");
+                }
+                Err(if errors.len() == 1 { errors.remove(0) } else { Error::Many(errors) })
+            }
         }
     }
 }
@@ -1126,6 +1594,84 @@ mod tests {
             assert_eq!(e.exit_code(), 3, "{bad}");
             assert!(e.to_string().starts_with("--node-labels: "), "{e}");
         }
+    }
+
+    #[test]
+    fn token_reuse_rule() {
+        let h = |n: u64| Duration::from_secs(n * 3600);
+        let t0 = SystemTime::UNIX_EPOCH + h(1_000_000);
+        let req = |ttl: u64, explicit: bool| TokenRequest { ttl: h(ttl), explicit, new_token: false };
+        // 48 h token, 1 h old: 47 h left.
+        let (iss, exp, now) = (t0, t0 + h(48), t0 + h(1));
+        assert!(reuse_decision(iss, exp, now, &req(48, false)).is_ok());
+        assert!(reuse_decision(iss, exp, now, &req(48, true)).is_ok(), "same ttl given");
+        let e = reuse_decision(iss, exp, now, &req(1, true)).unwrap_err();
+        assert!(e.contains("--token-ttl 1h differs from their lifetime of 48h"), "{e}");
+        assert!(reuse_decision(iss, exp, now, &req(72, true)).is_err());
+        let e = reuse_decision(iss, exp, now, &TokenRequest { new_token: true, ..req(48, false) }).unwrap_err();
+        assert!(e.contains("--new-token"), "{e}");
+        // 30 h old: less than half left.
+        let e = reuse_decision(iss, exp, t0 + h(30), &req(48, false)).unwrap_err();
+        assert!(e.contains("less than half their life left: 18h of 48h"), "{e}");
+        // A 1 h token 10 minutes old has most of its life, but 50 m is less than 24 h.
+        let ten_min = t0 + Duration::from_secs(600);
+        let e = reuse_decision(t0, t0 + h(1), ten_min, &req(48, false)).unwrap_err();
+        assert!(e.contains("only 50m left, less than half of the 48h"), "{e}");
+        assert!(reuse_decision(t0, t0 + h(1), ten_min, &req(1, true)).is_ok());
+        let e = reuse_decision(iss, exp, t0 + h(49), &req(48, false)).unwrap_err();
+        assert!(e.contains("expired"), "{e}");
+    }
+
+    #[test]
+    fn earlier_unexpired_batches_with_the_same_host_warn() {
+        let host = ValidatedHost {
+            hostname: "worker-0".into(),
+            macs: vec!["52:54:00:aa:00:30".into()],
+            ..Default::default()
+        };
+        let rec = |name: &str, exp: &str, hn: &str, mac: &str| BatchRecord {
+            api_version: batch::API_VERSION.into(),
+            kind: batch::KIND.into(),
+            name: name.into(),
+            created_at: "2026-11-29T00:00:00Z".into(),
+            created_by: "a".into(),
+            cluster_id: "c".into(),
+            release_image: "r".into(),
+            version: "4.18.1".into(),
+            architecture: "x86_64".into(),
+            pool: "worker".into(),
+            node_labels: BTreeMap::new(),
+            output_kind: "iso".into(),
+            files: vec![],
+            image_sha256: String::new(),
+            token_expires_at: exp.into(),
+            hosts: vec![BatchHost { hostname: hn.into(), macs: vec![mac.into()], ips: vec![], ip_source: "unknown".into() }],
+            approvals: vec![],
+        };
+        let now = auth::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let recs = [
+            rec("b-old", "2026-11-29T11:00:00Z", "worker-0", "52:54:00:aa:00:30"),
+            rec("b-name", "2026-11-30T11:00:00Z", "worker-0", "52:54:00:aa:00:99"),
+            rec("b-mac", "2026-11-30T11:00:00Z", "worker-9", "52:54:00:AA:00:30"),
+            rec("b-other", "2026-11-30T11:00:00Z", "worker-5", "52:54:00:aa:00:55"),
+        ];
+        let w = earlier_batch_overlaps(&[host], recs.iter(), now);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("hostname worker-0 is already in batch b-name"), "{w:?}");
+        assert!(w[1].starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"), "{w:?}");
+    }
+
+    #[test]
+    fn pxe_next_steps_match_what_is_written() {
+        let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "x86_64", None);
+        let with = next_steps(OutputKind::Pxe, &n, "x86_64", "T", Some("http://h/pxe"));
+        assert!(with[0].contains("node.x86_64.ipxe") && with[0].contains("http://h/pxe"), "{with:?}");
+        let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None);
+        assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
+        assert!(without[2].contains("monitor --approve") && without[2].contains("approve --watch"));
+        assert!(check_base_url("ftp://x/y", "--boot-artifacts-base-url").is_err());
+        assert!(check_base_url("http:///y", "f").is_err());
+        assert_eq!(check_base_url("http://h:8000/pxe/", "f").unwrap(), "http://h:8000/pxe");
     }
 
     #[test]

@@ -26,7 +26,12 @@ pub struct AddNodesReport {
     pub output_kind: String,
     /// Files written (or, with `--dry-run`, that would be).
     pub files: Vec<FileSummary>,
-    /// Kernel arguments added (`fips=1`, `--karg`), PXE: the whole command line.
+    /// Where the base ISO would come from, in a dry run that has none at hand.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_iso_plan: Option<String>,
+    /// Kernel arguments added (`fips=1`, `--karg`), PXE: the whole command line; without a
+    /// boot artifacts base URL it ends with `coreos.live.rootfs_url=<where-you-serve>/node.<arch>-rootfs.img`,
+    /// a placeholder to replace with the URL the rootfs is served at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kargs: Option<String>,
     /// Compressed Ignition archive size and the room for it.
@@ -42,6 +47,26 @@ pub struct AddNodesReport {
     pub secrets_notice: String,
     /// What to do next.
     pub next_steps: Vec<String>,
+    /// Dry run only: the files the Ignition would put on the node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ignition_files: Vec<IgnitionFile>,
+}
+
+/// One file of the node's Ignition (dry run listing).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IgnitionFile {
+    /// Path on the node.
+    pub path: String,
+    /// Octal mode, e.g. `0600`.
+    pub mode: String,
+    /// Size of the contents in bytes.
+    pub bytes: usize,
+    /// Holds a secret (pull secret, tokens, key, proxy credentials): never shown.
+    pub secret: bool,
+    /// Shown contents (NetworkManager keyfiles, their secret values redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contents: Option<String>,
 }
 
 /// Cluster facts shown.
@@ -102,8 +127,24 @@ pub struct TokenSummary {
     pub expires_at: String,
     /// Reused from the Secret (true) or newly made (false).
     pub reused: bool,
-    /// Hours of life left at the time of the report.
+    /// Whole hours of life left at the time of the report.
     pub hours_left: u64,
+    /// Life left, e.g. `47h 59m`, `35m` ([`human_duration`]).
+    pub left: String,
+    /// Why the stored tokens were not reused (absent when reused or there were none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `47h 59m`, `48h`, `35m`, `0m`: hours and minutes (seconds dropped), minutes shown whenever
+/// they are not zero so that "under an hour" never reads as `0h`.
+pub fn human_duration(d: std::time::Duration) -> String {
+    let m = d.as_secs() / 60;
+    match (m / 60, m % 60) {
+        (0, m) => format!("{m}m"),
+        (h, 0) => format!("{h}h"),
+        (h, m) => format!("{h}h {m}m"),
+    }
 }
 
 /// `1.2 GB`, `256 KiB`-style human sizes (decimal units as in the design example).
@@ -141,7 +182,7 @@ pub fn render_table(r: &AddNodesReport) -> String {
                 h.hostname,
                 h.macs.join(","),
                 if h.ips.is_empty() {
-                    "dhcp".to_string()
+                    "DHCP".to_string()
                 } else {
                     h.ips.join(",")
                 }
@@ -157,10 +198,17 @@ pub fn render_table(r: &AddNodesReport) -> String {
         };
         rows.push(("Base ISO", format!("{}  {check}", b.name)));
     }
+    if let Some(p) = &r.base_iso_plan {
+        rows.push(("Base ISO", p.clone()));
+    }
     let verb = if r.dry_run { "Would write" } else { "Wrote" };
     for (i, f) in r.files.iter().enumerate() {
         let v = if r.dry_run {
-            f.path.clone()
+            if f.size > 0 {
+                format!("{}  {}", f.path, human_size(f.size))
+            } else {
+                f.path.clone()
+            }
         } else {
             format!(
                 "{}  {}  sha256 {}",
@@ -185,14 +233,20 @@ pub fn render_table(r: &AddNodesReport) -> String {
             None => format!("{} compressed", human_size(r.ignition.archive_bytes as u64)),
         },
     ));
+    let how = match (r.token.reused, r.dry_run) {
+        (true, false) => "reused".to_string(),
+        (true, true) => "would be reused".to_string(),
+        (false, d) => {
+            let v = if d { "would be new" } else { "new" };
+            match &r.token.reason {
+                Some(why) => format!("{v}: {why}"),
+                None => v.to_string(),
+            }
+        }
+    };
     rows.push((
         "Token",
-        format!(
-            "valid until {} ({}h left, {})",
-            r.token.expires_at,
-            r.token.hours_left,
-            if r.token.reused { "reused" } else { "new" }
-        ),
+        format!("valid until {} ({} left, {how})", r.token.expires_at, r.token.left),
     ));
     if let Some(b) = &r.batch {
         rows.push((
@@ -201,18 +255,51 @@ pub fn render_table(r: &AddNodesReport) -> String {
         ));
     }
     rows.push(("Secrets", r.secrets_notice.clone()));
+    for (i, f) in r.ignition_files.iter().enumerate() {
+        rows.push((
+            if i == 0 { "Ignition files" } else { "" },
+            format!(
+                "{} {} {}{}",
+                f.mode,
+                f.path,
+                human_size(f.bytes as u64),
+                if f.secret { "  (secret, not shown)" } else { "" }
+            ),
+        ));
+    }
+    if r.dry_run {
+        for (i, w) in r.warnings.iter().enumerate() {
+            rows.push((if i == 0 { "Warnings" } else { "" }, w.clone()));
+        }
+    }
     for (i, s) in r.next_steps.iter().enumerate() {
         rows.push((if i == 0 { "Next" } else { "" }, s.clone()));
     }
     // Warnings went to stderr as they arose; -o json|yaml carries them as data.
     let mut out = key_values(&rows);
     out.push('\n');
+    // Keyfiles are reviewed as they are: multi-line, after the table.
+    for f in r.ignition_files.iter().filter(|f| f.contents.is_some()) {
+        out.push_str(&format!("--- {}\n{}", f.path, f.contents.as_deref().unwrap_or("")));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_show_minutes_under_an_hour() {
+        use std::time::Duration;
+        assert_eq!(human_duration(Duration::from_secs(35 * 60 + 59)), "35m");
+        assert_eq!(human_duration(Duration::from_secs(48 * 3600)), "48h");
+        assert_eq!(human_duration(Duration::from_secs(47 * 3600 + 59 * 60)), "47h 59m");
+        assert_eq!(human_duration(Duration::ZERO), "0m");
+    }
 
     #[test]
     fn sizes() {
