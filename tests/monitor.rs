@@ -1068,3 +1068,185 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
         "{last}"
     );
 }
+
+/// A fake API server on loopback (plain HTTP) for the 401 path: token `t1` lists but its
+/// watches get 401, at which point the server rewrites the kubeconfig with token `t2` (as a
+/// new `oc login` would); `t2` lists too and its watches get 401 again. Returns the port and
+/// a handle giving every "token request-line" seen.
+fn fake_api_401(
+    kubeconfig: PathBuf,
+    batch_cm: Value,
+    secret: Value,
+    stop: Arc<AtomicBool>,
+) -> (u16, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    l.set_nonblocking(true).unwrap();
+    let h = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let until = Instant::now() + Duration::from_secs(40);
+        while Instant::now() < until {
+            let Ok((s, _)) = l.accept() else {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            s.set_nonblocking(false).unwrap();
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut w = s;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                let line = line.trim().to_string();
+                let mut token = String::new();
+                loop {
+                    let mut hdr = String::new();
+                    if r.read_line(&mut hdr).unwrap_or(0) == 0 || hdr.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(v) = hdr
+                        .trim()
+                        .strip_prefix("authorization: Bearer ")
+                        .or(hdr.trim().strip_prefix("Authorization: Bearer "))
+                    {
+                        token = v.to_string();
+                    }
+                }
+                seen.push(format!("{token} {line}"));
+                let path = line.split_whitespace().nth(1).unwrap_or("");
+                let list = |kind: &str, api: &str| json!({"apiVersion": api, "kind": kind, "metadata": {"resourceVersion": "5"}, "items": []});
+                let (code, body) = if token != "t1" && token != "t2" {
+                    (
+                        401,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}),
+                    )
+                } else if path.contains("watch=true") {
+                    if token == "t1" {
+                        let kc = std::fs::read_to_string(&kubeconfig)
+                            .unwrap()
+                            .replace("token: t1", "token: t2");
+                        std::fs::write(&kubeconfig, kc).unwrap();
+                    }
+                    (
+                        401,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "Unauthorized", "reason": "Unauthorized", "code": 401}),
+                    )
+                } else if path.starts_with("/api/v1/namespaces/openshift-agent-day2/configmaps") {
+                    let mut l = list("ConfigMapList", "v1");
+                    l["items"] = json!([batch_cm.clone()]);
+                    (200, l)
+                } else if path
+                    .starts_with("/api/v1/namespaces/openshift-agent-day2/secrets/agent-day2-auth")
+                {
+                    (200, secret.clone())
+                } else if path
+                    .starts_with("/apis/certificates.k8s.io/v1/certificatesigningrequests")
+                {
+                    (
+                        200,
+                        list("CertificateSigningRequestList", "certificates.k8s.io/v1"),
+                    )
+                } else if path.starts_with("/api/v1/nodes") {
+                    (200, list("NodeList", "v1"))
+                } else {
+                    (
+                        404,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "not found", "reason": "NotFound", "code": 404}),
+                    )
+                };
+                let b = body.to_string();
+                let _ = write!(w, "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len());
+                let _ = w.flush();
+            }
+        }
+        seen
+    });
+    (port, h)
+}
+
+/// A 401 while watching reads the kubeconfig again once (the new token is used), and a second
+/// 401 stops with "log in again" (exit 4).
+#[test]
+fn a_401_while_watching_reads_the_kubeconfig_again_once() {
+    use base64::Engine;
+    let tmp = tempfile::tempdir().unwrap();
+    let kubeconfig = tmp.path().join("kubeconfig");
+    let rec = json!({
+        "apiVersion": "agent-day2/v1", "kind": "Batch", "name": "batch-20261129-211034-ab12",
+        "createdAt": "2026-11-29T21:10:34Z", "createdBy": "system:admin",
+        "clusterId": "c37c9544-4320-4380-9d8b-0753a4d9ea57", "releaseImage": "quay.io/x@sha256:00",
+        "version": "4.18.12", "architecture": "x86_64", "pool": "worker", "nodeLabels": {},
+        "outputKind": "iso", "files": ["node.x86_64.iso"], "imageSha256": "ab".repeat(32),
+        "tokenExpiresAt": "2099-01-01T00:00:00Z",
+        // 127.0.0.2:8090 answers nothing: the node stays "not booted".
+        "hosts": [{"hostname": "worker-0", "macs": ["52:54:00:aa:00:30"], "ips": ["127.0.0.2"], "ipSource": "static"}],
+        "approvals": []
+    });
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "batch-20261129-211034-ab12", "namespace": "openshift-agent-day2", "resourceVersion": "3",
+                     "labels": {"agent-day2.openshift.io/batch": "batch-20261129-211034-ab12"}},
+        "data": {"batch.json": rec.to_string()}
+    });
+    let auth = agent_day2::auth::generate(Duration::from_secs(3600), std::time::SystemTime::now())
+        .unwrap();
+    let data: serde_json::Map<String, Value> = auth
+        .to_secret_data()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                k,
+                json!(base64::engine::general_purpose::STANDARD.encode(v)),
+            )
+        })
+        .collect();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"}, "type": "Opaque", "data": data});
+    std::fs::write(&kubeconfig, "placeholder").unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (port, h) = fake_api_401(kubeconfig.clone(), cm, secret, stop.clone());
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t1\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["monitor", "--timeout", "60s", "--poll-interval", "1s"])
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::SeqCst);
+    let seen = h.join().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}\nseen: {seen:#?}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(out.contains("reading the kubeconfig again"), "{out}");
+    assert!(
+        out.contains("error: unauthorized at http://127.0.0.1:"),
+        "{out}"
+    );
+    assert!(out.contains("log in again"), "{out}");
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("t1 ") && l.contains("watch=true")),
+        "{seen:#?}"
+    );
+    assert!(
+        seen.iter().any(|l| l.starts_with("t2 ")),
+        "the new token was used after the re-read: {seen:#?}"
+    );
+    assert!(
+        !seen
+            .iter()
+            .any(|l| !l.starts_with("t1 ") && !l.starts_with("t2 ")),
+        "{seen:#?}"
+    );
+}
