@@ -1,25 +1,30 @@
 //! `add-nodes`: the main job. Wires the modules together in this order (issue 3):
 //!
-//! 1. flags (no cluster yet): `--token-ttl`, `--node-labels`, output names, `--dir` writable
-//!    and the outputs not already there (unless `--force`);
+//! 1. flags (no cluster yet): `--token-ttl`, `--node-labels`, `--boot-artifacts-base-url`,
+//!    output names, `--dir` writable (checked, not created: a run that fails validation leaves
+//!    no directory) and the outputs not already there (unless `--force`);
 //! 2. the cluster ([`cluster::fetch`] → [`ClusterModel`]; < 4.18 or an unsupported platform is
 //!    refused with exit 4 as `info` does);
-//! 3. the nodes config ([`nodes_config`]: every error at once, exit 3; warnings on stderr);
-//! 4. auth material: Secret `openshift-agent-day2/agent-day2-auth` reused while more than half
-//!    its life is left, else a new key and tokens ([`crate::auth`]);
+//! 3. the nodes config ([`nodes_config`]: parse and validation errors all at once, exit 3;
+//!    warnings on stderr, including hosts an earlier unexpired batch already has);
+//! 4. auth material: Secret `openshift-agent-day2/agent-day2-auth` reused by the rule of
+//!    [`reuse_decision`], else a new key and tokens ([`crate::auth`]);
 //! 5. component images from the release payload ([`crate::registry`], cached per digest);
 //! 6. the Ignition ([`ignition`]) and its compressed archive, measured against the 256 KiB of
 //!    RHCOS live ISOs before any download;
 //! 7. the base ISO ([`crate::base_iso`]; not for `--config-image`), and the archive measured
 //!    against its actual embed area before anything is written;
-//! 8. the outputs, staged under temporary names in `--dir` (mode 0600);
+//! 8. `--dir` created (0700) if missing, the outputs staged under temporary names (mode 0600;
+//!    `boot-artifacts/` 0700);
 //! 9. the cluster writes: namespace, auth Secret (when new), the batch record ([`batch`]);
 //! 10. the staged outputs renamed into place without replacing (unless `--force`).
 //!
 //! A failure before step 10 leaves nothing under the final names (staged files are removed);
 //! a failure in step 10 removes the batch record again. `--dry-run` stops after step 7 and
-//! prints the plan with the Ignition redacted: no file, Secret or batch is written, and no
-//! base ISO is downloaded (a cached or `--base-iso` one is measured; otherwise the 256 KiB
+//! prints the plan (hosts, files with sizes, token plan, base ISO source, the Ignition's files
+//! with NetworkManager keyfiles shown, warnings; `-o json|yaml` adds the whole Ignition with
+//! secrets redacted and no null fields): no file, directory, Secret or batch is written, and
+//! no base ISO is downloaded (a cached or `--base-iso` one is measured; otherwise the 256 KiB
 //! area of RHCOS live ISOs is assumed).
 
 mod flag_checks;
@@ -437,7 +442,10 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         },
         ignition: IgnitionSize { config_bytes: ign_json.len(), archive_bytes: archive.len(), area_bytes: area },
         token: {
-            let left = auth.material.expires_at.duration_since(now).unwrap_or_default();
+            // Whole seconds, as the tokens' times are: a new 48 h token shows 48h, not 47h 59m.
+            let now_s = std::time::UNIX_EPOCH
+                + Duration::from_secs(now.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0));
+            let left = auth.material.expires_at.duration_since(now_s).unwrap_or_default();
             TokenSummary {
                 expires_at: auth.material.expiry_rfc3339(),
                 reused: auth.reused,
