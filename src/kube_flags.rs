@@ -365,9 +365,16 @@ impl KubeFlags {
             }
             None => None,
         };
-        let kc = self.load_kubeconfig()?;
-        if let Some(k) = &kc {
+        let mut kc = self.load_kubeconfig()?;
+        if let Some(k) = &mut kc {
             self.check_entries(k)?;
+            let ctx_name = self.context.clone().or_else(|| k.current_context.clone().filter(|c| !c.is_empty()));
+            let ctx = ctx_name
+                .and_then(|n| k.contexts.iter().find(|c| c.name == n))
+                .and_then(|c| c.context.clone());
+            let cluster = self.cluster.clone().or_else(|| ctx.as_ref().map(|c| c.cluster.clone()));
+            let user = self.user.clone().or_else(|| ctx.as_ref().and_then(|c| c.user.clone()));
+            preload_referenced_files(k, cluster.as_deref(), user.as_deref())?;
         }
         let has_contexts = kc.as_ref().is_some_and(|k| !k.contexts.is_empty());
         let kc_proxy = kc.as_ref().and_then(|k| self.selected_cluster_proxy(k));
@@ -542,26 +549,47 @@ fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
     let mut kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
         message: format!("kubeconfig {} (from {from}) is not a valid kubeconfig: {e}", path.display()),
     })?;
-    preload_referenced_files(&mut kc, path)?;
+    absolutize_referenced_files(&mut kc, path);
     Ok(kc)
 }
 
-/// Reads the files a kubeconfig names (`certificate-authority`, `client-certificate`,
+/// Makes the file paths a kubeconfig names (`certificate-authority`, `client-certificate`,
+/// `client-key`, `tokenFile`) absolute, relative to the kubeconfig's directory as in client-go
+/// (kube's `from_yaml` leaves them relative to the working directory). Reads nothing: only the
+/// entries in use are read, by [`preload_referenced_files`].
+fn absolutize_referenced_files(kc: &mut Kubeconfig, kubeconfig: &Path) {
+    let dir = kubeconfig.parent().unwrap_or(Path::new("."));
+    let abs = |p: &mut String| {
+        if !Path::new(p.as_str()).is_absolute() {
+            *p = dir.join(&*p).display().to_string();
+        }
+    };
+    for c in kc.clusters.iter_mut().filter_map(|n| n.cluster.as_mut()) {
+        c.certificate_authority.as_mut().map(abs);
+    }
+    for a in kc.auth_infos.iter_mut().filter_map(|n| n.auth_info.as_mut()) {
+        a.client_certificate.as_mut().map(abs);
+        a.client_key.as_mut().map(abs);
+        a.token_file.as_mut().map(abs);
+    }
+}
+
+/// Reads the files that the cluster and user entries in use (`cluster`, `user`: names from
+/// the context or the flags) name (`certificate-authority`, `client-certificate`,
 /// `client-key`) now, with the 1 MiB cap of [`crate::files`], into their `*-data` fields, so
 /// kube never reads an unbounded file (`client-key: /dev/zero`); `tokenFile` (re-read by kube
-/// for rotation) is only checked. Relative paths are relative to the kubeconfig's directory, as
-/// in client-go. Errors: exit 4 naming the kubeconfig, the entry and the file.
-fn preload_referenced_files(kc: &mut Kubeconfig, kubeconfig: &Path) -> Result<()> {
+/// for rotation) is only checked. Entries not in use are left alone, as kubectl does (a stale
+/// user elsewhere in the file must not break the current one). Paths are absolute already
+/// ([`absolutize_referenced_files`]). Errors: exit 4 naming the entry and the file.
+fn preload_referenced_files(kc: &mut Kubeconfig, cluster: Option<&str>, user: Option<&str>) -> Result<()> {
     use base64::Engine;
-    let dir = kubeconfig.parent().unwrap_or(Path::new("."));
-    let abs = |p: &str| if Path::new(p).is_absolute() { PathBuf::from(p) } else { dir.join(p) };
     let read = |p: &str, what: String| -> Result<String> {
-        crate::files::read_input_bytes(&abs(p), crate::files::MAX_KEY_FILE, &what)
+        crate::files::read_input_bytes(Path::new(p), crate::files::MAX_KEY_FILE, &what)
             .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
             .map_err(|e| Error::Kubeconfig { message: e.to_string() })
     };
-    let k = kubeconfig.display();
-    for named in &mut kc.clusters {
+    let k = "the kubeconfig";
+    for named in kc.clusters.iter_mut().filter(|n| Some(n.name.as_str()) == cluster) {
         let Some(c) = named.cluster.as_mut() else { continue };
         if c.certificate_authority_data.is_none() {
             if let Some(p) = c.certificate_authority.take() {
@@ -570,7 +598,7 @@ fn preload_referenced_files(kc: &mut Kubeconfig, kubeconfig: &Path) -> Result<()
             }
         }
     }
-    for named in &mut kc.auth_infos {
+    for named in kc.auth_infos.iter_mut().filter(|n| Some(n.name.as_str()) == user) {
         let Some(a) = named.auth_info.as_mut() else { continue };
         if a.client_certificate_data.is_none() {
             if let Some(p) = a.client_certificate.take() {
@@ -586,11 +614,9 @@ fn preload_referenced_files(kc: &mut Kubeconfig, kubeconfig: &Path) -> Result<()
                 )?));
             }
         }
-        if let Some(p) = a.token_file.as_mut() {
-            let full = abs(p);
-            crate::files::check_input_file(&full, crate::files::MAX_KEY_FILE, &format!("tokenFile of user {:?} in {k}", named.name))
+        if let Some(p) = &a.token_file {
+            crate::files::check_input_file(Path::new(p), crate::files::MAX_KEY_FILE, &format!("tokenFile of user {:?} in {k}", named.name))
                 .map_err(|e| Error::Kubeconfig { message: e.to_string() })?;
-            *p = full.display().to_string();
         }
     }
     Ok(())

@@ -582,6 +582,14 @@ fn unbounded_kubeconfig_and_key_files_are_refused() {
     let err = text(&out.stderr);
     assert!(err.contains("client-key of user \"u-c\"") && err.contains("character device"), "{err}");
 
+    // ...but only the entries in use are read, as kubectl does: another user's bad file is fine
+    // (here the run gets as far as the unreachable server).
+    let kc = kubeconfig(&srv, "c", None) + "- name: other\n  user:\n    client-key: zero\n    client-certificate: /nonexistent\n";
+    std::fs::write(&kc_path, kc).unwrap();
+    let out = plugin(home.path(), &["info", "--kubeconfig", kc_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("cannot reach the API server"), "{}", text(&out.stderr));
+
     // An over-size regular kubeconfig (8 MiB cap; sparse, so cheap).
     let big = home.path().join("big");
     std::fs::File::create(&big).unwrap().set_len((8 << 20) + 1).unwrap();
