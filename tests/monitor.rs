@@ -50,7 +50,10 @@ struct Env {
 
 impl Env {
     fn new() -> Env {
-        let c = TestCluster::start("").unwrap();
+        Env::with_scenario("")
+    }
+    fn with_scenario(scenario: &str) -> Env {
+        let c = TestCluster::start(scenario).unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let e = Env { c, tmp };
         e.seed_release();
@@ -188,8 +191,13 @@ impl Drop for Boot {
 }
 
 fn static_host(h: &str, mac: &str, ip: &str) -> String {
+    let (fam, prefix) = if ip.contains(':') {
+        ("ipv6", 64)
+    } else {
+        ("ipv4", 24)
+    };
     format!(
-        "- hostname: {h}\n  rootDeviceHints:\n    deviceName: /dev/vda\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      ipv4:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: 24\n"
+        "- hostname: {h}\n  rootDeviceHints:\n    deviceName: /dev/vda\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      {fam}:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: {prefix}\n"
     )
 }
 
@@ -1248,5 +1256,73 @@ fn a_401_while_watching_reads_the_kubeconfig_again_once() {
             .iter()
             .any(|l| !l.starts_with("t1 ") && !l.starts_with("t2 ")),
         "{seen:#?}"
+    );
+}
+
+/// An IPv6 node: its API is reached at http://[v6]:8090 and it goes all the way.
+#[test]
+fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
+    netns_or_skip!();
+    let env = Env::with_scenario("dualStack: true\n");
+    let v6 = ("worker-6", "52:54:00:aa:00:36", "fd2e:6f44:5dd8:c956::36");
+    // An IPv6 /64 on lo is not all local as the IPv4 /24 is: make the node's address local
+    // (in this test's own namespace) so the simulated node can serve on it.
+    if std::env::var("AGENT_DAY2_NETNS").is_err() {
+        let o = Command::new("ip")
+            .args([
+                "-6",
+                "addr",
+                "add",
+                &format!("{}/128", v6.2),
+                "dev",
+                "lo",
+                "nodad",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let r = env.add_nodes(&[static_host(v6.0, v6.1, v6.2)], &[]);
+    let iso = r["files"][0]["path"].as_str().unwrap().to_string();
+    let mon = env
+        .cmd(&[
+            "monitor",
+            "--approve",
+            "--yes",
+            "-o",
+            "json",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "120s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let boot = env.boot(&["--iso", &iso], &[v6], &[]);
+    let o = mon.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}\nboot:\n{}",
+        text(&o),
+        boot.log()
+    );
+    let evs = events(&o);
+    let st = stages_of(&evs, v6.0);
+    assert!(
+        st.iter().any(|s| s == "installing") && st.last().map(String::as_str) == Some("done"),
+        "{st:?}"
+    );
+    assert!(evs.iter().any(|e| e["node"] == v6.0 && e["ip"] == v6.2));
+    assert!(
+        evs.iter().any(|e| e["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("http://[fd2e:6f44:5dd8:c956::36]:8090/api/assisted-install/v2")),
+        "the bracketed URL is shown while waiting: {}",
+        text(&o)
     );
 }

@@ -523,10 +523,8 @@ impl Monitor {
                 continue;
             }
             let api: ::kube::Api<Node> = ::kube::Api::all(target.client.clone());
-            let pp = ::kube::api::PatchParams {
-                field_manager: Some(crate::kube_write::FIELD_MANAGER.into()),
-                ..Default::default()
-            };
+            // Field manager agent-day2, fieldValidation=Strict, as every write of the plugin.
+            let pp = crate::kube_write::patch_params();
             let patch = ::kube::api::Patch::Merge(json!({"metadata": {"labels": missing}}));
             match api.patch(&name, &pp, &patch).await {
                 Ok(_) => {
@@ -610,7 +608,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                 t.labels = b.node_labels.clone();
                 t.labels_done = b.node_labels.is_empty();
                 if t.ip.is_none() {
-                    t.ip = h.ips.iter().find_map(|i| i.parse().ok());
+                    t.set_ip(h.ips.iter().find_map(|i| i.parse().ok()));
                 }
             }
             t

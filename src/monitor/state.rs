@@ -386,14 +386,26 @@ pub struct Track {
 impl Track {
     /// A track for `name`.
     pub fn new(name: &str, ip: Option<IpAddr>) -> Track {
-        let mut assisted = AssistedView::default();
-        if let Some(ip) = ip {
-            assisted.detail = not_booted(&format!(
+        let mut t = Track::blank(name);
+        t.set_ip(ip);
+        t
+    }
+
+    /// Sets the address (and the "not booted yet" sentence that names its API).
+    pub fn set_ip(&mut self, ip: Option<IpAddr>) {
+        self.ip = ip;
+        if let (Some(ip), false) = (ip, self.assisted.seen) {
+            self.assisted.detail = not_booted(&format!(
                 "{}{}/",
                 crate::assisted::origin_for(ip),
                 crate::assisted::BASE_PATH
             ));
         }
+    }
+
+    fn blank(name: &str) -> Track {
+        let assisted = AssistedView::default();
+        let ip = None;
         Track {
             name: name.into(),
             named: true,
