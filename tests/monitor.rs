@@ -555,9 +555,19 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         text(&o)
     );
 
-    // The whole batch (no anchors): 6, 5 and 7 apply; the lowest, 5, wins.
+    // An unknown batch is a clear error.
+    let o = env.plugin(&["monitor", "--batch", "batch-nosuch"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("\"batch-nosuch\" not found"),
+        "{}",
+        text(&o)
+    );
+    // The whole batch (--batch, no anchors): 6, 5 and 7 apply; the lowest, 5, wins.
     let o = env.plugin(&[
         "monitor",
+        "--batch",
+        r["batch"].as_str().unwrap(),
         "-o",
         "json",
         "--poll-interval",
