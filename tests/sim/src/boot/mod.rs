@@ -116,7 +116,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => n * 3600.0,
         _ => return Err(format!("{s:?}: unknown unit {unit:?} (ms, s, m, h)")),
     };
-    Ok(Duration::from_secs_f64(secs))
+    // try_: a huge or negative value is an error, not a panic
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is out of range"))
 }
 
 /// Writes event lines.
@@ -486,6 +487,7 @@ mod tests {
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
+        assert!(parse_duration("9999999999999999999999h").is_err(), "out of range is an error, not a panic");
         assert!(parse_duration("3y").is_err());
     }
 
