@@ -42,16 +42,15 @@ Y
 step kubectl agent-day2 add-nodes --nodes-config "$dir/nodes-config.yaml" --dir "$dir/out"
 step ls -l "$dir/out"
 step kubectl agent-day2 add-nodes batch list
-# Boot the ISO on two simulated machines; approve their kubelet CSRs by hand (`approve` comes next).
-printf '\n\033[1m$ agent-day2-sim boot --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32\033[0m\n' "$dir/out/node.x86_64.iso"
+# Boot the ISO on two simulated machines (their console goes to a log), then follow them with
+# monitor, which checks and approves their kubelet CSRs (--approve --yes) until both are Ready
+# with their serving certificates. worker-1 has no static address: monitor learns it from
+# --ip-addresses once the host's own assisted-service answers with the batch token.
+printf '\n\033[1m$ agent-day2-sim boot --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 &\033[0m\n' "$dir/out/node.x86_64.iso"
 "$root/target/debug/agent-day2-sim" boot --dir "$dir" --iso "$dir/out/node.x86_64.iso" \
-    --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 --timeout 120s &
+    --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 --timeout 180s >"$dir/boot.log" 2>&1 &
 boot=$!
-while kill -0 "$boot" 2>/dev/null; do
-    for csr in $(kubectl get csr -o go-template='{{range .items}}{{if not .status.conditions}}{{.metadata.name}} {{end}}{{end}}'); do
-        kubectl certificate approve "$csr"
-    done
-    sleep 0.5
-done
+step kubectl agent-day2 monitor --approve --yes --ip-addresses 192.168.111.30,192.168.111.32 --timeout 3m
 wait "$boot"
+step kubectl get csr
 step kubectl get nodes -o wide
