@@ -64,6 +64,36 @@ pub enum Command {
     /// when all of them got there.
     #[command(long_about = MONITOR_LONG, after_help = MONITOR_AFTER)]
     Monitor(Box<crate::monitor::MonitorArgs>),
+    /// Print a shell completion script for kubectl-agent_day2 (bash, zsh, fish, powershell).
+    #[command(after_help = COMPLETION_AFTER)]
+    Completion(CompletionArgs),
+    /// kubectl's plugin completion protocol (run by kubectl_complete-agent_day2): the words
+    /// after the plugin name, the last one being completed; prints candidates and `:<directive>`.
+    #[command(name = "__complete", hide = true)]
+    Complete(CompleteArgs),
+}
+
+const COMPLETION_AFTER: &str = "\
+Examples:
+  # bash, for this shell session (completes kubectl-agent_day2 typed directly)
+  source <(kubectl agent-day2 completion bash)
+  # kubectl agent-day2 <TAB> (kubectl 1.26+): put scripts/kubectl_complete-agent_day2 on PATH
+  install -m 0755 scripts/kubectl_complete-agent_day2 ~/.local/bin/";
+
+/// Arguments of `completion`.
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    /// Shell to print the script for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Arguments of the hidden `__complete`.
+#[derive(Debug, Args)]
+pub struct CompleteArgs {
+    /// Words after the plugin name; the last one is the word under the cursor.
+    #[arg(num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub words: Vec<String>,
 }
 
 const MONITOR_LONG: &str = "\

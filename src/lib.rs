@@ -13,6 +13,7 @@ pub mod base_iso;
 pub mod batch;
 pub mod cli;
 pub mod cluster;
+pub mod completion;
 pub mod csr;
 pub mod error;
 pub mod files;
@@ -44,6 +45,14 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // kubectl's completion protocol passes flag words (`--no`, `--context`) as data: answer
+    // before clap would take them as this program's own flags.
+    if args.get(1).is_some_and(|a| a == "__complete") {
+        let words: Vec<String> =
+            args[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        return completion::run_complete(&words);
+    }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
@@ -95,6 +104,8 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             tracing::info!(server = %target.server, context = ?target.context, "connecting");
             approve::cmd::run(&cli.kube, target, args).await
         }
+        Command::Completion(args) => Ok(completion::run_script(args.shell)),
+        Command::Complete(args) => Ok(completion::run_complete(&args.words)),
         Command::Info(args) => {
             let target = cli.kube.resolve().await?;
             tracing::info!(server = %target.server, context = ?target.context, proxy = ?target.proxy, "connecting");
