@@ -23,14 +23,25 @@ fn measure(name: &str, sc: &Scenario, view: &CsrView, want_approve: bool) -> Dur
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let t = Instant::now();
-            black_box(verdict(black_box(view), &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now));
+            black_box(verdict(
+                black_box(view),
+                &sc.expected,
+                &sc.existing,
+                &sc.approvals,
+                &sc.policy,
+                sc.now,
+            ));
             t.elapsed()
         })
         .collect();
     times.sort();
     let median = times[RUNS / 2];
     let p90 = times[RUNS * 9 / 10];
-    println!("csr_verdict/{name:<28} median {:>8.1} µs   p90 {:>8.1} µs   ({RUNS} runs)", us(median), us(p90));
+    println!(
+        "csr_verdict/{name:<28} median {:>8.1} µs   p90 {:>8.1} µs   ({RUNS} runs)",
+        us(median),
+        us(p90)
+    );
     median
 }
 
@@ -41,13 +52,26 @@ fn us(d: Duration) -> f64 {
 fn main() {
     let sc = Scenario::new();
     let client = client_view(Builder::node("worker-0").pem());
-    let serving = serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem());
+    let serving = serving_view(
+        "worker-0",
+        Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem(),
+    );
     let mut p384 = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
     p384.key = Key::P384;
     let serving384 = serving_view("worker-0", p384.pem());
     let rejected = serving_view(
         "worker-0",
-        Builder::serving("worker-0", &[dns("*.apps.x"), dns("kubernetes.default.svc"), ip("127.0.0.1"), ip("172.30.0.1"), ip("10.0.0.9")]).pem(),
+        Builder::serving(
+            "worker-0",
+            &[
+                dns("*.apps.x"),
+                dns("kubernetes.default.svc"),
+                ip("127.0.0.1"),
+                ip("172.30.0.1"),
+                ip("10.0.0.9"),
+            ],
+        )
+        .pem(),
     );
     // The kubelet's key is ECDSA P-256 (research/csr.md §2): the target applies to those.
     // P-384 is allowed but ring's P-384 verification alone costs several hundred µs.

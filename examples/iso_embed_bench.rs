@@ -14,15 +14,31 @@ fn main() {
         eprintln!("usage: iso_embed_bench BASE.iso OUT.iso CONFIG.ign [--sha256]");
         std::process::exit(2);
     }
-    let (base, out, cfg) = (PathBuf::from(&args[0]), PathBuf::from(&args[1]), PathBuf::from(&args[2]));
+    let (base, out, cfg) = (
+        PathBuf::from(&args[0]),
+        PathBuf::from(&args[1]),
+        PathBuf::from(&args[2]),
+    );
     let sha256 = args.iter().any(|a| a == "--sha256");
     let t = Instant::now();
     let run = || -> Result<(), agent_day2::iso::IsoError> {
         let plan = plan_file(&base)?;
-        let cfg = std::fs::read(&cfg).map_err(|e| agent_day2::iso::IsoError::Invalid(format!("{}: {e}", cfg.display())))?;
+        let cfg = std::fs::read(&cfg)
+            .map_err(|e| agent_day2::iso::IsoError::Invalid(format!("{}: {e}", cfg.display())))?;
         let archive = ignition_archive(&cfg, &[])?;
-        let kargs = if plan.karg_areas.is_empty() { None } else { plan.kargs_appending(&["fips=1".into()])? };
-        let w = write_node_iso(&base, &out, &plan, &archive, kargs.as_deref(), WriteOptions { force: false, sha256 })?;
+        let kargs = if plan.karg_areas.is_empty() {
+            None
+        } else {
+            plan.kargs_appending(&["fips=1".into()])?
+        };
+        let w = write_node_iso(
+            &base,
+            &out,
+            &plan,
+            &archive,
+            kargs.as_deref(),
+            WriteOptions { force: false, sha256 },
+        )?;
         println!(
             "wrote {} ({} bytes, archive {} of {} bytes, sha256 {}) in {:.3} s",
             out.display(),

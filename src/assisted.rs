@@ -417,10 +417,7 @@ impl Limiter {
             Ok(p) => p,
             Err(_) => {
                 self.waited.fetch_add(1, Ordering::Relaxed);
-                self.sem
-                    .acquire()
-                    .await
-                    .expect("the semaphore is never closed")
+                self.sem.acquire().await.expect("the semaphore is never closed")
             }
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -592,10 +589,7 @@ impl Client {
                 expired: message.to_ascii_lowercase().contains("expired"),
                 message,
             },
-            403 => AssistedError::Forbidden {
-                url: shown,
-                message,
-            },
+            403 => AssistedError::Forbidden { url: shown, message },
             _ => AssistedError::Http {
                 url: shown,
                 status,
@@ -633,19 +627,12 @@ impl Client {
         host_id: &str,
         limit: u32,
     ) -> Result<Vec<Event>, AssistedError> {
-        self.get_json(
-            &list_events_request(cluster_id, host_id, limit),
-            "event-list",
-        )
-        .await
+        self.get_json(&list_events_request(cluster_id, host_id, limit), "event-list")
+            .await
     }
 
     /// `V2DownloadClusterLogs` of one host: the archive's bytes.
-    pub async fn download_logs(
-        &self,
-        cluster_id: &str,
-        host_id: &str,
-    ) -> Result<Vec<u8>, AssistedError> {
+    pub async fn download_logs(&self, cluster_id: &str, host_id: &str) -> Result<Vec<u8>, AssistedError> {
         self.send(&download_logs_request(cluster_id, host_id)).await
     }
 }
@@ -660,10 +647,7 @@ mod tests {
             origin_for("192.168.111.30".parse().unwrap()),
             "http://192.168.111.30:8090"
         );
-        assert_eq!(
-            origin_for("fd2e::30".parse().unwrap()),
-            "http://[fd2e::30]:8090"
-        );
+        assert_eq!(origin_for("fd2e::30".parse().unwrap()), "http://[fd2e::30]:8090");
         assert_eq!(
             download_logs_request("a/../b", "h").path,
             "/v2/clusters/a%2F..%2Fb/logs"

@@ -20,7 +20,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use ring::rand::SystemRandom;
-use ring::signature::{EcdsaKeyPair, KeyPair, UnparsedPublicKey, ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING};
+use ring::signature::{
+    EcdsaKeyPair, KeyPair, UnparsedPublicKey, ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING,
+};
 use serde_json::{json, Value};
 
 /// Name of the Secret that keeps the material on the cluster (in [`SECRET_NAMESPACE`]).
@@ -113,7 +115,9 @@ impl fmt::Debug for AuthMaterial {
 
 /// Seconds since the Unix epoch (0 before it).
 fn unix(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
 }
 
 fn from_unix(s: i64) -> SystemTime {
@@ -124,7 +128,8 @@ fn from_unix(s: i64) -> SystemTime {
 /// `AUTH_TOKEN_EXPIRY` in add-nodes.env).
 pub fn rfc3339(t: SystemTime) -> String {
     let dt = time::OffsetDateTime::from_unix_timestamp(unix(t)).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    dt.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    dt.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// Parses an RFC 3339 time (any offset) to a [`SystemTime`].
@@ -137,8 +142,8 @@ pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
 /// id-ecPublicKey, OID prime256v1 }, BIT STRING (0 unused bits) } followed by the 65-byte
 /// uncompressed point. ring gives the point; this wraps it for `PUBLIC KEY` PEM.
 const P256_SPKI_PREFIX: [u8; 26] = [
-    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce,
-    0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86,
+    0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
 ];
 
 /// PEM with LF line ends (the `pem` crate defaults to CRLF; files on the node use LF).
@@ -168,10 +173,17 @@ fn point_from_pem(public_key_pem: &str) -> Result<Vec<u8>, String> {
 fn key_pair(private_key_pem: &str) -> Result<EcdsaKeyPair, String> {
     let p = pem::parse(private_key_pem).map_err(|e| format!("not PEM: {e}"))?;
     if p.tag() != "PRIVATE KEY" {
-        return Err(format!("PEM block is {:?}, expected PRIVATE KEY (PKCS#8)", p.tag()));
+        return Err(format!(
+            "PEM block is {:?}, expected PRIVATE KEY (PKCS#8)",
+            p.tag()
+        ));
     }
-    EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, p.contents(), &SystemRandom::new())
-        .map_err(|e| format!("not an EC P-256 PKCS#8 key: {e}"))
+    EcdsaKeyPair::from_pkcs8(
+        &ECDSA_P256_SHA256_FIXED_SIGNING,
+        p.contents(),
+        &SystemRandom::new(),
+    )
+    .map_err(|e| format!("not an EC P-256 PKCS#8 key: {e}"))
 }
 
 /// Signs `claims` as an ES256 JWT (`header.payload.signature`, base64url without padding;
@@ -202,7 +214,9 @@ pub fn verify_token(token: &str, public_key_pem: &str) -> Result<serde_json::Map
     if header.get("alg").and_then(Value::as_str) != Some("ES256") {
         return Err(format!("JWT alg is {:?}, expected ES256", header.get("alg")));
     }
-    let sig = URL_SAFE_NO_PAD.decode(parts[2]).map_err(|_| "JWT signature is not base64url")?;
+    let sig = URL_SAFE_NO_PAD
+        .decode(parts[2])
+        .map_err(|_| "JWT signature is not base64url")?;
     UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &point)
         .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &sig)
         .map_err(|_| "JWT signature does not verify with the public key".to_string())?;
@@ -290,21 +304,39 @@ impl AuthMaterial {
     /// Errors: [`AuthError::BadSecret`] naming the key.
     pub fn from_secret_data(data: &BTreeMap<String, Vec<u8>>) -> Result<AuthMaterial, AuthError> {
         let get = |key: &'static str| -> Result<String, AuthError> {
-            let v = data.get(key).ok_or(AuthError::BadSecret { key, what: "is missing".into() })?;
-            let s = String::from_utf8(v.clone()).map_err(|_| AuthError::BadSecret { key, what: "is not UTF-8".into() })?;
+            let v = data.get(key).ok_or(AuthError::BadSecret {
+                key,
+                what: "is missing".into(),
+            })?;
+            let s = String::from_utf8(v.clone()).map_err(|_| AuthError::BadSecret {
+                key,
+                what: "is not UTF-8".into(),
+            })?;
             if s.trim().is_empty() {
-                return Err(AuthError::BadSecret { key, what: "is empty".into() });
+                return Err(AuthError::BadSecret {
+                    key,
+                    what: "is empty".into(),
+                });
             }
             Ok(s)
         };
         let time_of = |key: &'static str| -> Result<SystemTime, AuthError> {
             let s = get(key)?;
-            parse_rfc3339(&s).ok_or(AuthError::BadSecret { key, what: format!("{s:?} is not an RFC 3339 time") })
+            parse_rfc3339(&s).ok_or(AuthError::BadSecret {
+                key,
+                what: format!("{s:?} is not an RFC 3339 time"),
+            })
         };
         let public_key_pem = get(keys::PUBLIC_KEY)?;
         let private_key_pem = get(keys::PRIVATE_KEY)?;
-        point_from_pem(&public_key_pem).map_err(|what| AuthError::BadSecret { key: keys::PUBLIC_KEY, what })?;
-        let kp = key_pair(&private_key_pem).map_err(|what| AuthError::BadSecret { key: keys::PRIVATE_KEY, what })?;
+        point_from_pem(&public_key_pem).map_err(|what| AuthError::BadSecret {
+            key: keys::PUBLIC_KEY,
+            what,
+        })?;
+        let kp = key_pair(&private_key_pem).map_err(|what| AuthError::BadSecret {
+            key: keys::PRIVATE_KEY,
+            what,
+        })?;
         if spki_pem(kp.public_key().as_ref()).trim() != public_key_pem.trim() {
             return Err(AuthError::BadSecret {
                 key: keys::PRIVATE_KEY,
@@ -325,10 +357,14 @@ impl AuthMaterial {
             (keys::USER_TOKEN, SUB_USER, &m.user_token),
             (keys::WATCHER_TOKEN, SUB_WATCHER, &m.watcher_token),
         ] {
-            let claims = verify_token(tok.trim(), &m.public_key_pem).map_err(|what| AuthError::BadSecret { key, what })?;
+            let claims = verify_token(tok.trim(), &m.public_key_pem)
+                .map_err(|what| AuthError::BadSecret { key, what })?;
             let got = claims.get("sub").and_then(Value::as_str).unwrap_or("");
             if got != sub {
-                return Err(AuthError::BadSecret { key, what: format!("token has sub {got:?}, expected {sub:?}") });
+                return Err(AuthError::BadSecret {
+                    key,
+                    what: format!("token has sub {got:?}, expected {sub:?}"),
+                });
             }
         }
         Ok(m)
@@ -336,7 +372,12 @@ impl AuthMaterial {
 
     /// Every secret string of this material (private key, tokens), for redaction.
     pub fn secrets(&self) -> [&str; 4] {
-        [&self.private_key_pem, &self.agent_token, &self.user_token, &self.watcher_token]
+        [
+            &self.private_key_pem,
+            &self.agent_token,
+            &self.user_token,
+            &self.watcher_token,
+        ]
     }
 }
 

@@ -257,7 +257,11 @@ pub async fn resolve(
     if req.offline {
         return Ok(None);
     }
-    let dir = dir.ok_or_else(|| Error::Usage("no cache directory for the base ISO: set XDG_CACHE_HOME or HOME, or pass --base-iso FILE".into()))?;
+    let dir = dir.ok_or_else(|| {
+        Error::Usage(
+            "no cache directory for the base ISO: set XDG_CACHE_HOME or HOME, or pass --base-iso FILE".into(),
+        )
+    })?;
     make_private_dir(&dir)?;
 
     // The release payload's machine-os-images (through the mirrors).
@@ -270,10 +274,21 @@ pub async fn resolve(
                 std::fs::write(&side, format!("{sha}\n")).map_err(|e| io_err(&side, e))?;
                 std::fs::rename(&p, path).map_err(|e| io_err(path, e))?;
                 let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                return Ok(Some(BaseIsoFile { path: path.clone(), source: Source::MachineOsImages, sha256: Some(sha), name: format!("coreos-{}.iso (machine-os-images)", req.arch), size }));
+                return Ok(Some(BaseIsoFile {
+                    path: path.clone(),
+                    source: Source::MachineOsImages,
+                    sha256: Some(sha),
+                    name: format!("coreos-{}.iso (machine-os-images)", req.arch),
+                    size,
+                }));
             }
-            Ok(None) => warnings.push(format!("{image} has no /coreos/coreos-{}.iso; using the coreos-bootimages stream", req.arch)),
-            Err(e) => warnings.push(format!("cannot take the base ISO from machine-os-images ({e}); using the coreos-bootimages stream")),
+            Ok(None) => warnings.push(format!(
+                "{image} has no /coreos/coreos-{}.iso; using the coreos-bootimages stream",
+                req.arch
+            )),
+            Err(e) => warnings.push(format!(
+                "cannot take the base ISO from machine-os-images ({e}); using the coreos-bootimages stream"
+            )),
         }
         let _ = std::fs::remove_file(&tmp);
     }
@@ -466,12 +481,7 @@ async fn download(url: &str, want: &str, dest: &Path, req: &Request) -> Result<u
         }
         std::fs::rename(&tmp, dest).map_err(|e| io_err(dest, e))?;
         std::mem::forget(guard);
-        tracing::info!(
-            url,
-            size = have,
-            "base ISO downloaded to {}",
-            dest.display()
-        );
+        tracing::info!(url, size = have, "base ISO downloaded to {}", dest.display());
         return Ok(have);
     }
     if let Some(b) = &bar {

@@ -129,8 +129,7 @@ pub fn new_name(now: std::time::SystemTime) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let dt =
-        time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let dt = time::OffsetDateTime::from_unix_timestamp(secs).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
     let fmt = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
     let stamp = dt.format(&fmt).unwrap_or_else(|_| "00000000-000000".into());
     let r = uuid::Uuid::new_v4();
@@ -169,9 +168,7 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
         .and_then(|d| d.get(DATA_KEY))
         .ok_or_else(|| Error::BadObject {
             resource: r.clone(),
-            message: format!(
-                "has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"
-            ),
+            message: format!("has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"),
         })?;
     let rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
         resource: r.clone(),
@@ -290,13 +287,7 @@ pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String
             },
             other => other,
         })?;
-    if cm
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(LABEL))
-        .is_none()
-    {
+    if cm.metadata.labels.as_ref().and_then(|l| l.get(LABEL)).is_none() {
         return Err(Error::BadObject {
             resource: r,
             message: format!("is not labelled {LABEL}; not a batch record"),
@@ -417,10 +408,7 @@ mod tests {
         let r = rec();
         let cm = to_config_map(&r).unwrap();
         assert_eq!(cm.metadata.labels.as_ref().unwrap()[LABEL], r.name);
-        assert_eq!(
-            cm.metadata.namespace.as_deref(),
-            Some("openshift-agent-day2")
-        );
+        assert_eq!(cm.metadata.namespace.as_deref(), Some("openshift-agent-day2"));
         let text = &cm.data.as_ref().unwrap()[DATA_KEY];
         assert!(
             text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\": \"unknown\""),

@@ -30,13 +30,7 @@ pub struct Cli {
     pub kube: KubeFlags,
 
     /// Log verbosity on stderr: 0 warnings, 1-2 info, 3-5 debug, 6+ trace (like kubectl -v).
-    #[arg(
-        short = 'v',
-        long = "v",
-        global = true,
-        value_name = "N",
-        default_value_t = 0
-    )]
+    #[arg(short = 'v', long = "v", global = true, value_name = "N", default_value_t = 0)]
     pub verbosity: u8,
 
     #[command(subcommand)]
@@ -461,13 +455,11 @@ mod tests {
 
     #[test]
     fn kube_flags_work_before_and_after_the_subcommand() {
-        let a =
-            Cli::try_parse_from(["x", "--context", "c1", "info", "-n", "ns", "--token=t"]).unwrap();
+        let a = Cli::try_parse_from(["x", "--context", "c1", "info", "-n", "ns", "--token=t"]).unwrap();
         assert_eq!(a.kube.context.as_deref(), Some("c1"));
         assert_eq!(a.kube.namespace.as_deref(), Some("ns"));
         assert_eq!(a.kube.token.as_deref(), Some("t"));
-        let b =
-            Cli::try_parse_from(["x", "info", "--context", "c2", "-s", "https://h:6443"]).unwrap();
+        let b = Cli::try_parse_from(["x", "info", "--context", "c2", "-s", "https://h:6443"]).unwrap();
         assert_eq!(b.kube.context.as_deref(), Some("c2"));
         assert_eq!(b.kube.server.as_deref(), Some("https://h:6443"));
     }
@@ -488,9 +480,7 @@ mod tests {
             "k=v,z=w",
         ])
         .unwrap();
-        let Command::AddNodes(a) = a.command else {
-            panic!()
-        };
+        let Command::AddNodes(a) = a.command else { panic!() };
         assert!(a.pxe && a.command.is_none());
         assert_eq!(a.kargs, ["a=1", "b"]);
         assert_eq!(a.token_ttl, None, "explicit only when given");
@@ -499,19 +489,11 @@ mod tests {
             Cli::try_parse_from(["x", "add-nodes", "--hostname", "w"]).is_err(),
             "needs --mac-address"
         );
-        assert!(Cli::try_parse_from([
-            "x",
-            "add-nodes",
-            "--nodes-config",
-            "f",
-            "--mac-address",
-            "m"
-        ])
-        .is_err());
+        assert!(
+            Cli::try_parse_from(["x", "add-nodes", "--nodes-config", "f", "--mac-address", "m"]).is_err()
+        );
         let b = Cli::try_parse_from(["x", "add-nodes", "batches", "delete", "b1"]).unwrap();
-        let Command::AddNodes(b) = b.command else {
-            panic!()
-        };
+        let Command::AddNodes(b) = b.command else { panic!() };
         let Some(AddNodesCommand::Batch(b)) = b.command else {
             panic!()
         };

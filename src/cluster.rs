@@ -263,35 +263,71 @@ impl Unreadable {
 /// The document fields a read of `r` feeds, what to call that fact, and whether add-nodes
 /// needs it (an unknown value would silently build a wrong node: no FIPS, no proxy, no
 /// mirrors, a node that cannot verify the Machine Config Server).
-fn facts_of(r: &ResourceRef, trust_name: Option<&str>, image_ca: Option<&str>) -> (Vec<&'static str>, &'static str, bool) {
+fn facts_of(
+    r: &ResourceRef,
+    trust_name: Option<&str>,
+    image_ca: Option<&str>,
+) -> (Vec<&'static str>, &'static str, bool) {
     let name = r.name.as_deref().unwrap_or("");
     match (r.kind.as_str(), r.namespace.as_deref(), name) {
-        ("ClusterVersion", _, _) => (vec!["cluster.id", "version", "architecture.multiArch"], "the cluster version", true),
+        ("ClusterVersion", _, _) => (
+            vec!["cluster.id", "version", "architecture.multiArch"],
+            "the cluster version",
+            true,
+        ),
         ("Infrastructure", _, _) => (
-            vec!["cluster.name", "cluster.baseDomain", "cluster.apiURL", "cluster.apiIntURL", "cluster.controlPlaneTopology", "platform", "machineConfigServer.url"],
+            vec![
+                "cluster.name",
+                "cluster.baseDomain",
+                "cluster.apiURL",
+                "cluster.apiIntURL",
+                "cluster.controlPlaneTopology",
+                "platform",
+                "machineConfigServer.url",
+            ],
             "the cluster identity and platform",
             true,
         ),
         ("Secret", _, "pull-secret") => (vec!["pullSecretFound"], "the pull secret", true),
         ("ConfigMap", _, "coreos-bootimages") => (vec!["baseIso"], "the base ISO", true),
-        ("Nodes", _, _) => (vec!["nodes", "architecture.controlPlane"], "the existing nodes", true),
+        ("Nodes", _, _) => (
+            vec!["nodes", "architecture.controlPlane"],
+            "the existing nodes",
+            true,
+        ),
         ("Proxy", _, _) => (vec!["proxy", "trustBundle"], "the cluster-wide proxy", true),
         ("Image.config.openshift.io", _, _) => (
             vec!["mirrors.additionalTrustedCA", "mirrors.trustedCARegistries"],
             "the registry CAs",
             true,
         ),
-        ("ConfigMap", Some("kube-system"), "cluster-config-v1") => (vec!["machineNetworks"], "the machine networks", false),
-        ("ConfigMap", Some("openshift-config"), n) if Some(n) == trust_name => (vec!["trustBundle"], "the proxy trust bundle", true),
-        ("ConfigMap", Some("openshift-config"), n) if Some(n) == image_ca => (vec!["mirrors.trustedCARegistries"], "the registry CAs", true),
+        ("ConfigMap", Some("kube-system"), "cluster-config-v1") => {
+            (vec!["machineNetworks"], "the machine networks", false)
+        }
+        ("ConfigMap", Some("openshift-config"), n) if Some(n) == trust_name => {
+            (vec!["trustBundle"], "the proxy trust bundle", true)
+        }
+        ("ConfigMap", Some("openshift-config"), n) if Some(n) == image_ca => {
+            (vec!["mirrors.trustedCARegistries"], "the registry CAs", true)
+        }
         ("ImageDigestMirrorSets", _, _) => (vec!["mirrors.digestMirrors"], "the digest mirrors", true),
         ("ImageTagMirrorSets", _, _) => (vec!["mirrors.tagMirrors"], "the tag mirrors", true),
-        ("ImageContentSourcePolicies", _, _) => (vec!["mirrors.legacyContentSources"], "the ICSP mirrors", true),
-        ("Secret", _, "worker-user-data-managed") => (vec!["machineConfigServer.caFound"], "the Machine Config Server CA", true),
+        ("ImageContentSourcePolicies", _, _) => {
+            (vec!["mirrors.legacyContentSources"], "the ICSP mirrors", true)
+        }
+        ("Secret", _, "worker-user-data-managed") => (
+            vec!["machineConfigServer.caFound"],
+            "the Machine Config Server CA",
+            true,
+        ),
         ("MachineConfig", _, "99-worker-fips") => (vec!["fips"], "FIPS mode", true),
         ("MachineConfig", _, "99-worker-ssh") => (vec!["ssh"], "the worker SSH key", true),
-        ("MachineConfig", _, "50-workers-chrony-configuration") => (vec!["chronyConfigured"], "the worker chrony config", true),
-        ("Network.config.openshift.io", _, _) => (vec!["networks"], "the cluster and service networks", false),
+        ("MachineConfig", _, "50-workers-chrony-configuration") => {
+            (vec!["chronyConfigured"], "the worker chrony config", true)
+        }
+        ("Network.config.openshift.io", _, _) => {
+            (vec!["networks"], "the cluster and service networks", false)
+        }
         _ => (vec![], "", false),
     }
 }
@@ -651,7 +687,11 @@ impl ClusterModel {
         let mut errors: Vec<Error> = Vec::new();
         let mut unknown: Vec<Unreadable> = Vec::new();
         let empty = Value::Object(Default::default());
-        let trust_name_of = o.proxy.as_ref().and_then(|p| str_at(p, "/spec/trustedCA/name")).map(String::from);
+        let trust_name_of = o
+            .proxy
+            .as_ref()
+            .and_then(|p| str_at(p, "/spec/trustedCA/name"))
+            .map(String::from);
         let image_ca_of = o
             .image_config
             .as_ref()
@@ -662,7 +702,8 @@ impl ClusterModel {
                 return;
             }
             let (fields, what, blocks) = facts_of(r, trust_name_of.as_deref(), image_ca_of.as_deref());
-            let problem = (blocks && !required).then(|| format!("{what} is unknown: cannot read {r} ({reason})"));
+            let problem =
+                (blocks && !required).then(|| format!("{what} is unknown: cannot read {r} ({reason})"));
             unknown.push(Unreadable {
                 resource: r.to_string(),
                 reason,
@@ -670,7 +711,11 @@ impl ClusterModel {
                 required,
                 problem,
                 resource_ref: Some(r.clone()),
-                what: if what.is_empty() { "some facts".into() } else { what.into() },
+                what: if what.is_empty() {
+                    "some facts".into()
+                } else {
+                    what.into()
+                },
             });
         };
         let why = |r: &ResourceRef| {
@@ -688,7 +733,11 @@ impl ClusterModel {
             "openshift-machine-config-operator",
             "coreos-bootimages",
         );
-        let required = |obj: Option<&'_ Value>, r: &ResourceRef, errors: &mut Vec<Error>, unknown: &mut Vec<Unreadable>| -> bool {
+        let required = |obj: Option<&'_ Value>,
+                        r: &ResourceRef,
+                        errors: &mut Vec<Error>,
+                        unknown: &mut Vec<Unreadable>|
+         -> bool {
             if obj.is_some() {
                 return true;
             }
@@ -709,7 +758,10 @@ impl ClusterModel {
         for (r, why) in &o.unreadable {
             let is_required = [&cv_ref, &infra_ref, &ps_ref, &boot_ref].contains(&r) || r.kind == "Nodes";
             if is_required && r.kind == "Nodes" {
-                errors.push(Error::BadObject { resource: r.clone(), message: why.clone() });
+                errors.push(Error::BadObject {
+                    resource: r.clone(),
+                    message: why.clone(),
+                });
             }
             mark(&mut unknown, r, why.clone(), is_required);
         }
@@ -739,7 +791,11 @@ impl ClusterModel {
             }
             Some(api_url) => {
                 let api_url = api_url.to_string();
-                match api_url.parse::<http::Uri>().ok().and_then(|u| u.host().map(String::from)) {
+                match api_url
+                    .parse::<http::Uri>()
+                    .ok()
+                    .and_then(|u| u.host().map(String::from))
+                {
                     None => {
                         errors.push(Error::BadObject {
                             resource: infra_ref.clone(),
@@ -1200,7 +1256,10 @@ impl ClusterModel {
                 }
             }
         };
-        let pull_secret_found = have_ps && !errors.iter().any(|e| matches!(e, Error::BadObject { resource, .. } if *resource == ps_ref));
+        let pull_secret_found = have_ps
+            && !errors
+                .iter()
+                .any(|e| matches!(e, Error::BadObject { resource, .. } if *resource == ps_ref));
         // Unknown facts add-nodes needs block it (the document says which).
         for u in &unknown {
             if let Some(p) = &u.problem {
@@ -1287,7 +1346,11 @@ fn check_base_iso(stream: &Value, arch: &str) -> std::result::Result<BaseIso, St
             .unwrap_or_default();
         return Err(format!(
             "the stream has no metal artifacts for {arch} (architectures: {})",
-            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
         ));
     };
     let Some(disk) = metal.pointer("/formats/iso/disk") else {
@@ -1455,7 +1518,10 @@ pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &Ku
         other if is_timeout(&other) => Error::Timeout(format!(
             "{verb} {resource}: no answer from {} within --request-timeout {}",
             target.server,
-            target.request_timeout.map(humantime_ish).unwrap_or_else(|| "(client default)".into())
+            target
+                .request_timeout
+                .map(humantime_ish)
+                .unwrap_or_else(|| "(client default)".into())
         )),
         other => Error::Unreachable {
             url: target.server.clone(),
@@ -1512,7 +1578,13 @@ async fn get_obj(
             (Error::NotFound { resource, .. }, Need::Required) => {
                 Err(Error::NotFound { resource, why: None })
             }
-            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. }), _) => Err(e),
+            (
+                e @ (Error::Unreachable { .. }
+                | Error::Unauthorized { .. }
+                | Error::Timeout(_)
+                | Error::ImpersonationRefused { .. }),
+                _,
+            ) => Err(e),
             (e, Need::Required) => Err(e),
             (e, Need::Optional) => {
                 tracing::debug!("{e}");
@@ -1552,7 +1624,13 @@ async fn list_objs(
         Err(e) => match (classify(e, "list", r.clone(), target), need) {
             // A 404 on a list means the API (CRD) does not exist on this cluster: none.
             (Error::NotFound { .. }, _) if need == Need::Optional => Ok(vec![]),
-            (e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. }), _) => Err(e),
+            (
+                e @ (Error::Unreachable { .. }
+                | Error::Unauthorized { .. }
+                | Error::Timeout(_)
+                | Error::ImpersonationRefused { .. }),
+                _,
+            ) => Err(e),
             (e, Need::Required) => Err(e),
             (e, Need::Optional) => {
                 tracing::debug!("{e}");
@@ -1587,10 +1665,20 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
     let mut u = Vec::new();
     let mut failed: Vec<Error> = Vec::new();
     // A required read that fails with 403/404/5xx is kept, the others stop everything.
-    fn keep<T: Default>(r: Result<T>, failed: &mut Vec<Error>, u: &mut Vec<(ResourceRef, String)>, what: ResourceRef) -> Result<T> {
+    fn keep<T: Default>(
+        r: Result<T>,
+        failed: &mut Vec<Error>,
+        u: &mut Vec<(ResourceRef, String)>,
+        what: ResourceRef,
+    ) -> Result<T> {
         match r {
             Ok(v) => Ok(v),
-            Err(e @ (Error::Unreachable { .. } | Error::Unauthorized { .. } | Error::Timeout(_) | Error::ImpersonationRefused { .. })) => Err(e),
+            Err(
+                e @ (Error::Unreachable { .. }
+                | Error::Unauthorized { .. }
+                | Error::Timeout(_)
+                | Error::ImpersonationRefused { .. }),
+            ) => Err(e),
             Err(e) => {
                 if !matches!(e, Error::NotFound { .. }) {
                     u.push((what, short_reason(&e)));
@@ -1665,7 +1753,11 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
         .await,
         &mut failed,
         &mut u,
-        ResourceRef::namespaced("ConfigMap", "openshift-machine-config-operator", "coreos-bootimages"),
+        ResourceRef::namespaced(
+            "ConfigMap",
+            "openshift-machine-config-operator",
+            "coreos-bootimages",
+        ),
     )?;
     let nodes = keep(
         list_objs(

@@ -41,13 +41,12 @@ pub fn candidates(words: &[String]) -> (Vec<String>, u8) {
         }
         if let Some(long) = w.strip_prefix("--") {
             if !long.contains('=') {
-                pending_value = find_flag(cmd, &globals, |a| a.get_long() == Some(long))
-                    .filter(|a| takes_value(a));
+                pending_value =
+                    find_flag(cmd, &globals, |a| a.get_long() == Some(long)).filter(|a| takes_value(a));
             }
         } else if let Some(short) = w.strip_prefix('-').filter(|s| s.chars().count() == 1) {
             let c = short.chars().next();
-            pending_value =
-                find_flag(cmd, &globals, |a| a.get_short() == c).filter(|a| takes_value(a));
+            pending_value = find_flag(cmd, &globals, |a| a.get_short() == c).filter(|a| takes_value(a));
         } else if let Some(sub) = cmd.find_subcommand(w) {
             cmd = sub;
             globals.extend(global_args(sub));
@@ -89,7 +88,9 @@ fn find_flag<'a>(
     globals: &[&'a Arg],
     pred: impl Fn(&Arg) -> bool,
 ) -> Option<&'a Arg> {
-    cmd.get_arguments().find(|a| pred(a)).or_else(|| globals.iter().copied().find(|a| pred(a)))
+    cmd.get_arguments()
+        .find(|a| pred(a))
+        .or_else(|| globals.iter().copied().find(|a| pred(a)))
 }
 
 fn takes_value(a: &Arg) -> bool {
@@ -114,7 +115,10 @@ fn value_candidates(arg: &Arg, current: &str) -> (Vec<String>, u8) {
 
 /// `name<TAB>first line of help` (Cobra shows the description next to the candidate).
 fn with_help(name: String, help: Option<&clap::builder::StyledStr>) -> String {
-    match help.map(|h| h.to_string()).and_then(|h| h.lines().next().map(str::to_string)) {
+    match help
+        .map(|h| h.to_string())
+        .and_then(|h| h.lines().next().map(str::to_string))
+    {
         Some(h) if !h.is_empty() => format!("{name}\t{h}"),
         _ => name,
     }

@@ -185,7 +185,12 @@ impl Error {
         match self {
             Error::Usage(_) => exit::USAGE,
             Error::InvalidInput { .. } | Error::InvalidConfig(_) => exit::INVALID_INPUT,
-            Error::Many(v) => v.iter().map(Error::exit_code).filter(|c| *c != 0).min().unwrap_or(exit::UNEXPECTED),
+            Error::Many(v) => v
+                .iter()
+                .map(Error::exit_code)
+                .filter(|c| *c != 0)
+                .min()
+                .unwrap_or(exit::UNEXPECTED),
             Error::Kubeconfig { .. }
             | Error::KubeconfigEntry { .. }
             | Error::ImpersonationRefused { .. }
@@ -234,11 +239,13 @@ impl Error {
                  `oc agent-day2 info` shows what is missing"
                     .into(),
             ),
-            Error::NotFound { resource, .. } if resource.name.as_deref() == Some("coreos-bootimages") => Some(
-                "every OpenShift 4.x has it (the machine-config operator writes it): check \
+            Error::NotFound { resource, .. } if resource.name.as_deref() == Some("coreos-bootimages") => {
+                Some(
+                    "every OpenShift 4.x has it (the machine-config operator writes it): check \
                  `oc get clusteroperator machine-config`; add-nodes can go on with --base-iso FILE"
-                    .into(),
-            ),
+                        .into(),
+                )
+            }
             // A batch record is ours, not the cluster's: its message names what to run.
             Error::NotFound { resource, .. } if resource.kind == "batch" => None,
             Error::NotFound { .. } => Some(
@@ -317,7 +324,10 @@ mod tests {
             Error::Timeout("x".into()),
         ]);
         let r = e.render();
-        assert!(!r.contains('\u{1b}') && !r.contains('\u{202e}') && !r.contains('\u{7}'), "{r}");
+        assert!(
+            !r.contains('\u{1b}') && !r.contains('\u{202e}') && !r.contains('\u{7}'),
+            "{r}"
+        );
         assert!(r.contains("\\u{1b}]0;pwned\\u{7}boom\\u{202e}"), "{r}");
         assert_eq!(r.matches("error: ").count(), 2, "{r}");
         assert_eq!(e.exit_code(), 4, "lowest non-zero of 4 and 5");

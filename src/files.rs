@@ -34,7 +34,11 @@ pub struct InputFileError {
 
 impl fmt::Display for InputFileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot read {} (from {}): {}", self.path, self.what, self.reason)
+        write!(
+            f,
+            "cannot read {} (from {}): {}",
+            self.path, self.what, self.reason
+        )
     }
 }
 
@@ -71,13 +75,20 @@ fn kind_name(ft: &std::fs::FileType) -> Option<&'static str> {
 /// another library reads later, e.g. a kubeconfig `tokenFile`).
 /// Errors: missing/unreadable, not a regular file, too large.
 pub fn check_input_file(path: &Path, max_bytes: u64, what: &str) -> Result<(), InputFileError> {
-    let err = |reason: String| InputFileError { path: path.display().to_string(), what: what.to_string(), reason };
+    let err = |reason: String| InputFileError {
+        path: path.display().to_string(),
+        what: what.to_string(),
+        reason,
+    };
     let md = std::fs::metadata(path).map_err(|e| err(io_reason(&e)))?;
     if let Some(k) = kind_name(&md.file_type()) {
         return Err(err(format!("it is {k}; give a regular file")));
     }
     if md.len() > max_bytes {
-        return Err(err(format!("it is {} bytes, more than the {max_bytes} bytes allowed here", md.len())));
+        return Err(err(format!(
+            "it is {} bytes, more than the {max_bytes} bytes allowed here",
+            md.len()
+        )));
     }
     Ok(())
 }
@@ -85,7 +96,11 @@ pub fn check_input_file(path: &Path, max_bytes: u64, what: &str) -> Result<(), I
 /// Reads a user-given file of at most `max_bytes` bytes (see the module doc for the rules).
 /// Errors name `path` and `what`: missing/unreadable, not a regular file, larger than the cap.
 pub fn read_input_bytes(path: &Path, max_bytes: u64, what: &str) -> Result<Vec<u8>, InputFileError> {
-    let err = |reason: String| InputFileError { path: path.display().to_string(), what: what.to_string(), reason };
+    let err = |reason: String| InputFileError {
+        path: path.display().to_string(),
+        what: what.to_string(),
+        reason,
+    };
     // Checked before opening, so opening a FIFO does not block waiting for a writer.
     check_input_file(path, max_bytes, what)?;
     let f = std::fs::File::open(path).map_err(|e| err(io_reason(&e)))?;
@@ -95,7 +110,9 @@ pub fn read_input_bytes(path: &Path, max_bytes: u64, what: &str) -> Result<Vec<u
         return Err(err(format!("it is {k}; give a regular file")));
     }
     let mut out = Vec::with_capacity(md.len().min(max_bytes) as usize);
-    f.take(max_bytes + 1).read_to_end(&mut out).map_err(|e| err(io_reason(&e)))?;
+    f.take(max_bytes + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| err(io_reason(&e)))?;
     if out.len() as u64 > max_bytes {
         return Err(err(format!("it is more than the {max_bytes} bytes allowed here")));
     }
@@ -108,7 +125,10 @@ pub fn read_input_file(path: &Path, max_bytes: u64, what: &str) -> Result<String
     String::from_utf8(bytes).map_err(|e| InputFileError {
         path: path.display().to_string(),
         what: what.to_string(),
-        reason: format!("it is not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        reason: format!(
+            "it is not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ),
     })
 }
 
@@ -119,12 +139,20 @@ mod tests {
     #[test]
     fn devices_dirs_and_fifos_are_refused_without_reading() {
         let e = read_input_file(Path::new("/dev/zero"), 10, "--nodes-config").unwrap_err();
-        assert!(e.to_string().contains("/dev/zero (from --nodes-config): it is a character device"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("/dev/zero (from --nodes-config): it is a character device"),
+            "{e}"
+        );
         let d = tempfile::tempdir().unwrap();
         let e = read_input_file(d.path(), 10, "--ssh-key-path").unwrap_err();
         assert!(e.to_string().contains("a directory"), "{e}");
         let fifo = d.path().join("fifo");
-        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
         // Would block forever if it were opened before the check.
         let e = read_input_file(&fifo, 10, "--kubeconfig").unwrap_err();
         assert!(e.to_string().contains("FIFO"), "{e}");
@@ -140,9 +168,18 @@ mod tests {
         assert!(e.to_string().contains("10 bytes, more than the 9 bytes"), "{e}");
         std::fs::write(&p, b"ok\xff").unwrap();
         let e = read_input_file(&p, 10, "x").unwrap_err();
-        assert!(e.to_string().contains("not UTF-8") && e.to_string().contains("offset 2"), "{e}");
+        assert!(
+            e.to_string().contains("not UTF-8") && e.to_string().contains("offset 2"),
+            "{e}"
+        );
         assert_eq!(read_input_bytes(&p, 10, "x").unwrap(), b"ok\xff");
         let e = read_input_file(&d.path().join("nope"), 10, "--registry-config").unwrap_err();
-        assert_eq!(e.to_string(), format!("cannot read {}/nope (from --registry-config): No such file or directory", d.path().display()));
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot read {}/nope (from --registry-config): No such file or directory",
+                d.path().display()
+            )
+        );
     }
 }

@@ -211,10 +211,13 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     let m = &doc.model;
     // `unknown (...)` when `field` (or a parent) could not be read.
     let unknown = |field: &str| -> Option<String> {
-        m.unreadable
-            .iter()
-            .find(|u| u.covers(field))
-            .map(|u| format!("unknown (cannot read {}: {})", display(&u.resource), display(&u.reason)))
+        m.unreadable.iter().find(|u| u.covers(field)).map(|u| {
+            format!(
+                "unknown (cannot read {}: {})",
+                display(&u.resource),
+                display(&u.reason)
+            )
+        })
     };
     let val = |field: &str, v: &dyn Fn() -> String| unknown(field).unwrap_or_else(v);
     let mut rows: Vec<(&str, String)> = vec![
@@ -226,12 +229,20 @@ pub fn render_table(doc: &ClusterInfo) -> String {
                 val("cluster.id", &|| display(&m.cluster.id))
             ),
         ),
-        ("Base domain", val("cluster.baseDomain", &|| display(&m.cluster.base_domain))),
+        (
+            "Base domain",
+            val("cluster.baseDomain", &|| display(&m.cluster.base_domain)),
+        ),
         ("API", val("cluster.apiURL", &|| display(&m.cluster.api_url))),
-        ("API (internal)", val("cluster.apiIntURL", &|| display(&m.cluster.api_int_url))),
+        (
+            "API (internal)",
+            val("cluster.apiIntURL", &|| display(&m.cluster.api_int_url)),
+        ),
         (
             "Topology",
-            val("cluster.controlPlaneTopology", &|| display(&m.cluster.control_plane_topology)),
+            val("cluster.controlPlaneTopology", &|| {
+                display(&m.cluster.control_plane_topology)
+            }),
         ),
     ];
     rows.push((
@@ -247,7 +258,10 @@ pub fn render_table(doc: &ClusterInfo) -> String {
             version
         }),
     ));
-    rows.push(("Release image", val("version", &|| display(&m.version.release_image))));
+    rows.push((
+        "Release image",
+        val("version", &|| display(&m.version.release_image)),
+    ));
     rows.push((
         "Platform",
         val("platform", &|| {
@@ -294,7 +308,9 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         "MCS endpoint",
         format!(
             "{}  (CA {})",
-            val("machineConfigServer.url", &|| display(&m.machine_config_server.url)),
+            val("machineConfigServer.url", &|| display(
+                &m.machine_config_server.url
+            )),
             unknown("machineConfigServer.caFound").unwrap_or_else(|| if m.machine_config_server.ca_found {
                 "found".into()
             } else {
@@ -329,7 +345,10 @@ pub fn render_table(doc: &ClusterInfo) -> String {
                 display(&t.config_map),
                 plural(t.certificates, "certificate", "certificates")
             ),
-            Some(t) => format!("ConfigMap openshift-config/{}  (NOT found)", display(&t.config_map)),
+            Some(t) => format!(
+                "ConfigMap openshift-config/{}  (NOT found)",
+                display(&t.config_map)
+            ),
             None => "none".into(),
         }),
     ));
@@ -350,12 +369,19 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     };
     rows.push((
         "Digest mirrors",
-        val("mirrors.digestMirrors", &|| mirror_list(&m.mirrors.digest_mirrors)),
+        val("mirrors.digestMirrors", &|| {
+            mirror_list(&m.mirrors.digest_mirrors)
+        }),
     ));
-    rows.push(("Tag mirrors", val("mirrors.tagMirrors", &|| mirror_list(&m.mirrors.tag_mirrors))));
+    rows.push((
+        "Tag mirrors",
+        val("mirrors.tagMirrors", &|| mirror_list(&m.mirrors.tag_mirrors)),
+    ));
     rows.push((
         "ICSP mirrors",
-        val("mirrors.legacyContentSources", &|| mirror_list(&m.mirrors.legacy_content_sources)),
+        val("mirrors.legacyContentSources", &|| {
+            mirror_list(&m.mirrors.legacy_content_sources)
+        }),
     ));
     rows.push((
         "Registry CAs",
@@ -381,7 +407,10 @@ pub fn render_table(doc: &ClusterInfo) -> String {
             }
         }),
     ));
-    rows.push(("Chrony config", val("chronyConfigured", &|| yes_no(m.chrony_configured))));
+    rows.push((
+        "Chrony config",
+        val("chronyConfigured", &|| yes_no(m.chrony_configured)),
+    ));
     rows.push((
         "Cluster networks",
         val("networks", &|| or_none(&m.networks.cluster_networks)),
@@ -393,7 +422,11 @@ pub fn render_table(doc: &ClusterInfo) -> String {
     rows.push((
         "Pull secret",
         val("pullSecretFound", &|| {
-            if m.pull_secret_found { "found".into() } else { "NOT usable".into() }
+            if m.pull_secret_found {
+                "found".into()
+            } else {
+                "NOT usable".into()
+            }
         }),
     ));
     rows.push((

@@ -143,7 +143,9 @@ impl KubeFlags {
             named.context.as_ref().and_then(|c| c.user.clone())
         });
         let request_timeout = match &flags.request_timeout {
-            Some(t) => parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?,
+            Some(t) => {
+                parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?
+            }
             None => None,
         };
         Ok(KubeTarget {
@@ -215,10 +217,7 @@ impl KubeFlags {
             }
             if self.server.is_none() {
                 return Err(Error::KubeconfigEntry {
-                    message: format!(
-                        "KUBECONFIG names no existing file: {}",
-                        skipped.join(", ")
-                    ),
+                    message: format!("KUBECONFIG names no existing file: {}", skipped.join(", ")),
                     hint: "fix KUBECONFIG (colon-separated kubeconfig paths), unset it to use \
                            ~/.kube/config, or pass --kubeconfig FILE or --server"
                         .into(),
@@ -240,8 +239,17 @@ impl KubeFlags {
     /// kubectl's messages: `--user`, `--cluster`, `--context` and the context's cluster must
     /// exist (kube-rs would silently fall back to an anonymous user).
     fn check_entries(&self, kc: &Kubeconfig) -> Result<()> {
-        let names = |v: Vec<&str>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
-        let ctx_name = self.context.clone().or_else(|| kc.current_context.clone().filter(|c| !c.is_empty()));
+        let names = |v: Vec<&str>| {
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        let ctx_name = self
+            .context
+            .clone()
+            .or_else(|| kc.current_context.clone().filter(|c| !c.is_empty()));
         let ctx = match &ctx_name {
             Some(n) => match kc.contexts.iter().find(|c| &c.name == n) {
                 Some(c) => c.context.clone(),
@@ -297,7 +305,10 @@ impl KubeFlags {
                 });
             }
         } else if let (Some(c), Some(n)) = (&ctx, &ctx_name) {
-            if !c.cluster.is_empty() && !kc.clusters.iter().any(|x| x.name == c.cluster) && self.server.is_none() {
+            if !c.cluster.is_empty()
+                && !kc.clusters.iter().any(|x| x.name == c.cluster)
+                && self.server.is_none()
+            {
                 return Err(Error::KubeconfigEntry {
                     message: format!(
                         "context {n:?} names cluster {:?}, which is not in the kubeconfig (clusters: {})",
@@ -316,7 +327,13 @@ impl KubeFlags {
         self.user.clone().or_else(|| {
             let kc = kc?;
             let ctx = self.context.clone().or_else(|| kc.current_context.clone())?;
-            kc.contexts.iter().find(|c| c.name == ctx)?.context.as_ref()?.user.clone()
+            kc.contexts
+                .iter()
+                .find(|c| c.name == ctx)?
+                .context
+                .as_ref()?
+                .user
+                .clone()
         })
     }
 
@@ -338,9 +355,13 @@ impl KubeFlags {
                 }
             )));
         }
-        for (flag, v) in [("--token", self.token.as_deref()), ("--as", self.as_user.as_deref()), ("--as-uid", self.as_uid.as_deref())]
-            .into_iter()
-            .chain(self.as_group.iter().map(|g| ("--as-group", Some(g.as_str()))))
+        for (flag, v) in [
+            ("--token", self.token.as_deref()),
+            ("--as", self.as_user.as_deref()),
+            ("--as-uid", self.as_uid.as_deref()),
+        ]
+        .into_iter()
+        .chain(self.as_group.iter().map(|g| ("--as-group", Some(g.as_str()))))
         {
             if let Some(v) = v {
                 if let Err(what) = header_safe(v) {
@@ -368,12 +389,21 @@ impl KubeFlags {
         let mut kc = self.load_kubeconfig()?;
         if let Some(k) = &mut kc {
             self.check_entries(k)?;
-            let ctx_name = self.context.clone().or_else(|| k.current_context.clone().filter(|c| !c.is_empty()));
+            let ctx_name = self
+                .context
+                .clone()
+                .or_else(|| k.current_context.clone().filter(|c| !c.is_empty()));
             let ctx = ctx_name
                 .and_then(|n| k.contexts.iter().find(|c| c.name == n))
                 .and_then(|c| c.context.clone());
-            let cluster = self.cluster.clone().or_else(|| ctx.as_ref().map(|c| c.cluster.clone()));
-            let user = self.user.clone().or_else(|| ctx.as_ref().and_then(|c| c.user.clone()));
+            let cluster = self
+                .cluster
+                .clone()
+                .or_else(|| ctx.as_ref().map(|c| c.cluster.clone()));
+            let user = self
+                .user
+                .clone()
+                .or_else(|| ctx.as_ref().and_then(|c| c.user.clone()));
             preload_referenced_files(k, cluster.as_deref(), user.as_deref())?;
         }
         let has_contexts = kc.as_ref().is_some_and(|k| !k.contexts.is_empty());
@@ -542,12 +572,19 @@ impl KubeFlags {
 fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
     let text = crate::files::read_input_file(path, crate::files::MAX_KUBECONFIG, from).map_err(|e| {
         Error::KubeconfigEntry {
-            message: format!("cannot read kubeconfig {} (from {from}): {}", path.display(), e.reason),
+            message: format!(
+                "cannot read kubeconfig {} (from {from}): {}",
+                path.display(),
+                e.reason
+            ),
             hint: "check the path, or log in with `oc login` to create ~/.kube/config".into(),
         }
     })?;
     let mut kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
-        message: format!("kubeconfig {} (from {from}) is not a valid kubeconfig: {e}", path.display()),
+        message: format!(
+            "kubeconfig {} (from {from}) is not a valid kubeconfig: {e}",
+            path.display()
+        ),
     })?;
     absolutize_referenced_files(&mut kc, path);
     Ok(kc)
@@ -586,24 +623,36 @@ fn preload_referenced_files(kc: &mut Kubeconfig, cluster: Option<&str>, user: Op
     let read = |p: &str, what: String| -> Result<String> {
         crate::files::read_input_bytes(Path::new(p), crate::files::MAX_KEY_FILE, &what)
             .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-            .map_err(|e| Error::Kubeconfig { message: e.to_string() })
+            .map_err(|e| Error::Kubeconfig {
+                message: e.to_string(),
+            })
     };
     let k = "the kubeconfig";
-    for named in kc.clusters.iter_mut().filter(|n| Some(n.name.as_str()) == cluster) {
+    for named in kc
+        .clusters
+        .iter_mut()
+        .filter(|n| Some(n.name.as_str()) == cluster)
+    {
         let Some(c) = named.cluster.as_mut() else { continue };
         if c.certificate_authority_data.is_none() {
             if let Some(p) = c.certificate_authority.take() {
-                c.certificate_authority_data =
-                    Some(read(&p, format!("certificate-authority of cluster {:?} in {k}", named.name))?);
+                c.certificate_authority_data = Some(read(
+                    &p,
+                    format!("certificate-authority of cluster {:?} in {k}", named.name),
+                )?);
             }
         }
     }
     for named in kc.auth_infos.iter_mut().filter(|n| Some(n.name.as_str()) == user) {
-        let Some(a) = named.auth_info.as_mut() else { continue };
+        let Some(a) = named.auth_info.as_mut() else {
+            continue;
+        };
         if a.client_certificate_data.is_none() {
             if let Some(p) = a.client_certificate.take() {
-                a.client_certificate_data =
-                    Some(read(&p, format!("client-certificate of user {:?} in {k}", named.name))?);
+                a.client_certificate_data = Some(read(
+                    &p,
+                    format!("client-certificate of user {:?} in {k}", named.name),
+                )?);
             }
         }
         if a.client_key_data.is_none() {
@@ -615,8 +664,14 @@ fn preload_referenced_files(kc: &mut Kubeconfig, cluster: Option<&str>, user: Op
             }
         }
         if let Some(p) = &a.token_file {
-            crate::files::check_input_file(Path::new(p), crate::files::MAX_KEY_FILE, &format!("tokenFile of user {:?} in {k}", named.name))
-                .map_err(|e| Error::Kubeconfig { message: e.to_string() })?;
+            crate::files::check_input_file(
+                Path::new(p),
+                crate::files::MAX_KEY_FILE,
+                &format!("tokenFile of user {:?} in {k}", named.name),
+            )
+            .map_err(|e| Error::Kubeconfig {
+                message: e.to_string(),
+            })?;
         }
     }
     Ok(())
@@ -626,7 +681,11 @@ fn preload_referenced_files(kc: &mut Kubeconfig, cluster: Option<&str>, user: Op
 /// ASCII, space, tab and bytes >= 0x80 only (RFC 9110 field-value; the `http` crate's rule).
 /// Err describes the first offending character, e.g. `contains a newline (\n) at byte 3`.
 pub fn header_safe(v: &str) -> std::result::Result<(), String> {
-    match v.bytes().enumerate().find(|(_, b)| (*b < 0x20 && *b != b'\t') || *b == 0x7f) {
+    match v
+        .bytes()
+        .enumerate()
+        .find(|(_, b)| (*b < 0x20 && *b != b'\t') || *b == 0x7f)
+    {
         None => Ok(()),
         Some((i, b)) => Err(match b {
             b'\n' => format!("contains a newline (\\n) at byte {i}"),
@@ -653,13 +712,17 @@ fn read_key_flag(path: &Path, flag: &str) -> Result<String> {
     use base64::Engine;
     crate::files::read_input_bytes(path, crate::files::MAX_KEY_FILE, flag)
         .map(|b| base64::engine::general_purpose::STANDARD.encode(b))
-        .map_err(|e| Error::Kubeconfig { message: e.to_string() })
+        .map_err(|e| Error::Kubeconfig {
+            message: e.to_string(),
+        })
 }
 
 /// Reads every `CERTIFICATE` block of a PEM file as DER (`--certificate-authority`).
 fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
     let data = crate::files::read_input_bytes(path, crate::files::MAX_KEY_FILE, "--certificate-authority")
-        .map_err(|e| Error::Kubeconfig { message: e.to_string() })?;
+        .map_err(|e| Error::Kubeconfig {
+            message: e.to_string(),
+        })?;
     let certs: Vec<Vec<u8>> = pem::parse_many(&data)
         .map_err(|e| Error::Kubeconfig {
             message: format!(
@@ -857,12 +920,20 @@ mod tests {
 
     #[test]
     fn durations_out_of_range_are_errors_not_panics() {
-        for s in ["9999999999999999h", "99999999999999999999999999999s", "2562048h", "9223372037s",
-                  "2562047h2562047h"] {
+        for s in [
+            "9999999999999999h",
+            "99999999999999999999999999999s",
+            "2562048h",
+            "9223372037s",
+            "2562047h2562047h",
+        ] {
             let e = parse_duration(s).expect_err(s);
             assert!(e.contains("out of range"), "{s}: {e}");
         }
-        assert_eq!(parse_duration("2562047h").unwrap(), Some(Duration::from_secs(2562047 * 3600)));
+        assert_eq!(
+            parse_duration("2562047h").unwrap(),
+            Some(Duration::from_secs(2562047 * 3600))
+        );
     }
 
     #[test]

@@ -49,8 +49,10 @@ where
     // kubectl's completion protocol passes flag words (`--no`, `--context`) as data: answer
     // before clap would take them as this program's own flags.
     if args.get(1).is_some_and(|a| a == "__complete") {
-        let words: Vec<String> =
-            args[2..].iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        let words: Vec<String> = args[2..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
         return completion::run_complete(&words);
     }
     let cli = match Cli::try_parse_from(args) {
@@ -191,7 +193,10 @@ mod log_format {
         if s == "None" {
             return "-".into();
         }
-        let s = s.strip_prefix("Some(").and_then(|r| r.strip_suffix(')')).unwrap_or(s);
+        let s = s
+            .strip_prefix("Some(")
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or(s);
         match s.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
             Some(inner) => inner.replace("\\\"", "\"").replace("\\\\", "\\"),
             None => s.to_string(),
@@ -220,7 +225,12 @@ mod log_format {
         S: Subscriber + for<'a> LookupSpan<'a>,
         N: for<'a> FormatFields<'a> + 'static,
     {
-        fn format_event(&self, _: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+        fn format_event(
+            &self,
+            _: &FmtContext<'_, S, N>,
+            mut w: Writer<'_>,
+            event: &Event<'_>,
+        ) -> std::fmt::Result {
             let prefix = match *event.metadata().level() {
                 Level::ERROR => "error",
                 Level::WARN => "warning",

@@ -146,7 +146,10 @@ mod escape_tests {
     fn bidi_and_controls_are_escaped() {
         assert_eq!(e("a\u{202e}b", 80), "a\\u{202e}b");
         assert_eq!(e("x\ny\x1b[31m", 80), "x\\u{a}y\\u{1b}[31m");
-        assert_eq!(e("\u{2066}\u{200b}\u{feff}\u{85}", 80), "\\u{2066}\\u{200b}\\u{feff}\\u{85}");
+        assert_eq!(
+            e("\u{2066}\u{200b}\u{feff}\u{85}", 80),
+            "\\u{2066}\\u{200b}\\u{feff}\\u{85}"
+        );
         assert_eq!(e("a\\u{202e}", 80), "a\\\\u{202e}");
     }
 

@@ -19,7 +19,10 @@ static HANDLER: Once = Once::new();
 /// Adds `path` to the paths removed when SIGINT/SIGTERM arrives (installs the handler once).
 pub fn register(path: &Path) {
     HANDLER.call_once(install_handler);
-    PATHS.lock().unwrap_or_else(|e| e.into_inner()).insert(path.to_path_buf());
+    PATHS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.to_path_buf());
 }
 
 /// Removes `path` from the list (it was renamed into place or removed by its owner).
@@ -54,7 +57,9 @@ fn install_handler() {
             return;
         };
         rt.block_on(async move {
-            let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+            let (Ok(mut int), Ok(mut term)) =
+                (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+            else {
                 let _ = tx.send(());
                 return;
             };
@@ -76,7 +81,9 @@ fn install_handler() {
 
 /// Whether process `pid` runs (signal 0 reaches it, or it exists but belongs to someone else).
 fn pid_alive(pid: u32) -> bool {
-    let Ok(p) = libc::pid_t::try_from(pid) else { return false };
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
     if p <= 0 {
         return false;
     }
@@ -116,10 +123,14 @@ pub fn remove_stale(dirs: &[PathBuf]) -> Vec<PathBuf> {
     let me = std::process::id();
     let mut removed = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
         for e in entries.flatten() {
             let name = e.file_name();
-            let Some(pid) = name.to_str().and_then(staging_pid) else { continue };
+            let Some(pid) = name.to_str().and_then(staging_pid) else {
+                continue;
+            };
             if pid == me || pid_alive(pid) {
                 continue;
             }
@@ -161,7 +172,14 @@ mod tests {
         assert_eq!(staging_pid("..node.x86_64.iso.staging-123.tmp-123-0"), Some(123));
         assert_eq!(staging_pid(".staging-77"), Some(77));
         assert_eq!(staging_pid(".agentconfig.noarch.iso.tmp-9-12"), Some(9));
-        for n in ["node.x86_64.iso", ".staging-", ".x.staging-12a", "staging-1", ".mystaging-1", ".x.tmp-1"] {
+        for n in [
+            "node.x86_64.iso",
+            ".staging-",
+            ".x.staging-12a",
+            "staging-1",
+            ".mystaging-1",
+            ".x.tmp-1",
+        ] {
             assert_eq!(staging_pid(n), None, "{n}");
         }
     }
@@ -179,7 +197,9 @@ mod tests {
         let stale_dir = d.path().join(format!(".staging-{dead}"));
         std::fs::create_dir(&stale_dir).unwrap();
         std::fs::write(stale_dir.join("x"), "secret").unwrap();
-        let mine = d.path().join(format!(".node.x86_64.iso.staging-{}", std::process::id()));
+        let mine = d
+            .path()
+            .join(format!(".node.x86_64.iso.staging-{}", std::process::id()));
         std::fs::write(&mine, "").unwrap();
         let other = d.path().join("node.x86_64.iso");
         std::fs::write(&other, "").unwrap();

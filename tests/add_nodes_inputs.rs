@@ -41,7 +41,9 @@ struct Work {
 
 impl Work {
     fn new() -> Work {
-        Work { tmp: tempfile::tempdir().unwrap() }
+        Work {
+            tmp: tempfile::tempdir().unwrap(),
+        }
     }
     fn cache(&self) -> PathBuf {
         self.tmp.path().join("cache")
@@ -71,7 +73,15 @@ fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
 /// `add-nodes` for one DHCP host (flags), output in `w/<out>`, plus `extra`.
 fn add(c: &TestCluster, w: &Work, out: &str, extra: &[&str]) -> Output {
     let d = w.path(out);
-    let mut a = vec!["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", d.to_str().unwrap()];
+    let mut a = vec![
+        "add-nodes",
+        "--hostname",
+        W0.0,
+        "--mac-address",
+        W0.1,
+        "--dir",
+        d.to_str().unwrap(),
+    ];
     a.extend_from_slice(extra);
     plugin(c, w, &a)
 }
@@ -90,7 +100,12 @@ fn seed_release(c: &TestCluster, w: &Work) {
         .unwrap()
         .to_string();
     let digest = release.rsplit_once('@').unwrap().1.to_string();
-    let img = |n: char| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", n.to_string().repeat(64));
+    let img = |n: char| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            n.to_string().repeat(64)
+        )
+    };
     let imgs = json!({"apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'), "machineOsImages": null});
     let dir = w.cache().join("agent-day2/releases");
     std::fs::create_dir_all(&dir).unwrap();
@@ -129,14 +144,29 @@ fn interrupted_writes_leave_no_secrets_behind() {
     // A CoreOS-like base ISO padded to 1.5 GB (sparse): copying and hashing it takes seconds.
     let base = w.path("big.iso");
     agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
-    std::fs::OpenOptions::new().write(true).open(&base).unwrap().set_len(1536 << 20).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&base)
+        .unwrap()
+        .set_len(1536 << 20)
+        .unwrap();
 
     for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
         let out = w.path(&format!("out{code}"));
         let mut child = command(
             &c,
             &w,
-            &["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", out.to_str().unwrap(), "--base-iso", base.to_str().unwrap()],
+            &[
+                "add-nodes",
+                "--hostname",
+                W0.0,
+                "--mac-address",
+                W0.1,
+                "--dir",
+                out.to_str().unwrap(),
+                "--base-iso",
+                base.to_str().unwrap(),
+            ],
         )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -145,7 +175,10 @@ fn interrupted_writes_leave_no_secrets_behind() {
         // Wait until the temporary output exists, then interrupt.
         let t0 = Instant::now();
         while temp_names(&out).is_empty() {
-            assert!(t0.elapsed() < Duration::from_secs(120), "no temporary file appeared");
+            assert!(
+                t0.elapsed() < Duration::from_secs(120),
+                "no temporary file appeared"
+            );
             if let Some(s) = child.try_wait().unwrap() {
                 let o = child.wait_with_output().unwrap();
                 panic!("finished before the interrupt ({s}): {}", text(&o));
@@ -153,7 +186,10 @@ fn interrupted_writes_leave_no_secrets_behind() {
             std::thread::sleep(Duration::from_millis(20));
         }
         std::thread::sleep(Duration::from_millis(200));
-        let k = Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap();
+        let k = Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(k.success());
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{sig}: {}", text(&o));
@@ -180,7 +216,9 @@ fn interrupted_writes_leave_no_secrets_behind() {
     assert!(!stale.exists() && !stale_dir.exists(), "{}", text(&o));
     let err = stderr(&o);
     assert!(
-        err.lines().any(|l| l.starts_with("warning: ") && l.contains(&stale.display().to_string()) && l.contains(&stale_dir.display().to_string())),
+        err.lines().any(|l| l.starts_with("warning: ")
+            && l.contains(&stale.display().to_string())
+            && l.contains(&stale_dir.display().to_string())),
         "{err}"
     );
     assert!(out.join("node.x86_64.iso").exists());
@@ -193,18 +231,49 @@ fn unbounded_input_files_are_refused_naming_the_flag() {
     netns_or_skip!();
     let w = Work::new();
     let c = TestCluster::start("").unwrap();
-    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", "/dev/zero", "--dir", w.path("o1").to_str().unwrap()]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            "/dev/zero",
+            "--dir",
+            w.path("o1").to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("/dev/zero (from --nodes-config)"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("/dev/zero (from --nodes-config)"),
+        "{}",
+        text(&o)
+    );
     for flag in ["--ssh-key-path", "--network-config-path"] {
         let o = add(&c, &w, "o2", &[flag, "/dev/zero"]);
         assert_eq!(o.status.code(), Some(3), "{flag}: {}", text(&o));
-        assert!(stderr(&o).contains(&format!("/dev/zero (from {flag})")), "{flag}: {}", text(&o));
+        assert!(
+            stderr(&o).contains(&format!("/dev/zero (from {flag})")),
+            "{flag}: {}",
+            text(&o)
+        );
     }
     // Over the 8 MiB cap (sparse: nothing is really written).
     let big = w.path("big.yaml");
-    std::fs::File::create(&big).unwrap().set_len((8 << 20) + 1).unwrap();
-    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", big.to_str().unwrap(), "--dir", w.path("o3").to_str().unwrap()]);
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((8 << 20) + 1)
+        .unwrap();
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            big.to_str().unwrap(),
+            "--dir",
+            w.path("o3").to_str().unwrap(),
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(stderr(&o).contains("more than the 8388608 bytes"), "{}", text(&o));
 }
@@ -216,20 +285,49 @@ fn bad_flag_values_are_refused_before_cluster_work() {
     let home = tempfile::tempdir().unwrap();
     let d = home.path().join("out");
     let run = |extra: &[&str]| {
-        let mut a = vec!["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", d.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"];
+        let mut a = vec![
+            "add-nodes",
+            "--hostname",
+            W0.0,
+            "--mac-address",
+            W0.1,
+            "--dir",
+            d.to_str().unwrap(),
+            "-s",
+            "https://127.0.0.1:1",
+            "--token",
+            "x",
+        ];
         a.extend_from_slice(extra);
-        Command::new(BIN).args(&a).env_clear().env("HOME", home.path()).output().unwrap()
+        Command::new(BIN)
+            .args(&a)
+            .env_clear()
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
     };
     for (args, needles) in [
         (vec!["--karg", "console=ttyS0 quiet"], vec!["--karg", "a space"]),
         (vec!["--karg", "a\nb"], vec!["--karg", "a newline"]),
         (vec!["--karg", ""], vec!["--karg", "empty"]),
-        (vec!["--node-labels", "kubernetes.io/hostname=x"], vec!["--node-labels", "kubernetes.io/hostname"]),
-        (vec!["--node-labels", "node-role.kubernetes.io/master="], vec!["--node-labels", "node-role.kubernetes.io/master"]),
-        (vec!["--node-labels", "a.k8s.io/x=y"], vec!["a.k8s.io/x", "reserves"]),
+        (
+            vec!["--node-labels", "kubernetes.io/hostname=x"],
+            vec!["--node-labels", "kubernetes.io/hostname"],
+        ),
+        (
+            vec!["--node-labels", "node-role.kubernetes.io/master="],
+            vec!["--node-labels", "node-role.kubernetes.io/master"],
+        ),
+        (
+            vec!["--node-labels", "a.k8s.io/x=y"],
+            vec!["a.k8s.io/x", "reserves"],
+        ),
         (vec!["--pool", ""], vec!["--pool", "empty"]),
         (vec!["--pool", "master"], vec!["--pool", "control plane"]),
-        (vec!["--pool", "Bad/Pool"], vec!["--pool", "not a MachineConfigPool name"]),
+        (
+            vec!["--pool", "Bad/Pool"],
+            vec!["--pool", "not a MachineConfigPool name"],
+        ),
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o));
@@ -241,19 +339,39 @@ fn bad_flag_values_are_refused_before_cluster_work() {
     let name = "n".repeat(300);
     let o = run(&["--output-name", &name]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("--output-name") && stderr(&o).contains("300 bytes"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--output-name") && stderr(&o).contains("300 bytes"),
+        "{}",
+        text(&o)
+    );
     // XDG_CACHE_HOME naming a file.
     let f = home.path().join("cachefile");
     std::fs::write(&f, "").unwrap();
     let o = Command::new(BIN)
-        .args(["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", d.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"])
+        .args([
+            "add-nodes",
+            "--hostname",
+            W0.0,
+            "--mac-address",
+            W0.1,
+            "--dir",
+            d.to_str().unwrap(),
+            "-s",
+            "https://127.0.0.1:1",
+            "--token",
+            "x",
+        ])
         .env_clear()
         .env("HOME", home.path())
         .env("XDG_CACHE_HOME", &f)
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("XDG_CACHE_HOME") && stderr(&o).contains("not a directory"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("XDG_CACHE_HOME") && stderr(&o).contains("not a directory"),
+        "{}",
+        text(&o)
+    );
 }
 
 /// Output paths that cannot be written are exit 3 naming them: a directory where the ISO goes
@@ -272,7 +390,11 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
     std::fs::create_dir_all(w.path("o1/node.x86_64.iso")).unwrap();
     let o = add(&c, &w, "o1", &["--base-iso", b, "--force"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("node.x86_64.iso: is a directory"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("node.x86_64.iso: is a directory"),
+        "{}",
+        text(&o)
+    );
 
     let mcp = json!({"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
         "metadata": {"name": "cp2"},
@@ -281,7 +403,11 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
     assert!(o.status.success(), "{}", text(&o));
     let o = add(&c, &w, "o2", &["--base-iso", b, "--pool", "cp2"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("--pool") && stderr(&o).contains("control plane"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--pool") && stderr(&o).contains("control plane"),
+        "{}",
+        text(&o)
+    );
     assert!(!w.path("o2/node.x86_64.iso").exists());
 
     // A full filesystem.
@@ -292,9 +418,32 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
     let mut cmd = command(&c, &w, &[]);
     let script = format!("mount -t tmpfs -o size={kib}k tmpfs \"$1\" || exit 99; shift; exec \"$@\"");
     let o = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c", &script, "sh", small.to_str().unwrap(), BIN])
-        .args(["add-nodes", "--hostname", W0.0, "--mac-address", W0.1, "--dir", small.to_str().unwrap(), "--base-iso", b])
-        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))))
+        .args([
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            small.to_str().unwrap(),
+            BIN,
+        ])
+        .args([
+            "add-nodes",
+            "--hostname",
+            W0.0,
+            "--mac-address",
+            W0.1,
+            "--dir",
+            small.to_str().unwrap(),
+            "--base-iso",
+            b,
+        ])
+        .envs(
+            cmd.get_envs()
+                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+        )
         .env_remove("HTTPS_PROXY")
         .stdin(Stdio::null())
         .output()
@@ -305,5 +454,9 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
         return;
     }
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(stderr(&o).contains("--dir") && stderr(&o).contains("No space left on device"), "{}", text(&o));
+    assert!(
+        stderr(&o).contains("--dir") && stderr(&o).contains("No space left on device"),
+        "{}",
+        text(&o)
+    );
 }

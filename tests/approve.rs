@@ -51,7 +51,9 @@ struct Work {
 
 impl Work {
     fn new() -> Work {
-        Work { tmp: tempfile::tempdir().unwrap() }
+        Work {
+            tmp: tempfile::tempdir().unwrap(),
+        }
     }
     fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
@@ -100,12 +102,20 @@ fn cluster(w: &Work) -> TestCluster {
         .unwrap()
         .to_string();
     let digest = release.rsplit_once('@').unwrap().1.to_string();
-    let comp = |n: char| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", n.to_string().repeat(64));
+    let comp = |n: char| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            n.to_string().repeat(64)
+        )
+    };
     let imgs = json!({"apiServer": comp('1'), "nodeAgent": comp('2'), "orchestrator": comp('3'), "utils": comp('4'), "machineOsImages": null});
     let dir = w.path("cache").join("agent-day2/releases");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join(format!("{digest}.json")), json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string())
-        .unwrap();
+    std::fs::write(
+        dir.join(format!("{digest}.json")),
+        json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
+    )
+    .unwrap();
     c
 }
 
@@ -121,7 +131,17 @@ fn add_nodes(c: &TestCluster, w: &Work) -> PathBuf {
     let nc = w.path("nodes-config.yaml");
     std::fs::write(&nc, format!("hosts:\n{}{}", static_host(W0), static_host(W1))).unwrap();
     let out = w.path("out");
-    let o = plugin(c, w, &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", out.to_str().unwrap()]);
+    let o = plugin(
+        c,
+        w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "add-nodes: {}", text(&o));
     out.join("node.x86_64.iso")
 }
@@ -131,10 +151,20 @@ fn add_nodes(c: &TestCluster, w: &Work) -> PathBuf {
 fn openssl_csr(w: &Work, node: &str, sans: Option<&str>) -> String {
     let out = w.path(&format!("req-{}.pem", uuid_like()));
     let mut cmd = Command::new("openssl");
-    cmd.args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", "/dev/null"])
-        .args(["-subj", &format!("/O=system:nodes/CN=system:node:{node}")])
-        .arg("-out")
-        .arg(&out);
+    cmd.args([
+        "req",
+        "-new",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "/dev/null",
+    ])
+    .args(["-subj", &format!("/O=system:nodes/CN=system:node:{node}")])
+    .arg("-out")
+    .arg(&out);
     if let Some(s) = sans {
         cmd.args(["-addext", &format!("subjectAltName={s}")]);
     }
@@ -151,7 +181,14 @@ fn uuid_like() -> String {
 
 /// Posts a CSR with kubectl (`as_args`: `--context bootstrapper`, or `--as system:node:X
 /// --as-group system:nodes --as-group system:authenticated`). Returns its name.
-fn post_csr(c: &TestCluster, name: &str, pem: &str, signer: &str, usages: &[&str], as_args: &[&str]) -> String {
+fn post_csr(
+    c: &TestCluster,
+    name: &str,
+    pem: &str,
+    signer: &str,
+    usages: &[&str],
+    as_args: &[&str],
+) -> String {
     use base64::Engine;
     let obj = json!({
         "apiVersion": "certificates.k8s.io/v1",
@@ -188,19 +225,38 @@ fn conditions(c: &TestCluster, name: &str) -> Vec<(String, String)> {
         .as_array()
         .map(|a| {
             a.iter()
-                .map(|x| (x["type"].as_str().unwrap_or("").to_string(), x["reason"].as_str().unwrap_or("").to_string()))
+                .map(|x| {
+                    (
+                        x["type"].as_str().unwrap_or("").to_string(),
+                        x["reason"].as_str().unwrap_or("").to_string(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
 }
 
 fn issued(c: &TestCluster, name: &str) -> bool {
-    csr_obj(c, name)["status"]["certificate"].as_str().is_some_and(|s| !s.is_empty())
+    csr_obj(c, name)["status"]["certificate"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty())
 }
 
 /// The one batch record's approvals as (node, kind, csr).
 fn approvals(c: &TestCluster) -> Vec<(String, String, String)> {
-    let l = kubectl_json(c, &["-n", "openshift-agent-day2", "get", "configmaps", "-l", "agent-day2.openshift.io/batch", "-o", "json"]);
+    let l = kubectl_json(
+        c,
+        &[
+            "-n",
+            "openshift-agent-day2",
+            "get",
+            "configmaps",
+            "-l",
+            "agent-day2.openshift.io/batch",
+            "-o",
+            "json",
+        ],
+    );
     let items = l["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "one batch record");
     let rec: Value = serde_json::from_str(items[0]["data"]["batch.json"].as_str().unwrap()).unwrap();
@@ -209,13 +265,20 @@ fn approvals(c: &TestCluster) -> Vec<(String, String, String)> {
         .unwrap()
         .iter()
         .map(|a| {
-            (a["node"].as_str().unwrap().to_string(), a["kind"].as_str().unwrap().to_string(), a["csr"].as_str().unwrap().to_string())
+            (
+                a["node"].as_str().unwrap().to_string(),
+                a["kind"].as_str().unwrap().to_string(),
+                a["csr"].as_str().unwrap().to_string(),
+            )
         })
         .collect()
 }
 
 fn all_csrs(c: &TestCluster) -> Vec<Value> {
-    kubectl_json(c, &["get", "csr", "-o", "json"])["items"].as_array().unwrap().clone()
+    kubectl_json(c, &["get", "csr", "-o", "json"])["items"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 struct Kid(Child);
@@ -232,7 +295,9 @@ fn node_ready_with_serving_cert(c: &TestCluster, node: &str) -> bool {
         return false;
     }
     let n: Value = serde_json::from_slice(&n.stdout).unwrap();
-    let ready = n["status"]["conditions"].as_array().is_some_and(|a| a.iter().any(|x| x["type"] == "Ready" && x["status"] == "True"));
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x["type"] == "Ready" && x["status"] == "True"));
     ready
         && all_csrs(c).iter().any(|x| {
             x["spec"]["signerName"] == SERVING_SIGNER
@@ -251,7 +316,14 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
     let iso = add_nodes(&c, &w);
 
     // Rogue CSRs beside the real ones.
-    let rogue_master = post_csr(&c, "rogue-client-master-1", &openssl_csr(&w, "master-1", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let rogue_master = post_csr(
+        &c,
+        "rogue-client-master-1",
+        &openssl_csr(&w, "master-1", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
     let as_w1 = as_node("worker-1");
     let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
     let rogue_ip = post_csr(
@@ -304,16 +376,26 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
                 break;
             }
         }
-        assert!(seen.iter().any(|l| l.contains(" approved ")), "first run approved nothing: {seen:?}");
+        assert!(
+            seen.iter().any(|l| l.contains(" approved ")),
+            "first run approved nothing: {seen:?}"
+        );
     }
     let st = first.0.wait().unwrap();
     assert!(st.code().is_none(), "killed, not finished: {st:?}");
     let after_first = approvals(&c);
-    assert!(!after_first.is_empty() && after_first.len() < 4, "interrupted after its first approval: {after_first:?}");
+    assert!(
+        !after_first.is_empty() && after_first.len() < 4,
+        "interrupted after its first approval: {after_first:?}"
+    );
 
     // A second client CSR for a node whose first is approved (a rival using the shared
     // bootstrap identity): whichever node the first run approved (worker-0 or worker-1).
-    let (twice, _, _) = after_first.iter().find(|(_, k, _)| k == "client").expect("a client CSR is approved first").clone();
+    let (twice, _, _) = after_first
+        .iter()
+        .find(|(_, k, _)| k == "client")
+        .expect("a client CSR is approved first")
+        .clone();
     let rogue_second = post_csr(
         &c,
         &format!("rogue-second-client-{twice}"),
@@ -324,7 +406,11 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
     );
 
     // Second run: approves the rest and ends when both nodes are Ready with serving certs.
-    let o = plugin(&c, &w, &["approve", "--watch", "--yes", "--timeout", "120s", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--watch", "--yes", "--timeout", "120s", "-o", "json"],
+    );
     let code = o.status.code();
     let st = boot.0.wait().unwrap();
     let boot_out = std::fs::read_to_string(&boot_log).unwrap_or_default();
@@ -337,13 +423,23 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
         assert_eq!(n["ready"], true, "{n}");
         assert_eq!(n["servingIssued"], true, "{n}");
     }
-    let rejected: Vec<&str> =
-        doc["csrs"].as_array().unwrap().iter().filter(|r| r["action"] == "rejected").map(|r| r["name"].as_str().unwrap()).collect();
+    let rejected: Vec<&str> = doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["action"] == "rejected")
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
     for r in [&rogue_master, &rogue_ip, &rogue_second] {
         assert!(rejected.contains(&r.as_str()), "{r} reported rejected: {doc}");
     }
     let codes = |name: &str| -> Vec<String> {
-        doc["csrs"].as_array().unwrap().iter().find(|r| r["name"] == name).unwrap()["reasons"]
+        doc["csrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()["reasons"]
             .as_array()
             .unwrap()
             .iter()
@@ -351,15 +447,28 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
             .collect()
     };
     assert!(codes(&rogue_master).contains(&"node-exists".to_string()), "{doc}");
-    assert!(codes(&rogue_ip).contains(&"ip-san-not-node-address".to_string()), "{doc}");
-    assert!(codes(&rogue_second).contains(&"already-approved".to_string()), "{doc}");
+    assert!(
+        codes(&rogue_ip).contains(&"ip-san-not-node-address".to_string()),
+        "{doc}"
+    );
+    assert!(
+        codes(&rogue_second).contains(&"already-approved".to_string()),
+        "{doc}"
+    );
 
     for node in ["worker-0", "worker-1"] {
-        assert!(node_ready_with_serving_cert(&c, node), "{node} Ready with its serving certificate");
+        assert!(
+            node_ready_with_serving_cert(&c, node),
+            "{node} Ready with its serving certificate"
+        );
     }
     // Rogues untouched: no condition at all.
     for r in [&rogue_master, &rogue_ip, &rogue_second, &rogue_signer] {
-        assert!(conditions(&c, r).is_empty(), "{r} stays pending: {:?}", conditions(&c, r));
+        assert!(
+            conditions(&c, r).is_empty(),
+            "{r} stays pending: {:?}",
+            conditions(&c, r)
+        );
     }
     // Exactly one client and one serving approval per node, each recorded once and each CSR
     // approved exactly once, by us, and issued by the simulator's signer.
@@ -368,20 +477,36 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
     let kinds: Vec<(String, String)> = recs.iter().map(|(n, k, _)| (n.clone(), k.clone())).collect();
     assert_eq!(
         kinds,
-        [("worker-0", "client"), ("worker-0", "serving"), ("worker-1", "client"), ("worker-1", "serving")]
-            .map(|(a, b)| (a.to_string(), b.to_string())),
+        [
+            ("worker-0", "client"),
+            ("worker-0", "serving"),
+            ("worker-1", "client"),
+            ("worker-1", "serving")
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string())),
         "{recs:?}"
     );
     for (_, _, csr) in &recs {
         let conds = conditions(&c, csr);
-        assert_eq!(conds.iter().filter(|(t, _)| t == "Approved").count(), 1, "{csr}: {conds:?}");
-        assert!(conds.contains(&("Approved".into(), "AgentDay2Approved".into())), "{csr}: {conds:?}");
+        assert_eq!(
+            conds.iter().filter(|(t, _)| t == "Approved").count(),
+            1,
+            "{csr}: {conds:?}"
+        );
+        assert!(
+            conds.contains(&("Approved".into(), "AgentDay2Approved".into())),
+            "{csr}: {conds:?}"
+        );
         assert!(issued(&c, csr), "{csr} issued");
     }
     // Nothing else was approved.
     let approved: Vec<String> = all_csrs(&c)
         .iter()
-        .filter(|x| x["status"]["conditions"].as_array().is_some_and(|a| a.iter().any(|k| k["type"] == "Approved")))
+        .filter(|x| {
+            x["status"]["conditions"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|k| k["type"] == "Approved"))
+        })
         .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(approved.len(), 4, "{approved:?}");
@@ -396,17 +521,38 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     let w = Work::new();
     let c = cluster(&w);
     add_nodes(&c, &w);
-    let good = post_csr(&c, "good-client-worker-0", &openssl_csr(&w, "worker-0", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
-    let rogue = post_csr(&c, "rogue-client-master-1", &openssl_csr(&w, "master-1", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let good = post_csr(
+        &c,
+        "good-client-worker-0",
+        &openssl_csr(&w, "worker-0", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
+    let rogue = post_csr(
+        &c,
+        "rogue-client-master-1",
+        &openssl_csr(&w, "master-1", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
     let pristine = || {
-        assert!(conditions(&c, &good).is_empty() && conditions(&c, &rogue).is_empty(), "nothing changed");
+        assert!(
+            conditions(&c, &good).is_empty() && conditions(&c, &rogue).is_empty(),
+            "nothing changed"
+        );
         assert!(approvals(&c).is_empty(), "nothing recorded");
     };
 
     // stdin not a terminal, no --yes: exit 2 and the message says what to do.
     let o = plugin(&c, &w, &["approve"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--yes"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--yes"),
+        "{}",
+        text(&o)
+    );
     pristine();
 
     // Dry run: the table with both verdicts, exit 7 (a rejected CSR), nothing changed.
@@ -414,10 +560,34 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["CSR", "NODE", "KIND", "REQUESTER", "SANS", "AGE", "VERDICT", "REASONS"], "{out}");
-    let line = |name: &str| out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{name} in {out}")).to_string();
-    assert!(line(&good).contains("worker-0") && line(&good).contains(" approve "), "{out}");
-    assert!(line(&rogue).contains("REJECT") && line(&rogue).contains("master-1"), "{out}");
+    assert_eq!(
+        header,
+        [
+            "CSR",
+            "NODE",
+            "KIND",
+            "REQUESTER",
+            "SANS",
+            "AGE",
+            "VERDICT",
+            "REASONS"
+        ],
+        "{out}"
+    );
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} in {out}"))
+            .to_string()
+    };
+    assert!(
+        line(&good).contains("worker-0") && line(&good).contains(" approve "),
+        "{out}"
+    );
+    assert!(
+        line(&rogue).contains("REJECT") && line(&rogue).contains("master-1"),
+        "{out}"
+    );
     pristine();
 
     // -o json parses, with codes.
@@ -425,15 +595,34 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["apiVersion"], "agent-day2/v1");
-    let by_name = |d: &Value, n: &str| d["csrs"].as_array().unwrap().iter().find(|r| r["name"] == n).cloned().unwrap();
+    let by_name = |d: &Value, n: &str| {
+        d["csrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == n)
+            .cloned()
+            .unwrap()
+    };
     assert_eq!(by_name(&doc, &good)["action"], "would-approve");
     assert_eq!(by_name(&doc, &good)["kind"], "client");
     assert_eq!(by_name(&doc, &rogue)["action"], "rejected");
-    assert!(by_name(&doc, &rogue)["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "node-exists"), "{doc}");
+    assert!(
+        by_name(&doc, &rogue)["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "node-exists"),
+        "{doc}"
+    );
     assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
     // -o yaml too.
     let o = plugin(&c, &w, &["approve", "--dry-run", "-o", "yaml"]);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("kind: ApproveReport"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("kind: ApproveReport"),
+        "{}",
+        text(&o)
+    );
     pristine();
 
     // The prompt on a terminal (a pty from `script`), declined: exit 8, nothing changed.
@@ -467,21 +656,51 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     let o = plugin(&c, &w, &["approve", "--yes"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     assert!(line_of(&o, &good).contains("approved"), "{}", text(&o));
-    assert_eq!(conditions(&c, &good), [("Approved".to_string(), "AgentDay2Approved".to_string())]);
-    let msg = csr_obj(&c, &good)["status"]["conditions"][0]["message"].as_str().unwrap().to_string();
-    assert!(msg.contains("worker-0") && msg.contains("node-bootstrapper"), "{msg}");
+    assert_eq!(
+        conditions(&c, &good),
+        [("Approved".to_string(), "AgentDay2Approved".to_string())]
+    );
+    let msg = csr_obj(&c, &good)["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("worker-0") && msg.contains("node-bootstrapper"),
+        "{msg}"
+    );
     assert!(conditions(&c, &rogue).is_empty());
-    assert_eq!(approvals(&c), [("worker-0".into(), "client".into(), good.clone())]);
+    assert_eq!(
+        approvals(&c),
+        [("worker-0".into(), "client".into(), good.clone())]
+    );
 
     // A second client CSR for worker-0: refused (already approved) ...
-    let second = post_csr(&c, "second-client-worker-0", &openssl_csr(&w, "worker-0", None), CLIENT_SIGNER, &["digital signature", "client auth"], AS_BOOTSTRAPPER);
+    let second = post_csr(
+        &c,
+        "second-client-worker-0",
+        &openssl_csr(&w, "worker-0", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(by_name(&doc, &second)["reasons"].as_array().unwrap().iter().any(|r| r["code"] == "already-approved"), "{doc}");
+    assert!(
+        by_name(&doc, &second)["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "already-approved"),
+        "{doc}"
+    );
     assert!(conditions(&c, &second).is_empty());
     // ... and allowed once by --reissue.
-    let o = plugin(&c, &w, &["approve", "--yes", "--reissue", "worker-0", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--yes", "--reissue", "worker-0", "-o", "json"],
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(by_name(&doc, &second)["action"], "approved", "{doc}");
     assert_eq!(approvals(&c).len(), 2);
@@ -507,15 +726,31 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     let o = plugin(&c, &w, &["approve", "--yes", "--deny-invalid"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     assert!(line_of(&o, &foreign).contains("DENIED"), "{}", text(&o));
-    assert_eq!(conditions(&c, &foreign), [("Denied".to_string(), "AgentDay2Denied".to_string())]);
-    let msg = csr_obj(&c, &foreign)["status"]["conditions"][0]["message"].as_str().unwrap().to_string();
-    assert!(msg.contains("ip-san-not-node-address") && msg.contains("10.0.0.9"), "{msg}");
-    assert!(conditions(&c, &rogue).is_empty(), "not an expected node: not denied");
+    assert_eq!(
+        conditions(&c, &foreign),
+        [("Denied".to_string(), "AgentDay2Denied".to_string())]
+    );
+    let msg = csr_obj(&c, &foreign)["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        msg.contains("ip-san-not-node-address") && msg.contains("10.0.0.9"),
+        "{msg}"
+    );
+    assert!(
+        conditions(&c, &rogue).is_empty(),
+        "not an expected node: not denied"
+    );
     assert_eq!(approvals(&c).len(), 2, "denials are not recorded as approvals");
 }
 
 fn line_of(o: &Output, name: &str) -> String {
-    String::from_utf8_lossy(&o.stdout).lines().find(|l| l.starts_with(name)).unwrap_or("").to_string()
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or("")
+        .to_string()
 }
 
 /// A DHCP host (no address in the batch) gets no serving approval, with a hint; `--node
@@ -527,8 +762,22 @@ fn dhcp_host_needs_its_address_given() {
     let c = cluster(&w);
     let nc = w.path("nodes-config.yaml");
     let (h, mac, _) = W1;
-    std::fs::write(&nc, format!("hosts:\n- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n")).unwrap();
-    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", w.path("out").to_str().unwrap()]);
+    std::fs::write(
+        &nc,
+        format!("hosts:\n- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n"),
+    )
+    .unwrap();
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            w.path("out").to_str().unwrap(),
+        ],
+    );
     assert!(o.status.success(), "add-nodes: {}", text(&o));
     let as_w1 = as_node("worker-1");
     let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
@@ -543,21 +792,49 @@ fn dhcp_host_needs_its_address_given() {
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("hint: worker-1: address unknown") && err.contains("--node worker-1=IP"), "{err}");
+    assert!(
+        err.contains("hint: worker-1: address unknown") && err.contains("--node worker-1=IP"),
+        "{err}"
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let r = doc["csrs"].as_array().unwrap().iter().find(|r| r["name"] == serving.as_str()).unwrap().clone();
-    assert!(r["reasons"].as_array().unwrap().iter().any(|x| x["code"] == "no-expected-addresses"), "{r}");
+    let r = doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == serving.as_str())
+        .unwrap()
+        .clone();
+    assert!(
+        r["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["code"] == "no-expected-addresses"),
+        "{r}"
+    );
     assert!(conditions(&c, &serving).is_empty());
 
     let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-9=192.168.111.39"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("worker-9 is in no batch record"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("worker-9 is in no batch record"),
+        "{}",
+        text(&o)
+    );
     let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-1=not-an-ip"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
     // With the address the serving CSR passes (the client CSR was never seen: no Node exists,
     // which a serving CSR does not need to be judged).
     let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-1=192.168.111.31"]);
-    assert_eq!(conditions(&c, &serving), [("Approved".to_string(), "AgentDay2Approved".to_string())], "{}", text(&o));
-    assert_eq!(approvals(&c), [("worker-1".into(), "serving".into(), serving.clone())]);
+    assert_eq!(
+        conditions(&c, &serving),
+        [("Approved".to_string(), "AgentDay2Approved".to_string())],
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        approvals(&c),
+        [("worker-1".into(), "serving".into(), serving.clone())]
+    );
 }

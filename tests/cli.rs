@@ -319,7 +319,10 @@ fn verbosity_flag_logs_to_stderr_only() {
     assert_eq!(loud.status.code(), Some(4));
     let (q, l) = (text(&quiet.stderr), text(&loud.stderr));
     assert!(!q.contains("debug:"), "{q}");
-    assert!(l.contains("debug: ") && l.contains("ClusterVersion version"), "{l}");
+    assert!(
+        l.contains("debug: ") && l.contains("ClusterVersion version"),
+        "{l}"
+    );
     assert!(loud.stdout.is_empty());
 }
 
@@ -357,8 +360,14 @@ fn control_characters_in_header_values_are_refused_not_a_panic() {
     let out = plugin(home.path(), &["info", "--kubeconfig", &kc]);
     let e = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{e}");
-    assert!(e.contains("kubeconfig user \"u-c\": field \"token\": the value contains a newline"), "{e}");
-    assert!(e.contains("copy the token again") && e.contains("oc login"), "{e}");
+    assert!(
+        e.contains("kubeconfig user \"u-c\": field \"token\": the value contains a newline"),
+        "{e}"
+    );
+    assert!(
+        e.contains("copy the token again") && e.contains("oc login"),
+        "{e}"
+    );
     assert!(!e.contains("panicked"), "{e}");
 }
 
@@ -375,22 +384,34 @@ fn unknown_kubeconfig_names_are_errors_like_kubectl() {
         text(&out.stderr)
     };
     let e = run(&["--user", "nosuch"]);
-    assert!(e.contains("error: auth info \"nosuch\" does not exist (users: u-admin)"), "{e}");
+    assert!(
+        e.contains("error: auth info \"nosuch\" does not exist (users: u-admin)"),
+        "{e}"
+    );
     let e = run(&["--cluster", "nosuch"]);
-    assert!(e.contains("error: no server found for cluster \"nosuch\" (clusters: c-admin)"), "{e}");
+    assert!(
+        e.contains("error: no server found for cluster \"nosuch\" (clusters: c-admin)"),
+        "{e}"
+    );
     let e = run(&["--context", "nosuch"]);
     assert!(
         e.contains("error: context \"nosuch\" not found in the kubeconfig (contexts: admin)"),
         "{e}"
     );
-    assert!(e.contains("kubectl config get-contexts") && !e.contains("oc login"), "{e}");
+    assert!(
+        e.contains("kubectl config get-contexts") && !e.contains("oc login"),
+        "{e}"
+    );
     // A context naming a cluster that is not there names the cluster.
     let broken = kubeconfig(&url, "admin", None).replace("cluster: c-admin", "cluster: gone");
     let kc2 = write_kc(home.path(), "kc2", &broken);
     let out = plugin(home.path(), &["info", "--kubeconfig", &kc2]);
     let e = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{e}");
-    assert!(e.contains("context \"admin\" names cluster \"gone\", which is not in the kubeconfig"), "{e}");
+    assert!(
+        e.contains("context \"admin\" names cluster \"gone\", which is not in the kubeconfig"),
+        "{e}"
+    );
     // --kubeconfig /missing: the path once, plainly.
     let out = plugin(home.path(), &["info", "--kubeconfig", "/missing/kc"]);
     let e = text(&out.stderr);
@@ -407,14 +428,21 @@ fn unknown_kubeconfig_names_are_errors_like_kubectl() {
         .unwrap();
     let e = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{e}");
-    assert!(e.contains("KUBECONFIG names no existing file: /missing/a, /missing/b"), "{e}");
+    assert!(
+        e.contains("KUBECONFIG names no existing file: /missing/a, /missing/b"),
+        "{e}"
+    );
 }
 
 #[test]
 fn empty_flag_values_count_as_unset() {
     let home = tempfile::tempdir().unwrap();
     let port = free_port();
-    let kc = write_kc(home.path(), "kc", &kubeconfig(&format!("http://127.0.0.1:{port}"), "admin", None));
+    let kc = write_kc(
+        home.path(),
+        "kc",
+        &kubeconfig(&format!("http://127.0.0.1:{port}"), "admin", None),
+    );
     for extra in [
         vec!["--context="],
         vec!["--cluster="],
@@ -429,7 +457,12 @@ fn empty_flag_values_count_as_unset() {
         let e = text(&out.stderr);
         // The context's server was used (nothing listens there): the flags were ignored.
         assert_eq!(out.status.code(), Some(4), "{extra:?}: {e}");
-        assert!(e.contains(&format!("cannot reach the API server at http://127.0.0.1:{port}/")), "{extra:?}: {e}");
+        assert!(
+            e.contains(&format!(
+                "cannot reach the API server at http://127.0.0.1:{port}/"
+            )),
+            "{extra:?}: {e}"
+        );
     }
 }
 
@@ -443,7 +476,11 @@ fn impersonating_groups_needs_a_user() {
         let out = plugin(home.path(), &a);
         let e = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{e}");
-        assert!(e.contains("requesting uid, groups or user-extra for") && e.contains("without impersonating a user"), "{e}");
+        assert!(
+            e.contains("requesting uid, groups or user-extra for")
+                && e.contains("without impersonating a user"),
+            "{e}"
+        );
     }
 }
 
@@ -481,7 +518,10 @@ fn request_timeouts_exit_5_naming_the_request() {
         );
         let e = text(&out.stderr);
         assert_eq!(out.status.code(), Some(5), "{scheme} {t}: {e}");
-        assert!(e.contains("error: timed out: ") && e.contains("ClusterVersion version"), "{e}");
+        assert!(
+            e.contains("error: timed out: ") && e.contains("ClusterVersion version"),
+            "{e}"
+        );
         assert!(!e.contains("check that the cluster is up"), "{e}");
         assert!(start.elapsed() < std::time::Duration::from_secs(20));
     }
@@ -492,7 +532,10 @@ fn info_help_names_the_default_deadline() {
     let home = tempfile::tempdir().unwrap();
     let out = plugin(home.path(), &["info", "--help"]);
     let s = text(&out.stdout);
-    assert!(s.contains("30 s") && s.contains("--request-timeout") && s.contains("5  "), "{s}");
+    assert!(
+        s.contains("30 s") && s.contains("--request-timeout") && s.contains("5  "),
+        "{s}"
+    );
 }
 
 #[test]
@@ -507,12 +550,18 @@ fn dash_dash_version_prints_the_version() {
 fn default_verbosity_shows_only_our_own_lines_without_colour() {
     let home = tempfile::tempdir().unwrap();
     let url = format!("https://127.0.0.1:{}", free_port());
-    let out = plugin(home.path(), &["info", "-s", &url, "--token", "x", "--insecure-skip-tls-verify"]);
+    let out = plugin(
+        home.path(),
+        &["info", "-s", &url, "--token", "x", "--insecure-skip-tls-verify"],
+    );
     let e = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{e}");
     assert!(!e.contains('\u{1b}'), "ANSI escape in {e:?}");
     for l in e.lines() {
-        assert!(l.starts_with("error: ") || l.starts_with("warning: ") || l.starts_with("       ("), "{l:?} in\n{e}");
+        assert!(
+            l.starts_with("error: ") || l.starts_with("warning: ") || l.starts_with("       ("),
+            "{l:?} in\n{e}"
+        );
     }
     assert_eq!(e.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{e}");
     // -v 6: kube's own logs appear.
@@ -528,22 +577,48 @@ fn huge_durations_are_refused_naming_the_flag() {
     let home = tempfile::tempdir().unwrap();
     let out = plugin(
         home.path(),
-        &["info", "--request-timeout", "9999999999999999h", "-s", "https://127.0.0.1:1", "--token", "x"],
+        &[
+            "info",
+            "--request-timeout",
+            "9999999999999999h",
+            "-s",
+            "https://127.0.0.1:1",
+            "--token",
+            "x",
+        ],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("--request-timeout"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--request-timeout"),
+        "{}",
+        text(&out.stderr)
+    );
     // --token-ttl is checked before any cluster work: exit 3 naming it.
     let dir = home.path().join("out");
     let out = plugin(
         home.path(),
         &[
-            "add-nodes", "--token-ttl", "9999999999999999h", "--hostname", "w", "--mac-address",
-            "52:54:00:aa:00:30", "--dir", dir.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x",
+            "add-nodes",
+            "--token-ttl",
+            "9999999999999999h",
+            "--hostname",
+            "w",
+            "--mac-address",
+            "52:54:00:aa:00:30",
+            "--dir",
+            dir.to_str().unwrap(),
+            "-s",
+            "https://127.0.0.1:1",
+            "--token",
+            "x",
         ],
     );
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("--token-ttl") && err.contains("out of range"), "{err}");
+    assert!(
+        err.contains("--token-ttl") && err.contains("out of range"),
+        "{err}"
+    );
 }
 
 /// Kubeconfigs and the files they or the kube flags name are read with a cap: a device is
@@ -553,7 +628,12 @@ fn unbounded_kubeconfig_and_key_files_are_refused() {
     let home = tempfile::tempdir().unwrap();
     let out = plugin(home.path(), &["info", "--kubeconfig", "/dev/zero"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("/dev/zero (from --kubeconfig)") && text(&out.stderr).contains("character device"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("/dev/zero (from --kubeconfig)")
+            && text(&out.stderr).contains("character device"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = Command::new(BIN)
         .args(["info"])
@@ -563,39 +643,68 @@ fn unbounded_kubeconfig_and_key_files_are_refused() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("/dev/zero (from KUBECONFIG)"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("/dev/zero (from KUBECONFIG)"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let srv = format!("https://127.0.0.1:{}", free_port());
     for flag in ["--client-key", "--client-certificate", "--certificate-authority"] {
-        let out = plugin(home.path(), &["info", "-s", &srv, "--token", "x", flag, "/dev/zero"]);
+        let out = plugin(
+            home.path(),
+            &["info", "-s", &srv, "--token", "x", flag, "/dev/zero"],
+        );
         assert_eq!(out.status.code(), Some(4), "{flag}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).contains(&format!("/dev/zero (from {flag})")), "{flag}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(&format!("/dev/zero (from {flag})")),
+            "{flag}: {}",
+            text(&out.stderr)
+        );
     }
 
     // A file named inside the kubeconfig: refused naming the entry; relative to the kubeconfig.
-    let kc = kubeconfig(&srv, "c", None).replace("    token: t-c\n", "    client-key: zero\n    client-certificate-data: eA==\n");
+    let kc = kubeconfig(&srv, "c", None).replace(
+        "    token: t-c\n",
+        "    client-key: zero\n    client-certificate-data: eA==\n",
+    );
     std::fs::write(home.path().join("kc"), kc).unwrap();
     std::os::unix::fs::symlink("/dev/zero", home.path().join("zero")).unwrap();
     let kc_path = home.path().join("kc");
     let out = plugin(home.path(), &["info", "--kubeconfig", kc_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("client-key of user \"u-c\"") && err.contains("character device"), "{err}");
+    assert!(
+        err.contains("client-key of user \"u-c\"") && err.contains("character device"),
+        "{err}"
+    );
 
     // ...but only the entries in use are read, as kubectl does: another user's bad file is fine
     // (here the run gets as far as the unreachable server).
-    let kc = kubeconfig(&srv, "c", None) + "- name: other\n  user:\n    client-key: zero\n    client-certificate: /nonexistent\n";
+    let kc = kubeconfig(&srv, "c", None)
+        + "- name: other\n  user:\n    client-key: zero\n    client-certificate: /nonexistent\n";
     std::fs::write(&kc_path, kc).unwrap();
     let out = plugin(home.path(), &["info", "--kubeconfig", kc_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("cannot reach the API server"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot reach the API server"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // An over-size regular kubeconfig (8 MiB cap; sparse, so cheap).
     let big = home.path().join("big");
-    std::fs::File::create(&big).unwrap().set_len((8 << 20) + 1).unwrap();
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((8 << 20) + 1)
+        .unwrap();
     let out = plugin(home.path(), &["info", "--kubeconfig", big.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("more than the 8388608 bytes"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("more than the 8388608 bytes"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// The single-host flags with --nodes-config are a usage error (exit 2), not silently ignored.
@@ -612,10 +721,22 @@ fn single_host_flags_conflict_with_nodes_config() {
         &["--ssh-key-path", "id.pub"][..],
         &["--mac-address", "52:54:00:aa:00:30"][..],
     ] {
-        let mut a = vec!["add-nodes", "--nodes-config", nc.to_str().unwrap(), "-s", "https://127.0.0.1:1", "--token", "x"];
+        let mut a = vec![
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "-s",
+            "https://127.0.0.1:1",
+            "--token",
+            "x",
+        ];
         a.extend_from_slice(flag);
         let out = plugin(home.path(), &a);
         assert_eq!(out.status.code(), Some(2), "{flag:?}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).contains(flag[0]), "{flag:?}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(flag[0]),
+            "{flag:?}: {}",
+            text(&out.stderr)
+        );
     }
 }

@@ -384,7 +384,13 @@ fn missing_mcs_ca_is_reported() {
         "https://api-int.ostest.example.com:22623/config/worker"
     );
     assert!(!m.machine_config_server.ca_found);
-    assert!(m.problems.iter().any(|p| p.contains("worker-user-data-managed not found")), "{:?}", m.problems);
+    assert!(
+        m.problems
+            .iter()
+            .any(|p| p.contains("worker-user-data-managed not found")),
+        "{:?}",
+        m.problems
+    );
 }
 
 #[test]
@@ -424,15 +430,24 @@ fn unreadable_optional_objects_become_warnings() {
     let m = ClusterModel::from_objects(&o).unwrap();
     // Unknown, not "not found": listed as unreadable, and add-nodes cannot go on without it.
     assert_eq!(m.unreadable.len(), 1);
-    assert_eq!(m.unreadable[0].resource, "Secret openshift-machine-api/worker-user-data-managed");
+    assert_eq!(
+        m.unreadable[0].resource,
+        "Secret openshift-machine-api/worker-user-data-managed"
+    );
     assert_eq!(m.unreadable[0].fields, vec!["machineConfigServer.caFound"]);
     assert!(!m.can_add_nodes());
-    assert!(m.problems.iter().any(|p| p.starts_with("the Machine Config Server CA is unknown: cannot read Secret")));
+    assert!(m
+        .problems
+        .iter()
+        .any(|p| p.starts_with("the Machine Config Server CA is unknown: cannot read Secret")));
     let doc = ClusterInfo::new(m, no_perms());
     assert!(render_table(&doc).contains("(CA unknown (cannot read Secret openshift-machine-api/worker-user-data-managed: forbidden for user \"viewer\"))"));
     let j = serde_json::to_value(&doc).unwrap();
     assert!(j["machineConfigServer"]["caFound"].is_null());
-    assert_eq!(j["machineConfigServer"]["url"], "https://api-int.ostest.example.com:22623/config/worker");
+    assert_eq!(
+        j["machineConfigServer"]["url"],
+        "https://api-int.ostest.example.com:22623/config/worker"
+    );
 }
 
 /// 403 on optional objects: every fact they carry is unknown (null in JSON, `unknown` in the
@@ -468,8 +483,16 @@ fn forbidden_optional_reads_are_unknown_not_negative() {
     assert!(j["mirrors"]["additionalTrustedCA"].is_null());
     assert!(j["mirrors"]["tagMirrors"].is_array(), "readable facts stay");
     assert_eq!(j["canAddNodes"], false);
-    let names: Vec<&str> = j["unreadable"].as_array().unwrap().iter().map(|u| u["resource"].as_str().unwrap()).collect();
-    assert!(names.contains(&"MachineConfig 99-worker-fips") && names.contains(&"Proxy cluster"), "{names:?}");
+    let names: Vec<&str> = j["unreadable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["resource"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"MachineConfig 99-worker-fips") && names.contains(&"Proxy cluster"),
+        "{names:?}"
+    );
     let t = render_table(&doc);
     for (row, res) in [
         ("FIPS", "MachineConfig 99-worker-fips"),
@@ -479,10 +502,19 @@ fn forbidden_optional_reads_are_unknown_not_negative() {
         ("Digest mirrors", "ImageDigestMirrorSets"),
         ("Registry CAs", "Image.config.openshift.io cluster"),
     ] {
-        let line = t.lines().find(|l| l.starts_with(row)).unwrap_or_else(|| panic!("no {row} in {t}"));
-        assert!(line.contains(&format!("unknown (cannot read {res}: {forbidden})")), "{line}");
+        let line = t
+            .lines()
+            .find(|l| l.starts_with(row))
+            .unwrap_or_else(|| panic!("no {row} in {t}"));
+        assert!(
+            line.contains(&format!("unknown (cannot read {res}: {forbidden})")),
+            "{line}"
+        );
     }
-    assert!(!t.lines().any(|l| l.starts_with("FIPS") && l.ends_with(" no")), "{t}");
+    assert!(
+        !t.lines().any(|l| l.starts_with("FIPS") && l.ends_with(" no")),
+        "{t}"
+    );
 
     // The same objects absent (404): none/no, and add-nodes can go on.
     let mut o = ClusterObjects::from_values(default_values());
@@ -511,20 +543,28 @@ fn partial_model_when_a_required_object_is_missing() {
     assert_eq!(j["cluster"]["name"], "ostest");
     let t = render_table(&doc);
     assert!(
-        t.lines().any(|l| l.starts_with("Version") && l.ends_with("unknown (cannot read ClusterVersion version: not found)")),
+        t.lines().any(|l| l.starts_with("Version")
+            && l.ends_with("unknown (cannot read ClusterVersion version: not found)")),
         "{t}"
     );
-    assert!(t.contains("ostest (unknown (cannot read ClusterVersion version: not found))"), "{t}");
+    assert!(
+        t.contains("ostest (unknown (cannot read ClusterVersion version: not found))"),
+        "{t}"
+    );
 }
 
 #[test]
 fn cluster_values_are_escaped_in_the_table() {
     let mut v = default_values();
-    kind_mut(&mut v, "Infrastructure")["status"]["platformStatus"] = json!({"type": "Bare\u{1b}]0;owned\u{7}Metal\u{202e}"});
+    kind_mut(&mut v, "Infrastructure")["status"]["platformStatus"] =
+        json!({"type": "Bare\u{1b}]0;owned\u{7}Metal\u{202e}"});
     kind_mut(&mut v, "Node")["metadata"]["name"] = json!("master-0\u{1b}[2J");
     let m = model(v);
     let t = render_table(&ClusterInfo::new(m, no_perms()));
-    assert!(!t.contains('\u{1b}') && !t.contains('\u{202e}') && !t.contains('\u{7}'), "{t:?}");
+    assert!(
+        !t.contains('\u{1b}') && !t.contains('\u{202e}') && !t.contains('\u{7}'),
+        "{t:?}"
+    );
     assert!(t.contains("Bare\\u{1b}]0;owned\\u{7}Metal\\u{202e}"), "{t}");
     assert!(t.contains("master-0\\u{1b}[2J"), "{t}");
 }
@@ -532,15 +572,34 @@ fn cluster_values_are_escaped_in_the_table() {
 #[test]
 fn unusable_base_iso_and_bad_machine_networks_warn() {
     let mut v = default_values();
-    let cm = v.iter_mut().find(|o| o["metadata"]["name"] == "coreos-bootimages").unwrap();
+    let cm = v
+        .iter_mut()
+        .find(|o| o["metadata"]["name"] == "coreos-bootimages")
+        .unwrap();
     let mut stream: Value = serde_json::from_str(cm["data"]["stream"].as_str().unwrap()).unwrap();
-    stream["architectures"]["x86_64"]["artifacts"]["metal"]["formats"]["iso"]["disk"]["sha256"] = json!("abc");
+    stream["architectures"]["x86_64"]["artifacts"]["metal"]["formats"]["iso"]["disk"]["sha256"] =
+        json!("abc");
     cm["data"]["stream"] = json!(stream.to_string());
-    kind_mut(&mut v, "Infrastructure")["spec"]["platformSpec"]["baremetal"]["machineNetworks"] = json!(["192.168.111.0/24", "not-a-cidr"]);
+    kind_mut(&mut v, "Infrastructure")["spec"]["platformSpec"]["baremetal"]["machineNetworks"] =
+        json!(["192.168.111.0/24", "not-a-cidr"]);
     let m = model(v);
     assert!(m.base_iso.is_none());
-    assert!(m.warnings.iter().any(|w| w.contains("no usable base ISO for x86_64") && w.contains("sha256") && w.contains("--base-iso")), "{:?}", m.warnings);
-    assert!(m.warnings.iter().any(|w| w.contains("\"not-a-cidr\"") && w.contains("not a CIDR")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("no usable base ISO for x86_64")
+                && w.contains("sha256")
+                && w.contains("--base-iso")),
+        "{:?}",
+        m.warnings
+    );
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("\"not-a-cidr\"") && w.contains("not a CIDR")),
+        "{:?}",
+        m.warnings
+    );
     let t = render_table(&ClusterInfo::new(m, no_perms()));
     assert!(t.contains("Trust bundle") && !t.contains("(1 certificates)"));
 }
@@ -581,7 +640,10 @@ fn json_document_is_versioned_camel_case_and_secret_free() {
         "https://api-int.ostest.example.com:6443"
     );
     assert_eq!(doc["cluster"]["baseDomain"], "example.com");
-    assert!(doc["version"]["releaseImage"].as_str().unwrap().starts_with("quay.io/openshift-release-dev/ocp-release@sha256:"));
+    assert!(doc["version"]["releaseImage"]
+        .as_str()
+        .unwrap()
+        .starts_with("quay.io/openshift-release-dev/ocp-release@sha256:"));
     assert_eq!(doc["platform"]["type"], "BareMetal");
     assert_eq!(doc["platform"]["day2Supported"], true);
     assert_eq!(doc["architecture"]["controlPlane"], "x86_64");
@@ -656,9 +718,19 @@ fn upstream_node_joiner_testdata() {
         m.base_iso.as_ref().unwrap().sha256,
         "0c19997ca0170a2d8634b5942c9437a18b6d354b020c7e24aa9fe41f1458f33e"
     );
-    assert!(m.warnings.iter().any(|w| w.contains("\"<not-used>\" in ConfigMap") && w.contains("not an http(s) URL")), "{:?}", m.warnings);
+    assert!(
+        m.warnings
+            .iter()
+            .any(|w| w.contains("\"<not-used>\" in ConfigMap") && w.contains("not an http(s) URL")),
+        "{:?}",
+        m.warnings
+    );
     assert_eq!(m.machine_config_server.source, "derived");
     // No worker-user-data-managed in that data: no MCS CA, which blocks add-nodes.
     assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
-    assert!(m.problems[0].contains("no Machine Config Server CA found"), "{:?}", m.problems);
+    assert!(
+        m.problems[0].contains("no Machine Config Server CA found"),
+        "{:?}",
+        m.problems
+    );
 }

@@ -22,7 +22,11 @@ fn names(c: &[String]) -> Vec<&str> {
 /// `kubectl __complete ARGS` with a PATH whose first directory holds the plugin and the helper.
 /// None (after printing why) when kubectl is not installed.
 fn kubectl_complete(args: &[&str]) -> Option<Vec<String>> {
-    if Command::new("kubectl").args(["version", "--client"]).output().is_err() {
+    if Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
         eprintln!("skipped: kubectl is not installed");
         return None;
     }
@@ -30,7 +34,9 @@ fn kubectl_complete(args: &[&str]) -> Option<Vec<String>> {
     std::fs::copy(BIN, dir.path().join("kubectl-agent_day2")).unwrap();
     std::fs::copy(HELPER, dir.path().join("kubectl_complete-agent_day2")).unwrap();
     let mut paths: Vec<PathBuf> = vec![dir.path().to_path_buf()];
-    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
     let path: OsString = std::env::join_paths(paths).unwrap();
     let home = tempfile::tempdir().unwrap();
     let out = Command::new("kubectl")
@@ -42,29 +48,44 @@ fn kubectl_complete(args: &[&str]) -> Option<Vec<String>> {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    Some(String::from_utf8(out.stdout).unwrap().lines().map(String::from).collect())
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect(),
+    )
 }
 
 #[test]
 fn kubectl_completes_subcommands_through_the_helper() {
-    let Some(lines) = kubectl_complete(&["agent-day2", ""]) else { return };
+    let Some(lines) = kubectl_complete(&["agent-day2", ""]) else {
+        return;
+    };
     assert_eq!(lines.last().map(String::as_str), Some(":4"), "{lines:?}");
     let got = names(&lines[..lines.len() - 1]);
     for want in ["add-nodes", "approve", "info", "monitor", "version", "completion"] {
         assert!(got.contains(&want), "{want} missing from {lines:?}");
     }
-    assert!(!got.contains(&"__complete"), "the hidden command is offered: {lines:?}");
+    assert!(
+        !got.contains(&"__complete"),
+        "the hidden command is offered: {lines:?}"
+    );
 }
 
 #[test]
 fn kubectl_completes_flags_through_the_helper() {
-    let Some(lines) = kubectl_complete(&["agent-day2", "add-nodes", "--no"]) else { return };
+    let Some(lines) = kubectl_complete(&["agent-day2", "add-nodes", "--no"]) else {
+        return;
+    };
     assert_eq!(lines.last().map(String::as_str), Some(":4"), "{lines:?}");
     let got = names(&lines[..lines.len() - 1]);
     assert!(got.contains(&"--nodes-config"), "{lines:?}");
     assert!(got.iter().all(|f| f.starts_with("--no")), "{lines:?}");
     // A flag's fixed values.
-    let Some(lines) = kubectl_complete(&["agent-day2", "version", "-o", "j"]) else { return };
+    let Some(lines) = kubectl_complete(&["agent-day2", "version", "-o", "j"]) else {
+        return;
+    };
     assert_eq!(lines, ["json\tOne JSON document", ":4"]);
 }
 
@@ -96,7 +117,12 @@ fn completion_prints_a_script_for_each_shell() {
         ("powershell", "Register-ArgumentCompleter"),
     ] {
         let out = Command::new(BIN).args(["completion", shell]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{shell}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let s = String::from_utf8(out.stdout).unwrap();
         assert!(s.contains(mark), "{shell} script lacks {mark:?}");
         assert!(s.contains("add-nodes"), "{shell} script lacks the subcommands");

@@ -55,17 +55,23 @@ fn shared_cases_table() {
         eprintln!("skipped: {} is absent", dir.display());
         return;
     }
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.is_dir()).collect();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     assert!(!dirs.is_empty(), "no case dirs in {}", dir.display());
     let sc = Scenario::new();
     let mut approved = 0;
     for d in &dirs {
         let name = d.file_name().unwrap().to_string_lossy().to_string();
-        let case: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("case.json")).unwrap()).unwrap();
+        let case: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("case.json")).unwrap()).unwrap();
         assert_eq!(case["name"], name.as_str(), "{name}: case.json name");
         let yaml = std::fs::read_to_string(d.join("csr.yaml")).unwrap();
-        let obj: CertificateSigningRequest = serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("{name}: csr.yaml: {e}"));
+        let obj: CertificateSigningRequest =
+            serde_saphyr::from_str(&yaml).unwrap_or_else(|e| panic!("{name}: csr.yaml: {e}"));
         let pem = std::fs::read(d.join("request.pem")).unwrap();
         assert_eq!(obj.spec.request.0, pem, "{name}: spec.request is request.pem");
         let mut view = CsrView::from_k8s(&obj);
@@ -99,25 +105,55 @@ fn shared_cases_table() {
         // Exact texts for the cases whose failing values are known.
         let msgs: Vec<String> = v.reasons.iter().map(|r| r.to_string()).collect();
         match name.as_str() {
-            "05-client-existing-node-master-1" => assert!(msgs.contains(&"node master-1 already exists".to_string()), "{msgs:?}"),
+            "05-client-existing-node-master-1" => assert!(
+                msgs.contains(&"node master-1 already exists".to_string()),
+                "{msgs:?}"
+            ),
             "06-client-wrong-requester" => assert_eq!(codes(&v), ["client-requester"], "{msgs:?}"),
             "07-serving-cn-mismatch" => assert!(codes(&v).contains(&"cn-mismatch")),
-            "08-serving-foreign-ip-san" => assert_eq!(msgs, ["IP SAN 192.168.111.20 is not one of worker-0's addresses (192.168.111.30)"]),
+            "08-serving-foreign-ip-san" => assert_eq!(
+                msgs,
+                ["IP SAN 192.168.111.20 is not one of worker-0's addresses (192.168.111.30)"]
+            ),
             "09-serving-wildcard-service-loopback" => {
                 let mut c = codes(&v);
                 c.sort();
-                assert_eq!(c, ["dns-san-api-server", "dns-san-wildcard", "ip-san-service-network", "ip-san-special"], "{msgs:?}");
+                assert_eq!(
+                    c,
+                    [
+                        "dns-san-api-server",
+                        "dns-san-wildcard",
+                        "ip-san-service-network",
+                        "ip-san-special"
+                    ],
+                    "{msgs:?}"
+                );
             }
             "12-serving-ca-true-keycertsign" => {
-                assert!(msgs.contains(&"extension basicConstraints (critical) is not allowed (only subjectAltName)".to_string()), "{msgs:?}");
-                assert!(msgs.contains(&"extension keyUsage (critical) is not allowed (only subjectAltName)".to_string()), "{msgs:?}");
+                assert!(
+                    msgs.contains(
+                        &"extension basicConstraints (critical) is not allowed (only subjectAltName)"
+                            .to_string()
+                    ),
+                    "{msgs:?}"
+                );
+                assert!(
+                    msgs.contains(
+                        &"extension keyUsage (critical) is not allowed (only subjectAltName)".to_string()
+                    ),
+                    "{msgs:?}"
+                );
             }
             "14-client-unexpected-node-worker-9" => assert_eq!(codes(&v), ["not-expected-node"]),
             _ => {}
         }
     }
     let tsv = std::fs::read_to_string(dir.join("cases.tsv")).unwrap();
-    assert_eq!(tsv.lines().skip(1).filter(|l| !l.trim().is_empty()).count(), dirs.len(), "cases.tsv lists every dir");
+    assert_eq!(
+        tsv.lines().skip(1).filter(|l| !l.trim().is_empty()).count(),
+        dirs.len(),
+        "cases.tsv lists every dir"
+    );
     assert!(approved >= 1);
 }
 
@@ -146,7 +182,11 @@ fn assert_has(v: &Verdict, code: &str) {
 }
 
 fn message(v: &Verdict, code: &str) -> String {
-    v.reasons.iter().find(|r| r.code() == code).map(|r| r.to_string()).unwrap_or_else(|| panic!("no {code}"))
+    v.reasons
+        .iter()
+        .find(|r| r.code() == code)
+        .map(|r| r.to_string())
+        .unwrap_or_else(|| panic!("no {code}"))
 }
 
 fn good_client() -> CsrView {
@@ -154,7 +194,10 @@ fn good_client() -> CsrView {
 }
 
 fn good_serving() -> CsrView {
-    serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem())
+    serving_view(
+        "worker-0",
+        Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem(),
+    )
 }
 
 fn serving_with(sans: &[Gn]) -> Verdict {
@@ -231,16 +274,25 @@ fn rcgen_client_and_serving_requests() {
 
     let mut p = CertificateParams::default();
     p.distinguished_name = dn;
-    p.subject_alt_names = vec![SanType::DnsName("worker-1".try_into().unwrap()), SanType::IpAddress("192.168.111.31".parse().unwrap())];
+    p.subject_alt_names = vec![
+        SanType::DnsName("worker-1".try_into().unwrap()),
+        SanType::IpAddress("192.168.111.31".parse().unwrap()),
+    ];
     let pem = p.serialize_request(&key).unwrap().pem().unwrap();
     assert_only(&judge(serving_view("worker-1", pem.into_bytes())), &[]);
 }
 
 #[test]
 fn rsa_2048_sha256_client_with_key_encipherment_is_approved() {
-    let Some(pem) = openssl_csr(&["-newkey", "rsa:2048"], "-sha256", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(&["-newkey", "rsa:2048"], "-sha256", NODE_SUBJ) else {
+        return;
+    };
     let mut v = client_view(pem);
-    v.usages = vec!["digital signature".into(), "key encipherment".into(), "client auth".into()];
+    v.usages = vec![
+        "digital signature".into(),
+        "key encipherment".into(),
+        "client auth".into(),
+    ];
     assert_only(&judge(v), &[]);
 }
 
@@ -269,7 +321,9 @@ fn text_around_the_pem_block_is_rejected() {
 
 #[test]
 fn wrong_pem_label_and_empty_request_are_rejected() {
-    let pem = String::from_utf8(Builder::node("worker-0").pem()).unwrap().replace("CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST");
+    let pem = String::from_utf8(Builder::node("worker-0").pem())
+        .unwrap()
+        .replace("CERTIFICATE REQUEST", "NEW CERTIFICATE REQUEST");
     assert_has(&judge(client_view(pem.into_bytes())), "pem");
     assert_has(&judge(client_view(vec![])), "pem");
 }
@@ -280,7 +334,10 @@ fn trailing_garbage_after_the_der_is_rejected() {
     der.extend([0x05, 0x00]);
     let v = judge(client_view(pem_of(&der)));
     assert_only(&v, &["der-trailing-data"]);
-    assert_eq!(message(&v, "der-trailing-data"), "spec.request has 2 bytes after the DER request");
+    assert_eq!(
+        message(&v, "der-trailing-data"),
+        "spec.request has 2 bytes after the DER request"
+    );
 }
 
 #[test]
@@ -311,7 +368,9 @@ fn signature_of_another_subject_is_rejected() {
 
 #[test]
 fn rsa_1024_with_sha256_is_rejected() {
-    let Some(pem) = openssl_csr(&["-newkey", "rsa:1024"], "-sha256", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(&["-newkey", "rsa:1024"], "-sha256", NODE_SUBJ) else {
+        return;
+    };
     let v = judge(client_view(pem));
     assert_has(&v, "key-not-allowed");
     assert!(message(&v, "key-not-allowed").contains("RSA 1024-bit"));
@@ -319,7 +378,9 @@ fn rsa_1024_with_sha256_is_rejected() {
 
 #[test]
 fn rsa_1024_with_sha1_is_rejected_even_though_its_signature_verifies() {
-    let Some(pem) = openssl_csr(&["-newkey", "rsa:1024"], "-sha1", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(&["-newkey", "rsa:1024"], "-sha1", NODE_SUBJ) else {
+        return;
+    };
     let v = judge(client_view(pem));
     // x509-parser (ring's legacy profile) verifies RSA-1024/SHA-1: only our allow-list refuses it.
     assert_only(&v, &["key-not-allowed", "signature-algorithm-not-allowed"]);
@@ -328,7 +389,9 @@ fn rsa_1024_with_sha1_is_rejected_even_though_its_signature_verifies() {
 
 #[test]
 fn rsa_2048_with_sha1_is_rejected() {
-    let Some(pem) = openssl_csr(&["-newkey", "rsa:2048"], "-sha1", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(&["-newkey", "rsa:2048"], "-sha1", NODE_SUBJ) else {
+        return;
+    };
     assert_only(&judge(client_view(pem)), &["signature-algorithm-not-allowed"]);
 }
 
@@ -343,7 +406,13 @@ fn ed25519_is_rejected_even_though_its_signature_verifies() {
 
 #[test]
 fn p256_with_sha384_is_rejected() {
-    let Some(pem) = openssl_csr(&["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"], "-sha384", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(
+        &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"],
+        "-sha384",
+        NODE_SUBJ,
+    ) else {
+        return;
+    };
     let v = judge(client_view(pem));
     assert_only(&v, &["signature-algorithm-not-allowed"]);
     assert!(message(&v, "signature-algorithm-not-allowed").contains("ecdsa-with-SHA384 with a P-256 key"));
@@ -351,7 +420,13 @@ fn p256_with_sha384_is_rejected() {
 
 #[test]
 fn p521_is_rejected() {
-    let Some(pem) = openssl_csr(&["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"], "-sha512", NODE_SUBJ) else { return };
+    let Some(pem) = openssl_csr(
+        &["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-521"],
+        "-sha512",
+        NODE_SUBJ,
+    ) else {
+        return;
+    };
     let v = judge(client_view(pem));
     assert_has(&v, "key-not-allowed");
     assert!(message(&v, "key-not-allowed").contains("P-521"));
@@ -365,7 +440,10 @@ fn two_cns_are_rejected_go_would_read_the_last() {
     b.rdns.push(vec![(CN, utf8("system:node:master-0"))]);
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["subject-cn-count"]);
-    assert_eq!(message(&v, "subject-cn-count"), "subject has 2 CNs (system:node:worker-0, system:node:master-0), expected exactly one");
+    assert_eq!(
+        message(&v, "subject-cn-count"),
+        "subject has 2 CNs (system:node:worker-0, system:node:master-0), expected exactly one"
+    );
     assert_eq!(v.node, None);
 }
 
@@ -414,7 +492,10 @@ fn names_with_control_or_bidi_characters_are_rejected_and_shown_escaped() {
         let s = r.to_string();
         assert!(!s.contains('\u{202e}') && !s.contains('\n'), "unescaped: {s:?}");
     }
-    assert_eq!(message(&v, "node-name-invalid"), "node name worker-0\\u{202e}1-rekrow\\u{a} is not a lowercase DNS-1123 name");
+    assert_eq!(
+        message(&v, "node-name-invalid"),
+        "node name worker-0\\u{202e}1-rekrow\\u{a} is not a lowercase DNS-1123 name"
+    );
 }
 
 #[test]
@@ -428,7 +509,12 @@ fn uppercase_node_name_is_rejected() {
 
 #[test]
 fn csrs_that_are_not_pending_are_rejected() {
-    for (conds, cert) in [(vec!["Approved"], false), (vec!["Denied"], false), (vec!["Failed"], false), (vec![], true)] {
+    for (conds, cert) in [
+        (vec!["Approved"], false),
+        (vec!["Denied"], false),
+        (vec!["Failed"], false),
+        (vec![], true),
+    ] {
         let mut v = good_client();
         v.conditions = conds.iter().map(|s| s.to_string()).collect();
         v.has_certificate = cert;
@@ -458,7 +544,10 @@ fn client_from_a_node_identity_is_rejected() {
     v.groups = vec!["system:nodes".into(), "system:authenticated".into()];
     let v = judge(v);
     assert_only(&v, &["client-requester", "client-groups"]);
-    assert_eq!(message(&v, "client-requester"), "requester is system:node:worker-0, expected the node-bootstrapper service account");
+    assert_eq!(
+        message(&v, "client-requester"),
+        "requester is system:node:worker-0, expected the node-bootstrapper service account"
+    );
 }
 
 #[test]
@@ -469,7 +558,7 @@ fn client_groups_must_be_exactly_the_bootstrappers() {
     v.groups.truncate(2);
     assert_only(&judge(v.clone()), &["client-groups"]);
     v.groups = BOOTSTRAPPER_GROUPS.iter().rev().map(|s| s.to_string()).collect();
-    assert_only(&judge(v), &[], );
+    assert_only(&judge(v), &[]);
 }
 
 #[test]
@@ -477,7 +566,10 @@ fn client_with_a_san_is_rejected() {
     let b = Builder::serving("worker-0", &[dns("worker-0")]);
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["client-has-san"]);
-    assert_eq!(message(&v, "client-has-san"), "client CSR asks for SANs (DNS:worker-0); it must have none");
+    assert_eq!(
+        message(&v, "client-has-san"),
+        "client CSR asks for SANs (DNS:worker-0); it must have none"
+    );
 }
 
 #[test]
@@ -487,10 +579,17 @@ fn client_with_any_extension_request_is_rejected() {
     b.attributes.push(ext_req_attr(&[vec![]]));
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["client-has-extensions"]);
-    assert_eq!(message(&v, "client-has-extensions"), "client CSR has an (empty) extensionRequest attribute; it must have none");
+    assert_eq!(
+        message(&v, "client-has-extensions"),
+        "client CSR has an (empty) extensionRequest attribute; it must have none"
+    );
     // basicConstraints CA:TRUE.
     let mut b = Builder::node("worker-0");
-    b.attributes.push(ext_req_attr(&[vec![ext(BC_OID, true, &seq(&[tlv(0x01, &[0xff])]))]]));
+    b.attributes.push(ext_req_attr(&[vec![ext(
+        BC_OID,
+        true,
+        &seq(&[tlv(0x01, &[0xff])]),
+    )]]));
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["client-has-extensions"]);
     assert!(message(&v, "client-has-extensions").contains("basicConstraints"));
@@ -502,22 +601,36 @@ fn challenge_password_and_unknown_attributes_are_rejected() {
     b.attributes.push(seq(&[oid(CHALLENGE), set(&[utf8("hunter2")])]));
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["unexpected-attribute"]);
-    assert_eq!(message(&v, "unexpected-attribute"), "attribute challengePassword is not allowed");
+    assert_eq!(
+        message(&v, "unexpected-attribute"),
+        "attribute challengePassword is not allowed"
+    );
     let mut b = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
     b.attributes.push(seq(&[oid("1.2.3.4.5"), set(&[utf8("x")])]));
-    assert_only(&judge(serving_view("worker-0", b.pem())), &["unexpected-attribute"]);
+    assert_only(
+        &judge(serving_view("worker-0", b.pem())),
+        &["unexpected-attribute"],
+    );
 }
 
 #[test]
 fn client_usages_must_be_exact() {
     let mut v = good_client();
-    v.usages = vec!["digital signature".into(), "key encipherment".into(), "client auth".into()];
+    v.usages = vec![
+        "digital signature".into(),
+        "key encipherment".into(),
+        "client auth".into(),
+    ];
     assert_only(&judge(v.clone()), &[]);
     v.usages.push("server auth".into());
     assert_only(&judge(v.clone()), &["usages"]);
     v.usages = vec!["client auth".into()];
     assert_only(&judge(v.clone()), &["usages"]);
-    v.usages = vec!["digital signature".into(), "client auth".into(), "client auth".into()];
+    v.usages = vec![
+        "digital signature".into(),
+        "client auth".into(),
+        "client auth".into(),
+    ];
     assert_only(&judge(v), &["usages"]);
 }
 
@@ -535,15 +648,25 @@ fn client_for_an_unexpected_node_is_rejected() {
     let v = judge(client_view(Builder::node("worker-9").pem()));
     assert_only(&v, &["not-expected-node"]);
     // Prefix/suffix tricks on the node name are not the expected node either.
-    assert_only(&judge(client_view(Builder::node("worker-00").pem())), &["not-expected-node"]);
-    assert_only(&judge(client_view(Builder::node("worker-0.evil").pem())), &["not-expected-node"]);
+    assert_only(
+        &judge(client_view(Builder::node("worker-00").pem())),
+        &["not-expected-node"],
+    );
+    assert_only(
+        &judge(client_view(Builder::node("worker-0.evil").pem())),
+        &["not-expected-node"],
+    );
 }
 
 #[test]
 fn rogue_client_csr_racing_the_real_one_gets_only_one_approval() {
     let mut sc = Scenario::new();
     // csr-real was recorded on the batch first (compare-and-swap), so the rogue one loses.
-    sc.approvals.approvals.push(RecordedApproval { node: "worker-0".into(), kind: Kind::Client, csr: "csr-real".into() });
+    sc.approvals.approvals.push(RecordedApproval {
+        node: "worker-0".into(),
+        kind: Kind::Client,
+        csr: "csr-real".into(),
+    });
     let mut rogue = good_client();
     rogue.name = "csr-rogue".into();
     let v = sc.judge(&rogue);
@@ -555,7 +678,11 @@ fn rogue_client_csr_racing_the_real_one_gets_only_one_approval() {
     assert_only(&sc.judge(&real), &[]);
     // A serving approval does not count against the client one, nor another node's.
     sc.approvals.approvals[0].kind = Kind::Serving;
-    sc.approvals.approvals.push(RecordedApproval { node: "worker-1".into(), kind: Kind::Client, csr: "csr-w1".into() });
+    sc.approvals.approvals.push(RecordedApproval {
+        node: "worker-1".into(),
+        kind: Kind::Client,
+        csr: "csr-w1".into(),
+    });
     assert_only(&sc.judge(&rogue), &[]);
 }
 
@@ -563,9 +690,17 @@ fn rogue_client_csr_racing_the_real_one_gets_only_one_approval() {
 fn reissue_allows_exactly_one_more_client_approval() {
     let mut sc = Scenario::new();
     sc.expected.nodes[0].reissue = 1;
-    sc.approvals.approvals.push(RecordedApproval { node: "worker-0".into(), kind: Kind::Client, csr: "csr-1".into() });
+    sc.approvals.approvals.push(RecordedApproval {
+        node: "worker-0".into(),
+        kind: Kind::Client,
+        csr: "csr-1".into(),
+    });
     assert_only(&sc.judge(&good_client()), &[]);
-    sc.approvals.approvals.push(RecordedApproval { node: "worker-0".into(), kind: Kind::Client, csr: "csr-2".into() });
+    sc.approvals.approvals.push(RecordedApproval {
+        node: "worker-0".into(),
+        kind: Kind::Client,
+        csr: "csr-2".into(),
+    });
     assert_only(&sc.judge(&good_client()), &["already-approved"]);
 }
 
@@ -609,11 +744,17 @@ fn client_without_creation_time_or_from_the_future_is_rejected() {
 
 #[test]
 fn serving_cn_must_equal_the_requester() {
-    let mut v = serving_view("worker-0", Builder::serving("worker-1", &[dns("worker-0"), ip("192.168.111.30")]).pem());
+    let mut v = serving_view(
+        "worker-0",
+        Builder::serving("worker-1", &[dns("worker-0"), ip("192.168.111.30")]).pem(),
+    );
     v.username = "system:node:worker-0".into();
     let v = judge(v);
     assert_has(&v, "cn-mismatch");
-    assert_eq!(message(&v, "cn-mismatch"), "CN system:node:worker-1 is not the requester system:node:worker-0");
+    assert_eq!(
+        message(&v, "cn-mismatch"),
+        "CN system:node:worker-1 is not the requester system:node:worker-0"
+    );
 }
 
 #[test]
@@ -630,7 +771,10 @@ fn serving_groups_must_include_system_nodes() {
     v.groups = vec!["system:authenticated".into()];
     let v = judge(v);
     assert_only(&v, &["serving-groups"]);
-    assert_eq!(message(&v, "serving-groups"), "requester groups lack system:nodes");
+    assert_eq!(
+        message(&v, "serving-groups"),
+        "requester groups lack system:nodes"
+    );
 }
 
 #[test]
@@ -638,13 +782,20 @@ fn serving_usages_must_be_exact() {
     let mut v = good_serving();
     v.usages.push("client auth".into());
     assert_only(&judge(v.clone()), &["usages"]);
-    v.usages = vec!["digital signature".into(), "key encipherment".into(), "server auth".into()];
+    v.usages = vec![
+        "digital signature".into(),
+        "key encipherment".into(),
+        "server auth".into(),
+    ];
     assert_only(&judge(v), &[]);
 }
 
 #[test]
 fn serving_without_san_is_rejected() {
-    assert_only(&judge(serving_view("worker-0", Builder::node("worker-0").pem())), &["no-san"]);
+    assert_only(
+        &judge(serving_view("worker-0", Builder::node("worker-0").pem())),
+        &["no-san"],
+    );
 }
 
 #[test]
@@ -665,17 +816,33 @@ fn serving_wildcard_dns_is_rejected() {
 
 #[test]
 fn serving_dns_must_be_the_exact_hostname() {
-    for bad in ["worker-0.evil", "worker-00", "WORKER-0", "worker-0.", "worker-1", "worker-0\u{0}"] {
+    for bad in [
+        "worker-0.evil",
+        "worker-00",
+        "WORKER-0",
+        "worker-0.",
+        "worker-1",
+        "worker-0\u{0}",
+    ] {
         let v = serving_with(&[dns(bad), ip("192.168.111.30")]);
         assert_only(&v, &["dns-san-not-hostname"]);
     }
     let v = serving_with(&[dns("worker-0.evil"), ip("192.168.111.30")]);
-    assert_eq!(message(&v, "dns-san-not-hostname"), "DNS SAN worker-0.evil is not worker-0's hostname (worker-0)");
+    assert_eq!(
+        message(&v, "dns-san-not-hostname"),
+        "DNS SAN worker-0.evil is not worker-0's hostname (worker-0)"
+    );
 }
 
 #[test]
 fn serving_api_server_and_service_names_are_rejected() {
-    for bad in ["api.ostest.test.metalkube.org", "api-int.ostest.test.metalkube.org", "kubernetes.default.svc", "KUBERNETES", "foo.bar.svc.cluster.local"] {
+    for bad in [
+        "api.ostest.test.metalkube.org",
+        "api-int.ostest.test.metalkube.org",
+        "kubernetes.default.svc",
+        "KUBERNETES",
+        "foo.bar.svc.cluster.local",
+    ] {
         let v = serving_with(&[dns(bad), ip("192.168.111.30")]);
         assert_only(&v, &["dns-san-api-server"]);
     }
@@ -685,9 +852,15 @@ fn serving_api_server_and_service_names_are_rejected() {
 fn serving_foreign_ip_is_rejected() {
     let v = serving_with(&[dns("worker-0"), ip("192.168.111.30"), ip("10.0.0.9")]);
     assert_only(&v, &["ip-san-not-node-address"]);
-    assert_eq!(message(&v, "ip-san-not-node-address"), "IP SAN 10.0.0.9 is not one of worker-0's addresses (192.168.111.30)");
+    assert_eq!(
+        message(&v, "ip-san-not-node-address"),
+        "IP SAN 10.0.0.9 is not one of worker-0's addresses (192.168.111.30)"
+    );
     // Another expected node's address is foreign too.
-    assert_only(&serving_with(&[dns("worker-0"), ip("192.168.111.31")]), &["ip-san-not-node-address"]);
+    assert_only(
+        &serving_with(&[dns("worker-0"), ip("192.168.111.31")]),
+        &["ip-san-not-node-address"],
+    );
 }
 
 #[test]
@@ -713,16 +886,28 @@ fn serving_special_ips_are_rejected() {
 fn serving_cluster_and_service_network_ips_are_rejected() {
     let v = serving_with(&[dns("worker-0"), ip("172.30.0.1")]);
     assert_only(&v, &["ip-san-service-network"]);
-    assert_eq!(message(&v, "ip-san-service-network"), "IP SAN 172.30.0.1 is in the service network 172.30.0.0/16");
-    assert_only(&serving_with(&[dns("worker-0"), ip("10.128.2.5")]), &["ip-san-cluster-network"]);
-    assert_only(&serving_with(&[dns("worker-0"), ip("fd02::1")]), &["ip-san-service-network"]);
+    assert_eq!(
+        message(&v, "ip-san-service-network"),
+        "IP SAN 172.30.0.1 is in the service network 172.30.0.0/16"
+    );
+    assert_only(
+        &serving_with(&[dns("worker-0"), ip("10.128.2.5")]),
+        &["ip-san-cluster-network"],
+    );
+    assert_only(
+        &serving_with(&[dns("worker-0"), ip("fd02::1")]),
+        &["ip-san-service-network"],
+    );
 }
 
 #[test]
 fn serving_even_an_expected_ip_in_the_service_network_is_rejected() {
     let mut sc = Scenario::new();
     sc.expected.nodes[0].ips = vec!["172.30.0.10".parse().unwrap()];
-    let v = sc.judge(&serving_view("worker-0", Builder::serving("worker-0", &[ip("172.30.0.10")]).pem()));
+    let v = sc.judge(&serving_view(
+        "worker-0",
+        Builder::serving("worker-0", &[ip("172.30.0.10")]).pem(),
+    ));
     assert_only(&v, &["ip-san-service-network"]);
 }
 
@@ -737,7 +922,10 @@ fn serving_ip_sans_of_odd_length_are_rejected() {
     for len in [0usize, 3, 5, 8, 17] {
         let v = serving_with(&[dns("worker-0"), Gn::Ip(vec![192; len])]);
         assert_only(&v, &["ip-san-length"]);
-        assert_eq!(message(&v, "ip-san-length"), format!("IP SAN is {len} bytes long, expected 4 or 16"));
+        assert_eq!(
+            message(&v, "ip-san-length"),
+            format!("IP SAN is {len} bytes long, expected 4 or 16")
+        );
     }
 }
 
@@ -751,33 +939,56 @@ fn serving_extensions_other_than_san_are_rejected() {
     for e in [ca, ku, eku, unknown] {
         let mut b = Builder::node("worker-0");
         b.attributes.push(ext_req_attr(&[vec![san_ext(&sans), e]]));
-        assert_only(&judge(serving_view("worker-0", b.pem())), &["unexpected-extension"]);
+        assert_only(
+            &judge(serving_view("worker-0", b.pem())),
+            &["unexpected-extension"],
+        );
     }
 }
 
 #[test]
 fn duplicate_san_extension_is_rejected_and_both_are_checked() {
     let mut b = Builder::node("worker-0");
-    b.attributes.push(ext_req_attr(&[vec![san_ext(&[dns("worker-0"), ip("192.168.111.30")]), san_ext(&[ip("192.168.111.20")])]]));
+    b.attributes.push(ext_req_attr(&[vec![
+        san_ext(&[dns("worker-0"), ip("192.168.111.30")]),
+        san_ext(&[ip("192.168.111.20")]),
+    ]]));
     let v = judge(serving_view("worker-0", b.pem()));
     assert_only(&v, &["duplicate-extension", "ip-san-not-node-address"]);
-    assert_eq!(message(&v, "duplicate-extension"), "extension subjectAltName is requested more than once");
+    assert_eq!(
+        message(&v, "duplicate-extension"),
+        "extension subjectAltName is requested more than once"
+    );
 }
 
 #[test]
 fn two_extension_request_attributes_are_rejected_and_the_second_is_checked() {
     // x509-parser's requested_extensions() reads only the first; Go merges both.
     let mut b = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
-    b.attributes.push(ext_req_attr(&[vec![san_ext(&[ip("192.168.111.20")])]]));
+    b.attributes
+        .push(ext_req_attr(&[vec![san_ext(&[ip("192.168.111.20")])]]));
     let v = judge(serving_view("worker-0", b.pem()));
-    assert_only(&v, &["duplicate-attribute", "duplicate-extension", "ip-san-not-node-address"]);
-    assert_eq!(message(&v, "duplicate-attribute"), "attribute extensionRequest appears more than once");
+    assert_only(
+        &v,
+        &[
+            "duplicate-attribute",
+            "duplicate-extension",
+            "ip-san-not-node-address",
+        ],
+    );
+    assert_eq!(
+        message(&v, "duplicate-attribute"),
+        "attribute extensionRequest appears more than once"
+    );
 }
 
 #[test]
 fn extension_request_with_two_values_is_rejected() {
     let mut b = Builder::node("worker-0");
-    b.attributes.push(ext_req_attr(&[vec![san_ext(&[dns("worker-0")])], vec![ext(BC_OID, false, &seq(&[]))]]));
+    b.attributes.push(ext_req_attr(&[
+        vec![san_ext(&[dns("worker-0")])],
+        vec![ext(BC_OID, false, &seq(&[]))],
+    ]));
     let v = judge(serving_view("worker-0", b.pem()));
     assert_only(&v, &["extension-request-values", "unexpected-extension"]);
 }
@@ -785,7 +996,11 @@ fn extension_request_with_two_values_is_rejected() {
 #[test]
 fn second_serving_csr_is_rejected() {
     let mut sc = Scenario::new();
-    sc.approvals.approvals.push(RecordedApproval { node: "worker-0".into(), kind: Kind::Serving, csr: "csr-first".into() });
+    sc.approvals.approvals.push(RecordedApproval {
+        node: "worker-0".into(),
+        kind: Kind::Serving,
+        csr: "csr-first".into(),
+    });
     let v = sc.judge(&good_serving());
     assert_only(&v, &["already-approved"]);
     assert_eq!(v.node.as_deref(), Some("worker-0"));
@@ -799,13 +1014,19 @@ fn serving_for_a_dhcp_node_with_unknown_ips_gets_a_hint() {
     assert_only(&v, &["no-expected-addresses"]);
     assert!(message(&v, "no-expected-addresses").contains("--node worker-0=IP"));
     // Even a DNS-only request is not approved without known addresses.
-    let v = sc.judge(&serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0")]).pem()));
+    let v = sc.judge(&serving_view(
+        "worker-0",
+        Builder::serving("worker-0", &[dns("worker-0")]).pem(),
+    ));
     assert_only(&v, &["no-expected-addresses"]);
 }
 
 #[test]
 fn serving_for_an_unexpected_node_is_rejected() {
-    let v = judge(serving_view("master-0", Builder::serving("master-0", &[dns("master-0"), ip("192.168.111.20")]).pem()));
+    let v = judge(serving_view(
+        "master-0",
+        Builder::serving("master-0", &[dns("master-0"), ip("192.168.111.20")]).pem(),
+    ));
     assert_has(&v, "not-expected-node");
     assert_eq!(v.node.as_deref(), Some("master-0"));
 }
@@ -814,7 +1035,12 @@ fn serving_for_an_unexpected_node_is_rejected() {
 
 #[test]
 fn other_signers_are_never_approved() {
-    for signer in ["kubernetes.io/kube-apiserver-client", "kubernetes.io/legacy-unknown", "example.com/x", ""] {
+    for signer in [
+        "kubernetes.io/kube-apiserver-client",
+        "kubernetes.io/legacy-unknown",
+        "example.com/x",
+        "",
+    ] {
         let mut v = good_client();
         v.signer_name = signer.into();
         let v = judge(v);
@@ -825,7 +1051,10 @@ fn other_signers_are_never_approved() {
 
 #[test]
 fn every_failed_check_is_reported_not_only_the_first() {
-    let mut b = Builder::serving("master-1", &[dns("*.evil"), ip("127.0.0.1"), Gn::Ip(vec![1, 2, 3, 4, 5])]);
+    let mut b = Builder::serving(
+        "master-1",
+        &[dns("*.evil"), ip("127.0.0.1"), Gn::Ip(vec![1, 2, 3, 4, 5])],
+    );
     b.rdns.push(vec![(OU, utf8("x"))]);
     let mut v = client_view(b.pem());
     v.username = "system:anonymous".into();
@@ -858,7 +1087,10 @@ fn verdict_serializes_with_codes_and_messages() {
     assert_eq!(j["node"], "worker-9");
     assert_eq!(j["approve"], false);
     assert_eq!(j["reasons"][0]["code"], "not-expected-node");
-    assert_eq!(j["reasons"][0]["message"], "node worker-9 is not an expected new node");
+    assert_eq!(
+        j["reasons"][0]["message"],
+        "node worker-9 is not an expected new node"
+    );
 }
 
 // ---- structure beyond what x509-parser checks ------------------------------------------
@@ -892,7 +1124,13 @@ fn extra_element_inside_the_outer_sequence_is_rejected() {
     parts.push(tlv(0x05, &[]));
     let v = judge(client_view(pem_of(&seq(&parts))));
     assert!(!v.approve, "{:?}", v.reasons);
-    assert!(codes(&v).iter().any(|c| ["der-invalid", "der-trailing-data"].contains(c)), "{:?}", v.reasons);
+    assert!(
+        codes(&v)
+            .iter()
+            .any(|c| ["der-invalid", "der-trailing-data"].contains(c)),
+        "{:?}",
+        v.reasons
+    );
 }
 
 #[test]
@@ -924,7 +1162,10 @@ fn csr_view_from_k8s_reads_status_and_creation_time() {
     assert_eq!(view.kind(), Kind::Client);
     let v = judge(view);
     assert_only(&v, &["not-pending"]);
-    assert_eq!(message(&v, "not-pending"), "CSR is not pending (Approved, certificate issued)");
+    assert_eq!(
+        message(&v, "not-pending"),
+        "CSR is not pending (Approved, certificate issued)"
+    );
 }
 
 fn base64_of(b: &[u8]) -> String {
@@ -945,7 +1186,11 @@ fn extra_elements_inside_signed_structures_are_rejected() {
     });
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["der-invalid"]);
-    assert!(message(&v, "der-invalid").contains("subjectPKInfo"), "{}", message(&v, "der-invalid"));
+    assert!(
+        message(&v, "der-invalid").contains("subjectPKInfo"),
+        "{}",
+        message(&v, "der-invalid")
+    );
 
     // A second value in the CN's AttributeTypeAndValue: some parsers would read that one.
     let mut b = Builder::node("worker-0");
@@ -976,17 +1221,23 @@ fn extra_elements_inside_signed_structures_are_rejected() {
 fn malformed_san_and_non_der_extensions_are_rejected() {
     // SAN value that is not a SEQUENCE of GeneralName.
     let mut b = Builder::node("worker-0");
-    b.attributes.push(ext_req_attr(&[vec![ext(SAN_OID, false, &utf8("worker-0"))]]));
+    b.attributes
+        .push(ext_req_attr(&[vec![ext(SAN_OID, false, &utf8("worker-0"))]]));
     let v = judge(serving_view("worker-0", b.pem()));
     assert_only(&v, &["san-malformed", "no-san"]);
     // Empty GeneralNames.
     let mut b = Builder::node("worker-0");
-    b.attributes.push(ext_req_attr(&[vec![ext(SAN_OID, false, &seq(&[]))]]));
+    b.attributes
+        .push(ext_req_attr(&[vec![ext(SAN_OID, false, &seq(&[]))]]));
     let v = judge(serving_view("worker-0", b.pem()));
     assert_only(&v, &["san-malformed", "no-san"]);
     // critical explicitly FALSE: DER forbids encoding the DEFAULT.
     let mut b = Builder::node("worker-0");
-    let e = seq(&[oid(SAN_OID), tlv(0x01, &[0x00]), octets(&san_value(&[dns("worker-0"), ip("192.168.111.30")]))]);
+    let e = seq(&[
+        oid(SAN_OID),
+        tlv(0x01, &[0x00]),
+        octets(&san_value(&[dns("worker-0"), ip("192.168.111.30")])),
+    ]);
     b.attributes.push(ext_req_attr(&[vec![e]]));
     let v = judge(serving_view("worker-0", b.pem()));
     assert_only(&v, &["attributes-malformed", "no-san"]);
@@ -1013,12 +1264,24 @@ fn rival_client_csrs_with_different_keys_are_both_held() {
     let sc = Scenario::new();
     let real = named(good_client(), "csr-real", "2026-01-10T10:30:00Z");
     let rival = named(good_client(), "csr-rival", "2026-01-10T10:30:01Z");
-    let other = named(client_view(Builder::node("worker-1").pem()), "csr-w1", "2026-01-10T10:31:00Z");
-    let vs = verdict_all(&[real.clone(), rival.clone(), other], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    let other = named(
+        client_view(Builder::node("worker-1").pem()),
+        "csr-w1",
+        "2026-01-10T10:31:00Z",
+    );
+    let vs = verdict_all(
+        &[real.clone(), rival.clone(), other],
+        &sc.expected,
+        &sc.existing,
+        &sc.approvals,
+        &sc.policy,
+        sc.now,
+    );
     assert_only(&vs[0], &["competing-requests"]);
     assert_only(&vs[1], &["competing-requests"]);
     assert_only(&vs[2], &[]);
-    assert!(message(&vs[0], "competing-requests").starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
+    assert!(message(&vs[0], "competing-requests")
+        .starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
     // Each alone passes: only the listing shows the race.
     assert_only(&sc.judge(&real), &[]);
     assert_only(&sc.judge(&rival), &[]);
@@ -1030,10 +1293,20 @@ fn kubelet_retries_with_the_same_key_approve_only_the_newest() {
     let pem = Builder::node("worker-0").pem();
     let old = named(client_view(pem.clone()), "csr-old", "2026-01-10T10:30:00Z");
     let new = named(client_view(pem), "csr-new", "2026-01-10T10:45:00Z");
-    let vs = verdict_all(&[new, old], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    let vs = verdict_all(
+        &[new, old],
+        &sc.expected,
+        &sc.existing,
+        &sc.approvals,
+        &sc.policy,
+        sc.now,
+    );
     assert_only(&vs[0], &[]);
     assert_only(&vs[1], &["superseded"]);
-    assert_eq!(message(&vs[1], "superseded"), "a newer client CSR for worker-0 (csr-new) is approved instead");
+    assert_eq!(
+        message(&vs[1], "superseded"),
+        "a newer client CSR for worker-0 (csr-new) is approved instead"
+    );
 }
 
 #[test]
@@ -1041,8 +1314,22 @@ fn several_serving_csrs_approve_only_the_newest_and_rejected_ones_do_not_count()
     let sc = Scenario::new();
     let a = named(good_serving(), "csr-a", "2026-01-10T10:40:00Z");
     let b = named(good_serving(), "csr-b", "2026-01-10T10:50:00Z");
-    let bad = named(serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("10.0.0.9")]).pem()), "csr-z", "2026-01-10T10:55:00Z");
-    let vs = verdict_all(&[a, b, bad], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    let bad = named(
+        serving_view(
+            "worker-0",
+            Builder::serving("worker-0", &[dns("worker-0"), ip("10.0.0.9")]).pem(),
+        ),
+        "csr-z",
+        "2026-01-10T10:55:00Z",
+    );
+    let vs = verdict_all(
+        &[a, b, bad],
+        &sc.expected,
+        &sc.existing,
+        &sc.approvals,
+        &sc.policy,
+        sc.now,
+    );
     assert_only(&vs[0], &["superseded"]);
     assert_only(&vs[1], &[]);
     assert_only(&vs[2], &["ip-san-not-node-address"]);
@@ -1054,7 +1341,10 @@ fn object_identifiers_with_a_wrong_tag_are_rejected() {
     // CN to x509-parser. Signed validly, so only our own walk can refuse it.
     fn retag(cri: Vec<u8>, pattern: &[u8], tag: u8) -> Vec<u8> {
         let mut cri = cri;
-        let pos = cri.windows(pattern.len()).position(|w| w == pattern).expect("pattern in CRI");
+        let pos = cri
+            .windows(pattern.len())
+            .position(|w| w == pattern)
+            .expect("pattern in CRI");
         cri[pos] = tag;
         cri
     }
@@ -1070,18 +1360,30 @@ fn object_identifiers_with_a_wrong_tag_are_rejected() {
     b.cri_hook = Some(|cri| retag(cri, &[0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01], 0x04));
     let v = judge(client_view(b.pem()));
     assert!(!v.approve);
-    assert!(codes(&v).contains(&"der-invalid") || codes(&v).contains(&"key-not-allowed"), "{:?}", v.reasons);
+    assert!(
+        codes(&v).contains(&"der-invalid") || codes(&v).contains(&"key-not-allowed"),
+        "{:?}",
+        v.reasons
+    );
 
     // The subjectAltName extension id with a wrong tag.
     let mut b = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
     b.cri_hook = Some(|cri| retag(cri, &[0x06, 0x03, 0x55, 0x1d, 0x11], 0x0c));
     let v = judge(serving_view("worker-0", b.pem()));
     assert!(!v.approve);
-    assert!(codes(&v).iter().any(|c| ["attributes-malformed", "der-invalid"].contains(c)), "{:?}", v.reasons);
+    assert!(
+        codes(&v)
+            .iter()
+            .any(|c| ["attributes-malformed", "der-invalid"].contains(c)),
+        "{:?}",
+        v.reasons
+    );
 
     // Outside the signed part: the signature algorithm OID with a wrong tag.
     let der = Builder::node("worker-0").der();
-    let pat = [0x30u8, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02];
+    let pat = [
+        0x30u8, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02,
+    ];
     let pos = der.windows(12).rposition(|w| w == pat).unwrap();
     let mut d = der.clone();
     d[pos + 2] = 0x13;
@@ -1103,7 +1405,11 @@ fn non_minimal_object_identifier_encoding_is_rejected() {
     });
     let v = judge(client_view(b.pem()));
     assert_has(&v, "der-invalid");
-    assert!(message(&v, "der-invalid").contains("not a valid OBJECT IDENTIFIER encoding"), "{:?}", v.reasons);
+    assert!(
+        message(&v, "der-invalid").contains("not a valid OBJECT IDENTIFIER encoding"),
+        "{:?}",
+        v.reasons
+    );
 }
 
 #[test]
@@ -1122,5 +1428,9 @@ fn non_minimal_length_encoding_is_rejected() {
     });
     let v = judge(client_view(b.pem()));
     assert_only(&v, &["der-invalid"]);
-    assert!(message(&v, "der-invalid").contains("non-minimal length"), "{:?}", v.reasons);
+    assert!(
+        message(&v, "der-invalid").contains("non-minimal length"),
+        "{:?}",
+        v.reasons
+    );
 }

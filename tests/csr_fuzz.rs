@@ -18,7 +18,10 @@ fn build_seeds() -> Vec<(bool, Vec<u8>)> {
     // (is_serving, DER)
     let mut v = vec![
         (false, Builder::node("worker-0").der()),
-        (true, Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).der()),
+        (
+            true,
+            Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).der(),
+        ),
         (true, {
             let mut b = Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]);
             b.key = Key::P384;
@@ -49,8 +52,14 @@ fn pool() -> &'static [CsrView] {
             client_view(Builder::node("worker-0").pem()),
             client_view(Builder::node("worker-0").pem()),
             client_view(Builder::node("worker-1").pem()),
-            serving_view("worker-0", Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem()),
-            serving_view("worker-0", Builder::serving("worker-0", &[ip("192.168.111.30")]).pem()),
+            serving_view(
+                "worker-0",
+                Builder::serving("worker-0", &[dns("worker-0"), ip("192.168.111.30")]).pem(),
+            ),
+            serving_view(
+                "worker-0",
+                Builder::serving("worker-0", &[ip("192.168.111.30")]).pem(),
+            ),
             serving_view("worker-0", Builder::serving("worker-0", &[ip("10.0.0.1")]).pem()),
         ]
     })

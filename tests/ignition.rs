@@ -50,15 +50,28 @@ fn model(s: &Scenario) -> ClusterModel {
 }
 
 fn images() -> ComponentImages {
-    let d = |n: u8| format!("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}", format!("{n:02x}").repeat(32));
-    ComponentImages { api_server: d(1), node_agent: d(2), orchestrator: d(3), utils: d(4) }
+    let d = |n: u8| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            format!("{n:02x}").repeat(32)
+        )
+    };
+    ComponentImages {
+        api_server: d(1),
+        node_agent: d(2),
+        orchestrator: d(3),
+        utils: d(4),
+    }
 }
 
 fn dhcp_host(name: &str, mac: &str) -> HostSpec {
     HostSpec {
         hostname: name.into(),
         role: "worker".into(),
-        interfaces: vec![HostInterface { name: "eth0".into(), mac_address: mac.into() }],
+        interfaces: vec![HostInterface {
+            name: "eth0".into(),
+            mac_address: mac.into(),
+        }],
         root_device_hints: None,
         network_config: None,
         keyfiles: vec![],
@@ -79,7 +92,10 @@ fn static_host(name: &str, mac: &str, ip: &str) -> HostSpec {
     HostSpec {
         hostname: name.into(),
         role: "worker".into(),
-        interfaces: vec![HostInterface { name: "eth0".into(), mac_address: mac.into() }],
+        interfaces: vec![HostInterface {
+            name: "eth0".into(),
+            mac_address: mac.into(),
+        }],
         root_device_hints: Some(json!({"deviceName": "/dev/sda", "minSizeGigabytes": 100})),
         network_config: Some(nmstate),
         keyfiles: vec![("eth0.nmconnection".into(), keyfile)],
@@ -94,7 +110,12 @@ struct Built {
 }
 
 #[allow(clippy::result_large_err)]
-fn build_with(model: ClusterModel, hosts: &[HostSpec], pool: Option<&str>, ssh: Option<&str>) -> Result<Built, agent_day2::error::Error> {
+fn build_with(
+    model: ClusterModel,
+    hosts: &[HostSpec],
+    pool: Option<&str>,
+    ssh: Option<&str>,
+) -> Result<Built, agent_day2::error::Error> {
     let auth = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
     let images = images();
     let ps = model.pull_secret.0.clone();
@@ -110,7 +131,12 @@ fn build_with(model: ClusterModel, hosts: &[HostSpec], pool: Option<&str>, ssh: 
         cpu_architecture: None,
     })?;
     let json = ignition::to_json(&cfg);
-    Ok(Built { cfg, json, auth, model })
+    Ok(Built {
+        cfg,
+        json,
+        auth,
+        model,
+    })
 }
 
 fn build(s: &Scenario, hosts: &[HostSpec]) -> Built {
@@ -128,11 +154,18 @@ fn contract_check(b: &Built, macs: &[&str]) -> contract::Facts {
 }
 
 fn file(b: &Built, path: &str) -> Option<String> {
-    ignition::files(&b.cfg).into_iter().find(|(p, _, _)| p == path).map(|(_, d, _)| String::from_utf8(d).unwrap())
+    ignition::files(&b.cfg)
+        .into_iter()
+        .find(|(p, _, _)| p == path)
+        .map(|(_, d, _)| String::from_utf8(d).unwrap())
 }
 
 fn mode(b: &Built, path: &str) -> i64 {
-    ignition::files(&b.cfg).into_iter().find(|(p, _, _)| p == path).map(|(_, _, m)| m).unwrap_or_else(|| panic!("no {path}"))
+    ignition::files(&b.cfg)
+        .into_iter()
+        .find(|(p, _, _)| p == path)
+        .map(|(_, _, m)| m)
+        .unwrap_or_else(|| panic!("no {path}"))
 }
 
 #[test]
@@ -144,7 +177,10 @@ fn contract_default_cluster_one_dhcp_host() {
     assert_eq!(f.cluster_name, "ostest");
     assert_eq!(f.api_dns_name, "api.ostest.example.com");
     assert_eq!(f.base_domain, "example.com");
-    assert!(!f.user_managed_networking, "baremetal: networking is cluster-managed");
+    assert!(
+        !f.user_managed_networking,
+        "baremetal: networking is cluster-managed"
+    );
     assert_eq!(f.cpu_architecture, "x86_64");
     assert_eq!(f.openshift_version, "4.18.12");
     assert_eq!(f.release_image, b.model.version.release_image);
@@ -152,17 +188,29 @@ fn contract_default_cluster_one_dhcp_host() {
     assert_eq!(f.agent_token, b.auth.agent_token);
     assert_eq!(auth::parse_rfc3339(&f.token_expiry).unwrap(), b.auth.expires_at);
     // The MCS endpoint and its CA (base64 of the PEM, as assisted-service's swagger says).
-    let ep: Value = serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap()).unwrap();
+    let ep: Value =
+        serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap())
+            .unwrap();
     assert_eq!(ep["url"], b.model.machine_config_server.url);
     use base64::Engine;
-    let ca = base64::engine::general_purpose::STANDARD.decode(ep["ca_certificate"].as_str().unwrap()).unwrap();
-    assert_eq!(Some(String::from_utf8(ca).unwrap()), b.model.machine_config_server.ca_pem);
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(ep["ca_certificate"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        Some(String::from_utf8(ca).unwrap()),
+        b.model.machine_config_server.ca_pem
+    );
     // No mirrors: the live system's registries.conf stays; chrony from the cluster's MC.
     assert!(file(&b, "/etc/containers/registries.conf").is_none());
     assert_eq!(file(&b, "/etc/chrony.conf"), b.model.chrony_conf);
     assert!(file(&b, "/etc/chrony.conf").unwrap().contains("192.168.111.1"));
     // Secret files are 0600, scripts 0755.
-    for p in ["/root/.docker/config.json", "/usr/local/share/assisted-service/assisted-service.env", "/etc/assisted/manifests/pull-secret.yaml", "/usr/local/share/assisted-service/assisted-db.env"] {
+    for p in [
+        "/root/.docker/config.json",
+        "/usr/local/share/assisted-service/assisted-service.env",
+        "/etc/assisted/manifests/pull-secret.yaml",
+        "/usr/local/share/assisted-service/assisted-db.env",
+    ] {
         assert_eq!(mode(&b, p), 0o600, "{p}");
     }
     assert_eq!(mode(&b, "/usr/local/bin/add-node.sh"), 0o755);
@@ -176,15 +224,24 @@ fn contract_default_cluster_one_dhcp_host() {
 
 #[test]
 fn contract_fips_cluster() {
-    let s = Scenario { fips: true, ..Default::default() };
+    let s = Scenario {
+        fips: true,
+        ..Default::default()
+    };
     let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
-    assert!(b.model.fips, "the model carries FIPS for the kargs (fips=1 goes into the ISO's kargs areas)");
+    assert!(
+        b.model.fips,
+        "the model carries FIPS for the kargs (fips=1 goes into the ISO's kargs areas)"
+    );
     contract_check(&b, &["52:54:00:aa:00:30"]);
 }
 
 #[test]
 fn contract_disconnected_cluster() {
-    let s = Scenario { disconnected: true, ..Default::default() };
+    let s = Scenario {
+        disconnected: true,
+        ..Default::default()
+    };
     let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
     contract_check(&b, &["52:54:00:aa:00:30"]);
     let conf = file(&b, "/etc/containers/registries.conf").expect("registries.conf from the mirror sets");
@@ -192,14 +249,19 @@ fn contract_disconnected_cluster() {
     for e in &b.model.mirrors.digest_mirrors {
         assert!(conf.contains(&format!("location = \"{}\"", e.source)), "{conf}");
         for m in &e.mirrors {
-            assert!(conf.contains(&format!("[[registry.mirror]]\n    location = \"{m}\"")), "{conf}");
+            assert!(
+                conf.contains(&format!("[[registry.mirror]]\n    location = \"{m}\"")),
+                "{conf}"
+            );
         }
     }
     // The mirror registry's CA is trusted on the node.
     assert!(!b.model.mirrors.registry_cas.is_empty());
     for pem in b.model.mirrors.registry_cas.values() {
         assert!(
-            ignition::files(&b.cfg).iter().any(|(p, d, _)| p.starts_with("/etc/pki/ca-trust/source/anchors/agent-day2-registry-") && d == pem.as_bytes()),
+            ignition::files(&b.cfg).iter().any(|(p, d, _)| p
+                .starts_with("/etc/pki/ca-trust/source/anchors/agent-day2-registry-")
+                && d == pem.as_bytes()),
             "mirror CA not written"
         );
     }
@@ -208,12 +270,18 @@ fn contract_disconnected_cluster() {
 #[test]
 fn contract_platform_none_uses_user_managed_networking() {
     for platform in ["None", "External"] {
-        let s = Scenario { platform: platform.into(), ..Default::default() };
+        let s = Scenario {
+            platform: platform.into(),
+            ..Default::default()
+        };
         let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
         let f = contract_check(&b, &["52:54:00:aa:00:30"]);
         assert!(f.user_managed_networking, "platform {platform}");
     }
-    let s = Scenario { platform: "VSphere".into(), ..Default::default() };
+    let s = Scenario {
+        platform: "VSphere".into(),
+        ..Default::default()
+    };
     let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
     assert!(!contract_check(&b, &["52:54:00:aa:00:30"]).user_managed_networking);
 }
@@ -232,15 +300,37 @@ fn contract_proxy_cluster() {
     let b = build(&s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
     contract_check(&b, &["52:54:00:aa:00:30"]);
     let p = b.model.proxy.clone().expect("proxy in the model");
-    let infraenv: Value = serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
-    assert_eq!(infraenv["spec"]["proxy"]["httpProxy"], p.http_proxy.clone().unwrap());
+    let infraenv: Value =
+        serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
+    assert_eq!(
+        infraenv["spec"]["proxy"]["httpProxy"],
+        p.http_proxy.clone().unwrap()
+    );
     assert_eq!(infraenv["spec"]["proxy"]["noProxy"], p.no_proxy.clone().unwrap());
     let sysconf = file(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf").unwrap();
-    assert!(sysconf.contains(&format!("\"HTTPS_PROXY={}\"", p.https_proxy.unwrap())), "{sysconf}");
-    assert_eq!(mode(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf"), 0o600);
+    assert!(
+        sysconf.contains(&format!("\"HTTPS_PROXY={}\"", p.https_proxy.unwrap())),
+        "{sysconf}"
+    );
+    assert_eq!(
+        mode(&b, "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf"),
+        0o600
+    );
     // The trust bundle ConfigMap named by the Proxy is trusted on the node (once: not again in the InfraEnv).
-    let bundle = b.model.trust_bundle.as_ref().and_then(|t| t.pem.clone()).expect("trust bundle in the model");
-    assert_eq!(file(&b, "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt").unwrap(), bundle);
+    let bundle = b
+        .model
+        .trust_bundle
+        .as_ref()
+        .and_then(|t| t.pem.clone())
+        .expect("trust bundle in the model");
+    assert_eq!(
+        file(
+            &b,
+            "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt"
+        )
+        .unwrap(),
+        bundle
+    );
     assert!(infraenv["spec"].get("additionalTrustBundle").is_none());
 }
 
@@ -252,28 +342,62 @@ fn contract_several_hosts_static_and_dhcp() {
         static_host("worker-2", "52:54:00:AA:00:32", "192.168.111.32"),
     ];
     let b = build(&Scenario::default(), &hosts);
-    let f = contract_check(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31", "52:54:00:aa:00:32"]);
+    let f = contract_check(
+        &b,
+        &["52:54:00:aa:00:30", "52:54:00:aa:00:31", "52:54:00:aa:00:32"],
+    );
     assert_eq!(f.hosts.len(), 3);
     assert_eq!(f.host_by_mac("52:54:00:aa:00:32").unwrap().hostname, "worker-2");
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     let pre = &parsed.units["pre-network-manager-config.service"];
-    assert!(pre.text.contains("Before=network-pre.target NetworkManager.service"));
+    assert!(pre
+        .text
+        .contains("Before=network-pre.target NetworkManager.service"));
     // Keyfiles of the static hosts only, 0600, with the MAC → interface map.
-    assert_eq!(file(&b, "/etc/assisted/network/worker-0/eth0.nmconnection").unwrap(), hosts[0].keyfiles[0].1);
-    assert_eq!(mode(&b, "/etc/assisted/network/worker-0/eth0.nmconnection"), 0o600);
-    assert_eq!(file(&b, "/etc/assisted/network/worker-2/mac_interface.ini").unwrap(), "52:54:00:aa:00:32=eth0\n");
+    assert_eq!(
+        file(&b, "/etc/assisted/network/worker-0/eth0.nmconnection").unwrap(),
+        hosts[0].keyfiles[0].1
+    );
+    assert_eq!(
+        mode(&b, "/etc/assisted/network/worker-0/eth0.nmconnection"),
+        0o600
+    );
+    assert_eq!(
+        file(&b, "/etc/assisted/network/worker-2/mac_interface.ini").unwrap(),
+        "52:54:00:aa:00:32=eth0\n"
+    );
     assert!(parsed.under("/etc/assisted/network/worker-1/").next().is_none());
     // One NMStateConfig per static host, labelled for the InfraEnv's selector.
-    let docs: Vec<Value> = serde_saphyr::from_multiple(&file(&b, "/etc/assisted/manifests/nmstateconfig.yaml").unwrap()).unwrap();
-    let names: Vec<&str> = docs.iter().map(|d| d["metadata"]["name"].as_str().unwrap()).collect();
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&file(&b, "/etc/assisted/manifests/nmstateconfig.yaml").unwrap())
+            .unwrap();
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["worker-0", "worker-2"]);
-    assert_eq!(docs[1]["spec"]["interfaces"][0]["macAddress"], "52:54:00:aa:00:32");
-    assert_eq!(docs[0]["spec"]["config"], hosts[0].network_config.clone().unwrap());
-    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml").unwrap().trim(), "deviceName: /dev/sda\nminSizeGigabytes: 100");
+    assert_eq!(
+        docs[1]["spec"]["interfaces"][0]["macAddress"],
+        "52:54:00:aa:00:32"
+    );
+    assert_eq!(
+        docs[0]["spec"]["config"],
+        hosts[0].network_config.clone().unwrap()
+    );
+    assert_eq!(
+        file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml")
+            .unwrap()
+            .trim(),
+        "deviceName: /dev/sda\nminSizeGigabytes: 100"
+    );
     // A machine whose MAC is in no host is refused by the contract check (it would not find itself).
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     let err = contract::check(&parsed, &["52:54:00:aa:00:99".to_string()]).unwrap_err();
-    assert!(err.iter().any(|p| p.contains("no host for MAC 52:54:00:aa:00:99")), "{err:?}");
+    assert!(
+        err.iter()
+            .any(|p| p.contains("no host for MAC 52:54:00:aa:00:99")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -283,21 +407,50 @@ fn same_inputs_give_the_same_config() {
     let (imgs, id) = (images(), Uuid::new_v4());
     let hosts = [static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")];
     let ps = m.pull_secret.0.clone();
-    let inputs = NodeImageInputs { cluster: &m, hosts: &hosts, auth: &a, images: &imgs, pull_secret: &ps, pool: None, infra_env_id: id, ssh_key: None, cpu_architecture: None };
-    assert_eq!(ignition::to_json(&ignition::build(&inputs).unwrap()), ignition::to_json(&ignition::build(&inputs).unwrap()));
+    let inputs = NodeImageInputs {
+        cluster: &m,
+        hosts: &hosts,
+        auth: &a,
+        images: &imgs,
+        pull_secret: &ps,
+        pool: None,
+        infra_env_id: id,
+        ssh_key: None,
+        cpu_architecture: None,
+    };
+    assert_eq!(
+        ignition::to_json(&ignition::build(&inputs).unwrap()),
+        ignition::to_json(&ignition::build(&inputs).unwrap())
+    );
 }
 
 #[test]
 fn custom_pool_targets_its_mcs_path() {
-    let b = build_with(model(&Scenario::default()), &[dhcp_host("infra-0", "52:54:00:aa:00:40")], Some("infra"), None).unwrap();
-    let ep: Value = serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap()).unwrap();
-    assert!(ep["url"].as_str().unwrap().ends_with(":22623/config/infra"), "{ep}");
-    assert!(file(&b, "/usr/local/bin/add-node.sh").unwrap().contains("pool=\"infra\""));
+    let b = build_with(
+        model(&Scenario::default()),
+        &[dhcp_host("infra-0", "52:54:00:aa:00:40")],
+        Some("infra"),
+        None,
+    )
+    .unwrap();
+    let ep: Value =
+        serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap())
+            .unwrap();
+    assert!(
+        ep["url"].as_str().unwrap().ends_with(":22623/config/infra"),
+        "{ep}"
+    );
+    assert!(file(&b, "/usr/local/bin/add-node.sh")
+        .unwrap()
+        .contains("pool=\"infra\""));
     // The simulator's contract fixes the worker pool's path; everything else passes.
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     let problems = contract::check(&parsed, &[]).unwrap_err();
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert!(problems[0].contains("worker-ignition-endpoint.json url"), "{problems:?}");
+    assert!(
+        problems[0].contains("worker-ignition-endpoint.json url"),
+        "{problems:?}"
+    );
 }
 
 #[test]
@@ -308,10 +461,22 @@ fn bad_inputs_are_refused_with_the_field() {
         Ok(_) => panic!("accepted"),
     };
     assert_eq!(err(&[], None), "hosts: at least one host must be defined");
-    let dup = [dhcp_host("a", "52:54:00:aa:00:30"), dhcp_host("b", "52:54:00:AA:00:30")];
-    assert_eq!(err(&dup, None), "hosts[1].interfaces[0].macAddress: \"52:54:00:AA:00:30\" is used by another interface");
-    let same = [dhcp_host("a", "52:54:00:aa:00:30"), dhcp_host("a", "52:54:00:aa:00:31")];
-    assert_eq!(err(&same, None), "hosts[1].hostname: \"a\" is used by another host");
+    let dup = [
+        dhcp_host("a", "52:54:00:aa:00:30"),
+        dhcp_host("b", "52:54:00:AA:00:30"),
+    ];
+    assert_eq!(
+        err(&dup, None),
+        "hosts[1].interfaces[0].macAddress: \"52:54:00:AA:00:30\" is used by another interface"
+    );
+    let same = [
+        dhcp_host("a", "52:54:00:aa:00:30"),
+        dhcp_host("a", "52:54:00:aa:00:31"),
+    ];
+    assert_eq!(
+        err(&same, None),
+        "hosts[1].hostname: \"a\" is used by another host"
+    );
     assert!(err(&[dhcp_host("../etc", "52:54:00:aa:00:30")], None).starts_with("hosts[0].hostname"));
     assert!(err(&[dhcp_host("a", "52:54:00:aa:00")], None).starts_with("hosts[0].interfaces[0].macAddress"));
     assert!(err(&[dhcp_host("a", "52:54:00:aa:00:30")], Some("Infra")).starts_with("--pool"));
@@ -321,10 +486,19 @@ fn bad_inputs_are_refused_with_the_field() {
     // No SSH key anywhere.
     let mut nokey = m.clone();
     nokey.ssh.keys.clear();
-    let e = build_with(nokey.clone(), &[dhcp_host("a", "52:54:00:aa:00:30")], None, None).err().unwrap().to_string();
+    let e = build_with(nokey.clone(), &[dhcp_host("a", "52:54:00:aa:00:30")], None, None)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.starts_with("sshKey: no SSH key"), "{e}");
     // ... but the nodes-config key is enough, and wins.
-    let b = build_with(nokey, &[dhcp_host("a", "52:54:00:aa:00:30")], None, Some("ssh-ed25519 AAAAC3Nza mine")).unwrap();
+    let b = build_with(
+        nokey,
+        &[dhcp_host("a", "52:54:00:aa:00:30")],
+        None,
+        Some("ssh-ed25519 AAAAC3Nza mine"),
+    )
+    .unwrap();
     let f = contract_check(&b, &[]);
     assert!(!f.hosts.is_empty());
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
@@ -337,7 +511,12 @@ fn bad_inputs_are_refused_with_the_field() {
 fn crd_schema(file: &str, version: &str) -> Option<agent_day2_sim::api::validation::Schema> {
     let text = std::fs::read_to_string(format!("{UPSTREAM}/crds/{file}")).ok()?;
     let crd: Value = serde_saphyr::from_str(&text).unwrap();
-    let v = crd["spec"]["versions"].as_array().unwrap().iter().find(|v| v["name"] == version).unwrap();
+    let v = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == version)
+        .unwrap();
     Some(schema_from_crd_version(&v["schema"]["openAPIV3Schema"]))
 }
 
@@ -351,15 +530,35 @@ fn manifests_are_valid_against_their_crds() {
     let cis = crd_schema("hive.openshift.io_clusterimagesets.yaml", "v1").unwrap();
     let secret = builtin_schema("", "v1", "Secret").unwrap();
     let s = Scenario {
-        proxy: Some(ProxySettings { http_proxy: Some("http://p:3128".into()), https_proxy: None, no_proxy: Some("x".into()), trusted_ca: Some("user-ca-bundle".into()) }),
+        proxy: Some(ProxySettings {
+            http_proxy: Some("http://p:3128".into()),
+            https_proxy: None,
+            no_proxy: Some("x".into()),
+            trusted_ca: Some("user-ca-bundle".into()),
+        }),
         ..Default::default()
     };
-    let b = build(&s, &[static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30"), static_host("worker-1", "52:54:00:aa:00:31", "192.168.111.31"), dhcp_host("worker-2", "52:54:00:aa:00:32")]);
+    let b = build(
+        &s,
+        &[
+            static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30"),
+            static_host("worker-1", "52:54:00:aa:00:31", "192.168.111.31"),
+            dhcp_host("worker-2", "52:54:00:aa:00:32"),
+        ],
+    );
     let mut checked = 0;
     for (path, schema, kind) in [
         ("/etc/assisted/manifests/infraenv.yaml", &infraenv, "InfraEnv"),
-        ("/etc/assisted/manifests/nmstateconfig.yaml", &nmstate, "NMStateConfig"),
-        ("/etc/assisted/manifests/cluster-image-set.yaml", &cis, "ClusterImageSet"),
+        (
+            "/etc/assisted/manifests/nmstateconfig.yaml",
+            &nmstate,
+            "NMStateConfig",
+        ),
+        (
+            "/etc/assisted/manifests/cluster-image-set.yaml",
+            &cis,
+            "ClusterImageSet",
+        ),
         ("/etc/assisted/manifests/pull-secret.yaml", &secret, "Secret"),
     ] {
         let docs: Vec<Value> = serde_saphyr::from_multiple(&file(&b, path).unwrap()).unwrap();
@@ -376,7 +575,8 @@ fn manifests_are_valid_against_their_crds() {
     }
     assert_eq!(checked, 5);
     // The validator does refuse what the CRD refuses (the check can fail).
-    let mut bad: Value = serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
+    let mut bad: Value =
+        serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
     bad["spec"]["ipxeScriptType"] = json!("Sometimes");
     assert!(validate(&infraenv, &mut bad, FieldValidation::Strict).is_err());
 }
@@ -442,13 +642,22 @@ fn words(line: &str) -> Vec<String> {
 /// and name replaces the default one, keeping the default's `status` unless it has its own
 /// (status is a subresource: updating an object through the API does not change it).
 fn upstream_objects(case_files: &BTreeMap<String, String>, release: &str) -> Vec<Value> {
-    let mut objs = agent_day2_sim::seed::load_objects_dir(std::path::Path::new(&format!("{UPSTREAM}/node-joiner-testdata/setup/default")), release).unwrap();
+    let mut objs = agent_day2_sim::seed::load_objects_dir(
+        std::path::Path::new(&format!("{UPSTREAM}/node-joiner-testdata/setup/default")),
+        release,
+    )
+    .unwrap();
     for (name, text) in case_files.iter().filter(|(n, _)| n.starts_with("setup/")) {
-        for mut d in serde_saphyr::from_multiple::<Value>(&text.replace("$TEST_IMAGE", release)).unwrap_or_else(|e| panic!("{name}: {e}")) {
+        for mut d in serde_saphyr::from_multiple::<Value>(&text.replace("$TEST_IMAGE", release))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+        {
             if d.is_null() {
                 continue;
             }
-            match objs.iter_mut().find(|o| o["kind"] == d["kind"] && o["metadata"]["name"] == d["metadata"]["name"]) {
+            match objs
+                .iter_mut()
+                .find(|o| o["kind"] == d["kind"] && o["metadata"]["name"] == d["metadata"]["name"])
+            {
                 Some(o) => {
                     if d.get("status").is_none() {
                         if let Some(st) = o.get("status").cloned() {
@@ -481,7 +690,10 @@ fn upstream_node_joiner_acceptance() {
         eprintln!("skipped: {dir} is absent");
         return;
     };
-    let mut cases: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "txt")).collect();
+    let mut cases: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
     cases.sort();
     assert!(!cases.is_empty());
     let release = "registry.ci.openshift.org/ocp/release:4.25.0";
@@ -489,9 +701,11 @@ fn upstream_node_joiner_acceptance() {
     for case in cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let (head, files) = txtar(&std::fs::read_to_string(&case).unwrap());
-        let m = ClusterModel::from_objects(&ClusterObjects::from_values(upstream_objects(&files, release))).unwrap();
+        let m = ClusterModel::from_objects(&ClusterObjects::from_values(upstream_objects(&files, release)))
+            .unwrap();
         // The case's nodes-config (the subset the cases use).
-        let nc: Value = serde_saphyr::from_str(files.get("nodes-config.yaml").expect("nodes-config.yaml")).unwrap();
+        let nc: Value =
+            serde_saphyr::from_str(files.get("nodes-config.yaml").expect("nodes-config.yaml")).unwrap();
         let hosts: Vec<HostSpec> = nc["hosts"]
             .as_array()
             .unwrap()
@@ -503,7 +717,10 @@ fn upstream_node_joiner_acceptance() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|i| HostInterface { name: i["name"].as_str().unwrap().into(), mac_address: i["macAddress"].as_str().unwrap().into() })
+                    .map(|i| HostInterface {
+                        name: i["name"].as_str().unwrap().into(),
+                        mac_address: i["macAddress"].as_str().unwrap().into(),
+                    })
                     .collect(),
                 root_device_hints: h.get("rootDeviceHints").cloned(),
                 network_config: None,
@@ -527,15 +744,33 @@ fn upstream_node_joiner_acceptance() {
         .unwrap_or_else(|e| panic!("{name}: build failed: {e}"));
         let json = ignition::to_json(&cfg);
         let parsed = sim_ignition::parse(json.as_bytes()).unwrap();
-        let get = |path: &str| parsed.text(path).unwrap_or_else(|| panic!("{name}: {path} is not in the Ignition"));
-        for line in head.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let get = |path: &str| {
+            parsed
+                .text(path)
+                .unwrap_or_else(|| panic!("{name}: {path} is not in the Ignition"))
+        };
+        for line in head
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let w = words(line);
-            let expected = |i: usize| files.get(&w[i]).unwrap_or_else(|| panic!("{name}: no section {}", w[i])).clone();
+            let expected = |i: usize| {
+                files
+                    .get(&w[i])
+                    .unwrap_or_else(|| panic!("{name}: no section {}", w[i]))
+                    .clone()
+            };
             match w[0].as_str() {
                 "isoCmpRegEx" => {
                     let re = regex::Regex::new(expected(3).trim_end()).unwrap();
                     let got = get(&w[2]);
-                    assert!(re.is_match(&got), "{name}: {} does not match {:?}:\n{got}", w[2], re.as_str());
+                    assert!(
+                        re.is_match(&got),
+                        "{name}: {} does not match {:?}:\n{got}",
+                        w[2],
+                        re.as_str()
+                    );
                     asserted += 1;
                 }
                 "isoIgnitionContains" => {
@@ -543,7 +778,12 @@ fn upstream_node_joiner_acceptance() {
                     asserted += 1;
                 }
                 "isoIgnitionUser" => {
-                    assert_eq!(parsed.ssh_keys.get(&w[2]), Some(&vec![w[3].clone()]), "{name}: SSH key of {}", w[2]);
+                    assert_eq!(
+                        parsed.ssh_keys.get(&w[2]),
+                        Some(&vec![w[3].clone()]),
+                        "{name}: SSH key of {}",
+                        w[2]
+                    );
                     asserted += 1;
                 }
                 "isoCmp" if w[2].ends_with(".yaml") => {
@@ -564,7 +804,10 @@ fn upstream_node_joiner_acceptance() {
                 "isoFileCmpRegEx" => {
                     // A file of the ISO outside the Ignition (grub.cfg): fips=1 is a karg that the
                     // ISO writer adds when the model says FIPS.
-                    assert!(expected(3).contains("fips=1") && m.fips, "{name}: FIPS expected in the model");
+                    assert!(
+                        expected(3).contains("fips=1") && m.fips,
+                        "{name}: FIPS expected in the model"
+                    );
                     asserted += 1;
                 }
                 "exec" | "grep" | "!" | "exists" => {} // the ISO/PXE writer's and CLI's part
@@ -587,7 +830,11 @@ fn tokens_verify_with_the_public_key_and_carry_sub_and_times() {
     assert!(a.private_key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
     // The simulator's independent verifier (x509-parser SPKI + ring) accepts them too.
     let key = agent_day2_sim::boot::jwt::public_key(&a.public_key_pem).unwrap();
-    for (tok, sub) in [(&a.agent_token, "agentAuth"), (&a.user_token, "userAuth"), (&a.watcher_token, "watcherAuth")] {
+    for (tok, sub) in [
+        (&a.agent_token, "agentAuth"),
+        (&a.user_token, "userAuth"),
+        (&a.watcher_token, "watcherAuth"),
+    ] {
         let c = auth::verify_token(tok, &a.public_key_pem).unwrap();
         assert_eq!(c["sub"], sub);
         assert_eq!(c["iat"], 1_800_000_000i64);
@@ -597,9 +844,14 @@ fn tokens_verify_with_the_public_key_and_carry_sub_and_times() {
     assert_eq!(a.expiry_rfc3339(), "2027-01-17T08:00:00Z");
     // Another key does not verify them; a changed payload does not verify.
     let other = auth::generate(auth::DEFAULT_TTL, t0).unwrap();
-    assert!(auth::verify_token(&a.agent_token, &other.public_key_pem).unwrap_err().contains("does not verify"));
+    assert!(auth::verify_token(&a.agent_token, &other.public_key_pem)
+        .unwrap_err()
+        .contains("does not verify"));
     let mut parts: Vec<&str> = a.user_token.split('.').collect();
-    let forged = base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, r#"{"sub":"agentAuth","exp":9999999999}"#);
+    let forged = base64::Engine::encode(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        r#"{"sub":"agentAuth","exp":9999999999}"#,
+    );
     parts[1] = &forged;
     assert!(auth::verify_token(&parts.join("."), &a.public_key_pem).is_err());
     assert!(auth::generate(Duration::ZERO, t0).is_err());
@@ -627,10 +879,16 @@ fn secret_data_round_trip_and_tampering() {
     let a = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
     let data = a.to_secret_data();
     assert_eq!(data.len(), 7);
-    let bytes: BTreeMap<String, Vec<u8>> = data.iter().map(|(k, v)| (k.clone(), v.clone().into_bytes())).collect();
+    let bytes: BTreeMap<String, Vec<u8>> = data
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
     let back = AuthMaterial::from_secret_data(&bytes).unwrap();
     assert_eq!(back, a);
-    assert_eq!((auth::SECRET_NAMESPACE, auth::SECRET_NAME), ("openshift-agent-day2", "agent-day2-auth"));
+    assert_eq!(
+        (auth::SECRET_NAMESPACE, auth::SECRET_NAME),
+        ("openshift-agent-day2", "agent-day2-auth")
+    );
 
     let mut missing = bytes.clone();
     missing.remove(auth::keys::WATCHER_TOKEN);
@@ -639,29 +897,62 @@ fn secret_data_round_trip_and_tampering() {
     // A private key of another pair.
     let other = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
     let mut mixed = bytes.clone();
-    mixed.insert(auth::keys::PRIVATE_KEY.into(), other.private_key_pem.clone().into_bytes());
-    assert!(AuthMaterial::from_secret_data(&mixed).unwrap_err().to_string().contains("authTokenPrivateKey: does not belong"));
+    mixed.insert(
+        auth::keys::PRIVATE_KEY.into(),
+        other.private_key_pem.clone().into_bytes(),
+    );
+    assert!(AuthMaterial::from_secret_data(&mixed)
+        .unwrap_err()
+        .to_string()
+        .contains("authTokenPrivateKey: does not belong"));
     // Tokens swapped between personas.
     let mut swapped = bytes.clone();
     swapped.insert(auth::keys::AGENT_TOKEN.into(), a.user_token.clone().into_bytes());
-    assert!(AuthMaterial::from_secret_data(&swapped).unwrap_err().to_string().contains("agentAuthToken: token has sub \"userAuth\""));
+    assert!(AuthMaterial::from_secret_data(&swapped)
+        .unwrap_err()
+        .to_string()
+        .contains("agentAuthToken: token has sub \"userAuth\""));
     let mut badtime = bytes;
     badtime.insert(auth::keys::EXPIRES_AT.into(), b"tomorrow".to_vec());
-    assert!(AuthMaterial::from_secret_data(&badtime).unwrap_err().to_string().contains("expiresAt: \"tomorrow\" is not an RFC 3339 time"));
+    assert!(AuthMaterial::from_secret_data(&badtime)
+        .unwrap_err()
+        .to_string()
+        .contains("expiresAt: \"tomorrow\" is not an RFC 3339 time"));
 }
 
 #[test]
 fn redaction_hides_every_secret() {
     let s = Scenario {
-        proxy: Some(ProxySettings { http_proxy: Some("http://user:pw@proxy:3128".into()), https_proxy: None, no_proxy: None, trusted_ca: None }),
+        proxy: Some(ProxySettings {
+            http_proxy: Some("http://user:pw@proxy:3128".into()),
+            https_proxy: None,
+            no_proxy: None,
+            trusted_ca: None,
+        }),
         ..Default::default()
     };
-    let b = build(&s, &[static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")]);
+    let b = build(
+        &s,
+        &[static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")],
+    );
     let red = ignition::redacted(&b.cfg);
     let debug = format!("{:?}", b.auth);
     let ps = &b.model.pull_secret.0;
-    let auth_b64 = serde_json::from_str::<Value>(ps).unwrap()["auths"].as_object().unwrap().values().next().unwrap()["auth"].as_str().unwrap().to_string();
-    let pem_body: String = b.auth.private_key_pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let auth_b64 = serde_json::from_str::<Value>(ps).unwrap()["auths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .next()
+        .unwrap()["auth"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let pem_body: String = b
+        .auth
+        .private_key_pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
     for (what, secret) in [
         ("agent token", b.auth.agent_token.as_str()),
         ("user token", &b.auth.user_token),
@@ -671,7 +962,14 @@ fn redaction_hides_every_secret() {
         ("proxy password", "user:pw@"),
     ] {
         // The secret is in the real config (so the check can fail) ...
-        assert!(b.json.contains(secret) || ignition::files(&b.cfg).iter().any(|(_, d, _)| String::from_utf8_lossy(d).contains(secret)) || what == "private key", "{what} not in the config");
+        assert!(
+            b.json.contains(secret)
+                || ignition::files(&b.cfg)
+                    .iter()
+                    .any(|(_, d, _)| String::from_utf8_lossy(d).contains(secret))
+                || what == "private key",
+            "{what} not in the config"
+        );
         // ... and in neither the redacted view nor Debug.
         assert!(!red.contains(secret), "{what} in the redacted config");
         assert!(!debug.contains(secret), "{what} in Debug");
@@ -680,9 +978,22 @@ fn redaction_hides_every_secret() {
     // The builder's inputs do not print the pull secret either.
     let imgs = images();
     let hosts = [dhcp_host("w", "52:54:00:aa:00:30")];
-    let inputs = NodeImageInputs { cluster: &b.model, hosts: &hosts, auth: &b.auth, images: &imgs, pull_secret: ps, pool: None, infra_env_id: Uuid::nil(), ssh_key: None, cpu_architecture: None };
+    let inputs = NodeImageInputs {
+        cluster: &b.model,
+        hosts: &hosts,
+        auth: &b.auth,
+        images: &imgs,
+        pull_secret: ps,
+        pool: None,
+        infra_env_id: Uuid::nil(),
+        ssh_key: None,
+        cpu_architecture: None,
+    };
     let dbg = format!("{inputs:?}");
-    assert!(!dbg.contains(&auth_b64) && !dbg.contains(&b.auth.agent_token) && dbg.contains("bytes redacted>"), "{dbg}");
+    assert!(
+        !dbg.contains(&auth_b64) && !dbg.contains(&b.auth.agent_token) && dbg.contains("bytes redacted>"),
+        "{dbg}"
+    );
     assert!(red.contains("data:,<redacted>"));
     // The private key is never in the node's config at all (the node only verifies).
     assert!(!b.json.contains(&pem_body[..40]));
@@ -696,18 +1007,30 @@ fn redaction_hides_every_secret() {
 #[test]
 fn compressed_size_for_1_10_50_hosts() {
     const AREA: usize = 256 * 1024;
-    let m = model(&Scenario { disconnected: true, ..Default::default() });
+    let m = model(&Scenario {
+        disconnected: true,
+        ..Default::default()
+    });
     let mut sizes = Vec::new();
     for n in [1usize, 10, 50] {
         let hosts: Vec<HostSpec> = (0..n)
             .map(|i| {
                 let mac = format!("52:54:00:aa:{:02x}:{:02x}", i / 256, i % 256);
-                if i % 2 == 0 { static_host(&format!("worker-{i}"), &mac, &format!("192.168.111.{}", 30 + i)) } else { dhcp_host(&format!("worker-{i}"), &mac) }
+                if i % 2 == 0 {
+                    static_host(&format!("worker-{i}"), &mac, &format!("192.168.111.{}", 30 + i))
+                } else {
+                    dhcp_host(&format!("worker-{i}"), &mac)
+                }
             })
             .collect();
         let b = build_with(m.clone(), &hosts, None, None).unwrap();
         let archive = agent_day2::iso::embed::ignition_archive(b.json.as_bytes(), &[]).unwrap();
-        eprintln!("{n:>2} hosts: config.ign {:>7} bytes, xz cpio {:>6} bytes ({:.1}% of the 256 KiB area)", b.json.len(), archive.len(), archive.len() as f64 * 100.0 / AREA as f64);
+        eprintln!(
+            "{n:>2} hosts: config.ign {:>7} bytes, xz cpio {:>6} bytes ({:.1}% of the 256 KiB area)",
+            b.json.len(),
+            archive.len(),
+            archive.len() as f64 * 100.0 / AREA as f64
+        );
         sizes.push(archive.len());
         if n == 50 {
             contract_check(&b, &["52:54:00:aa:00:31"]);
@@ -759,7 +1082,8 @@ hosts:
         macAddress: 52:54:00:aa:00:31
 "#;
     let m = model(&Scenario::default());
-    let cfg = nodes_config::parse(yaml, std::path::Path::new("nodes-config.yaml")).unwrap_or_else(|e| panic!("{:?}", e.lines()));
+    let cfg = nodes_config::parse(yaml, std::path::Path::new("nodes-config.yaml"))
+        .unwrap_or_else(|e| panic!("{:?}", e.lines()));
     let validated = nodes_config::validate(&cfg, &m);
     assert!(validated.is_ok(), "{:?}", validated.errors);
     let hosts = ignition::host_specs(&cfg, &validated.hosts);
@@ -771,10 +1095,21 @@ hosts:
     let f = contract_check(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31"]);
     assert_eq!(f.host_by_mac("52:54:00:aa:00:31").unwrap().hostname, "worker-1");
     let (name, text) = &hosts[0].keyfiles[0];
-    assert_eq!(file(&b, &format!("/etc/assisted/network/worker-0/{name}")).as_ref(), Some(text));
+    assert_eq!(
+        file(&b, &format!("/etc/assisted/network/worker-0/{name}")).as_ref(),
+        Some(text)
+    );
     assert!(text.contains("192.168.111.30"), "{text}");
-    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml").unwrap().trim(), "deviceName: /dev/vda");
-    assert_eq!(file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").unwrap(), "");
+    assert_eq!(
+        file(&b, "/etc/assisted/hostconfig/worker-0/root-device-hints.yaml")
+            .unwrap()
+            .trim(),
+        "deviceName: /dev/vda"
+    );
+    assert_eq!(
+        file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").unwrap(),
+        ""
+    );
 }
 
 #[test]
@@ -782,10 +1117,18 @@ fn contributors_name_the_largest_file_first() {
     let mut m = model(&Scenario::default());
     // A large trust bundle (many CAs) dominates the config.
     let big: String = (0..40).map(|_| ca_pem()).collect();
-    m.trust_bundle = Some(agent_day2::cluster::TrustBundle { config_map: "user-ca-bundle".into(), found: true, certificates: 40, pem: Some(big.clone()) });
+    m.trust_bundle = Some(agent_day2::cluster::TrustBundle {
+        config_map: "user-ca-bundle".into(),
+        found: true,
+        certificates: 40,
+        pem: Some(big.clone()),
+    });
     let b = build_with(m, &[dhcp_host("worker-0", "52:54:00:aa:00:30")], None, None).unwrap();
     let c = ignition::contributors(&b.cfg);
-    assert_eq!(c[0].0, "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt");
+    assert_eq!(
+        c[0].0,
+        "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt"
+    );
     assert!(c[0].1 >= big.len());
     assert!(c.windows(2).all(|w| w[0].1 >= w[1].1));
     assert!(c.iter().any(|(p, _)| p == "unit agent.service"));

@@ -207,7 +207,10 @@ fn bad_token_is_unauthorized() {
     let c = TestCluster::start("").unwrap();
     // A token-only context: --token replaces its token (admin's client certificate would be
     // kept alongside a --token, as kubectl does).
-    let out = plugin(&c, &["info", "--context", "viewer", "--token", "not-a-valid-token"]);
+    let out = plugin(
+        &c,
+        &["info", "--context", "viewer", "--token", "not-a-valid-token"],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
     assert!(
@@ -392,11 +395,25 @@ fn forbidden_optional_reads_are_unknown_and_exit_4() {
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let t = text(&out.stdout);
     let fips = t.lines().find(|l| l.starts_with("FIPS")).unwrap();
-    assert!(fips.contains("unknown (cannot read MachineConfig 99-worker-fips: forbidden"), "{t}");
-    assert!(t.lines().any(|l| l.starts_with("Proxy") && l.contains("unknown (cannot read Proxy cluster")), "{t}");
+    assert!(
+        fips.contains("unknown (cannot read MachineConfig 99-worker-fips: forbidden"),
+        "{t}"
+    );
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("Proxy") && l.contains("unknown (cannot read Proxy cluster")),
+        "{t}"
+    );
     let e = text(&out.stderr);
-    for r in ["MachineConfig 99-worker-fips", "Proxy cluster", "ImageDigestMirrorSets"] {
-        assert!(e.contains(&format!("error: cannot read {r}: forbidden")), "{r}: {e}");
+    for r in [
+        "MachineConfig 99-worker-fips",
+        "Proxy cluster",
+        "ImageDigestMirrorSets",
+    ] {
+        assert!(
+            e.contains(&format!("error: cannot read {r}: forbidden")),
+            "{r}: {e}"
+        );
     }
     assert!(e.contains("README \"Permissions\""), "{e}");
     assert!(!e.contains("WARN"), "{e}");
@@ -405,7 +422,12 @@ fn forbidden_optional_reads_are_unknown_and_exit_4() {
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(d["fips"].is_null() && d["proxy"].is_null(), "{d}");
     assert_eq!(d["canAddNodes"], false);
-    assert_eq!(d["unreadable"].as_array().unwrap().len(), 3, "{}", d["unreadable"]);
+    assert_eq!(
+        d["unreadable"].as_array().unwrap().len(),
+        3,
+        "{}",
+        d["unreadable"]
+    );
 }
 
 #[test]
@@ -414,10 +436,14 @@ fn viewer_gets_the_partial_report_and_document() {
     let c = TestCluster::start("").unwrap();
     let out = plugin(&c, &["info", "--context", "viewer", "-o", "json"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
-    let d: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    let d: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
     assert_eq!(d["cluster"]["name"], "ostest");
     assert!(d["pullSecretFound"].is_null());
-    assert!(d["errors"].as_array().unwrap().iter().any(|e| e.as_str().unwrap().contains("Secret openshift-config/pull-secret")));
+    assert!(d["errors"].as_array().unwrap().iter().any(|e| e
+        .as_str()
+        .unwrap()
+        .contains("Secret openshift-config/pull-secret")));
     let out = plugin(&c, &["info", "--context", "viewer"]);
     let t = text(&out.stdout);
     assert!(t.contains("4.18.12") && t.contains("Missing permissions"), "{t}");
@@ -430,17 +456,24 @@ fn refused_impersonation_says_so() {
     let out = plugin(&c, &["info", "--context", "viewer", "--as", "system:admin"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
     let e = text(&out.stderr);
-    assert!(e.contains("error: impersonation refused: ") && e.contains("cannot impersonate"), "{e}");
+    assert!(
+        e.contains("error: impersonation refused: ") && e.contains("cannot impersonate"),
+        "{e}"
+    );
     assert!(!e.contains("missing RBAC"), "{e}");
 }
 
 #[test]
 fn missing_coreos_bootimages_hint_fits_every_cluster() {
     netns_or_skip!();
-    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n").unwrap();
+    let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n")
+        .unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4));
     let e = text(&out.stderr);
-    assert!(e.contains("--base-iso") && !e.contains("agent-based installer"), "{e}");
+    assert!(
+        e.contains("--base-iso") && !e.contains("agent-based installer"),
+        "{e}"
+    );
     assert!(text(&out.stdout).contains("Base ISO"), "partial report printed");
 }

@@ -8,11 +8,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_day2::iso::cpio::{read_newc, CpioFile};
-use agent_day2::iso::embed::{decompress_initrd, ignition_archive, plan_file, read_embedded, read_embedded_ignition, write_node_iso, Region, WriteOptions};
+use agent_day2::iso::embed::{
+    decompress_initrd, ignition_archive, plan_file, read_embedded, read_embedded_ignition, write_node_iso,
+    Region, WriteOptions,
+};
 use agent_day2::iso::{config_image, pxe, IsoError};
 use sha2::Digest;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream/coreos/iso-fixtures");
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/upstream/coreos/iso-fixtures"
+);
 
 fn config(n: usize) -> Vec<u8> {
     format!(r#"{{"ignition":{{"version":"3.2.0"}},"storage":{{"files":[{{"path":"/etc/x","contents":{{"source":"data:,{}"}}}}]}}}}"#, "a".repeat(n)).into_bytes()
@@ -33,7 +39,10 @@ fn assert_same_outside(base: &Path, out: &Path, regions: &[Region]) {
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         if x != y {
             let i = i as u64;
-            assert!(regions.iter().any(|r| i >= r.offset && i < r.end()), "byte {i} outside the embed areas changed");
+            assert!(
+                regions.iter().any(|r| i >= r.offset && i < r.end()),
+                "byte {i} outside the embed areas changed"
+            );
             diff += 1;
         }
     }
@@ -41,22 +50,50 @@ fn assert_same_outside(base: &Path, out: &Path, regions: &[Region]) {
 }
 
 fn coreos_installer() -> Option<PathBuf> {
-    let candidates = [std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/coreos-installer")), Some(PathBuf::from("coreos-installer"))];
-    candidates.into_iter().flatten().find(|c| Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
+    let candidates = [
+        std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo/bin/coreos-installer")),
+        Some(PathBuf::from("coreos-installer")),
+    ];
+    candidates.into_iter().flatten().find(|c| {
+        Command::new(c)
+            .arg("--version")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    })
 }
 
 /// Reads our output with coreos-installer: the embedded config and the kargs must be ours.
 fn oracle_check(out: &Path, cfg: &[u8], kargs: Option<&str>) {
     let Some(ci) = coreos_installer() else {
-        eprintln!("skipped: coreos-installer not installed (oracle check of {})", out.display());
+        eprintln!(
+            "skipped: coreos-installer not installed (oracle check of {})",
+            out.display()
+        );
         return;
     };
-    let o = Command::new(&ci).args(["iso", "ignition", "show"]).arg(out).output().unwrap();
-    assert!(o.status.success(), "coreos-installer iso ignition show: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(&ci)
+        .args(["iso", "ignition", "show"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "coreos-installer iso ignition show: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert_eq!(o.stdout, cfg, "coreos-installer shows another config");
     if let Some(k) = kargs {
-        let o = Command::new(&ci).args(["iso", "kargs", "show"]).arg(out).output().unwrap();
-        assert!(o.status.success(), "coreos-installer iso kargs show: {}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new(&ci)
+            .args(["iso", "kargs", "show"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "coreos-installer iso kargs show: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), k);
     }
 }
@@ -66,14 +103,38 @@ fn embed_and_check(base: &Path, dir: &Path, extra_kargs: &[String], sha: bool) -
     let p = plan_file(base).unwrap();
     let cfg = config(100);
     let archive = ignition_archive(&cfg, &[]).unwrap();
-    let kargs = if p.karg_areas.is_empty() { None } else { p.kargs_appending(extra_kargs).unwrap() };
-    let out = dir.join(format!("{}.node.iso", base.file_name().unwrap().to_string_lossy()));
-    let w = write_node_iso(base, &out, &p, &archive, kargs.as_deref(), WriteOptions { force: false, sha256: sha }).unwrap();
+    let kargs = if p.karg_areas.is_empty() {
+        None
+    } else {
+        p.kargs_appending(extra_kargs).unwrap()
+    };
+    let out = dir.join(format!(
+        "{}.node.iso",
+        base.file_name().unwrap().to_string_lossy()
+    ));
+    let w = write_node_iso(
+        base,
+        &out,
+        &p,
+        &archive,
+        kargs.as_deref(),
+        WriteOptions {
+            force: false,
+            sha256: sha,
+        },
+    )
+    .unwrap();
     assert_eq!(w.size, std::fs::metadata(base).unwrap().len());
     if sha {
-        assert_eq!(w.sha256.as_deref(), Some(hex::encode(sha2::Sha256::digest(std::fs::read(&out).unwrap())).as_str()));
+        assert_eq!(
+            w.sha256.as_deref(),
+            Some(hex::encode(sha2::Sha256::digest(std::fs::read(&out).unwrap())).as_str())
+        );
     }
-    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     // read back with our reader
     let got = read_embedded_ignition(&mut File::open(&out).unwrap()).unwrap();
     assert_eq!(got.as_deref(), Some(cfg.as_slice()));
@@ -96,14 +157,23 @@ fn embeds_into_the_simulated_base_iso() {
     let base = sim_iso(d.path());
     let out = embed_and_check(&base, d.path(), &["fips=1".into(), "console=ttyS0".into()], true);
     let p = plan_file(&out).unwrap();
-    assert_eq!(p.current_kargs.unwrap(), format!("{} fips=1 console=ttyS0", agent_day2_sim::baseiso::default_kargs()));
+    assert_eq!(
+        p.current_kargs.unwrap(),
+        format!(
+            "{} fips=1 console=ttyS0",
+            agent_day2_sim::baseiso::default_kargs()
+        )
+    );
     // the bootloader configs end their kernel line with the new kargs
     let iso = std::fs::read(&out).unwrap();
     let mut r = std::io::Cursor::new(&iso);
     for f in ["EFI/redhat/grub.cfg", "isolinux/isolinux.cfg"] {
         let e = agent_day2_iso9660::get(&mut r, f).unwrap();
         let text = String::from_utf8(agent_day2_iso9660::read_entry(&mut r, &e).unwrap()).unwrap();
-        assert!(text.contains("ignition.platform.id=metal fips=1 console=ttyS0\n#"), "{f}: {text}");
+        assert!(
+            text.contains("ignition.platform.id=metal fips=1 console=ttyS0\n#"),
+            "{f}: {text}"
+        );
         assert!(text.contains("# COREOS_KARG_EMBED_AREA"), "{f}");
     }
 }
@@ -116,8 +186,30 @@ fn kernel_copy_and_hashing_copy_write_the_same_bytes() {
     let a = ignition_archive(&config(10), &[]).unwrap();
     let k = p.kargs_appending(&["fips=1".into()]).unwrap();
     let (o1, o2) = (d.path().join("1.iso"), d.path().join("2.iso"));
-    let w1 = write_node_iso(&base, &o1, &p, &a, k.as_deref(), WriteOptions { force: false, sha256: false }).unwrap();
-    let w2 = write_node_iso(&base, &o2, &p, &a, k.as_deref(), WriteOptions { force: false, sha256: true }).unwrap();
+    let w1 = write_node_iso(
+        &base,
+        &o1,
+        &p,
+        &a,
+        k.as_deref(),
+        WriteOptions {
+            force: false,
+            sha256: false,
+        },
+    )
+    .unwrap();
+    let w2 = write_node_iso(
+        &base,
+        &o2,
+        &p,
+        &a,
+        k.as_deref(),
+        WriteOptions {
+            force: false,
+            sha256: true,
+        },
+    )
+    .unwrap();
     assert_eq!(w1.sha256, None);
     assert_eq!(std::fs::read(&o1).unwrap(), std::fs::read(&o2).unwrap());
     assert_eq!(w1.size, w2.size);
@@ -130,11 +222,20 @@ fn embeds_into_every_upstream_fixture() {
         return;
     };
     let d = tempfile::tempdir().unwrap();
-    let mut names: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.to_string_lossy().ends_with(".iso.xz")).collect();
+    let mut names: Vec<_> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".iso.xz"))
+        .collect();
     names.sort();
     let mut done = 0;
     for xz in names {
-        let name = xz.file_name().unwrap().to_string_lossy().trim_end_matches(".xz").to_string();
+        let name = xz
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .trim_end_matches(".xz")
+            .to_string();
         let iso = d.path().join(&name);
         let o = Command::new("xz").arg("-dc").arg(&xz).output().expect("xz runs");
         assert!(o.status.success());
@@ -159,13 +260,22 @@ fn embeds_into_every_upstream_fixture() {
         }
         if name == "embed-areas-2020-09.iso" || name == "embed-areas-2023-03.s390x.iso" {
             assert!(p.karg_areas.is_empty(), "{name} has no karg areas");
-            assert!(matches!(p.kargs_appending(&["fips=1".into()]).unwrap_err(), IsoError::NoKargAreas { .. }));
+            assert!(matches!(
+                p.kargs_appending(&["fips=1".into()]).unwrap_err(),
+                IsoError::NoKargAreas { .. }
+            ));
         } else {
             assert!(!p.karg_areas.is_empty(), "{name} has karg areas");
-            assert!(p.current_kargs.as_deref().unwrap().contains("ignition.firstboot"), "{name}");
+            assert!(
+                p.current_kargs.as_deref().unwrap().contains("ignition.firstboot"),
+                "{name}"
+            );
         }
         if name == "embed-areas-2021-01.iso" {
-            assert!(p.karg_areas.iter().all(|a| a.file.is_none()), "legacy coreKarg header");
+            assert!(
+                p.karg_areas.iter().all(|a| a.file.is_none()),
+                "legacy coreKarg header"
+            );
         }
         if name == "embed-areas-2023-07.s390x.iso" {
             assert_eq!(p.karg_areas[0].pad, 0);
@@ -197,9 +307,16 @@ fn too_large_ignition_is_refused_with_sizes_and_pxe_hint() {
     let e = write_node_iso(&base, &out, &p, &a, None, WriteOptions::default()).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, IsoError::IgnitionTooLarge { .. }), "{msg}");
-    assert!(msg.contains(&a.len().to_string()) && msg.contains("262144") && msg.contains("--pxe"), "{msg}");
+    assert!(
+        msg.contains(&a.len().to_string()) && msg.contains("262144") && msg.contains("--pxe"),
+        "{msg}"
+    );
     assert!(!out.exists(), "no output on error");
-    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 4, "no temporary file left (base + 3 PXE artifacts)");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        4,
+        "no temporary file left (base + 3 PXE artifacts)"
+    );
 }
 
 #[test]
@@ -222,11 +339,17 @@ fn non_iso_and_truncated_iso_give_clear_errors() {
     std::fs::write(&cut, &bytes[..(p.ignition_area.offset + 1000) as usize]).unwrap();
     let e = plan_file(&cut).unwrap_err();
     assert!(matches!(e, IsoError::Truncated { .. }), "{e}");
-    assert!(e.to_string().contains("truncated") && e.to_string().contains("download"), "{e}");
+    assert!(
+        e.to_string().contains("truncated") && e.to_string().contains("download"),
+        "{e}"
+    );
     // cut before the directory tree
     std::fs::write(&cut, &bytes[..40_000]).unwrap();
     let e = plan_file(&cut).unwrap_err();
-    assert!(matches!(e, IsoError::Truncated { .. } | IsoError::NotIso { .. }), "{e}");
+    assert!(
+        matches!(e, IsoError::Truncated { .. } | IsoError::NotIso { .. }),
+        "{e}"
+    );
     // a missing base
     let e = plan_file(&d.path().join("nope.iso")).unwrap_err();
     assert!(e.to_string().contains("nope.iso"), "{e}");
@@ -242,11 +365,28 @@ fn existing_output_is_not_replaced_without_force() {
     let a = ignition_archive(&config(1), &[]).unwrap();
     let e = write_node_iso(&base, &out, &p, &a, None, WriteOptions::default()).unwrap_err();
     assert!(matches!(e, IsoError::AlreadyExists { .. }));
-    assert!(e.to_string().contains("node.iso") && e.to_string().contains("--force"), "{e}");
+    assert!(
+        e.to_string().contains("node.iso") && e.to_string().contains("--force"),
+        "{e}"
+    );
     assert_eq!(std::fs::read(&out).unwrap(), b"precious");
-    write_node_iso(&base, &out, &p, &a, None, WriteOptions { force: true, sha256: false }).unwrap();
+    write_node_iso(
+        &base,
+        &out,
+        &p,
+        &a,
+        None,
+        WriteOptions {
+            force: true,
+            sha256: false,
+        },
+    )
+    .unwrap();
     assert_eq!(std::fs::read(&out).unwrap().len() as u64, p.image_size);
-    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
 }
 
 #[test]
@@ -259,25 +399,58 @@ fn re_embedding_replaces_the_previous_config() {
     let a = ignition_archive(b"{\"second\":true}", &[]).unwrap();
     let out = d.path().join("again.iso");
     write_node_iso(&first, &out, &p, &a, None, WriteOptions::default()).unwrap();
-    assert_eq!(read_embedded_ignition(&mut File::open(&out).unwrap()).unwrap().unwrap(), b"{\"second\":true}");
+    assert_eq!(
+        read_embedded_ignition(&mut File::open(&out).unwrap())
+            .unwrap()
+            .unwrap(),
+        b"{\"second\":true}"
+    );
     assert_eq!(read_embedded(&mut File::open(&out).unwrap()).unwrap().len(), 1);
 }
 
 #[test]
 fn archive_passes_xz_integrity_check_with_crc32() {
-    let a = ignition_archive(&config(5000), &[CpioFile { path: "etc/coreos-firstboot-network/eth0.nmconnection", mode: 0o100600, mtime: 1, data: b"[connection]\nid=eth0\n" }]).unwrap();
+    let a = ignition_archive(
+        &config(5000),
+        &[CpioFile {
+            path: "etc/coreos-firstboot-network/eth0.nmconnection",
+            mode: 0o100600,
+            mtime: 1,
+            data: b"[connection]\nid=eth0\n",
+        }],
+    )
+    .unwrap();
     let d = tempfile::tempdir().unwrap();
     let f = d.path().join("a.xz");
     std::fs::write(&f, &a).unwrap();
-    let o = Command::new("xz").args(["--robot", "-lv"]).arg(&f).output().expect("xz runs");
+    let o = Command::new("xz")
+        .args(["--robot", "-lv"])
+        .arg(&f)
+        .output()
+        .expect("xz runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = String::from_utf8_lossy(&o.stdout);
-    assert!(s.lines().any(|l| l.starts_with("file") && l.contains("CRC32")), "{s}");
+    assert!(
+        s.lines().any(|l| l.starts_with("file") && l.contains("CRC32")),
+        "{s}"
+    );
     assert!(!s.contains("CRC64"), "{s}");
     // GNU cpio lists the members
-    let o = Command::new("sh").arg("-c").arg(format!("xz -dc {} | cpio -t --quiet", f.display())).output().unwrap();
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("xz -dc {} | cpio -t --quiet", f.display()))
+        .output()
+        .unwrap();
     let list = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(list.lines().collect::<Vec<_>>(), ["config.ign", "etc", "etc/coreos-firstboot-network", "etc/coreos-firstboot-network/eth0.nmconnection"]);
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        [
+            "config.ign",
+            "etc",
+            "etc/coreos-firstboot-network",
+            "etc/coreos-firstboot-network/eth0.nmconnection"
+        ]
+    );
 }
 
 #[test]
@@ -300,7 +473,10 @@ fn pxe_files_from_the_simulated_iso() {
     let [_, initrd_a, rootfs_a] = agent_day2_sim::baseiso::pxe_artifacts("x86_64");
     // kernel and rootfs are the ISO's bytes
     assert_eq!(std::fs::read(&files.rootfs).unwrap(), rootfs_a.1);
-    assert_eq!(std::fs::read(&files.kernel).unwrap(), agent_day2_sim::baseiso::pxe_artifacts("x86_64")[0].1);
+    assert_eq!(
+        std::fs::read(&files.kernel).unwrap(),
+        agent_day2_sim::baseiso::pxe_artifacts("x86_64")[0].1
+    );
     // initrd = live initrd, zero padding to 4 bytes, our archive
     let initrd = std::fs::read(&files.initrd).unwrap();
     assert!(initrd.starts_with(&initrd_a.1));
@@ -310,32 +486,84 @@ fn pxe_files_from_the_simulated_iso() {
     let m = read_newc(&decompress_initrd(&initrd[at..]).unwrap()).unwrap();
     assert_eq!(m[0].data, cfg);
     // the live initrd part still decompresses
-    assert!(read_newc(&decompress_initrd(&initrd[..initrd_a.1.len()]).unwrap()).unwrap().iter().any(|m| m.path == "etc/sim-initrd-release"));
+    assert!(
+        read_newc(&decompress_initrd(&initrd[..initrd_a.1.len()]).unwrap())
+            .unwrap()
+            .iter()
+            .any(|m| m.path == "etc/sim-initrd-release")
+    );
     // the oracle reads the config out of the concatenated initrd
     match coreos_installer() {
         Some(ci) => {
-            let o = Command::new(ci).args(["pxe", "ignition", "unwrap"]).arg(&files.initrd).output().unwrap();
-            assert!(o.status.success(), "coreos-installer pxe ignition unwrap: {}", String::from_utf8_lossy(&o.stderr));
+            let o = Command::new(ci)
+                .args(["pxe", "ignition", "unwrap"])
+                .arg(&files.initrd)
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "coreos-installer pxe ignition unwrap: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
             assert_eq!(o.stdout, cfg);
         }
         None => eprintln!("skipped: coreos-installer not installed (PXE initrd oracle check)"),
     }
     assert!(!files.kargs.contains("coreos.liveiso="), "{}", files.kargs);
-    assert!(files.kargs.contains("ignition.firstboot ignition.platform.id=metal"), "{}", files.kargs);
-    assert!(files.kargs.contains("coreos.live.rootfs_url=http://192.168.111.1:8080/pxe/node.x86_64-rootfs.img"), "{}", files.kargs);
+    assert!(
+        files
+            .kargs
+            .contains("ignition.firstboot ignition.platform.id=metal"),
+        "{}",
+        files.kargs
+    );
+    assert!(
+        files
+            .kargs
+            .contains("coreos.live.rootfs_url=http://192.168.111.1:8080/pxe/node.x86_64-rootfs.img"),
+        "{}",
+        files.kargs
+    );
     assert!(files.kargs.ends_with("fips=1"));
     let ipxe = std::fs::read_to_string(files.ipxe.as_ref().unwrap()).unwrap();
     assert!(ipxe.starts_with("#!ipxe\n"));
-    assert!(ipxe.contains("initrd --name initrd http://192.168.111.1:8080/pxe/node.x86_64-initrd.img\n"), "{ipxe}");
-    assert!(ipxe.contains(&format!("kernel http://192.168.111.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd {}\n", files.kargs)), "{ipxe}");
-    for f in [&files.kernel, &files.initrd, &files.rootfs, files.ipxe.as_ref().unwrap()] {
-        assert_eq!(std::fs::metadata(f).unwrap().permissions().mode() & 0o777, 0o600, "{}", f.display());
+    assert!(
+        ipxe.contains("initrd --name initrd http://192.168.111.1:8080/pxe/node.x86_64-initrd.img\n"),
+        "{ipxe}"
+    );
+    assert!(
+        ipxe.contains(&format!(
+            "kernel http://192.168.111.1:8080/pxe/node.x86_64-vmlinuz initrd=initrd {}\n",
+            files.kargs
+        )),
+        "{ipxe}"
+    );
+    for f in [
+        &files.kernel,
+        &files.initrd,
+        &files.rootfs,
+        files.ipxe.as_ref().unwrap(),
+    ] {
+        assert_eq!(
+            std::fs::metadata(f).unwrap().permissions().mode() & 0o777,
+            0o600,
+            "{}",
+            f.display()
+        );
     }
-    assert_eq!(std::fs::metadata(&outdir).unwrap().permissions().mode() & 0o777, 0o755, "--dir not chmod-ed");
+    assert_eq!(
+        std::fs::metadata(&outdir).unwrap().permissions().mode() & 0o777,
+        0o755,
+        "--dir not chmod-ed"
+    );
     // again without force: refused before writing anything
     let e = pxe::write_pxe_files(&base, &outdir, &p, &a, &opts).unwrap_err();
     assert!(matches!(e, IsoError::AlreadyExists { .. }), "{e}");
-    let again = pxe::PxeOptions { force: true, base_url: None, ..opts };
+    let again = pxe::PxeOptions {
+        force: true,
+        base_url: None,
+        ..opts
+    };
     let f2 = pxe::write_pxe_files(&base, &outdir, &p, &a, &again).unwrap();
     assert!(f2.ipxe.is_none() && !f2.kargs.contains("rootfs_url"));
 }
@@ -344,15 +572,27 @@ fn pxe_files_from_the_simulated_iso() {
 fn config_image_file_is_0600_with_the_appliance_label() {
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("agentconfig.noarch.iso");
-    let files = [CpioFile { path: "/etc/assisted/rendezvous-host.env", mode: 0o100600, mtime: 1_737_552_420, data: b"NODE_ZERO_IP=192.168.111.80\n" }];
+    let files = [CpioFile {
+        path: "/etc/assisted/rendezvous-host.env",
+        mode: 0o100600,
+        mtime: 1_737_552_420,
+        data: b"NODE_ZERO_IP=192.168.111.80\n",
+    }];
     config_image::write_config_image(&out, &files, false).unwrap();
-    assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     assert!(config_image::write_config_image(&out, &files, false).is_err());
     match Command::new("isoinfo").arg("-d").arg("-i").arg(&out).output() {
         Ok(o) => {
             let s = String::from_utf8_lossy(&o.stdout);
             assert!(s.contains("Volume id: agent_configimage"), "{s}");
-            let o = Command::new("isoinfo").args(["-R", "-x", "/config.gz", "-i"]).arg(&out).output().unwrap();
+            let o = Command::new("isoinfo")
+                .args(["-R", "-x", "/config.gz", "-i"])
+                .arg(&out)
+                .output()
+                .unwrap();
             let cpio = decompress_initrd(&o.stdout).unwrap();
             assert_eq!(read_newc(&cpio).unwrap()[0].mtime, 1_737_552_420);
         }
@@ -370,14 +610,30 @@ fn aarch64_pxe_kernel_is_written_decompressed() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&kernel).unwrap();
     let gz = gz.finish().unwrap();
-    let file = |p: &str, b: Vec<u8>| IsoInput { path: p.into(), data: IsoData::Bytes(b), mtime: std::time::UNIX_EPOCH };
+    let file = |p: &str, b: Vec<u8>| IsoInput {
+        path: p.into(),
+        data: IsoData::Bytes(b),
+        mtime: std::time::UNIX_EPOCH,
+    };
     let iso = d.path().join("arm.iso");
     let mut bytes = Vec::new();
-    write_iso(&mut bytes, "arm", &[file("images/pxeboot/vmlinuz", gz.clone()), file("images/pxeboot/initrd.img", vec![7; 10]), file("images/pxeboot/rootfs.img", vec![1; 5000])]).unwrap();
+    write_iso(
+        &mut bytes,
+        "arm",
+        &[
+            file("images/pxeboot/vmlinuz", gz.clone()),
+            file("images/pxeboot/initrd.img", vec![7; 10]),
+            file("images/pxeboot/rootfs.img", vec![1; 5000]),
+        ],
+    )
+    .unwrap();
     std::fs::write(&iso, &bytes).unwrap();
     let a = ignition_archive(b"{}", &[]).unwrap();
     for (arch, want) in [("aarch64", kernel.clone()), ("x86_64", gz.clone())] {
-        let opts = pxe::PxeOptions { arch: arch.into(), ..Default::default() };
+        let opts = pxe::PxeOptions {
+            arch: arch.into(),
+            ..Default::default()
+        };
         let f = pxe::write_pxe_files(&iso, d.path(), &plan, &a, &opts).unwrap();
         assert_eq!(std::fs::read(&f.kernel).unwrap(), want, "{arch}");
         // 10-byte initrd: 2 bytes of padding before the archive
@@ -392,7 +648,20 @@ fn aarch64_pxe_kernel_is_written_decompressed() {
     std::fs::write(&nopxe, &bytes).unwrap();
     let out = d.path().join("out");
     std::fs::create_dir(&out).unwrap();
-    let e = pxe::write_pxe_files(&nopxe, &out, &plan, &a, &pxe::PxeOptions { arch: "aarch64".into(), ..Default::default() }).unwrap_err();
-    assert!(matches!(&e, IsoError::MissingFile { path } if path == "images/pxeboot/initrd.img"), "{e}");
+    let e = pxe::write_pxe_files(
+        &nopxe,
+        &out,
+        &plan,
+        &a,
+        &pxe::PxeOptions {
+            arch: "aarch64".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, IsoError::MissingFile { path } if path == "images/pxeboot/initrd.img"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written");
 }

@@ -158,10 +158,7 @@ impl Env {
     /// Starts `agent-day2-sim boot` of `image` for `nodes` (MAC=IP) with extra flags; output
     /// goes to a log file.
     fn boot(&self, image: &[&str], nodes: &[(&str, &str, &str)], extra: &[&str]) -> Boot {
-        let log = self.path(&format!(
-            "boot-{}.log",
-            nodes.first().map(|n| n.0).unwrap_or("x")
-        ));
+        let log = self.path(&format!("boot-{}.log", nodes.first().map(|n| n.0).unwrap_or("x")));
         let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
         cmd.arg("boot").arg("--dir").arg(&self.c.dir).args(image);
         for (_, mac, ip) in nodes {
@@ -210,8 +207,7 @@ fn events(o: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| {
-            serde_json::from_str(l)
-                .unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(o)))
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(o)))
         })
         .collect()
 }
@@ -229,10 +225,7 @@ fn stages_of(evs: &[Value], node: &str) -> Vec<String> {
 }
 
 /// Approves, in a side thread, every pending CSR whose signer is `signer` until stopped.
-fn approve_by_hand(
-    env: &Env,
-    signer: &'static str,
-) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
+fn approve_by_hand(env: &Env, signer: &'static str) -> (Arc<AtomicBool>, std::thread::JoinHandle<usize>) {
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let kc = env.c.kubeconfig.clone();
@@ -251,18 +244,12 @@ fn approve_by_hand(
             let o = kubectl(&["get", "csr", "-o", "json"]);
             if let Ok(l) = serde_json::from_slice::<Value>(&o.stdout) {
                 for c in l["items"].as_array().into_iter().flatten() {
-                    let pending = c["status"]["conditions"]
-                        .as_array()
-                        .is_none_or(|c| c.is_empty());
+                    let pending = c["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
                     if pending
                         && c["spec"]["signerName"] == signer
-                        && kubectl(&[
-                            "certificate",
-                            "approve",
-                            c["metadata"]["name"].as_str().unwrap(),
-                        ])
-                        .status
-                        .success()
+                        && kubectl(&["certificate", "approve", c["metadata"]["name"].as_str().unwrap()])
+                            .status
+                            .success()
                     {
                         n += 1;
                     }
@@ -317,21 +304,12 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     std::thread::sleep(Duration::from_millis(1500));
     let boot = env.boot(&["--iso", &iso], &[W0, W1], &[]);
     let o = mon.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}\nboot:\n{}",
-        text(&o),
-        boot.log()
-    );
+    assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
     for (h, _, ip) in [W0, W1] {
         let st = stages_of(&evs, h);
         for want in ["installing", "rebooting", "done"] {
-            assert!(
-                st.iter().any(|s| s == want),
-                "{h}: {want} missing in {st:?}"
-            );
+            assert!(st.iter().any(|s| s == want), "{h}: {want} missing in {st:?}");
         }
         // Stages only move forward. Once the Node exists, Ready and the serving certificate
         // may come in either order (two watches, and the kubelet does not wait for the
@@ -376,11 +354,9 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     let summary = evs.last().unwrap();
     assert_eq!(summary["event"], "summary");
     assert_eq!(summary["exitCode"], 0);
-    assert!(
-        evs.iter()
-            .any(|e| e["node"] == W1.0
-                && e["message"].as_str().unwrap().contains("recorded on batch"))
-    );
+    assert!(evs
+        .iter()
+        .any(|e| e["node"] == W1.0 && e["message"].as_str().unwrap().contains("recorded on batch")));
     let after = env.batch_records();
     assert_eq!(after[0]["hosts"][1]["ips"], json!([W1.2]));
     assert_eq!(after[0]["hosts"][1]["ipSource"], "monitor");
@@ -412,12 +388,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     let _boot = env.boot(
         &["--iso", &iso],
         &[val, bad, ok],
-        &[
-            "--fail-validation",
-            "w-val:ntp-synced",
-            "--fail-install",
-            "w-bad",
-        ],
+        &["--fail-validation", "w-val:ntp-synced", "--fail-install", "w-bad"],
     );
     // w-ok: only its client CSR is approved (by hand), so it goes Ready with the serving CSR pending.
     let (stop, approver) = approve_by_hand(&env, "kubernetes.io/kube-apiserver-client-kubelet");
@@ -532,13 +503,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         );
         std::thread::sleep(Duration::from_millis(300));
     }
-    let o = env.plugin(&[
-        "monitor",
-        "--node",
-        &format!("w-ok={}", ok.2),
-        "--timeout",
-        "3s",
-    ]);
+    let o = env.plugin(&["monitor", "--node", &format!("w-ok={}", ok.2), "--timeout", "3s"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     eprintln!(
         "monitor of a Ready node with its serving CSR pending:\n{}",
@@ -648,13 +613,7 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
     let boot = env.boot(&["--pxe-dir", pxe.to_str().unwrap()], &refs, &[]);
     let o = mon.wait_with_output().unwrap();
     // Nobody approves: every node ends with its client CSR pending → 7.
-    assert_eq!(
-        o.status.code(),
-        Some(7),
-        "{}\nboot:\n{}",
-        text(&o),
-        boot.log()
-    );
+    assert_eq!(o.status.code(), Some(7), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
     let s = evs.last().unwrap();
     let req = &s["requests"];
@@ -662,14 +621,8 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     eprintln!("{}", stderr.lines().last().unwrap_or(""));
     assert_eq!(req["bound"], bound);
-    assert!(
-        req["maxInFlight"].as_u64().unwrap() <= bound as u64,
-        "{req}"
-    );
-    assert_eq!(
-        req["maxInFlight"], bound,
-        "100 pollers reach the bound: {req}"
-    );
+    assert!(req["maxInFlight"].as_u64().unwrap() <= bound as u64, "{req}");
+    assert_eq!(req["maxInFlight"], bound, "100 pollers reach the bound: {req}");
     assert!(req["waited"].as_u64().unwrap() > 0, "{req}");
     // How long until the last node reached its client CSR (event times, whole seconds).
     let secs = |e: &Value| {
@@ -783,12 +736,7 @@ fn requests_and_the_simulators_answers_follow_swagger() {
     );
     for r in &reqs {
         let op = &sw["paths"][r.path_template][r.method];
-        assert!(
-            op.is_object(),
-            "{} {}: not in swagger",
-            r.method,
-            r.path_template
-        );
+        assert!(op.is_object(), "{} {}: not in swagger", r.method, r.path_template);
         assert_eq!(op["operationId"], r.operation);
         let params = op["parameters"].as_array().unwrap();
         for (k, _) in &r.query {
@@ -915,8 +863,7 @@ fn requests_and_the_simulators_answers_follow_swagger() {
                 .unwrap();
             for (i, cl) in raw.as_array().unwrap().iter().enumerate() {
                 check_model(&sw, "cluster", cl, &format!("clusters[{i}]"));
-                let inv: Value =
-                    serde_json::from_str(cl["hosts"][0]["inventory"].as_str().unwrap()).unwrap();
+                let inv: Value = serde_json::from_str(cl["hosts"][0]["inventory"].as_str().unwrap()).unwrap();
                 check_model(&sw, "inventory", &inv, "inventory");
             }
         }
@@ -932,9 +879,7 @@ fn requests_and_the_simulators_answers_follow_swagger() {
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].severity, "error", "newest first: {evs:?}");
         let raw: Value = http
-            .get(format!(
-                "{origin}/api/assisted-install/v2/events?host_id={hid}"
-            ))
+            .get(format!("{origin}/api/assisted-install/v2/events?host_id={hid}"))
             .header("Watcher-Authorization", &facts.watcher_token)
             .send()
             .await
@@ -1016,14 +961,8 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
         text(&o)
     );
     assert_eq!(env.plugin(&["monitor", "--yes"]).status.code(), Some(2));
-    assert_eq!(
-        env.plugin(&["monitor", "-o", "yaml"]).status.code(),
-        Some(2)
-    );
-    assert_eq!(
-        env.plugin(&["monitor", "--timeout", "0"]).status.code(),
-        Some(2)
-    );
+    assert_eq!(env.plugin(&["monitor", "-o", "yaml"]).status.code(), Some(2));
+    assert_eq!(env.plugin(&["monitor", "--timeout", "0"]).status.code(), Some(2));
 
     // The token expires in 3 s, before --timeout: warned, then the unbooted node fails.
     let cms = env.kubectl_json(&[
@@ -1043,9 +982,7 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap());
     cm["data"]["batch.json"] = json!(rec.to_string());
-    let o = env
-        .c
-        .kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
+    let o = env.c.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
     assert!(o.status.success(), "{}", text(&o));
     let t = Instant::now();
     let o = env.plugin(&[
@@ -1064,11 +1001,9 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
     );
     let evs = events(&o);
     assert!(
-        evs.iter().any(|e| e["event"] == "warning"
-            && e["message"]
-                .as_str()
-                .unwrap()
-                .contains("before --timeout ends")),
+        evs.iter()
+            .any(|e| e["event"] == "warning"
+                && e["message"].as_str().unwrap().contains("before --timeout ends")),
         "{}",
         text(&o)
     );
@@ -1079,10 +1014,7 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
         .unwrap();
     assert_eq!(last["stage"], "failed");
     assert!(
-        last["message"]
-            .as_str()
-            .unwrap()
-            .contains("token has expired"),
+        last["message"].as_str().unwrap().contains("token has expired"),
         "{last}"
     );
 }
@@ -1158,13 +1090,10 @@ fn fake_api_401(
                     let mut l = list("ConfigMapList", "v1");
                     l["items"] = json!([batch_cm.clone()]);
                     (200, l)
-                } else if path
-                    .starts_with("/api/v1/namespaces/openshift-agent-day2/secrets/agent-day2-auth")
+                } else if path.starts_with("/api/v1/namespaces/openshift-agent-day2/secrets/agent-day2-auth")
                 {
                     (200, secret.clone())
-                } else if path
-                    .starts_with("/apis/certificates.k8s.io/v1/certificatesigningrequests")
-                {
+                } else if path.starts_with("/apis/certificates.k8s.io/v1/certificatesigningrequests") {
                     (
                         200,
                         list("CertificateSigningRequestList", "certificates.k8s.io/v1"),
@@ -1178,7 +1107,11 @@ fn fake_api_401(
                     )
                 };
                 let b = body.to_string();
-                let _ = write!(w, "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len());
+                let _ = write!(
+                    w,
+                    "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}",
+                    b.len()
+                );
                 let _ = w.flush();
             }
         }
@@ -1211,17 +1144,11 @@ fn a_401_while_watching_reads_the_kubeconfig_again_once() {
                      "labels": {"agent-day2.openshift.io/batch": "batch-20261129-211034-ab12"}},
         "data": {"batch.json": rec.to_string()}
     });
-    let auth = agent_day2::auth::generate(Duration::from_secs(3600), std::time::SystemTime::now())
-        .unwrap();
+    let auth = agent_day2::auth::generate(Duration::from_secs(3600), std::time::SystemTime::now()).unwrap();
     let data: serde_json::Map<String, Value> = auth
         .to_secret_data()
         .into_iter()
-        .map(|(k, v)| {
-            (
-                k,
-                json!(base64::engine::general_purpose::STANDARD.encode(v)),
-            )
-        })
+        .map(|(k, v)| (k, json!(base64::engine::general_purpose::STANDARD.encode(v))))
         .collect();
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"}, "type": "Opaque", "data": data});
     std::fs::write(&kubeconfig, "placeholder").unwrap();
@@ -1247,10 +1174,7 @@ fn a_401_while_watching_reads_the_kubeconfig_again_once() {
     assert_eq!(o.status.code(), Some(4), "{}\nseen: {seen:#?}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
     assert!(out.contains("reading the kubeconfig again"), "{out}");
-    assert!(
-        out.contains("error: unauthorized at http://127.0.0.1:"),
-        "{out}"
-    );
+    assert!(out.contains("error: unauthorized at http://127.0.0.1:"), "{out}");
     assert!(out.contains("log in again"), "{out}");
     assert!(
         seen.iter()
@@ -1319,13 +1243,7 @@ fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
     std::thread::sleep(Duration::from_millis(1500));
     let boot = env.boot(&["--iso", &iso], &[v6], &[]);
     let o = mon.wait_with_output().unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}\nboot:\n{}",
-        text(&o),
-        boot.log()
-    );
+    assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
     let st = stages_of(&evs, v6.0);
     assert!(

@@ -27,9 +27,7 @@ fn cluster() -> ClusterModel {
 /// The default cluster made dual-stack: an IPv6 machine network and master-0 with an IPv6 address.
 fn dual_stack() -> ClusterModel {
     let mut c = cluster();
-    c.machine_networks
-        .cidrs
-        .push("fd2e:6f44:5dd8:c956::/64".into());
+    c.machine_networks.cidrs.push("fd2e:6f44:5dd8:c956::/64".into());
     let m0 = c.nodes.iter_mut().find(|n| n.name == "master-0").unwrap();
     m0.addresses.push(NodeAddress {
         kind: "InternalIP".into(),
@@ -78,9 +76,7 @@ fn host(extra: &str) -> String {
 fn static_host(name: &str, mac: &str, v4: &[&str], v6: &[&str]) -> String {
     let list = |ips: &[&str], len: u8| {
         ips.iter()
-            .map(|ip| {
-                format!("              - ip: \"{ip}\"\n                prefix-length: {len}\n")
-            })
+            .map(|ip| format!("              - ip: \"{ip}\"\n                prefix-length: {len}\n"))
             .collect::<String>()
     };
     let mut s = format!(
@@ -157,16 +153,10 @@ fn static_and_dhcp_hosts_validate_with_keyfiles() {
 #[test]
 fn bond_and_vlan_compile_to_keyfiles() {
     let text = std::fs::read_to_string(fixture("nodes-config/bond-vlan.yaml")).unwrap();
-    let v = validate(
-        &parse(&text, Path::new("bond-vlan.yaml")).unwrap(),
-        &cluster(),
-    );
+    let v = validate(&parse(&text, Path::new("bond-vlan.yaml")).unwrap(), &cluster());
     assert_eq!(v.errors, vec![], "{:?}", v.errors);
     let h = &v.hosts[0];
-    assert_eq!(
-        h.static_ips,
-        vec!["192.168.111.40".parse::<IpAddr>().unwrap()]
-    );
+    assert_eq!(h.static_ips, vec!["192.168.111.40".parse::<IpAddr>().unwrap()]);
     let names: Vec<&str> = h.keyfiles.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -237,12 +227,7 @@ fn upstream_node_joiner_examples_validate() {
 fn dual_stack_static_ipv6_only_host() {
     let y = format!(
         "hosts:\n{}",
-        static_host(
-            "worker-6",
-            "52:54:00:aa:00:60",
-            &[],
-            &["fd2e:6f44:5dd8:c956::60"]
-        )
+        static_host("worker-6", "52:54:00:aa:00:60", &[], &["fd2e:6f44:5dd8:c956::60"])
     );
     let v = check_with(&y, &dual_stack());
     assert_eq!(v.errors, vec![]);
@@ -540,25 +525,54 @@ fn validation_errors_table() {
 #[test]
 fn static_ip_errors_ipv4_and_ipv6() {
     let one = |v4: &[&str], v6: &[&str]| {
-        format!(
-            "hosts:\n{}",
-            static_host("worker-0", "52:54:00:aa:00:30", v4, v6)
-        )
+        format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", v4, v6))
     };
     let p4 = "hosts[0].networkConfig.interfaces[0].ipv4.address[0].ip";
     let p6 = "hosts[0].networkConfig.interfaces[0].ipv6.address[0].ip";
     let cases: Vec<(String, String)> = vec![
-        (one(&["127.0.0.1"], &[]), format!("{p4}: \"127.0.0.1\" is a loopback address; a node needs a routable unicast address")),
-        (one(&[], &["::1"]), format!("{p6}: \"::1\" is a loopback address; a node needs a routable unicast address")),
-        (one(&["169.254.10.1"], &[]), format!("{p4}: \"169.254.10.1\" is a link-local address; a node needs a routable unicast address")),
-        (one(&[], &["fe80::1"]), format!("{p6}: \"fe80::1\" is a link-local address; a node needs a routable unicast address")),
-        (one(&["0.0.0.0"], &[]), format!("{p4}: \"0.0.0.0\" is the unspecified address; a node needs a routable unicast address")),
-        (one(&[], &["::"]), format!("{p6}: \"::\" is the unspecified address; a node needs a routable unicast address")),
-        (one(&["224.0.0.1"], &[]), format!("{p4}: \"224.0.0.1\" is a multicast address; a node needs a routable unicast address")),
-        (one(&[], &["ff02::1"]), format!("{p6}: \"ff02::1\" is a multicast address; a node needs a routable unicast address")),
-        (one(&["192.168.111.20"], &[]), format!("{p4}: \"192.168.111.20\" is already used by the existing node master-0")),
+        (
+            one(&["127.0.0.1"], &[]),
+            format!("{p4}: \"127.0.0.1\" is a loopback address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&[], &["::1"]),
+            format!("{p6}: \"::1\" is a loopback address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&["169.254.10.1"], &[]),
+            format!(
+                "{p4}: \"169.254.10.1\" is a link-local address; a node needs a routable unicast address"
+            ),
+        ),
+        (
+            one(&[], &["fe80::1"]),
+            format!("{p6}: \"fe80::1\" is a link-local address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&["0.0.0.0"], &[]),
+            format!("{p4}: \"0.0.0.0\" is the unspecified address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&[], &["::"]),
+            format!("{p6}: \"::\" is the unspecified address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&["224.0.0.1"], &[]),
+            format!("{p4}: \"224.0.0.1\" is a multicast address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&[], &["ff02::1"]),
+            format!("{p6}: \"ff02::1\" is a multicast address; a node needs a routable unicast address"),
+        ),
+        (
+            one(&["192.168.111.20"], &[]),
+            format!("{p4}: \"192.168.111.20\" is already used by the existing node master-0"),
+        ),
         // Compared as parsed addresses: another spelling of master-0's IPv6 address.
-        (one(&[], &["fd2e:6f44:5dd8:c956:0:0:0:14"]), format!("{p6}: \"fd2e:6f44:5dd8:c956:0:0:0:14\" is already used by the existing node master-0")),
+        (
+            one(&[], &["fd2e:6f44:5dd8:c956:0:0:0:14"]),
+            format!("{p6}: \"fd2e:6f44:5dd8:c956:0:0:0:14\" is already used by the existing node master-0"),
+        ),
     ];
     for (yaml, want) in cases {
         let got: Vec<String> = check_with(&yaml, &dual_stack())
@@ -686,11 +700,7 @@ fn ssh_keys() {
         ("\"-----BEGIN OPENSSH PRIVATE KEY-----\"", "sshKey: this is a private key; give the public key (the .pub file), and keep the private key out of the config"),
     ];
     for (k, want) in cases {
-        assert_eq!(
-            errors(&format!("sshKey: {k}\n{}", host(""))),
-            vec![want],
-            "{k}"
-        );
+        assert_eq!(errors(&format!("sshKey: {k}\n{}", host(""))), vec![want], "{k}");
     }
 }
 
@@ -807,9 +817,7 @@ fn flags_build_the_same_model() {
         v.hosts[0].static_ips,
         vec!["192.168.111.50".parse::<IpAddr>().unwrap()]
     );
-    assert!(v.hosts[0].keyfiles[0]
-        .1
-        .contains("address0=192.168.111.50/24"));
+    assert!(v.hosts[0].keyfiles[0].1.contains("address0=192.168.111.50/24"));
 
     // Without NMState: eth0.
     let bare = from_flags(
@@ -890,16 +898,28 @@ fn flag_errors_name_the_flag() {
 /// broadcast addresses, and the API server's IP when the API URL is an IP literal.
 #[test]
 fn cluster_owned_addresses_are_errors() {
-    let mk = |ip: &str| format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &[ip], &[]));
+    let mk = |ip: &str| {
+        format!(
+            "hosts:\n{}",
+            static_host("worker-0", "52:54:00:aa:00:30", &[ip], &[])
+        )
+    };
     for (ip, needle) in [
         ("10.128.4.7", "cluster (pod) network 10.128.0.0/14"),
         ("172.30.0.10", "service network 172.30.0.0/16"),
-        ("192.168.111.0", "network address of the machine network 192.168.111.0/24"),
-        ("192.168.111.255", "broadcast address of the machine network 192.168.111.0/24"),
+        (
+            "192.168.111.0",
+            "network address of the machine network 192.168.111.0/24",
+        ),
+        (
+            "192.168.111.255",
+            "broadcast address of the machine network 192.168.111.0/24",
+        ),
     ] {
         let e = errors(&mk(ip));
         assert!(
-            e.iter().any(|l| l.contains("hosts[0].networkConfig") && l.contains(ip) && l.contains(needle)),
+            e.iter()
+                .any(|l| l.contains("hosts[0].networkConfig") && l.contains(ip) && l.contains(needle)),
             "{ip}: {e:?}"
         );
     }
@@ -909,14 +929,23 @@ fn cluster_owned_addresses_are_errors() {
     c.cluster.api_url = "https://192.168.111.5:6443".into();
     let v = check_with(&mk("192.168.111.5"), &c);
     assert!(
-        v.errors.iter().any(|e| e.to_string().contains("the API server's address")),
+        v.errors
+            .iter()
+            .any(|e| e.to_string().contains("the API server's address")),
         "{:?}",
         v.errors
     );
     // IPv6: the subnet's own address (subnet-router anycast) is not a host address.
     let v = check_with(
-        &format!("hosts:\n{}", static_host("worker-0", "52:54:00:aa:00:30", &[], &["fd2e:6f44:5dd8:c956::"])),
+        &format!(
+            "hosts:\n{}",
+            static_host("worker-0", "52:54:00:aa:00:30", &[], &["fd2e:6f44:5dd8:c956::"])
+        ),
         &dual_stack(),
     );
-    assert!(v.errors.iter().any(|e| e.to_string().contains("network address")), "{:?}", v.errors);
+    assert!(
+        v.errors.iter().any(|e| e.to_string().contains("network address")),
+        "{:?}",
+        v.errors
+    );
 }

@@ -42,7 +42,9 @@ fn rule_grants(rule: &Value, p: &Permission) -> bool {
     };
     let names = rule["resourceNames"].as_array().cloned().unwrap_or_default();
     let name_ok = names.is_empty()
-        || p.name.as_ref().is_some_and(|n| names.iter().any(|v| v == n.as_str()));
+        || p.name
+            .as_ref()
+            .is_some_and(|n| names.iter().any(|v| v == n.as_str()));
     has(&rule["apiGroups"], &p.group)
         && has(&rule["resources"], &resource)
         && has(&rule["verbs"], &p.verb)
@@ -70,15 +72,24 @@ fn granted(docs: &[Value], role: &str, p: &Permission) -> bool {
         let kind = d["kind"].as_str().unwrap_or("");
         let applies = match kind {
             "ClusterRole" => true,
-            "Role" => p.namespace.as_deref().is_some_and(|ns| d["metadata"]["namespace"] == ns),
+            "Role" => p
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| d["metadata"]["namespace"] == ns),
             _ => false,
         };
         applies
             && d["metadata"]["name"] == role
-            && d["rules"].as_array().is_some_and(|r| r.iter().any(|r| rule_grants(r, p)))
+            && d["rules"]
+                .as_array()
+                .is_some_and(|r| r.iter().any(|r| rule_grants(r, p)))
             && bound(
                 kind,
-                if kind == "Role" { p.namespace.as_deref() } else { None },
+                if kind == "Role" {
+                    p.namespace.as_deref()
+                } else {
+                    None
+                },
             )
     })
 }
@@ -97,35 +108,66 @@ fn every_required_permission_is_granted_by_the_role_of_each_command_needing_it()
             }
         }
     }
-    assert!(missing.is_empty(), "deploy/rbac.yaml lacks:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "deploy/rbac.yaml lacks:\n{}",
+        missing.join("\n")
+    );
 }
 
 #[test]
 fn the_roles_grant_no_more_than_their_job() {
     let docs = docs();
-    let perm = |verb: &str, group: &str, res: &str, sub: Option<&str>, ns: Option<&str>, name: Option<&str>| Permission {
-        verb: verb.into(),
-        group: group.into(),
-        resource: res.into(),
-        subresource: sub.map(String::from),
-        namespace: ns.map(String::from),
-        name: name.map(String::from),
-        needed_by: vec![],
-    };
+    let perm =
+        |verb: &str, group: &str, res: &str, sub: Option<&str>, ns: Option<&str>, name: Option<&str>| {
+            Permission {
+                verb: verb.into(),
+                group: group.into(),
+                resource: res.into(),
+                subresource: sub.map(String::from),
+                namespace: ns.map(String::from),
+                name: name.map(String::from),
+                needed_by: vec![],
+            }
+        };
     let csr = "certificates.k8s.io";
     // Only the two kubelet signers.
-    for signer in ["kubernetes.io/kube-apiserver-client", "kubernetes.io/legacy-unknown"] {
+    for signer in [
+        "kubernetes.io/kube-apiserver-client",
+        "kubernetes.io/legacy-unknown",
+    ] {
         let p = perm("approve", csr, "signers", None, None, Some(signer));
         assert!(!granted(&docs, "agent-day2-approve", &p), "approve on {signer}");
     }
-    let p = perm("approve", csr, "signers", None, None, Some("kubernetes.io/kubelet-serving"));
+    let p = perm(
+        "approve",
+        csr,
+        "signers",
+        None,
+        None,
+        Some("kubernetes.io/kubelet-serving"),
+    );
     assert!(granted(&docs, "agent-day2-approve", &p));
     // The add-nodes operator cannot approve CSRs.
-    let p = perm("update", csr, "certificatesigningrequests", Some("approval"), None, None);
+    let p = perm(
+        "update",
+        csr,
+        "certificatesigningrequests",
+        Some("approval"),
+        None,
+        None,
+    );
     assert!(!granted(&docs, "agent-day2-add-nodes", &p));
     assert!(granted(&docs, "agent-day2-approve", &p));
     // Secrets are readable only by name outside openshift-agent-day2.
-    let p = perm("get", "", "secrets", None, Some("openshift-config"), Some("etcd-signer"));
+    let p = perm(
+        "get",
+        "",
+        "secrets",
+        None,
+        Some("openshift-config"),
+        Some("etcd-signer"),
+    );
     assert!(!granted(&docs, "agent-day2-add-nodes", &p));
     let p = perm("list", "", "secrets", None, Some("openshift-config"), None);
     assert!(!granted(&docs, "agent-day2-add-nodes", &p));
@@ -161,7 +203,11 @@ fn every_object_is_a_strictly_valid_kubernetes_object() {
             "RoleBinding" => round::<RoleBinding>(d),
             other => panic!("unexpected kind {other:?} in deploy/rbac.yaml"),
         };
-        assert_eq!(&back, d, "{kind} {} has unknown or misplaced fields", d["metadata"]["name"]);
+        assert_eq!(
+            &back, d,
+            "{kind} {} has unknown or misplaced fields",
+            d["metadata"]["name"]
+        );
         *kinds.entry(kind).or_default() += 1;
     }
     // Every Role and ClusterRole has its binding.

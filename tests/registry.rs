@@ -32,7 +32,9 @@ fn setup() -> bool {
         return false;
     }
     if !Path::new(REGISTRY_BIN).exists() {
-        eprintln!("skipped: {REGISTRY_BIN} is missing (apt-get install docker-registry; scripts/setup.sh does)");
+        eprintln!(
+            "skipped: {REGISTRY_BIN} is missing (apt-get install docker-registry; scripts/setup.sh does)"
+        );
         return false;
     }
     true
@@ -40,7 +42,10 @@ fn setup() -> bool {
 
 fn rt() -> tokio::runtime::Runtime {
     // Built after entering the namespace: its threads inherit it.
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn ctx(cache: &Path) -> RegistryContext {
@@ -93,7 +98,11 @@ async fn push_payload(p: &Pusher, named_as: &str, multi: bool, omit: Option<&str
     }
     let spec = PayloadSpec {
         version: "4.18.0".into(),
-        arches: if multi { vec!["amd64".into(), "arm64".into()] } else { vec!["amd64".into()] },
+        arches: if multi {
+            vec!["amd64".into(), "arm64".into()]
+        } else {
+            vec!["amd64".into()]
+        },
         release_repo: "ocp/release".into(),
         components_repo: "ocp/art-dev".into(),
         named_as: named_as.into(),
@@ -133,21 +142,34 @@ fn happy_path_by_digest_reads_components_and_iso_and_caches_them() {
     let rt = rt();
     let reg = Registry::start(REG, RegistryOpts::default());
     let host = reg.host();
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{host}/ocp/art-dev"), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{host}/ocp/art-dev"),
+        false,
+        None,
+    ));
     let cache = tempfile::tempdir().unwrap();
     let c = ctx(cache.path());
 
-    let got = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let got = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
     assert!(got.api_server.starts_with(&format!("{host}/ocp/art-dev@sha256:")));
 
     // The cache entry: <root>/releases/<digest>.json, 0600 in a 0700 directory.
-    let entry = cache.path().join("releases").join(format!("{}.json", payload.release_digest));
+    let entry = cache
+        .path()
+        .join("releases")
+        .join(format!("{}.json", payload.release_digest));
     assert!(entry.is_file(), "no cache entry at {}", entry.display());
     assert_eq!(mode(&entry), 0o600);
     assert_eq!(mode(&cache.path().join("releases")), 0o700);
     let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
-    assert_eq!(cached["platforms"]["x86_64"]["apiServer"], serde_json::json!(got.api_server));
+    assert_eq!(
+        cached["platforms"]["x86_64"]["apiServer"],
+        serde_json::json!(got.api_server)
+    );
 
     // The ISO from machine-os-images, byte for byte.
     let out = tempfile::tempdir().unwrap();
@@ -155,13 +177,21 @@ fn happy_path_by_digest_reads_components_and_iso_and_caches_them() {
     let mos = got.machine_os_images.clone().unwrap();
     let path = rt.block_on(machine_os_iso(&mos, "amd64", &c, &dest)).unwrap();
     assert_eq!(path.as_deref(), Some(dest.as_path()));
-    assert!(std::fs::read(&dest).unwrap() == payload.iso_x86_64, "extracted ISO differs from the pushed one");
+    assert!(
+        std::fs::read(&dest).unwrap() == payload.iso_x86_64,
+        "extracted ISO differs from the pushed one"
+    );
     // No temporary file left behind.
-    let names: Vec<_> = std::fs::read_dir(out.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = std::fs::read_dir(out.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 1, "{names:?}");
 
     // No ISO for an architecture the image does not carry: None (the caller falls back).
-    let none = rt.block_on(machine_os_iso(&mos, "aarch64", &c, &out.path().join("a.iso"))).unwrap();
+    let none = rt
+        .block_on(machine_os_iso(&mos, "aarch64", &c, &out.path().join("a.iso")))
+        .unwrap();
     assert_eq!(none, None);
     assert!(!out.path().join("a.iso").exists());
 }
@@ -173,18 +203,29 @@ fn cache_hit_needs_no_registry() {
     }
     let rt = rt();
     let mut reg = Registry::start(REG, RegistryOpts::default());
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{}/ocp/art-dev", reg.host()), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{}/ocp/art-dev", reg.host()),
+        false,
+        None,
+    ));
     let cache = tempfile::tempdir().unwrap();
     let c = ctx(cache.path());
-    let first = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let first = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     reg.stop();
-    let second = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let second = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(first, second);
     // A different cache root misses, and with the registry down that is an error naming it.
     let other = tempfile::tempdir().unwrap();
     let mut c2 = ctx(other.path());
     c2.retry.attempts = 2;
-    let err = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err();
+    let err = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c2))
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, RegistryError::Unavailable { .. }), "{msg}");
     assert!(msg.contains(REG) && msg.contains("after 2 tries"), "{msg}");
@@ -197,35 +238,63 @@ fn multi_arch_manifest_list_picks_the_platform_asked_for() {
     }
     let rt = rt();
     let reg = Registry::start(REG, RegistryOpts::default());
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{}/ocp/art-dev", reg.host()), true, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{}/ocp/art-dev", reg.host()),
+        true,
+        None,
+    ));
     let cache = tempfile::tempdir().unwrap();
     let mut c = ctx(cache.path());
     c.arch = "arm64".into();
-    let arm = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let arm = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(Some(&arm), payload.arm64.as_ref());
     assert_ne!(arm.api_server, payload.amd64.api_server);
     c.arch = "x86_64".into();
-    let amd = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let amd = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(amd, payload.amd64);
     // Both architectures are cached under the one index digest.
-    let entry = cache.path().join("releases").join(format!("{}.json", payload.release_digest));
+    let entry = cache
+        .path()
+        .join("releases")
+        .join(format!("{}.json", payload.release_digest));
     let cached: serde_json::Value = serde_json::from_slice(&std::fs::read(&entry).unwrap()).unwrap();
-    assert_eq!(cached["platforms"]["aarch64"]["apiServer"], serde_json::json!(arm.api_server));
-    assert_eq!(cached["platforms"]["x86_64"]["apiServer"], serde_json::json!(amd.api_server));
+    assert_eq!(
+        cached["platforms"]["aarch64"]["apiServer"],
+        serde_json::json!(arm.api_server)
+    );
+    assert_eq!(
+        cached["platforms"]["x86_64"]["apiServer"],
+        serde_json::json!(amd.api_server)
+    );
 
     // machine-os-images is a manifest list too: aarch64 gets the aarch64 ISO.
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("base.aarch64.iso");
-    rt.block_on(machine_os_iso(arm.machine_os_images.as_ref().unwrap(), "aarch64", &c, &dest))
-        .unwrap()
-        .unwrap();
+    rt.block_on(machine_os_iso(
+        arm.machine_os_images.as_ref().unwrap(),
+        "aarch64",
+        &c,
+        &dest,
+    ))
+    .unwrap()
+    .unwrap();
     assert!(Some(std::fs::read(&dest).unwrap()) == payload.iso_aarch64);
 
     // A platform the list lacks is named, with what it has.
     c.arch = "s390x".into();
-    let err = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap_err();
+    let err = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("linux/s390x") && msg.contains("linux/amd64, linux/arm64"), "{msg}");
+    assert!(
+        msg.contains("linux/s390x") && msg.contains("linux/amd64, linux/arm64"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -271,7 +340,9 @@ fn disconnected_digest_mirrors_are_tried_in_order_and_the_source_is_never_needed
     // The dead mirror refuses connections at once, which is a retried connection error:
     // 1.5 s + 3 s before moving on. The source after the good mirror is never reached.
     let t = Instant::now();
-    let got = rt.block_on(ReleasePayload::component_images(&release, &c)).unwrap();
+    let got = rt
+        .block_on(ReleasePayload::component_images(&release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
     assert!(got.api_server.starts_with(art_src), "{}", got.api_server);
     assert!(t.elapsed() < Duration::from_secs(9), "took {:?}", t.elapsed());
@@ -279,9 +350,14 @@ fn disconnected_digest_mirrors_are_tried_in_order_and_the_source_is_never_needed
     // The ISO through the art-dev mirror (NeverContactSource).
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("base.iso");
-    rt.block_on(machine_os_iso(got.machine_os_images.as_ref().unwrap(), "x86_64", &c, &dest))
-        .unwrap()
-        .unwrap();
+    rt.block_on(machine_os_iso(
+        got.machine_os_images.as_ref().unwrap(),
+        "x86_64",
+        &c,
+        &dest,
+    ))
+    .unwrap()
+    .unwrap();
     assert!(std::fs::read(&dest).unwrap() == payload.iso_x86_64);
 
     // NeverContactSource with only a dead mirror: the error names the mirror, and quay.io is
@@ -296,7 +372,10 @@ fn disconnected_digest_mirrors_are_tried_in_order_and_the_source_is_never_needed
         }],
         ..Default::default()
     };
-    let err = rt.block_on(ReleasePayload::component_images(&release, &c2)).unwrap_err().to_string();
+    let err = rt
+        .block_on(ReleasePayload::component_images(&release, &c2))
+        .unwrap_err()
+        .to_string();
     eprintln!("message: {err}");
     assert!(err.contains(&format!("{dead}/ocp/ocp-release@{digest}")), "{err}");
     assert!(!err.contains("source"), "{err}");
@@ -307,14 +386,21 @@ fn disconnected_digest_mirrors_are_tried_in_order_and_the_source_is_never_needed
     let mut c3 = ctx(tempfile::tempdir().unwrap().path());
     c3.retry.attempts = 1;
     c3.mirrors = mirrors.clone();
-    let err = rt.block_on(ReleasePayload::component_images(by_tag, &c3)).unwrap_err().to_string();
+    let err = rt
+        .block_on(ReleasePayload::component_images(by_tag, &c3))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("quay.io") && !err.contains(&host), "{err}");
     c3.mirrors.tag_mirrors = vec![MirrorEntry {
         source: "quay.io/openshift-release-dev/ocp-release".into(),
         mirrors: vec![format!("{host}/ocp/release")],
         mirror_source_policy: None,
     }];
-    assert_eq!(rt.block_on(ReleasePayload::component_images(by_tag, &c3)).unwrap(), payload.amd64);
+    assert_eq!(
+        rt.block_on(ReleasePayload::component_images(by_tag, &c3))
+            .unwrap(),
+        payload.amd64
+    );
 }
 
 #[test]
@@ -329,7 +415,12 @@ fn refused_pull_secret_is_a_clear_error_and_registry_config_overrides_it() {
     };
     let reg = Registry::start(REG, opts);
     let host = reg.host();
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{host}/ocp/art-dev"), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{host}/ocp/art-dev"),
+        false,
+        None,
+    ));
     let files = tempfile::tempdir().unwrap();
 
     // Wrong password in the pull secret → 401, named, not retried.
@@ -337,30 +428,55 @@ fn refused_pull_secret_is_a_clear_error_and_registry_config_overrides_it() {
     c.retry.initial_backoff = Duration::from_secs(5);
     c.pull_secret = Some(PullSecret(dockerconfig(&host, "puller", "wrong-password")));
     let t = Instant::now();
-    let err = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(4), "a refusal must not be retried");
+    let err = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap_err();
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "a refusal must not be retried"
+    );
     let msg = err.to_string();
     eprintln!("message: {msg}");
     assert!(matches!(err, RegistryError::Refused { .. }), "{msg}");
     assert!(msg.contains(&format!("registry {host} refused")), "{msg}");
-    assert!(msg.contains("pull secret") && msg.contains("--registry-config"), "{msg}");
+    assert!(
+        msg.contains("pull secret") && msg.contains("--registry-config"),
+        "{msg}"
+    );
     assert!(!msg.contains("wrong-password"), "the secret leaked: {msg}");
 
     // No entry at all → anonymous, refused, said so.
     c.pull_secret = Some(PullSecret(dockerconfig("other.example.com", "a", "b")));
-    let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap_err().to_string();
-    assert!(msg.contains("anonymous access") && msg.contains("has no entry"), "{msg}");
+    let msg = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("anonymous access") && msg.contains("has no entry"),
+        "{msg}"
+    );
 
     // --registry-config with the right password replaces the (wrong) pull secret.
     c.pull_secret = Some(PullSecret(dockerconfig(&host, "puller", "wrong-password")));
-    c.registry_config = Some(write_file(files.path(), "auth.json", &dockerconfig(&host, "puller", "right-password")));
-    let got = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    c.registry_config = Some(write_file(
+        files.path(),
+        "auth.json",
+        &dockerconfig(&host, "puller", "right-password"),
+    ));
+    let got = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
     let out = tempfile::tempdir().unwrap();
     let dest = out.path().join("base.iso");
-    rt.block_on(machine_os_iso(got.machine_os_images.as_ref().unwrap(), "x86_64", &c, &dest))
-        .unwrap()
-        .unwrap();
+    rt.block_on(machine_os_iso(
+        got.machine_os_images.as_ref().unwrap(),
+        "x86_64",
+        &c,
+        &dest,
+    ))
+    .unwrap()
+    .unwrap();
     assert!(std::fs::read(&dest).unwrap() == payload.iso_x86_64);
 
     // A wrong --registry-config is named as such.
@@ -368,16 +484,32 @@ fn refused_pull_secret_is_a_clear_error_and_registry_config_overrides_it() {
     let mut c2 = ctx(tempfile::tempdir().unwrap().path());
     c2.pull_secret = Some(PullSecret(dockerconfig(&host, "puller", "right-password")));
     c2.registry_config = Some(bad.clone());
-    let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err().to_string();
-    assert!(msg.contains(&format!("--registry-config {}", bad.display())), "{msg}");
+    let msg = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&format!("--registry-config {}", bad.display())),
+        "{msg}"
+    );
     // ...and the right pull secret alone works.
     c2.registry_config = None;
-    assert_eq!(rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap(), payload.amd64);
+    assert_eq!(
+        rt.block_on(ReleasePayload::component_images(&payload.release, &c2))
+            .unwrap(),
+        payload.amd64
+    );
     // A registry-config that is not a dockerconfigjson (fresh cache: a hit needs no credentials).
     c2.cache_dir = Some(files.path().join("cache2"));
     c2.registry_config = Some(write_file(files.path(), "junk.json", "[1,2]"));
-    let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err().to_string();
-    assert!(msg.contains("junk.json") && msg.contains("not a dockerconfigjson"), "{msg}");
+    let msg = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c2))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("junk.json") && msg.contains("not a dockerconfigjson"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -396,7 +528,12 @@ fn tls_registry_with_the_clusters_ca() {
         },
     );
     let host = reg.host();
-    let payload = rt.block_on(push_payload(&reg.pusher(Some(&ca.cert_pem)), &format!("{host}/ocp/art-dev"), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(Some(&ca.cert_pem)),
+        &format!("{host}/ocp/art-dev"),
+        false,
+        None,
+    ));
 
     // Verified TLS with the CA as an extra root (no --insecure).
     let mut c = ctx(tempfile::tempdir().unwrap().path());
@@ -404,20 +541,29 @@ fn tls_registry_with_the_clusters_ca() {
     // A bundle: another CA first, as in a real trust bundle.
     let other = agent_day2_sim::pki::Ca::generate("unrelated").unwrap();
     c.extra_ca_pems = vec![format!("{}{}", other.cert_pem, ca.cert_pem)];
-    let got = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap();
+    let got = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
 
     // Without the CA the certificate is refused, and said so.
     let mut c2 = ctx(tempfile::tempdir().unwrap().path());
     c2.insecure = false;
     c2.retry.attempts = 2;
-    let msg = rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap_err().to_string();
+    let msg = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c2))
+        .unwrap_err()
+        .to_string();
     eprintln!("message: {msg}");
     assert!(msg.to_lowercase().contains("certificate"), "{msg}");
 
     // --insecure skips verification (and stays on HTTPS: the registry speaks nothing else).
     c2.insecure = true;
-    assert_eq!(rt.block_on(ReleasePayload::component_images(&payload.release, &c2)).unwrap(), payload.amd64);
+    assert_eq!(
+        rt.block_on(ReleasePayload::component_images(&payload.release, &c2))
+            .unwrap(),
+        payload.amd64
+    );
 }
 
 #[test]
@@ -431,22 +577,35 @@ fn a_registry_answering_503_twice_then_200_is_retried() {
     let proxy = FlakyProxy::start("192.168.111.6:5001", reg.addr, 2);
     let via = proxy.addr.to_string();
     // image-references names the proxy, so the ISO read goes through it too.
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{via}/ocp/art-dev"), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{via}/ocp/art-dev"),
+        false,
+        None,
+    ));
     let release = payload.release.replace(&host, &via);
     let c = ctx(tempfile::tempdir().unwrap().path());
-    let got = rt.block_on(ReleasePayload::component_images(&release, &c)).unwrap();
+    let got = rt
+        .block_on(ReleasePayload::component_images(&release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
     assert_eq!(proxy.failed.load(std::sync::atomic::Ordering::SeqCst), 2);
     let seen = proxy.seen.lock().unwrap().clone();
     let manifest_gets = seen.iter().filter(|p| p.contains("/manifests/")).count();
-    assert!(manifest_gets >= 3, "the manifest was not asked again after the 503s: {seen:?}");
+    assert!(
+        manifest_gets >= 3,
+        "the manifest was not asked again after the 503s: {seen:?}"
+    );
 
     // A registry that keeps answering 503: an error after the configured tries.
     let always = FlakyProxy::start("192.168.111.6:5002", reg.addr, usize::MAX);
     let mut c2 = ctx(tempfile::tempdir().unwrap().path());
     c2.retry.attempts = 3;
     let err = rt
-        .block_on(ReleasePayload::component_images(&payload.release.replace(&host, &always.addr.to_string()), &c2))
+        .block_on(ReleasePayload::component_images(
+            &payload.release.replace(&host, &always.addr.to_string()),
+            &c2,
+        ))
         .unwrap_err();
     let msg = err.to_string();
     eprintln!("message: {msg}");
@@ -468,13 +627,21 @@ fn a_missing_component_tag_is_named() {
         Some("agent-installer-orchestrator"),
     ));
     let c = ctx(tempfile::tempdir().unwrap().path());
-    let err = rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap_err();
+    let err = rt
+        .block_on(ReleasePayload::component_images(&payload.release, &c))
+        .unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, RegistryError::MissingTag { .. }), "{msg}");
-    assert!(msg.contains("\"agent-installer-orchestrator\"") && msg.contains(&payload.release), "{msg}");
+    assert!(
+        msg.contains("\"agent-installer-orchestrator\"") && msg.contains(&payload.release),
+        "{msg}"
+    );
     // A manifest that does not exist: not found, naming the image.
     let missing = format!("{}/ocp/release@sha256:{}", reg.host(), "ab".repeat(32));
-    let msg = rt.block_on(ReleasePayload::component_images(&missing, &c)).unwrap_err().to_string();
+    let msg = rt
+        .block_on(ReleasePayload::component_images(&missing, &c))
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains(&missing) && msg.contains("not found"), "{msg}");
 }
 
@@ -489,14 +656,24 @@ fn https_proxy_http_proxy_and_no_proxy_are_honoured() {
     // Proxy variables are process-wide: run the check in a child process of this test binary,
     // with them set from its start (no other test sees them).
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "proxies_from_the_environment_inner", "--nocapture", "--test-threads=1"])
+        .args([
+            "--ignored",
+            "--exact",
+            "proxies_from_the_environment_inner",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(PROXY_CHILD, "1")
         .env("HTTPS_PROXY", "http://192.168.111.6:5003")
         .env("HTTP_PROXY", "http://192.168.111.6:5003")
         .env("NO_PROXY", "192.168.111.6")
         .output()
         .unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{text}");
     assert!(text.contains("1 passed"), "{text}");
     assert!(text.contains("proxy check done"), "{text}");
@@ -506,16 +683,27 @@ fn https_proxy_http_proxy_and_no_proxy_are_honoured() {
 #[ignore = "run by https_proxy_http_proxy_and_no_proxy_are_honoured with the proxy variables set"]
 fn proxies_from_the_environment_inner() {
     if std::env::var(PROXY_CHILD).as_deref() != Ok("1") || !setup() {
-        eprintln!("skipped: only meaningful as the child of https_proxy_http_proxy_and_no_proxy_are_honoured");
+        eprintln!(
+            "skipped: only meaningful as the child of https_proxy_http_proxy_and_no_proxy_are_honoured"
+        );
         return;
     }
     let rt = rt();
     let reg = Registry::start(REG, RegistryOpts::default());
     let proxy = FlakyProxy::start("192.168.111.6:5003", reg.addr, 0);
     // NO_PROXY covers the registry's own address: pushing and pulling it go direct.
-    let payload = rt.block_on(push_payload(&reg.pusher(None), &format!("{}/ocp/art-dev", reg.host()), false, None));
+    let payload = rt.block_on(push_payload(
+        &reg.pusher(None),
+        &format!("{}/ocp/art-dev", reg.host()),
+        false,
+        None,
+    ));
     let c = ctx(tempfile::tempdir().unwrap().path());
-    assert_eq!(rt.block_on(ReleasePayload::component_images(&payload.release, &c)).unwrap(), payload.amd64);
+    assert_eq!(
+        rt.block_on(ReleasePayload::component_images(&payload.release, &c))
+            .unwrap(),
+        payload.amd64
+    );
     let seen = proxy.seen.lock().unwrap().clone();
     assert!(seen.is_empty(), "NO_PROXY was not honoured: {seen:?}");
     // A name that does not resolve here is reachable only through the proxy. With --insecure
@@ -523,12 +711,19 @@ fn proxies_from_the_environment_inner() {
     // plain HTTP through HTTP_PROXY.
     let release = payload.release.replace(&reg.host(), "registry.invalid:5000");
     let c = ctx(tempfile::tempdir().unwrap().path());
-    let got = rt.block_on(ReleasePayload::component_images(&release, &c)).unwrap();
+    let got = rt
+        .block_on(ReleasePayload::component_images(&release, &c))
+        .unwrap();
     assert_eq!(got, payload.amd64);
     let seen = proxy.seen.lock().unwrap().clone();
-    assert!(seen.iter().any(|l| l.starts_with("CONNECT registry.invalid:5000")), "HTTPS_PROXY unused: {seen:?}");
     assert!(
-        seen.iter().any(|l| l.starts_with("GET http://registry.invalid:5000/v2/ocp/release/manifests/")),
+        seen.iter()
+            .any(|l| l.starts_with("CONNECT registry.invalid:5000")),
+        "HTTPS_PROXY unused: {seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .any(|l| l.starts_with("GET http://registry.invalid:5000/v2/ocp/release/manifests/")),
         "HTTP_PROXY unused: {seen:?}"
     );
     eprintln!("proxy check done");

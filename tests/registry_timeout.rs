@@ -35,18 +35,36 @@ fn stalled_registry_scenario() {
     let ctx = RegistryContext {
         arch: "x86_64".into(),
         cache_dir: Some(cache.path().to_path_buf()),
-        retry: RetryPolicy { attempts: 3, initial_backoff: Duration::from_millis(50), max_backoff: Duration::from_millis(100) },
+        retry: RetryPolicy {
+            attempts: 3,
+            initial_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_millis(100),
+        },
         request_timeout: Some(Duration::from_secs(1)),
         ..Default::default()
     };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let release = format!("{STALL}/ocp/release@sha256:{}", "a".repeat(64));
     let t = Instant::now();
-    let err = rt.block_on(ReleasePayload::component_images(&release, &ctx)).unwrap_err();
+    let err = rt
+        .block_on(ReleasePayload::component_images(&release, &ctx))
+        .unwrap_err();
     let took = t.elapsed();
     let msg = err.to_string();
-    assert!(matches!(err, RegistryError::Unavailable { .. } | RegistryError::AllSourcesFailed { .. }), "{msg}");
-    assert!(msg.contains("no answer within 1 s") && msg.contains("3 tries"), "{msg}");
+    assert!(
+        matches!(
+            err,
+            RegistryError::Unavailable { .. } | RegistryError::AllSourcesFailed { .. }
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("no answer within 1 s") && msg.contains("3 tries"),
+        "{msg}"
+    );
     // 3 tries of 1 s plus 150 ms of backoff, not the minutes of the old 60 s read timeout.
     assert!(took < Duration::from_secs(6), "took {took:?}");
     println!("SCENARIO-DONE");
@@ -59,7 +77,13 @@ fn stalled_registry_requests_are_bounded_and_announced() {
         return;
     }
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["stalled_registry_requests_are_bounded_and_announced", "--exact", "--nocapture", "--test-threads", "1"])
+        .args([
+            "stalled_registry_requests_are_bounded_and_announced",
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
         .env(CHILD_ENV, "1")
         .output()
         .unwrap();
@@ -69,10 +93,16 @@ fn stalled_registry_requests_are_bounded_and_announced() {
         eprintln!("{stderr}");
         return;
     }
-    assert!(out.status.success() && stdout.contains("SCENARIO-DONE"), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(
+        out.status.success() && stdout.contains("SCENARIO-DONE"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     for n in [1, 2] {
         let line = format!("waiting for registry {STALL} (retry {n}/2 in ");
         assert!(stderr.contains(&line), "missing {line:?} in\n{stderr}");
     }
-    assert!(stderr.contains("no answer within 1 s (--request-timeout)"), "{stderr}");
+    assert!(
+        stderr.contains("no answer within 1 s (--request-timeout)"),
+        "{stderr}"
+    );
 }

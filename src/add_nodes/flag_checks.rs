@@ -10,7 +10,10 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::InvalidInput { field: field.into(), message: message.into() }
+    Error::InvalidInput {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Longest file name Linux filesystems take (NAME_MAX, bytes).
@@ -40,12 +43,16 @@ pub fn check_output_name(name: &str) -> Result<()> {
 /// not the control-plane pool: add-nodes adds workers only (as `role: master` is refused).
 pub fn check_pool_name(pool: &str) -> Result<()> {
     if pool.is_empty() {
-        return Err(invalid("--pool", "is empty; give a MachineConfigPool name, e.g. --pool infra, or leave --pool out for worker"));
+        return Err(invalid(
+            "--pool",
+            "is empty; give a MachineConfigPool name, e.g. --pool infra, or leave --pool out for worker",
+        ));
     }
     let label_ok = |l: &str| {
         !l.is_empty()
             && l.len() <= 63
-            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
@@ -97,7 +104,9 @@ fn is_control_plane_role(k: &str) -> bool {
 /// `node.kubernetes.io/...`. Errors name the label.
 pub fn check_node_labels(labels: &BTreeMap<String, String>) -> Result<()> {
     for k in labels.keys() {
-        let Some((prefix, name)) = k.split_once('/') else { continue };
+        let Some((prefix, name)) = k.split_once('/') else {
+            continue;
+        };
         let reserved = ["kubernetes.io", "k8s.io"]
             .iter()
             .any(|ns| prefix == *ns || prefix.ends_with(&format!(".{ns}")));
@@ -129,7 +138,10 @@ pub fn check_node_labels(labels: &BTreeMap<String, String>) -> Result<()> {
 pub fn check_kargs(kargs: &[String]) -> Result<()> {
     for k in kargs {
         if k.is_empty() {
-            return Err(invalid("--karg", "is empty; give one kernel argument per --karg, e.g. --karg console=ttyS0"));
+            return Err(invalid(
+                "--karg",
+                "is empty; give one kernel argument per --karg, e.g. --karg console=ttyS0",
+            ));
         }
         if let Some(c) = k.chars().find(|c| c.is_whitespace() || c.is_control()) {
             return Err(invalid(
@@ -152,12 +164,15 @@ pub fn check_kargs(kargs: &[String]) -> Result<()> {
 /// The cache directory (`$XDG_CACHE_HOME/agent-day2`, else `~/.cache/agent-day2`): its nearest
 /// existing ancestor must be a directory, else exit 3 naming the variable.
 pub fn check_cache_root() -> Result<()> {
-    let Some(root) = crate::base_iso::cache_root() else { return Ok(()) };
-    let var = if std::env::var_os("XDG_CACHE_HOME").is_some_and(|v| !v.is_empty() && Path::new(&v).is_absolute()) {
-        "XDG_CACHE_HOME"
-    } else {
-        "HOME (~/.cache)"
+    let Some(root) = crate::base_iso::cache_root() else {
+        return Ok(());
     };
+    let var =
+        if std::env::var_os("XDG_CACHE_HOME").is_some_and(|v| !v.is_empty() && Path::new(&v).is_absolute()) {
+            "XDG_CACHE_HOME"
+        } else {
+            "HOME (~/.cache)"
+        };
     let mut p: Option<&Path> = Some(&root);
     while let Some(a) = p {
         if let Ok(m) = std::fs::metadata(a) {
@@ -176,7 +191,10 @@ pub fn check_cache_root() -> Result<()> {
 
 /// With `--force`, an existing output path that is a directory cannot be replaced by a file.
 pub fn check_force_targets(finals: &[std::path::PathBuf]) -> Result<()> {
-    if let Some(p) = finals.iter().find(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir())) {
+    if let Some(p) = finals
+        .iter()
+        .find(|p| p.symlink_metadata().is_ok_and(|m| m.is_dir()))
+    {
         return Err(invalid(
             p.display().to_string(),
             "is a directory; --force replaces files only: remove it, or choose another --dir or --output-name",
@@ -211,7 +229,10 @@ mod tests {
         assert_eq!(code(check_output_name("batch-2.iso")), 0);
         let e = check_output_name(&"a".repeat(300)).unwrap_err();
         assert_eq!(e.exit_code(), 3);
-        assert!(e.to_string().contains("--output-name") && e.to_string().contains("300 bytes"), "{e}");
+        assert!(
+            e.to_string().contains("--output-name") && e.to_string().contains("300 bytes"),
+            "{e}"
+        );
         assert_eq!(code(check_output_name(&"a".repeat(220))), 3);
         assert_eq!(code(check_output_name(&"a".repeat(200))), 0);
     }
@@ -235,11 +256,27 @@ mod tests {
     #[test]
     fn reserved_label_namespaces() {
         let l = |k: &str| BTreeMap::from([(k.to_string(), String::new())]);
-        for k in ["kubernetes.io/hostname", "foo.k8s.io/x", "node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane", "k8s.io/a", "node-restriction.kubernetes.io/x"] {
+        for k in [
+            "kubernetes.io/hostname",
+            "foo.k8s.io/x",
+            "node-role.kubernetes.io/master",
+            "node-role.kubernetes.io/control-plane",
+            "k8s.io/a",
+            "node-restriction.kubernetes.io/x",
+        ] {
             let e = check_node_labels(&l(k)).unwrap_err();
-            assert!(e.to_string().contains(k) && e.to_string().contains("--node-labels"), "{k}: {e}");
+            assert!(
+                e.to_string().contains(k) && e.to_string().contains("--node-labels"),
+                "{k}: {e}"
+            );
         }
-        for k in ["node-role.kubernetes.io/infra", "node.kubernetes.io/exclude-from-external-load-balancers", "zone", "example.com/rack", "notkubernetes.io/x"] {
+        for k in [
+            "node-role.kubernetes.io/infra",
+            "node.kubernetes.io/exclude-from-external-load-balancers",
+            "zone",
+            "example.com/rack",
+            "notkubernetes.io/x",
+        ] {
             assert_eq!(code(check_node_labels(&l(k))), 0, "{k}");
         }
     }

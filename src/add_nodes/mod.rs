@@ -52,9 +52,7 @@ use crate::kube_write::{create_strict, patch_params};
 use crate::nodes_config::{self, FlagsHost, NodesConfig, Origin, ValidatedHost};
 use crate::output;
 use crate::registry::{RegistryContext, ReleasePayload};
-use report::{
-    AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary,
-};
+use report::{AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary};
 
 /// File name of the appliance config image: the name `openshift-install agent create
 /// config-image` gives it (`agentconfig.noarch.iso`, openshift/installer
@@ -105,7 +103,9 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         return batch_command(target, b).await;
     }
     match make(target, args).await {
-        Err(e) if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table => {
+        Err(e)
+            if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table =>
+        {
             if let Ok(doc) = error_document(args.output, &e) {
                 print!("{doc}");
             }
@@ -308,8 +308,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let auth = auth_material(target, &wanted, now, args.dry_run, &mut warnings).await?;
 
     // --- 5. component images
-    let mut reg =
-        RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
+    let mut reg = RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
     reg.arch = arch.clone();
     reg.request_timeout = target.request_timeout;
     let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
@@ -336,8 +335,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     };
     let ign = ignition::build(&inputs)?;
     let ign_json = ignition::to_json(&ign);
-    let archive =
-        iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
+    let archive = iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
     let mut extra_kargs: Vec<String> = Vec::new();
     if model.fips {
         extra_kargs.push("fips=1".into());
@@ -346,8 +344,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
 
     // Measured before any base ISO download: real RHCOS live ISOs hold 256 KiB; a base ISO
     // with another area size is checked exactly below.
-    if kind == OutputKind::Iso && args.base_iso.is_none() && archive.len() as u64 > RHCOS_EMBED_AREA
-    {
+    if kind == OutputKind::Iso && args.base_iso.is_none() && archive.len() as u64 > RHCOS_EMBED_AREA {
         return Err(too_large(&ign, archive.len(), RHCOS_EMBED_AREA, None));
     }
 
@@ -409,7 +406,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     let pxe_kargs = match (kind, &plan) {
         (OutputKind::Pxe, Some(p)) => Some(
             iso::pxe::pxe_kargs(p, &arch, base_url.as_deref(), &extra_kargs)
-            .map_err(|e| iso_error(e, base.as_ref()))?,
+                .map_err(|e| iso_error(e, base.as_ref()))?,
         ),
         _ => None,
     };
@@ -576,8 +573,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                     data,
                 })
                 .collect();
-            iso::config_image::write_config_image(&tmp, &cpio, false)
-                .map_err(|e| iso_error(e, None))?;
+            iso::config_image::write_config_image(&tmp, &cpio, false).map_err(|e| iso_error(e, None))?;
             let size = std::fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
             let sha = base_iso::sha256_file(&tmp).map_err(|e| Error::Io {
                 path: tmp.display().to_string(),
@@ -700,7 +696,10 @@ impl Staged {
                     let _ = std::fs::remove_file(d);
                 }
                 return Err(if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    invalid(dest.display().to_string(), "was created by someone else meanwhile; remove it or pass --force to replace it")
+                    invalid(
+                        dest.display().to_string(),
+                        "was created by someone else meanwhile; remove it or pass --force to replace it",
+                    )
                 } else {
                     Error::Io {
                         path: dest.display().to_string(),
@@ -752,10 +751,7 @@ impl OutputNames {
         &self.finals
     }
     fn staging_file(&self, final_path: &Path) -> PathBuf {
-        let name = final_path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("out");
+        let name = final_path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
         final_path
             .parent()
             .unwrap_or(&self.dir)
@@ -803,8 +799,15 @@ pub const DEFAULT_TTL: &str = "48h";
 /// kernel command line).
 fn check_base_url(u: &str, field: &str) -> Result<String> {
     let ok_scheme = u.starts_with("http://") || u.starts_with("https://");
-    let host = u.split_once("://").map(|(_, r)| r.split('/').next().unwrap_or("")).unwrap_or("");
-    if !ok_scheme || host.is_empty() || u.chars().any(|c| c.is_whitespace() || c.is_control()) || u.contains(['?', '#']) {
+    let host = u
+        .split_once("://")
+        .map(|(_, r)| r.split('/').next().unwrap_or(""))
+        .unwrap_or("");
+    if !ok_scheme
+        || host.is_empty()
+        || u.chars().any(|c| c.is_whitespace() || c.is_control())
+        || u.contains(['?', '#'])
+    {
         return Err(invalid(
             field,
             format!("{u:?} is not an http:// or https:// URL of a directory (no spaces, query or fragment), e.g. http://192.168.111.1:8000/pxe"),
@@ -904,7 +907,11 @@ fn check_dir(dir: &Path) -> Result<()> {
     }
     let mut anc = dir.parent();
     while let Some(a) = anc {
-        let a = if a.as_os_str().is_empty() { Path::new(".") } else { a };
+        let a = if a.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            a
+        };
         if a.exists() {
             if !a.is_dir() {
                 return Err(invalid(
@@ -929,7 +936,11 @@ fn probe_dir(at: &Path, dir: &Path) -> Result<()> {
         return Err(invalid("--dir", format!("{} is not a directory", at.display())));
     }
     let probe = at.join(format!(".agent-day2-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
@@ -948,10 +959,7 @@ fn prepare_dir(dir: &Path) -> Result<()> {
             .map_err(|e| dir_error(dir, e))?;
     }
     if !dir.is_dir() {
-        return Err(invalid(
-            "--dir",
-            format!("{} is not a directory", dir.display()),
-        ));
+        return Err(invalid("--dir", format!("{} is not a directory", dir.display())));
     }
     let probe = dir.join(format!(".agent-day2-probe-{}", std::process::id()));
     match std::fs::OpenOptions::new()
@@ -1018,11 +1026,7 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<(NodesConfig, Vec<nodes_conf
 async fn check_pool(target: &KubeTarget, pool: &str, warnings: &mut Vec<String>) -> Result<()> {
     use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
     let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(
-            "machineconfiguration.openshift.io",
-            "v1",
-            "MachineConfigPool",
-        ),
+        &GroupVersionKind::gvk("machineconfiguration.openshift.io", "v1", "MachineConfigPool"),
         "machineconfigpools",
     );
     let api: Api<DynamicObject> = Api::all_with(target.client.clone(), &ar);
@@ -1232,26 +1236,22 @@ fn iso_error(e: IsoError, base: Option<&BaseIsoFile>) -> Error {
     match e {
         IsoError::Io { context, source } => match flag_checks::out_of_space(&context, &source) {
             Some(e) => e,
-            None => Error::Io { path: context, source },
+            None => Error::Io {
+                path: context,
+                source,
+            },
         },
         IsoError::AlreadyExists { path } => invalid(
             path.display().to_string(),
             "already exists; remove it, choose another --dir, or pass --force to replace it",
         ),
-        IsoError::KargsTooLong { .. } | IsoError::NoKargAreas { .. } => {
-            invalid("--karg", e.to_string())
-        }
+        IsoError::KargsTooLong { .. } | IsoError::NoKargAreas { .. } => invalid("--karg", e.to_string()),
         other => invalid(field, other.to_string()),
     }
 }
 
 /// The "does not fit" error: both sizes, the largest contributor, and `--pxe`.
-fn too_large(
-    ign: &ignition_config::v3_2::Config,
-    archive: usize,
-    area: u64,
-    file: Option<&str>,
-) -> Error {
+fn too_large(ign: &ignition_config::v3_2::Config, archive: usize, area: u64, file: Option<&str>) -> Error {
     let top = ignition::contributors(ign);
     let largest = top
         .first()
@@ -1287,7 +1287,9 @@ async fn warn_earlier_batches(
     let records = match batch::list(target).await {
         Ok(r) => r,
         Err(e) => {
-            warn(format!("cannot check the earlier batch records for these hosts: {e}"));
+            warn(format!(
+                "cannot check the earlier batch records for these hosts: {e}"
+            ));
             return;
         }
     };
@@ -1309,7 +1311,10 @@ fn earlier_batch_overlaps<'a>(
         }
         for h in hosts {
             for old in &r.hosts {
-                let mac = h.macs.iter().find(|m| old.macs.iter().any(|o| o.eq_ignore_ascii_case(m)));
+                let mac = h
+                    .macs
+                    .iter()
+                    .find(|m| old.macs.iter().any(|o| o.eq_ignore_ascii_case(m)));
                 let what = match (old.hostname == h.hostname, mac) {
                     (true, Some(m)) => format!("{} ({m})", h.hostname),
                     (true, None) => format!("hostname {}", h.hostname),
@@ -1345,7 +1350,9 @@ fn ignition_listing(ign: &ignition_config::v3_2::Config) -> Vec<report::Ignition
         .into_iter()
         .map(|(path, data, mode)| report::IgnitionFile {
             secret: mode & 0o077 == 0 && !path.ends_with(".nmconnection"),
-            contents: path.ends_with(".nmconnection").then(|| shown.get(&path).cloned().unwrap_or_default()),
+            contents: path
+                .ends_with(".nmconnection")
+                .then(|| shown.get(&path).cloned().unwrap_or_default()),
             path,
             mode: format!("{:04o}", mode),
             bytes: data.len(),
@@ -1400,7 +1407,10 @@ fn dry_run_output(
     let red = ignition::redacted(ign);
     let mut ignition: serde_json::Value = serde_json::from_str(&red).unwrap_or(serde_json::Value::Null);
     drop_nulls(&mut ignition);
-    let doc = DryRunDoc { report: rep, ignition };
+    let doc = DryRunDoc {
+        report: rep,
+        ignition,
+    };
     output::render(format, &doc, || {
         let mut s = report::render_table(rep);
         s.push_str("\nDry run: nothing was written (no file, no Secret, no batch record). The whole Ignition (secrets redacted): -o json or -o yaml.\n");
@@ -1421,7 +1431,11 @@ fn node_states(nodes: Option<&[k8s_openapi::api::core::v1::Node]>) -> impl Fn(&s
                     .as_ref()
                     .and_then(|s| s.conditions.as_ref())
                     .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-                if ready { "Ready".into() } else { "NotReady".into() }
+                if ready {
+                    "Ready".into()
+                } else {
+                    "NotReady".into()
+                }
             }
         },
     }
@@ -1444,11 +1458,7 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 Some(BatchCommand::List { output: Some(o) }) => *o,
                 _ => b.output,
             };
-            let records: Vec<BatchRecord> = batch::list(target)
-                .await?
-                .into_iter()
-                .map(|(r, _)| r)
-                .collect();
+            let records: Vec<BatchRecord> = batch::list(target).await?.into_iter().map(|(r, _)| r).collect();
             let nodes_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(target.client.clone());
             let nodes = match nodes_api.list(&Default::default()).await {
                 Ok(l) => Some(l.items),
@@ -1530,7 +1540,16 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                     }
                 }
                 output::table(
-                    &["name", "created", "created by", "arch/pool", "host", "node", "token expires", "output"],
+                    &[
+                        "name",
+                        "created",
+                        "created by",
+                        "arch/pool",
+                        "host",
+                        "node",
+                        "token expires",
+                        "output",
+                    ],
                     rows,
                 )
             })
@@ -1572,7 +1591,11 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 if !deleted.is_empty() || format != OutputFormat::Table {
                     print!("{out}");
                 }
-                Err(if errors.len() == 1 { errors.remove(0) } else { Error::Many(errors) })
+                Err(if errors.len() == 1 {
+                    errors.remove(0)
+                } else {
+                    Error::Many(errors)
+                })
             }
         }
     }
@@ -1585,15 +1608,9 @@ mod tests {
     #[test]
     fn ttl_and_labels() {
         assert_eq!(parse_ttl("48h").unwrap(), Duration::from_secs(48 * 3600));
-        assert!(parse_ttl("10m")
-            .unwrap_err()
-            .to_string()
-            .contains("--token-ttl"));
+        assert!(parse_ttl("10m").unwrap_err().to_string().contains("--token-ttl"));
         assert!(parse_ttl("x").is_err());
-        let l = parse_labels(Some(
-            "zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1",
-        ))
-        .unwrap();
+        let l = parse_labels(Some("zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1")).unwrap();
         assert_eq!(l["zone"], "a");
         assert_eq!(l["node-role.kubernetes.io/infra"], "");
         assert_eq!(l["example.com/rack"], "r1");
@@ -1608,15 +1625,34 @@ mod tests {
     fn token_reuse_rule() {
         let h = |n: u64| Duration::from_secs(n * 3600);
         let t0 = SystemTime::UNIX_EPOCH + h(1_000_000);
-        let req = |ttl: u64, explicit: bool| TokenRequest { ttl: h(ttl), explicit, new_token: false };
+        let req = |ttl: u64, explicit: bool| TokenRequest {
+            ttl: h(ttl),
+            explicit,
+            new_token: false,
+        };
         // 48 h token, 1 h old: 47 h left.
         let (iss, exp, now) = (t0, t0 + h(48), t0 + h(1));
         assert!(reuse_decision(iss, exp, now, &req(48, false)).is_ok());
-        assert!(reuse_decision(iss, exp, now, &req(48, true)).is_ok(), "same ttl given");
+        assert!(
+            reuse_decision(iss, exp, now, &req(48, true)).is_ok(),
+            "same ttl given"
+        );
         let e = reuse_decision(iss, exp, now, &req(1, true)).unwrap_err();
-        assert!(e.contains("--token-ttl 1h differs from their lifetime of 48h"), "{e}");
+        assert!(
+            e.contains("--token-ttl 1h differs from their lifetime of 48h"),
+            "{e}"
+        );
         assert!(reuse_decision(iss, exp, now, &req(72, true)).is_err());
-        let e = reuse_decision(iss, exp, now, &TokenRequest { new_token: true, ..req(48, false) }).unwrap_err();
+        let e = reuse_decision(
+            iss,
+            exp,
+            now,
+            &TokenRequest {
+                new_token: true,
+                ..req(48, false)
+            },
+        )
+        .unwrap_err();
         assert!(e.contains("--new-token"), "{e}");
         // 30 h old: less than half left.
         let e = reuse_decision(iss, exp, t0 + h(30), &req(48, false)).unwrap_err();
@@ -1653,7 +1689,12 @@ mod tests {
             files: vec![],
             image_sha256: String::new(),
             token_expires_at: exp.into(),
-            hosts: vec![BatchHost { hostname: hn.into(), macs: vec![mac.into()], ips: vec![], ip_source: "unknown".into() }],
+            hosts: vec![BatchHost {
+                hostname: hn.into(),
+                macs: vec![mac.into()],
+                ips: vec![],
+                ip_source: "unknown".into(),
+            }],
             approvals: vec![],
         };
         let now = auth::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
@@ -1665,21 +1706,33 @@ mod tests {
         ];
         let w = earlier_batch_overlaps(&[host], recs.iter(), now);
         assert_eq!(w.len(), 2, "{w:?}");
-        assert!(w[0].starts_with("hostname worker-0 is already in batch b-name"), "{w:?}");
-        assert!(w[1].starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"), "{w:?}");
+        assert!(
+            w[0].starts_with("hostname worker-0 is already in batch b-name"),
+            "{w:?}"
+        );
+        assert!(
+            w[1].starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"),
+            "{w:?}"
+        );
     }
 
     #[test]
     fn pxe_next_steps_match_what_is_written() {
         let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "x86_64", None);
         let with = next_steps(OutputKind::Pxe, &n, "x86_64", "T", Some("http://h/pxe"));
-        assert!(with[0].contains("node.x86_64.ipxe") && with[0].contains("http://h/pxe"), "{with:?}");
+        assert!(
+            with[0].contains("node.x86_64.ipxe") && with[0].contains("http://h/pxe"),
+            "{with:?}"
+        );
         let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None);
         assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
         assert!(without[2].contains("monitor --approve") && without[2].contains("approve --watch"));
         assert!(check_base_url("ftp://x/y", "--boot-artifacts-base-url").is_err());
         assert!(check_base_url("http:///y", "f").is_err());
-        assert_eq!(check_base_url("http://h:8000/pxe/", "f").unwrap(), "http://h:8000/pxe");
+        assert_eq!(
+            check_base_url("http://h:8000/pxe/", "f").unwrap(),
+            "http://h:8000/pxe"
+        );
     }
 
     #[test]
@@ -1693,8 +1746,6 @@ mod tests {
             n.finals()[0],
             PathBuf::from("out/boot-artifacts/node.aarch64-initrd.img")
         );
-        assert!(n
-            .staging_file(&n.finals()[0])
-            .starts_with("out/boot-artifacts"));
+        assert!(n.staging_file(&n.finals()[0]).starts_with("out/boot-artifacts"));
     }
 }

@@ -246,7 +246,10 @@ pub fn render_table(r: &AddNodesReport) -> String {
     };
     rows.push((
         "Token",
-        format!("valid until {} ({} left, {how})", r.token.expires_at, r.token.left),
+        format!(
+            "valid until {} ({} left, {how})",
+            r.token.expires_at, r.token.left
+        ),
     ));
     if let Some(b) = &r.batch {
         rows.push((
@@ -280,7 +283,11 @@ pub fn render_table(r: &AddNodesReport) -> String {
     out.push('\n');
     // Keyfiles are reviewed as they are: multi-line, after the table.
     for f in r.ignition_files.iter().filter(|f| f.contents.is_some()) {
-        out.push_str(&format!("--- {}\n{}", f.path, f.contents.as_deref().unwrap_or("")));
+        out.push_str(&format!(
+            "--- {}\n{}",
+            f.path,
+            f.contents.as_deref().unwrap_or("")
+        ));
         if !out.ends_with('\n') {
             out.push('\n');
         }
@@ -297,7 +304,10 @@ mod tests {
         use std::time::Duration;
         assert_eq!(human_duration(Duration::from_secs(35 * 60 + 59)), "35m");
         assert_eq!(human_duration(Duration::from_secs(48 * 3600)), "48h");
-        assert_eq!(human_duration(Duration::from_secs(47 * 3600 + 59 * 60)), "47h 59m");
+        assert_eq!(
+            human_duration(Duration::from_secs(47 * 3600 + 59 * 60)),
+            "47h 59m"
+        );
         assert_eq!(human_duration(Duration::ZERO), "0m");
     }
 

@@ -16,7 +16,9 @@ use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use serde::Serialize;
 
-use super::{now, nodes_config_addresses, parse_node_flag, Action, ApproveOptions, Approver, NodeState, Outcome};
+use super::{
+    nodes_config_addresses, now, parse_node_flag, Action, ApproveOptions, Approver, NodeState, Outcome,
+};
 use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
 use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict};
@@ -76,21 +78,42 @@ pub struct Report {
 }
 
 fn row(view: &CsrView, v: &Verdict, action: Action) -> Row {
-    let sans = parse_request(&view.request).0.map(|p| p.sans.iter().map(|s| escape_for_display(&s.to_string(), CELL_MAX)).collect()).unwrap_or_default();
+    let sans = parse_request(&view.request)
+        .0
+        .map(|p| {
+            p.sans
+                .iter()
+                .map(|s| escape_for_display(&s.to_string(), CELL_MAX))
+                .collect()
+        })
+        .unwrap_or_default();
     Row {
         name: escape_for_display(&view.name, CELL_MAX),
-        node: v.node.as_deref().map(|n| escape_for_display(n, CELL_MAX)).unwrap_or_else(|| "-".into()),
+        node: v
+            .node
+            .as_deref()
+            .map(|n| escape_for_display(n, CELL_MAX))
+            .unwrap_or_else(|| "-".into()),
         kind: v.kind,
         requester: escape_for_display(&view.username, CELL_MAX),
         sans,
         created: view.created.map(|t| t.to_string()),
         action,
-        reasons: v.reasons.iter().map(|r| ReasonDoc { code: r.code().to_string(), message: r.to_string() }).collect(),
+        reasons: v
+            .reasons
+            .iter()
+            .map(|r| ReasonDoc {
+                code: r.code().to_string(),
+                message: r.to_string(),
+            })
+            .collect(),
     }
 }
 
 fn age(created: Option<&str>, now: Time) -> String {
-    let Some(t) = created.and_then(|c| c.parse::<Time>().ok()) else { return "-".into() };
+    let Some(t) = created.and_then(|c| c.parse::<Time>().ok()) else {
+        return "-".into();
+    };
     let s = now.duration_since(t).as_secs().max(0);
     match s {
         0..=119 => format!("{s}s"),
@@ -114,7 +137,16 @@ fn verdict_cell(r: &Row) -> String {
 fn table(rows: &[Row]) -> String {
     let now = now();
     crate::output::table(
-        &["csr", "node", "kind", "requester", "sans", "age", "verdict", "reasons"],
+        &[
+            "csr",
+            "node",
+            "kind",
+            "requester",
+            "sans",
+            "age",
+            "verdict",
+            "reasons",
+        ],
         rows.iter()
             .map(|r| {
                 vec![
@@ -122,10 +154,22 @@ fn table(rows: &[Row]) -> String {
                     r.node.clone(),
                     r.kind.to_string(),
                     r.requester.clone(),
-                    if r.sans.is_empty() { "-".into() } else { r.sans.join(",") },
+                    if r.sans.is_empty() {
+                        "-".into()
+                    } else {
+                        r.sans.join(",")
+                    },
                     age(r.created.as_deref(), now),
                     verdict_cell(r),
-                    if r.reasons.is_empty() { "-".into() } else { r.reasons.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ") },
+                    if r.reasons.is_empty() {
+                        "-".into()
+                    } else {
+                        r.reasons
+                            .iter()
+                            .map(|x| x.message.clone())
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    },
                 ]
             })
             .collect(),
@@ -135,7 +179,9 @@ fn table(rows: &[Row]) -> String {
 /// Exit status from the rows and the node states: 0 nothing rejected or left pending and every
 /// expected node's serving CSR approved or issued; 7 otherwise.
 fn exit_code(rows: &[Row], nodes: &[NodeState]) -> u8 {
-    let rejected = rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied));
+    let rejected = rows
+        .iter()
+        .any(|r| matches!(r.action, Action::Rejected | Action::Denied));
     let pending = rows.iter().any(|r| r.action == Action::WouldApprove);
     let all = nodes.iter().all(|n| n.serving_approved || n.serving_issued);
     if rejected || pending || !all {
@@ -165,7 +211,11 @@ fn options(args: &ApproveArgs) -> Result<ApproveOptions> {
 
 async fn confirm(question: String) -> Result<bool> {
     tokio::task::spawn_blocking(move || {
-        dialoguer::Confirm::new().with_prompt(question).default(false).interact_opt().map(|o| o.unwrap_or(false))
+        dialoguer::Confirm::new()
+            .with_prompt(question)
+            .default(false)
+            .interact_opt()
+            .map(|o| o.unwrap_or(false))
     })
     .await
     .map_err(|e| Error::Unexpected(format!("prompt: {e}")))?
@@ -211,11 +261,34 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> R
 
 async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     let evals = a.evaluate_all(now());
-    let todo_approve: Vec<String> = evals.iter().filter(|(_, v)| v.approve).map(|(c, _)| c.name.clone()).collect();
-    let todo_deny: Vec<String> =
-        if args.deny_invalid { evals.iter().filter(|(_, v)| a.deniable(v)).map(|(c, _)| c.name.clone()).collect() } else { vec![] };
-    let mut rows: Vec<Row> =
-        evals.iter().map(|(c, v)| row(c, v, if v.approve { Action::WouldApprove } else { Action::Rejected })).collect();
+    let todo_approve: Vec<String> = evals
+        .iter()
+        .filter(|(_, v)| v.approve)
+        .map(|(c, _)| c.name.clone())
+        .collect();
+    let todo_deny: Vec<String> = if args.deny_invalid {
+        evals
+            .iter()
+            .filter(|(_, v)| a.deniable(v))
+            .map(|(c, _)| c.name.clone())
+            .collect()
+    } else {
+        vec![]
+    };
+    let mut rows: Vec<Row> = evals
+        .iter()
+        .map(|(c, v)| {
+            row(
+                c,
+                v,
+                if v.approve {
+                    Action::WouldApprove
+                } else {
+                    Action::Rejected
+                },
+            )
+        })
+        .collect();
     let writes = !todo_approve.is_empty() || !todo_deny.is_empty();
     if args.dry_run || !writes {
         let doc = report(a, rows);
@@ -231,7 +304,11 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         } else {
             eprintln!("{}", table(&rows));
         }
-        let mut q = format!("Approve {} CSR{}", todo_approve.len(), if todo_approve.len() == 1 { "" } else { "s" });
+        let mut q = format!(
+            "Approve {} CSR{}",
+            todo_approve.len(),
+            if todo_approve.len() == 1 { "" } else { "s" }
+        );
         if !todo_deny.is_empty() {
             q = format!("{q} and deny {}", todo_deny.len());
         }
@@ -244,7 +321,16 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     for n in &todo_approve {
         let o = a.approve(n).await?;
         if o.action == Action::Approved {
-            eprintln!("approved {} ({} {})", escape_for_display(n, CELL_MAX), o.verdict.kind, o.verdict.node.as_deref().map(|x| escape_for_display(x, CELL_MAX)).unwrap_or_default());
+            eprintln!(
+                "approved {} ({} {})",
+                escape_for_display(n, CELL_MAX),
+                o.verdict.kind,
+                o.verdict
+                    .node
+                    .as_deref()
+                    .map(|x| escape_for_display(x, CELL_MAX))
+                    .unwrap_or_default()
+            );
         }
         done.insert(n.clone(), o);
     }
@@ -271,7 +357,14 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
     let exit_code = exit_code(&csrs, &nodes);
-    Report { api_version: "agent-day2/v1", kind: "ApproveReport", csrs, nodes, hints: a.hints(), exit_code }
+    Report {
+        api_version: "agent-day2/v1",
+        kind: "ApproveReport",
+        csrs,
+        nodes,
+        hints: a.hints(),
+        exit_code,
+    }
 }
 
 #[allow(clippy::large_enum_variant)] // one event at a time; boxing buys nothing here
@@ -288,24 +381,36 @@ type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error
 /// the records change only by our own approvals, whose large echoes are not worth parsing).
 fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvStream {
     let c = target.client.clone();
-    let csr = watcher(Api::<CertificateSigningRequest>::all(c.clone()), watcher::Config::default())
+    let csr = watcher(
+        Api::<CertificateSigningRequest>::all(c.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .map(|r| r.map(Ev::Csr));
+    let node = watcher(Api::<Node>::all(c.clone()), watcher::Config::default())
         .default_backoff()
-        .map(|r| r.map(Ev::Csr));
-    let node = watcher(Api::<Node>::all(c.clone()), watcher::Config::default()).default_backoff().map(|r| r.map(Ev::Node));
+        .map(|r| r.map(Ev::Node));
     let mut bcfg = watcher::Config::default().labels(batch::LABEL);
     if let Some(b) = batch_name {
         bcfg = bcfg.fields(&format!("metadata.name={b}"));
     }
     let mut all = vec![csr.boxed(), node.boxed()];
     if batches {
-        all.push(watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg).default_backoff().map(|r| r.map(Ev::Batch)).boxed());
+        all.push(
+            watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg)
+                .default_backoff()
+                .map(|r| r.map(Ev::Batch))
+                .boxed(),
+        );
     }
     Box::pin(futures::stream::select_all(all))
 }
 
 fn is_401(e: &watcher::Error) -> bool {
     let k = match e {
-        watcher::Error::InitialListFailed(k) | watcher::Error::WatchStartFailed(k) | watcher::Error::WatchFailed(k) => Some(k),
+        watcher::Error::InitialListFailed(k)
+        | watcher::Error::WatchStartFailed(k)
+        | watcher::Error::WatchFailed(k) => Some(k),
         _ => None,
     };
     match (k, e) {
@@ -329,7 +434,10 @@ impl Live {
         }
         let r = row(view, &o.verdict, o.action);
         let key = r.name.clone();
-        let same = self.last.get(&key).is_some_and(|(p, a)| *a == o.action && p.reasons.len() == r.reasons.len());
+        let same = self
+            .last
+            .get(&key)
+            .is_some_and(|(p, a)| *a == o.action && p.reasons.len() == r.reasons.len());
         self.last.insert(key, (r.clone(), o.action));
         if same || self.format != OutputFormat::Table {
             return;
@@ -355,10 +463,18 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         .map(Duration::from_secs_f64)
         .unwrap_or(timeout);
     let token_deadline = tokio::time::Instant::now() + token_left;
-    let mut live = Live { format: args.output, header: false, last: BTreeMap::new() };
+    let mut live = Live {
+        format: args.output,
+        header: false,
+        last: BTreeMap::new(),
+    };
     let mut declined: std::collections::BTreeSet<String> = Default::default();
     let mut reauthed = false;
-    let mut s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
+    let mut s = streams(
+        a.target(),
+        args.batch.as_deref(),
+        a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+    );
     let mut csr_synced = false;
     let end: Result<()> = loop {
         if csr_synced && a.all_done() {
@@ -374,18 +490,26 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                     a.token_expires().map(|t| t.to_string()).unwrap_or_default(), waiting_for(a))));
             }
         };
-        let Some(ev) = ev else { break Err(Error::Unexpected("the watch ended".into())) };
+        let Some(ev) = ev else {
+            break Err(Error::Unexpected("the watch ended".into()));
+        };
         let ev = match ev {
             Ok(ev) => ev,
             Err(e) if is_401(&e) => {
                 if reauthed {
-                    break Err(Error::Unauthorized { url: a.target().server.clone() });
+                    break Err(Error::Unauthorized {
+                        url: a.target().server.clone(),
+                    });
                 }
                 // An `oc login` token expires after 24 h: read the kubeconfig again, once.
                 tracing::warn!("the API server answered 401: reading the kubeconfig again");
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
+                s = streams(
+                    a.target(),
+                    args.batch.as_deref(),
+                    a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+                );
                 reauthed = true;
                 continue;
             }
@@ -430,7 +554,11 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Err(Error::Unauthorized { .. }) if !reauthed => {
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref(), a.expected().nodes.iter().any(|n| n.ips.is_empty()));
+                s = streams(
+                    a.target(),
+                    args.batch.as_deref(),
+                    a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+                );
                 reauthed = true;
             }
             Err(e) => break Err(e),
@@ -450,7 +578,14 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         code = exit::CSRS;
     }
     if args.output != OutputFormat::Table {
-        let doc = Report { api_version: "agent-day2/v1", kind: "ApproveReport", csrs: rows, nodes, hints: a.hints(), exit_code: code };
+        let doc = Report {
+            api_version: "agent-day2/v1",
+            kind: "ApproveReport",
+            csrs: rows,
+            nodes,
+            hints: a.hints(),
+            exit_code: code,
+        };
         emit(&crate::output::render(args.output, &doc, String::new)?);
     }
     match end {
@@ -467,7 +602,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
 }
 
 fn still_pending(a: &Approver, escaped_name: &str) -> bool {
-    a.evaluate_all(now()).iter().any(|(c, _)| escape_for_display(&c.name, CELL_MAX) == escaped_name)
+    a.evaluate_all(now())
+        .iter()
+        .any(|(c, _)| escape_for_display(&c.name, CELL_MAX) == escaped_name)
 }
 
 fn waiting_for(a: &Approver) -> String {

@@ -153,8 +153,11 @@ pub struct Approver {
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
     let st = c.status.as_ref();
-    st.and_then(|s| s.conditions.as_ref()).is_none_or(|c| c.is_empty())
-        && st.and_then(|s| s.certificate.as_ref()).is_none_or(|c| c.0.is_empty())
+    st.and_then(|s| s.conditions.as_ref())
+        .is_none_or(|c| c.is_empty())
+        && st
+            .and_then(|s| s.certificate.as_ref())
+            .is_none_or(|c| c.0.is_empty())
 }
 
 fn has_condition(c: &CertificateSigningRequest, t: &str) -> bool {
@@ -165,7 +168,10 @@ fn has_condition(c: &CertificateSigningRequest, t: &str) -> bool {
 }
 
 fn has_certificate(c: &CertificateSigningRequest) -> bool {
-    c.status.as_ref().and_then(|s| s.certificate.as_ref()).is_some_and(|b| !b.0.is_empty())
+    c.status
+        .as_ref()
+        .and_then(|s| s.certificate.as_ref())
+        .is_some_and(|b| !b.0.is_empty())
 }
 
 fn is_409(e: &Error) -> bool {
@@ -183,9 +189,19 @@ fn parse_time(s: &str) -> Option<Time> {
 /// Static addresses of a nodes-config host: `networkConfig.interfaces[].ipv4|ipv6.address[].ip`.
 fn nmstate_ips(nc: &serde_json::Value) -> Vec<IpAddr> {
     let mut out = Vec::new();
-    for i in nc.get("interfaces").and_then(|v| v.as_array()).into_iter().flatten() {
+    for i in nc
+        .get("interfaces")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
         for fam in ["ipv4", "ipv6"] {
-            for a in i.pointer(&format!("/{fam}/address")).and_then(|v| v.as_array()).into_iter().flatten() {
+            for a in i
+                .pointer(&format!("/{fam}/address"))
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+            {
                 if let Some(ip) = a.get("ip").and_then(|v| v.as_str()).and_then(|s| s.parse().ok()) {
                     out.push(ip);
                 }
@@ -199,7 +215,10 @@ fn nmstate_ips(nc: &serde_json::Value) -> Vec<IpAddr> {
 /// [`ApproveOptions::extra_nodes`]. Errors: the file's problems ([`Error::InvalidConfig`] /
 /// [`Error::Io`]), a host without hostname (exit 3).
 pub fn nodes_config_addresses(path: &std::path::Path) -> Result<Vec<(String, Vec<IpAddr>)>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    })?;
     let cfg = crate::nodes_config::parse(&text, path).map_err(Error::InvalidConfig)?;
     let mut out = Vec::new();
     for (i, h) in cfg.hosts.iter().enumerate() {
@@ -207,20 +226,32 @@ pub fn nodes_config_addresses(path: &std::path::Path) -> Result<Vec<(String, Vec
             field: format!("{}: hosts[{i}].hostname", path.display()),
             message: "is required (approve matches CSRs by node name)".into(),
         })?;
-        out.push((name, h.network_config.as_ref().map(nmstate_ips).unwrap_or_default()));
+        out.push((
+            name,
+            h.network_config.as_ref().map(nmstate_ips).unwrap_or_default(),
+        ));
     }
     Ok(out)
 }
 
 /// Parses `--node NAME=IP[,IP]` (`NAME=` alone is refused: give an address).
 pub fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), String> {
-    let (name, ips) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=IP[,IP]"))?;
+    let (name, ips) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=IP[,IP]"))?;
     if !csr::is_dns1123_subdomain(name) {
-        return Err(format!("{:?}: {:?} is not a node name (lowercase RFC 1123)", s, name));
+        return Err(format!(
+            "{:?}: {:?} is not a node name (lowercase RFC 1123)",
+            s, name
+        ));
     }
     let ips = ips
         .split(',')
-        .map(|i| i.trim().parse::<IpAddr>().map_err(|_| format!("{s:?}: {i:?} is not an IP address")))
+        .map(|i| {
+            i.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("{s:?}: {i:?} is not an IP address"))
+        })
         .collect::<std::result::Result<Vec<_>, _>>()?;
     Ok((name.to_string(), ips))
 }
@@ -230,7 +261,10 @@ pub fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), St
 /// Errors (exit 4) name the object.
 pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
     let get = |kind: &str, plural: &str| {
-        let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("config.openshift.io", "v1", kind), plural);
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("config.openshift.io", "v1", kind),
+            plural,
+        );
         Api::<DynamicObject>::all_with(target.client.clone(), &ar)
     };
     let r_infra = ResourceRef::cluster("Infrastructure", "cluster");
@@ -238,8 +272,16 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
         .get("cluster")
         .await
         .map_err(|e| classify(e, "read", r_infra.clone(), target))?;
-    let url = infra.data.pointer("/status/apiServerURL").and_then(|v| v.as_str()).unwrap_or("");
-    let host = url.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_string)).unwrap_or_default();
+    let url = infra
+        .data
+        .pointer("/status/apiServerURL")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let host = url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.host().map(str::to_string))
+        .unwrap_or_default();
     let (name, domain) = host
         .strip_prefix("api.")
         .and_then(|r| r.split_once('.'))
@@ -252,10 +294,20 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
             ),
         })?;
     let r_net = ResourceRef::cluster("Network.config.openshift.io", "cluster");
-    let net = get("Network", "networks").get("cluster").await.map_err(|e| classify(e, "read", r_net.clone(), target))?;
+    let net = get("Network", "networks")
+        .get("cluster")
+        .await
+        .map_err(|e| classify(e, "read", r_net.clone(), target))?;
     let nets = |ptrs: &[&str], cidr_field: bool| -> Result<Vec<IpNet>> {
         for p in ptrs {
-            let Some(a) = net.data.pointer(p).and_then(|v| v.as_array()).filter(|a| !a.is_empty()) else { continue };
+            let Some(a) = net
+                .data
+                .pointer(p)
+                .and_then(|v| v.as_array())
+                .filter(|a| !a.is_empty())
+            else {
+                continue;
+            };
             return a
                 .iter()
                 .map(|v| if cidr_field { v.get("cidr") } else { Some(v) })
@@ -275,10 +327,16 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
     if service_networks.is_empty() {
         return Err(Error::BadObject {
             resource: r_net,
-            message: "has no serviceNetwork (status or spec): cannot check serving certificates against it".into(),
+            message: "has no serviceNetwork (status or spec): cannot check serving certificates against it"
+                .into(),
         });
     }
-    Ok(Policy::for_cluster(&name, &domain, cluster_networks, service_networks))
+    Ok(Policy::for_cluster(
+        &name,
+        &domain,
+        cluster_networks,
+        service_networks,
+    ))
 }
 
 async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchState>> {
@@ -286,10 +344,14 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<Bat
     let cms: Vec<ConfigMap> = match only {
         Some(name) => {
             let (_, _) = batch::get(target, name).await?; // label check and a clear 404
-            vec![api
-                .get(name)
-                .await
-                .map_err(|e| classify(e, "read", ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name), target))?]
+            vec![api.get(name).await.map_err(|e| {
+                classify(
+                    e,
+                    "read",
+                    ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
+                    target,
+                )
+            })?]
         }
         None => match api.list(&ListParams::default().labels(batch::LABEL)).await {
             Ok(l) => l.items,
@@ -298,7 +360,11 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<Bat
                 return Err(classify(
                     e,
                     "list",
-                    ResourceRef { kind: "ConfigMaps".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
+                    ResourceRef {
+                        kind: "ConfigMaps".into(),
+                        namespace: Some(batch::NAMESPACE.into()),
+                        name: None,
+                    },
                     target,
                 ))
             }
@@ -321,7 +387,11 @@ fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
         .map(|t| t.0)
         .or_else(|| parse_time(&rec.created_at))
         .unwrap_or(Time::UNIX_EPOCH);
-    Ok(BatchState { rv: cm.metadata.resource_version.clone().unwrap_or_default(), rec, created })
+    Ok(BatchState {
+        rv: cm.metadata.resource_version.clone().unwrap_or_default(),
+        rec,
+        created,
+    })
 }
 
 impl Approver {
@@ -335,7 +405,11 @@ impl Approver {
         let batches = read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
             return Err(Error::NotFound {
-                resource: ResourceRef { kind: "batch records (ConfigMaps)".into(), namespace: Some(batch::NAMESPACE.into()), name: None },
+                resource: ResourceRef {
+                    kind: "batch records (ConfigMaps)".into(),
+                    namespace: Some(batch::NAMESPACE.into()),
+                    name: None,
+                },
                 why: Some("no node is expected: run `oc agent-day2 add-nodes` first".into()),
             });
         }
@@ -365,7 +439,10 @@ impl Approver {
         for b in &self.batches {
             let expires = parse_time(&b.rec.token_expires_at).ok_or_else(|| Error::BadObject {
                 resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &b.rec.name),
-                message: format!("tokenExpiresAt {:?} is not an RFC 3339 time", escape_for_display(&b.rec.token_expires_at, 60)),
+                message: format!(
+                    "tokenExpiresAt {:?} is not an RFC 3339 time",
+                    escape_for_display(&b.rec.token_expires_at, 60)
+                ),
             })?;
             for h in &b.rec.hosts {
                 if node_batch.contains_key(&h.hostname) {
@@ -461,11 +538,19 @@ impl Approver {
     /// Lists CSRs and Nodes again (non-watch mode, and after a watch restart).
     pub async fn refresh(&mut self) -> Result<()> {
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
-        let l = capi
-            .list(&ListParams::default())
-            .await
-            .map_err(|e| classify(e, "list", ResourceRef::list("CertificateSigningRequests"), &self.target))?;
-        self.csrs = l.items.into_iter().filter_map(|c| Some((c.metadata.name.clone()?, c))).collect();
+        let l = capi.list(&ListParams::default()).await.map_err(|e| {
+            classify(
+                e,
+                "list",
+                ResourceRef::list("CertificateSigningRequests"),
+                &self.target,
+            )
+        })?;
+        self.csrs = l
+            .items
+            .into_iter()
+            .filter_map(|c| Some((c.metadata.name.clone()?, c)))
+            .collect();
         let napi: Api<Node> = Api::all(self.target.client.clone());
         let l = napi
             .list(&ListParams::default())
@@ -493,7 +578,9 @@ impl Approver {
 
     /// Records a Node (exists; Ready or not).
     pub fn observe_node(&mut self, node: &Node) {
-        let Some(name) = node.metadata.name.clone() else { return };
+        let Some(name) = node.metadata.name.clone() else {
+            return;
+        };
         let ready = node
             .status
             .as_ref()
@@ -532,7 +619,8 @@ impl Approver {
             Some(b) => *b = st,
             None => {
                 self.batches.push(st);
-                self.batches.sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
+                self.batches
+                    .sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
             }
         }
         self.rebuild_expected()?;
@@ -548,7 +636,11 @@ impl Approver {
                     "serving" => Kind::Serving,
                     _ => continue,
                 };
-                approvals.push(RecordedApproval { node: a.node.clone(), kind, csr: a.csr.clone() });
+                approvals.push(RecordedApproval {
+                    node: a.node.clone(),
+                    kind,
+                    csr: a.csr.clone(),
+                });
             }
         }
         ApprovalsRecorded { approvals }
@@ -566,7 +658,14 @@ impl Approver {
             .collect();
         views.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
         let existing = ExistingNodes::new(self.existing.iter().cloned());
-        let v = verdict_all(&views, &self.expected, &existing, &self.approvals(), &self.policy, now);
+        let v = verdict_all(
+            &views,
+            &self.expected,
+            &existing,
+            &self.approvals(),
+            &self.policy,
+            now,
+        );
         views.into_iter().zip(v).collect()
     }
 
@@ -592,20 +691,42 @@ impl Approver {
             .collect();
         views.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
         let existing = ExistingNodes::new(self.existing.iter().cloned());
-        let v = verdict_all(&views, &self.expected, &existing, &self.approvals(), &self.policy, now);
-        views.into_iter().zip(v).find(|(c, _)| c.name == name).map(|(_, v)| v)
+        let v = verdict_all(
+            &views,
+            &self.expected,
+            &existing,
+            &self.approvals(),
+            &self.policy,
+            now,
+        );
+        views
+            .into_iter()
+            .zip(v)
+            .find(|(c, _)| c.name == name)
+            .map(|(_, v)| v)
     }
 
     /// The node a CSR speaks for, as the verdict attributes it (cached by name and uid: the
     /// request of a CSR never changes).
     fn node_of(&self, c: &CertificateSigningRequest) -> Option<String> {
-        let key = (c.metadata.name.clone().unwrap_or_default(), c.metadata.uid.clone().unwrap_or_default());
+        let key = (
+            c.metadata.name.clone().unwrap_or_default(),
+            c.metadata.uid.clone().unwrap_or_default(),
+        );
         let mut cache = self.node_cache.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(n) = cache.get(&key) {
             return n.clone();
         }
         let view = CsrView::from_k8s(c);
-        let n = crate::csr::verdict(&view, &ExpectedNodes::default(), &ExistingNodes::default(), &Default::default(), &self.policy, now()).node;
+        let n = crate::csr::verdict(
+            &view,
+            &ExpectedNodes::default(),
+            &ExistingNodes::default(),
+            &Default::default(),
+            &self.policy,
+            now(),
+        )
+        .node;
         cache.insert(key, n.clone());
         n
     }
@@ -618,25 +739,52 @@ impl Approver {
         let name = csr.metadata.name.clone().unwrap_or_default();
         let view = CsrView::from_k8s(csr);
         if view.kind() == Kind::NotKubelet {
-            let v = crate::csr::verdict(&view, &self.expected, &ExistingNodes::default(), &Default::default(), &self.policy, now());
-            return Ok(Outcome { csr: name, verdict: v, action: Action::Ignored });
+            let v = crate::csr::verdict(
+                &view,
+                &self.expected,
+                &ExistingNodes::default(),
+                &Default::default(),
+                &self.policy,
+                now(),
+            );
+            return Ok(Outcome {
+                csr: name,
+                verdict: v,
+                action: Action::Ignored,
+            });
         }
         if !is_pending(csr) {
-            return Ok(Outcome { csr: name, verdict: self.settled_verdict(&view), action: Action::NotPending });
+            return Ok(Outcome {
+                csr: name,
+                verdict: self.settled_verdict(&view),
+                action: Action::NotPending,
+            });
         }
         let Some(v) = self.evaluate(&name, now()) else {
-            return Ok(Outcome { csr: name, verdict: self.settled_verdict(&view), action: Action::NotPending });
+            return Ok(Outcome {
+                csr: name,
+                verdict: self.settled_verdict(&view),
+                action: Action::NotPending,
+            });
         };
         if v.approve {
             if self.opts.dry_run {
-                return Ok(Outcome { csr: name, verdict: v, action: Action::WouldApprove });
+                return Ok(Outcome {
+                    csr: name,
+                    verdict: v,
+                    action: Action::WouldApprove,
+                });
             }
             return self.approve(&name).await;
         }
         if self.opts.deny_invalid && !self.opts.dry_run && self.deniable(&v) {
             return self.deny(&name).await;
         }
-        Ok(Outcome { csr: name, verdict: v, action: Action::Rejected })
+        Ok(Outcome {
+            csr: name,
+            verdict: v,
+            action: Action::Rejected,
+        })
     }
 
     fn settled_verdict(&self, view: &CsrView) -> Verdict {
@@ -644,7 +792,12 @@ impl Approver {
             .0
             .and_then(|p| p.common_names.first().cloned())
             .and_then(|cn| cn.strip_prefix(NODE_PREFIX).map(str::to_string));
-        Verdict { kind: view.kind(), node, approve: false, reasons: vec![] }
+        Verdict {
+            kind: view.kind(),
+            node,
+            approve: false,
+            reasons: vec![],
+        }
     }
 
     /// `--deny-invalid` denies a rejected CSR only when it names an expected node and is not
@@ -652,7 +805,9 @@ impl Approver {
     pub fn deniable(&self, v: &Verdict) -> bool {
         !v.approve
             && v.node.as_ref().is_some_and(|n| self.expected.get(n).is_some())
-            && v.reasons.iter().any(|r| !matches!(r.code(), "no-expected-addresses"))
+            && v.reasons
+                .iter()
+                .any(|r| !matches!(r.code(), "no-expected-addresses"))
     }
 
     /// The checked approval of pending CSR `name`: reads the CSR, (client) the Node and the
@@ -664,11 +819,18 @@ impl Approver {
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
-            let fresh = capi.get(name).await.map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
+            let fresh = capi
+                .get(name)
+                .await
+                .map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
             self.observe_csr(&fresh);
             let view = CsrView::from_k8s(&fresh);
             if !is_pending(&fresh) {
-                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    verdict: self.settled_verdict(&view),
+                    action: Action::NotPending,
+                });
             }
             // The node named by the CN (if any): read the Node and the batch again.
             let pre = self.evaluate(name, now());
@@ -684,23 +846,49 @@ impl Approver {
                 }
             }
             let Some(v) = self.evaluate(name, now()) else {
-                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    verdict: self.settled_verdict(&view),
+                    action: Action::NotPending,
+                });
             };
             if !v.approve {
-                return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Rejected });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    verdict: v,
+                    action: Action::Rejected,
+                });
             }
             let node = v.node.clone().unwrap_or_default();
             let Some(bname) = self.node_batch.get(&node).cloned() else {
-                return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Rejected });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    verdict: v,
+                    action: Action::Rejected,
+                });
             };
             // 1. Record on the batch (compare-and-swap), unless this CSR is recorded already
             //    (a run interrupted between record and /approval finishes it now).
             let kind_s = v.kind.to_string();
-            let bi = self.batches.iter().position(|b| b.rec.name == bname).expect("batch of an expected node");
-            let recorded = self.batches[bi].rec.approvals.iter().any(|a| a.csr == name && a.node == node && a.kind == kind_s);
+            let bi = self
+                .batches
+                .iter()
+                .position(|b| b.rec.name == bname)
+                .expect("batch of an expected node");
+            let recorded = self.batches[bi]
+                .rec
+                .approvals
+                .iter()
+                .any(|a| a.csr == name && a.node == node && a.kind == kind_s);
             if !recorded {
                 let mut rec = self.batches[bi].rec.clone();
-                rec.approvals.push(Approval { node: node.clone(), kind: kind_s.clone(), csr: name.into(), at: now().to_string(), by: self.by.clone() });
+                rec.approvals.push(Approval {
+                    node: node.clone(),
+                    kind: kind_s.clone(),
+                    csr: name.into(),
+                    at: now().to_string(),
+                    by: self.by.clone(),
+                });
                 match cas_update(&self.target, &rec, &self.batches[bi].rv).await {
                     Ok(rv) => {
                         self.batches[bi].rec = rec;
@@ -718,19 +906,28 @@ impl Approver {
             let mut obj = fresh.clone();
             let st = obj.status.get_or_insert_with(Default::default);
             let t = MetaTime(now());
-            st.conditions.get_or_insert_with(Vec::new).push(CertificateSigningRequestCondition {
-                type_: "Approved".into(),
-                status: "True".into(),
-                reason: Some(APPROVED_REASON.into()),
-                message: Some(approval_message(v.kind, &node, &bname)),
-                last_update_time: Some(t.clone()),
-                last_transition_time: Some(t),
-            });
-            match capi.replace_subresource("approval", name, &post_params(), &obj).await {
+            st.conditions
+                .get_or_insert_with(Vec::new)
+                .push(CertificateSigningRequestCondition {
+                    type_: "Approved".into(),
+                    status: "True".into(),
+                    reason: Some(APPROVED_REASON.into()),
+                    message: Some(approval_message(v.kind, &node, &bname)),
+                    last_update_time: Some(t.clone()),
+                    last_transition_time: Some(t),
+                });
+            match capi
+                .replace_subresource("approval", name, &post_params(), &obj)
+                .await
+            {
                 Ok(done) => {
                     self.observe_csr(&done);
                     tracing::info!(csr = name, node = %node, kind = %v.kind, "approved");
-                    return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Approved });
+                    return Ok(Outcome {
+                        csr: name.into(),
+                        verdict: v,
+                        action: Action::Approved,
+                    });
                 }
                 Err(e) if kube_409(&e) => {
                     tracing::debug!("CSR {name} changed meanwhile; reading it again");
@@ -752,37 +949,73 @@ impl Approver {
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
-            let fresh = capi.get(name).await.map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
+            let fresh = capi
+                .get(name)
+                .await
+                .map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
             self.observe_csr(&fresh);
             let view = CsrView::from_k8s(&fresh);
             let Some(v) = self.evaluate(name, now()).filter(|_| is_pending(&fresh)) else {
-                return Ok(Outcome { csr: name.into(), verdict: self.settled_verdict(&view), action: Action::NotPending });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    verdict: self.settled_verdict(&view),
+                    action: Action::NotPending,
+                });
             };
             if !self.deniable(&v) {
-                return Ok(Outcome { csr: name.into(), action: if v.approve { Action::WouldApprove } else { Action::Rejected }, verdict: v });
+                return Ok(Outcome {
+                    csr: name.into(),
+                    action: if v.approve {
+                        Action::WouldApprove
+                    } else {
+                        Action::Rejected
+                    },
+                    verdict: v,
+                });
             }
             let mut msg = String::from("agent-day2 refused it: ");
-            msg.push_str(&v.reasons.iter().map(|r| format!("{}: {r}", r.code())).collect::<Vec<_>>().join("; "));
+            msg.push_str(
+                &v.reasons
+                    .iter()
+                    .map(|r| format!("{}: {r}", r.code()))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            );
             let mut obj = fresh.clone();
             let t = MetaTime(now());
-            obj.status.get_or_insert_with(Default::default).conditions.get_or_insert_with(Vec::new).push(CertificateSigningRequestCondition {
-                type_: "Denied".into(),
-                status: "True".into(),
-                reason: Some(DENIED_REASON.into()),
-                message: Some(msg),
-                last_update_time: Some(t.clone()),
-                last_transition_time: Some(t),
-            });
-            match capi.replace_subresource("approval", name, &post_params(), &obj).await {
+            obj.status
+                .get_or_insert_with(Default::default)
+                .conditions
+                .get_or_insert_with(Vec::new)
+                .push(CertificateSigningRequestCondition {
+                    type_: "Denied".into(),
+                    status: "True".into(),
+                    reason: Some(DENIED_REASON.into()),
+                    message: Some(msg),
+                    last_update_time: Some(t.clone()),
+                    last_transition_time: Some(t),
+                });
+            match capi
+                .replace_subresource("approval", name, &post_params(), &obj)
+                .await
+            {
                 Ok(done) => {
                     self.observe_csr(&done);
-                    return Ok(Outcome { csr: name.into(), verdict: v, action: Action::Denied });
+                    return Ok(Outcome {
+                        csr: name.into(),
+                        verdict: v,
+                        action: Action::Denied,
+                    });
                 }
                 Err(e) if kube_409(&e) => continue,
                 Err(e) => return Err(classify(e, "deny", r_csr.clone(), &self.target)),
             }
         }
-        Err(Error::Api { verb: "deny".into(), resource: r_csr, message: format!("still conflicting after {CONFLICT_RETRIES} attempts") })
+        Err(Error::Api {
+            verb: "deny".into(),
+            resource: r_csr,
+            message: format!("still conflicting after {CONFLICT_RETRIES} attempts"),
+        })
     }
 
     async fn reread_node(&mut self, name: &str) -> Result<()> {
@@ -790,17 +1023,28 @@ impl Approver {
         match napi.get_opt(name).await {
             Ok(Some(n)) => self.observe_node(&n),
             Ok(None) => self.forget_node(name),
-            Err(e) => return Err(classify(e, "read", ResourceRef::cluster("Node", name), &self.target)),
+            Err(e) => {
+                return Err(classify(
+                    e,
+                    "read",
+                    ResourceRef::cluster("Node", name),
+                    &self.target,
+                ))
+            }
         }
         Ok(())
     }
 
     async fn reread_batch(&mut self, name: &str) -> Result<()> {
         let api: Api<ConfigMap> = Api::namespaced(self.target.client.clone(), batch::NAMESPACE);
-        let cm = api
-            .get(name)
-            .await
-            .map_err(|e| classify(e, "read", ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name), &self.target))?;
+        let cm = api.get(name).await.map_err(|e| {
+            classify(
+                e,
+                "read",
+                ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
+                &self.target,
+            )
+        })?;
         self.observe_batch(&cm)?;
         Ok(())
     }
@@ -809,8 +1053,17 @@ impl Approver {
     pub fn node_states(&self) -> Vec<NodeState> {
         // One pass over the CSRs (this runs after every watch event).
         let mut serving: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
-        for c in self.csrs.values().filter(|c| c.spec.signer_name == csr::SERVING_SIGNER) {
-            if let Some(n) = c.spec.username.as_deref().and_then(|u| u.strip_prefix(NODE_PREFIX)) {
+        for c in self
+            .csrs
+            .values()
+            .filter(|c| c.spec.signer_name == csr::SERVING_SIGNER)
+        {
+            if let Some(n) = c
+                .spec
+                .username
+                .as_deref()
+                .and_then(|u| u.strip_prefix(NODE_PREFIX))
+            {
                 let e = serving.entry(n).or_default();
                 e.0 |= has_condition(c, "Approved");
                 e.1 |= has_certificate(c);
@@ -820,7 +1073,8 @@ impl Approver {
             .nodes
             .iter()
             .map(|n| {
-                let (serving_approved, serving_issued) = serving.get(n.hostname.as_str()).copied().unwrap_or_default();
+                let (serving_approved, serving_issued) =
+                    serving.get(n.hostname.as_str()).copied().unwrap_or_default();
                 NodeState {
                     node: n.hostname.clone(),
                     batch: self.node_batch.get(&n.hostname).cloned().unwrap_or_default(),

@@ -43,8 +43,11 @@ pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 /// The only identity allowed to request a new node's client certificate (CMA `isReqFromNodeBootstrapper`).
 pub const BOOTSTRAPPER: &str = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
 /// The bootstrapper's groups, exactly (order ignored).
-pub const BOOTSTRAPPER_GROUPS: [&str; 3] =
-    ["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator", "system:authenticated"];
+pub const BOOTSTRAPPER_GROUPS: [&str; 3] = [
+    "system:serviceaccounts",
+    "system:serviceaccounts:openshift-machine-config-operator",
+    "system:authenticated",
+];
 /// CN prefix and username prefix of node identities.
 pub const NODE_PREFIX: &str = "system:node:";
 /// Clock-skew tolerance for "created in the future", in seconds.
@@ -120,7 +123,9 @@ impl CsrView {
                 .and_then(|s| s.conditions.as_ref())
                 .map(|c| c.iter().map(|c| c.type_.clone()).collect())
                 .unwrap_or_default(),
-            has_certificate: status.and_then(|s| s.certificate.as_ref()).is_some_and(|c| !c.0.is_empty()),
+            has_certificate: status
+                .and_then(|s| s.certificate.as_ref())
+                .is_some_and(|c| !c.0.is_empty()),
         }
     }
 
@@ -174,7 +179,9 @@ pub struct ExistingNodes {
 impl ExistingNodes {
     /// From any list of names.
     pub fn new<I: IntoIterator<Item = S>, S: Into<String>>(names: I) -> Self {
-        ExistingNodes { names: names.into_iter().map(Into::into).collect() }
+        ExistingNodes {
+            names: names.into_iter().map(Into::into).collect(),
+        }
     }
 }
 
@@ -200,7 +207,10 @@ pub struct ApprovalsRecorded {
 impl ApprovalsRecorded {
     /// How many `kind` approvals are recorded for `node`, not counting CSR `except`.
     pub fn count(&self, node: &str, kind: Kind, except: &str) -> u32 {
-        self.approvals.iter().filter(|a| a.node == node && a.kind == kind && a.csr != except).count() as u32
+        self.approvals
+            .iter()
+            .filter(|a| a.node == node && a.kind == kind && a.csr != except)
+            .count() as u32
     }
 }
 
@@ -224,13 +234,32 @@ impl Policy {
 
     /// The policy for cluster `<cluster_name>.<base_domain>`: API names from the cluster's
     /// domain plus the in-cluster `kubernetes` service names, and the default maximum lifetime.
-    pub fn for_cluster(cluster_name: &str, base_domain: &str, cluster_networks: Vec<IpNet>, service_networks: Vec<IpNet>) -> Self {
+    pub fn for_cluster(
+        cluster_name: &str,
+        base_domain: &str,
+        cluster_networks: Vec<IpNet>,
+        service_networks: Vec<IpNet>,
+    ) -> Self {
         let domain = format!("{cluster_name}.{base_domain}").to_ascii_lowercase();
         let mut api_server_names = vec![format!("api.{domain}"), format!("api-int.{domain}")];
-        for n in ["kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "openshift", "openshift.default", "openshift.default.svc", "openshift.default.svc.cluster.local"] {
+        for n in [
+            "kubernetes",
+            "kubernetes.default",
+            "kubernetes.default.svc",
+            "kubernetes.default.svc.cluster.local",
+            "openshift",
+            "openshift.default",
+            "openshift.default.svc",
+            "openshift.default.svc.cluster.local",
+        ] {
             api_server_names.push(n.to_string());
         }
-        Policy { cluster_networks, service_networks, api_server_names, max_expiration_seconds: Self::DEFAULT_MAX_EXPIRATION_SECONDS }
+        Policy {
+            cluster_networks,
+            service_networks,
+            api_server_names,
+            max_expiration_seconds: Self::DEFAULT_MAX_EXPIRATION_SECONDS,
+        }
     }
 }
 
@@ -283,8 +312,10 @@ pub fn verdict_all(
     policy: &Policy,
     now: Time,
 ) -> Vec<Verdict> {
-    let mut out: Vec<(Verdict, Option<Vec<u8>>)> =
-        csrs.iter().map(|c| verdict_with_key(c, expected, existing, approvals, policy, now)).collect();
+    let mut out: Vec<(Verdict, Option<Vec<u8>>)> = csrs
+        .iter()
+        .map(|c| verdict_with_key(c, expected, existing, approvals, policy, now))
+        .collect();
     let mut groups: std::collections::BTreeMap<(String, Kind), Vec<usize>> = Default::default();
     for (i, (v, _)) in out.iter().enumerate() {
         if let (true, Some(n)) = (v.approve, &v.node) {
@@ -299,15 +330,25 @@ pub fn verdict_all(
         if kind == Kind::Client && !same_key {
             let names: Vec<String> = idx.iter().map(|&i| csrs[i].name.clone()).collect();
             for &i in &idx {
-                out[i].0.reasons.push(Reason::CompetingRequests { node: node.clone(), csrs: names.clone() });
+                out[i].0.reasons.push(Reason::CompetingRequests {
+                    node: node.clone(),
+                    csrs: names.clone(),
+                });
                 out[i].0.approve = false;
             }
             continue;
         }
         // Newest by creation time, then by name, is kept.
-        let keep = *idx.iter().max_by(|&&a, &&b| (csrs[a].created, &csrs[a].name).cmp(&(csrs[b].created, &csrs[b].name))).expect("two or more");
+        let keep = *idx
+            .iter()
+            .max_by(|&&a, &&b| (csrs[a].created, &csrs[a].name).cmp(&(csrs[b].created, &csrs[b].name)))
+            .expect("two or more");
         for &i in idx.iter().filter(|&&i| i != keep) {
-            out[i].0.reasons.push(Reason::Superseded { node: node.clone(), kind, by: csrs[keep].name.clone() });
+            out[i].0.reasons.push(Reason::Superseded {
+                node: node.clone(),
+                kind,
+                by: csrs[keep].name.clone(),
+            });
             out[i].0.approve = false;
         }
     }
@@ -324,7 +365,14 @@ fn verdict_with_key(
 ) -> (Verdict, Option<Vec<u8>>) {
     let kind = csr.kind();
     if kind == Kind::NotKubelet {
-        let v = Verdict { kind, node: None, approve: false, reasons: vec![Reason::OtherSigner { signer: csr.signer_name.clone() }] };
+        let v = Verdict {
+            kind,
+            node: None,
+            approve: false,
+            reasons: vec![Reason::OtherSigner {
+                signer: csr.signer_name.clone(),
+            }],
+        };
         return (v, None);
     }
     let mut reasons = Vec::new();
@@ -340,19 +388,27 @@ fn verdict_with_key(
             reasons.push(Reason::MultiValuedRdn);
         }
         if !p.other_subject.is_empty() {
-            reasons.push(Reason::SubjectExtra { attrs: p.other_subject.clone() });
+            reasons.push(Reason::SubjectExtra {
+                attrs: p.other_subject.clone(),
+            });
         }
         if p.organizations.len() != 1 || p.organizations[0] != "system:nodes" {
-            reasons.push(Reason::Organization { found: p.organizations.clone() });
+            reasons.push(Reason::Organization {
+                found: p.organizations.clone(),
+            });
         }
         if p.common_names.len() != 1 {
-            reasons.push(Reason::CommonNameCount { found: p.common_names.clone() });
+            reasons.push(Reason::CommonNameCount {
+                found: p.common_names.clone(),
+            });
         } else {
             let cn = &p.common_names[0];
             match cn.strip_prefix(NODE_PREFIX) {
                 Some(name) if !name.is_empty() => {
                     if !is_dns1123_subdomain(name) {
-                        reasons.push(Reason::NodeNameInvalid { name: name.to_string() });
+                        reasons.push(Reason::NodeNameInvalid {
+                            name: name.to_string(),
+                        });
                     }
                     node = Some(name.to_string());
                 }
@@ -367,11 +423,16 @@ fn verdict_with_key(
         if csr.has_certificate {
             state.push("certificate issued".into());
         }
-        reasons.push(Reason::NotPending { state: state.iter().map(|s| esc(s)).collect::<Vec<_>>().join(", ") });
+        reasons.push(Reason::NotPending {
+            state: state.iter().map(|s| esc(s)).collect::<Vec<_>>().join(", "),
+        });
     }
     if let Some(s) = csr.expiration_seconds {
         if s > policy.max_expiration_seconds {
-            reasons.push(Reason::ExpirationTooLong { seconds: s, max: policy.max_expiration_seconds });
+            reasons.push(Reason::ExpirationTooLong {
+                seconds: s,
+                max: policy.max_expiration_seconds,
+            });
         }
         if s < 600 {
             reasons.push(Reason::ExpirationTooShort { seconds: s });
@@ -385,19 +446,47 @@ fn verdict_with_key(
 
     // 4. Signer-specific checks.
     match kind {
-        Kind::Client => check_client(csr, parsed.as_ref(), node.as_deref(), expected, existing, approvals, &mut reasons),
+        Kind::Client => check_client(
+            csr,
+            parsed.as_ref(),
+            node.as_deref(),
+            expected,
+            existing,
+            approvals,
+            &mut reasons,
+        ),
         Kind::Serving => {
             if node.is_none() {
                 // No usable CN: attribute the CSR to the requester for display and grouping.
-                node = csr.username.strip_prefix(NODE_PREFIX).filter(|n| !n.is_empty()).map(str::to_string);
+                node = csr
+                    .username
+                    .strip_prefix(NODE_PREFIX)
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string);
             }
-            check_serving(csr, parsed.as_ref(), node.as_deref(), expected, approvals, policy, &mut reasons)
+            check_serving(
+                csr,
+                parsed.as_ref(),
+                node.as_deref(),
+                expected,
+                approvals,
+                policy,
+                &mut reasons,
+            )
         }
         Kind::NotKubelet => unreachable!("handled above"),
     }
 
     let spki = parsed.map(|p| p.spki);
-    (Verdict { kind, node, approve: reasons.is_empty(), reasons }, spki)
+    (
+        Verdict {
+            kind,
+            node,
+            approve: reasons.is_empty(),
+            reasons,
+        },
+        spki,
+    )
 }
 
 fn usages_ok(usages: &[String], last: &str) -> bool {
@@ -420,56 +509,86 @@ fn check_client(
     reasons: &mut Vec<Reason>,
 ) {
     if csr.username != BOOTSTRAPPER {
-        reasons.push(Reason::ClientRequester { username: csr.username.clone() });
+        reasons.push(Reason::ClientRequester {
+            username: csr.username.clone(),
+        });
     }
     let mut groups: Vec<&str> = csr.groups.iter().map(String::as_str).collect();
     groups.sort_unstable();
     let mut want = BOOTSTRAPPER_GROUPS.to_vec();
     want.sort_unstable();
     if groups != want {
-        reasons.push(Reason::ClientGroups { groups: csr.groups.clone() });
+        reasons.push(Reason::ClientGroups {
+            groups: csr.groups.clone(),
+        });
     }
     if let Some(p) = parsed {
         // No SAN and no extension request at all (a real kubelet sends neither).
         if !p.sans.is_empty() {
-            reasons.push(Reason::ClientHasSan { sans: p.sans.iter().map(|s| s.to_string()).collect() });
+            reasons.push(Reason::ClientHasSan {
+                sans: p.sans.iter().map(|s| s.to_string()).collect(),
+            });
         }
         // Every requested extension except a SAN already reported above; an empty
         // extensionRequest is reported too (a real kubelet sends none).
         let ext_req = parse::extension_request_oid();
         let others: Vec<String> = dedup_names(
-            p.extensions.iter().filter(|e| p.sans.is_empty() || e.oid != "2.5.29.17").map(|e| e.name()),
+            p.extensions
+                .iter()
+                .filter(|e| p.sans.is_empty() || e.oid != "2.5.29.17")
+                .map(|e| e.name()),
         );
         if !others.is_empty() || (p.sans.is_empty() && p.attributes.contains(&ext_req)) {
             reasons.push(Reason::ClientHasExtensions { extensions: others });
         }
         for a in dedup(p.attributes.iter().filter(|a| **a != ext_req)) {
-            reasons.push(Reason::UnexpectedAttribute { attribute: attr_name(a) });
+            reasons.push(Reason::UnexpectedAttribute {
+                attribute: attr_name(a),
+            });
         }
     }
     if !usages_ok(&csr.usages, "client auth") {
-        reasons.push(Reason::Usages { kind: Kind::Client, usages: csr.usages.clone() });
+        reasons.push(Reason::Usages {
+            kind: Kind::Client,
+            usages: csr.usages.clone(),
+        });
     }
     let Some(name) = node else { return };
     if existing.names.contains(name) {
-        reasons.push(Reason::NodeExists { node: name.to_string() });
+        reasons.push(Reason::NodeExists {
+            node: name.to_string(),
+        });
     }
     let Some(exp) = expected.get(name) else {
-        reasons.push(Reason::NotExpectedNode { node: name.to_string() });
+        reasons.push(Reason::NotExpectedNode {
+            node: name.to_string(),
+        });
         return;
     };
     let count = approvals.count(name, Kind::Client, &csr.name);
     if count > exp.reissue {
-        reasons.push(Reason::AlreadyApproved { node: name.to_string(), kind: Kind::Client, count });
+        reasons.push(Reason::AlreadyApproved {
+            node: name.to_string(),
+            kind: Kind::Client,
+            count,
+        });
     }
     match csr.created {
         None => reasons.push(Reason::CreationTimeUnknown),
         Some(created) => {
             if created < exp.recorded_at {
-                reasons.push(Reason::CreatedBeforeBatch { node: name.to_string(), created, recorded: exp.recorded_at });
+                reasons.push(Reason::CreatedBeforeBatch {
+                    node: name.to_string(),
+                    created,
+                    recorded: exp.recorded_at,
+                });
             }
             if created >= exp.token_expires {
-                reasons.push(Reason::CreatedAfterTokenExpiry { node: name.to_string(), created, expires: exp.token_expires });
+                reasons.push(Reason::CreatedAfterTokenExpiry {
+                    node: name.to_string(),
+                    created,
+                    expires: exp.token_expires,
+                });
             }
         }
     }
@@ -489,11 +608,16 @@ fn check_serving(
         Some(u) if !u.is_empty() => {
             if let Some(p) = parsed {
                 if p.common_names.len() == 1 && p.common_names[0] != csr.username {
-                    reasons.push(Reason::CommonNameMismatch { cn: p.common_names[0].clone(), username: csr.username.clone() });
+                    reasons.push(Reason::CommonNameMismatch {
+                        cn: p.common_names[0].clone(),
+                        username: csr.username.clone(),
+                    });
                 }
             }
         }
-        _ => reasons.push(Reason::ServingRequester { username: csr.username.clone() }),
+        _ => reasons.push(Reason::ServingRequester {
+            username: csr.username.clone(),
+        }),
     }
     let missing: Vec<String> = ["system:nodes", "system:authenticated"]
         .into_iter()
@@ -504,7 +628,10 @@ fn check_serving(
         reasons.push(Reason::ServingGroups { missing });
     }
     if !usages_ok(&csr.usages, "server auth") {
-        reasons.push(Reason::Usages { kind: Kind::Serving, usages: csr.usages.clone() });
+        reasons.push(Reason::Usages {
+            kind: Kind::Serving,
+            usages: csr.usages.clone(),
+        });
     }
     let exp = node.and_then(|n| expected.get(n));
     if let Some(n) = node {
@@ -515,7 +642,11 @@ fn check_serving(
     if let (Some(n), Some(e)) = (node, exp) {
         let count = approvals.count(n, Kind::Serving, &csr.name);
         if count > e.reissue {
-            reasons.push(Reason::AlreadyApproved { node: n.to_string(), kind: Kind::Serving, count });
+            reasons.push(Reason::AlreadyApproved {
+                node: n.to_string(),
+                kind: Kind::Serving,
+                count,
+            });
         }
         if e.ips.is_empty() {
             reasons.push(Reason::NoExpectedAddresses { node: n.to_string() });
@@ -524,12 +655,17 @@ fn check_serving(
     let Some(p) = parsed else { return };
     let ext_req = parse::extension_request_oid();
     for a in dedup(p.attributes.iter().filter(|a| **a != ext_req)) {
-        reasons.push(Reason::UnexpectedAttribute { attribute: attr_name(a) });
+        reasons.push(Reason::UnexpectedAttribute {
+            attribute: attr_name(a),
+        });
     }
     let mut seen = BTreeSet::new();
     for e in p.extensions.iter().filter(|e| e.oid != "2.5.29.17") {
         if seen.insert(e.oid.clone()) {
-            reasons.push(Reason::UnexpectedExtension { extension: e.name(), critical: e.critical });
+            reasons.push(Reason::UnexpectedExtension {
+                extension: e.name(),
+                critical: e.critical,
+            });
         }
     }
     if p.sans.is_empty() {
@@ -539,21 +675,36 @@ fn check_serving(
         match san {
             San::Dns { name, .. } => check_dns_san(name, node, exp, policy, reasons),
             San::Ip(bytes) => check_ip_san(bytes, node, exp, policy, reasons),
-            other => reasons.push(Reason::SanKindNotAllowed { san: other.to_string() }),
+            other => reasons.push(Reason::SanKindNotAllowed {
+                san: other.to_string(),
+            }),
         }
     }
 }
 
-fn check_dns_san(name: &str, node: Option<&str>, exp: Option<&ExpectedNode>, policy: &Policy, reasons: &mut Vec<Reason>) {
+fn check_dns_san(
+    name: &str,
+    node: Option<&str>,
+    exp: Option<&ExpectedNode>,
+    policy: &Policy,
+    reasons: &mut Vec<Reason>,
+) {
     // One reason per SAN, the most specific one.
     if name.contains('*') {
-        reasons.push(Reason::DnsSanWildcard { name: name.to_string() });
+        reasons.push(Reason::DnsSanWildcard {
+            name: name.to_string(),
+        });
         return;
     }
     let lower = name.to_ascii_lowercase();
     let lower = lower.trim_end_matches('.');
-    if policy.api_server_names.iter().any(|a| a == lower) || lower.ends_with(".svc") || lower.ends_with(".cluster.local") {
-        reasons.push(Reason::DnsSanApiServer { name: name.to_string() });
+    if policy.api_server_names.iter().any(|a| a == lower)
+        || lower.ends_with(".svc")
+        || lower.ends_with(".cluster.local")
+    {
+        reasons.push(Reason::DnsSanApiServer {
+            name: name.to_string(),
+        });
         return;
     }
     // Exact, case-sensitive: the kubelet sends its hostname as is, lowercase.
@@ -562,12 +713,20 @@ fn check_dns_san(name: &str, node: Option<&str>, exp: Option<&ExpectedNode>, pol
         _ => reasons.push(Reason::DnsSanNotHostname {
             name: name.to_string(),
             node: node.unwrap_or("?").to_string(),
-            hostname: exp.map(|e| e.hostname.clone()).unwrap_or_else(|| "not expected".into()),
+            hostname: exp
+                .map(|e| e.hostname.clone())
+                .unwrap_or_else(|| "not expected".into()),
         }),
     }
 }
 
-fn check_ip_san(bytes: &[u8], node: Option<&str>, exp: Option<&ExpectedNode>, policy: &Policy, reasons: &mut Vec<Reason>) {
+fn check_ip_san(
+    bytes: &[u8],
+    node: Option<&str>,
+    exp: Option<&ExpectedNode>,
+    policy: &Policy,
+    reasons: &mut Vec<Reason>,
+) {
     let Some(ip) = parse::ip_of(bytes) else {
         reasons.push(Reason::IpSanLength { len: bytes.len() });
         return;
@@ -584,11 +743,17 @@ fn check_ip_san(bytes: &[u8], node: Option<&str>, exp: Option<&ExpectedNode>, po
         return;
     }
     if let Some(net) = policy.cluster_networks.iter().find(|n| n.contains(&ip)) {
-        reasons.push(Reason::IpSanClusterNetwork { ip: s, net: net.to_string() });
+        reasons.push(Reason::IpSanClusterNetwork {
+            ip: s,
+            net: net.to_string(),
+        });
         return;
     }
     if let Some(net) = policy.service_networks.iter().find(|n| n.contains(&ip)) {
-        reasons.push(Reason::IpSanServiceNetwork { ip: s, net: net.to_string() });
+        reasons.push(Reason::IpSanServiceNetwork {
+            ip: s,
+            net: net.to_string(),
+        });
         return;
     }
     match exp {
@@ -598,7 +763,9 @@ fn check_ip_san(bytes: &[u8], node: Option<&str>, exp: Option<&ExpectedNode>, po
         _ => reasons.push(Reason::IpSanNotNodeAddress {
             ip: s,
             node: node.unwrap_or("?").to_string(),
-            expected: exp.map(|e| e.ips.iter().map(|i| i.to_string()).collect()).unwrap_or_default(),
+            expected: exp
+                .map(|e| e.ips.iter().map(|i| i.to_string()).collect())
+                .unwrap_or_default(),
         }),
     }
 }
@@ -665,7 +832,9 @@ fn attr_name(oid: &str) -> String {
     if parse::is_challenge_password(oid) {
         return "challengePassword".into();
     }
-    parse::oid_name(oid).map(str::to_string).unwrap_or_else(|| oid.to_string())
+    parse::oid_name(oid)
+        .map(str::to_string)
+        .unwrap_or_else(|| oid.to_string())
 }
 
 /// Kubernetes node names: a lowercase RFC 1123 subdomain (≤ 253 characters, labels of
@@ -676,7 +845,8 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
         && s.split('.').all(|l| {
             !l.is_empty()
                 && l.len() <= 63
-                && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !l.starts_with('-')
                 && !l.ends_with('-')
         })

@@ -8,14 +8,15 @@
 //! x509-parser) also accepts BER lengths (rusticata/asn1-rs#149), non-minimal OIDs (#150) and
 //! any primitive TLV where an OID belongs, so [`parse_request`] re-walks the DER strictly.
 
-use x509_parser::asn1_rs::{Any, Class, FromDer, Oid, Tag};
 use base64::Engine;
+use x509_parser::asn1_rs::{Any, Class, FromDer, Oid, Tag};
 use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::oid_registry::{
-    OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY, OID_NIST_EC_P384, OID_PKCS1_RSAENCRYPTION, OID_PKCS1_SHA1WITHRSA,
-    OID_PKCS1_SHA256WITHRSA, OID_PKCS1_SHA384WITHRSA, OID_PKCS1_SHA512WITHRSA, OID_PKCS9_CHALLENGE_PASSWORD,
-    OID_PKCS9_EXTENSION_REQUEST, OID_SIG_ECDSA_WITH_SHA256, OID_SIG_ECDSA_WITH_SHA384, OID_SIG_ED25519,
-    OID_X509_COMMON_NAME, OID_X509_EXT_SUBJECT_ALT_NAME, OID_X509_ORGANIZATION_NAME,
+    OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY, OID_NIST_EC_P384, OID_PKCS1_RSAENCRYPTION,
+    OID_PKCS1_SHA1WITHRSA, OID_PKCS1_SHA256WITHRSA, OID_PKCS1_SHA384WITHRSA, OID_PKCS1_SHA512WITHRSA,
+    OID_PKCS9_CHALLENGE_PASSWORD, OID_PKCS9_EXTENSION_REQUEST, OID_SIG_ECDSA_WITH_SHA256,
+    OID_SIG_ECDSA_WITH_SHA384, OID_SIG_ED25519, OID_X509_COMMON_NAME, OID_X509_EXT_SUBJECT_ALT_NAME,
+    OID_X509_ORGANIZATION_NAME,
 };
 use x509_parser::public_key::PublicKey;
 
@@ -73,7 +74,12 @@ impl std::fmt::Display for San {
             San::Dns { name, .. } => write!(f, "DNS:{}", super::esc(name)),
             San::Ip(b) => match ip_of(b) {
                 Some(ip) => write!(f, "IP:{ip}"),
-                None => write!(f, "IP:<{} bytes: {}>", b.len(), hex::encode(&b[..b.len().min(20)])),
+                None => write!(
+                    f,
+                    "IP:<{} bytes: {}>",
+                    b.len(),
+                    hex::encode(&b[..b.len().min(20)])
+                ),
             },
             San::Email(s) => write!(f, "email:{}", super::esc(s)),
             San::Uri(s) => write!(f, "URI:{}", super::esc(s)),
@@ -103,7 +109,9 @@ pub struct RequestedExtension {
 impl RequestedExtension {
     /// A readable name for the extension (`subjectAltName`, `basicConstraints`, or the OID).
     pub fn name(&self) -> String {
-        oid_name(&self.oid).map(str::to_string).unwrap_or_else(|| self.oid.clone())
+        oid_name(&self.oid)
+            .map(str::to_string)
+            .unwrap_or_else(|| self.oid.clone())
     }
 }
 
@@ -143,7 +151,9 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
     let (rest, req) = match X509CertificationRequest::from_der(&der) {
         Ok(v) => v,
         Err(e) => {
-            reasons.push(Reason::DerInvalid { detail: e.to_string() });
+            reasons.push(Reason::DerInvalid {
+                detail: e.to_string(),
+            });
             return (None, reasons);
         }
     };
@@ -156,7 +166,9 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
     }
     let info = &req.certification_request_info;
     if info.version.0 != 0 {
-        reasons.push(Reason::Version { version: info.version.0 });
+        reasons.push(Reason::Version {
+            version: info.version.0,
+        });
     }
 
     // Algorithms first (the allow-list), then the signature itself: a SHA-1 or RSA-1024
@@ -165,10 +177,15 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
     let sig = sig_kind(&req);
     check_algorithms(&key, &sig, &mut reasons);
     if let Err(e) = req.verify_signature() {
-        reasons.push(Reason::SignatureInvalid { detail: e.to_string() });
+        reasons.push(Reason::SignatureInvalid {
+            detail: e.to_string(),
+        });
     }
 
-    let mut out = ParsedRequest { spki: info.subject_pki.raw.to_vec(), ..ParsedRequest::default() };
+    let mut out = ParsedRequest {
+        spki: info.subject_pki.raw.to_vec(),
+        ..ParsedRequest::default()
+    };
     for rdn in info.subject.iter_rdn() {
         if rdn.iter().count() != 1 {
             out.multi_valued_rdn = true;
@@ -177,7 +194,9 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
             let value = match atv.as_str() {
                 Ok(s) => s.to_string(),
                 Err(_) => {
-                    reasons.push(Reason::SubjectValueNotText { attr: subject_attr_name(atv.attr_type()) });
+                    reasons.push(Reason::SubjectValueNotText {
+                        attr: subject_attr_name(atv.attr_type()),
+                    });
                     String::from_utf8_lossy(atv.as_slice()).into_owned()
                 }
             };
@@ -186,7 +205,8 @@ pub fn parse_request(pem: &[u8]) -> (Option<ParsedRequest>, Vec<Reason>) {
             } else if *atv.attr_type() == OID_X509_ORGANIZATION_NAME {
                 out.organizations.push(value);
             } else {
-                out.other_subject.push(format!("{}={}", subject_attr_name(atv.attr_type()), value));
+                out.other_subject
+                    .push(format!("{}={}", subject_attr_name(atv.attr_type()), value));
             }
         }
     }
@@ -207,7 +227,9 @@ fn pem_to_der(input: &[u8]) -> Result<Vec<u8>, String> {
         return Err("has no PEM block".into());
     }
     if begins > 1 {
-        return Err(format!("has {begins} PEM blocks, expected exactly one {PEM_LABEL}"));
+        return Err(format!(
+            "has {begins} PEM blocks, expected exactly one {PEM_LABEL}"
+        ));
     }
     let t = text.trim_matches(|c: char| c.is_ascii_whitespace());
     let Some(after_begin) = t.strip_prefix("-----BEGIN ") else {
@@ -217,7 +239,10 @@ fn pem_to_der(input: &[u8]) -> Result<Vec<u8>, String> {
         return Err("has a malformed BEGIN line".into());
     };
     if label != PEM_LABEL {
-        return Err(format!("PEM block is {:?}, expected {PEM_LABEL}", super::esc(label)));
+        return Err(format!(
+            "PEM block is {:?}, expected {PEM_LABEL}",
+            super::esc(label)
+        ));
     }
     let end = format!("-----END {PEM_LABEL}-----");
     let Some(idx) = body.find(&end) else {
@@ -230,7 +255,10 @@ fn pem_to_der(input: &[u8]) -> Result<Vec<u8>, String> {
     if b64.contains(':') {
         return Err("PEM block has headers".into());
     }
-    let clean: String = b64.chars().filter(|c| !matches!(c, '\n' | '\r' | ' ' | '\t')).collect();
+    let clean: String = b64
+        .chars()
+        .filter(|c| !matches!(c, '\n' | '\r' | ' ' | '\t'))
+        .collect();
     let der = base64::engine::general_purpose::STANDARD
         .decode(clean.as_bytes())
         .map_err(|e| format!("PEM body is not valid base64: {e}"))?;
@@ -244,7 +272,12 @@ fn key_kind(req: &X509CertificationRequest<'_>) -> KeyKind {
     let spki = &req.certification_request_info.subject_pki;
     let alg = &spki.algorithm.algorithm;
     if *alg == OID_KEY_TYPE_EC_PUBLIC_KEY {
-        let curve = spki.algorithm.parameters.as_ref().filter(|p| p.tag() == Tag::Oid).map(|p| p.data);
+        let curve = spki
+            .algorithm
+            .parameters
+            .as_ref()
+            .filter(|p| p.tag() == Tag::Oid)
+            .map(|p| p.data);
         return match curve {
             Some(c) if c == OID_EC_P256.as_bytes() => KeyKind::EcP256,
             Some(c) if c == OID_NIST_EC_P384.as_bytes() => KeyKind::EcP384,
@@ -325,7 +358,9 @@ fn check_algorithms(key: &KeyKind, sig: &SigKind, reasons: &mut Vec<Reason>) {
     };
     let pair_ok = matches!(
         (key, sig),
-        (KeyKind::EcP256, SigKind::EcdsaSha256) | (KeyKind::EcP384, SigKind::EcdsaSha384) | (KeyKind::Rsa(_), SigKind::RsaPkcs1(_))
+        (KeyKind::EcP256, SigKind::EcdsaSha256)
+            | (KeyKind::EcP384, SigKind::EcdsaSha384)
+            | (KeyKind::Rsa(_), SigKind::RsaPkcs1(_))
     );
     if !pair_ok {
         let with = match key {
@@ -334,7 +369,9 @@ fn check_algorithms(key: &KeyKind, sig: &SigKind, reasons: &mut Vec<Reason>) {
             KeyKind::Rsa(_) => " with an RSA key".to_string(),
             KeyKind::Other(_) => String::new(),
         };
-        reasons.push(Reason::SignatureAlgorithmNotAllowed { algorithm: format!("{sig_name}{with}") });
+        reasons.push(Reason::SignatureAlgorithmNotAllowed {
+            algorithm: format!("{sig_name}{with}"),
+        });
     }
 }
 
@@ -361,7 +398,9 @@ fn strict_der(mut i: &[u8], depth: usize) -> Result<(), String> {
         if tag & 0x1f == 0x1f {
             return Err(format!("multi-byte tag {tag:#04x}"));
         }
-        let Some(&l0) = i.get(1) else { return Err("truncated header".into()) };
+        let Some(&l0) = i.get(1) else {
+            return Err("truncated header".into());
+        };
         let (len, hdr) = if l0 < 0x80 {
             (l0 as usize, 2)
         } else {
@@ -379,7 +418,10 @@ fn strict_der(mut i: &[u8], depth: usize) -> Result<(), String> {
             }
             (len, 2 + n)
         };
-        let end = hdr.checked_add(len).filter(|e| *e <= i.len()).ok_or("content runs past its parent")?;
+        let end = hdr
+            .checked_add(len)
+            .filter(|e| *e <= i.len())
+            .ok_or("content runs past its parent")?;
         if tag & 0x20 != 0 {
             strict_der(&i[hdr..end], depth + 1)?;
         }
@@ -400,7 +442,9 @@ fn oid_der<'a>(i: &'a [u8], what: &str) -> Result<(&'a [u8], Oid<'a>), String> {
     let d = a.data;
     let minimal = !d.is_empty()
         && d[d.len() - 1] & 0x80 == 0
-        && d.iter().enumerate().all(|(k, &b)| b != 0x80 || (k > 0 && d[k - 1] & 0x80 != 0));
+        && d.iter()
+            .enumerate()
+            .all(|(k, &b)| b != 0x80 || (k > 0 && d[k - 1] & 0x80 != 0));
     if !minimal {
         return Err(format!("{what} is not a valid OBJECT IDENTIFIER encoding"));
     }
@@ -492,7 +536,9 @@ fn walk_attributes(cri_raw: &[u8], out: &mut ParsedRequest, reasons: &mut Vec<Re
         }
         let oid_s = oid.to_id_string();
         if out.attributes.contains(&oid_s) {
-            reasons.push(Reason::DuplicateAttribute { attribute: oid_name(&oid_s).unwrap_or(&oid_s).to_string() });
+            reasons.push(Reason::DuplicateAttribute {
+                attribute: oid_name(&oid_s).unwrap_or(&oid_s).to_string(),
+            });
         }
         out.attributes.push(oid_s.clone());
         if oid == OID_PKCS9_EXTENSION_REQUEST {
@@ -512,7 +558,11 @@ fn walk_attributes(cri_raw: &[u8], out: &mut ParsedRequest, reasons: &mut Vec<Re
     Ok(())
 }
 
-fn walk_extensions(value: &Any<'_>, out: &mut ParsedRequest, reasons: &mut Vec<Reason>) -> Result<(), String> {
+fn walk_extensions(
+    value: &Any<'_>,
+    out: &mut ParsedRequest,
+    reasons: &mut Vec<Reason>,
+) -> Result<(), String> {
     if value.tag() != Tag::Sequence || value.class() != Class::Universal {
         return Err("ExtensionRequest value is not a SEQUENCE OF Extension".into());
     }
@@ -539,14 +589,23 @@ fn walk_extensions(value: &Any<'_>, out: &mut ParsedRequest, reasons: &mut Vec<R
             r = r1;
             next
         };
-        if !r.is_empty() || octets.tag() != Tag::OctetString || octets.class() != Class::Universal || octets.header.is_constructed() {
+        if !r.is_empty()
+            || octets.tag() != Tag::OctetString
+            || octets.class() != Class::Universal
+            || octets.header.is_constructed()
+        {
             return Err(format!("extension {oid}: value is not one OCTET STRING"));
         }
         strict_der(octets.data, 0).map_err(|e| format!("extension {oid} value: {e}"))?;
         let oid_s = oid.to_id_string();
-        let ext_rec = RequestedExtension { oid: oid_s.clone(), critical };
+        let ext_rec = RequestedExtension {
+            oid: oid_s.clone(),
+            critical,
+        };
         if out.extensions.iter().any(|x| x.oid == oid_s) {
-            reasons.push(Reason::DuplicateExtension { extension: ext_rec.name() });
+            reasons.push(Reason::DuplicateExtension {
+                extension: ext_rec.name(),
+            });
         }
         out.extensions.push(ext_rec);
         if oid == OID_X509_EXT_SUBJECT_ALT_NAME {
@@ -578,7 +637,10 @@ fn walk_san(der: &[u8], sans: &mut Vec<San>) -> Result<(), String> {
         let san = match gn.tag().0 {
             0 => San::Other("otherName"),
             1 => San::Email(text()),
-            2 => San::Dns { name: text(), ascii: gn.data.is_ascii() },
+            2 => San::Dns {
+                name: text(),
+                ascii: gn.data.is_ascii(),
+            },
             3 => San::Other("x400Address"),
             4 => San::Other("directoryName"),
             5 => San::Other("ediPartyName"),
@@ -668,20 +730,38 @@ mod tests {
     #[test]
     fn strict_der_refuses_ber() {
         assert!(strict_der(&[0x30, 0x03, 0x02, 0x01, 0x00], 0).is_ok());
-        assert!(strict_der(&[0x30, 0x81, 0x03, 0x02, 0x01, 0x00], 0).unwrap_err().contains("non-minimal"));
-        assert!(strict_der(&[0x30, 0x80, 0x02, 0x01, 0x00, 0x00, 0x00], 0).unwrap_err().contains("indefinite"));
+        assert!(strict_der(&[0x30, 0x81, 0x03, 0x02, 0x01, 0x00], 0)
+            .unwrap_err()
+            .contains("non-minimal"));
+        assert!(strict_der(&[0x30, 0x80, 0x02, 0x01, 0x00, 0x00, 0x00], 0)
+            .unwrap_err()
+            .contains("indefinite"));
         assert!(strict_der(&[0x30, 0x05, 0x02, 0x01, 0x00], 0).is_err());
-        assert!(strict_der(&[0x1f, 0x02, 0x01, 0x00], 0).unwrap_err().contains("multi-byte tag"));
+        assert!(strict_der(&[0x1f, 0x02, 0x01, 0x00], 0)
+            .unwrap_err()
+            .contains("multi-byte tag"));
         let deep: Vec<u8> = std::iter::repeat_n([0x30u8, 0x80], 40).flatten().collect();
         assert!(strict_der(&deep, 0).is_err());
     }
 
     #[test]
     fn oid_der_checks_tag_and_encoding() {
-        assert_eq!(oid_der(&[0x06, 0x03, 0x55, 0x04, 0x03], "x").unwrap().1.to_id_string(), "2.5.4.3");
-        assert!(oid_der(&[0x13, 0x03, 0x55, 0x04, 0x03], "x").unwrap_err().contains("not an OBJECT IDENTIFIER"));
-        assert!(oid_der(&[0x06, 0x03, 0x2a, 0x80, 0x01], "x").unwrap_err().contains("encoding"));
-        assert!(oid_der(&[0x06, 0x02, 0x2a, 0x81], "x").unwrap_err().contains("encoding"));
+        assert_eq!(
+            oid_der(&[0x06, 0x03, 0x55, 0x04, 0x03], "x")
+                .unwrap()
+                .1
+                .to_id_string(),
+            "2.5.4.3"
+        );
+        assert!(oid_der(&[0x13, 0x03, 0x55, 0x04, 0x03], "x")
+            .unwrap_err()
+            .contains("not an OBJECT IDENTIFIER"));
+        assert!(oid_der(&[0x06, 0x03, 0x2a, 0x80, 0x01], "x")
+            .unwrap_err()
+            .contains("encoding"));
+        assert!(oid_der(&[0x06, 0x02, 0x2a, 0x81], "x")
+            .unwrap_err()
+            .contains("encoding"));
         assert!(oid_der(&[0x06, 0x00], "x").is_err());
         // 0x80 inside a multi-byte sub-identifier is fine: 1.2.16384 = 2a 81 80 00.
         assert!(oid_der(&[0x06, 0x04, 0x2a, 0x81, 0x80, 0x00], "x").is_ok());
@@ -691,12 +771,28 @@ mod tests {
     fn pem_framing_is_strict() {
         let good = "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n";
         assert_eq!(pem_to_der(good.as_bytes()).unwrap(), vec![0, 0, 0]);
-        assert!(pem_to_der(format!("junk\n{good}").as_bytes()).unwrap_err().contains("before"));
-        assert!(pem_to_der(format!("{good}junk").as_bytes()).unwrap_err().contains("after"));
-        assert!(pem_to_der(format!("{good}{good}").as_bytes()).unwrap_err().contains("2 PEM blocks"));
-        assert!(pem_to_der(good.replace("CERTIFICATE REQUEST", "CERTIFICATE").as_bytes()).unwrap_err().contains("expected"));
-        assert!(pem_to_der(good.replace("AAAA", "AAA").as_bytes()).unwrap_err().contains("base64"));
-        assert!(pem_to_der(good.replace("AAAA", "Proc-Type: 4\n\nAAAA").as_bytes()).unwrap_err().contains("headers"));
+        assert!(pem_to_der(format!("junk\n{good}").as_bytes())
+            .unwrap_err()
+            .contains("before"));
+        assert!(pem_to_der(format!("{good}junk").as_bytes())
+            .unwrap_err()
+            .contains("after"));
+        assert!(pem_to_der(format!("{good}{good}").as_bytes())
+            .unwrap_err()
+            .contains("2 PEM blocks"));
+        assert!(
+            pem_to_der(good.replace("CERTIFICATE REQUEST", "CERTIFICATE").as_bytes())
+                .unwrap_err()
+                .contains("expected")
+        );
+        assert!(pem_to_der(good.replace("AAAA", "AAA").as_bytes())
+            .unwrap_err()
+            .contains("base64"));
+        assert!(
+            pem_to_der(good.replace("AAAA", "Proc-Type: 4\n\nAAAA").as_bytes())
+                .unwrap_err()
+                .contains("headers")
+        );
         assert!(pem_to_der(&[0xff, 0xfe]).unwrap_err().contains("UTF-8"));
     }
 }

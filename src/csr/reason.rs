@@ -75,9 +75,17 @@ pub enum Reason {
     /// The node already has its approval(s) of this kind recorded.
     AlreadyApproved { node: String, kind: Kind, count: u32 },
     /// Client: created before the batch was recorded.
-    CreatedBeforeBatch { node: String, created: Time, recorded: Time },
+    CreatedBeforeBatch {
+        node: String,
+        created: Time,
+        recorded: Time,
+    },
     /// Client: created at or after the batch token expired.
-    CreatedAfterTokenExpiry { node: String, created: Time, expires: Time },
+    CreatedAfterTokenExpiry {
+        node: String,
+        created: Time,
+        expires: Time,
+    },
     /// Client: no creationTimestamp to check the batch window against.
     CreationTimeUnknown,
     /// Created later than now (beyond clock-skew tolerance): the clocks disagree.
@@ -99,7 +107,11 @@ pub enum Reason {
     /// Serving: a DNS SAN naming the API server or an in-cluster service.
     DnsSanApiServer { name: String },
     /// Serving: a DNS SAN other than the node's hostname.
-    DnsSanNotHostname { name: String, node: String, hostname: String },
+    DnsSanNotHostname {
+        name: String,
+        node: String,
+        hostname: String,
+    },
     /// Serving: an IP SAN that is not 4 or 16 bytes.
     IpSanLength { len: usize },
     /// Serving: an IPv4-mapped IPv6 SAN (`::ffff:a.b.c.d`).
@@ -111,7 +123,11 @@ pub enum Reason {
     /// Serving: an IP in the service network.
     IpSanServiceNetwork { ip: String, net: String },
     /// Serving: an IP SAN that is not one of the node's expected addresses.
-    IpSanNotNodeAddress { ip: String, node: String, expected: Vec<String> },
+    IpSanNotNodeAddress {
+        ip: String,
+        node: String,
+        expected: Vec<String>,
+    },
     /// Serving: the node's IPs are not known (DHCP host) so nothing can be checked.
     NoExpectedAddresses { node: String },
     /// Client ([`super::verdict_all`]): several passing client CSRs for one node with different keys.

@@ -115,7 +115,10 @@ impl HostSpec {
 /// [`crate::nodes_config::validate`] for `cfg.hosts[i]` (same order, as `validate` returns
 /// them). MACs, interface names, role and keyfiles come from the validated host; root device
 /// hints and the NMState document from the nodes-config entry.
-pub fn host_specs(cfg: &crate::nodes_config::NodesConfig, validated: &[crate::nodes_config::ValidatedHost]) -> Vec<HostSpec> {
+pub fn host_specs(
+    cfg: &crate::nodes_config::NodesConfig,
+    validated: &[crate::nodes_config::ValidatedHost],
+) -> Vec<HostSpec> {
     validated
         .iter()
         .zip(&cfg.hosts)
@@ -126,9 +129,15 @@ pub fn host_specs(cfg: &crate::nodes_config::NodesConfig, validated: &[crate::no
                 .macs
                 .iter()
                 .zip(&v.interface_names)
-                .map(|(mac, name)| HostInterface { name: name.clone(), mac_address: mac.clone() })
+                .map(|(mac, name)| HostInterface {
+                    name: name.clone(),
+                    mac_address: mac.clone(),
+                })
                 .collect(),
-            root_device_hints: h.root_device_hints.as_ref().and_then(|r| serde_json::to_value(r).ok()),
+            root_device_hints: h
+                .root_device_hints
+                .as_ref()
+                .and_then(|r| serde_json::to_value(r).ok()),
             network_config: h.network_config.clone(),
             keyfiles: v.keyfiles.clone(),
         })
@@ -167,7 +176,10 @@ impl std::fmt::Debug for NodeImageInputs<'_> {
             .field("hosts", &self.hosts)
             .field("auth", self.auth)
             .field("images", self.images)
-            .field("pull_secret", &format_args!("<{} bytes redacted>", self.pull_secret.len()))
+            .field(
+                "pull_secret",
+                &format_args!("<{} bytes redacted>", self.pull_secret.len()),
+            )
             .field("pool", &self.pool)
             .field("infra_env_id", &self.infra_env_id)
             .field("ssh_key", &self.ssh_key)
@@ -177,7 +189,10 @@ impl std::fmt::Debug for NodeImageInputs<'_> {
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::InvalidInput { field: field.into(), message: message.into() }
+    Error::InvalidInput {
+        field: field.into(),
+        message: message.into(),
+    }
 }
 
 /// Percent-encodes `data` as an RFC 2397 `data:` URL. Letters, digits and `-._~/:=@+` stay
@@ -200,7 +215,10 @@ struct Files(Vec<File>);
 impl Files {
     fn add(&mut self, path: impl Into<String>, data: impl AsRef<[u8]>, mode: i64) {
         let mut f = File::new(path.into());
-        f.contents = Some(Resource { source: Some(data_url(data.as_ref())), ..Default::default() });
+        f.contents = Some(Resource {
+            source: Some(data_url(data.as_ref())),
+            ..Default::default()
+        });
         f.mode = Some(mode);
         // The live root already has some of these paths (/etc/chrony.conf,
         // /etc/containers/registries.conf); without overwrite Ignition would fail on them.
@@ -217,14 +235,18 @@ fn safe_component(s: &str) -> bool {
 
 fn is_mac(s: &str) -> bool {
     let parts: Vec<&str> = s.split(':').collect();
-    (parts.len() == 6 || parts.len() == 20) && parts.iter().all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    (parts.len() == 6 || parts.len() == 20)
+        && parts
+            .iter()
+            .all(|p| p.len() == 2 && p.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// A DNS label (MachineConfigPool names are Kubernetes names).
 fn is_pool_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -255,11 +277,20 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     for (field, v) in [
         ("ClusterVersion spec.clusterID", &id.id),
         ("cluster name (Infrastructure status.apiServerURL)", &id.name),
-        ("base domain (Infrastructure status.apiServerURL)", &id.base_domain),
-        ("release image (ClusterVersion status.history)", &c.version.release_image),
+        (
+            "base domain (Infrastructure status.apiServerURL)",
+            &id.base_domain,
+        ),
+        (
+            "release image (ClusterVersion status.history)",
+            &c.version.release_image,
+        ),
     ] {
         if v.trim().is_empty() {
-            return Err(invalid(field, "is empty in the cluster model; the node cannot import the cluster without it"));
+            return Err(invalid(
+                field,
+                "is empty in the cluster model; the node cannot import the cluster without it",
+            ));
         }
     }
     for (field, v) in [
@@ -277,16 +308,33 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     }
     let pool = inputs.pool.clone().unwrap_or_else(|| DEFAULT_POOL.to_string());
     if !is_pool_name(&pool) {
-        return Err(invalid("--pool", format!("{pool:?} is not a MachineConfigPool name (lowercase letters, digits, '-')")));
+        return Err(invalid(
+            "--pool",
+            format!("{pool:?} is not a MachineConfigPool name (lowercase letters, digits, '-')"),
+        ));
     }
     let ps: Value = serde_json::from_str(inputs.pull_secret)
         .map_err(|e| invalid("pull secret .dockerconfigjson", format!("is not JSON: {e}")))?;
     if !ps.get("auths").is_some_and(Value::is_object) {
-        return Err(invalid("pull secret .dockerconfigjson", "has no \"auths\" object"));
+        return Err(invalid(
+            "pull secret .dockerconfigjson",
+            "has no \"auths\" object",
+        ));
     }
     let ssh_keys: Vec<String> = match inputs.ssh_key.as_deref().filter(|k| !k.trim().is_empty()) {
-        Some(k) => k.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from).collect(),
-        None => c.ssh.keys.iter().map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect(),
+        Some(k) => k
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect(),
+        None => c
+            .ssh
+            .keys
+            .iter()
+            .map(|k| k.trim().to_string())
+            .filter(|k| !k.is_empty())
+            .collect(),
     };
     if ssh_keys.is_empty() {
         return Err(invalid(
@@ -294,9 +342,17 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             "no SSH key: the cluster has none in MachineConfig 99-worker-ssh; set sshKey in the nodes-config",
         ));
     }
-    let arch = normalize_arch(inputs.cpu_architecture.as_deref().unwrap_or(&c.architecture.control_plane));
+    let arch = normalize_arch(
+        inputs
+            .cpu_architecture
+            .as_deref()
+            .unwrap_or(&c.architecture.control_plane),
+    );
     if arch.is_empty() {
-        return Err(invalid("cpuArchitecture", "unknown: the control plane's architecture was not found; set cpuArchitecture"));
+        return Err(invalid(
+            "cpuArchitecture",
+            "unknown: the control plane's architecture was not found; set cpuArchitecture",
+        ));
     }
 
     // Hosts: names and MACs become paths on the node, so check them here too.
@@ -304,26 +360,44 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     let mut seen_macs = BTreeSet::new();
     for (i, h) in inputs.hosts.iter().enumerate() {
         if !safe_component(&h.hostname) {
-            return Err(invalid(format!("hosts[{i}].hostname"), format!("{:?} cannot be used as a directory name", h.hostname)));
+            return Err(invalid(
+                format!("hosts[{i}].hostname"),
+                format!("{:?} cannot be used as a directory name", h.hostname),
+            ));
         }
         if !seen_names.insert(h.hostname.clone()) {
-            return Err(invalid(format!("hosts[{i}].hostname"), format!("{:?} is used by another host", h.hostname)));
+            return Err(invalid(
+                format!("hosts[{i}].hostname"),
+                format!("{:?} is used by another host", h.hostname),
+            ));
         }
         if h.interfaces.is_empty() {
-            return Err(invalid(format!("hosts[{i}].interfaces"), "at least one interface with a macAddress is required"));
+            return Err(invalid(
+                format!("hosts[{i}].interfaces"),
+                "at least one interface with a macAddress is required",
+            ));
         }
         for (j, itf) in h.interfaces.iter().enumerate() {
             let mac = itf.mac_address.to_ascii_lowercase();
             if !is_mac(&mac) {
-                return Err(invalid(format!("hosts[{i}].interfaces[{j}].macAddress"), format!("{:?} is not a MAC address", itf.mac_address)));
+                return Err(invalid(
+                    format!("hosts[{i}].interfaces[{j}].macAddress"),
+                    format!("{:?} is not a MAC address", itf.mac_address),
+                ));
             }
             if !seen_macs.insert(mac) {
-                return Err(invalid(format!("hosts[{i}].interfaces[{j}].macAddress"), format!("{:?} is used by another interface", itf.mac_address)));
+                return Err(invalid(
+                    format!("hosts[{i}].interfaces[{j}].macAddress"),
+                    format!("{:?} is used by another interface", itf.mac_address),
+                ));
             }
         }
         for (k, (name, _)) in h.keyfiles.iter().enumerate() {
             if !safe_component(name) || name == "mac_interface.ini" {
-                return Err(invalid(format!("hosts[{i}].keyfiles[{k}]"), format!("{name:?} cannot be used as a file name")));
+                return Err(invalid(
+                    format!("hosts[{i}].keyfiles[{k}]"),
+                    format!("{name:?} cannot be used as a file name"),
+                ));
             }
         }
     }
@@ -357,8 +431,16 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         MODE_PUBLIC,
     );
     let mut endpoint = Map::new();
-    endpoint.insert("url".into(), Value::String(mcs_url(&c.machine_config_server.url, &pool)));
-    if let Some(ca) = c.machine_config_server.ca_pem.as_deref().filter(|s| !s.trim().is_empty()) {
+    endpoint.insert(
+        "url".into(),
+        Value::String(mcs_url(&c.machine_config_server.url, &pool)),
+    );
+    if let Some(ca) = c
+        .machine_config_server
+        .ca_pem
+        .as_deref()
+        .filter(|s| !s.trim().is_empty())
+    {
         // assisted-service's ignition-endpoint.ca_certificate is base64 of the PEM (swagger).
         endpoint.insert("ca_certificate".into(), Value::String(STANDARD.encode(ca)));
     }
@@ -370,13 +452,28 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
 
     // --- Manifests.
     let m = manifests(inputs, &arch, &ssh_keys)?;
-    files.add("/etc/assisted/manifests/cluster-image-set.yaml", m.cluster_image_set, MODE_PUBLIC);
-    files.add("/etc/assisted/manifests/pull-secret.yaml", m.pull_secret, MODE_SECRET);
+    files.add(
+        "/etc/assisted/manifests/cluster-image-set.yaml",
+        m.cluster_image_set,
+        MODE_PUBLIC,
+    );
+    files.add(
+        "/etc/assisted/manifests/pull-secret.yaml",
+        m.pull_secret,
+        MODE_SECRET,
+    );
     // A proxy URL may carry credentials (`http://user:pass@host`): then the InfraEnv is secret.
     let proxy_creds = c.proxy.as_ref().is_some_and(|p| {
-        [&p.http_proxy, &p.https_proxy].iter().any(|u| u.as_deref().is_some_and(|u| u.split("//").nth(1).unwrap_or(u).contains('@')))
+        [&p.http_proxy, &p.https_proxy].iter().any(|u| {
+            u.as_deref()
+                .is_some_and(|u| u.split("//").nth(1).unwrap_or(u).contains('@'))
+        })
     });
-    files.add("/etc/assisted/manifests/infraenv.yaml", m.infraenv, if proxy_creds { MODE_SECRET } else { MODE_PUBLIC });
+    files.add(
+        "/etc/assisted/manifests/infraenv.yaml",
+        m.infraenv,
+        if proxy_creds { MODE_SECRET } else { MODE_PUBLIC },
+    );
     if let Some(n) = m.nmstateconfig {
         files.add("/etc/assisted/manifests/nmstateconfig.yaml", n, MODE_PUBLIC);
     }
@@ -386,20 +483,36 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     for h in inputs.hosts {
         let macs = h.macs();
         let base = format!("/etc/assisted/hostconfig/{}", h.hostname);
-        files.add(format!("{base}/mac_addresses"), macs.join("\n") + "\n", MODE_PUBLIC);
+        files.add(
+            format!("{base}/mac_addresses"),
+            macs.join("\n") + "\n",
+            MODE_PUBLIC,
+        );
         let hints = match &h.root_device_hints {
             Some(v) if v.as_object().is_some_and(|o| !o.is_empty()) => yaml(v, "rootDeviceHints")?,
             _ => String::new(),
         };
         files.add(format!("{base}/root-device-hints.yaml"), hints, MODE_PUBLIC);
-        files.add(format!("{base}/role"), format!("{}\n", if h.role.is_empty() { "worker" } else { &h.role }), MODE_PUBLIC);
+        files.add(
+            format!("{base}/role"),
+            format!("{}\n", if h.role.is_empty() { "worker" } else { &h.role }),
+            MODE_PUBLIC,
+        );
         for mac in &macs {
-            files.add(format!("/etc/assisted/hostnames/{mac}"), format!("{}\n", h.hostname), MODE_PUBLIC);
+            files.add(
+                format!("/etc/assisted/hostnames/{mac}"),
+                format!("{}\n", h.hostname),
+                MODE_PUBLIC,
+            );
         }
         if !h.keyfiles.is_empty() {
             with_network = true;
             let dir = format!("/etc/assisted/network/{}", h.hostname);
-            let map: String = h.interfaces.iter().map(|i| format!("{}={}\n", i.mac_address.to_ascii_lowercase(), i.name)).collect();
+            let map: String = h
+                .interfaces
+                .iter()
+                .map(|i| format!("{}={}\n", i.mac_address.to_ascii_lowercase(), i.name))
+                .collect();
             files.add(format!("{dir}/mac_interface.ini"), map, MODE_PUBLIC);
             for (name, text) in &h.keyfiles {
                 // NetworkManager ignores keyfiles readable by others.
@@ -413,18 +526,44 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         files.add("/etc/containers/registries.conf", conf, MODE_PUBLIC);
     }
     for (registry, pem) in &c.mirrors.registry_cas {
-        let name: String = registry.chars().map(|ch| if ch.is_ascii_alphanumeric() || ch == '.' || ch == '-' { ch } else { '_' }).collect();
-        files.add(format!("/etc/pki/ca-trust/source/anchors/agent-day2-registry-{name}.crt"), pem, MODE_PUBLIC);
+        let name: String = registry
+            .chars()
+            .map(|ch| {
+                if ch.is_ascii_alphanumeric() || ch == '.' || ch == '-' {
+                    ch
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        files.add(
+            format!("/etc/pki/ca-trust/source/anchors/agent-day2-registry-{name}.crt"),
+            pem,
+            MODE_PUBLIC,
+        );
     }
-    if let Some(pem) = c.trust_bundle.as_ref().and_then(|t| t.pem.as_deref()).filter(|p| !p.trim().is_empty()) {
-        files.add("/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt", pem, MODE_PUBLIC);
+    if let Some(pem) = c
+        .trust_bundle
+        .as_ref()
+        .and_then(|t| t.pem.as_deref())
+        .filter(|p| !p.trim().is_empty())
+    {
+        files.add(
+            "/etc/pki/ca-trust/source/anchors/agent-day2-user-ca-bundle.crt",
+            pem,
+            MODE_PUBLIC,
+        );
     }
     if let Some(chrony) = c.chrony_conf.as_deref().filter(|s| !s.trim().is_empty()) {
         files.add("/etc/chrony.conf", chrony, MODE_PUBLIC);
     }
     if let Some(p) = &c.proxy {
         let mut env = Vec::new();
-        for (k, v) in [("HTTP_PROXY", &p.http_proxy), ("HTTPS_PROXY", &p.https_proxy), ("NO_PROXY", &p.no_proxy)] {
+        for (k, v) in [
+            ("HTTP_PROXY", &p.http_proxy),
+            ("HTTPS_PROXY", &p.https_proxy),
+            ("NO_PROXY", &p.no_proxy),
+        ] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
                 env.push(format!("\"{k}={v}\" \"{}={v}\"", k.to_ascii_lowercase()));
             }
@@ -470,7 +609,8 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     );
     // The database listens on loopback only; its password is derived from the private key
     // so equal inputs give equal images, and is as secret as the key.
-    let db_pass = hex::encode(&Sha256::digest(format!("agent-day2 db\n{}", a.private_key_pem).as_bytes())[..16]);
+    let db_pass =
+        hex::encode(&Sha256::digest(format!("agent-day2 db\n{}", a.private_key_pem).as_bytes())[..16]);
     files.add(
         units::DB_ENV,
         format!(
@@ -481,7 +621,11 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     files.add(units::PODMAN_AUTH, format!("{}\n", ps), MODE_SECRET);
 
     // --- Units and scripts.
-    files.add("/usr/local/bin/add-node.sh", units::add_node_script(&pool), MODE_SCRIPT);
+    files.add(
+        "/usr/local/bin/add-node.sh",
+        units::add_node_script(&pool),
+        MODE_SCRIPT,
+    );
     for s in units::scripts(with_network) {
         files.add(s.path, s.contents, MODE_SCRIPT);
     }
@@ -498,8 +642,14 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     let mut cfg = Config::default();
     let mut core = User::new("core".into());
     core.ssh_authorized_keys = Some(ssh_keys);
-    cfg.passwd = Some(Passwd { users: Some(vec![core]), ..Default::default() });
-    cfg.storage = Some(Storage { files: Some(files.0), ..Default::default() });
+    cfg.passwd = Some(Passwd {
+        users: Some(vec![core]),
+        ..Default::default()
+    });
+    cfg.storage = Some(Storage {
+        files: Some(files.0),
+        ..Default::default()
+    });
     cfg.systemd = Some(Systemd { units: Some(units) });
     Ok(cfg)
 }
@@ -514,7 +664,11 @@ struct Manifests {
 fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> Result<Manifests, Error> {
     let c = inputs.cluster;
     let name = &c.cluster.name;
-    let version = if c.version.current.is_empty() { "release".to_string() } else { c.version.current.clone() };
+    let version = if c.version.current.is_empty() {
+        "release".to_string()
+    } else {
+        c.version.current.clone()
+    };
     let cis = json!({
         "apiVersion": "hive.openshift.io/v1",
         "kind": "ClusterImageSet",
@@ -531,16 +685,26 @@ fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> R
     });
     let mut proxy = Map::new();
     if let Some(p) = &c.proxy {
-        for (k, v) in [("httpProxy", &p.http_proxy), ("httpsProxy", &p.https_proxy), ("noProxy", &p.no_proxy)] {
+        for (k, v) in [
+            ("httpProxy", &p.http_proxy),
+            ("httpsProxy", &p.https_proxy),
+            ("noProxy", &p.no_proxy),
+        ] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
                 proxy.insert(k.into(), Value::String(v.to_string()));
             }
         }
     }
     let mut spec = Map::new();
-    spec.insert("clusterRef".into(), json!({"name": name, "namespace": MANIFEST_NAMESPACE}));
+    spec.insert(
+        "clusterRef".into(),
+        json!({"name": name, "namespace": MANIFEST_NAMESPACE}),
+    );
     spec.insert("cpuArchitecture".into(), Value::String(arch.to_string()));
-    spec.insert("nmStateConfigLabelSelector".into(), json!({"matchLabels": {NMSTATE_LABEL: name}}));
+    spec.insert(
+        "nmStateConfigLabelSelector".into(),
+        json!({"matchLabels": {NMSTATE_LABEL: name}}),
+    );
     spec.insert("proxy".into(), Value::Object(proxy));
     spec.insert("pullSecretRef".into(), json!({"name": ps_name}));
     spec.insert("sshAuthorizedKey".into(), Value::String(ssh_keys.join("\n")));
@@ -557,9 +721,16 @@ fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> R
     for (i, h) in inputs.hosts.iter().enumerate() {
         let Some(cfg) = &h.network_config else { continue };
         if !cfg.is_object() {
-            return Err(invalid(format!("hosts[{i}].networkConfig"), "is not an NMState mapping"));
+            return Err(invalid(
+                format!("hosts[{i}].networkConfig"),
+                "is not an NMState mapping",
+            ));
         }
-        let ifaces: Vec<Value> = h.interfaces.iter().map(|i| json!({"name": i.name, "macAddress": i.mac_address.to_ascii_lowercase()})).collect();
+        let ifaces: Vec<Value> = h
+            .interfaces
+            .iter()
+            .map(|i| json!({"name": i.name, "macAddress": i.mac_address.to_ascii_lowercase()}))
+            .collect();
         let doc = json!({
             "apiVersion": "agent-install.openshift.io/v1beta1",
             "kind": "NMStateConfig",
@@ -593,14 +764,24 @@ pub fn redacted(cfg: &Config) -> String {
             // they are the network config the user wants to review. Only their secret values
             // (Wi-Fi keys, 802.1X and VPN passwords) are hidden.
             if f.path.ends_with(".nmconnection") {
-                let text = f.contents.as_ref().and_then(|r| r.source.as_deref()).and_then(decode_data_url);
+                let text = f
+                    .contents
+                    .as_ref()
+                    .and_then(|r| r.source.as_deref())
+                    .and_then(decode_data_url);
                 if let Some(text) = text {
                     let shown = redact_keyfile(&String::from_utf8_lossy(&text));
-                    f.contents = Some(Resource { source: Some(data_url(shown.as_bytes())), ..Default::default() });
+                    f.contents = Some(Resource {
+                        source: Some(data_url(shown.as_bytes())),
+                        ..Default::default()
+                    });
                     continue;
                 }
             }
-            f.contents = Some(Resource { source: Some("data:,<redacted>".into()), ..Default::default() });
+            f.contents = Some(Resource {
+                source: Some("data:,<redacted>".into()),
+                ..Default::default()
+            });
             f.append = None;
         }
     }
@@ -613,10 +794,17 @@ pub fn redact_keyfile(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         match line.split_once('=') {
-            Some((k, _)) if !line.trim_start().starts_with(['#', '[']) && {
-                let k = k.trim().to_ascii_lowercase();
-                k == "psk" || k == "pin" || k.contains("password") || k.contains("secret") || k.starts_with("wep-key") || k.contains("psk")
-            } => {
+            Some((k, _))
+                if !line.trim_start().starts_with(['#', '[']) && {
+                    let k = k.trim().to_ascii_lowercase();
+                    k == "psk"
+                        || k == "pin"
+                        || k.contains("password")
+                        || k.contains("secret")
+                        || k.starts_with("wep-key")
+                        || k.contains("psk")
+                } =>
+            {
                 out.push_str(k);
                 out.push_str("=<redacted>");
             }
@@ -656,12 +844,31 @@ pub fn decode_data_url(url: &str) -> Option<Vec<u8>> {
 /// largest contributor (e.g. a big CA bundle).
 pub fn contributors(cfg: &Config) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = Vec::new();
-    for f in cfg.storage.as_ref().and_then(|s| s.files.as_ref()).into_iter().flatten() {
-        let n = f.contents.as_ref().and_then(|r| r.source.as_ref()).map_or(0, String::len);
+    for f in cfg
+        .storage
+        .as_ref()
+        .and_then(|s| s.files.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let n = f
+            .contents
+            .as_ref()
+            .and_then(|r| r.source.as_ref())
+            .map_or(0, String::len);
         out.push((f.path.clone(), n));
     }
-    for u in cfg.systemd.as_ref().and_then(|s| s.units.as_ref()).into_iter().flatten() {
-        out.push((format!("unit {}", u.name), u.contents.as_ref().map_or(0, String::len)));
+    for u in cfg
+        .systemd
+        .as_ref()
+        .and_then(|s| s.units.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        out.push((
+            format!("unit {}", u.name),
+            u.contents.as_ref().map_or(0, String::len),
+        ));
     }
     out.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     out
@@ -675,7 +882,12 @@ pub fn files(cfg: &Config) -> Vec<(String, Vec<u8>, i64)> {
         .map(|fs| {
             fs.iter()
                 .map(|f| {
-                    let data = f.contents.as_ref().and_then(|r| r.source.as_deref()).and_then(decode_data_url).unwrap_or_default();
+                    let data = f
+                        .contents
+                        .as_ref()
+                        .and_then(|r| r.source.as_deref())
+                        .and_then(decode_data_url)
+                        .unwrap_or_default();
                     (f.path.clone(), data, f.mode.unwrap_or(MODE_PUBLIC))
                 })
                 .collect()
@@ -693,7 +905,10 @@ mod tests {
         let r = redact_keyfile(k);
         assert!(r.contains("id=eth0\n") && r.contains("key-mgmt=wpa-psk\n"), "{r}");
         assert!(!r.contains("hunter2") && !r.contains("=pw\n"), "{r}");
-        assert!(r.contains("psk=<redacted>") && r.contains("password=<redacted>"), "{r}");
+        assert!(
+            r.contains("psk=<redacted>") && r.contains("password=<redacted>"),
+            "{r}"
+        );
     }
 
     #[test]
@@ -706,8 +921,14 @@ mod tests {
 
     #[test]
     fn mcs_url_for_pool() {
-        assert_eq!(mcs_url("https://api-int.a.b:22623/config/worker", "infra"), "https://api-int.a.b:22623/config/infra");
-        assert_eq!(mcs_url("https://api-int.a.b:22623", "worker"), "https://api-int.a.b:22623/config/worker");
+        assert_eq!(
+            mcs_url("https://api-int.a.b:22623/config/worker", "infra"),
+            "https://api-int.a.b:22623/config/infra"
+        );
+        assert_eq!(
+            mcs_url("https://api-int.a.b:22623", "worker"),
+            "https://api-int.a.b:22623/config/worker"
+        );
     }
 
     #[test]
@@ -716,6 +937,11 @@ mod tests {
         assert!(!is_mac("00:f4:3d:a0:0e"));
         assert!(is_pool_name("infra-1"));
         assert!(!is_pool_name("Infra") && !is_pool_name("-a") && !is_pool_name(""));
-        assert!(safe_component("worker-0") && !safe_component("../x") && !safe_component("a/b") && !safe_component(".x"));
+        assert!(
+            safe_component("worker-0")
+                && !safe_component("../x")
+                && !safe_component("a/b")
+                && !safe_component(".x")
+        );
     }
 }

@@ -45,7 +45,10 @@ pub fn registries_conf(m: &Mirrors) -> Option<String> {
         let i = match sources.iter().position(|s| s.location == e.source) {
             Some(i) => i,
             None => {
-                sources.push(Source { location: e.source.clone(), ..Default::default() });
+                sources.push(Source {
+                    location: e.source.clone(),
+                    ..Default::default()
+                });
                 sources.len() - 1
             }
         };
@@ -69,7 +72,8 @@ pub fn registries_conf(m: &Mirrors) -> Option<String> {
     if sources.is_empty() {
         return None;
     }
-    let mut out = String::from("credential-helpers = []\nshort-name-mode = \"\"\nunqualified-search-registries = []\n");
+    let mut out =
+        String::from("credential-helpers = []\nshort-name-mode = \"\"\nunqualified-search-registries = []\n");
     for s in &sources {
         let mixed = !s.tag.is_empty() && !s.digest.is_empty();
         out.push_str(&format!(
@@ -82,7 +86,10 @@ pub fn registries_conf(m: &Mirrors) -> Option<String> {
         }
         for (mirrors, kind) in [(&s.digest, "digest-only"), (&s.tag, "tag-only")] {
             for mirror in mirrors {
-                out.push_str(&format!("\n  [[registry.mirror]]\n    location = {}\n", toml_str(mirror)));
+                out.push_str(&format!(
+                    "\n  [[registry.mirror]]\n    location = {}\n",
+                    toml_str(mirror)
+                ));
                 if mixed {
                     out.push_str(&format!("    pull-from-mirror = \"{kind}\"\n"));
                 }
@@ -119,9 +126,18 @@ mod tests {
         let t = registries_conf(&m).unwrap();
         assert!(t.contains("location = \"quay.io/a\"\n  mirror-by-digest-only = false\n  prefix = \"\"\n  blocked = true\n"), "{t}");
         assert_eq!(t.matches("location = \"m1/a\"").count(), 1, "{t}");
-        assert!(t.contains("location = \"m1/a\"\n    pull-from-mirror = \"digest-only\""), "{t}");
-        assert!(t.contains("location = \"m2/a\"\n    pull-from-mirror = \"tag-only\""), "{t}");
-        assert!(t.contains("location = \"q\\\"x\"\n  mirror-by-digest-only = false"), "{t}");
+        assert!(
+            t.contains("location = \"m1/a\"\n    pull-from-mirror = \"digest-only\""),
+            "{t}"
+        );
+        assert!(
+            t.contains("location = \"m2/a\"\n    pull-from-mirror = \"tag-only\""),
+            "{t}"
+        );
+        assert!(
+            t.contains("location = \"q\\\"x\"\n  mirror-by-digest-only = false"),
+            "{t}"
+        );
         assert!(!t.contains("location = \"m3\"\n    pull-from-mirror"), "{t}");
     }
 }

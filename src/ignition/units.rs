@@ -238,11 +238,20 @@ echo "pre-network-manager-config: no host of this image has a MAC of this machin
 /// pre-NetworkManager one.
 pub fn scripts(with_network: bool) -> Vec<Script> {
     let mut out = vec![
-        Script { path: "/usr/local/bin/set-hostname.sh", contents: SET_HOSTNAME },
-        Script { path: "/usr/local/bin/agent-auth-token-status.sh", contents: TOKEN_STATUS },
+        Script {
+            path: "/usr/local/bin/set-hostname.sh",
+            contents: SET_HOSTNAME,
+        },
+        Script {
+            path: "/usr/local/bin/agent-auth-token-status.sh",
+            contents: TOKEN_STATUS,
+        },
     ];
     if with_network {
-        out.push(Script { path: "/usr/local/bin/pre-network-manager-config.sh", contents: PRE_NETWORK });
+        out.push(Script {
+            path: "/usr/local/bin/pre-network-manager-config.sh",
+            contents: PRE_NETWORK,
+        });
     }
     out
 }

@@ -31,9 +31,14 @@ pub fn config_archive(files: &[CpioFile<'_>]) -> Result<Vec<u8>> {
         )));
     }
     let cpio = newc_archive_flat(files)?;
-    let mut gz = flate2::write::GzEncoder::new(Vec::with_capacity(cpio.len() / 3 + 64), flate2::Compression::best());
-    gz.write_all(&cpio).map_err(|e| IsoError::io("gzip-compressing config.gz", e))?;
-    gz.finish().map_err(|e| IsoError::io("gzip-compressing config.gz", e))
+    let mut gz = flate2::write::GzEncoder::new(
+        Vec::with_capacity(cpio.len() / 3 + 64),
+        flate2::Compression::best(),
+    );
+    gz.write_all(&cpio)
+        .map_err(|e| IsoError::io("gzip-compressing config.gz", e))?;
+    gz.finish()
+        .map_err(|e| IsoError::io("gzip-compressing config.gz", e))
 }
 
 /// The whole config image. The ISO's timestamps are the newest file mtime (deterministic for
@@ -45,7 +50,11 @@ pub fn config_image_bytes(files: &[CpioFile<'_>]) -> Result<Vec<u8>> {
     write_iso(
         &mut out,
         VOLUME_ID,
-        &[IsoInput { path: ARCHIVE_NAME.into(), data: IsoData::Bytes(gz), mtime: UNIX_EPOCH + Duration::from_secs(newest) }],
+        &[IsoInput {
+            path: ARCHIVE_NAME.into(),
+            data: IsoData::Bytes(gz),
+            mtime: UNIX_EPOCH + Duration::from_secs(newest),
+        }],
     )
     .map_err(IsoError::from)?;
     Ok(out)
@@ -57,7 +66,8 @@ pub fn write_config_image(out_path: &Path, files: &[CpioFile<'_>], force: bool) 
     let bytes = config_image_bytes(files)?;
     let mut f = AtomicFile::create(out_path, force)?;
     let tmp = f.temp_path().display().to_string();
-    f.write_all(&bytes).map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
+    f.write_all(&bytes)
+        .map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
     f.commit()
 }
 
@@ -74,8 +84,18 @@ mod tests {
     #[test]
     fn image_holds_gzip_cpio_at_absolute_paths() {
         let files = [
-            CpioFile { path: "/etc/assisted/manifests/cluster-image-set.yaml", mode: 0o100644, mtime: 1_700_000_100, data: b"releaseImage: quay.io/x@sha256:1\n" },
-            CpioFile { path: "/etc/assisted/rendezvous-host.env", mode: 0o100600, mtime: 1_700_000_000, data: b"NODE_ZERO_IP=192.168.111.80\n" },
+            CpioFile {
+                path: "/etc/assisted/manifests/cluster-image-set.yaml",
+                mode: 0o100644,
+                mtime: 1_700_000_100,
+                data: b"releaseImage: quay.io/x@sha256:1\n",
+            },
+            CpioFile {
+                path: "/etc/assisted/rendezvous-host.env",
+                mode: 0o100600,
+                mtime: 1_700_000_000,
+                data: b"NODE_ZERO_IP=192.168.111.80\n",
+            },
         ];
         let img = config_image_bytes(&files).unwrap();
         let mut r = Cursor::new(&img);
@@ -89,7 +109,13 @@ mod tests {
         assert_eq!(m[0].mtime, 1_700_000_100);
         assert_eq!(m[1].mode, 0o100600);
         assert_eq!(m[1].data, files[1].data);
-        assert!(config_archive(&[CpioFile { path: "etc/x", mode: 0o644, mtime: 0, data: b"" }]).is_err());
+        assert!(config_archive(&[CpioFile {
+            path: "etc/x",
+            mode: 0o644,
+            mtime: 0,
+            data: b""
+        }])
+        .is_err());
         // GNU cpio picks one member by absolute path, as the appliance's loader does. (The
         // loader says `cpio -icv`; RHEL's cpio patch makes -c mean newc, Debian's means the
         // old ASCII format, so here the format is auto-detected instead.)

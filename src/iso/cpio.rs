@@ -79,7 +79,9 @@ fn check_path(path: &str) -> Result<()> {
         )));
     }
     if path == TRAILER {
-        return Err(IsoError::Invalid(format!("cpio member path {path:?} is reserved for the archive end")));
+        return Err(IsoError::Invalid(format!(
+            "cpio member path {path:?} is reserved for the archive end"
+        )));
     }
     Ok(())
 }
@@ -103,13 +105,22 @@ pub fn newc_archive_flat(files: &[CpioFile<'_>]) -> Result<Vec<u8>> {
 }
 
 fn build(files: &[CpioFile<'_>], parents: bool) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(files.iter().map(|f| f.data.len() + f.path.len() + 128).sum::<usize>() + 256);
+    let mut out = Vec::with_capacity(
+        files
+            .iter()
+            .map(|f| f.data.len() + f.path.len() + 128)
+            .sum::<usize>()
+            + 256,
+    );
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut ino = 1u32;
     for f in files {
         check_path(f.path)?;
         if f.data.len() > u32::MAX as usize {
-            return Err(IsoError::Invalid(format!("cpio member {} is larger than 4 GiB - 1 bytes", f.path)));
+            return Err(IsoError::Invalid(format!(
+                "cpio member {} is larger than 4 GiB - 1 bytes",
+                f.path
+            )));
         }
         let comps: Vec<&str> = f.path.split('/').collect();
         // for "/etc/x" the components are "", "etc", "x": the first directory is "/etc"
@@ -125,9 +136,16 @@ fn build(files: &[CpioFile<'_>], parents: bool) -> Result<Vec<u8>> {
             }
         }
         if !seen.insert(f.path.to_string()) {
-            return Err(IsoError::Invalid(format!("cpio member {} is given twice (or is also a directory)", f.path)));
+            return Err(IsoError::Invalid(format!(
+                "cpio member {} is given twice (or is also a directory)",
+                f.path
+            )));
         }
-        let mode = if f.mode & S_IFMT == 0 { f.mode | S_IFREG } else { f.mode };
+        let mode = if f.mode & S_IFMT == 0 {
+            f.mode | S_IFREG
+        } else {
+            f.mode
+        };
         push_member(&mut out, ino, mode, 1, f.mtime, f.path, f.data);
         ino += 1;
     }
@@ -175,9 +193,12 @@ pub fn read_newc(buf: &[u8]) -> Result<Vec<CpioMember>> {
         }
         // one archive
         loop {
-            let h = buf
-                .get(pos..pos + 110)
-                .ok_or_else(|| corrupt(format!("cpio header at byte {pos} runs past the end ({} bytes)", buf.len())))?;
+            let h = buf.get(pos..pos + 110).ok_or_else(|| {
+                corrupt(format!(
+                    "cpio header at byte {pos} runs past the end ({} bytes)",
+                    buf.len()
+                ))
+            })?;
             if &h[..6] != b"070701" && &h[..6] != b"070702" {
                 return Err(corrupt(format!("no newc cpio magic at byte {pos}")));
             }
@@ -203,7 +224,12 @@ pub fn read_newc(buf: &[u8]) -> Result<Vec<CpioMember>> {
             if name == TRAILER {
                 break;
             }
-            members.push(CpioMember { path: name, mode, mtime, data: data.to_vec() });
+            members.push(CpioMember {
+                path: name,
+                mode,
+                mtime,
+                data: data.to_vec(),
+            });
         }
     }
     Ok(members)
@@ -216,9 +242,24 @@ mod tests {
     #[test]
     fn round_trip_with_parent_dirs() {
         let a = newc_archive(&[
-            CpioFile { path: "config.ign", mode: 0o100600, mtime: 5, data: b"{\"ignition\":{}}" },
-            CpioFile { path: "etc/a/b.conf", mode: 0o644, mtime: 7, data: b"xyz" },
-            CpioFile { path: "etc/a/c", mode: 0o100600, mtime: 7, data: b"" },
+            CpioFile {
+                path: "config.ign",
+                mode: 0o100600,
+                mtime: 5,
+                data: b"{\"ignition\":{}}",
+            },
+            CpioFile {
+                path: "etc/a/b.conf",
+                mode: 0o644,
+                mtime: 7,
+                data: b"xyz",
+            },
+            CpioFile {
+                path: "etc/a/c",
+                mode: 0o100600,
+                mtime: 7,
+                data: b"",
+            },
         ])
         .unwrap();
         assert_eq!(a.len() % 4, 0);
@@ -239,18 +280,44 @@ mod tests {
 
     #[test]
     fn absolute_and_flat() {
-        let f = [CpioFile { path: "/etc/assisted/a.env", mode: 0o100600, mtime: 9, data: b"A=1\n" }];
-        let names = |a: &[u8]| read_newc(a).unwrap().into_iter().map(|m| m.path).collect::<Vec<_>>();
-        assert_eq!(names(&newc_archive(&f).unwrap()), ["/etc", "/etc/assisted", "/etc/assisted/a.env"]);
+        let f = [CpioFile {
+            path: "/etc/assisted/a.env",
+            mode: 0o100600,
+            mtime: 9,
+            data: b"A=1\n",
+        }];
+        let names = |a: &[u8]| {
+            read_newc(a)
+                .unwrap()
+                .into_iter()
+                .map(|m| m.path)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            names(&newc_archive(&f).unwrap()),
+            ["/etc", "/etc/assisted", "/etc/assisted/a.env"]
+        );
         assert_eq!(names(&newc_archive_flat(&f).unwrap()), ["/etc/assisted/a.env"]);
     }
 
     #[test]
     fn gnu_cpio_reads_it() {
-        let a = newc_archive(&[CpioFile { path: "d/x.txt", mode: 0o100640, mtime: 1_700_000_000, data: b"hello\n" }]).unwrap();
+        let a = newc_archive(&[CpioFile {
+            path: "d/x.txt",
+            mode: 0o100640,
+            mtime: 1_700_000_000,
+            data: b"hello\n",
+        }])
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let out = std::process::Command::new("cpio")
-            .args(["-i", "-d", "--quiet", "--no-absolute-filenames", "--preserve-modification-time"])
+            .args([
+                "-i",
+                "-d",
+                "--quiet",
+                "--no-absolute-filenames",
+                "--preserve-modification-time",
+            ])
             .current_dir(dir.path())
             .stdin(std::process::Stdio::piped())
             .spawn()
@@ -276,11 +343,42 @@ mod tests {
     #[test]
     fn bad_paths_and_corrupt_input() {
         for p in ["/", "a/../b", "", "a//b", "TRAILER!!!", "d/", "/x/./y"] {
-            assert!(newc_archive(&[CpioFile { path: p, mode: 0o600, mtime: 0, data: b"" }]).is_err(), "{p}");
+            assert!(
+                newc_archive(&[CpioFile {
+                    path: p,
+                    mode: 0o600,
+                    mtime: 0,
+                    data: b""
+                }])
+                .is_err(),
+                "{p}"
+            );
         }
-        let dup = [CpioFile { path: "a", mode: 0o600, mtime: 0, data: b"" }, CpioFile { path: "a", mode: 0o600, mtime: 0, data: b"" }];
-        assert!(newc_archive(&dup).unwrap_err().to_string().contains("given twice"));
-        let a = newc_archive(&[CpioFile { path: "f", mode: 0o600, mtime: 0, data: b"0123456789" }]).unwrap();
+        let dup = [
+            CpioFile {
+                path: "a",
+                mode: 0o600,
+                mtime: 0,
+                data: b"",
+            },
+            CpioFile {
+                path: "a",
+                mode: 0o600,
+                mtime: 0,
+                data: b"",
+            },
+        ];
+        assert!(newc_archive(&dup)
+            .unwrap_err()
+            .to_string()
+            .contains("given twice"));
+        let a = newc_archive(&[CpioFile {
+            path: "f",
+            mode: 0o600,
+            mtime: 0,
+            data: b"0123456789",
+        }])
+        .unwrap();
         let e = read_newc(&a[..120]).unwrap_err().to_string();
         assert!(e.contains("runs past the end"), "{e}");
         assert!(read_newc(&[b'x'; 200]).unwrap_err().to_string().contains("magic"));

@@ -117,15 +117,28 @@ struct KargsJsonFile {
     end: Option<char>,
 }
 
-fn read_exact_at<R: Read + Seek>(r: &mut R, offset: u64, len: usize, what: &str, image_size: u64) -> Result<Vec<u8>> {
+fn read_exact_at<R: Read + Seek>(
+    r: &mut R,
+    offset: u64,
+    len: usize,
+    what: &str,
+    image_size: u64,
+) -> Result<Vec<u8>> {
     if offset.checked_add(len as u64).is_none_or(|e| e > image_size) {
-        return Err(IsoError::Truncated { what: format!("{what} ({len} bytes)"), offset });
+        return Err(IsoError::Truncated {
+            what: format!("{what} ({len} bytes)"),
+            offset,
+        });
     }
-    r.seek(SeekFrom::Start(offset)).map_err(|e| IsoError::io(format!("seeking to {what} at byte {offset}"), e))?;
+    r.seek(SeekFrom::Start(offset))
+        .map_err(|e| IsoError::io(format!("seeking to {what} at byte {offset}"), e))?;
     let mut buf = vec![0u8; len];
     r.read_exact(&mut buf).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            IsoError::Truncated { what: what.to_string(), offset }
+            IsoError::Truncated {
+                what: what.to_string(),
+                offset,
+            }
         } else {
             IsoError::io(format!("reading {what} at byte {offset}"), e)
         }
@@ -137,16 +150,22 @@ fn ascii_byte(c: Option<char>, default: u8, field: &str, path: &str) -> Result<u
     match c {
         None => Ok(default),
         Some(c) if c.is_ascii() => Ok(c as u8),
-        Some(c) => Err(IsoError::KargsInvalid { reason: format!("{field} {c:?} of {path} is not a single ASCII character") }),
+        Some(c) => Err(IsoError::KargsInvalid {
+            reason: format!("{field} {c:?} of {path} is not a single ASCII character"),
+        }),
     }
 }
 
 /// The kargs held by an area: the text up to the first `pad` run, without `end`, trimmed
 /// (coreos-installer `KargEmbedAreas::parse`).
 fn parse_karg_area(bytes: &[u8], pad: u8, end: u8) -> Result<String> {
-    let s = std::str::from_utf8(bytes)
-        .map_err(|_| IsoError::KargsInvalid { reason: "a karg embed area is not valid UTF-8".into() })?;
-    Ok(s.trim_end_matches(pad as char).trim_end_matches(end as char).trim().to_string())
+    let s = std::str::from_utf8(bytes).map_err(|_| IsoError::KargsInvalid {
+        reason: "a karg embed area is not valid UTF-8".into(),
+    })?;
+    Ok(s.trim_end_matches(pad as char)
+        .trim_end_matches(end as char)
+        .trim()
+        .to_string())
 }
 
 /// Reads the embed areas of a CoreOS live ISO.
@@ -157,40 +176,62 @@ fn parse_karg_area(bytes: &[u8], pad: u8, end: u8) -> Result<String> {
 /// (bad JSON, `size` over 2048, `default` longer than `size`, a listed file missing or too
 /// short, areas holding different kargs, overlapping areas), I/O errors.
 pub fn plan<R: Read + Seek>(base: &mut R) -> Result<EmbedPlan> {
-    let image_size = base.seek(SeekFrom::End(0)).map_err(|e| IsoError::io("finding the size of the base ISO", e))?;
+    let image_size = base
+        .seek(SeekFrom::End(0))
+        .map_err(|e| IsoError::io("finding the size of the base ISO", e))?;
     // Ignition area
     let igninfo = iso9660::find(base, "coreos/igninfo.json")?;
     let info = match &igninfo {
         Some(e) => {
             let bytes = iso9660::read_entry(base, e)?;
-            serde_json::from_slice::<IgnInfo>(&bytes)
-                .map_err(|err| IsoError::IgnInfoInvalid { reason: format!("{err} (expected {{\"file\": ..., \"offset\"?: ..., \"length\"?: ...}})") })?
+            serde_json::from_slice::<IgnInfo>(&bytes).map_err(|err| IsoError::IgnInfoInvalid {
+                reason: format!("{err} (expected {{\"file\": ..., \"offset\"?: ..., \"length\"?: ...}})"),
+            })?
         }
-        None => IgnInfo { file: DEFAULT_IGNITION_FILE.into(), offset: None, length: None },
+        None => IgnInfo {
+            file: DEFAULT_IGNITION_FILE.into(),
+            offset: None,
+            length: None,
+        },
     };
     let Some(file) = iso9660::find(base, &info.file)? else {
         return Err(if igninfo.is_none() {
-            IsoError::NotCoreOs { detail: "it has neither coreos/igninfo.json nor images/ignition.img".into() }
+            IsoError::NotCoreOs {
+                detail: "it has neither coreos/igninfo.json nor images/ignition.img".into(),
+            }
         } else {
-            IsoError::IgnInfoInvalid { reason: format!("it names {:?}, which the image does not contain", info.file) }
+            IsoError::IgnInfoInvalid {
+                reason: format!("it names {:?}, which the image does not contain", info.file),
+            }
         });
     };
     if file.is_dir {
-        return Err(IsoError::IgnInfoInvalid { reason: format!("{} is a directory", info.file) });
+        return Err(IsoError::IgnInfoInvalid {
+            reason: format!("{} is a directory", info.file),
+        });
     }
     let file_offset = info.offset.unwrap_or(0);
     if file_offset > file.size {
         return Err(IsoError::IgnInfoInvalid {
-            reason: format!("offset {file_offset} lies past the end of {} ({} bytes)", info.file, file.size),
+            reason: format!(
+                "offset {file_offset} lies past the end of {} ({} bytes)",
+                info.file, file.size
+            ),
         });
     }
     let length = info.length.unwrap_or(file.size - file_offset);
     if file_offset + length > file.size {
         return Err(IsoError::IgnInfoInvalid {
-            reason: format!("offset {file_offset} + length {length} runs past the end of {} ({} bytes)", info.file, file.size),
+            reason: format!(
+                "offset {file_offset} + length {length} runs past the end of {} ({} bytes)",
+                info.file, file.size
+            ),
         });
     }
-    let ignition_area = Region { offset: file.offset + file_offset, length };
+    let ignition_area = Region {
+        offset: file.offset + file_offset,
+        length,
+    };
     let ignition_present = area_has_data(base, ignition_area, image_size)?;
 
     // Karg areas
@@ -217,7 +258,12 @@ pub fn plan<R: Read + Seek>(base: &mut R) -> Result<EmbedPlan> {
     }
     for (i, a) in karg_areas.iter().enumerate() {
         if a.region.overlaps(&ignition_area) || karg_areas[..i].iter().any(|b| b.region.overlaps(&a.region)) {
-            return Err(IsoError::KargsInvalid { reason: format!("the karg area at byte {} overlaps another embed area", a.region.offset) });
+            return Err(IsoError::KargsInvalid {
+                reason: format!(
+                    "the karg area at byte {} overlaps another embed area",
+                    a.region.offset
+                ),
+            });
         }
     }
     Ok(EmbedPlan {
@@ -234,21 +280,27 @@ pub fn plan<R: Read + Seek>(base: &mut R) -> Result<EmbedPlan> {
 
 /// [`plan`] for a file path; I/O errors name the path.
 pub fn plan_file(path: &Path) -> Result<EmbedPlan> {
-    let mut f = File::open(path).map_err(|e| IsoError::io(format!("cannot open base ISO {}", path.display()), e))?;
+    let mut f =
+        File::open(path).map_err(|e| IsoError::io(format!("cannot open base ISO {}", path.display()), e))?;
     plan(&mut f)
 }
 
 fn area_has_data<R: Read + Seek>(r: &mut R, area: Region, image_size: u64) -> Result<bool> {
     if area.end() > image_size {
-        return Err(IsoError::Truncated { what: format!("Ignition embed area ({} bytes)", area.length), offset: area.offset });
+        return Err(IsoError::Truncated {
+            what: format!("Ignition embed area ({} bytes)", area.length),
+            offset: area.offset,
+        });
     }
-    r.seek(SeekFrom::Start(area.offset)).map_err(|e| IsoError::io("seeking to the Ignition embed area", e))?;
+    r.seek(SeekFrom::Start(area.offset))
+        .map_err(|e| IsoError::io("seeking to the Ignition embed area", e))?;
     let mut left = area.length;
     let mut buf = vec![0u8; 64 * 1024];
     let mut any = false;
     while left > 0 {
         let n = left.min(buf.len() as u64) as usize;
-        r.read_exact(&mut buf[..n]).map_err(|e| IsoError::io("reading the Ignition embed area", e))?;
+        r.read_exact(&mut buf[..n])
+            .map_err(|e| IsoError::io("reading the Ignition embed area", e))?;
         any |= buf[..n].iter().any(|b| *b != 0);
         left -= n as u64;
     }
@@ -266,26 +318,46 @@ fn karg_areas<R: Read + Seek>(base: &mut R, image_size: u64) -> Result<KargAreas
         reason: format!("{e} (expected {{\"default\": ..., \"files\": [{{\"path\", \"offset\", \"pad\"?, \"end\"?}}], \"size\": ...}})"),
     })?;
     if info.size > MAX_KARG_AREA {
-        return Err(IsoError::KargsInvalid { reason: format!("size {} is larger than {MAX_KARG_AREA}", info.size) });
+        return Err(IsoError::KargsInvalid {
+            reason: format!("size {} is larger than {MAX_KARG_AREA}", info.size),
+        });
     }
     if info.default.len() > info.size {
-        return Err(IsoError::KargsInvalid { reason: format!("default kargs ({} bytes) are larger than size {}", info.default.len(), info.size) });
+        return Err(IsoError::KargsInvalid {
+            reason: format!(
+                "default kargs ({} bytes) are larger than size {}",
+                info.default.len(),
+                info.size
+            ),
+        });
     }
     if info.files.is_empty() {
-        return Err(IsoError::KargsInvalid { reason: "files is empty".into() });
+        return Err(IsoError::KargsInvalid {
+            reason: "files is empty".into(),
+        });
     }
     let mut areas = Vec::new();
     for f in &info.files {
-        let e = iso9660::find(base, &f.path)?
-            .ok_or_else(|| IsoError::KargsInvalid { reason: format!("it names {:?}, which the image does not contain", f.path) })?;
+        let e = iso9660::find(base, &f.path)?.ok_or_else(|| IsoError::KargsInvalid {
+            reason: format!("it names {:?}, which the image does not contain", f.path),
+        })?;
         if f.offset + info.size as u64 > e.size {
             return Err(IsoError::KargsInvalid {
-                reason: format!("offset {} + size {} runs past the end of {} ({} bytes)", f.offset, info.size, f.path, e.size),
+                reason: format!(
+                    "offset {} + size {} runs past the end of {} ({} bytes)",
+                    f.offset, info.size, f.path, e.size
+                ),
             });
         }
-        let region = Region { offset: e.offset + f.offset, length: info.size as u64 };
+        let region = Region {
+            offset: e.offset + f.offset,
+            length: info.size as u64,
+        };
         if region.end() > image_size {
-            return Err(IsoError::Truncated { what: format!("karg embed area in {}", f.path), offset: region.offset });
+            return Err(IsoError::Truncated {
+                what: format!("karg embed area in {}", f.path),
+                offset: region.offset,
+            });
         }
         areas.push(KargArea {
             region,
@@ -309,10 +381,18 @@ fn legacy_karg_areas<R: Read + Seek>(base: &mut R, image_size: u64) -> Result<Ka
     let u = |i: usize| u64::from_le_bytes(h[8 + i * 8..16 + i * 8].try_into().expect("8 bytes"));
     let size = u(0);
     if size > MAX_KARG_AREA as u64 || size == 0 {
-        return Err(IsoError::KargsInvalid { reason: format!("coreKarg header: area length {size} is not within 1..={MAX_KARG_AREA}") });
+        return Err(IsoError::KargsInvalid {
+            reason: format!("coreKarg header: area length {size} is not within 1..={MAX_KARG_AREA}"),
+        });
     }
     let size = size as usize;
-    let default_bytes = read_exact_at(base, u(1), size, "default kargs of the coreKarg header", image_size)?;
+    let default_bytes = read_exact_at(
+        base,
+        u(1),
+        size,
+        "default kargs of the coreKarg header",
+        image_size,
+    )?;
     let default = parse_karg_area(&default_bytes, b'#', b'\n')?;
     let mut areas = Vec::new();
     for i in 2..8 {
@@ -321,12 +401,25 @@ fn legacy_karg_areas<R: Read + Seek>(base: &mut R, image_size: u64) -> Result<Ka
             break;
         }
         if off + size as u64 > image_size {
-            return Err(IsoError::Truncated { what: "karg embed area of the coreKarg header".into(), offset: off });
+            return Err(IsoError::Truncated {
+                what: "karg embed area of the coreKarg header".into(),
+                offset: off,
+            });
         }
-        areas.push(KargArea { region: Region { offset: off, length: size as u64 }, file: None, pad: b'#', end: b'\n' });
+        areas.push(KargArea {
+            region: Region {
+                offset: off,
+                length: size as u64,
+            },
+            file: None,
+            pad: b'#',
+            end: b'\n',
+        });
     }
     if areas.is_empty() {
-        return Err(IsoError::KargsInvalid { reason: "coreKarg header lists no areas".into() });
+        return Err(IsoError::KargsInvalid {
+            reason: "coreKarg header lists no areas".into(),
+        });
     }
     areas.sort_by_key(|a| a.region.offset);
     Ok((areas, size, Some(default)))
@@ -345,13 +438,17 @@ impl EmbedPlan {
             return Ok(None);
         }
         let Some(current) = &self.current_kargs else {
-            return Err(IsoError::NoKargAreas { wanted: extra.join(" ") });
+            return Err(IsoError::NoKargAreas {
+                wanted: extra.join(" "),
+            });
         };
         let mut out = current.trim().to_string();
         for k in extra {
             let k = k.trim();
             if k.is_empty() || k.contains(['\n', '\r', '\0']) {
-                return Err(IsoError::Invalid(format!("kernel argument {k:?} is empty or contains a line break or NUL")));
+                return Err(IsoError::Invalid(format!(
+                    "kernel argument {k:?} is empty or contains a line break or NUL"
+                )));
             }
             if !out.is_empty() {
                 out.push(' ');
@@ -366,10 +463,15 @@ impl EmbedPlan {
     /// needs a byte).
     pub fn check_kargs(&self, kargs: &str) -> Result<()> {
         if self.karg_areas.is_empty() {
-            return Err(IsoError::NoKargAreas { wanted: kargs.to_string() });
+            return Err(IsoError::NoKargAreas {
+                wanted: kargs.to_string(),
+            });
         }
         if kargs.trim().len() >= self.karg_area_size {
-            return Err(IsoError::KargsTooLong { len: kargs.trim().len() + 1, size: self.karg_area_size });
+            return Err(IsoError::KargsTooLong {
+                len: kargs.trim().len() + 1,
+                size: self.karg_area_size,
+            });
         }
         Ok(())
     }
@@ -389,7 +491,11 @@ impl EmbedPlan {
     /// Errors: [`IsoError::IgnitionTooLarge`] with both sizes and the `--pxe` hint.
     pub fn check_archive_fits(&self, archive: &[u8]) -> Result<()> {
         if archive.len() as u64 > self.ignition_area.length {
-            return Err(IsoError::IgnitionTooLarge { compressed: archive.len(), area: self.ignition_area.length, file: self.ignition_file.clone() });
+            return Err(IsoError::IgnitionTooLarge {
+                compressed: archive.len(),
+                area: self.ignition_area.length,
+                file: self.ignition_file.clone(),
+            });
         }
         Ok(())
     }
@@ -415,10 +521,13 @@ pub fn xz_crc32(data: &[u8]) -> Result<Vec<u8>> {
     opts.dict_size(dict);
     let mut filters = Filters::new();
     filters.lzma2(&opts);
-    let stream = Stream::new_stream_encoder(&filters, Check::Crc32).map_err(|e| IsoError::Invalid(format!("creating the xz encoder: {e}")))?;
+    let stream = Stream::new_stream_encoder(&filters, Check::Crc32)
+        .map_err(|e| IsoError::Invalid(format!("creating the xz encoder: {e}")))?;
     let mut enc = liblzma::write::XzEncoder::new_stream(Vec::with_capacity(data.len() / 4 + 64), stream);
-    enc.write_all(data).map_err(|e| IsoError::io("xz-compressing the Ignition archive", e))?;
-    enc.finish().map_err(|e| IsoError::io("xz-compressing the Ignition archive", e))
+    enc.write_all(data)
+        .map_err(|e| IsoError::io("xz-compressing the Ignition archive", e))?;
+    enc.finish()
+        .map_err(|e| IsoError::io("xz-compressing the Ignition archive", e))
 }
 
 /// The initrd archive to embed: an xz (CRC32) compressed newc cpio holding `config.ign`
@@ -430,7 +539,12 @@ pub fn xz_crc32(data: &[u8]) -> Result<Vec<u8>> {
 /// `etc/coreos-firstboot-network/eth0.nmconnection`). Errors: [`IsoError::Invalid`] for a bad
 /// or duplicate path.
 pub fn ignition_archive(config_ign: &[u8], extra: &[CpioFile<'_>]) -> Result<Vec<u8>> {
-    let mut files = vec![CpioFile { path: IGNITION_MEMBER, mode: IGNITION_MODE, mtime: 0, data: config_ign }];
+    let mut files = vec![CpioFile {
+        path: IGNITION_MEMBER,
+        mode: IGNITION_MODE,
+        mtime: 0,
+        data: config_ign,
+    }];
     files.extend_from_slice(extra);
     xz_crc32(&newc_archive(&files)?)
 }
@@ -463,10 +577,21 @@ pub struct WriteOptions {
 /// `archive` is larger than the area; [`IsoError::KargsTooLong`] / [`IsoError::NoKargAreas`];
 /// [`IsoError::Invalid`] when the base is not the size `plan` saw; [`IsoError::AlreadyExists`];
 /// I/O errors naming the paths.
-pub fn write_node_iso(base_path: &Path, out_path: &Path, plan: &EmbedPlan, archive: &[u8], kargs: Option<&str>, opts: WriteOptions) -> Result<Written> {
+pub fn write_node_iso(
+    base_path: &Path,
+    out_path: &Path,
+    plan: &EmbedPlan,
+    archive: &[u8],
+    kargs: Option<&str>,
+    opts: WriteOptions,
+) -> Result<Written> {
     let patches = patches(plan, archive, kargs)?;
-    let mut base = File::open(base_path).map_err(|e| IsoError::io(format!("cannot open base ISO {}", base_path.display()), e))?;
-    let size = base.metadata().map_err(|e| IsoError::io(format!("cannot stat {}", base_path.display()), e))?.len();
+    let mut base = File::open(base_path)
+        .map_err(|e| IsoError::io(format!("cannot open base ISO {}", base_path.display()), e))?;
+    let size = base
+        .metadata()
+        .map_err(|e| IsoError::io(format!("cannot stat {}", base_path.display()), e))?
+        .len();
     if size != plan.image_size {
         return Err(IsoError::Invalid(format!(
             "base ISO {} is {size} bytes, but the embed plan was made for {} bytes; it changed meanwhile, run again",
@@ -477,14 +602,27 @@ pub fn write_node_iso(base_path: &Path, out_path: &Path, plan: &EmbedPlan, archi
     let mut out = AtomicFile::create(out_path, opts.force)?;
     let tmp = out.temp_path().display().to_string();
     let sha256 = if opts.sha256 {
-        Some(copy_patched_hashing(&mut base, out.file(), &patches, size, base_path, &tmp)?)
+        Some(copy_patched_hashing(
+            &mut base,
+            out.file(),
+            &patches,
+            size,
+            base_path,
+            &tmp,
+        )?)
     } else {
-        let n = super::output::copy_range(&base, out.file(), size).map_err(|e| IsoError::io(format!("copying {} to {tmp}", base_path.display()), e))?;
+        let n = super::output::copy_range(&base, out.file(), size)
+            .map_err(|e| IsoError::io(format!("copying {} to {tmp}", base_path.display()), e))?;
         if n != size {
-            return Err(IsoError::Truncated { what: format!("base ISO {} shrank while copying", base_path.display()), offset: n });
+            return Err(IsoError::Truncated {
+                what: format!("base ISO {} shrank while copying", base_path.display()),
+                offset: n,
+            });
         }
         for (off, bytes) in &patches {
-            out.file().write_all_at(bytes, *off).map_err(|e| IsoError::io(format!("writing an embed area of {tmp} at byte {off}"), e))?;
+            out.file()
+                .write_all_at(bytes, *off)
+                .map_err(|e| IsoError::io(format!("writing an embed area of {tmp} at byte {off}"), e))?;
         }
         None
     };
@@ -509,17 +647,28 @@ pub fn patches(plan: &EmbedPlan, archive: &[u8], kargs: Option<&str>) -> Result<
 }
 
 /// One pass: read the base in 1 MiB chunks, overlay the patches, hash, write.
-fn copy_patched_hashing(base: &mut File, out: &mut File, patches: &[(u64, Vec<u8>)], size: u64, base_path: &Path, tmp: &str) -> Result<String> {
+fn copy_patched_hashing(
+    base: &mut File,
+    out: &mut File,
+    patches: &[(u64, Vec<u8>)],
+    size: u64,
+    base_path: &Path,
+    tmp: &str,
+) -> Result<String> {
     const CHUNK: usize = 1 << 20;
     let mut buf = vec![0u8; CHUNK];
     let mut hasher = Sha256::new();
-    base.seek(SeekFrom::Start(0)).map_err(|e| IsoError::io(format!("seeking in {}", base_path.display()), e))?;
+    base.seek(SeekFrom::Start(0))
+        .map_err(|e| IsoError::io(format!("seeking in {}", base_path.display()), e))?;
     let mut pos = 0u64;
     while pos < size {
         let n = (size - pos).min(CHUNK as u64) as usize;
         base.read_exact(&mut buf[..n]).map_err(|e| {
             if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                IsoError::Truncated { what: format!("base ISO {} shrank while copying", base_path.display()), offset: pos }
+                IsoError::Truncated {
+                    what: format!("base ISO {} shrank while copying", base_path.display()),
+                    offset: pos,
+                }
             } else {
                 IsoError::io(format!("reading {}", base_path.display()), e)
             }
@@ -530,11 +679,13 @@ fn copy_patched_hashing(base: &mut File, out: &mut File, patches: &[(u64, Vec<u8
             if *off < end && pend > pos {
                 let from = (*off).max(pos);
                 let to = pend.min(end);
-                buf[(from - pos) as usize..(to - pos) as usize].copy_from_slice(&bytes[(from - off) as usize..(to - off) as usize]);
+                buf[(from - pos) as usize..(to - pos) as usize]
+                    .copy_from_slice(&bytes[(from - off) as usize..(to - off) as usize]);
             }
         }
         hasher.update(&buf[..n]);
-        out.write_all(&buf[..n]).map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
+        out.write_all(&buf[..n])
+            .map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
         pos = end;
     }
     Ok(hex::encode(hasher.finalize()))
@@ -554,9 +705,13 @@ pub fn decompress_initrd(bytes: &[u8]) -> Result<Vec<u8>> {
         out.extend_from_slice(bytes);
         Ok(0)
     } else {
-        return Err(IsoError::Corrupt { what: "the embedded initrd archive is neither xz, gzip nor newc cpio".into() });
+        return Err(IsoError::Corrupt {
+            what: "the embedded initrd archive is neither xz, gzip nor newc cpio".into(),
+        });
     };
-    r.map_err(|e| IsoError::Corrupt { what: format!("cannot decompress the embedded initrd archive: {e}") })?;
+    r.map_err(|e| IsoError::Corrupt {
+        what: format!("cannot decompress the embedded initrd archive: {e}"),
+    })?;
     Ok(out)
 }
 
@@ -564,7 +719,13 @@ pub fn decompress_initrd(bytes: &[u8]) -> Result<Vec<u8>> {
 /// empty when the area is all zeros. Errors: as [`plan`] and [`decompress_initrd`].
 pub fn read_embedded<R: Read + Seek>(image: &mut R) -> Result<Vec<CpioMember>> {
     let p = plan(image)?;
-    let bytes = read_exact_at(image, p.ignition_area.offset, p.ignition_area.length as usize, "Ignition embed area", p.image_size)?;
+    let bytes = read_exact_at(
+        image,
+        p.ignition_area.offset,
+        p.ignition_area.length as usize,
+        "Ignition embed area",
+        p.image_size,
+    )?;
     if bytes.iter().all(|b| *b == 0) {
         return Ok(Vec::new());
     }
@@ -574,7 +735,10 @@ pub fn read_embedded<R: Read + Seek>(image: &mut R) -> Result<Vec<CpioMember>> {
 /// The `config.ign` embedded in `image`, or `None` when there is none (like
 /// `coreos-installer iso ignition show`).
 pub fn read_embedded_ignition<R: Read + Seek>(image: &mut R) -> Result<Option<Vec<u8>>> {
-    Ok(read_embedded(image)?.into_iter().find(|m| m.path == IGNITION_MEMBER).map(|m| m.data))
+    Ok(read_embedded(image)?
+        .into_iter()
+        .find(|m| m.path == IGNITION_MEMBER)
+        .map(|m| m.data))
 }
 
 #[cfg(test)]
@@ -594,7 +758,10 @@ mod tests {
         assert!(!p.ignition_present);
         assert_eq!(p.karg_areas.len(), 2);
         assert_eq!(p.karg_area_size, 1139);
-        assert_eq!(p.current_kargs.as_deref(), Some(agent_day2_sim::baseiso::default_kargs().as_str()));
+        assert_eq!(
+            p.current_kargs.as_deref(),
+            Some(agent_day2_sim::baseiso::default_kargs().as_str())
+        );
         assert_eq!(p.default_kargs, p.current_kargs);
         // the area really is the file's extent
         let e = iso9660::get(&mut Cursor::new(&iso), "images/ignition.img").unwrap();
@@ -604,8 +771,17 @@ mod tests {
     #[test]
     fn kargs_append_and_limits() {
         let p = plan(&mut Cursor::new(sim_iso())).unwrap();
-        let k = p.kargs_appending(&["fips=1".into(), "  console=ttyS0 ".into()]).unwrap().unwrap();
-        assert_eq!(k, format!("{} fips=1 console=ttyS0", agent_day2_sim::baseiso::default_kargs()));
+        let k = p
+            .kargs_appending(&["fips=1".into(), "  console=ttyS0 ".into()])
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            k,
+            format!(
+                "{} fips=1 console=ttyS0",
+                agent_day2_sim::baseiso::default_kargs()
+            )
+        );
         assert_eq!(p.kargs_appending(&[]).unwrap(), None);
         let b = p.karg_area_bytes(&p.karg_areas[0], &k).unwrap();
         assert_eq!(b.len(), 1139);
@@ -614,7 +790,10 @@ mod tests {
         assert!(b[k.len() + 1..].iter().all(|c| *c == b'#'));
         assert_eq!(parse_karg_area(&b, b'#', b'\n').unwrap(), k);
         let long = vec!["x".repeat(1139)];
-        assert!(matches!(p.kargs_appending(&long).unwrap_err(), IsoError::KargsTooLong { .. }));
+        assert!(matches!(
+            p.kargs_appending(&long).unwrap_err(),
+            IsoError::KargsTooLong { .. }
+        ));
         // exactly size-1 bytes fits (the end byte takes the last one)
         let cur = p.current_kargs.clone().unwrap();
         let fill = vec!["y".repeat(1139 - 1 - cur.len() - 1)];
@@ -625,13 +804,21 @@ mod tests {
         none.karg_areas.clear();
         none.current_kargs = None;
         let e = none.kargs_appending(&["fips=1".into()]).unwrap_err();
-        assert!(e.to_string().contains("fips=1") && e.to_string().contains("--pxe"), "{e}");
+        assert!(
+            e.to_string().contains("fips=1") && e.to_string().contains("--pxe"),
+            "{e}"
+        );
     }
 
     #[test]
     fn archive_is_xz_crc32_and_round_trips() {
         let cfg = br#"{"ignition":{"version":"3.2.0"}}"#;
-        let extra = [CpioFile { path: "etc/coreos-firstboot-network/a.nmconnection", mode: 0o100600, mtime: 3, data: b"[connection]\n" }];
+        let extra = [CpioFile {
+            path: "etc/coreos-firstboot-network/a.nmconnection",
+            mode: 0o100600,
+            mtime: 3,
+            data: b"[connection]\n",
+        }];
         let a = ignition_archive(cfg, &extra).unwrap();
         assert!(a.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]));
         // stream flags: byte 7 is the check type, 0x01 = CRC32
@@ -641,7 +828,10 @@ mod tests {
         assert_eq!(m[0].path, "config.ign");
         assert_eq!(m[0].mode, 0o100600);
         assert_eq!(m[0].data, cfg);
-        assert_eq!(m.last().unwrap().path, "etc/coreos-firstboot-network/a.nmconnection");
+        assert_eq!(
+            m.last().unwrap().path,
+            "etc/coreos-firstboot-network/a.nmconnection"
+        );
         assert_eq!(ignition_archive(cfg, &extra).unwrap(), a, "deterministic");
     }
 }

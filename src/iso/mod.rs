@@ -22,8 +22,8 @@ pub mod pxe;
 use std::path::PathBuf;
 
 pub use embed::{
-    ignition_archive, plan, plan_file, read_embedded, read_embedded_ignition, write_node_iso, EmbedPlan, KargArea,
-    Region, WriteOptions, Written,
+    ignition_archive, plan, plan_file, read_embedded, read_embedded_ignition, write_node_iso, EmbedPlan,
+    KargArea, Region, WriteOptions, Written,
 };
 pub use output::{write_new_file, AtomicFile};
 
@@ -59,7 +59,11 @@ pub enum IsoError {
     KargsTooLong { len: usize, size: usize },
     /// The compressed Ignition archive is larger than the embed area.
     #[error("the Ignition config does not fit in the ISO: compressed archive is {compressed} bytes, the embed area ({file}) holds {area} bytes; reduce the config (fewer hosts, smaller CA bundles or files) or use --pxe, which has no such limit")]
-    IgnitionTooLarge { compressed: usize, area: u64, file: String },
+    IgnitionTooLarge {
+        compressed: usize,
+        area: u64,
+        file: String,
+    },
     /// The output exists and replacing it was not asked for.
     #[error("{path} already exists; remove it, choose another --dir, or pass --force to replace it")]
     AlreadyExists { path: PathBuf },
@@ -80,7 +84,10 @@ pub enum IsoError {
 
 impl IsoError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        IsoError::Io { context: context.into(), source }
+        IsoError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }
 
@@ -88,13 +95,18 @@ impl From<agent_day2_iso9660::IsoError> for IsoError {
     fn from(e: agent_day2_iso9660::IsoError) -> Self {
         use agent_day2_iso9660::IsoError as F;
         match e {
-            F::NotIso { .. } | F::NoPrimary { .. } => IsoError::NotIso { detail: e.to_string() },
+            F::NotIso { .. } | F::NoPrimary { .. } => IsoError::NotIso {
+                detail: e.to_string(),
+            },
             F::Truncated { what, offset } => IsoError::Truncated { what, offset },
             F::Corrupt { .. } | F::BadInput { .. } => IsoError::Corrupt { what: e.to_string() },
             F::NotFound { path } => IsoError::MissingFile { path },
             F::Io { context, source } => {
                 if source.kind() == std::io::ErrorKind::UnexpectedEof {
-                    IsoError::Truncated { what: context, offset: 0 }
+                    IsoError::Truncated {
+                        what: context,
+                        offset: 0,
+                    }
                 } else {
                     IsoError::Io { context, source }
                 }

@@ -39,7 +39,9 @@ impl AtomicFile {
     /// (e.g. a missing or read-only directory).
     pub fn create(dest: &Path, force: bool) -> Result<Self> {
         if !force && dest.symlink_metadata().is_ok() {
-            return Err(IsoError::AlreadyExists { path: dest.to_path_buf() });
+            return Err(IsoError::AlreadyExists {
+                path: dest.to_path_buf(),
+            });
         }
         let name = dest
             .file_name()
@@ -63,7 +65,12 @@ impl AtomicFile {
             .map_err(|e| IsoError::io(format!("cannot create {}", tmp.display()), e))?;
         // Removed by the SIGINT/SIGTERM handler if the run is interrupted while writing.
         crate::tempfiles::register(&tmp);
-        Ok(AtomicFile { file: Some(file), tmp, dest: dest.to_path_buf(), force })
+        Ok(AtomicFile {
+            file: Some(file),
+            tmp,
+            dest: dest.to_path_buf(),
+            force,
+        })
     }
 
     /// The open temporary file (read/write), e.g. for `copy_file_range` or positioned writes.
@@ -103,22 +110,36 @@ impl AtomicFile {
     fn finish(mut self, durable: bool) -> Result<()> {
         let file = self.file.take().expect("AtomicFile committed twice");
         if durable {
-            file.sync_all().map_err(|e| IsoError::io(format!("cannot flush {} to disk", self.tmp.display()), e))?;
+            file.sync_all()
+                .map_err(|e| IsoError::io(format!("cannot flush {} to disk", self.tmp.display()), e))?;
         }
         drop(file);
-        let r = if self.force { std::fs::rename(&self.tmp, &self.dest) } else { rename_noreplace(&self.tmp, &self.dest) };
+        let r = if self.force {
+            std::fs::rename(&self.tmp, &self.dest)
+        } else {
+            rename_noreplace(&self.tmp, &self.dest)
+        };
         crate::tempfiles::unregister(&self.tmp);
         if let Err(e) = r {
             let _ = std::fs::remove_file(&self.tmp);
             return Err(if e.kind() == io::ErrorKind::AlreadyExists {
-                IsoError::AlreadyExists { path: self.dest.clone() }
+                IsoError::AlreadyExists {
+                    path: self.dest.clone(),
+                }
             } else {
-                IsoError::io(format!("cannot rename {} to {}", self.tmp.display(), self.dest.display()), e)
+                IsoError::io(
+                    format!("cannot rename {} to {}", self.tmp.display(), self.dest.display()),
+                    e,
+                )
             });
         }
         // the rename itself must survive a crash too
         if let (true, Some(dir)) = (durable, self.dest.parent()) {
-            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            let dir = if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            };
             if let Ok(d) = File::open(dir) {
                 let _ = d.sync_all();
             }
@@ -157,14 +178,23 @@ pub fn copy_range(src: &File, dst: &File, len: u64) -> io::Result<u64> {
 }
 
 fn cstr(p: &Path) -> io::Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
 }
 
 /// Renames `from` to `to` unless `to` exists (then `ErrorKind::AlreadyExists`), atomically.
 pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
     let (f, t) = (cstr(from)?, cstr(to)?);
     // SAFETY: both are valid NUL-terminated strings that outlive the call.
-    let rc = unsafe { libc::renameat2(libc::AT_FDCWD, f.as_ptr(), libc::AT_FDCWD, t.as_ptr(), libc::RENAME_NOREPLACE) };
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            f.as_ptr(),
+            libc::AT_FDCWD,
+            t.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
     if rc == 0 {
         return Ok(());
     }
@@ -183,7 +213,8 @@ pub fn rename_noreplace(from: &Path, to: &Path) -> io::Result<()> {
 /// no replacing without `force`). Errors as [`AtomicFile::create`] and [`AtomicFile::commit`].
 pub fn write_new_file(dest: &Path, bytes: &[u8], force: bool) -> Result<()> {
     let mut f = AtomicFile::create(dest, force)?;
-    f.write_all(bytes).map_err(|e| IsoError::io(format!("cannot write {}", f.temp_path().display()), e))?;
+    f.write_all(bytes)
+        .map_err(|e| IsoError::io(format!("cannot write {}", f.temp_path().display()), e))?;
     f.commit()
 }
 
@@ -201,14 +232,24 @@ mod tests {
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
         let e = write_new_file(&p, b"two", false).unwrap_err();
         assert!(matches!(e, IsoError::AlreadyExists { .. }));
-        assert!(e.to_string().contains("--force") && e.to_string().contains("node.iso"), "{e}");
+        assert!(
+            e.to_string().contains("--force") && e.to_string().contains("node.iso"),
+            "{e}"
+        );
         assert_eq!(std::fs::read(&p).unwrap(), b"one");
         write_new_file(&p, b"three", true).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"three");
         assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::metadata(d.path()).unwrap().permissions().mode(), dir_mode, "dir not chmod-ed");
+        assert_eq!(
+            std::fs::metadata(d.path()).unwrap().permissions().mode(),
+            dir_mode,
+            "dir not chmod-ed"
+        );
         // no temporary files left
-        let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("node.iso")]);
     }
 

@@ -62,15 +62,29 @@ pub fn file_names(arch: &str) -> [String; 4] {
 /// `coreos.liveiso=...` (there is no ISO to find), plus `coreos.live.rootfs_url=<base>/<rootfs>`
 /// when `base_url` is given, plus `extra`.
 pub fn pxe_kargs(plan: &EmbedPlan, arch: &str, base_url: Option<&str>, extra: &[String]) -> Result<String> {
-    let base = plan.default_kargs.as_deref().or(plan.current_kargs.as_deref()).unwrap_or("ignition.firstboot ignition.platform.id=metal");
-    let mut v: Vec<String> = base.split_whitespace().filter(|k| !k.starts_with("coreos.liveiso=")).map(str::to_string).collect();
+    let base = plan
+        .default_kargs
+        .as_deref()
+        .or(plan.current_kargs.as_deref())
+        .unwrap_or("ignition.firstboot ignition.platform.id=metal");
+    let mut v: Vec<String> = base
+        .split_whitespace()
+        .filter(|k| !k.starts_with("coreos.liveiso="))
+        .map(str::to_string)
+        .collect();
     if let Some(url) = base_url {
-        v.push(format!("coreos.live.rootfs_url={}/{}", url.trim_end_matches('/'), file_names(arch)[2]));
+        v.push(format!(
+            "coreos.live.rootfs_url={}/{}",
+            url.trim_end_matches('/'),
+            file_names(arch)[2]
+        ));
     }
     for k in extra {
         let k = k.trim();
         if k.is_empty() || k.contains(['\n', '\r', '\0']) {
-            return Err(IsoError::Invalid(format!("kernel argument {k:?} is empty or contains a line break or NUL")));
+            return Err(IsoError::Invalid(format!(
+                "kernel argument {k:?} is empty or contains a line break or NUL"
+            )));
         }
         v.push(k.to_string());
     }
@@ -78,11 +92,16 @@ pub fn pxe_kargs(plan: &EmbedPlan, arch: &str, base_url: Option<&str>, extra: &[
 }
 
 fn copy_extent(base: &mut File, e: &iso9660::IsoEntry, out: &mut AtomicFile, what: &str) -> Result<u64> {
-    base.seek(SeekFrom::Start(e.offset)).map_err(|err| IsoError::io(format!("seeking to {what}"), err))?;
+    base.seek(SeekFrom::Start(e.offset))
+        .map_err(|err| IsoError::io(format!("seeking to {what}"), err))?;
     let tmp = out.temp_path().display().to_string();
-    let n = super::output::copy_range(base, out.file(), e.size).map_err(|err| IsoError::io(format!("copying {what} to {tmp}"), err))?;
+    let n = super::output::copy_range(base, out.file(), e.size)
+        .map_err(|err| IsoError::io(format!("copying {what} to {tmp}"), err))?;
     if n != e.size {
-        return Err(IsoError::Truncated { what: what.to_string(), offset: e.offset + n });
+        return Err(IsoError::Truncated {
+            what: what.to_string(),
+            offset: e.offset + n,
+        });
     }
     Ok(n)
 }
@@ -97,7 +116,13 @@ fn copy_extent(base: &mut File, e: &iso9660::IsoEntry, out: &mut AtomicFile, wha
 /// Errors: [`IsoError::MissingFile`] when the image lacks `images/pxeboot/*`;
 /// [`IsoError::AlreadyExists`] for an existing file without `force` (checked for all four
 /// before anything is written); I/O errors naming the paths.
-pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: &[u8], opts: &PxeOptions) -> Result<PxeFiles> {
+pub fn write_pxe_files(
+    base_path: &Path,
+    dir: &Path,
+    plan: &EmbedPlan,
+    archive: &[u8],
+    opts: &PxeOptions,
+) -> Result<PxeFiles> {
     let names = file_names(&opts.arch);
     let paths: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
     if !opts.force {
@@ -107,7 +132,8 @@ pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: 
         }
     }
     let kargs = pxe_kargs(plan, &opts.arch, opts.base_url.as_deref(), &opts.extra_kargs)?;
-    let mut base = File::open(base_path).map_err(|e| IsoError::io(format!("cannot open base ISO {}", base_path.display()), e))?;
+    let mut base = File::open(base_path)
+        .map_err(|e| IsoError::io(format!("cannot open base ISO {}", base_path.display()), e))?;
     let find = |base: &mut File, p: &str| -> Result<iso9660::IsoEntry> {
         iso9660::find(base, p)?.ok_or_else(|| IsoError::MissingFile { path: p.to_string() })
     };
@@ -118,11 +144,15 @@ pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: 
     // kernel
     let mut out = AtomicFile::create(&paths[0], opts.force)?;
     let mut magic = [0u8; 2];
-    base.seek(SeekFrom::Start(vmlinuz.offset)).and_then(|_| base.read_exact(&mut magic)).map_err(|e| IsoError::io("reading images/pxeboot/vmlinuz", e))?;
+    base.seek(SeekFrom::Start(vmlinuz.offset))
+        .and_then(|_| base.read_exact(&mut magic))
+        .map_err(|e| IsoError::io("reading images/pxeboot/vmlinuz", e))?;
     if opts.arch == "aarch64" && magic == [0x1f, 0x8b] {
-        base.seek(SeekFrom::Start(vmlinuz.offset)).map_err(|e| IsoError::io("seeking to images/pxeboot/vmlinuz", e))?;
+        base.seek(SeekFrom::Start(vmlinuz.offset))
+            .map_err(|e| IsoError::io("seeking to images/pxeboot/vmlinuz", e))?;
         let mut gz = flate2::read::GzDecoder::new((&base).take(vmlinuz.size));
-        std::io::copy(&mut gz, out.file()).map_err(|e| IsoError::io("decompressing images/pxeboot/vmlinuz", e))?;
+        std::io::copy(&mut gz, out.file())
+            .map_err(|e| IsoError::io("decompressing images/pxeboot/vmlinuz", e))?;
     } else {
         copy_extent(&mut base, &vmlinuz, &mut out, "images/pxeboot/vmlinuz")?;
     }
@@ -133,7 +163,9 @@ pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: 
     let n = copy_extent(&mut base, &initrd, &mut out, "images/pxeboot/initrd.img")?;
     let pad = vec![0u8; ((4 - n % 4) % 4) as usize];
     let tmp = out.temp_path().display().to_string();
-    out.write_all(&pad).and_then(|_| out.write_all(archive)).map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
+    out.write_all(&pad)
+        .and_then(|_| out.write_all(archive))
+        .map_err(|e| IsoError::io(format!("writing {tmp}"), e))?;
     out.commit()?;
 
     // rootfs
@@ -154,5 +186,11 @@ pub fn write_pxe_files(base_path: &Path, dir: &Path, plan: &EmbedPlan, archive: 
         }
         None => None,
     };
-    Ok(PxeFiles { kernel: paths[0].clone(), initrd: paths[1].clone(), rootfs: paths[2].clone(), ipxe, kargs })
+    Ok(PxeFiles {
+        kernel: paths[0].clone(),
+        initrd: paths[1].clone(),
+        rootfs: paths[2].clone(),
+        ipxe,
+        kargs,
+    })
 }

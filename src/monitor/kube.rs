@@ -100,9 +100,7 @@ impl<K: kube::Resource> Store<K> {
                 false
             }
             Event::InitApply(k) => {
-                self.relist
-                    .get_or_insert_with(BTreeMap::new)
-                    .insert(name(&k), k);
+                self.relist.get_or_insert_with(BTreeMap::new).insert(name(&k), k);
                 false
             }
             Event::InitDone => {

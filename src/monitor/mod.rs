@@ -115,18 +115,13 @@ fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
 async fn read_auth(target: &KubeTarget) -> Result<AuthMaterial> {
     let api: ::kube::Api<Secret> =
         ::kube::Api::namespaced(target.client.clone(), crate::auth::SECRET_NAMESPACE);
-    let r = ResourceRef::namespaced(
-        "Secret",
-        crate::auth::SECRET_NAMESPACE,
-        crate::auth::SECRET_NAME,
-    );
+    let r = ResourceRef::namespaced("Secret", crate::auth::SECRET_NAMESPACE, crate::auth::SECRET_NAME);
     let s = api.get(crate::auth::SECRET_NAME).await.map_err(|e| {
         match classify(e, "read", r.clone(), target) {
             Error::NotFound { resource, .. } => Error::NotFound {
                 resource,
                 why: Some(
-                    "it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first"
-                        .into(),
+                    "it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first".into(),
                 ),
             },
             other => other,
@@ -271,11 +266,7 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
 async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchRecord>> {
     Ok(match only {
         Some(n) => vec![batch::get(target, n).await?.0],
-        None => batch::list(target)
-            .await?
-            .into_iter()
-            .map(|(r, _)| r)
-            .collect(),
+        None => batch::list(target).await?.into_iter().map(|(r, _)| r).collect(),
     })
 }
 
@@ -536,10 +527,7 @@ impl Monitor {
                     self.event(
                         Some(i),
                         "info",
-                        format!(
-                            "labels {} applied to Node {name}",
-                            crate::output::display(&l)
-                        ),
+                        format!("labels {} applied to Node {name}", crate::output::display(&l)),
                     );
                 }
                 Err(e) => {
@@ -577,8 +565,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                 name: None,
             },
             why: Some(
-                "no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses"
-                    .into(),
+                "no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses".into(),
             ),
         });
     }
@@ -754,14 +741,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                     .and_then(|b| batches.iter().find(|r| &r.name == b))
                     .map(|r| r.cluster_id.clone())
                     .or(cluster_id.clone());
-                tasks.spawn(poll_loop(
-                    i,
-                    c.clone(),
-                    cid,
-                    interval,
-                    stop.clone(),
-                    tx.clone(),
-                ));
+                tasks.spawn(poll_loop(i, c.clone(), cid, interval, stop.clone(), tx.clone()));
                 stops.push(Some(stop));
                 clients.push(Some(c));
             }
@@ -885,11 +865,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     m.out.finish();
 
     // Summary.
-    let codes: Vec<u8> = m
-        .tracks
-        .iter()
-        .map(|t| state::node_exit(t.now().0))
-        .collect();
+    let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
     let code = state::overall_exit(codes.iter().copied());
     let stats = limiter.stats();
     let elapsed = started.elapsed();
@@ -951,8 +927,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
                     let (s, d) = t.now();
                     vec![
                         crate::output::display(&t.name),
-                        t.ip.map(|i| i.to_string())
-                            .unwrap_or_else(|| "unknown".into()),
+                        t.ip.map(|i| i.to_string()).unwrap_or_else(|| "unknown".into()),
                         s.as_str().to_string(),
                         d,
                     ]
@@ -1114,10 +1089,7 @@ mod tests {
         let b = save_logs(&dir, "worker-0", b"two").unwrap();
         assert_ne!(a, b);
         assert_eq!(std::fs::read(&a).unwrap(), b"one");
-        assert_eq!(
-            std::fs::metadata(&a).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(std::fs::metadata(&a).unwrap().permissions().mode() & 0o777, 0o600);
         assert_eq!(
             std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
             0o700

@@ -97,9 +97,7 @@ impl Out {
     pub fn new(format: Format) -> Out {
         use std::io::IsTerminal;
         let live = (format == Format::Table && std::io::stderr().is_terminal()).then(|| Live {
-            multi: indicatif::MultiProgress::with_draw_target(
-                indicatif::ProgressDrawTarget::stderr(),
-            ),
+            multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr()),
             rows: BTreeMap::new(),
         });
         Out { format, live }

@@ -245,10 +245,7 @@ pub fn next_view(
                 }
                 other => {
                     v.stage = Stage::Registered;
-                    v.detail = format!(
-                        "host registered ({}): {info}",
-                        crate::output::display(other)
-                    );
+                    v.detail = format!("host registered ({}): {info}", crate::output::display(other));
                 }
             }
         }
@@ -298,11 +295,7 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
                 Stage::ServingCsrPending,
                 format!(
                     "{}; serving CSR {c} pending approval",
-                    if k.ready {
-                        "Ready"
-                    } else {
-                        "joined, not Ready"
-                    }
+                    if k.ready { "Ready" } else { "joined, not Ready" }
                 ),
             ),
             (true, None, None) => (
@@ -313,10 +306,7 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
                 Stage::Joined,
                 format!("joined, not Ready yet (serving certificate issued, CSR {c})"),
             ),
-            (false, None, None) => (
-                Stage::Joined,
-                "node joined the cluster; not Ready yet".into(),
-            ),
+            (false, None, None) => (Stage::Joined, "node joined the cluster; not Ready yet".into()),
         };
     }
     if let Some(c) = &k.client_csr_pending {
@@ -348,11 +338,7 @@ pub fn node_exit(stage: Stage) -> u8 {
 /// The command's exit code from the nodes': 0 when every one is 0, else the lowest non-zero
 /// (design.md: "When several apply (monitor --approve), the lowest non-zero of 6, 5, 7 wins").
 pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
-    codes
-        .into_iter()
-        .filter(|c| *c != 0)
-        .min()
-        .unwrap_or(exit::OK)
+    codes.into_iter().filter(|c| *c != 0).min().unwrap_or(exit::OK)
 }
 
 /// One monitored node.

@@ -7,8 +7,7 @@ use serde_json::Value;
 use super::parse::HINT_KEYS;
 use super::validate::normalize_mac;
 use super::{
-    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin,
-    RootDeviceHints,
+    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin, RootDeviceHints,
 };
 
 /// The single-host flags as typed (the anchor's names; research/node-image.md §2).
@@ -64,7 +63,11 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                     format!(
                         "{} must hold an NMState mapping (interfaces, dns-resolver, routes), not {}",
                         full.display(),
-                        if other.is_null() { "nothing".to_string() } else { other.to_string() }
+                        if other.is_null() {
+                            "nothing".to_string()
+                        } else {
+                            other.to_string()
+                        }
                     ),
                 )),
                 Err(e) => errors.push(FieldError::new(
@@ -72,7 +75,11 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                     format!(
                         "{} is not valid YAML: {}",
                         full.display(),
-                        e.to_string().lines().next().unwrap_or("").trim_start_matches("error: ")
+                        e.to_string()
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .trim_start_matches("error: ")
                     ),
                 )),
             },
@@ -124,11 +131,7 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                 "--root-device-hint",
                 match did_you_mean(k, &HINT_KEYS) {
                     Some(s) => format!("unknown hint {}; did you mean {}?", q(k), q(s)),
-                    None => format!(
-                        "unknown hint {}; expected one of {}",
-                        q(k),
-                        HINT_KEYS.join(", ")
-                    ),
+                    None => format!("unknown hint {}; expected one of {}", q(k), HINT_KEYS.join(", ")),
                 },
             )),
         }

@@ -46,10 +46,7 @@ pub struct NodesConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssh_key: Option<String>,
     /// `bootArtifactsBaseURL`: where PXE files will be served (for the `.ipxe` script).
-    #[serde(
-        rename = "bootArtifactsBaseURL",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "bootArtifactsBaseURL", skip_serializing_if = "Option::is_none")]
     pub boot_artifacts_base_url: Option<String>,
     /// `hosts`: at least one (checked by [`validate`]).
     pub hosts: Vec<Host>,

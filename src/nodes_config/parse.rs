@@ -5,8 +5,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::{
-    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin,
-    RootDeviceHints,
+    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin, RootDeviceHints,
 };
 
 /// Top-level keys we read.
@@ -66,10 +65,7 @@ pub fn parse(yaml: &str, source: &Path) -> Result<NodesConfig, ConfigErrors> {
 ///
 /// `Err` only when there is no model to go on with: not YAML, not a mapping at the top, or a
 /// host entry that is not a mapping (dropping it would shift the `hosts[i]` of the others).
-pub fn parse_partial(
-    yaml: &str,
-    source: &Path,
-) -> Result<(NodesConfig, Vec<FieldError>), ConfigErrors> {
+pub fn parse_partial(yaml: &str, source: &Path) -> Result<(NodesConfig, Vec<FieldError>), ConfigErrors> {
     let src = source.display().to_string();
     let fail = |errors: Vec<FieldError>| ConfigErrors {
         source: src.clone(),
@@ -81,11 +77,7 @@ pub fn parse_partial(
             // serde-saphyr appends a source snippet labelled `<input>`; the first line has
             // the position and the reason.
             let msg = e.to_string();
-            let first = msg
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ");
+            let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ");
             return Err(fail(vec![FieldError::new(
                 &src,
                 format!("not valid YAML: {first}"),
@@ -158,13 +150,7 @@ impl Parser {
 
     /// Reports keys of `m` not in `known` (nor `ignored`), with a suggestion from `known`, or a
     /// hint when the key belongs at another level.
-    fn unknown_keys(
-        &mut self,
-        m: &Map<String, Value>,
-        path: &str,
-        known: &[&str],
-        ignored: &[&str],
-    ) {
+    fn unknown_keys(&mut self, m: &Map<String, Value>, path: &str, known: &[&str], ignored: &[&str]) {
         for k in m.keys() {
             if known.contains(&k.as_str()) || ignored.contains(&k.as_str()) {
                 continue;
@@ -199,7 +185,10 @@ impl Parser {
         let m = match doc {
             Value::Object(m) => m,
             Value::Null => {
-                self.err(src, "the file is empty; it needs a hosts list (see `oc agent-day2 add-nodes --help`)");
+                self.err(
+                    src,
+                    "the file is empty; it needs a hosts list (see `oc agent-day2 add-nodes --help`)",
+                );
                 self.fatal = true;
                 return NodesConfig::default();
             }
@@ -219,8 +208,7 @@ impl Parser {
         let mut cfg = NodesConfig {
             cpu_architecture: self.string(m.get("cpuArchitecture"), "cpuArchitecture"),
             ssh_key: self.string(m.get("sshKey"), "sshKey"),
-            boot_artifacts_base_url: self
-                .string(m.get("bootArtifactsBaseURL"), "bootArtifactsBaseURL"),
+            boot_artifacts_base_url: self.string(m.get("bootArtifactsBaseURL"), "bootArtifactsBaseURL"),
             ..Default::default()
         };
         match m.get("hosts") {
@@ -290,9 +278,7 @@ impl Parser {
                         Value::Object(im) => {
                             self.unknown_keys(im, &p, &IFACE_KEYS, &[]);
                             h.interfaces.push(Interface {
-                                name: self
-                                    .string(im.get("name"), &join(&p, "name"))
-                                    .unwrap_or_default(),
+                                name: self.string(im.get("name"), &join(&p, "name")).unwrap_or_default(),
                                 mac_address: self
                                     .string(im.get("macAddress"), &join(&p, "macAddress"))
                                     .unwrap_or_default(),
@@ -300,20 +286,14 @@ impl Parser {
                         }
                         other => self.err(
                             p,
-                            format!(
-                                "expected a mapping {{name, macAddress}}, got {}",
-                                kind_of(other)
-                            ),
+                            format!("expected a mapping {{name, macAddress}}, got {}", kind_of(other)),
                         ),
                     }
                 }
             }
             Some(other) => self.err(
                 ipath,
-                format!(
-                    "expected a list of {{name, macAddress}}, got {}",
-                    kind_of(other)
-                ),
+                format!("expected a list of {{name, macAddress}}, got {}", kind_of(other)),
             ),
         }
         match m.get("networkConfig") {
@@ -333,10 +313,7 @@ impl Parser {
     fn hints(&mut self, m: &Map<String, Value>, path: &str) -> RootDeviceHints {
         for k in m.keys() {
             if matches!(k.as_str(), "wwnWithExtension" | "wwnVendorExtension") {
-                self.err(
-                    join(path, k),
-                    "not supported by the agent installer; use wwn",
-                );
+                self.err(join(path, k), "not supported by the agent installer; use wwn");
             }
         }
         let known: Vec<&str> = HINT_KEYS.to_vec();
@@ -398,9 +375,7 @@ mod tests {
     use super::*;
 
     fn errs(y: &str) -> Vec<String> {
-        parse(y, Path::new("nodes-config.yaml"))
-            .unwrap_err()
-            .lines()
+        parse(y, Path::new("nodes-config.yaml")).unwrap_err().lines()
     }
 
     #[test]
@@ -433,16 +408,18 @@ mod tests {
         let paths: Vec<&str> = merged.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(
             paths,
-            ["hosts[0].colour", "hosts[1].hostname", "hosts[0].interfaces[0].macAddress"]
+            [
+                "hosts[0].colour",
+                "hosts[1].hostname",
+                "hosts[0].interfaces[0].macAddress"
+            ]
         );
         assert!(parse_partial("hosts: [1]\n", Path::new("n.yaml")).is_err());
     }
 
     #[test]
     fn misplaced_keys_say_where_they_belong() {
-        let e = errs(
-            "hosts:\n- hostname: a\n  macAddress: 52:54:00:00:00:01\n  cpuArchitecture: arm64\n",
-        );
+        let e = errs("hosts:\n- hostname: a\n  macAddress: 52:54:00:00:00:01\n  cpuArchitecture: arm64\n");
         assert_eq!(
             e,
             vec![

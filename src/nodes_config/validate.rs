@@ -8,9 +8,7 @@ use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{
-    q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES,
-};
+use super::{q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES};
 use crate::cluster::{major_minor, normalize_arch, ClusterModel, MIN_VERSION};
 
 /// The outcome of [`validate`]: all errors, all warnings, and the per-host facts.
@@ -58,10 +56,7 @@ impl Validated {
 
     /// `Ok((hosts, warnings))` without errors, else every error as [`ConfigErrors`] (exit 3);
     /// `source` names the input (file path as given, or `flags`).
-    pub fn into_result(
-        self,
-        source: &str,
-    ) -> Result<(Vec<ValidatedHost>, Vec<FieldError>), ConfigErrors> {
+    pub fn into_result(self, source: &str) -> Result<(Vec<ValidatedHost>, Vec<FieldError>), ConfigErrors> {
         if self.errors.is_empty() {
             Ok((self.hosts, self.warnings))
         } else {
@@ -184,7 +179,10 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
         // interfaces
         let ip_ = format!("{hp}.interfaces");
         if h.interfaces.is_empty() {
-            v.err(&ip_, "at least one interface {name, macAddress} is required: the host is recognised by its MAC");
+            v.err(
+                &ip_,
+                "at least one interface {name, macAddress} is required: the host is recognised by its MAC",
+            );
         }
         let mut names_seen: HashMap<&str, usize> = HashMap::new();
         for (j, itf) in h.interfaces.iter().enumerate() {
@@ -202,10 +200,7 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
             }
             let mp = format!("{p}.macAddress");
             if itf.mac_address.is_empty() {
-                v.err(
-                    &mp,
-                    "required: the NIC's MAC address, e.g. 52:54:00:aa:00:30",
-                );
+                v.err(&mp, "required: the NIC's MAC address, e.g. 52:54:00:aa:00:30");
                 continue;
             }
             match normalize_mac(&itf.mac_address) {
@@ -258,9 +253,7 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                     Some((prev, prev_path)) if *prev == i => {
                         v.err(&path, format!("{shown} is already used by {prev_path}"))
                     }
-                    Some((prev, _)) => {
-                        v.err(&path, format!("{shown} is already used by hosts[{prev}]"))
-                    }
+                    Some((prev, _)) => v.err(&path, format!("{shown} is already used by hosts[{prev}]")),
                     None => {
                         ips.insert(ipc, (i, path.clone()));
                     }
@@ -331,7 +324,11 @@ impl V {
                 "cluster",
                 format!(
                     "the cluster's OpenShift version is unknown ({}); add-nodes needs {}.{} or newer",
-                    if cur.is_empty() { "no Completed entry in ClusterVersion status.history".to_string() } else { q(cur) },
+                    if cur.is_empty() {
+                        "no Completed entry in ClusterVersion status.history".to_string()
+                    } else {
+                        q(cur)
+                    },
                     MIN_VERSION.0,
                     MIN_VERSION.1
                 ),
@@ -440,10 +437,7 @@ impl V {
             {
                 self.err(
                     format!("{p}.hctl"),
-                    format!(
-                        "{} must be host:channel:target:lun numbers, e.g. 0:0:0:0",
-                        q(h)
-                    ),
+                    format!("{} must be host:channel:target:lun numbers, e.g. 0:0:0:0", q(h)),
                 );
             }
         }
@@ -454,17 +448,11 @@ impl V {
             );
         }
         if let Some(w) = r.wwn.as_deref().filter(|d| !d.trim().is_empty()) {
-            let hex = w
-                .strip_prefix("0x")
-                .or_else(|| w.strip_prefix("0X"))
-                .unwrap_or(w);
+            let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).unwrap_or(w);
             if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
                 self.err(
                     format!("{p}.wwn"),
-                    format!(
-                        "{} is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3",
-                        q(w)
-                    ),
+                    format!("{} is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3", q(w)),
                 );
             }
         }
@@ -515,10 +503,7 @@ impl V {
                 }
                 Some(Value::String(t)) => t.clone(),
                 Some(other) => {
-                    self.err(
-                        format!("{ipath}.type"),
-                        format!("expected a string, got {other}"),
-                    );
+                    self.err(format!("{ipath}.type"), format!("expected a string, got {other}"));
                     parsed_ok = false;
                     continue;
                 }
@@ -576,11 +561,7 @@ impl V {
             // ethernet connections (gen_conf writes them): they must be listed NICs too.
             for port in iface.ports().unwrap_or_default() {
                 if !declared.contains(port) && !listed.contains(port) {
-                    needs_listing.push((
-                        ipath.clone(),
-                        port.to_string(),
-                        format!("port of {}", q(name)),
-                    ));
+                    needs_listing.push((ipath.clone(), port.to_string(), format!("port of {}", q(name))));
                 }
             }
             if let Some(base) = raw.pointer("/vlan/base-iface").and_then(Value::as_str) {
@@ -594,10 +575,7 @@ impl V {
             }
             // Static addresses, as written.
             for fam in ["ipv4", "ipv6"] {
-                let Some(addrs) = raw
-                    .pointer(&format!("/{fam}/address"))
-                    .and_then(Value::as_array)
-                else {
+                let Some(addrs) = raw.pointer(&format!("/{fam}/address")).and_then(Value::as_array) else {
                     continue;
                 };
                 for (a, av) in addrs.iter().enumerate() {
@@ -647,10 +625,7 @@ impl V {
             Err(e) => {
                 self.err(
                     np,
-                    format!(
-                        "nmstate cannot compile it: {}",
-                        clean_nmstate(&e.to_string())
-                    ),
+                    format!("nmstate cannot compile it: {}", clean_nmstate(&e.to_string())),
                 );
                 (statics, Vec::new())
             }
@@ -754,7 +729,13 @@ fn hostname_suggestion(name: &str) -> String {
         .split('.')
         .map(|l| {
             l.chars()
-                .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' })
+                .map(|c| {
+                    if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
                 .collect::<String>()
                 .trim_matches('-')
                 .to_string()
@@ -777,7 +758,9 @@ pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
             .iter()
             .any(|p| p.len() != 2 || !p.bytes().all(|b| b.is_ascii_hexdigit()))
     {
-        return Err("is not a MAC address: six two-digit hex octets separated by ':', e.g. 52:54:00:aa:00:30".into());
+        return Err(
+            "is not a MAC address: six two-digit hex octets separated by ':', e.g. 52:54:00:aa:00:30".into(),
+        );
     }
     let mac = parts.join(":").to_ascii_lowercase();
     let first = u8::from_str_radix(parts[0], 16).unwrap_or(0);
@@ -785,10 +768,7 @@ pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
         return Err("is the all-zero MAC; give the NIC's real address".into());
     }
     if first & 1 == 1 {
-        return Err(
-            "is a multicast/broadcast MAC; a NIC's own address is unicast (first octet even)"
-                .into(),
-        );
+        return Err("is a multicast/broadcast MAC; a NIC's own address is unicast (first octet even)".into());
     }
     Ok(mac)
 }
@@ -801,7 +781,11 @@ pub(crate) fn normalize_mac(s: &str) -> Result<String, String> {
 /// prefix of at most /30, its broadcast address, and the API server's address when the API
 /// URLs (Infrastructure status) name an IP literal. The API/ingress VIPs are not part of the
 /// model, so they are not checked here.
-pub(crate) fn reserved_ip(ip: IpAddr, cluster: &ClusterModel, machine_nets: &[ipnet::IpNet]) -> Option<String> {
+pub(crate) fn reserved_ip(
+    ip: IpAddr,
+    cluster: &ClusterModel,
+    machine_nets: &[ipnet::IpNet],
+) -> Option<String> {
     let nets = |cidrs: &[String]| -> Option<String> {
         cidrs
             .iter()
@@ -825,17 +809,29 @@ pub(crate) fn reserved_ip(ip: IpAddr, cluster: &ClusterModel, machine_nets: &[ip
         }
         let host_bits = n.max_prefix_len() - n.prefix_len();
         if host_bits >= 2 && ip == n.network() {
-            return Some(format!("the network address of the machine network {n}, not a host address"));
+            return Some(format!(
+                "the network address of the machine network {n}, not a host address"
+            ));
         }
         if let ipnet::IpNet::V4(n4) = n {
             if host_bits >= 2 && ip == IpAddr::V4(n4.broadcast()) {
-                return Some(format!("the broadcast address of the machine network {n}, not a host address"));
+                return Some(format!(
+                    "the broadcast address of the machine network {n}, not a host address"
+                ));
             }
         }
     }
     for url in [&cluster.cluster.api_url, &cluster.cluster.api_int_url] {
-        let host = url.parse::<http::Uri>().ok().and_then(|u| u.host().map(str::to_string));
-        let host_ip = host.and_then(|h| h.trim_start_matches('[').trim_end_matches(']').parse::<IpAddr>().ok());
+        let host = url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|u| u.host().map(str::to_string));
+        let host_ip = host.and_then(|h| {
+            h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<IpAddr>()
+                .ok()
+        });
         if host_ip.map(|h| h.to_canonical()) == Some(ip) {
             return Some(format!("the API server's address ({url})"));
         }
@@ -891,11 +887,7 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     let shown = if line.len() > 40 {
         format!(
             "{}…",
-            &line[..line
-                .char_indices()
-                .nth(40)
-                .map(|(i, _)| i)
-                .unwrap_or(line.len())]
+            &line[..line.char_indices().nth(40).map(|(i, _)| i).unwrap_or(line.len())]
         )
     } else {
         line.to_string()
@@ -906,9 +898,7 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     }
     let mut it = line.split_whitespace();
     let (Some(ty), Some(b64)) = (it.next(), it.next()) else {
-        return bad(
-            "expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host",
-        );
+        return bad("expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host");
     };
     if !TYPES.contains(&ty) {
         return bad(&format!(
@@ -983,7 +973,9 @@ mod tests {
         assert!(e.ends_with(": use \"worker-8\""), "{e}");
         let e = check_hostname("worker_0").unwrap_err();
         assert!(e.ends_with(": use \"worker-0\""), "{e}");
-        assert!(check_hostname("Worker-0").unwrap_err().ends_with(": use \"worker-0\""));
+        assert!(check_hostname("Worker-0")
+            .unwrap_err()
+            .ends_with(": use \"worker-0\""));
         let e = check_hostname("___").unwrap_err();
         assert!(!e.contains("use"), "no valid suggestion: {e}");
         assert!(check_hostname("worker-8").is_ok());
@@ -991,14 +983,8 @@ mod tests {
 
     #[test]
     fn macs() {
-        assert_eq!(
-            normalize_mac("52:54:00:AA:00:30").unwrap(),
-            "52:54:00:aa:00:30"
-        );
-        assert_eq!(
-            normalize_mac("52-54-00-AA-00-30").unwrap(),
-            "52:54:00:aa:00:30"
-        );
+        assert_eq!(normalize_mac("52:54:00:AA:00:30").unwrap(), "52:54:00:aa:00:30");
+        assert_eq!(normalize_mac("52-54-00-AA-00-30").unwrap(), "52:54:00:aa:00:30");
         assert!(normalize_mac("52:54:00:AA:00").is_err());
         assert!(normalize_mac("52:54:00:AA:00:3g").is_err());
         assert!(normalize_mac("01:00:5e:00:00:01").is_err());
@@ -1019,10 +1005,7 @@ mod tests {
 
     #[test]
     fn flag_paths() {
-        assert_eq!(
-            flag_path("hosts[0].interfaces[0].macAddress"),
-            "--mac-address"
-        );
+        assert_eq!(flag_path("hosts[0].interfaces[0].macAddress"), "--mac-address");
         assert_eq!(
             flag_path("hosts[0].rootDeviceHints.wwn"),
             "--root-device-hint wwn"

@@ -66,7 +66,11 @@ fn normalize_key(key: &str) -> String {
     let (host, path) = k.split_once('/').unwrap_or((k, ""));
     let host = normalize_host(host);
     // Docker Hub's legacy key carries the API version as a path.
-    let path = if host == "docker.io" && (path == "v1" || path == "v2") { "" } else { path };
+    let path = if host == "docker.io" && (path == "v1" || path == "v2") {
+        ""
+    } else {
+        path
+    };
     if path.is_empty() {
         host.to_string()
     } else {
@@ -78,21 +82,24 @@ impl DockerConfig {
     /// Parses a dockerconfigjson document. Errors (a message without any secret) when it is
     /// not JSON with an `auths` object.
     pub fn parse(json: &str) -> Result<DockerConfig, String> {
-        let value: serde_json::Value = serde_json::from_str(json)
-            .map_err(|e| {
-                // Position and category only: serde messages may quote a value (a secret).
-                format!(
-                    "not a dockerconfigjson document ({:?} error at line {}, column {})",
-                    e.classify(),
-                    e.line(),
-                    e.column()
-                )
-            })?;
+        let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
+            // Position and category only: serde messages may quote a value (a secret).
+            format!(
+                "not a dockerconfigjson document ({:?} error at line {}, column {})",
+                e.classify(),
+                e.line(),
+                e.column()
+            )
+        })?;
         if !value.get("auths").is_some_and(|a| a.is_object()) {
             return Err("not a dockerconfigjson document (no \"auths\" object)".into());
         }
-        let raw: Raw = serde_json::from_value(value)
-            .map_err(|e| format!("not a dockerconfigjson document ({:?} error in \"auths\")", e.classify()))?;
+        let raw: Raw = serde_json::from_value(value).map_err(|e| {
+            format!(
+                "not a dockerconfigjson document ({:?} error in \"auths\")",
+                e.classify()
+            )
+        })?;
         Ok(DockerConfig {
             entries: raw
                 .auths
@@ -143,10 +150,16 @@ impl DockerConfig {
                     }
                 }
             }
-            tracing::debug!(repository, "pull secret entry has an `auth` that is not base64 user:password");
+            tracing::debug!(
+                repository,
+                "pull secret entry has an `auth` that is not base64 user:password"
+            );
         }
         if e.identitytoken.is_some() {
-            tracing::debug!(repository, "identitytoken credentials are not supported; pulling anonymously");
+            tracing::debug!(
+                repository,
+                "identitytoken credentials are not supported; pulling anonymously"
+            );
         }
         RegistryAuth::Anonymous
     }
@@ -179,7 +192,10 @@ mod tests {
             RegistryAuth::Bearer(t) => format!("bearer {t}"),
             RegistryAuth::Anonymous => "anon".into(),
         };
-        assert_eq!(basic("quay.io/openshift-release-dev/ocp-release"), "narrow:2:with-colon");
+        assert_eq!(
+            basic("quay.io/openshift-release-dev/ocp-release"),
+            "narrow:2:with-colon"
+        );
         assert_eq!(basic("quay.io/other/x"), "wide:1");
         assert_eq!(basic("quay.iox/other/x"), "anon");
         assert_eq!(basic("docker.io/library/busybox"), "hub:pw");

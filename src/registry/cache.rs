@@ -26,9 +26,15 @@ pub(crate) struct ReleaseCache {
 
 /// `$XDG_CACHE_HOME/agent-day2`, else `$HOME/.cache/agent-day2`.
 pub(crate) fn default_root() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()).map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     xdg.filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
         .map(|p| p.join("agent-day2"))
 }
 
@@ -37,7 +43,9 @@ pub(crate) fn default_root() -> Option<PathBuf> {
 fn file_stem(digest: &str) -> Option<String> {
     let ok = !digest.is_empty()
         && digest.len() < 200
-        && digest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b':' || b == b'-' || b == b'_' || b == b'.')
+        && digest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b':' || b == b'-' || b == b'_' || b == b'.')
         && !digest.starts_with('.');
     ok.then(|| digest.to_string())
 }
@@ -50,7 +58,12 @@ impl ReleaseCache {
     }
 
     fn path(&self, digest: &str) -> Option<PathBuf> {
-        Some(self.root.as_ref()?.join("releases").join(format!("{}.json", file_stem(digest)?)))
+        Some(
+            self.root
+                .as_ref()?
+                .join("releases")
+                .join(format!("{}.json", file_stem(digest)?)),
+        )
     }
 
     fn read(&self, digest: &str) -> Option<Entry> {
@@ -64,12 +77,21 @@ impl ReleaseCache {
     }
 
     /// Adds `arch` → `images` to the entry of `digest`.
-    pub(crate) fn put(&self, digest: &str, release_image: &str, arch: &str, images: &ComponentImages) -> std::io::Result<()> {
+    pub(crate) fn put(
+        &self,
+        digest: &str,
+        release_image: &str,
+        arch: &str,
+        images: &ComponentImages,
+    ) -> std::io::Result<()> {
         let path = self
             .path(digest)
             .ok_or_else(|| std::io::Error::other("no cache directory (set XDG_CACHE_HOME or HOME)"))?;
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
         // Directories made before (or by someone else) keep their mode; ours should be private.
         for d in [Some(dir), dir.parent()].into_iter().flatten() {
             let ours = d.ends_with("releases") || d.ends_with("agent-day2");
@@ -110,6 +132,11 @@ impl ReleaseCache {
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
     h.finish()
 }

@@ -212,20 +212,25 @@ impl<'a> Fetcher<'a> {
         let (creds, cred_source) = match &ctx.registry_config {
             Some(path) => {
                 let source = CredentialSource::RegistryConfig(path.clone());
-                let text = crate::files::read_input_file(path, crate::files::MAX_KEY_FILE, "--registry-config")
-                    .map_err(|e| RegistryError::Credentials {
-                        from: source.clone(),
-                        message: format!("cannot read it: {}", e.reason),
-                    })?;
-                let c = DockerConfig::parse(&text)
-                    .map_err(|message| RegistryError::Credentials { from: source.clone(), message })?;
+                let text =
+                    crate::files::read_input_file(path, crate::files::MAX_KEY_FILE, "--registry-config")
+                        .map_err(|e| RegistryError::Credentials {
+                            from: source.clone(),
+                            message: format!("cannot read it: {}", e.reason),
+                        })?;
+                let c = DockerConfig::parse(&text).map_err(|message| RegistryError::Credentials {
+                    from: source.clone(),
+                    message,
+                })?;
                 (c, source)
             }
             None => match &ctx.pull_secret {
                 Some(ps) if !ps.0.trim().is_empty() => {
                     let source = CredentialSource::PullSecret;
-                    let c = DockerConfig::parse(&ps.0)
-                        .map_err(|message| RegistryError::Credentials { from: source.clone(), message })?;
+                    let c = DockerConfig::parse(&ps.0).map_err(|message| RegistryError::Credentials {
+                        from: source.clone(),
+                        message,
+                    })?;
                     (c, source)
                 }
                 _ => (DockerConfig::default(), CredentialSource::None),
@@ -237,10 +242,15 @@ impl<'a> Fetcher<'a> {
                 from: CredentialSource::None,
                 message: format!("extra CA bundle #{i} is not PEM: {e}"),
             })?;
-            certs.extend(parsed.into_iter().filter(|p| p.tag() == "CERTIFICATE").map(|p| Certificate {
-                encoding: CertificateEncoding::Der,
-                data: p.into_contents(),
-            }));
+            certs.extend(
+                parsed
+                    .into_iter()
+                    .filter(|p| p.tag() == "CERTIFICATE")
+                    .map(|p| Certificate {
+                        encoding: CertificateEncoding::Der,
+                        data: p.into_contents(),
+                    }),
+            );
         }
         Ok(Fetcher {
             ctx,
@@ -258,7 +268,11 @@ impl<'a> Fetcher<'a> {
             return Ok(c.clone());
         }
         let config = ClientConfig {
-            protocol: if http { ClientProtocol::Http } else { ClientProtocol::Https },
+            protocol: if http {
+                ClientProtocol::Http
+            } else {
+                ClientProtocol::Https
+            },
             accept_invalid_certificates: self.ctx.insecure,
             extra_root_certificates: self.certs.clone(),
             // Lists are resolved here, for the architecture asked for, not the running one.
@@ -273,7 +287,10 @@ impl<'a> Fetcher<'a> {
         };
         let c = Client::try_from(config).map_err(|e| RegistryError::Unavailable {
             image: String::new(),
-            message: format!("cannot set up the registry client: {}", describe(&OpError::Oci(e))),
+            message: format!(
+                "cannot set up the registry client: {}",
+                describe(&OpError::Oci(e))
+            ),
         })?;
         map.insert((http, auth_key.to_string()), c.clone());
         Ok(c)
@@ -298,7 +315,12 @@ impl<'a> Fetcher<'a> {
     /// [`Fetcher::attempt`]; `bounded`: the whole `op` must finish within the request timeout
     /// (manifests). Layer streams pass false: they may take long, and the client's read timeout
     /// (the same value) bounds each wait for bytes instead.
-    pub(crate) async fn attempt_with<T, F, Fut>(&self, image: &str, bounded: bool, mut op: F) -> Result<T, RegistryError>
+    pub(crate) async fn attempt_with<T, F, Fut>(
+        &self,
+        image: &str,
+        bounded: bool,
+        mut op: F,
+    ) -> Result<T, RegistryError>
     where
         F: FnMut(Client, RegistryAuth, Reference) -> Fut,
         Fut: Future<Output = Result<T, OpError>>,
@@ -321,13 +343,21 @@ impl<'a> Fetcher<'a> {
         let mut tries = 0u32;
         loop {
             tries += 1;
-            let http = self.http_hosts.lock().unwrap_or_else(|p| p.into_inner()).contains(&registry);
+            let http = self
+                .http_hosts
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&registry);
             let client = self.client(http, &auth_key)?;
-            client.store_auth_if_needed(reference.resolve_registry(), &auth).await;
+            client
+                .store_auth_if_needed(reference.resolve_registry(), &auth)
+                .await;
             let fut = op(client, auth.clone(), reference.clone());
             let res = if bounded {
                 let limit = self.request_timeout();
-                tokio::time::timeout(limit, fut).await.unwrap_or(Err(OpError::Timeout(limit)))
+                tokio::time::timeout(limit, fut)
+                    .await
+                    .unwrap_or(Err(OpError::Timeout(limit)))
             } else {
                 fut.await
             };
@@ -403,12 +433,11 @@ impl<'a> Fetcher<'a> {
     /// Finds the manifest of `image` for `arch` through the mirrors (each in order, then the
     /// source unless NeverContactSource) and returns its layers.
     pub(crate) async fn resolve(&self, image: &str, arch: &str) -> Result<Resolved, RegistryError> {
-        let candidates = pull_candidates(image, &self.ctx.mirrors).map_err(|message| {
-            RegistryError::InvalidReference {
+        let candidates =
+            pull_candidates(image, &self.ctx.mirrors).map_err(|message| RegistryError::InvalidReference {
                 image: image.to_string(),
                 message,
-            }
-        })?;
+            })?;
         let mut failures: Vec<(PullCandidate, RegistryError)> = Vec::new();
         for c in &candidates {
             match self.resolve_one(&c.image, arch).await {
@@ -461,10 +490,16 @@ impl<'a> Fetcher<'a> {
                 let want = go_arch(arch);
                 let available: Vec<String> = list
                     .iter()
-                    .filter_map(|m| m.platform.as_ref().map(|p| format!("{}/{}", p.os, p.architecture)))
+                    .filter_map(|m| {
+                        m.platform
+                            .as_ref()
+                            .map(|p| format!("{}/{}", p.os, p.architecture))
+                    })
                     .collect();
                 let Some(entry) = list.iter().find(|m| {
-                    m.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == want)
+                    m.platform
+                        .as_ref()
+                        .is_some_and(|p| p.os == "linux" && p.architecture == want)
                 }) else {
                     return Err(RegistryError::NoPlatform {
                         image: image.to_string(),
@@ -508,7 +543,12 @@ impl<'a> Fetcher<'a> {
 
     /// Streams layer `digest` of `resolved` into `read` (run on a blocking thread, given the
     /// decompressed tar), retrying transient failures from the start of the layer.
-    pub(crate) async fn read_layer<T, F>(&self, resolved: &Resolved, digest: &str, read: F) -> Result<T, RegistryError>
+    pub(crate) async fn read_layer<T, F>(
+        &self,
+        resolved: &Resolved,
+        digest: &str,
+        read: F,
+    ) -> Result<T, RegistryError>
     where
         T: Send + 'static,
         F: Fn(Box<dyn Read>) -> io::Result<T> + Send + Sync + Clone + 'static,

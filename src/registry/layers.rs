@@ -32,7 +32,10 @@ pub(crate) struct ChannelReader {
 
 impl ChannelReader {
     pub(crate) fn new(rx: tokio::sync::mpsc::Receiver<io::Result<Bytes>>) -> Self {
-        ChannelReader { rx, cur: Bytes::new() }
+        ChannelReader {
+            rx,
+            cur: Bytes::new(),
+        }
     }
 }
 
@@ -109,7 +112,12 @@ pub(crate) struct IsoScan {
 /// Scans a layer for `iso_name` and `iso_name.sha256`; the ISO (when `want_iso`) is streamed
 /// to `tmp` (created new, 0644) while its sha256 is computed. Stops once everything wanted
 /// was seen. The caller removes `tmp` on error.
-pub(crate) fn find_iso(layer: Box<dyn Read>, iso_name: &str, want_iso: bool, tmp: &Path) -> io::Result<IsoScan> {
+pub(crate) fn find_iso(
+    layer: Box<dyn Read>,
+    iso_name: &str,
+    want_iso: bool,
+    tmp: &Path,
+) -> io::Result<IsoScan> {
     let sha_name = format!("{iso_name}.sha256");
     let mut scan = IsoScan::default();
     let mut ar = tar::Archive::new(layer);
@@ -120,7 +128,10 @@ pub(crate) fn find_iso(layer: Box<dyn Read>, iso_name: &str, want_iso: bool, tmp
         }
         let name = entry_name(&entry.path()?);
         if want_iso && scan.iso.is_none() && name == iso_name {
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(tmp)?;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(tmp)?;
             let mut hasher = Sha256::new();
             let mut buf = vec![0u8; 1 << 20];
             let mut size = 0u64;

@@ -173,7 +173,10 @@ mod tests {
         assert_eq!(r.tag.as_deref(), Some("4.18"));
         assert_eq!(r.digest.as_deref(), Some(D));
         let r = SplitRef::parse("reg:5000/a/b:4.18").unwrap();
-        assert_eq!((r.name.as_str(), r.tag.as_deref()), ("reg:5000/a/b", Some("4.18")));
+        assert_eq!(
+            (r.name.as_str(), r.tag.as_deref()),
+            ("reg:5000/a/b", Some("4.18"))
+        );
         assert!(SplitRef::parse("reg:5000/a/b").is_err());
         assert!(SplitRef::parse("ubuntu:22.04").is_err());
     }
@@ -181,8 +184,16 @@ mod tests {
     #[test]
     fn digest_mirrors_for_digests_tag_mirrors_for_tags() {
         let m = Mirrors {
-            digest_mirrors: vec![entry("quay.io/openshift-release-dev", &["m1/ocp", "m2/ocp"], None)],
-            tag_mirrors: vec![entry("quay.io/openshift-release-dev", &["t1/ocp"], Some("NeverContactSource"))],
+            digest_mirrors: vec![entry(
+                "quay.io/openshift-release-dev",
+                &["m1/ocp", "m2/ocp"],
+                None,
+            )],
+            tag_mirrors: vec![entry(
+                "quay.io/openshift-release-dev",
+                &["t1/ocp"],
+                Some("NeverContactSource"),
+            )],
             ..Default::default()
         };
         let by_digest = format!("quay.io/openshift-release-dev/ocp-release@{D}");
@@ -197,7 +208,13 @@ mod tests {
             ]
         );
         let c = pull_candidates("quay.io/openshift-release-dev/ocp-release:4.18.1-x86_64", &m).unwrap();
-        assert_eq!(c, vec![PullCandidate { image: "t1/ocp/ocp-release:4.18.1-x86_64".into(), mirror: true }]);
+        assert_eq!(
+            c,
+            vec![PullCandidate {
+                image: "t1/ocp/ocp-release:4.18.1-x86_64".into(),
+                mirror: true
+            }]
+        );
     }
 
     #[test]
@@ -205,9 +222,17 @@ mod tests {
         let m = Mirrors {
             digest_mirrors: vec![
                 entry("quay.io", &["wide"], None),
-                entry("quay.io/openshift-release-dev/ocp-release", &["exact/rel"], Some("NeverContactSource")),
+                entry(
+                    "quay.io/openshift-release-dev/ocp-release",
+                    &["exact/rel"],
+                    Some("NeverContactSource"),
+                ),
             ],
-            legacy_content_sources: vec![entry("quay.io/openshift-release-dev/ocp-release", &["legacy/rel", "exact/rel"], None)],
+            legacy_content_sources: vec![entry(
+                "quay.io/openshift-release-dev/ocp-release",
+                &["legacy/rel", "exact/rel"],
+                None,
+            )],
             ..Default::default()
         };
         let c = pull_candidates(&format!("quay.io/openshift-release-dev/ocp-release@{D}"), &m).unwrap();
@@ -231,6 +256,11 @@ mod tests {
         };
         let c = pull_candidates(&format!("reg.example.com/ns/img@{D}"), &m).unwrap();
         assert_eq!(c[0].image, format!("mirror:5000/all/ns/img@{D}"));
-        assert_eq!(pull_candidates(&format!("example.com/ns/img@{D}"), &m).unwrap().len(), 1);
+        assert_eq!(
+            pull_candidates(&format!("example.com/ns/img@{D}"), &m)
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

@@ -127,7 +127,9 @@ pub enum CredentialSource {
 impl std::fmt::Display for CredentialSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CredentialSource::PullSecret => f.write_str("the cluster's pull secret (Secret openshift-config/pull-secret)"),
+            CredentialSource::PullSecret => {
+                f.write_str("the cluster's pull secret (Secret openshift-config/pull-secret)")
+            }
             CredentialSource::RegistryConfig(p) => write!(f, "--registry-config {}", p.display()),
             CredentialSource::None => f.write_str("no credentials"),
         }
@@ -164,20 +166,30 @@ pub enum RegistryError {
     #[error("{image} not found in its registry: {message}")]
     NotFound { image: String, message: String },
     /// Retries exhausted or the client could not be set up.
-    #[error("cannot read {image}: {message} (check the registry, its CA, HTTPS_PROXY/NO_PROXY, or --insecure)")]
+    #[error(
+        "cannot read {image}: {message} (check the registry, its CA, HTTPS_PROXY/NO_PROXY, or --insecure)"
+    )]
     Unavailable { image: String, message: String },
     /// The registry's certificate is not trusted.
     #[error(
         "registry {registry} (for {image}): its TLS certificate is not trusted: {message}; add its CA to the cluster \
          (Image.config additionalTrustedCA or the proxy trust bundle), or pass --insecure"
     )]
-    Tls { registry: String, image: String, message: String },
+    Tls {
+        registry: String,
+        image: String,
+        message: String,
+    },
     /// Every mirror and the source failed.
     #[error("cannot read {image} from any of its locations: {}", attempts.join("; "))]
     AllSourcesFailed { image: String, attempts: Vec<String> },
     /// A manifest list without the platform asked for.
     #[error("{image} has no {platform} image (it has: {})", if available.is_empty() { "none".to_string() } else { available.join(", ") })]
-    NoPlatform { image: String, platform: String, available: Vec<String> },
+    NoPlatform {
+        image: String,
+        platform: String,
+        available: Vec<String>,
+    },
     /// The release payload lacks a tag we need.
     #[error("release {release_image}: image-references has no tag {tag:?}; is this an OpenShift 4.18+ release payload?")]
     MissingTag { release_image: String, tag: String },
@@ -309,12 +321,16 @@ impl ReleasePayload {
     /// Errors: [`RegistryError::MissingTag`] naming the tag; `Refused` (401/403) naming the
     /// registry and the credentials; `Unavailable`/`AllSourcesFailed` after retries and mirrors;
     /// `BadContent` when no layer holds image-references.
-    pub async fn component_images(release_image: &str, ctx: &RegistryContext) -> Result<ComponentImages, RegistryError> {
+    pub async fn component_images(
+        release_image: &str,
+        ctx: &RegistryContext,
+    ) -> Result<ComponentImages, RegistryError> {
         let arch = coreos_arch(&ctx.arch).to_string();
-        let split = mirrors::SplitRef::parse(release_image).map_err(|message| RegistryError::InvalidReference {
-            image: release_image.to_string(),
-            message,
-        })?;
+        let split =
+            mirrors::SplitRef::parse(release_image).map_err(|message| RegistryError::InvalidReference {
+                image: release_image.to_string(),
+                message,
+            })?;
         let cache = cache::ReleaseCache::new(ctx.cache_dir.clone());
         if let Some(d) = &split.digest {
             if let Some(hit) = cache.get(d, &arch) {
@@ -328,7 +344,9 @@ impl ReleasePayload {
         let mut found = None;
         for layer in resolved.layers.iter().rev() {
             let got = fetcher
-                .read_layer(&resolved, layer, |r| layers::find_small_file(r, IMAGE_REFERENCES, IMAGE_REFERENCES_LIMIT))
+                .read_layer(&resolved, layer, |r| {
+                    layers::find_small_file(r, IMAGE_REFERENCES, IMAGE_REFERENCES_LIMIT)
+                })
                 .await?;
             if got.is_some() {
                 found = got;
@@ -366,7 +384,10 @@ pub async fn machine_os_iso(
     let iso_name = format!("coreos/coreos-{arch}.iso");
     let fetcher = fetch::Fetcher::new(ctx)?;
     let resolved = fetcher.resolve(machine_os_images_ref, &arch).await?;
-    let dir = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = dest
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let file_name = dest.file_name().and_then(|n| n.to_str()).unwrap_or("base.iso");
     let tmp = dir.join(format!(".{file_name}.tmp-{}", std::process::id()));
     let io_err = |path: &Path, source| RegistryError::Io {

@@ -9,7 +9,9 @@ use std::net::IpAddr;
 use agent_day2::csr::*;
 use base64::Engine;
 use ring::rand::SystemRandom;
-use ring::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING};
+use ring::signature::{
+    EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING, ECDSA_P384_SHA384_ASN1_SIGNING,
+};
 
 // ---- DER writer -------------------------------------------------------------------------
 
@@ -150,7 +152,10 @@ pub struct Builder {
 impl Builder {
     pub fn node(name: &str) -> Self {
         Builder {
-            rdns: vec![vec![(O, printable("system:nodes"))], vec![(CN, utf8(&format!("system:node:{name}")))]],
+            rdns: vec![
+                vec![(O, printable("system:nodes"))],
+                vec![(CN, utf8(&format!("system:node:{name}")))],
+            ],
             attributes: vec![],
             key: Key::P256,
             sig_oid: None,
@@ -164,7 +169,16 @@ impl Builder {
     }
     pub fn der(&self) -> Vec<u8> {
         let rng = SystemRandom::new();
-        let name = seq(&self.rdns.iter().map(|rdn| set(&rdn.iter().map(|(t, v)| seq(&[oid(t), v.clone()])).collect::<Vec<_>>())).collect::<Vec<_>>());
+        let name = seq(&self
+            .rdns
+            .iter()
+            .map(|rdn| {
+                set(&rdn
+                    .iter()
+                    .map(|(t, v)| seq(&[oid(t), v.clone()]))
+                    .collect::<Vec<_>>())
+            })
+            .collect::<Vec<_>>());
         let attrs = tlv(0xa0, &self.attributes.concat());
         let (spki, sign): (Vec<u8>, Signer) = match self.key {
             Key::P256 | Key::P384 => {
@@ -175,8 +189,14 @@ impl Builder {
                 };
                 let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
                 let kp = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap();
-                let spki = seq(&[seq(&[oid("1.2.840.10045.2.1"), oid(curve)]), bitstring(kp.public_key().as_ref())]);
-                (spki, Box::new(move |m: &[u8]| kp.sign(&SystemRandom::new(), m).unwrap().as_ref().to_vec()))
+                let spki = seq(&[
+                    seq(&[oid("1.2.840.10045.2.1"), oid(curve)]),
+                    bitstring(kp.public_key().as_ref()),
+                ]);
+                (
+                    spki,
+                    Box::new(move |m: &[u8]| kp.sign(&SystemRandom::new(), m).unwrap().as_ref().to_vec()),
+                )
             }
             Key::Ed25519 => {
                 let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
@@ -251,7 +271,12 @@ impl Scenario {
             reissue: 0,
         };
         Scenario {
-            expected: ExpectedNodes { nodes: vec![node("worker-0", "192.168.111.30"), node("worker-1", "192.168.111.31")] },
+            expected: ExpectedNodes {
+                nodes: vec![
+                    node("worker-0", "192.168.111.30"),
+                    node("worker-1", "192.168.111.31"),
+                ],
+            },
             existing: ExistingNodes::new(["master-0", "master-1", "master-2"]),
             approvals: ApprovalsRecorded::default(),
             policy: Policy::for_cluster(
@@ -264,7 +289,14 @@ impl Scenario {
         }
     }
     pub fn judge(&self, csr: &CsrView) -> Verdict {
-        verdict(csr, &self.expected, &self.existing, &self.approvals, &self.policy, self.now)
+        verdict(
+            csr,
+            &self.expected,
+            &self.existing,
+            &self.approvals,
+            &self.policy,
+            self.now,
+        )
     }
 }
 

@@ -15,8 +15,8 @@ use std::time::Duration;
 // Shared by several test crates; each uses a part.
 #[allow(unused_imports)]
 pub use agent_day2_sim::registry::{
-    push_release_payload, sha256_digest, tar_gz, tar_plain, ArchRelease, PayloadSpec,
-    RegistryOptions, RegistryProcess, MACHINE_OS_IMAGES, REGISTRY_BIN,
+    push_release_payload, sha256_digest, tar_gz, tar_plain, ArchRelease, PayloadSpec, RegistryOptions,
+    RegistryProcess, MACHINE_OS_IMAGES, REGISTRY_BIN,
 };
 
 /// How to run the registry.
@@ -113,19 +113,13 @@ impl Pusher {
         entries: &[(&str, String)],
         docker: bool,
     ) -> String {
-        self.sim
-            .push_index(repo, tag, entries, docker)
-            .await
-            .unwrap()
+        self.sim.push_index(repo, tag, entries, docker).await.unwrap()
     }
 }
 
 /// An `image-references` ImageStream (named 4.18.0) with `tags` (name → pull spec).
 pub fn image_references(tags: &[(&str, String)]) -> Vec<u8> {
-    let tags: Vec<(String, String)> = tags
-        .iter()
-        .map(|(n, s)| (n.to_string(), s.clone()))
-        .collect();
+    let tags: Vec<(String, String)> = tags.iter().map(|(n, s)| (n.to_string(), s.clone())).collect();
     agent_day2_sim::registry::image_references("4.18.0", &tags)
 }
 
@@ -178,8 +172,7 @@ impl FlakyProxy {
                         .push(text.lines().next().unwrap_or("").to_string());
                     if path != "/v2/" && f.load(Ordering::SeqCst) < fail {
                         f.fetch_add(1, Ordering::SeqCst);
-                        let body =
-                            "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"try later\"}]}";
+                        let body = "{\"errors\":[{\"code\":\"UNAVAILABLE\",\"message\":\"try later\"}]}";
                         let _ = write!(
                             c,
                             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

@@ -35,6 +35,9 @@ pub enum IsoError {
 
 impl IsoError {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        IsoError::Io { context: context.into(), source }
+        IsoError::Io {
+            context: context.into(),
+            source,
+        }
     }
 }

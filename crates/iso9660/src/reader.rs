@@ -68,7 +68,10 @@ fn read_at<R: Read + Seek>(r: &mut R, offset: u64, len: usize, what: &str) -> Re
     let mut buf = vec![0u8; len];
     r.read_exact(&mut buf).map_err(|e| {
         if e.kind() == ErrorKind::UnexpectedEof {
-            IsoError::Truncated { what: what.to_string(), offset }
+            IsoError::Truncated {
+                what: what.to_string(),
+                offset,
+            }
         } else {
             IsoError::io(format!("reading {what} at byte offset {offset}"), e)
         }
@@ -77,7 +80,10 @@ fn read_at<R: Read + Seek>(r: &mut R, offset: u64, len: usize, what: &str) -> Re
 }
 
 fn parse_record(buf: &[u8], at: u64) -> Result<Rec> {
-    let corrupt = |what: &str| IsoError::Corrupt { what: what.to_string(), offset: at };
+    let corrupt = |what: &str| IsoError::Corrupt {
+        what: what.to_string(),
+        offset: at,
+    };
     if buf.len() < 34 {
         return Err(corrupt("directory record shorter than 34 bytes"));
     }
@@ -87,7 +93,9 @@ fn parse_record(buf: &[u8], at: u64) -> Result<Rec> {
     }
     let name_len = buf[32] as usize;
     if 33 + name_len > len {
-        return Err(corrupt(&format!("identifier length {name_len} exceeds record length {len}")));
+        return Err(corrupt(&format!(
+            "identifier length {name_len} exceeds record length {len}"
+        )));
     }
     let su_start = 33 + name_len + (1 - name_len % 2);
     Ok(Rec {
@@ -95,7 +103,11 @@ fn parse_record(buf: &[u8], at: u64) -> Result<Rec> {
         size: u32::from_le_bytes(buf[10..14].try_into().unwrap()),
         is_dir: buf[25] & 2 != 0,
         id: buf[33..33 + name_len].to_vec(),
-        su: if su_start < len { buf[su_start..len].to_vec() } else { Vec::new() },
+        su: if su_start < len {
+            buf[su_start..len].to_vec()
+        } else {
+            Vec::new()
+        },
         at,
     })
 }
@@ -125,7 +137,9 @@ impl<'a, R: Read + Seek> Image<'a, R> {
             }
             match vd[0] {
                 1 if primary.is_none() => {
-                    let vid = String::from_utf8_lossy(&vd[40..72]).trim_end_matches([' ', '\0']).to_string();
+                    let vid = String::from_utf8_lossy(&vd[40..72])
+                        .trim_end_matches([' ', '\0'])
+                        .to_string();
                     primary = Some((vid, parse_record(&vd[156..190], offset + 156)?));
                 }
                 2 if joliet.is_none() => {
@@ -145,8 +159,16 @@ impl<'a, R: Read + Seek> Image<'a, R> {
                 });
             }
         }
-        let (volume_id, primary) = primary.ok_or(IsoError::NoPrimary { offset: sector * SECTOR })?;
-        let mut img = Image { r, volume_id, primary, joliet, rr_skip: None };
+        let (volume_id, primary) = primary.ok_or(IsoError::NoPrimary {
+            offset: sector * SECTOR,
+        })?;
+        let mut img = Image {
+            r,
+            volume_id,
+            primary,
+            joliet,
+            rr_skip: None,
+        };
         // Rock Ridge: SUSP "SP" entry at the start of the system use area of the root's "."
         let root = img.primary.clone();
         let recs = img.read_dir(&root)?;
@@ -163,7 +185,10 @@ impl<'a, R: Read + Seek> Image<'a, R> {
     fn read_dir(&mut self, dir: &Rec) -> Result<Vec<Rec>> {
         let size = dir.size as u64;
         if size > MAX_DIR {
-            return Err(IsoError::Corrupt { what: format!("directory size {size}"), offset: dir.at });
+            return Err(IsoError::Corrupt {
+                what: format!("directory size {size}"),
+                offset: dir.at,
+            });
         }
         let base = dir.offset();
         let buf = read_at(self.r, base, size as usize, "directory records")?;
@@ -235,8 +260,11 @@ impl<'a, R: Read + Seek> Image<'a, R> {
     fn name(&mut self, rec: &Rec, names: Names) -> Result<String> {
         match names {
             Names::Joliet => {
-                let units: Vec<u16> =
-                    rec.id.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
+                let units: Vec<u16> = rec
+                    .id
+                    .chunks_exact(2)
+                    .map(|c| u16::from_be_bytes([c[0], c[1]]))
+                    .collect();
                 let s = String::from_utf16_lossy(&units);
                 Ok(strip_version(&s).to_string())
             }
@@ -251,17 +279,36 @@ impl<'a, R: Read + Seek> Image<'a, R> {
         }
     }
 
-    fn walk(&mut self, dir: &Rec, prefix: &str, names: Names, depth: usize, out: &mut Vec<IsoEntry>) -> Result<()> {
+    fn walk(
+        &mut self,
+        dir: &Rec,
+        prefix: &str,
+        names: Names,
+        depth: usize,
+        out: &mut Vec<IsoEntry>,
+    ) -> Result<()> {
         if depth > MAX_DEPTH {
-            return Err(IsoError::Corrupt { what: "directories nested too deep (a loop?)".into(), offset: dir.at });
+            return Err(IsoError::Corrupt {
+                what: "directories nested too deep (a loop?)".into(),
+                offset: dir.at,
+            });
         }
         for rec in self.read_dir(dir)? {
             if rec.is_dot() {
                 continue;
             }
             let name = self.name(&rec, names)?;
-            let path = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
-            out.push(IsoEntry { path: path.clone(), offset: rec.offset(), size: rec.size as u64, is_dir: rec.is_dir });
+            let path = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            out.push(IsoEntry {
+                path: path.clone(),
+                offset: rec.offset(),
+                size: rec.size as u64,
+                is_dir: rec.is_dir,
+            });
             if rec.is_dir {
                 self.walk(&rec, &path, names, depth + 1, out)?;
             }
@@ -288,7 +335,11 @@ impl<'a, R: Read + Seek> Image<'a, R> {
         }
         let id = String::from_utf8_lossy(&rec.id).into_owned();
         let id = strip_version(&id);
-        let short = if rec.is_dir { iso_dir_name(comp) } else { iso_file_name(comp) };
+        let short = if rec.is_dir {
+            iso_dir_name(comp)
+        } else {
+            iso_file_name(comp)
+        };
         Ok(id.eq_ignore_ascii_case(comp) || id == short.trim_end_matches('.'))
     }
 
@@ -320,7 +371,12 @@ impl<'a, R: Read + Seek> Image<'a, R> {
             dir = rec;
         }
         // empty path: the root directory
-        Ok(Some(IsoEntry { path: String::new(), offset: dir.offset(), size: dir.size as u64, is_dir: true }))
+        Ok(Some(IsoEntry {
+            path: String::new(),
+            offset: dir.offset(),
+            size: dir.size as u64,
+            is_dir: true,
+        }))
     }
 
     fn find(&mut self, path: &str) -> Result<Option<IsoEntry>> {
@@ -352,7 +408,9 @@ pub fn find<R: Read + Seek>(r: &mut R, path: &str) -> Result<Option<IsoEntry>> {
 
 /// Like [`find`], but a missing path is [`IsoError::NotFound`].
 pub fn get<R: Read + Seek>(r: &mut R, path: &str) -> Result<IsoEntry> {
-    find(r, path)?.ok_or_else(|| IsoError::NotFound { path: path.to_string() })
+    find(r, path)?.ok_or_else(|| IsoError::NotFound {
+        path: path.to_string(),
+    })
 }
 
 /// The primary volume identifier as recorded, trailing spaces removed (e.g.

@@ -103,7 +103,14 @@ fn civil(t: i64) -> (i64, u8, u8, u8, u8, u8) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u8;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u8;
     let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    (y, m, d, (secs / 3600) as u8, (secs / 60 % 60) as u8, (secs % 60) as u8)
+    (
+        y,
+        m,
+        d,
+        (secs / 3600) as u8,
+        (secs / 60 % 60) as u8,
+        (secs % 60) as u8,
+    )
 }
 
 /// 7-byte directory record date (years since 1900 .. 2155, UTC).
@@ -115,7 +122,15 @@ fn date7(t: i64) -> [u8; 7] {
 /// 17-byte volume descriptor date `YYYYMMDDHHMMSScc` + UTC offset.
 fn date17(t: i64) -> [u8; 17] {
     let (y, mo, d, h, mi, s) = civil(t);
-    let text = format!("{:04}{:02}{:02}{:02}{:02}{:02}00", y.clamp(0, 9999), mo, d, h, mi, s);
+    let text = format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}00",
+        y.clamp(0, 9999),
+        mo,
+        d,
+        h,
+        mi,
+        s
+    );
     let mut out = [0u8; 17];
     out[..16].copy_from_slice(text.as_bytes());
     out
@@ -180,7 +195,16 @@ fn record(id: &[u8], extent: u32, size: u32, is_dir: bool, t: i64, su: &[u8]) ->
 }
 
 fn er_entry() -> Vec<u8> {
-    let mut e = vec![b'E', b'R', 0, 1, ER_ID.len() as u8, ER_DES.len() as u8, ER_SRC.len() as u8, 1];
+    let mut e = vec![
+        b'E',
+        b'R',
+        0,
+        1,
+        ER_ID.len() as u8,
+        ER_DES.len() as u8,
+        ER_SRC.len() as u8,
+        1,
+    ];
     e.extend_from_slice(ER_ID);
     e.extend_from_slice(ER_DES);
     e.extend_from_slice(ER_SRC);
@@ -209,7 +233,11 @@ fn assign_ids(path: &str, names: Vec<(String, bool)>) -> Result<Vec<(Vec<u8>, St
     let mut used = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for (name, is_dir) in names {
-        let short = if is_dir { iso_dir_name(&name) } else { iso_file_name(&name) };
+        let short = if is_dir {
+            iso_dir_name(&name)
+        } else {
+            iso_file_name(&name)
+        };
         let mut candidate = short.clone();
         let mut n = 0u32;
         while used.contains(&candidate) {
@@ -231,7 +259,11 @@ fn assign_ids(path: &str, names: Vec<(String, bool)>) -> Result<Vec<(Vec<u8>, St
             n += 1;
         }
         used.insert(candidate.clone());
-        let id = if is_dir { candidate.into_bytes() } else { format!("{candidate};1").into_bytes() };
+        let id = if is_dir {
+            candidate.into_bytes()
+        } else {
+            format!("{candidate};1").into_bytes()
+        };
         out.push((id, name, is_dir));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
@@ -258,7 +290,10 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
     let mut root = Dir::default();
     let mut latest = 0i64;
     for (i, f) in files.iter().enumerate() {
-        let bad = |reason: &str| IsoError::BadInput { path: f.path.clone(), reason: reason.into() };
+        let bad = |reason: &str| IsoError::BadInput {
+            path: f.path.clone(),
+            reason: reason.into(),
+        };
         let comps: Vec<&str> = f.path.split('/').filter(|c| !c.is_empty()).collect();
         if comps.is_empty() {
             return Err(bad("empty path"));
@@ -270,14 +305,19 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
             return Err(bad("a path component is longer than 150 bytes"));
         }
         if f.data.len() > u32::MAX as u64 {
-            return Err(bad("files of 4 GiB or more need multi-extent records, which this writer does not write"));
+            return Err(bad(
+                "files of 4 GiB or more need multi-extent records, which this writer does not write",
+            ));
         }
         let t = unix(f.mtime);
         latest = latest.max(t);
         let mut dir = &mut root;
         dir.mtime = dir.mtime.max(t);
         for c in &comps[..comps.len() - 1] {
-            let node = dir.children.entry(c.to_string()).or_insert_with(|| Node::Dir(Dir::default()));
+            let node = dir
+                .children
+                .entry(c.to_string())
+                .or_insert_with(|| Node::Dir(Dir::default()));
             dir = match node {
                 Node::Dir(d) => d,
                 Node::File(_) => return Err(bad(&format!("{c} is both a file and a directory"))),
@@ -300,7 +340,13 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
         let me = flat.len();
         let mtime = dir.mtime;
         let mut nodes: BTreeMap<String, Node> = dir.children;
-        let ids = assign_ids(&path, nodes.iter().map(|(n, node)| (n.clone(), matches!(node, Node::Dir(_)))).collect())?;
+        let ids = assign_ids(
+            &path,
+            nodes
+                .iter()
+                .map(|(n, node)| (n.clone(), matches!(node, Node::Dir(_))))
+                .collect(),
+        )?;
         let mut entries = Vec::new();
         let mut subdirs = 0;
         for (cid, cname, _) in ids {
@@ -311,12 +357,25 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
                     // child directory numbers are assigned when dequeued; BFS keeps the order
                     let idx = flat.len() + queue.len() + 1;
                     entries.push((cid.clone(), cname.clone(), Child::Dir(idx)));
-                    let cpath = if path.is_empty() { cname.clone() } else { format!("{path}/{cname}") };
+                    let cpath = if path.is_empty() {
+                        cname.clone()
+                    } else {
+                        format!("{path}/{cname}")
+                    };
                     queue.push_back((me, cname, cid, cpath, d));
                 }
             }
         }
-        flat.push(FlatDir { parent, name, id, mtime, entries, size: 0, extent: 0, subdirs });
+        flat.push(FlatDir {
+            parent,
+            name,
+            id,
+            mtime,
+            entries,
+            size: 0,
+            extent: 0,
+            subdirs,
+        });
     }
 
     // path tables
@@ -403,7 +462,8 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
     // ---- emit ----
     let mut written = 0u64;
     let emit = |out: &mut dyn Write, bytes: &[u8], written: &mut u64| -> Result<()> {
-        out.write_all(bytes).map_err(|e| IsoError::io("writing the ISO image", e))?;
+        out.write_all(bytes)
+            .map_err(|e| IsoError::io("writing the ISO image", e))?;
         *written += bytes.len() as u64;
         Ok(())
     };
@@ -412,7 +472,8 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
         let zeros = [0u8; SECTOR as usize];
         while *written < target {
             let n = ((target - *written) as usize).min(zeros.len());
-            out.write_all(&zeros[..n]).map_err(|e| IsoError::io("writing the ISO image", e))?;
+            out.write_all(&zeros[..n])
+                .map_err(|e| IsoError::io("writing the ISO image", e))?;
             *written += n as u64;
         }
         Ok(())
@@ -460,9 +521,17 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
         for d in &flat {
             pt.push(d.id.len() as u8);
             pt.push(0);
-            pt.extend_from_slice(&if big_endian { d.extent.to_be_bytes() } else { d.extent.to_le_bytes() });
+            pt.extend_from_slice(&if big_endian {
+                d.extent.to_be_bytes()
+            } else {
+                d.extent.to_le_bytes()
+            });
             let parent = d.parent as u16 + 1;
-            pt.extend_from_slice(&if big_endian { parent.to_be_bytes() } else { parent.to_le_bytes() });
+            pt.extend_from_slice(&if big_endian {
+                parent.to_be_bytes()
+            } else {
+                parent.to_le_bytes()
+            });
             pt.extend_from_slice(&d.id);
             if d.id.len() % 2 == 1 {
                 pt.push(0);
@@ -486,7 +555,11 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
             }
             emit(&mut out, &r, &mut written)?;
         }
-        debug_assert!(written - start <= flat[d].size as u64, "directory {} overflows", flat[d].name);
+        debug_assert!(
+            written - start <= flat[d].size as u64,
+            "directory {} overflows",
+            flat[d].name
+        );
     }
 
     // file data
@@ -514,6 +587,7 @@ pub fn write_iso(mut out: impl Write, volume_id: &str, files: &[IsoInput]) -> Re
         }
     }
     pad_to(&mut out, total, &mut written)?;
-    out.flush().map_err(|e| IsoError::io("flushing the ISO image", e))?;
+    out.flush()
+        .map_err(|e| IsoError::io("flushing the ISO image", e))?;
     Ok(())
 }

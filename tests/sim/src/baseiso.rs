@@ -62,7 +62,8 @@ pub fn build_base_iso(path: &Path, arch: &str) -> anyhow::Result<BaseIsoInfo> {
     {
         let mut f = std::fs::File::create(&tmp)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", tmp.display()))?;
-        f.write_all(&bytes).and_then(|_| f.sync_all())
+        f.write_all(&bytes)
+            .and_then(|_| f.sync_all())
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", tmp.display()))?;
     }
     std::fs::rename(&tmp, path)
@@ -120,9 +121,16 @@ pub fn base_iso_bytes(arch: &str) -> anyhow::Result<Vec<u8>> {
         "size": KARGS_AREA_SIZE,
     });
     let [(_, vmlinuz), (_, initrd), (_, rootfs)] = pxe_artifacts(arch);
-    let file = |path: &str, data: Vec<u8>| IsoInput { path: path.into(), data: IsoData::Bytes(data), mtime };
+    let file = |path: &str, data: Vec<u8>| IsoInput {
+        path: path.into(),
+        data: IsoData::Bytes(data),
+        mtime,
+    };
     let files = vec![
-        file("coreos/igninfo.json", br#"{"file":"images/ignition.img"}"#.to_vec()),
+        file(
+            "coreos/igninfo.json",
+            br#"{"file":"images/ignition.img"}"#.to_vec(),
+        ),
         file("coreos/kargs.json", serde_json::to_vec_pretty(&kargs_json)?),
         file("EFI/redhat/grub.cfg", grub.into_bytes()),
         file("isolinux/isolinux.cfg", isolinux.into_bytes()),
@@ -146,9 +154,17 @@ pub fn pxe_artifacts(arch: &str) -> [(String, Vec<u8>); 3] {
         format!("NAME=\"simulated RHCOS initramfs\"\nBUILD={RHCOS_BUILD}\nARCH={arch}\n").as_bytes(),
     )]));
     [
-        (format!("{RHCOS_BUILD}-live-kernel-{arch}"), format!("simulated kernel {RHCOS_BUILD} {arch}\n").into_bytes()),
+        (
+            format!("{RHCOS_BUILD}-live-kernel-{arch}"),
+            format!("simulated kernel {RHCOS_BUILD} {arch}\n").into_bytes(),
+        ),
         (format!("{RHCOS_BUILD}-live-initramfs.{arch}.img"), initrd),
-        (format!("{RHCOS_BUILD}-live-rootfs.{arch}.img"), format!("simulated rootfs {RHCOS_BUILD} {arch}\n").repeat(64).into_bytes()),
+        (
+            format!("{RHCOS_BUILD}-live-rootfs.{arch}.img"),
+            format!("simulated rootfs {RHCOS_BUILD} {arch}\n")
+                .repeat(64)
+                .into_bytes(),
+        ),
     ]
 }
 
@@ -159,7 +175,19 @@ pub fn newc_cpio(files: &[(&str, &[u8])]) -> Vec<u8> {
     let entry = |out: &mut Vec<u8>, ino: usize, mode: u32, name: &str, data: &[u8]| {
         let header = format!(
             "070701{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}{:08X}",
-            ino, mode, 0, 0, 1, if mode == 0 { 0 } else { MTIME_SECS }, data.len(), 0, 0, 0, 0, name.len() + 1, 0
+            ino,
+            mode,
+            0,
+            0,
+            1,
+            if mode == 0 { 0 } else { MTIME_SECS },
+            data.len(),
+            0,
+            0,
+            0,
+            0,
+            name.len() + 1,
+            0
         );
         out.extend_from_slice(header.as_bytes());
         out.extend_from_slice(name.as_bytes());
@@ -205,7 +233,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         crc ^= b as u32;
         for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0xEDB8_8320 } else { crc >> 1 };
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
         }
     }
     !crc
@@ -260,7 +292,11 @@ mod tests {
         std::fs::write(&tmp, &gz).unwrap();
         match std::process::Command::new("gzip").arg("-dc").arg(&tmp).output() {
             Ok(o) => {
-                assert!(o.status.success(), "gzip -t: {}", String::from_utf8_lossy(&o.stderr));
+                assert!(
+                    o.status.success(),
+                    "gzip -t: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 assert!(o.stdout.starts_with(b"070701"));
                 assert!(String::from_utf8_lossy(&o.stdout).contains("ARCH=aarch64"));
                 assert!(String::from_utf8_lossy(&o.stdout).contains("TRAILER!!!"));

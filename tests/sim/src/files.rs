@@ -46,7 +46,10 @@ pub async fn serve_files(listener: tokio::net::TcpListener, root: PathBuf) -> an
                 async move { Ok::<_, Infallible>(handle(&root, req).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await {
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, svc)
+                .await
+            {
                 tracing::debug!("file server connection from {peer}: {e}");
             }
         });
@@ -58,7 +61,11 @@ fn full(status: StatusCode, text: &str) -> Response<Body> {
         .status(status)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")
         .header(header::CONTENT_LENGTH, text.len())
-        .body(Full::new(Bytes::from(text.to_string())).map_err(|e| match e {}).boxed())
+        .body(
+            Full::new(Bytes::from(text.to_string()))
+                .map_err(|e| match e {})
+                .boxed(),
+        )
         .expect("static response")
 }
 
@@ -96,7 +103,9 @@ fn resolve(root: &Path, uri_path: &str) -> Option<PathBuf> {
 /// Parses a single `bytes=` range against `len`: Ok(Some((start, end_inclusive))), Ok(None) to
 /// ignore it (multi-range or foreign unit), Err(()) when unsatisfiable.
 fn parse_range(v: &str, len: u64) -> Result<Option<(u64, u64)>, ()> {
-    let Some(spec) = v.trim().strip_prefix("bytes=") else { return Ok(None) };
+    let Some(spec) = v.trim().strip_prefix("bytes=") else {
+        return Ok(None);
+    };
     if spec.contains(',') {
         return Ok(None);
     }
@@ -110,7 +119,11 @@ fn parse_range(v: &str, len: u64) -> Result<Option<(u64, u64)>, ()> {
         (len - n.min(len), len - 1)
     } else {
         let start: u64 = a.parse().map_err(|_| ())?;
-        let end = if b.is_empty() { len.saturating_sub(1) } else { b.parse::<u64>().map_err(|_| ())?.min(len.saturating_sub(1)) };
+        let end = if b.is_empty() {
+            len.saturating_sub(1)
+        } else {
+            b.parse::<u64>().map_err(|_| ())?.min(len.saturating_sub(1))
+        };
         if start >= len || end < start {
             return Err(());
         }
@@ -123,7 +136,8 @@ async fn handle(root: &Path, req: Request<hyper::body::Incoming>) -> Response<Bo
     let method = req.method().clone();
     if method != Method::GET && method != Method::HEAD {
         let mut r = full(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
-        r.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
+        r.headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static("GET, HEAD"));
         return r;
     }
     let Some(path) = resolve(root, req.uri().path()) else {
@@ -143,7 +157,8 @@ async fn handle(root: &Path, req: Request<hyper::body::Incoming>) -> Response<Bo
             Ok(r) => r,
             Err(()) => {
                 let mut r = full(StatusCode::RANGE_NOT_SATISFIABLE, "range not satisfiable\n");
-                r.headers_mut().insert(header::CONTENT_RANGE, format!("bytes */{len}").parse().unwrap());
+                r.headers_mut()
+                    .insert(header::CONTENT_RANGE, format!("bytes */{len}").parse().unwrap());
                 return r;
             }
         },
@@ -158,10 +173,15 @@ async fn handle(root: &Path, req: Request<hyper::body::Incoming>) -> Response<Bo
         .header(header::CONTENT_LENGTH, count)
         .header(header::ACCEPT_RANGES, "bytes");
     if status == StatusCode::PARTIAL_CONTENT {
-        builder = builder.header(header::CONTENT_RANGE, format!("bytes {}-{}/{len}", start, start + count - 1));
+        builder = builder.header(
+            header::CONTENT_RANGE,
+            format!("bytes {}-{}/{len}", start, start + count - 1),
+        );
     }
     if method == Method::HEAD {
-        return builder.body(Full::new(Bytes::new()).map_err(|e| match e {}).boxed()).expect("response");
+        return builder
+            .body(Full::new(Bytes::new()).map_err(|e| match e {}).boxed())
+            .expect("response");
     }
     if start > 0 && file.seek(std::io::SeekFrom::Start(start)).await.is_err() {
         return full(StatusCode::INTERNAL_SERVER_ERROR, "seek failed\n");
@@ -180,7 +200,9 @@ async fn handle(root: &Path, req: Request<hyper::body::Incoming>) -> Response<Bo
             Err(e) => Some((Err(e), (f, true))),
         }
     });
-    builder.body(BodyExt::boxed(StreamBody::new(stream))).expect("response")
+    builder
+        .body(BodyExt::boxed(StreamBody::new(stream)))
+        .expect("response")
 }
 
 #[cfg(test)]
@@ -226,7 +248,10 @@ mod tests {
         let mut out = Vec::new();
         s.read_to_end(&mut out).await.unwrap();
         let split = out.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        (String::from_utf8_lossy(&out[..split]).to_string(), out[split + 4..].to_vec())
+        (
+            String::from_utf8_lossy(&out[..split]).to_string(),
+            out[split + 4..].to_vec(),
+        )
     }
 
     #[tokio::test]
@@ -238,26 +263,60 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(serve_files(listener, dir.path().to_path_buf()));
 
-        let (h, body) = request(addr, "GET /base.iso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        let (h, body) = request(
+            addr,
+            "GET /base.iso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
         assert!(h.starts_with("HTTP/1.1 200"), "{h}");
         assert!(h.to_ascii_lowercase().contains("content-length: 200000"), "{h}");
         assert!(body == data);
 
-        let (h, body) = request(addr, "HEAD /base.iso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
-        assert!(h.starts_with("HTTP/1.1 200") && h.to_ascii_lowercase().contains("content-length: 200000"), "{h}");
+        let (h, body) = request(
+            addr,
+            "HEAD /base.iso HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(
+            h.starts_with("HTTP/1.1 200") && h.to_ascii_lowercase().contains("content-length: 200000"),
+            "{h}"
+        );
         assert!(body.is_empty());
 
-        let (h, body) = request(addr, "GET /base.iso HTTP/1.1\r\nHost: x\r\nRange: bytes=150000-\r\nConnection: close\r\n\r\n").await;
+        let (h, body) = request(
+            addr,
+            "GET /base.iso HTTP/1.1\r\nHost: x\r\nRange: bytes=150000-\r\nConnection: close\r\n\r\n",
+        )
+        .await;
         assert!(h.starts_with("HTTP/1.1 206"), "{h}");
-        assert!(h.to_ascii_lowercase().contains("content-range: bytes 150000-199999/200000"), "{h}");
+        assert!(
+            h.to_ascii_lowercase()
+                .contains("content-range: bytes 150000-199999/200000"),
+            "{h}"
+        );
         assert!(body == data[150000..]);
 
-        let (h, _) = request(addr, "GET /base.iso HTTP/1.1\r\nHost: x\r\nRange: bytes=300000-\r\nConnection: close\r\n\r\n").await;
-        assert!(h.starts_with("HTTP/1.1 416") && h.contains("bytes */200000"), "{h}");
+        let (h, _) = request(
+            addr,
+            "GET /base.iso HTTP/1.1\r\nHost: x\r\nRange: bytes=300000-\r\nConnection: close\r\n\r\n",
+        )
+        .await;
+        assert!(
+            h.starts_with("HTTP/1.1 416") && h.contains("bytes */200000"),
+            "{h}"
+        );
 
-        let (h, _) = request(addr, "GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        let (h, _) = request(
+            addr,
+            "GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        )
+        .await;
         assert!(h.starts_with("HTTP/1.1 404"), "{h}");
-        let (h, _) = request(addr, "POST /base.iso HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").await;
+        let (h, _) = request(
+            addr,
+            "POST /base.iso HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+        .await;
         assert!(h.starts_with("HTTP/1.1 405"), "{h}");
         task.abort();
     }

@@ -44,8 +44,7 @@ pub fn enter_netns() -> Result<(), String> {
     if unsafe { libc::geteuid() } != 0 {
         return Err("end-to-end tests need root (or run them under agent-day2-sim netns)".into());
     }
-    crate::netns::unshare_net_as_root()
-        .map_err(|e| format!("cannot create a network namespace: {e}"))?;
+    crate::netns::unshare_net_as_root().map_err(|e| format!("cannot create a network namespace: {e}"))?;
     crate::netns::setup_loopback()?;
     OWN_NETNS.with(|o| o.set(true));
     Ok(())
@@ -76,7 +75,10 @@ pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
 /// relative to the workspace root) that exist on this machine, for `up --crds`.
 pub fn crds_dirs() -> Vec<PathBuf> {
     let base = shared_dir().join("upstream/crds");
-    [base.clone(), base.join("openshift-api")].into_iter().filter(|p| p.is_dir()).collect()
+    [base.clone(), base.join("openshift-api")]
+        .into_iter()
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// `../shared` relative to the workspace root (may not exist).
@@ -167,7 +169,9 @@ impl TestCluster {
 
     /// `host:port` of the registry started by [`TestCluster::start_with_registry`].
     pub fn registry_host(&self) -> Option<&str> {
-        self.registry_url.as_deref().and_then(|u| u.split_once("://").map(|(_, h)| h))
+        self.registry_url
+            .as_deref()
+            .and_then(|u| u.split_once("://").map(|(_, h)| h))
     }
 
     /// Like [`TestCluster::start`] with extra `up` arguments (e.g. `--crds DIR`, `--base-iso F`).
@@ -221,8 +225,7 @@ impl TestCluster {
 
     /// The simulator's stdout+stderr so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.parent().unwrap_or(&self.dir).join("sim.log"))
-            .unwrap_or_default()
+        std::fs::read_to_string(self.dir.parent().unwrap_or(&self.dir).join("sim.log")).unwrap_or_default()
     }
 
     /// A `kubectl` command with `KUBECONFIG` set to this cluster (not yet run). `KUBECACHEDIR`
@@ -241,12 +244,17 @@ impl TestCluster {
     /// The environment for any client program run against this cluster: `KUBECONFIG` and
     /// `KUBECACHEDIR` (see [`TestCluster::kubectl_cmd`]).
     pub fn env(&self) -> Vec<(&'static str, PathBuf)> {
-        vec![("KUBECONFIG", self.kubeconfig.clone()), ("KUBECACHEDIR", self.dir.join("kubecache"))]
+        vec![
+            ("KUBECONFIG", self.kubeconfig.clone()),
+            ("KUBECACHEDIR", self.dir.join("kubecache")),
+        ]
     }
 
     /// Runs `kubectl ARGS` against this cluster and returns its output.
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_cmd(args).output().expect("cannot run kubectl (is it on PATH?)")
+        self.kubectl_cmd(args)
+            .output()
+            .expect("cannot run kubectl (is it on PATH?)")
     }
 
     /// Runs `kubectl ARGS` with `stdin` fed to it.

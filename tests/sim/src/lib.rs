@@ -1,14 +1,14 @@
 //! agent-day2-sim: a simulated OpenShift cluster (a kube API over HTTPS that the real kubectl
 //! accepts) and simulated day-2 nodes, for agent-day2's tests and demo.
 
-pub mod scenario;
-pub mod seed;
-pub mod baseiso;
-pub mod files;
 pub mod api;
+pub mod baseiso;
 pub mod boot;
+pub mod files;
 pub mod harness;
 pub mod kubeconfig;
 pub mod netns;
 pub mod pki;
 pub mod registry;
+pub mod scenario;
+pub mod seed;

@@ -11,7 +11,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "agent-day2-sim", version, about = "Simulated OpenShift cluster for agent-day2's tests and demo")]
+#[command(
+    name = "agent-day2-sim",
+    version,
+    about = "Simulated OpenShift cluster for agent-day2's tests and demo"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -82,7 +86,15 @@ fn main() {
             eprintln!("error: {e:#}");
             std::process::exit(1);
         }
-        Cmd::Up { dir, scenario, base_iso, listen, files_listen, crds, registry } => {
+        Cmd::Up {
+            dir,
+            scenario,
+            base_iso,
+            listen,
+            files_listen,
+            crds,
+            registry,
+        } => {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(
                     tracing_subscriber::EnvFilter::try_from_env("AGENT_DAY2_SIM_LOG")
@@ -96,13 +108,27 @@ fn main() {
                     std::process::exit(3);
                 }
             }
-            let opts = agent_day2_sim::api::up::UpOptions { dir, scenario, base_iso, listen, files_listen, crds, registry };
-            let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+            let opts = agent_day2_sim::api::up::UpOptions {
+                dir,
+                scenario,
+                base_iso,
+                listen,
+                files_listen,
+                crds,
+                registry,
+            };
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("tokio runtime");
             if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
                 eprintln!("error: {e:#}");
                 // A scenario found invalid only while seeding (an `omit` naming nothing) is
                 // still an invalid scenario.
-                let invalid_scenario = e.downcast_ref::<agent_day2_sim::scenario::ScenarioError>().is_some();
+                let invalid_scenario = e
+                    .downcast_ref::<agent_day2_sim::scenario::ScenarioError>()
+                    .is_some();
                 std::process::exit(if invalid_scenario { 3 } else { 1 });
             }
         }

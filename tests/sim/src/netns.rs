@@ -82,7 +82,11 @@ pub fn run_in_new_netns(cmd: &[String]) -> anyhow::Error {
     };
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let r = if root { unshare_net_as_root() } else { unshare_user_and_net() };
+    let r = if root {
+        unshare_net_as_root()
+    } else {
+        unshare_user_and_net()
+    };
     if let Err(e) = r {
         return anyhow::anyhow!(
             "netns: cannot create a network namespace ({e}); as non-root this needs unprivileged \

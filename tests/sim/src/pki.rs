@@ -6,8 +6,8 @@
 
 use anyhow::Context;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+    KeyPair, KeyUsagePurpose, SanType,
 };
 use std::net::IpAddr;
 
@@ -48,7 +48,11 @@ impl Ca {
         validity(&mut params, 3650);
         let key = KeyPair::generate()?;
         let cert = params.self_signed(&key)?;
-        Ok(Ca { cert_pem: cert.pem(), key_pem: key.serialize_pem(), params })
+        Ok(Ca {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            params,
+        })
     }
 
     fn issue(&self, params: CertificateParams) -> anyhow::Result<Leaf> {
@@ -56,7 +60,10 @@ impl Ca {
         let issuer = Issuer::from_params(&self.params, &ca_key);
         let key = KeyPair::generate()?;
         let cert = params.signed_by(&key, &issuer)?;
-        Ok(Leaf { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+        Ok(Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        })
     }
 
     /// Issues the API server's serving certificate (1 year) for `dns` names and `ips`.
@@ -66,15 +73,17 @@ impl Ca {
         dn.push(DnType::CommonName, "api-server");
         params.distinguished_name = dn;
         for d in dns {
-            params
-                .subject_alt_names
-                .push(SanType::DnsName(d.clone().try_into().with_context(|| format!("SAN {d}"))?));
+            params.subject_alt_names.push(SanType::DnsName(
+                d.clone().try_into().with_context(|| format!("SAN {d}"))?,
+            ));
         }
         for ip in ips {
             params.subject_alt_names.push(SanType::IpAddress(*ip));
         }
-        params.key_usages =
-            vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         validity(&mut params, 365);
         self.issue(params)
@@ -89,8 +98,10 @@ impl Ca {
         }
         dn.push(DnType::CommonName, user);
         params.distinguished_name = dn;
-        params.key_usages =
-            vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         validity(&mut params, 365);
         self.issue(params)

@@ -106,7 +106,8 @@ fn write_private(p: &Path, data: &str) -> anyhow::Result<()> {
         .mode(0o600)
         .open(p)
         .with_context(|| format!("cannot create {}", p.display()))?;
-    f.write_all(data.as_bytes()).with_context(|| format!("cannot write {}", p.display()))
+    f.write_all(data.as_bytes())
+        .with_context(|| format!("cannot write {}", p.display()))
 }
 
 impl RegistryProcess {
@@ -120,7 +121,8 @@ impl RegistryProcess {
             anyhow::bail!("{REGISTRY_BIN} is missing: install Debian's docker-registry package (apt-get install docker-registry)");
         }
         let dir = opts.dir.clone();
-        std::fs::create_dir_all(dir.join("data")).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::create_dir_all(dir.join("data"))
+            .with_context(|| format!("cannot create {}", dir.display()))?;
         {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
@@ -136,7 +138,11 @@ impl RegistryProcess {
             let k = dir.join("tls.key");
             std::fs::write(&c, cert).with_context(|| format!("cannot write {}", c.display()))?;
             write_private(&k, key)?;
-            cfg.push_str(&format!("  tls:\n    certificate: {}\n    key: {}\n", c.display(), k.display()));
+            cfg.push_str(&format!(
+                "  tls:\n    certificate: {}\n    key: {}\n",
+                c.display(),
+                k.display()
+            ));
         }
         if let Some((user, pass)) = &opts.user {
             let h = bcrypt::hash_with_result(pass, BCRYPT_COST)
@@ -144,14 +150,22 @@ impl RegistryProcess {
                 .format_for_version(bcrypt::Version::TwoA);
             let p = dir.join("htpasswd");
             write_private(&p, &format!("{user}:{h}\n"))?;
-            cfg.push_str(&format!("auth:\n  htpasswd:\n    realm: agent-day2-sim\n    path: {}\n", p.display()));
+            cfg.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: agent-day2-sim\n    path: {}\n",
+                p.display()
+            ));
         }
         let cfg_path = dir.join("config.yml");
         write_private(&cfg_path, &cfg)?;
         let log_path = dir.join("registry.log");
-        let log = std::fs::File::create(&log_path).with_context(|| format!("cannot create {}", log_path.display()))?;
+        let log = std::fs::File::create(&log_path)
+            .with_context(|| format!("cannot create {}", log_path.display()))?;
         let mut cmd = Command::new(REGISTRY_BIN);
-        cmd.arg("serve").arg(&cfg_path).stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+        cmd.arg("serve")
+            .arg(&cfg_path)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
         // SAFETY: getpid cannot fail.
         let parent = unsafe { libc::getpid() };
         {
@@ -171,8 +185,16 @@ impl RegistryProcess {
                 });
             }
         }
-        let child = cmd.spawn().with_context(|| format!("cannot run {REGISTRY_BIN}"))?;
-        let mut r = RegistryProcess { addr: opts.addr, dir, tls: opts.tls.is_some(), user: opts.user, child: Some(child) };
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot run {REGISTRY_BIN}"))?;
+        let mut r = RegistryProcess {
+            addr: opts.addr,
+            dir,
+            tls: opts.tls.is_some(),
+            user: opts.user,
+            child: Some(child),
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if TcpStream::connect_timeout(&r.addr, Duration::from_millis(200)).is_ok() {
@@ -183,7 +205,11 @@ impl RegistryProcess {
                 anyhow::bail!("docker-registry on {} exited ({st}):\n{}", r.addr, r.log());
             }
             if Instant::now() > deadline {
-                anyhow::bail!("docker-registry did not listen on {} within 20 s:\n{}", r.addr, r.log());
+                anyhow::bail!(
+                    "docker-registry did not listen on {} within 20 s:\n{}",
+                    r.addr,
+                    r.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -264,7 +290,9 @@ fn tar_of<W: std::io::Write>(w: W, files: &[(&str, &[u8])]) -> std::io::Result<W
 pub fn tar_gz(files: &[(&str, &[u8])]) -> Vec<u8> {
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing to memory cannot fail.
-    tar_of(gz, files).and_then(|gz| gz.finish()).expect("in-memory tar.gz")
+    tar_of(gz, files)
+        .and_then(|gz| gz.finish())
+        .expect("in-memory tar.gz")
 }
 
 /// A plain (uncompressed) tar of `files`.
@@ -299,14 +327,28 @@ pub struct Pusher {
 impl Pusher {
     /// A pusher for `host` (`host:port`) over HTTPS (`tls`, trusting `ca_pem` besides the
     /// system roots) or plain HTTP, with `user` (name, password) or anonymously.
-    pub fn new(host: &str, tls: bool, ca_pem: Option<&str>, user: Option<(String, String)>) -> anyhow::Result<Pusher> {
+    pub fn new(
+        host: &str,
+        tls: bool,
+        ca_pem: Option<&str>,
+        user: Option<(String, String)>,
+    ) -> anyhow::Result<Pusher> {
         // oci-client is built without a crypto provider of its own: ring, as everywhere here.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let certs = ca_pem
-            .map(|p| vec![Certificate { encoding: CertificateEncoding::Pem, data: p.as_bytes().to_vec() }])
+            .map(|p| {
+                vec![Certificate {
+                    encoding: CertificateEncoding::Pem,
+                    data: p.as_bytes().to_vec(),
+                }]
+            })
             .unwrap_or_default();
         let client = Client::try_from(ClientConfig {
-            protocol: if tls { ClientProtocol::Https } else { ClientProtocol::Http },
+            protocol: if tls {
+                ClientProtocol::Https
+            } else {
+                ClientProtocol::Http
+            },
             extra_root_certificates: certs,
             ..Default::default()
         })
@@ -315,7 +357,11 @@ impl Pusher {
             Some((u, p)) => RegistryAuth::Basic(u, p),
             None => RegistryAuth::Anonymous,
         };
-        Ok(Pusher { client, auth, host: host.to_string() })
+        Ok(Pusher {
+            client,
+            auth,
+            host: host.to_string(),
+        })
     }
 
     fn reference(&self, repo: &str, tag: &str) -> anyhow::Result<Reference> {
@@ -335,7 +381,14 @@ impl Pusher {
     /// by the gzip magic) with a minimal config for linux/`arch` (Go spelling), tagged `tag` in
     /// `repo`; OCI media types unless `docker`. Returns the manifest digest (`sha256:<hex>`).
     /// Errors name the registry and what failed.
-    pub async fn push_image(&self, repo: &str, tag: &str, arch: &str, layers: &[Vec<u8>], docker: bool) -> anyhow::Result<String> {
+    pub async fn push_image(
+        &self,
+        repo: &str,
+        tag: &str,
+        arch: &str,
+        layers: &[Vec<u8>],
+        docker: bool,
+    ) -> anyhow::Result<String> {
         let r = self.reference(repo, tag)?;
         self.login(&r).await?;
         let diff_ids: Vec<String> = layers
@@ -358,11 +411,17 @@ impl Pusher {
         let push_err = |what: &str, e: oci_client::errors::OciDistributionError| {
             anyhow::anyhow!("registry {}: cannot push {what} to {repo}: {e}", self.host)
         };
-        self.client.push_blob(&r, config.clone(), &cd).await.map_err(|e| push_err("the image config", e))?;
+        self.client
+            .push_blob(&r, config.clone(), &cd)
+            .await
+            .map_err(|e| push_err("the image config", e))?;
         let mut descs = Vec::new();
         for l in layers {
             let d = sha256_digest(l);
-            self.client.push_blob(&r, l.clone(), &d).await.map_err(|e| push_err("a layer", e))?;
+            self.client
+                .push_blob(&r, l.clone(), &d)
+                .await
+                .map_err(|e| push_err("a layer", e))?;
             let gz = l.starts_with(&[0x1f, 0x8b]);
             let mt = match (docker, gz) {
                 (true, _) => "application/vnd.docker.image.rootfs.diff.tar.gzip",
@@ -393,14 +452,25 @@ impl Pusher {
     /// Pushes a manifest list (`docker`) or OCI index tagged `tag` in `repo` whose entries are
     /// `(arch, manifest digest)` (linux, Go arch spelling), in the order given; the entries'
     /// manifests must already be in `repo`. Returns the list's digest.
-    pub async fn push_index(&self, repo: &str, tag: &str, entries: &[(&str, String)], docker: bool) -> anyhow::Result<String> {
+    pub async fn push_index(
+        &self,
+        repo: &str,
+        tag: &str,
+        entries: &[(&str, String)],
+        docker: bool,
+    ) -> anyhow::Result<String> {
         let r = self.reference(repo, tag)?;
         self.login(&r).await?;
-        let (mt, emt) = if docker { (DOCKER_LIST, DOCKER_MANIFEST) } else { (OCI_INDEX, OCI_MANIFEST) };
+        let (mt, emt) = if docker {
+            (DOCKER_LIST, DOCKER_MANIFEST)
+        } else {
+            (OCI_INDEX, OCI_MANIFEST)
+        };
         let mut manifests = Vec::new();
         for (arch, d) in entries {
             // The true size of each entry (clients may check it).
-            let er = Reference::try_from(format!("{}/{repo}@{d}", self.host).as_str()).map_err(|e| anyhow::anyhow!("{d}: {e}"))?;
+            let er = Reference::try_from(format!("{}/{repo}@{d}", self.host).as_str())
+                .map_err(|e| anyhow::anyhow!("{d}: {e}"))?;
             let size = self
                 .client
                 .pull_manifest_raw(&er, &self.auth, &[OCI_MANIFEST, DOCKER_MANIFEST])
@@ -417,7 +487,12 @@ impl Pusher {
         self.client
             .push_manifest_raw(&r, body, http::HeaderValue::from_static(mt))
             .await
-            .map_err(|e| anyhow::anyhow!("registry {}: cannot push the manifest list {repo}:{tag}: {e}", self.host))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "registry {}: cannot push the manifest list {repo}:{tag}: {e}",
+                    self.host
+                )
+            })?;
         Ok(d)
     }
 }
@@ -457,7 +532,10 @@ pub struct ArchRelease {
 impl ArchRelease {
     /// The pull spec `image-references` gives `tag`, if listed.
     pub fn reference(&self, tag: &str) -> Option<&str> {
-        self.references.iter().find(|(t, _)| t == tag).map(|(_, s)| s.as_str())
+        self.references
+            .iter()
+            .find(|(t, _)| t == tag)
+            .map(|(_, s)| s.as_str())
     }
 }
 
@@ -483,7 +561,10 @@ pub async fn push_release_payload(p: &Pusher, spec: &PayloadSpec) -> anyhow::Res
     let v = &spec.version;
     let comp = &spec.components_repo;
     let multi = spec.arches.len() > 1;
-    let base = tar_gz(&[("etc/os-release", b"NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=rhcos\n")]);
+    let base = tar_gz(&[(
+        "etc/os-release",
+        b"NAME=\"Red Hat Enterprise Linux CoreOS\"\nID=rhcos\n",
+    )]);
 
     // Components per architecture.
     let mut refs: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
@@ -492,8 +573,13 @@ pub async fn push_release_payload(p: &Pusher, spec: &PayloadSpec) -> anyhow::Res
         let ra = rpm_arch(arch);
         let mut r = Vec::new();
         for (tag, bin) in COMPONENTS {
-            let layer = tar_gz(&[(&format!("usr/bin/{bin}"), format!("#!/bin/sh\n# {bin} ({ra})\n").as_bytes())]);
-            let d = p.push_image(comp, &format!("{v}-{ra}-{tag}"), arch, &[layer], false).await?;
+            let layer = tar_gz(&[(
+                &format!("usr/bin/{bin}"),
+                format!("#!/bin/sh\n# {bin} ({ra})\n").as_bytes(),
+            )]);
+            let d = p
+                .push_image(comp, &format!("{v}-{ra}-{tag}"), arch, &[layer], false)
+                .await?;
             r.push((tag.to_string(), format!("{}@{d}", spec.named_as)));
         }
         let mut layers = vec![base.clone()];
@@ -505,14 +591,30 @@ pub async fn push_release_payload(p: &Pusher, spec: &PayloadSpec) -> anyhow::Res
                 (&format!("coreos/coreos-{ra}.iso"), iso),
             ]));
         }
-        let d = p.push_image(comp, &format!("{v}-{ra}-{MACHINE_OS_IMAGES}"), arch, &layers, true).await?;
+        let d = p
+            .push_image(
+                comp,
+                &format!("{v}-{ra}-{MACHINE_OS_IMAGES}"),
+                arch,
+                &layers,
+                true,
+            )
+            .await?;
         mos.push((arch.clone(), d));
         refs.insert(arch.clone(), r);
     }
-    let mos_for = |arch: &str| mos.iter().find(|(a, _)| a == arch).map(|(_, d)| d.clone()).unwrap_or_default();
+    let mos_for = |arch: &str| {
+        mos.iter()
+            .find(|(a, _)| a == arch)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_default()
+    };
     let mos_list = if multi {
         let entries: Vec<(&str, String)> = mos.iter().map(|(a, d)| (a.as_str(), d.clone())).collect();
-        Some(p.push_index(comp, &format!("{v}-multi-{MACHINE_OS_IMAGES}"), &entries, true).await?)
+        Some(
+            p.push_index(comp, &format!("{v}-multi-{MACHINE_OS_IMAGES}"), &entries, true)
+                .await?,
+        )
     } else {
         None
     };
@@ -527,24 +629,42 @@ pub async fn push_release_payload(p: &Pusher, spec: &PayloadSpec) -> anyhow::Res
         let ra = rpm_arch(arch);
         let mut r = refs.remove(arch).unwrap_or_default();
         let mos_digest = mos_list.clone().unwrap_or_else(|| mos_for(arch));
-        r.push((MACHINE_OS_IMAGES.to_string(), format!("{}@{mos_digest}", spec.named_as)));
+        r.push((
+            MACHINE_OS_IMAGES.to_string(),
+            format!("{}@{mos_digest}", spec.named_as),
+        ));
         r.retain(|(t, _)| !spec.omit.contains(t));
         let layers = vec![
-            tar_gz(&[("release-manifests/0000_00_cluster-version-operator_03_deployment.yaml", b"apiVersion: apps/v1\nkind: Deployment\n")]),
+            tar_gz(&[(
+                "release-manifests/0000_00_cluster-version-operator_03_deployment.yaml",
+                b"apiVersion: apps/v1\nkind: Deployment\n",
+            )]),
             tar_gz(&[
                 ("release-manifests/release-metadata", &metadata),
                 ("release-manifests/image-references", &image_references(v, &r)),
             ]),
             // A top layer without the files, uncompressed: readers must search below it.
-            tar_plain(&[("etc/motd", format!("agent-day2-sim release {v} ({ra})\n").as_bytes())]),
+            tar_plain(&[(
+                "etc/motd",
+                format!("agent-day2-sim release {v} ({ra})\n").as_bytes(),
+            )]),
         ];
-        let d = p.push_image(&spec.release_repo, &format!("{v}-{ra}"), arch, &layers, false).await?;
+        let d = p
+            .push_image(&spec.release_repo, &format!("{v}-{ra}"), arch, &layers, false)
+            .await?;
         rel_entries.push((arch.clone(), d.clone()));
-        arches.insert(arch.clone(), ArchRelease { release_digest: d, references: r });
+        arches.insert(
+            arch.clone(),
+            ArchRelease {
+                release_digest: d,
+                references: r,
+            },
+        );
     }
     let release_digest = if multi {
         let entries: Vec<(&str, String)> = rel_entries.iter().map(|(a, d)| (a.as_str(), d.clone())).collect();
-        p.push_index(&spec.release_repo, &format!("{v}-multi"), &entries, false).await?
+        p.push_index(&spec.release_repo, &format!("{v}-multi"), &entries, false)
+            .await?
     } else {
         rel_entries[0].1.clone()
     };

@@ -183,7 +183,9 @@ pub const ARCHITECTURES: &[&str] = &["amd64", "x86_64", "arm64", "aarch64", "ppc
 
 /// Whether `s` is an IPv4 or IPv6 CIDR (`address/prefix`, prefix within the family's width).
 pub fn is_cidr(s: &str) -> bool {
-    let Some((addr, len)) = s.split_once('/') else { return false };
+    let Some((addr, len)) = s.split_once('/') else {
+        return false;
+    };
     let Ok(len) = len.parse::<u8>() else { return false };
     match addr.parse::<std::net::IpAddr>() {
         Ok(std::net::IpAddr::V4(_)) => len <= 32,
@@ -208,7 +210,11 @@ impl Scenario {
                 .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
                 .and_then(|n| n.parse::<usize>().ok())
                 .and_then(|n| text.lines().nth(n.saturating_sub(1)))
-                .and_then(|l| l.trim_start_matches([' ', '-']).split_once(':').map(|(k, _)| k.trim().to_string()))
+                .and_then(|l| {
+                    l.trim_start_matches([' ', '-'])
+                        .split_once(':')
+                        .map(|(k, _)| k.trim().to_string())
+                })
                 .filter(|k| !k.is_empty() && !m.contains(&format!("`{k}`")));
             fail(match key {
                 Some(k) => format!("{k}: {m}"),
@@ -227,19 +233,29 @@ impl Scenario {
     /// Errors: `<key>: <what is wrong>`.
     pub fn check(&self) -> Result<(), String> {
         if !ARCHITECTURES.contains(&self.architecture.as_str()) {
-            return Err(format!("architecture: unsupported value {:?}; supported: {}", self.architecture, ARCHITECTURES.join(", ")));
+            return Err(format!(
+                "architecture: unsupported value {:?}; supported: {}",
+                self.architecture,
+                ARCHITECTURES.join(", ")
+            ));
         }
         for (i, n) in self.machine_networks.iter().flatten().enumerate() {
             if !is_cidr(n) {
-                return Err(format!("machineNetworks[{i}]: {n:?} is not a CIDR such as 192.168.111.0/24"));
+                return Err(format!(
+                    "machineNetworks[{i}]: {n:?} is not a CIDR such as 192.168.111.0/24"
+                ));
             }
         }
         for (i, o) in self.objects.iter().enumerate() {
-            let missing: Vec<&str> = [("apiVersion", &o["apiVersion"]), ("kind", &o["kind"]), ("metadata.name", &o["metadata"]["name"])]
-                .into_iter()
-                .filter(|(_, v)| v.as_str().is_none_or(str::is_empty))
-                .map(|(k, _)| k)
-                .collect();
+            let missing: Vec<&str> = [
+                ("apiVersion", &o["apiVersion"]),
+                ("kind", &o["kind"]),
+                ("metadata.name", &o["metadata"]["name"]),
+            ]
+            .into_iter()
+            .filter(|(_, v)| v.as_str().is_none_or(str::is_empty))
+            .map(|(k, _)| k)
+            .collect();
             if !missing.is_empty() {
                 return Err(format!("objects[{i}]: {} required", missing.join(", ")));
             }
@@ -252,7 +268,9 @@ impl Scenario {
         for (i, o) in self.omit.iter().enumerate() {
             let parts: Vec<&str> = o.split('/').collect();
             if parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
-                return Err(format!("omit[{i}]: {o:?} is not resource, resource/name or resource/namespace/name"));
+                return Err(format!(
+                    "omit[{i}]: {o:?} is not resource, resource/name or resource/namespace/name"
+                ));
             }
         }
         Ok(())
@@ -264,7 +282,11 @@ mod tests {
     use super::*;
 
     fn load_text(text: &str) -> anyhow::Result<Scenario> {
-        let p = std::env::temp_dir().join(format!("scenario-test-{}-{}.yaml", std::process::id(), text.len()));
+        let p = std::env::temp_dir().join(format!(
+            "scenario-test-{}-{}.yaml",
+            std::process::id(),
+            text.len()
+        ));
         std::fs::write(&p, text).unwrap();
         let r = Scenario::load(&p);
         let _ = std::fs::remove_file(&p);
@@ -282,9 +304,18 @@ mod tests {
 
     #[test]
     fn bad_values_are_refused_naming_the_key() {
-        refused("architecture: sparc\n", "architecture: unsupported value \"sparc\"");
-        refused("objects: [{kind: ConfigMap}]\n", "objects[0]: apiVersion, metadata.name required");
-        refused("objectsDir: /nonexistent\n", "objectsDir: /nonexistent is not a directory");
+        refused(
+            "architecture: sparc\n",
+            "architecture: unsupported value \"sparc\"",
+        );
+        refused(
+            "objects: [{kind: ConfigMap}]\n",
+            "objects[0]: apiVersion, metadata.name required",
+        );
+        refused(
+            "objectsDir: /nonexistent\n",
+            "objectsDir: /nonexistent is not a directory",
+        );
         refused("sno: \"yes\"\n", "sno: line 1");
         refused("machineNetworks: [\"not-a-cidr\"]\n", "machineNetworks[0]");
         refused("omit: [\"a/b/c/d\"]\n", "omit[0]");

@@ -51,7 +51,11 @@ pub const MACHINE_NETWORK_V4: &str = "192.168.111.0/24";
 pub const MACHINE_NETWORK_V6: &str = "fd2e:6f44:5dd8:c956::/120";
 /// Control-plane node addresses (`master-N` gets index N).
 pub const MASTER_IPS_V4: [&str; 3] = ["192.168.111.20", "192.168.111.21", "192.168.111.22"];
-pub const MASTER_IPS_V6: [&str; 3] = ["fd2e:6f44:5dd8:c956::14", "fd2e:6f44:5dd8:c956::15", "fd2e:6f44:5dd8:c956::16"];
+pub const MASTER_IPS_V6: [&str; 3] = [
+    "fd2e:6f44:5dd8:c956::14",
+    "fd2e:6f44:5dd8:c956::15",
+    "fd2e:6f44:5dd8:c956::16",
+];
 /// API and ingress VIPs of the default bare-metal platform.
 pub const API_VIP: &str = "192.168.111.5";
 pub const INGRESS_VIP: &str = "192.168.111.4";
@@ -79,12 +83,16 @@ pub fn rpm_arch(a: &str) -> &str {
 /// The fake but well-formed digest of the release image of `version` for `arch`
 /// (`multi` for a multi-arch payload): hex sha256 of `ocp-release:<version>-<arch>`.
 pub fn release_digest(version: &str, arch: &str) -> String {
-    hex::encode(sha2::Sha256::digest(format!("ocp-release:{version}-{arch}").as_bytes()))
+    hex::encode(sha2::Sha256::digest(
+        format!("ocp-release:{version}-{arch}").as_bytes(),
+    ))
 }
 
 /// Mirror registry of a disconnected scenario (`registry.example.com:5000` by default).
 pub fn mirror_registry(s: &Scenario) -> String {
-    s.mirror_registry.clone().unwrap_or_else(|| "registry.example.com:5000".into())
+    s.mirror_registry
+        .clone()
+        .unwrap_or_else(|| "registry.example.com:5000".into())
 }
 
 fn payload_arch(s: &Scenario) -> &str {
@@ -107,7 +115,9 @@ pub fn release_image_for(s: &Scenario, version: &str) -> String {
 
 /// The current (Completed) release image: `scenario.release_image` or [`release_image_for`].
 pub fn release_image(s: &Scenario) -> String {
-    s.release_image.clone().unwrap_or_else(|| release_image_for(s, &s.version))
+    s.release_image
+        .clone()
+        .unwrap_or_else(|| release_image_for(s, &s.version))
 }
 
 /// Platform type in the Infrastructure spelling (BareMetal, None, External, VSphere, ...).
@@ -176,7 +186,11 @@ fn ssh_key(s: &Scenario) -> String {
 
 /// Kubernetes minor of an OpenShift 4.x release (4.18 → 31): the kubelet version nodes report.
 fn kube_minor(version: &str) -> u32 {
-    let minor: u32 = version.split('.').nth(1).and_then(|m| m.parse().ok()).unwrap_or(18);
+    let minor: u32 = version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(18);
     minor + 13
 }
 
@@ -190,8 +204,10 @@ fn data_url(text: &str) -> String {
 }
 
 fn secret(ns: &str, name: &str, ty: &str, data: &[(&str, &str)]) -> Value {
-    let d: serde_json::Map<String, Value> =
-        data.iter().map(|(k, v)| (k.to_string(), Value::String(B64.encode(v)))).collect();
+    let d: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(B64.encode(v))))
+        .collect();
     json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": ns}, "type": ty, "data": d})
 }
 
@@ -220,7 +236,11 @@ pub fn computed_no_proxy(s: &Scenario, user: Option<&str>) -> String {
     v.extend(cluster_networks(s).into_iter().map(|(c, _)| c));
     v.extend(service_networks(s));
     if let Some(u) = user {
-        v.extend(u.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()));
+        v.extend(
+            u.split(',')
+                .map(|x| x.trim().to_string())
+                .filter(|x| !x.is_empty()),
+        );
     }
     v.sort();
     v.dedup();
@@ -245,21 +265,25 @@ fn stream_json(s: &Scenario, ctx: &SeedContext) -> anyhow::Result<String> {
         } else {
             // the other architecture's ISO, built by baseiso::build_base_iso into the same root
             let bytes = baseiso::base_iso_bytes(&arch)?;
-            (baseiso::iso_file_name(&arch), hex::encode(sha2::Sha256::digest(&bytes)))
+            (
+                baseiso::iso_file_name(&arch),
+                hex::encode(sha2::Sha256::digest(&bytes)),
+            )
         };
-        let art = |(name, data): &(String, Vec<u8>)| {
-            json!({"location": format!("{base}/{name}"), "sha256": hex::encode(sha2::Sha256::digest(data))})
-        };
+        let art = |(name, data): &(String, Vec<u8>)| json!({"location": format!("{base}/{name}"), "sha256": hex::encode(sha2::Sha256::digest(data))});
         let [k, i, r] = baseiso::pxe_artifacts(&arch);
-        archs.insert(arch.clone(), json!({
-            "artifacts": {"metal": {
-                "release": baseiso::RHCOS_RELEASE,
-                "formats": {
-                    "iso": {"disk": {"location": format!("{base}/{iso_name}"), "sha256": iso_sha}},
-                    "pxe": {"kernel": art(&k), "initramfs": art(&i), "rootfs": art(&r)}
-                }
-            }}
-        }));
+        archs.insert(
+            arch.clone(),
+            json!({
+                "artifacts": {"metal": {
+                    "release": baseiso::RHCOS_RELEASE,
+                    "formats": {
+                        "iso": {"disk": {"location": format!("{base}/{iso_name}"), "sha256": iso_sha}},
+                        "pxe": {"kernel": art(&k), "initramfs": art(&i), "rootfs": art(&r)}
+                    }
+                }}
+            }),
+        );
     }
     let minor = s.version.split('.').take(2).collect::<Vec<_>>().join(".");
     let stream = json!({
@@ -328,7 +352,11 @@ fn node(s: &Scenario, i: usize) -> Value {
         labels["node-role.kubernetes.io/worker"] = json!("");
     }
     let kminor = kube_minor(&s.version);
-    let taints = if s.sno { json!([]) } else { json!([{"effect": "NoSchedule", "key": "node-role.kubernetes.io/master"}]) };
+    let taints = if s.sno {
+        json!([])
+    } else {
+        json!([{"effect": "NoSchedule", "key": "node-role.kubernetes.io/master"}])
+    };
     json!({
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": {
@@ -452,9 +480,11 @@ pub fn load_objects_dir(dir: &std::path::Path, release_image: &str) -> anyhow::R
     files.sort();
     let mut out = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
+        let text =
+            std::fs::read_to_string(&f).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))?;
         let text = text.replace("$TEST_IMAGE", release_image);
-        let docs: Vec<Value> = serde_saphyr::from_multiple(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         for d in docs {
             if d.is_null() {
                 continue;
@@ -495,7 +525,11 @@ pub struct SeedRegistry {
 /// simulator's CA (the registry's certificate is signed by it), connected or not, as on a
 /// cluster that pulls from a private registry. The release image itself comes from
 /// `scenario.release_image`, which `up` sets to the pushed digest.
-pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, registry: Option<&SeedRegistry>) -> anyhow::Result<Vec<Value>> {
+pub fn seed_objects_with_registry(
+    scenario: &Scenario,
+    ctx: &SeedContext,
+    registry: Option<&SeedRegistry>,
+) -> anyhow::Result<Vec<Value>> {
     let s = scenario;
     let platform = platform_type(s);
     let api_name = format!("api.{}.{}", s.name, s.base_domain);
@@ -505,8 +539,13 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
     let mut objs: Vec<Value> = Vec::new();
 
     for n in [
-        "default", "kube-system", "openshift-config", "openshift-config-managed", "openshift-cluster-version",
-        "openshift-machine-api", "openshift-machine-config-operator",
+        "default",
+        "kube-system",
+        "openshift-config",
+        "openshift-config-managed",
+        "openshift-cluster-version",
+        "openshift-machine-api",
+        "openshift-machine-config-operator",
     ] {
         objs.push(ns(n));
     }
@@ -563,7 +602,11 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         }
         _ => {}
     }
-    let infra_name = format!("{}-{}", s.name, &hex::encode(sha2::Sha256::digest(s.cluster_id.as_bytes()))[..5]);
+    let infra_name = format!(
+        "{}-{}",
+        s.name,
+        &hex::encode(sha2::Sha256::digest(s.cluster_id.as_bytes()))[..5]
+    );
     objs.push(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Infrastructure", "metadata": {"name": "cluster"},
         "spec": {"cloudConfig": {"name": ""}, "platformSpec": platform_spec},
@@ -589,7 +632,10 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         "spec": {"domain": format!("apps.{}.{}", s.name, s.base_domain)},
         "status": {}
     }));
-    let cn: Vec<Value> = cluster_networks(s).into_iter().map(|(c, h)| json!({"cidr": c, "hostPrefix": h})).collect();
+    let cn: Vec<Value> = cluster_networks(s)
+        .into_iter()
+        .map(|(c, h)| json!({"cidr": c, "hostPrefix": h}))
+        .collect();
     objs.push(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Network", "metadata": {"name": "cluster"},
         "spec": {"clusterNetwork": cn, "serviceNetwork": service_networks(s), "networkType": "OVNKubernetes", "externalIP": {"policy": {}}},
@@ -616,7 +662,11 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         }
         if let Some(ca) = &p.trusted_ca {
             proxy_spec["trustedCA"] = json!({"name": ca});
-            objs.push(configmap("openshift-config", ca, json!({"ca-bundle.crt": ctx.ca_pem})));
+            objs.push(configmap(
+                "openshift-config",
+                ca,
+                json!({"ca-bundle.crt": ctx.ca_pem}),
+            ));
         }
     }
     objs.push(json!({"apiVersion": "config.openshift.io/v1", "kind": "Proxy", "metadata": {"name": "cluster"}, "spec": proxy_spec, "status": proxy_status}));
@@ -633,7 +683,11 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
     }
     if !registry_cas.is_empty() {
         image_spec["additionalTrustedCA"] = json!({"name": "registry-ca"});
-        objs.push(configmap("openshift-config", "registry-ca", Value::Object(registry_cas)));
+        objs.push(configmap(
+            "openshift-config",
+            "registry-ca",
+            Value::Object(registry_cas),
+        ));
     }
     objs.push(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "Image", "metadata": {"name": "cluster"},
@@ -663,16 +717,30 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         auths[&mirror] = json!({"auth": auth("mirror"), "email": "admin@example.com"});
     }
     if let Some(r) = registry {
-        auths[&r.host] = json!({"auth": B64.encode(format!("{}:{}", r.user, r.password)), "email": "admin@example.com"});
+        auths[&r.host] =
+            json!({"auth": B64.encode(format!("{}:{}", r.user, r.password)), "email": "admin@example.com"});
     }
     let pull = serde_json::to_string(&json!({"auths": auths}))?;
-    objs.push(secret("openshift-config", "pull-secret", "kubernetes.io/dockerconfigjson", &[(".dockerconfigjson", &pull)]));
+    objs.push(secret(
+        "openshift-config",
+        "pull-secret",
+        "kubernetes.io/dockerconfigjson",
+        &[(".dockerconfigjson", &pull)],
+    ));
 
-    objs.push(configmap("kube-system", "cluster-config-v1", json!({"install-config": install_config(s)?})));
-    objs.push(configmap("openshift-machine-config-operator", "coreos-bootimages", json!({
-        "releaseVersion": s.version,
-        "stream": stream_json(s, ctx)?,
-    })));
+    objs.push(configmap(
+        "kube-system",
+        "cluster-config-v1",
+        json!({"install-config": install_config(s)?}),
+    ));
+    objs.push(configmap(
+        "openshift-machine-config-operator",
+        "coreos-bootimages",
+        json!({
+            "releaseVersion": s.version,
+            "stream": stream_json(s, ctx)?,
+        }),
+    ));
 
     // worker pointer Ignition
     let pointer = serde_json::to_string(&json!({
@@ -683,7 +751,12 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         }
     }))?;
     for name in ["worker-user-data-managed", "worker-user-data"] {
-        objs.push(secret("openshift-machine-api", name, "Opaque", &[("disableTemplating", "true"), ("userData", &pointer)]));
+        objs.push(secret(
+            "openshift-machine-api",
+            name,
+            "Opaque",
+            &[("disableTemplating", "true"), ("userData", &pointer)],
+        ));
     }
 
     // MachineConfigs
@@ -693,12 +766,19 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
             "extensions": null, "fips": false, "kernelArguments": null, "kernelType": "", "osImageURL": ""
         })));
         if s.fips {
-            objs.push(machine_config(&format!("99-{role}-fips"), role, json!({
-                "config": {"ignition": {"version": "3.2.0"}}, "fips": true
-            })));
+            objs.push(machine_config(
+                &format!("99-{role}-fips"),
+                role,
+                json!({
+                    "config": {"ignition": {"version": "3.2.0"}}, "fips": true
+                }),
+            ));
         }
     }
-    let ntp = s.ntp_servers.clone().unwrap_or_else(|| vec!["192.168.111.1".into()]);
+    let ntp = s
+        .ntp_servers
+        .clone()
+        .unwrap_or_else(|| vec!["192.168.111.1".into()]);
     if !ntp.is_empty() {
         let mut chrony = String::new();
         for server in &ntp {
@@ -727,7 +807,9 @@ pub fn seed_objects_with_registry(scenario: &Scenario, ctx: &SeedContext, regist
         if !o["kind"].is_string() || !o["metadata"]["name"].is_string() {
             anyhow::bail!("scenario objects[{i}]: kind and metadata.name are required");
         }
-        extra.push(serde_json::from_str(&serde_json::to_string(o)?.replace("$TEST_IMAGE", &release))?);
+        extra.push(serde_json::from_str(
+            &serde_json::to_string(o)?.replace("$TEST_IMAGE", &release),
+        )?);
     }
     if let Some(dir) = &s.objects_dir {
         extra.extend(load_objects_dir(dir, &release)?);

@@ -29,12 +29,26 @@ struct Tokens {
 fn tokens() -> Tokens {
     let k = rcgen::KeyPair::generate().unwrap();
     let exp = time::OffsetDateTime::now_utc().unix_timestamp() + 48 * 3600;
-    let t = |sub: &str| jwt::sign(&json!({"sub": sub, "infra_env_id": INFRA_ENV_ID, "exp": exp}), &k.serialize_der()).unwrap();
-    Tokens { pub_pem: k.public_key_pem(), agent: t("agentAuth"), user: t("userAuth"), watcher: t("watcherAuth") }
+    let t = |sub: &str| {
+        jwt::sign(
+            &json!({"sub": sub, "infra_env_id": INFRA_ENV_ID, "exp": exp}),
+            &k.serialize_der(),
+        )
+        .unwrap()
+    };
+    Tokens {
+        pub_pem: k.public_key_pem(),
+        agent: t("agentAuth"),
+        user: t("userAuth"),
+        watcher: t("watcherAuth"),
+    }
 }
 
 fn data_url(s: &str) -> String {
-    format!("data:;base64,{}", base64::engine::general_purpose::STANDARD.encode(s))
+    format!(
+        "data:;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(s)
+    )
 }
 
 /// Files of a complete config (path → contents); tests drop or change some.
@@ -66,11 +80,20 @@ fn contract_files(tok: &Tokens) -> Vec<(String, String)> {
             "RELEASE_IMAGE=quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64\nSERVICE_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111\nAGENT_DOCKER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222222222222222222222222222222222222222222222222222222222222222\nINSTALLER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:3333333333333333333333333333333333333333333333333333333333333333\nAGENT_INSTALLER_UTILS_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4444444444444444444444444444444444444444444444444444444444444444\n".into()),
     ];
     for (h, mac, _) in [W0, W1] {
-        f.push((format!("/etc/assisted/hostconfig/{h}/mac_addresses"), format!("{mac}\n")));
-        f.push((format!("/etc/assisted/hostconfig/{h}/root-device-hints.yaml"), "deviceName: /dev/vda\n".into()));
+        f.push((
+            format!("/etc/assisted/hostconfig/{h}/mac_addresses"),
+            format!("{mac}\n"),
+        ));
+        f.push((
+            format!("/etc/assisted/hostconfig/{h}/root-device-hints.yaml"),
+            "deviceName: /dev/vda\n".into(),
+        ));
         f.push((format!("/etc/assisted/hostconfig/{h}/role"), "worker\n".into()));
         f.push((format!("/etc/assisted/hostnames/{mac}"), format!("{h}\n")));
-        f.push((format!("/etc/assisted/network/{h}/eth0.nmconnection"), "[connection]\nid=eth0\ntype=ethernet\n".into()));
+        f.push((
+            format!("/etc/assisted/network/{h}/eth0.nmconnection"),
+            "[connection]\nid=eth0\ntype=ethernet\n".into(),
+        ));
     }
     f
 }
@@ -82,13 +105,25 @@ fn units() -> Vec<(String, String)> {
     vec![
         u("assisted-service.service", "network-online.target", ""),
         u("agent-import-cluster.service", "assisted-service.service", ""),
-        u("agent-register-infraenv.service", "agent-import-cluster.service", ""),
+        u(
+            "agent-register-infraenv.service",
+            "agent-import-cluster.service",
+            "",
+        ),
         u("agent.service", "agent-register-infraenv.service", ""),
         u("apply-host-config.service", "agent-register-infraenv.service", ""),
         u("set-hostname.service", "local-fs.target", ""),
-        u("agent-add-node.service", "agent.service apply-host-config.service", ""),
+        u(
+            "agent-add-node.service",
+            "agent.service apply-host-config.service",
+            "",
+        ),
         u("agent-auth-token-status.service", "local-fs.target", ""),
-        u("pre-network-manager-config.service", "local-fs.target", "Before=NetworkManager.service"),
+        u(
+            "pre-network-manager-config.service",
+            "local-fs.target",
+            "Before=NetworkManager.service",
+        ),
     ]
 }
 
@@ -111,7 +146,12 @@ fn node_iso(dir: &Path, name: &str, config: Option<&[u8]>, xz: bool) -> PathBuf 
     let Some(config) = config else { return path };
     let archive = cpio::write(&[("config.ign", config)]);
     let compressed = if xz {
-        let mut child = Command::new("xz").args(["--check=crc32", "-c"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("xz");
+        let mut child = Command::new("xz")
+            .args(["--check=crc32", "-c"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("xz");
         child.stdin.take().unwrap().write_all(&archive).unwrap();
         child.wait_with_output().unwrap().stdout
     } else {
@@ -119,9 +159,16 @@ fn node_iso(dir: &Path, name: &str, config: Option<&[u8]>, xz: bool) -> PathBuf 
         e.write_all(&archive).unwrap();
         e.finish().unwrap()
     };
-    let mut f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
     let area = embed::find_area(&mut f).unwrap();
-    assert!(compressed.len() as u64 <= area.len, "config does not fit the embed area");
+    assert!(
+        compressed.len() as u64 <= area.len,
+        "config does not fit the embed area"
+    );
     let mut buf = compressed;
     buf.resize(area.len as usize, 0);
     f.seek(SeekFrom::Start(area.offset)).unwrap();
@@ -131,7 +178,13 @@ fn node_iso(dir: &Path, name: &str, config: Option<&[u8]>, xz: bool) -> PathBuf 
 
 fn boot_cmd(dir: &Path, iso: &Path, extra: &[&str]) -> Command {
     let mut c = Command::new(bin("agent-day2-sim").unwrap());
-    c.arg("boot").arg("--dir").arg(dir).arg("--iso").arg(iso).args(extra).stdin(Stdio::null());
+    c.arg("boot")
+        .arg("--dir")
+        .arg(dir)
+        .arg("--iso")
+        .arg(iso)
+        .args(extra)
+        .stdin(Stdio::null());
     c
 }
 
@@ -140,7 +193,12 @@ fn run(mut c: Command) -> Output {
 }
 
 fn text(o: &Output) -> String {
-    format!("status {:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A --dir for tests that never reach the kube part (boot reads DIR/kubeconfig up front).
@@ -167,18 +225,34 @@ fn refuses_an_image_lacking_contract_items_listing_each() {
     // Drop CLUSTER_ID from add-nodes.env and the whole podman auth file; drop a unit.
     for f in files.iter_mut() {
         if f.0 == "/etc/assisted/add-nodes.env" {
-            f.1 = f.1.lines().filter(|l| !l.starts_with("CLUSTER_ID=")).collect::<Vec<_>>().join("\n");
+            f.1 =
+                f.1.lines()
+                    .filter(|l| !l.starts_with("CLUSTER_ID="))
+                    .collect::<Vec<_>>()
+                    .join("\n");
         }
     }
     files.retain(|f| f.0 != "/root/.docker/config.json");
-    let us: Vec<_> = units().into_iter().filter(|u| u.0 != "agent-add-node.service").collect();
+    let us: Vec<_> = units()
+        .into_iter()
+        .filter(|u| u.0 != "agent-add-node.service")
+        .collect();
     let iso = node_iso(tmp.path(), "bad", Some(&ignition(&files, &us)), false);
     let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", &node_arg(W0)]));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("node contract: /etc/assisted/add-nodes.env lacks CLUSTER_ID"), "{t}");
-    assert!(t.contains("node contract: /root/.docker/config.json is missing"), "{t}");
-    assert!(t.contains("node contract: systemd unit agent-add-node.service is missing"), "{t}");
+    assert!(
+        t.contains("node contract: /etc/assisted/add-nodes.env lacks CLUSTER_ID"),
+        "{t}"
+    );
+    assert!(
+        t.contains("node contract: /root/.docker/config.json is missing"),
+        "{t}"
+    );
+    assert!(
+        t.contains("node contract: systemd unit agent-add-node.service is missing"),
+        "{t}"
+    );
     assert!(t.contains("3 problems"), "{t}");
 }
 
@@ -194,10 +268,17 @@ fn refuses_a_token_not_signed_by_the_embedded_key_and_an_unknown_mac() {
         }
     }
     let iso = node_iso(tmp.path(), "badtok", Some(&ignition(&files, &units())), true);
-    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", "52:54:00:aa:00:99=192.168.111.99"]));
+    let o = run(boot_cmd(
+        &fake_dir(tmp.path()),
+        &iso,
+        &["--node", "52:54:00:aa:00:99=192.168.111.99"],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("WATCHER_AUTH_TOKEN: JWT signature does not verify"), "{t}");
+    assert!(
+        t.contains("WATCHER_AUTH_TOKEN: JWT signature does not verify"),
+        "{t}"
+    );
     assert!(t.contains("no host for MAC 52:54:00:aa:00:99"), "{t}");
 }
 
@@ -216,10 +297,17 @@ fn http_get(ip: &str, path: &str, auth: Option<(&str, &str)>) -> (u16, Vec<u8>) 
     let mut s = TcpStream::connect((ip, 8090)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let hdr = auth.map(|(h, v)| format!("{h}: {v}\r\n")).unwrap_or_default();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {ip}:8090\r\n{hdr}Connection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {ip}:8090\r\n{hdr}Connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("HTTP response");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("HTTP response");
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let status: u16 = head.split_whitespace().nth(1).unwrap().parse().unwrap();
     let mut body = raw[split + 4..].to_vec();
@@ -260,13 +348,33 @@ fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
-    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
+    let iso = node_iso(
+        tmp.path(),
+        "node",
+        Some(&ignition(&contract_files(&tok), &units())),
+        false,
+    );
     // worker-0 fails to install; worker-1 stalls in discovering, so the process keeps serving
     // until --timeout (then exit 5, which wins over 6).
-    let child = boot_cmd(&fake_dir(tmp.path()), &iso, &[
-        "--node", &node_arg(W0), "--node", &node_arg(W1),
-        "--fail-install", "worker-0", "--stall", "worker-1", "--stage-delay-ms", "50", "--timeout", "8s", "--json",
-    ])
+    let child = boot_cmd(
+        &fake_dir(tmp.path()),
+        &iso,
+        &[
+            "--node",
+            &node_arg(W0),
+            "--node",
+            &node_arg(W1),
+            "--fail-install",
+            "worker-0",
+            "--stall",
+            "worker-1",
+            "--stage-delay-ms",
+            "50",
+            "--timeout",
+            "8s",
+            "--json",
+        ],
+    )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
@@ -286,32 +394,77 @@ fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
         assert_eq!(v["code"], 401);
         assert!(v["message"].is_string());
     }
-    let (st, _) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", "Bearer not.a.token")));
+    let (st, _) = http_get(
+        ip1,
+        &format!("{base}/clusters"),
+        Some(("Watcher-Authorization", "Bearer not.a.token")),
+    );
     assert_eq!(st, 401);
-    let (st, _) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", &tok.agent)));
+    let (st, _) = http_get(
+        ip1,
+        &format!("{base}/clusters"),
+        Some(("Watcher-Authorization", &tok.agent)),
+    );
     assert_eq!(st, 403, "an agent token is not a watcher token");
     // With the right tokens: the swagger models.
-    let (st, body) = http_get(ip1, &format!("{base}/clusters"), Some(("Watcher-Authorization", &tok.watcher)));
+    let (st, body) = http_get(
+        ip1,
+        &format!("{base}/clusters"),
+        Some(("Watcher-Authorization", &tok.watcher)),
+    );
     assert_eq!(st, 200);
     let clusters: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(clusters[0]["kind"], "AddHostsCluster");
     assert_eq!(clusters[0]["openshift_cluster_id"], CLUSTER_ID);
     let cid = clusters[0]["id"].as_str().unwrap().to_string();
-    let (st, body) = http_get(ip1, &format!("{base}/clusters/{cid}"), Some(("Authorization", &tok.user)));
+    let (st, body) = http_get(
+        ip1,
+        &format!("{base}/clusters/{cid}"),
+        Some(("Authorization", &tok.user)),
+    );
     assert_eq!(st, 200);
-    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["hosts"][0]["requested_hostname"], "worker-1");
-    let (st, body) = http_get(ip1, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("Authorization", &tok.user)));
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap()["hosts"][0]["requested_hostname"],
+        "worker-1"
+    );
+    let (st, body) = http_get(
+        ip1,
+        &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"),
+        Some(("Authorization", &tok.user)),
+    );
     assert_eq!(st, 200);
     let hosts: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(hosts[0]["status"], "discovering", "--stall keeps worker-1 discovering");
+    assert_eq!(
+        hosts[0]["status"], "discovering",
+        "--stall keeps worker-1 discovering"
+    );
     let hid = hosts[0]["id"].as_str().unwrap().to_string();
-    let (st, _) = http_get(ip1, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts/{hid}"), None);
+    let (st, _) = http_get(
+        ip1,
+        &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts/{hid}"),
+        None,
+    );
     assert_eq!(st, 401);
-    let (st, body) = http_get(ip1, &format!("{base}/events?cluster_id={cid}"), Some(("Watcher-Authorization", &tok.watcher)));
+    let (st, body) = http_get(
+        ip1,
+        &format!("{base}/events?cluster_id={cid}"),
+        Some(("Watcher-Authorization", &tok.watcher)),
+    );
     assert_eq!(st, 200);
     let events: Value = serde_json::from_slice(&body).unwrap();
-    assert!(events.as_array().unwrap().iter().any(|e| e["message"].as_str().unwrap().contains("Successfully registered")), "{events}");
-    let (st, body) = http_get(ip1, &format!("{base}/clusters/{cid}/logs"), Some(("Authorization", &tok.user)));
+    assert!(
+        events
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["message"].as_str().unwrap().contains("Successfully registered")),
+        "{events}"
+    );
+    let (st, body) = http_get(
+        ip1,
+        &format!("{base}/clusters/{cid}/logs"),
+        Some(("Authorization", &tok.user)),
+    );
     assert_eq!(st, 200);
     let mut names = vec![];
     let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(&body[..]));
@@ -324,19 +477,42 @@ fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
 
     // worker-0 reaches error with the failed stage and a reason, and keeps serving.
     let host0 = wait_until("worker-0 error", 20, || {
-        let (st, body) = http_get(ip0, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("X-Secret-Key", &tok.agent)));
+        let (st, body) = http_get(
+            ip0,
+            &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"),
+            Some(("X-Secret-Key", &tok.agent)),
+        );
         let v: Value = serde_json::from_slice(&body).ok()?;
         (st == 200 && v[0]["status"] == "error").then(|| v[0].clone())
     });
     assert_eq!(host0["progress"]["current_stage"], "Failed");
-    assert!(host0["status_info"].as_str().unwrap().contains("Writing image to disk"), "{host0}");
+    assert!(
+        host0["status_info"]
+            .as_str()
+            .unwrap()
+            .contains("Writing image to disk"),
+        "{host0}"
+    );
 
     let out = child.wait_with_output().unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(5), "{t}");
-    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(lines.iter().any(|l| l["node"] == "worker-0" && l["event"] == "failed" && l["message"].as_str().unwrap().contains("installation failed")), "{t}");
-    assert!(lines.iter().any(|l| l["node"] == "worker-1" && l["event"] == "stalled"), "{t}");
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["node"] == "worker-0"
+            && l["event"] == "failed"
+            && l["message"].as_str().unwrap().contains("installation failed")),
+        "{t}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["node"] == "worker-1" && l["event"] == "stalled"),
+        "{t}"
+    );
     assert!(t.contains("worker-1: timed out"), "{t}");
 }
 
@@ -347,11 +523,30 @@ fn fail_install_alone_exits_6() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tokens()), &units())), true);
-    let o = run(boot_cmd(&fake_dir(tmp.path()), &iso, &["--node", &node_arg(W0), "--fail-install", "worker-0", "--stage-delay-ms", "20"]));
+    let iso = node_iso(
+        tmp.path(),
+        "node",
+        Some(&ignition(&contract_files(&tokens()), &units())),
+        true,
+    );
+    let o = run(boot_cmd(
+        &fake_dir(tmp.path()),
+        &iso,
+        &[
+            "--node",
+            &node_arg(W0),
+            "--fail-install",
+            "worker-0",
+            "--stage-delay-ms",
+            "20",
+        ],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(6), "{t}");
-    assert!(t.contains("worker-0 192.168.111.30: host error (Failed, 50%)"), "{t}");
+    assert!(
+        t.contains("worker-0 192.168.111.30: host error (Failed, 50%)"),
+        "{t}"
+    );
     assert!(t.contains("FAILED: installation failed"), "{t}");
 }
 
@@ -372,13 +567,31 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
     let cluster = TestCluster::start("").unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
-    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
+    let iso = node_iso(
+        tmp.path(),
+        "node",
+        Some(&ignition(&contract_files(&tok), &units())),
+        false,
+    );
     let log = tmp.path().join("boot.log");
-    let child = boot_cmd(&cluster.dir, &iso, &["--node", &node_arg(W0), "--node", &node_arg(W1), "--stage-delay-ms", "20", "--timeout", "90s"])
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = boot_cmd(
+        &cluster.dir,
+        &iso,
+        &[
+            "--node",
+            &node_arg(W0),
+            "--node",
+            &node_arg(W1),
+            "--stage-delay-ms",
+            "20",
+            "--timeout",
+            "90s",
+        ],
+    )
+    .stdout(std::fs::File::create(&log).unwrap())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
     let mut boot = Boot(child);
     let mut approved = std::collections::BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(90);
@@ -386,13 +599,19 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
         if let Some(st) = boot.0.try_wait().unwrap() {
             break st;
         }
-        assert!(Instant::now() < deadline, "boot did not finish:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        assert!(
+            Instant::now() < deadline,
+            "boot did not finish:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         let o = cluster.kubectl(&["get", "csr", "-o", "json"]);
         assert!(o.status.success(), "{}", text(&o));
         let list: Value = serde_json::from_slice(&o.stdout).unwrap();
         for csr in list["items"].as_array().unwrap() {
             let name = csr["metadata"]["name"].as_str().unwrap().to_string();
-            let pending = csr["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
+            let pending = csr["status"]["conditions"]
+                .as_array()
+                .is_none_or(|c| c.is_empty());
             if pending && !approved.contains(&name) {
                 let o = cluster.kubectl(&["certificate", "approve", &name]);
                 assert!(o.status.success(), "{}", text(&o));
@@ -404,9 +623,18 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
     let mut err = String::new();
     boot.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     let out = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}\nsim log:\n{}", cluster.log());
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "stdout:\n{out}\nstderr:\n{err}\nsim log:\n{}",
+        cluster.log()
+    );
     for (h, _, ip) in [W0, W1] {
-        for ev in ["client certificate issued", "serving certificate issued", "rebooting into the installed system"] {
+        for ev in [
+            "client certificate issued",
+            "serving certificate issued",
+            "rebooting into the installed system",
+        ] {
             assert!(out.contains(&format!("{h} {ip}: {ev}")), "{h} {ev}:\n{out}");
         }
     }
@@ -417,9 +645,20 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
         let o = cluster.kubectl(&["get", "node", h, "-o", "json"]);
         assert!(o.status.success(), "{}", text(&o));
         let n: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let ready = n["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True");
+        let ready = n["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
         assert!(ready, "{n}");
-        assert!(n["status"]["addresses"].as_array().unwrap().iter().any(|a| a["type"] == "InternalIP" && a["address"] == ip), "{n}");
+        assert!(
+            n["status"]["addresses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["type"] == "InternalIP" && a["address"] == ip),
+            "{n}"
+        );
         assert_eq!(n["metadata"]["labels"]["kubernetes.io/hostname"], h);
     }
 
@@ -433,21 +672,41 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
     for csr in list["items"].as_array().unwrap() {
         let signer = csr["spec"]["signerName"].as_str().unwrap().to_string();
         let cert_b64 = csr["status"]["certificate"].as_str().expect("certificate issued");
-        let pem = base64::engine::general_purpose::STANDARD.decode(cert_b64).unwrap();
+        let pem = base64::engine::general_purpose::STANDARD
+            .decode(cert_b64)
+            .unwrap();
         let (_, p) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
         let cert = p.parse_x509().unwrap();
-        cert.verify_signature(Some(ca.public_key())).expect("signed by the simulator's CA");
+        cert.verify_signature(Some(ca.public_key()))
+            .expect("signed by the simulator's CA");
         assert_eq!(cert.issuer(), ca.subject());
-        let cn = cert.subject().iter_common_name().next().unwrap().as_str().unwrap().to_string();
+        let cn = cert
+            .subject()
+            .iter_common_name()
+            .next()
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_string();
         *seen.entry((cn, signer)).or_insert(0) += 1;
     }
     for (h, _, _) in [W0, W1] {
-        for signer in ["kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving"] {
-            assert_eq!(seen.get(&(format!("system:node:{h}"), signer.to_string())), Some(&1), "{seen:?}");
+        for signer in [
+            "kubernetes.io/kube-apiserver-client-kubelet",
+            "kubernetes.io/kubelet-serving",
+        ] {
+            assert_eq!(
+                seen.get(&(format!("system:node:{h}"), signer.to_string())),
+                Some(&1),
+                "{seen:?}"
+            );
         }
     }
     // After the reboot the live system's API is gone.
-    assert!(TcpStream::connect((W0.2, 8090)).is_err(), "8090 still answers after the reboot");
+    assert!(
+        TcpStream::connect((W0.2, 8090)).is_err(),
+        "8090 still answers after the reboot"
+    );
 }
 
 #[test]
@@ -458,29 +717,60 @@ fn failing_validation_keeps_the_host_insufficient_until_timeout() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
-    let iso = node_iso(tmp.path(), "node", Some(&ignition(&contract_files(&tok), &units())), false);
-    let child = boot_cmd(&fake_dir(tmp.path()), &iso, &[
-        "--node", &node_arg(W0), "--fail-validation", "worker-0:ntp-synced", "--stage-delay-ms", "20", "--timeout", "4s",
-    ])
+    let iso = node_iso(
+        tmp.path(),
+        "node",
+        Some(&ignition(&contract_files(&tok), &units())),
+        false,
+    );
+    let child = boot_cmd(
+        &fake_dir(tmp.path()),
+        &iso,
+        &[
+            "--node",
+            &node_arg(W0),
+            "--fail-validation",
+            "worker-0:ntp-synced",
+            "--stage-delay-ms",
+            "20",
+            "--timeout",
+            "4s",
+        ],
+    )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
     let base = "/api/assisted-install/v2";
-    wait_until("worker-0 API", 20, || TcpStream::connect((W0.2, 8090)).ok().map(|_| ()));
+    wait_until("worker-0 API", 20, || {
+        TcpStream::connect((W0.2, 8090)).ok().map(|_| ())
+    });
     let host = wait_until("worker-0 insufficient", 20, || {
-        let (st, body) = http_get(W0.2, &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"), Some(("Authorization", &tok.user)));
+        let (st, body) = http_get(
+            W0.2,
+            &format!("{base}/infra-envs/{INFRA_ENV_ID}/hosts"),
+            Some(("Authorization", &tok.user)),
+        );
         let v: Value = serde_json::from_slice(&body).ok()?;
         (st == 200 && v[0]["status"] == "insufficient").then(|| v[0].clone())
     });
     let vi: Value = serde_json::from_str(host["validations_info"].as_str().unwrap()).unwrap();
-    let ntp = vi["network"].as_array().unwrap().iter().find(|v| v["id"] == "ntp-synced").unwrap().clone();
+    let ntp = vi["network"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == "ntp-synced")
+        .unwrap()
+        .clone();
     assert_eq!(ntp["status"], "failure", "{vi}");
     assert!(host["status_info"].as_str().unwrap().contains("NTP"), "{host}");
     let out = child.wait_with_output().unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(5), "{t}");
-    assert!(t.contains("worker-0 192.168.111.30: host insufficient: validation ntp-synced failing"), "{t}");
+    assert!(
+        t.contains("worker-0 192.168.111.30: host insufficient: validation ntp-synced failing"),
+        "{t}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -488,7 +778,12 @@ fn failing_validation_keeps_the_host_insufficient_until_timeout() {
 
 /// `xz --check=crc32` of `data` by the real xz, as coreos-installer and the plugin write it.
 fn xz(data: &[u8]) -> Vec<u8> {
-    let mut child = Command::new("xz").args(["--check=crc32", "-c"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("xz");
+    let mut child = Command::new("xz")
+        .args(["--check=crc32", "-c"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("xz");
     child.stdin.take().unwrap().write_all(data).unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -511,7 +806,11 @@ fn pxe_files(tmp: &Path, appended: &[&[u8]], kargs: Option<&str>) -> PathBuf {
         let e = agent_day2_iso9660::get(&mut f, p).unwrap();
         agent_day2_iso9660::read_entry(&mut f, &e).unwrap()
     };
-    let (kernel, mut initrd, rootfs) = (get("images/pxeboot/vmlinuz"), get("images/pxeboot/initrd.img"), get("images/pxeboot/rootfs.img"));
+    let (kernel, mut initrd, rootfs) = (
+        get("images/pxeboot/vmlinuz"),
+        get("images/pxeboot/initrd.img"),
+        get("images/pxeboot/rootfs.img"),
+    );
     assert_eq!(&initrd[..2], &[0x1f, 0x8b], "the live initrd is gzip");
     for config in appended {
         initrd.resize(initrd.len().div_ceil(4) * 4, 0);
@@ -533,13 +832,25 @@ fn pxe_files(tmp: &Path, appended: &[&[u8]], kargs: Option<&str>) -> PathBuf {
 /// The kernel arguments `add-nodes --pxe` writes with a base URL (kargs.json default without
 /// coreos.liveiso=, plus the rootfs URL).
 fn pxe_kargs() -> String {
-    let base: Vec<String> = agent_day2_sim::baseiso::default_kargs().split_whitespace().filter(|k| !k.starts_with("coreos.liveiso=")).map(String::from).collect();
-    format!("{} coreos.live.rootfs_url={BASE_URL}/node.x86_64-rootfs.img", base.join(" "))
+    let base: Vec<String> = agent_day2_sim::baseiso::default_kargs()
+        .split_whitespace()
+        .filter(|k| !k.starts_with("coreos.liveiso="))
+        .map(String::from)
+        .collect();
+    format!(
+        "{} coreos.live.rootfs_url={BASE_URL}/node.x86_64-rootfs.img",
+        base.join(" ")
+    )
 }
 
 fn sim_cmd(dir: &Path, source: &[&str], extra: &[&str]) -> Command {
     let mut c = Command::new(bin("agent-day2-sim").unwrap());
-    c.arg("boot").arg("--dir").arg(dir).args(source).args(extra).stdin(Stdio::null());
+    c.arg("boot")
+        .arg("--dir")
+        .arg(dir)
+        .args(source)
+        .args(extra)
+        .stdin(Stdio::null());
     c
 }
 
@@ -547,7 +858,9 @@ fn sim_cmd(dir: &Path, source: &[&str], extra: &[&str]) -> Command {
 /// it ends. Returns (exit code, stdout + stderr, CSRs approved).
 fn boot_approving(cluster: &TestCluster, mut cmd: Command, tmp: &Path) -> (Option<i32>, String, usize) {
     let log = tmp.join("boot-approving.log");
-    cmd.args(["--stage-delay-ms", "20", "--timeout", "90s"]).stdout(std::fs::File::create(&log).unwrap()).stderr(Stdio::piped());
+    cmd.args(["--stage-delay-ms", "20", "--timeout", "90s"])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(Stdio::piped());
     let mut boot = Boot(cmd.spawn().unwrap());
     let mut approved = std::collections::BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(100);
@@ -555,13 +868,19 @@ fn boot_approving(cluster: &TestCluster, mut cmd: Command, tmp: &Path) -> (Optio
         if let Some(st) = boot.0.try_wait().unwrap() {
             break st;
         }
-        assert!(Instant::now() < deadline, "boot did not finish:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+        assert!(
+            Instant::now() < deadline,
+            "boot did not finish:\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         let o = cluster.kubectl(&["get", "csr", "-o", "json"]);
         assert!(o.status.success(), "{}", text(&o));
         let list: Value = serde_json::from_slice(&o.stdout).unwrap();
         for csr in list["items"].as_array().unwrap() {
             let name = csr["metadata"]["name"].as_str().unwrap().to_string();
-            let pending = csr["status"]["conditions"].as_array().is_none_or(|c| c.is_empty());
+            let pending = csr["status"]["conditions"]
+                .as_array()
+                .is_none_or(|c| c.is_empty());
             if pending && !approved.contains(&name) {
                 let o = cluster.kubectl(&["certificate", "approve", &name]);
                 assert!(o.status.success(), "{}", text(&o));
@@ -572,7 +891,14 @@ fn boot_approving(cluster: &TestCluster, mut cmd: Command, tmp: &Path) -> (Optio
     };
     let mut err = String::new();
     boot.0.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    (status.code(), format!("stdout:\n{}\nstderr:\n{err}", std::fs::read_to_string(&log).unwrap()), approved.len())
+    (
+        status.code(),
+        format!(
+            "stdout:\n{}\nstderr:\n{err}",
+            std::fs::read_to_string(&log).unwrap()
+        ),
+        approved.len(),
+    )
 }
 
 #[track_caller]
@@ -580,8 +906,22 @@ fn assert_node_ready(cluster: &TestCluster, (h, _, ip): (&str, &str, &str)) {
     let o = cluster.kubectl(&["get", "node", h, "-o", "json"]);
     assert!(o.status.success(), "{}", text(&o));
     let n: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(n["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Ready" && c["status"] == "True"), "{n}");
-    assert!(n["status"]["addresses"].as_array().unwrap().iter().any(|a| a["type"] == "InternalIP" && a["address"] == ip), "{n}");
+    assert!(
+        n["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True"),
+        "{n}"
+    );
+    assert!(
+        n["status"]["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["type"] == "InternalIP" && a["address"] == ip),
+        "{n}"
+    );
 }
 
 #[test]
@@ -594,19 +934,48 @@ fn a_node_joins_via_pxe_with_the_ipxe_script() {
     let tmp = tempfile::tempdir().unwrap();
     let cfg = ignition(&contract_files(&tokens()), &units());
     let dir = pxe_files(tmp.path(), &[&cfg], Some(&pxe_kargs()));
-    let (code, out, approved) = boot_approving(&cluster, sim_cmd(&cluster.dir, &["--pxe-dir", dir.to_str().unwrap()], &["--node", &node_arg(W0)]), tmp.path());
+    let (code, out, approved) = boot_approving(
+        &cluster,
+        sim_cmd(
+            &cluster.dir,
+            &["--pxe-dir", dir.to_str().unwrap()],
+            &["--node", &node_arg(W0)],
+        ),
+        tmp.path(),
+    );
     assert_eq!(code, Some(0), "{out}\nsim log:\n{}", cluster.log());
-    assert!(out.contains("from PXE script") && out.contains("node.x86_64.ipxe"), "{out}");
-    for ev in ["booted (MAC 52:54:00:aa:00:30)", "rebooting into the installed system", "client certificate issued", "serving certificate issued"] {
-        assert!(out.contains(&format!("worker-0 192.168.111.30: {ev}")), "{ev}:\n{out}");
+    assert!(
+        out.contains("from PXE script") && out.contains("node.x86_64.ipxe"),
+        "{out}"
+    );
+    for ev in [
+        "booted (MAC 52:54:00:aa:00:30)",
+        "rebooting into the installed system",
+        "client certificate issued",
+        "serving certificate issued",
+    ] {
+        assert!(
+            out.contains(&format!("worker-0 192.168.111.30: {ev}")),
+            "{ev}:\n{out}"
+        );
     }
     assert_eq!(approved, 2, "client and serving CSR");
     assert_node_ready(&cluster, W0);
     // The node as `kubectl get nodes -o wide` shows it: its IP and what its kubelet reported.
     let o = cluster.kubectl(&["get", "node", "worker-0", "-o", "wide", "--no-headers"]);
     let row = String::from_utf8_lossy(&o.stdout).to_string();
-    for want in ["worker-0", "Ready", "worker", "192.168.111.30", "5.14.0-427.simulated.el9_4.x86_64", "cri-o://"] {
-        assert!(row.split_whitespace().any(|w| w.starts_with(want)), "{want} not in {row:?}");
+    for want in [
+        "worker-0",
+        "Ready",
+        "worker",
+        "192.168.111.30",
+        "5.14.0-427.simulated.el9_4.x86_64",
+        "cri-o://",
+    ] {
+        assert!(
+            row.split_whitespace().any(|w| w.starts_with(want)),
+            "{want} not in {row:?}"
+        );
     }
 }
 
@@ -623,39 +992,80 @@ fn pxe_initrd_later_archive_wins_and_plain_live_initrd_has_no_ignition() {
     let dir = pxe_files(&tmp.path().join("a"), &[&good, &later], None);
     let args = |d: &Path| {
         vec![
-            "--kernel".to_string(), d.join("node.x86_64-vmlinuz").display().to_string(),
-            "--initrd".to_string(), d.join("node.x86_64-initrd.img").display().to_string(),
-            "--rootfs".to_string(), d.join("node.x86_64-rootfs.img").display().to_string(),
-            "--node".to_string(), node_arg(W0),
+            "--kernel".to_string(),
+            d.join("node.x86_64-vmlinuz").display().to_string(),
+            "--initrd".to_string(),
+            d.join("node.x86_64-initrd.img").display().to_string(),
+            "--rootfs".to_string(),
+            d.join("node.x86_64-rootfs.img").display().to_string(),
+            "--node".to_string(),
+            node_arg(W0),
         ]
     };
     let a = args(&dir);
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &a.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &a.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("node contract: /root/.docker/config.json is missing"), "{t}");
+    assert!(
+        t.contains("node contract: /root/.docker/config.json is missing"),
+        "{t}"
+    );
     assert!(t.contains("1 problem"), "{t}");
 
     // The live initrd alone: no config.ign, the machine is refused and says what it found.
     let bare = pxe_files(&tmp.path().join("b"), &[], None);
     let b = args(&bare);
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &b.iter().map(String::as_str).collect::<Vec<_>>(), &[]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &b.iter().map(String::as_str).collect::<Vec<_>>(),
+        &[],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("no Ignition in the initrd") && t.contains("etc/sim-initrd-release"), "{t}");
+    assert!(
+        t.contains("no Ignition in the initrd") && t.contains("etc/sim-initrd-release"),
+        "{t}"
+    );
     // The same through --pxe-dir (no .ipxe there: the node.<arch>-* files are used).
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", bare.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &["--pxe-dir", bare.to_str().unwrap()],
+        &["--node", &node_arg(W0)],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("no Ignition in the initrd") && t.contains("node.x86_64-initrd.img"), "{t}");
+    assert!(
+        t.contains("no Ignition in the initrd") && t.contains("node.x86_64-initrd.img"),
+        "{t}"
+    );
     // A directory without PXE files, and one whose rootfs is gone.
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", tmp.path().to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &["--pxe-dir", tmp.path().to_str().unwrap()],
+        &["--node", &node_arg(W0)],
+    ));
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(text(&o).contains("holds no node.<arch>-initrd.img"), "{}", text(&o));
+    assert!(
+        text(&o).contains("holds no node.<arch>-initrd.img"),
+        "{}",
+        text(&o)
+    );
     std::fs::remove_file(bare.join("node.x86_64-rootfs.img")).unwrap();
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--pxe-dir", bare.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &["--pxe-dir", bare.to_str().unwrap()],
+        &["--node", &node_arg(W0)],
+    ));
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(text(&o).contains("node.x86_64-rootfs.img is missing"), "{}", text(&o));
+    assert!(
+        text(&o).contains("node.x86_64-rootfs.img is missing"),
+        "{}",
+        text(&o)
+    );
 }
 
 #[test]
@@ -664,21 +1074,35 @@ fn pxe_script_problems_are_listed() {
     let cfg = ignition(&contract_files(&tokens()), &units());
     // The ISO's kargs unchanged (coreos.liveiso= kept), ignition.firstboot dropped, and the
     // rootfs URL naming a file that is not served.
-    let kargs = agent_day2_sim::baseiso::default_kargs().replace("ignition.firstboot", "") + &format!(" coreos.live.rootfs_url={BASE_URL}/rootfs-missing.img");
+    let kargs = agent_day2_sim::baseiso::default_kargs().replace("ignition.firstboot", "")
+        + &format!(" coreos.live.rootfs_url={BASE_URL}/rootfs-missing.img");
     let dir = pxe_files(tmp.path(), &[&cfg], Some(&kargs));
-    let o = run(sim_cmd(&fake_dir(tmp.path()), &["--ipxe", dir.join("node.x86_64.ipxe").to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &fake_dir(tmp.path()),
+        &["--ipxe", dir.join("node.x86_64.ipxe").to_str().unwrap()],
+        &["--node", &node_arg(W0)],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("names \"rootfs-missing.img\", which is not in"), "{t}");
     assert!(t.contains("lacks ignition.firstboot"), "{t}");
     assert!(t.contains("has coreos.liveiso="), "{t}");
     assert!(t.contains("3 problems"), "{t}");
-    assert!(!t.contains("ignition.platform.id=metal (Ignition"), "the base kargs have it: {t}");
+    assert!(
+        !t.contains("ignition.platform.id=metal (Ignition"),
+        "the base kargs have it: {t}"
+    );
 }
 
 /// A config image as `add-nodes --config-image` writes it: ISO9660 labelled `label` with
 /// `config.gz` (gzip of a newc cpio of `files` at absolute paths), or without it.
-fn config_image(tmp: &Path, name: &str, label: &str, files: &[(String, String)], with_archive: bool) -> PathBuf {
+fn config_image(
+    tmp: &Path,
+    name: &str,
+    label: &str,
+    files: &[(String, String)],
+    with_archive: bool,
+) -> PathBuf {
     use agent_day2_iso9660::{write_iso, IsoData, IsoInput};
     let members: Vec<(&str, &[u8])> = files.iter().map(|(p, c)| (p.as_str(), c.as_bytes())).collect();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
@@ -687,7 +1111,16 @@ fn config_image(tmp: &Path, name: &str, label: &str, files: &[(String, String)],
     let entry = if with_archive { "config.gz" } else { "readme.txt" };
     let path = tmp.join(format!("{name}.iso"));
     let mut out = Vec::new();
-    write_iso(&mut out, label, &[IsoInput { path: entry.into(), data: IsoData::Bytes(gz), mtime: std::time::SystemTime::now() }]).unwrap();
+    write_iso(
+        &mut out,
+        label,
+        &[IsoInput {
+            path: entry.into(),
+            data: IsoData::Bytes(gz),
+            mtime: std::time::SystemTime::now(),
+        }],
+    )
+    .unwrap();
     std::fs::write(&path, out).unwrap();
     path
 }
@@ -706,13 +1139,39 @@ fn a_node_joins_via_the_appliance_config_image() {
     // replace the disk's is not extracted (it lacks the After= the contract needs, so the
     // contract check shows which one the machine uses).
     let mut files = contract_files(&tokens());
-    files.push(("/etc/systemd/system/agent-add-node.service".into(), "[Unit]\nDescription=replaced\n".into()));
-    let img = config_image(tmp.path(), "agentconfig.noarch", "agent_configimage", &files, true);
-    let cmd = sim_cmd(&cluster.dir, &["--config-image", img.to_str().unwrap(), "--appliance-release", RELEASE], &["--node", &node_arg(W0)]);
+    files.push((
+        "/etc/systemd/system/agent-add-node.service".into(),
+        "[Unit]\nDescription=replaced\n".into(),
+    ));
+    let img = config_image(
+        tmp.path(),
+        "agentconfig.noarch",
+        "agent_configimage",
+        &files,
+        true,
+    );
+    let cmd = sim_cmd(
+        &cluster.dir,
+        &[
+            "--config-image",
+            img.to_str().unwrap(),
+            "--appliance-release",
+            RELEASE,
+        ],
+        &["--node", &node_arg(W0)],
+    );
     let (code, out, approved) = boot_approving(&cluster, cmd, tmp.path());
     assert_eq!(code, Some(0), "{out}\nsim log:\n{}", cluster.log());
-    assert!(out.contains("/etc/systemd/system/agent-add-node.service not extracted: the appliance disk image has it"), "{out}");
-    assert!(out.contains("worker-0 192.168.111.30: serving certificate issued"), "{out}");
+    assert!(
+        out.contains(
+            "/etc/systemd/system/agent-add-node.service not extracted: the appliance disk image has it"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("worker-0 192.168.111.30: serving certificate issued"),
+        "{out}"
+    );
     assert_eq!(approved, 2);
     assert_node_ready(&cluster, W0);
 }
@@ -724,22 +1183,58 @@ fn appliance_refuses_another_release_a_missing_archive_and_another_label() {
     let files = contract_files(&tokens());
     let img = config_image(tmp.path(), "cfg", "agent_configimage", &files, true);
     let older = "quay.io/openshift-release-dev/ocp-release:4.17.9-x86_64";
-    let o = run(sim_cmd(&sim, &["--config-image", img.to_str().unwrap(), "--appliance-release", older], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &sim,
+        &[
+            "--config-image",
+            img.to_str().unwrap(),
+            "--appliance-release",
+            older,
+        ],
+        &["--node", &node_arg(W0)],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains(&format!("releaseImage {RELEASE} differs from the release built into the appliance disk ({older})")), "{t}");
-    assert!(t.contains("the cluster was upgraded since the appliance was built"), "{t}");
-    assert!(t.contains("1 problem"), "only the release is reported, as the loader stops there: {t}");
+    assert!(
+        t.contains(&format!(
+            "releaseImage {RELEASE} differs from the release built into the appliance disk ({older})"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("the cluster was upgraded since the appliance was built"),
+        "{t}"
+    );
+    assert!(
+        t.contains("1 problem"),
+        "only the release is reported, as the loader stops there: {t}"
+    );
 
     let none = config_image(tmp.path(), "noarchive", "agent_configimage", &files, false);
-    let o = run(sim_cmd(&sim, &["--config-image", none.to_str().unwrap(), "--appliance-release", RELEASE], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &sim,
+        &[
+            "--config-image",
+            none.to_str().unwrap(),
+            "--appliance-release",
+            RELEASE,
+        ],
+        &["--node", &node_arg(W0)],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
     assert!(t.contains("config image has no config.gz"), "{t}");
 
     let other = config_image(tmp.path(), "label", "CONFIG_2", &files, true);
-    let o = run(sim_cmd(&sim, &["--config-image", other.to_str().unwrap()], &["--node", &node_arg(W0)]));
+    let o = run(sim_cmd(
+        &sim,
+        &["--config-image", other.to_str().unwrap()],
+        &["--node", &node_arg(W0)],
+    ));
     let t = text(&o);
     assert_eq!(o.status.code(), Some(3), "{t}");
-    assert!(t.contains("volume label \"CONFIG_2\"") && t.contains("agent_configimage"), "{t}");
+    assert!(
+        t.contains("volume label \"CONFIG_2\"") && t.contains("agent_configimage"),
+        "{t}"
+    );
 }

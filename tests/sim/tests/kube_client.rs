@@ -12,7 +12,10 @@ use std::time::Duration;
 
 async fn client(c: &TestCluster, context: &str) -> kube::Client {
     let kc = Kubeconfig::read_from(&c.kubeconfig).unwrap();
-    let opts = KubeConfigOptions { context: Some(context.into()), ..Default::default() };
+    let opts = KubeConfigOptions {
+        context: Some(context.into()),
+        ..Default::default()
+    };
     let cfg = kube::Config::from_custom_kubeconfig(kc, &opts).await.unwrap();
     kube::Client::try_from(cfg).unwrap()
 }
@@ -25,7 +28,10 @@ fn kube_rs_client_works() {
     }
     let c = TestCluster::start("").expect("simulator starts");
     // A current-thread runtime on this thread: its sockets live in this thread's namespace.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let admin = client(&c, "admin").await;
         let nodes: Api<Node> = Api::all(admin.clone());
@@ -58,10 +64,17 @@ fn kube_rs_client_works() {
         assert!(created.metadata.uid.is_some() && created.metadata.resource_version.is_some());
         let e = cms.create(&PostParams::default(), &cm).await.unwrap_err();
         assert!(matches!(&e, kube::Error::Api(s) if s.code == 409), "{e:?}");
-        cms.patch("kube-rs", &PatchParams::default(), &Patch::Merge(serde_json::json!({"data": {"a": "2"}})))
+        cms.patch(
+            "kube-rs",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"data": {"a": "2"}})),
+        )
+        .await
+        .unwrap();
+        let versions = tokio::time::timeout(Duration::from_secs(10), seen)
             .await
+            .expect("watcher saw the change")
             .unwrap();
-        let versions = tokio::time::timeout(Duration::from_secs(10), seen).await.expect("watcher saw the change").unwrap();
         assert_eq!(versions.last().map(String::as_str), Some("2"), "{versions:?}");
 
         let e = cms.get("missing").await.unwrap_err();
@@ -69,16 +82,31 @@ fn kube_rs_client_works() {
 
         // Concurrent writers: one watch sees every ADDED event, in resourceVersion order.
         let ns: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
-        ns.create(&PostParams::default(), &serde_json::from_value(serde_json::json!({"metadata": {"name": "burst"}})).unwrap())
-            .await
-            .unwrap();
+        ns.create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "burst"}})).unwrap(),
+        )
+        .await
+        .unwrap();
         let burst: Api<ConfigMap> = Api::namespaced(admin.clone(), "burst");
-        let rv = burst.list(&ListParams::default()).await.unwrap().metadata.resource_version.unwrap();
-        let mut stream = burst.watch(&kube::api::WatchParams::default(), &rv).await.unwrap().boxed();
+        let rv = burst
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .metadata
+            .resource_version
+            .unwrap();
+        let mut stream = burst
+            .watch(&kube::api::WatchParams::default(), &rv)
+            .await
+            .unwrap()
+            .boxed();
         let creates = (0..60).map(|i| {
             let burst = burst.clone();
             async move {
-                let cm: ConfigMap = serde_json::from_value(serde_json::json!({"metadata": {"name": format!("b{i}")}})).unwrap();
+                let cm: ConfigMap =
+                    serde_json::from_value(serde_json::json!({"metadata": {"name": format!("b{i}")}}))
+                        .unwrap();
                 burst.create(&PostParams::default(), &cm).await.unwrap();
             }
         });
@@ -86,7 +114,11 @@ fn kube_rs_client_works() {
         let mut rvs = Vec::new();
         let mut names = std::collections::BTreeSet::new();
         while names.len() < 60 {
-            let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next()).await.expect("events").unwrap().unwrap();
+            let ev = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+                .await
+                .expect("events")
+                .unwrap()
+                .unwrap();
             if let kube::api::WatchEvent::Added(o) = ev {
                 rvs.push(o.metadata.resource_version.unwrap().parse::<u64>().unwrap());
                 names.insert(o.metadata.name.unwrap());
@@ -96,7 +128,10 @@ fn kube_rs_client_works() {
 
         // Token authentication (viewer): reads work, Secrets are forbidden.
         let viewer = client(&c, "viewer").await;
-        Api::<Node>::all(viewer.clone()).list(&ListParams::default()).await.unwrap();
+        Api::<Node>::all(viewer.clone())
+            .list(&ListParams::default())
+            .await
+            .unwrap();
         let e = Api::<k8s_openapi::api::core::v1::Secret>::namespaced(viewer, "default")
             .list(&ListParams::default())
             .await

@@ -9,7 +9,11 @@ use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn have_kubectl() -> bool {
-    std::process::Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+    std::process::Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Starts a cluster, or None (after printing why) when the test must be skipped.
@@ -26,27 +30,45 @@ fn cluster(scenario: &str) -> Option<TestCluster> {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[track_caller]
 fn ok(c: &TestCluster, args: &[&str]) -> String {
     let o = c.kubectl(args);
-    assert!(o.status.success(), "kubectl {args:?} failed: {}\nsimulator log:\n{}", text(&o), c.log());
+    assert!(
+        o.status.success(),
+        "kubectl {args:?} failed: {}\nsimulator log:\n{}",
+        text(&o),
+        c.log()
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[track_caller]
 fn fails(c: &TestCluster, args: &[&str]) -> String {
     let o = c.kubectl(args);
-    assert!(!o.status.success(), "kubectl {args:?} should fail but printed: {}", text(&o));
+    assert!(
+        !o.status.success(),
+        "kubectl {args:?} should fail but printed: {}",
+        text(&o)
+    );
     text(&o)
 }
 
 #[track_caller]
 fn ok_stdin(c: &TestCluster, args: &[&str], input: &str) -> String {
     let o = c.kubectl_stdin(args, input);
-    assert!(o.status.success(), "kubectl {args:?} failed: {}\ninput:\n{input}\nsimulator log:\n{}", text(&o), c.log());
+    assert!(
+        o.status.success(),
+        "kubectl {args:?} failed: {}\ninput:\n{input}\nsimulator log:\n{}",
+        text(&o),
+        c.log()
+    );
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -55,36 +77,87 @@ fn reads_tables_and_discovery() {
     let Some(c) = cluster("") else { return };
     // The version kubectl reports for the server (the dispatcher picks a client within skew).
     let v: Value = serde_json::from_str(&ok(&c, &["version", "-o", "json"])).unwrap();
-    assert!(v["serverVersion"]["gitVersion"].as_str().unwrap().starts_with("v1.31."), "{v}");
+    assert!(
+        v["serverVersion"]["gitVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("v1.31."),
+        "{v}"
+    );
 
     // Nodes as a server-side table, with the real printer's columns.
     let nodes = ok(&c, &["get", "nodes"]);
     let header: Vec<&str> = nodes.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(header, ["NAME", "STATUS", "ROLES", "AGE", "VERSION"], "{nodes}");
-    assert!(nodes.lines().skip(1).any(|l| l.contains("Ready") && l.contains("master")), "{nodes}");
+    assert!(
+        nodes
+            .lines()
+            .skip(1)
+            .any(|l| l.contains("Ready") && l.contains("master")),
+        "{nodes}"
+    );
 
     // -o wide adds the printer's priority-1 columns; each cell is read at its header's offset
     // (OS-IMAGE holds spaces) and compared with the Node object.
     let wide = ok(&c, &["get", "nodes", "-o", "wide"]);
     let head = wide.lines().next().unwrap();
-    let names = ["NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"];
+    let names = [
+        "NAME",
+        "STATUS",
+        "ROLES",
+        "AGE",
+        "VERSION",
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ];
     assert_eq!(head.split_whitespace().collect::<Vec<_>>(), names, "{wide}");
     let starts: Vec<usize> = names.iter().map(|n| head.find(n).unwrap()).collect();
     let list: Value = serde_json::from_str(&ok(&c, &["get", "nodes", "-o", "json"])).unwrap();
     let items = list["items"].as_array().unwrap();
     assert_eq!(wide.lines().count() - 1, items.len(), "{wide}");
     for line in wide.lines().skip(1) {
-        let cell = |i: usize| line[starts[i]..starts.get(i + 1).map_or(line.len(), |e| (*e).min(line.len()))].trim().to_string();
-        let n = items.iter().find(|n| n["metadata"]["name"] == cell(0)).unwrap_or_else(|| panic!("no node {:?}", cell(0)));
+        let cell = |i: usize| {
+            line[starts[i]..starts.get(i + 1).map_or(line.len(), |e| (*e).min(line.len()))]
+                .trim()
+                .to_string()
+        };
+        let n = items
+            .iter()
+            .find(|n| n["metadata"]["name"] == cell(0))
+            .unwrap_or_else(|| panic!("no node {:?}", cell(0)));
         let addr = |t: &str| {
-            n["status"]["addresses"].as_array().unwrap().iter().find(|a| a["type"] == t).map_or("<none>".to_string(), |a| a["address"].as_str().unwrap().to_string())
+            n["status"]["addresses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|a| a["type"] == t)
+                .map_or("<none>".to_string(), |a| {
+                    a["address"].as_str().unwrap().to_string()
+                })
         };
         assert_eq!(cell(5), addr("InternalIP"), "{line}");
         assert_ne!(cell(5), "<none>", "seeded nodes have an InternalIP: {line}");
         assert_eq!(cell(6), addr("ExternalIP"), "{line}");
-        assert_eq!(cell(7), n["status"]["nodeInfo"]["osImage"].as_str().unwrap(), "{line}");
-        assert_eq!(cell(8), n["status"]["nodeInfo"]["kernelVersion"].as_str().unwrap(), "{line}");
-        assert_eq!(cell(9), n["status"]["nodeInfo"]["containerRuntimeVersion"].as_str().unwrap(), "{line}");
+        assert_eq!(
+            cell(7),
+            n["status"]["nodeInfo"]["osImage"].as_str().unwrap(),
+            "{line}"
+        );
+        assert_eq!(
+            cell(8),
+            n["status"]["nodeInfo"]["kernelVersion"].as_str().unwrap(),
+            "{line}"
+        );
+        assert_eq!(
+            cell(9),
+            n["status"]["nodeInfo"]["containerRuntimeVersion"]
+                .as_str()
+                .unwrap(),
+            "{line}"
+        );
     }
 
     // ClusterVersion through jsonpath (created here if the seed has none).
@@ -95,13 +168,31 @@ fn reads_tables_and_discovery() {
             "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata: {name: version}\nspec: {clusterID: 6a9f4b7e-3d2c-4e1f-9b8a-0c5d7e2f1a34}\n",
         );
     }
-    let id = ok(&c, &["get", "clusterversion", "version", "-o", "jsonpath={.spec.clusterID}"]);
+    let id = ok(
+        &c,
+        &[
+            "get",
+            "clusterversion",
+            "version",
+            "-o",
+            "jsonpath={.spec.clusterID}",
+        ],
+    );
     assert_eq!(id, "6a9f4b7e-3d2c-4e1f-9b8a-0c5d7e2f1a34");
 
     // api-resources: discovery of built-ins and the OpenShift kinds.
     let r = ok(&c, &["api-resources"]);
-    for res in ["nodes", "certificatesigningrequests", "customresourcedefinitions", "clusterversions", "machineconfigs"] {
-        assert!(r.lines().any(|l| l.split_whitespace().next() == Some(res)), "{res} missing from:\n{r}");
+    for res in [
+        "nodes",
+        "certificatesigningrequests",
+        "customresourcedefinitions",
+        "clusterversions",
+        "machineconfigs",
+    ] {
+        assert!(
+            r.lines().any(|l| l.split_whitespace().next() == Some(res)),
+            "{res} missing from:\n{r}"
+        );
     }
 
     // --chunk-size: several pages, every item.
@@ -109,37 +200,99 @@ fn reads_tables_and_discovery() {
     for i in 0..7 {
         ok(&c, &["-n", "chunks", "create", "configmap", &format!("c{i}")]);
     }
-    let o = c.kubectl(&["-n", "chunks", "get", "cm", "--chunk-size=3", "-o", "name", "-v=6"]);
+    let o = c.kubectl(&[
+        "-n",
+        "chunks",
+        "get",
+        "cm",
+        "--chunk-size=3",
+        "-o",
+        "name",
+        "-v=6",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
-    let names: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+    let names: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
     assert_eq!(names.len(), 7, "{names:?}");
     let pages = String::from_utf8_lossy(&o.stderr).matches("GET https").count();
-    assert_eq!(pages, 3, "7 items in pages of 3 need 3 requests:\n{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        pages,
+        3,
+        "7 items in pages of 3 need 3 requests:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 
     // Built-in printers' columns for ConfigMaps and Secrets.
     let t = ok(&c, &["-n", "chunks", "get", "cm", "c0"]);
-    assert_eq!(t.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(), ["NAME", "DATA", "AGE"], "{t}");
-    assert_eq!(t.lines().nth(1).unwrap().split_whitespace().nth(1), Some("0"), "{t}");
+    assert_eq!(
+        t.lines().next().unwrap().split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "DATA", "AGE"],
+        "{t}"
+    );
+    assert_eq!(
+        t.lines().nth(1).unwrap().split_whitespace().nth(1),
+        Some("0"),
+        "{t}"
+    );
 
     // Secrets: stringData folds into base64 data; bad base64 is a 400 as on the real server.
-    ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s1, namespace: chunks}\nstringData: {token: abc}\n");
-    let sec: Value = serde_json::from_str(&ok(&c, &["-n", "chunks", "get", "secret", "s1", "-o", "json"])).unwrap();
+    ok_stdin(
+        &c,
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s1, namespace: chunks}\nstringData: {token: abc}\n",
+    );
+    let sec: Value =
+        serde_json::from_str(&ok(&c, &["-n", "chunks", "get", "secret", "s1", "-o", "json"])).unwrap();
     assert_eq!(sec["data"]["token"], "YWJj", "{sec}");
     assert_eq!(sec["type"], "Opaque", "{sec}");
     assert!(sec.get("stringData").is_none(), "{sec}");
     let t = ok(&c, &["-n", "chunks", "get", "secret", "s1"]);
-    assert_eq!(t.lines().nth(1).unwrap().split_whitespace().take(3).collect::<Vec<_>>(), ["s1", "Opaque", "1"], "{t}");
-    let o = c.kubectl_stdin(&["create", "-f", "-"], "apiVersion: v1\nkind: Secret\nmetadata: {name: s2, namespace: chunks}\ndata: {token: '***'}\n");
-    assert!(text(&o).contains("illegal base64 data at input byte 0"), "{}", text(&o));
+    assert_eq!(
+        t.lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>(),
+        ["s1", "Opaque", "1"],
+        "{t}"
+    );
+    let o = c.kubectl_stdin(
+        &["create", "-f", "-"],
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s2, namespace: chunks}\ndata: {token: '***'}\n",
+    );
+    assert!(
+        text(&o).contains("illegal base64 data at input byte 0"),
+        "{}",
+        text(&o)
+    );
 
     // A v1/List: kubectl reads /openapi/v2 (protobuf) for it; the items are still checked by
     // the server (strict), so a typo in one is refused.
     ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l1, namespace: chunks}}\n");
     let o = c.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l2, namespace: chunks}, bogus: 1}\n");
-    assert!(!o.status.success() && text(&o).contains("unknown field \"bogus\""), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("unknown field \"bogus\""),
+        "{}",
+        text(&o)
+    );
 
     // --dry-run=server validates without storing.
-    let out = ok(&c, &["-n", "chunks", "create", "configmap", "dry", "--dry-run=server", "-o", "name"]);
+    let out = ok(
+        &c,
+        &[
+            "-n",
+            "chunks",
+            "create",
+            "configmap",
+            "dry",
+            "--dry-run=server",
+            "-o",
+            "name",
+        ],
+    );
     assert_eq!(out.trim(), "configmap/dry");
     let e = fails(&c, &["-n", "chunks", "get", "configmap", "dry"]);
     assert!(e.contains("NotFound"), "{e}");
@@ -150,7 +303,16 @@ fn kubelet_csr_pem(dir: &std::path::Path, node: &str) -> Option<String> {
     let key = dir.join(format!("{node}.key"));
     let req = dir.join(format!("{node}.csr"));
     let st = std::process::Command::new("openssl")
-        .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout"])
+        .args([
+            "req",
+            "-new",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+        ])
         .arg(&key)
         .args(["-subj", &format!("/O=system:nodes/CN=system:node:{node}"), "-out"])
         .arg(&req)
@@ -178,26 +340,58 @@ fn csr_create_approve_and_sign() {
         return;
     };
     // The bootstrapper context authenticates with its bearer token.
-    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-w0", &pem, "digital signature, client auth"));
+    ok_stdin(
+        &c,
+        &["--context", "bootstrapper", "create", "-f", "-"],
+        &csr_yaml("csr-w0", &pem, "digital signature, client auth"),
+    );
     let csr: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-w0", "-o", "json"])).unwrap();
-    assert_eq!(csr["spec"]["username"], "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper");
+    assert_eq!(
+        csr["spec"]["username"],
+        "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+    );
     assert_eq!(
         csr["spec"]["groups"],
-        json!(["system:serviceaccounts", "system:serviceaccounts:openshift-machine-config-operator", "system:authenticated"])
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:openshift-machine-config-operator",
+            "system:authenticated"
+        ])
     );
     let table = ok(&c, &["get", "csr"]);
     let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "AGE", "SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]);
-    assert!(table.lines().any(|l| l.starts_with("csr-w0") && l.trim_end().ends_with("Pending")), "{table}");
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "AGE",
+            "SIGNERNAME",
+            "REQUESTOR",
+            "REQUESTEDDURATION",
+            "CONDITION"
+        ]
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("csr-w0") && l.trim_end().ends_with("Pending")),
+        "{table}"
+    );
 
     // The bootstrapper may not approve.
-    let e = fails(&c, &["--context", "bootstrapper", "certificate", "approve", "csr-w0"]);
+    let e = fails(
+        &c,
+        &["--context", "bootstrapper", "certificate", "approve", "csr-w0"],
+    );
     assert!(e.contains("forbidden"), "{e}");
 
     ok(&c, &["certificate", "approve", "csr-w0"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     let cert = loop {
-        let c64 = ok(&c, &["get", "csr", "csr-w0", "-o", "jsonpath={.status.certificate}"]);
+        let c64 = ok(
+            &c,
+            &["get", "csr", "csr-w0", "-o", "jsonpath={.status.certificate}"],
+        );
         if !c64.is_empty() {
             break c64;
         }
@@ -213,35 +407,82 @@ fn csr_create_approve_and_sign() {
     let crt = c.dir.join("worker-0.crt");
     std::fs::write(&crt, &pem).unwrap();
     let (ca, key) = (c.dir.join("ca.crt"), c.dir.join("worker-0.key"));
-    let me = ok(&c, &["--kubeconfig", "/dev/null", "--server", &c.api_url, "--certificate-authority", ca.to_str().unwrap(),
-        "--client-certificate", crt.to_str().unwrap(), "--client-key", key.to_str().unwrap(), "auth", "whoami", "-o", "json"]);
+    let me = ok(
+        &c,
+        &[
+            "--kubeconfig",
+            "/dev/null",
+            "--server",
+            &c.api_url,
+            "--certificate-authority",
+            ca.to_str().unwrap(),
+            "--client-certificate",
+            crt.to_str().unwrap(),
+            "--client-key",
+            key.to_str().unwrap(),
+            "auth",
+            "whoami",
+            "-o",
+            "json",
+        ],
+    );
     let me: Value = serde_json::from_str(&me).unwrap();
-    assert_eq!(me["status"]["userInfo"]["username"], "system:node:worker-0", "{me}");
-    assert_eq!(me["status"]["userInfo"]["groups"], json!(["system:nodes", "system:authenticated"]), "{me}");
+    assert_eq!(
+        me["status"]["userInfo"]["username"], "system:node:worker-0",
+        "{me}"
+    );
+    assert_eq!(
+        me["status"]["userInfo"]["groups"],
+        json!(["system:nodes", "system:authenticated"]),
+        "{me}"
+    );
 
     // Denied then approved: 422 from /approval, as Approved and Denied exclude each other.
     let pem2 = kubelet_csr_pem(&c.dir, "worker-1").unwrap();
-    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-w1", &pem2, "digital signature, client auth"));
+    ok_stdin(
+        &c,
+        &["--context", "bootstrapper", "create", "-f", "-"],
+        &csr_yaml("csr-w1", &pem2, "digital signature, client auth"),
+    );
     ok(&c, &["certificate", "deny", "csr-w1"]);
     let e = fails(&c, &["certificate", "approve", "csr-w1"]);
     assert!(e.contains("already Denied"), "{e}");
     // kubectl refuses that itself; sent anyway (PUT /approval), the server answers 422.
     let mut csr: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-w1", "-o", "json"])).unwrap();
-    csr["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "Approved", "status": "True", "reason": "Test"}));
+    csr["status"]["conditions"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "Approved", "status": "True", "reason": "Test"}));
     let o = c.kubectl_stdin(
-        &["replace", "--raw", "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-w1/approval", "-f", "-"],
+        &[
+            "replace",
+            "--raw",
+            "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-w1/approval",
+            "-f",
+            "-",
+        ],
         &csr.to_string(),
     );
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("Approved and Denied conditions are mutually exclusive"), "{}", text(&o));
+    assert!(
+        text(&o).contains("Approved and Denied conditions are mutually exclusive"),
+        "{}",
+        text(&o)
+    );
 
     // A kubelet client CSR with server auth: approved, then Failed by the signer, never issued.
-    ok_stdin(&c, &["--context", "bootstrapper", "create", "-f", "-"], &csr_yaml("csr-bad", &pem2, "digital signature, server auth"));
+    ok_stdin(
+        &c,
+        &["--context", "bootstrapper", "create", "-f", "-"],
+        &csr_yaml("csr-bad", &pem2, "digital signature, server auth"),
+    );
     ok(&c, &["certificate", "approve", "csr-bad"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let o: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-bad", "-o", "json"])).unwrap();
-        let failed = o["status"]["conditions"].as_array().is_some_and(|cs| cs.iter().any(|c| c["type"] == "Failed"));
+        let failed = o["status"]["conditions"]
+            .as_array()
+            .is_some_and(|cs| cs.iter().any(|c| c["type"] == "Failed"));
         if failed {
             assert!(o["status"]["certificate"].is_null(), "{o}");
             break;
@@ -259,7 +500,12 @@ fn minimal(schema: &Value) -> Value {
     match schema["type"].as_str() {
         Some("object") => {
             let mut o = serde_json::Map::new();
-            for r in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            for r in schema["required"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
                 o.insert(r.to_string(), minimal(&schema["properties"][r]));
             }
             Value::Object(o)
@@ -280,7 +526,11 @@ fn crds_apply_objects_and_validation() {
     }
     let Some(c) = cluster("") else { return };
     ok(&c, &["create", "namespace", "crs"]);
-    let mut files: Vec<_> = std::fs::read_dir(&crd_dir).unwrap().filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    let mut files: Vec<_> = std::fs::read_dir(&crd_dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
     files.sort();
     assert!(!files.is_empty());
     for f in &files {
@@ -288,15 +538,33 @@ fn crds_apply_objects_and_validation() {
         let crd = agent_day2_sim::api::up::parse_docs(&yaml).unwrap().remove(0);
         let name = crd["metadata"]["name"].as_str().unwrap().to_string();
         ok(&c, &["apply", "-f", f.to_str().unwrap()]);
-        ok(&c, &["wait", "--for", "condition=established", "--timeout=20s", &format!("crd/{name}")]);
+        ok(
+            &c,
+            &[
+                "wait",
+                "--for",
+                "condition=established",
+                "--timeout=20s",
+                &format!("crd/{name}"),
+            ],
+        );
         // Applying again is a patch of an existing object.
         ok(&c, &["apply", "-f", f.to_str().unwrap()]);
 
         let spec = &crd["spec"];
-        let version = spec["versions"].as_array().unwrap().iter().find(|v| v["served"] == true).unwrap();
+        let version = spec["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["served"] == true)
+            .unwrap();
         let schema = &version["schema"]["openAPIV3Schema"];
         let mut obj = minimal(schema);
-        obj["apiVersion"] = json!(format!("{}/{}", spec["group"].as_str().unwrap(), version["name"].as_str().unwrap()));
+        obj["apiVersion"] = json!(format!(
+            "{}/{}",
+            spec["group"].as_str().unwrap(),
+            version["name"].as_str().unwrap()
+        ));
         obj["kind"] = spec["names"]["kind"].clone();
         obj["metadata"] = json!({"name": "sample"});
         if spec["scope"] == "Namespaced" {
@@ -311,10 +579,19 @@ fn crds_apply_objects_and_validation() {
         let got = ok(&c, &["-n", "crs", "get", &resource, "sample", "-o", "json"]);
         let got: Value = serde_json::from_str(&got).unwrap();
         assert_eq!(got["metadata"]["name"], "sample", "{got}");
-        assert!(got["metadata"]["uid"].as_str().is_some_and(|u| u.len() == 36), "{got}");
+        assert!(
+            got["metadata"]["uid"].as_str().is_some_and(|u| u.len() == 36),
+            "{got}"
+        );
         // Table output uses the CRD's additionalPrinterColumns.
         let table = ok(&c, &["-n", "crs", "get", &resource]);
-        let header: Vec<String> = table.lines().next().unwrap().split_whitespace().map(str::to_string).collect();
+        let header: Vec<String> = table
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_string)
+            .collect();
         assert_eq!(header[0], "NAME", "{table}");
         if let Some(cols) = version["additionalPrinterColumns"].as_array() {
             let want: Vec<String> = cols
@@ -331,28 +608,56 @@ fn crds_apply_objects_and_validation() {
         bad["spec"]["definitelyNotAField"] = json!("x");
         let o = c.kubectl_stdin(&["create", "-f", "-"], &bad.to_string());
         assert!(!o.status.success(), "typo accepted for {name}: {}", text(&o));
-        assert!(text(&o).contains("unknown field \"spec.definitelyNotAField\""), "{}", text(&o));
+        assert!(
+            text(&o).contains("unknown field \"spec.definitelyNotAField\""),
+            "{}",
+            text(&o)
+        );
         // --validate=warn: created, with the server's warning shown, and the field pruned.
         let o = c.kubectl_stdin(&["create", "--validate=warn", "-f", "-"], &bad.to_string());
         assert!(o.status.success(), "{}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("Warning: unknown field \"spec.definitelyNotAField\""), "{}", text(&o));
-        let got: Value = serde_json::from_str(&ok(&c, &["-n", "crs", "get", &resource, "typo", "-o", "json"])).unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stderr)
+                .contains("Warning: unknown field \"spec.definitelyNotAField\""),
+            "{}",
+            text(&o)
+        );
+        let got: Value =
+            serde_json::from_str(&ok(&c, &["-n", "crs", "get", &resource, "typo", "-o", "json"])).unwrap();
         assert!(got["spec"].get("definitelyNotAField").is_none(), "{got}");
     }
     // Deleting a CRD stops serving its resource.
     ok(&c, &["delete", "crd", "clusterimagesets.hive.openshift.io"]);
     let e = fails(&c, &["get", "clusterimagesets.hive.openshift.io"]);
-    assert!(e.contains("the server doesn't have a resource type") || e.contains("NotFound") || e.contains("not find"), "{e}");
+    assert!(
+        e.contains("the server doesn't have a resource type")
+            || e.contains("NotFound")
+            || e.contains("not find"),
+        "{e}"
+    );
 }
 
 #[test]
 fn watch_auth_and_errors() {
-    let Some(c) = cluster("forbidden:\n- {resource: secrets, namespace: openshift-config, name: pull-secret, verbs: [get]}\n") else { return };
+    let Some(c) = cluster(
+        "forbidden:\n- {resource: secrets, namespace: openshift-config, name: pull-secret, verbs: [get]}\n",
+    ) else {
+        return;
+    };
     ok(&c, &["create", "namespace", "w"]);
 
     // get -w receives events: JSON output carries the event type.
     let mut child = c
-        .kubectl_cmd(&["-n", "w", "get", "cm", "--watch-only", "--output-watch-events", "-o", "json"])
+        .kubectl_cmd(&[
+            "-n",
+            "w",
+            "get",
+            "cm",
+            "--watch-only",
+            "--output-watch-events",
+            "-o",
+            "json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -366,12 +671,30 @@ fn watch_auth_and_errors() {
         }
     });
     std::thread::sleep(Duration::from_millis(700));
-    ok(&c, &["-n", "w", "create", "configmap", "w1", "--from-literal=a=1"]);
-    ok(&c, &["-n", "w", "patch", "configmap", "w1", "--type", "merge", "-p", "{\"data\":{\"a\":\"2\"}}"]);
+    ok(
+        &c,
+        &["-n", "w", "create", "configmap", "w1", "--from-literal=a=1"],
+    );
+    ok(
+        &c,
+        &[
+            "-n",
+            "w",
+            "patch",
+            "configmap",
+            "w1",
+            "--type",
+            "merge",
+            "-p",
+            "{\"data\":{\"a\":\"2\"}}",
+        ],
+    );
     ok(&c, &["-n", "w", "delete", "configmap", "w1"]);
     let mut types = Vec::new();
     while types.len() < 3 {
-        let ev = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("watch events missing; got {types:?}"));
+        let ev = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("watch events missing; got {types:?}"));
         let v: Value = serde_json::from_str(&ev).unwrap();
         assert_eq!(v["object"]["metadata"]["name"], "w1", "{v}");
         types.push(v["type"].as_str().unwrap().to_string());
@@ -398,7 +721,9 @@ fn watch_auth_and_errors() {
     ok(&c, &["create", "namespace", "table-watch"]);
     let mut lines = Vec::new();
     loop {
-        let l = rx.recv_timeout(Duration::from_secs(10)).unwrap_or_else(|_| panic!("no table row; got {lines:?}"));
+        let l = rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no table row; got {lines:?}"));
         let cols: Vec<String> = l.split_whitespace().map(str::to_string).collect();
         lines.push(l);
         if cols.len() >= 3 && cols[0] == "ADDED" && cols[1] == "table-watch" {
@@ -406,26 +731,61 @@ fn watch_auth_and_errors() {
             break;
         }
     }
-    assert!(lines[0].split_whitespace().collect::<Vec<_>>() == ["EVENT", "NAME", "STATUS", "AGE"], "{lines:?}");
+    assert!(
+        lines[0].split_whitespace().collect::<Vec<_>>() == ["EVENT", "NAME", "STATUS", "AGE"],
+        "{lines:?}"
+    );
     let _ = child.kill();
     let _ = child.wait();
 
     // Watch from a compacted resourceVersion: an ERROR event with 410 Expired, as the real server.
-    let o = ok(&c, &["get", "--raw", "/api/v1/namespaces/openshift-config/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2"]);
+    let o = ok(
+        &c,
+        &[
+            "get",
+            "--raw",
+            "/api/v1/namespaces/openshift-config/configmaps?watch=1&resourceVersion=1&timeoutSeconds=2",
+        ],
+    );
     let ev: Value = serde_json::from_str(o.lines().next().unwrap()).unwrap();
     assert_eq!(ev["type"], "ERROR", "{o}");
     assert_eq!(ev["object"]["code"], 410, "{o}");
-    assert!(ev["object"]["message"].as_str().unwrap().starts_with("too old resource version: 1 ("), "{o}");
+    assert!(
+        ev["object"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("too old resource version: 1 ("),
+        "{o}"
+    );
 
     // 401 with an unknown token (the viewer context has no client certificate).
-    let e = fails(&c, &["--context", "viewer", "--token", "not-a-token", "get", "ns"]);
-    assert!(e.contains("Unauthorized") || e.contains("must be logged in"), "{e}");
+    let e = fails(
+        &c,
+        &["--context", "viewer", "--token", "not-a-token", "get", "ns"],
+    );
+    assert!(
+        e.contains("Unauthorized") || e.contains("must be logged in"),
+        "{e}"
+    );
 
     // 401 for a client certificate the simulator's CA did not issue (and no token).
     let key = c.dir.join("foreign.key");
     let crt = c.dir.join("foreign.crt");
     let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/O=system:masters/CN=system:admin", "-keyout"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/O=system:masters/CN=system:admin",
+            "-keyout",
+        ])
         .arg(&key)
         .arg("-out")
         .arg(&crt)
@@ -433,18 +793,47 @@ fn watch_auth_and_errors() {
         .is_ok_and(|o| o.status.success());
     if made {
         let ca = c.dir.join("ca.crt");
-        let e = fails(&c, &["--kubeconfig", "/dev/null", "--server", &c.api_url, "--certificate-authority", ca.to_str().unwrap(),
-            "--client-certificate", crt.to_str().unwrap(), "--client-key", key.to_str().unwrap(), "get", "ns"]);
+        let e = fails(
+            &c,
+            &[
+                "--kubeconfig",
+                "/dev/null",
+                "--server",
+                &c.api_url,
+                "--certificate-authority",
+                ca.to_str().unwrap(),
+                "--client-certificate",
+                crt.to_str().unwrap(),
+                "--client-key",
+                key.to_str().unwrap(),
+                "get",
+                "ns",
+            ],
+        );
         assert!(e.contains("Unauthorized"), "{e}");
     }
 
     // kubectl auth whoami (SelfSubjectReview) for each kubeconfig context.
     let me: Value = serde_json::from_str(&ok(&c, &["auth", "whoami", "-o", "json"])).unwrap();
     assert_eq!(me["status"]["userInfo"]["username"], "system:admin");
-    assert!(me["status"]["userInfo"]["groups"].as_array().unwrap().contains(&json!("system:masters")), "{me}");
-    let me: Value = serde_json::from_str(&ok(&c, &["--context", "bootstrapper", "auth", "whoami", "-o", "json"])).unwrap();
-    assert_eq!(me["status"]["userInfo"]["username"], "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper");
-    let me: Value = serde_json::from_str(&ok(&c, &["--context", "viewer", "auth", "whoami", "-o", "json"])).unwrap();
+    assert!(
+        me["status"]["userInfo"]["groups"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("system:masters")),
+        "{me}"
+    );
+    let me: Value = serde_json::from_str(&ok(
+        &c,
+        &["--context", "bootstrapper", "auth", "whoami", "-o", "json"],
+    ))
+    .unwrap();
+    assert_eq!(
+        me["status"]["userInfo"]["username"],
+        "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper"
+    );
+    let me: Value =
+        serde_json::from_str(&ok(&c, &["--context", "viewer", "auth", "whoami", "-o", "json"])).unwrap();
     assert_eq!(me["status"]["userInfo"]["username"], "viewer");
 
     // The viewer reads but cannot read Secrets or write.
@@ -459,7 +848,19 @@ fn watch_auth_and_errors() {
     assert!(e.contains("User \"viewer\" cannot list"), "{e}");
     let e = fails(&c, &["--context", "viewer", "--as", "system:admin", "get", "ns"]);
     assert!(e.contains("cannot impersonate resource \"users\""), "{e}");
-    let ssar = ok(&c, &["auth", "can-i", "create", "certificatesigningrequests", "--as", "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper", "--as-group", "system:serviceaccounts"]);
+    let ssar = ok(
+        &c,
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "certificatesigningrequests",
+            "--as",
+            "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper",
+            "--as-group",
+            "system:serviceaccounts",
+        ],
+    );
     assert_eq!(ssar.trim(), "yes");
     let o = c.kubectl(&["auth", "can-i", "get", "secrets", "-A", "--as", "viewer"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "no", "{}", text(&o));
@@ -476,25 +877,52 @@ fn watch_auth_and_errors() {
     let e = fails(&c, &["-n", "w", "create", "configmap", "c1"]);
     assert!(e.contains("configmaps \"c1\" already exists"), "{e}");
     let e = fails(&c, &["-n", "w", "get", "configmap", "nope"]);
-    assert!(e.contains("Error from server (NotFound): configmaps \"nope\" not found"), "{e}");
+    assert!(
+        e.contains("Error from server (NotFound): configmaps \"nope\" not found"),
+        "{e}"
+    );
     let mut cm: Value = serde_json::from_str(&ok(&c, &["-n", "w", "get", "cm", "c1", "-o", "json"])).unwrap();
     ok(&c, &["-n", "w", "label", "cm", "c1", "x=y"]);
     cm["data"] = json!({"k": "v"});
     let o = c.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
-    assert!(!o.status.success() && text(&o).contains("the object has been modified"), "{}", text(&o));
+    assert!(
+        !o.status.success() && text(&o).contains("the object has been modified"),
+        "{}",
+        text(&o)
+    );
 
     // Finalizers hold a deleted object (deletionTimestamp set) until they are removed.
     ok_stdin(&c, &["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fin, namespace: w, finalizers: [example.com/hold]}\n");
     ok(&c, &["-n", "w", "delete", "cm", "fin", "--wait=false"]);
     let held: Value = serde_json::from_str(&ok(&c, &["-n", "w", "get", "cm", "fin", "-o", "json"])).unwrap();
     assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
-    ok(&c, &["-n", "w", "patch", "cm", "fin", "--type", "merge", "-p", "{\"metadata\":{\"finalizers\":null}}"]);
+    ok(
+        &c,
+        &[
+            "-n",
+            "w",
+            "patch",
+            "cm",
+            "fin",
+            "--type",
+            "merge",
+            "-p",
+            "{\"metadata\":{\"finalizers\":null}}",
+        ],
+    );
     let e = fails(&c, &["-n", "w", "get", "cm", "fin"]);
     assert!(e.contains("NotFound"), "{e}");
 
     // generateName.
-    let out = ok_stdin(&c, &["create", "-f", "-", "-o", "name"], "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: gen-, namespace: w}\n");
-    assert!(out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5, "{out}");
+    let out = ok_stdin(
+        &c,
+        &["create", "-f", "-", "-o", "name"],
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: gen-, namespace: w}\n",
+    );
+    assert!(
+        out.trim().starts_with("configmap/gen-") && out.trim().len() == "configmap/gen-".len() + 5,
+        "{out}"
+    );
 }
 
 #[test]
@@ -522,16 +950,32 @@ fn real_openshift_crds_replace_permissive_ones() {
     // The real ClusterVersion CRD's printer columns.
     let t = ok(&c, &["get", "clusterversion"]);
     let header: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"], "{t}");
+    assert_eq!(
+        header,
+        ["NAME", "VERSION", "AVAILABLE", "PROGRESSING", "SINCE", "STATUS"],
+        "{t}"
+    );
     // Its schema now validates: a typo in Infrastructure's spec is refused.
-    let mut infra: Value = serde_json::from_str(&ok(&c, &["get", "infrastructure", "cluster", "-o", "json"])).unwrap();
+    let mut infra: Value =
+        serde_json::from_str(&ok(&c, &["get", "infrastructure", "cluster", "-o", "json"])).unwrap();
     infra["spec"]["platformSpecc"] = json!({});
     let o = c.kubectl_stdin(&["replace", "-f", "-"], &infra.to_string());
     assert!(!o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("unknown field \"spec.platformSpecc\""), "{}", text(&o));
+    assert!(
+        text(&o).contains("unknown field \"spec.platformSpecc\""),
+        "{}",
+        text(&o)
+    );
     // The permissive definitions were replaced: the CRD object is the upstream one.
-    let crd: Value = serde_json::from_str(&ok(&c, &["get", "crd", "clusterversions.config.openshift.io", "-o", "json"])).unwrap();
-    assert!(crd["spec"]["versions"][0]["additionalPrinterColumns"].is_array(), "{crd}");
+    let crd: Value = serde_json::from_str(&ok(
+        &c,
+        &["get", "crd", "clusterversions.config.openshift.io", "-o", "json"],
+    ))
+    .unwrap();
+    assert!(
+        crd["spec"]["versions"][0]["additionalPrinterColumns"].is_array(),
+        "{crd}"
+    );
 }
 
 #[test]
@@ -540,17 +984,39 @@ fn watch_bookmarks_and_initial_events() {
     let list: Value = serde_json::from_str(&ok(&c, &["get", "--raw", "/api/v1/namespaces"])).unwrap();
     let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     // Idle watch with bookmarks: a BOOKMARK carrying a resourceVersion arrives within the window.
-    let out = ok(&c, &["get", "--raw", &format!("/api/v1/namespaces?watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=7")]);
+    let out = ok(
+        &c,
+        &[
+            "get",
+            "--raw",
+            &format!(
+                "/api/v1/namespaces?watch=1&allowWatchBookmarks=true&resourceVersion={rv}&timeoutSeconds=7"
+            ),
+        ],
+    );
     let bm: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert!(!bm.is_empty() && bm.iter().all(|e| e["type"] == "BOOKMARK"), "{out}");
-    assert!(bm[0]["object"]["metadata"]["resourceVersion"].as_str().unwrap().parse::<u64>().unwrap() >= rv.parse::<u64>().unwrap());
+    assert!(
+        !bm.is_empty() && bm.iter().all(|e| e["type"] == "BOOKMARK"),
+        "{out}"
+    );
+    assert!(
+        bm[0]["object"]["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            >= rv.parse::<u64>().unwrap()
+    );
     // Streaming list (sendInitialEvents): every namespace ADDED, then the initial-events-end bookmark.
     let out = ok(&c, &["get", "--raw", "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"]);
     let evs: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let added = evs.iter().take_while(|e| e["type"] == "ADDED").count();
     assert_eq!(added, list["items"].as_array().unwrap().len(), "{out}");
     assert_eq!(evs[added]["type"], "BOOKMARK", "{out}");
-    assert_eq!(evs[added]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true", "{out}");
+    assert_eq!(
+        evs[added]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true",
+        "{out}"
+    );
 }
 
 /// Writes `body` to a file in the cluster's directory and POSTs (or PUTs) it with `kubectl
@@ -566,12 +1032,27 @@ fn raw_send(c: &TestCluster, verb: &str, path: &str, body: &[u8]) -> Output {
 fn curl_admin(c: &TestCluster, args: &[&str], path: &str) -> (u16, String) {
     use base64::Engine;
     let kc: Value = serde_saphyr::from_str(&std::fs::read_to_string(&c.kubeconfig).unwrap()).unwrap();
-    let user = kc["users"].as_array().unwrap().iter().find(|u| u["name"] == "admin").unwrap();
+    let user = kc["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["name"] == "admin")
+        .unwrap();
     let b64 = base64::engine::general_purpose::STANDARD;
     let cert = c.dir.join("curl-admin.crt");
     let key = c.dir.join("curl-admin.key");
-    std::fs::write(&cert, b64.decode(user["user"]["client-certificate-data"].as_str().unwrap()).unwrap()).unwrap();
-    std::fs::write(&key, b64.decode(user["user"]["client-key-data"].as_str().unwrap()).unwrap()).unwrap();
+    std::fs::write(
+        &cert,
+        b64.decode(user["user"]["client-certificate-data"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        &key,
+        b64.decode(user["user"]["client-key-data"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
     let o = std::process::Command::new("curl")
         .args(["-sS", "--cacert"])
         .arg(c.dir.join("ca.crt"))
@@ -594,26 +1075,64 @@ fn curl_admin(c: &TestCluster, args: &[&str], path: &str) -> (u16, String) {
 fn impersonation_like_kube_apiserver() {
     let Some(c) = cluster("") else { return };
     // A non-ASCII user name is impersonated literally (and then authorized as that user).
-    let who = ok(&c, &["auth", "whoami", "--as", "ünïcode", "-o", "jsonpath={.status.userInfo.username}"]);
+    let who = ok(
+        &c,
+        &[
+            "auth",
+            "whoami",
+            "--as",
+            "ünïcode",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
     assert_eq!(who, "ünïcode");
     let e = fails(&c, &["get", "configmaps", "--as", "ünïcode"]);
-    assert!(e.contains("User \"ünïcode\" cannot list resource \"configmaps\""), "{e}");
+    assert!(
+        e.contains("User \"ünïcode\" cannot list resource \"configmaps\""),
+        "{e}"
+    );
     // A UID or groups without a user: 500 from the filter, as plain text (kubectl refuses to
     // send these, so curl with the admin's client certificate does).
     let o = curl_admin(&c, &["-H", "Impersonate-Uid: 1234"], "/api/v1/namespaces");
     assert_eq!(o.0, 500, "{}", o.1);
-    assert!(o.1.contains("requested [{UID  1234  authentication.k8s.io/v1  }] without impersonating a user"), "{}", o.1);
+    assert!(
+        o.1.contains("requested [{UID  1234  authentication.k8s.io/v1  }] without impersonating a user"),
+        "{}",
+        o.1
+    );
     let o = curl_admin(&c, &["-H", "Impersonate-Group: g1"], "/api/v1/namespaces");
     assert_eq!(o.0, 500, "{}", o.1);
-    assert!(o.1.contains("requested [{Group  g1    }] without impersonating a user"), "{}", o.1);
+    assert!(
+        o.1.contains("requested [{Group  g1    }] without impersonating a user"),
+        "{}",
+        o.1
+    );
     // With a user, the literal (UTF-8) name is used.
-    let o = curl_admin(&c, &["-H", "Impersonate-User: ünïcode", "-X", "POST", "-H", "Content-Type: application/json", "-d",
-        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#], "/apis/authentication.k8s.io/v1/selfsubjectreviews");
+    let o = curl_admin(
+        &c,
+        &[
+            "-H",
+            "Impersonate-User: ünïcode",
+            "-X",
+            "POST",
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+        ],
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    );
     assert_eq!(o.0, 201, "{}", o.1);
     assert!(o.1.contains("\"username\":\"ünïcode\""), "{}", o.1);
     // Only cluster-admin may impersonate.
     let e = fails(&c, &["--context", "viewer", "get", "ns", "--as", "system:admin"]);
-    assert!(e.contains("User \"viewer\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"), "{e}");
+    assert!(
+        e.contains(
+            "User \"viewer\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+        ),
+        "{e}"
+    );
 }
 
 /// Names, sizes, kinds and CSR conditions checked like the real server.
@@ -632,36 +1151,97 @@ fn object_rules_like_kube_apiserver() {
 
     // 1 MiB of ConfigMap/Secret data; 3 MiB request bodies.
     let big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}, "data": {"k": "x".repeat(1024 * 1024)}});
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", big.to_string().as_bytes());
-    assert!(!o.status.success() && text(&o).contains("ConfigMap \"big\" is invalid: []: Too long: must have at most 1048576 bytes"), "{}", text(&o));
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/configmaps",
+        big.to_string().as_bytes(),
+    );
+    assert!(
+        !o.status.success()
+            && text(&o)
+                .contains("ConfigMap \"big\" is invalid: []: Too long: must have at most 1048576 bytes"),
+        "{}",
+        text(&o)
+    );
     use base64::Engine;
     let sec = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "big"},
         "data": {"k": base64::engine::general_purpose::STANDARD.encode(vec![0u8; 1024 * 1024])}});
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/secrets", sec.to_string().as_bytes());
-    assert!(!o.status.success() && text(&o).contains("Secret \"big\" is invalid: data: Too long: must have at most 1048576 bytes"), "{}", text(&o));
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/secrets",
+        sec.to_string().as_bytes(),
+    );
+    assert!(
+        !o.status.success()
+            && text(&o)
+                .contains("Secret \"big\" is invalid: data: Too long: must have at most 1048576 bytes"),
+        "{}",
+        text(&o)
+    );
     let huge = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "huge"}, "data": {"k": "x".repeat(3 * 1024 * 1024)}});
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", huge.to_string().as_bytes());
-    assert!(!o.status.success() && text(&o).contains("Request entity too large: limit is 3145728"), "{}", text(&o));
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/configmaps",
+        huge.to_string().as_bytes(),
+    );
+    assert!(
+        !o.status.success() && text(&o).contains("Request entity too large: limit is 3145728"),
+        "{}",
+        text(&o)
+    );
     let fits = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fits"}, "data": {"k": "x".repeat(1000 * 1024)}});
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", fits.to_string().as_bytes());
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/configmaps",
+        fits.to_string().as_bytes(),
+    );
     assert!(o.status.success(), "{}", text(&o));
 
     // Go's JSON decoder types built-in kinds: a number is no ConfigMap data string.
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"num"},"data":{"a":1}}"#);
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/configmaps",
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"num"},"data":{"a":1}}"#,
+    );
     assert!(
         !o.status.success()
             && text(&o).contains("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal number into Go struct field ConfigMap.data of type string"),
         "{}",
         text(&o)
     );
-    let e = fails(&c, &["-n", "default", "patch", "cm", "fits", "--type=merge", "-p", r#"{"data":{"b":true}}"#]);
-    assert!(e.contains("cannot unmarshal bool into Go struct field ConfigMap.data of type string"), "{e}");
+    let e = fails(
+        &c,
+        &[
+            "-n",
+            "default",
+            "patch",
+            "cm",
+            "fits",
+            "--type=merge",
+            "-p",
+            r#"{"data":{"b":true}}"#,
+        ],
+    );
+    assert!(
+        e.contains("cannot unmarshal bool into Go struct field ConfigMap.data of type string"),
+        "{e}"
+    );
     // ... while Quantity and IntOrString fields take numbers.
     ok_stdin(&c, &["-n", "default", "create", "-f", "-"], "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n    image: i\n    resources: {limits: {cpu: 1, memory: 100}}\n    livenessProbe: {httpGet: {port: 8080}}\n");
 
     // A Secret posted to the configmaps endpoint.
     let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {}});
-    let o = raw_send(&c, "create", "/api/v1/namespaces/default/configmaps", s.to_string().as_bytes());
+    let o = raw_send(
+        &c,
+        "create",
+        "/api/v1/namespaces/default/configmaps",
+        s.to_string().as_bytes(),
+    );
     assert!(
         !o.status.success() && text(&o).contains("Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"),
         "{}",
@@ -673,16 +1253,38 @@ fn object_rules_like_kube_apiserver() {
         eprintln!("skipped the CSR part: openssl cannot make a CSR");
         return;
     };
-    ok_stdin(&c, &["create", "-f", "-"], &csr_yaml("csr-cond", &pem, "digital signature, client auth"));
+    ok_stdin(
+        &c,
+        &["create", "-f", "-"],
+        &csr_yaml("csr-cond", &pem, "digital signature, client auth"),
+    );
     let mut csr: Value = serde_json::from_str(&ok(&c, &["get", "csr", "csr-cond", "-o", "json"])).unwrap();
-    csr["status"]["conditions"] = json!([{"type": "Approved", "status": "False", "reason": "R", "message": "m"}]);
+    csr["status"]["conditions"] =
+        json!([{"type": "Approved", "status": "False", "reason": "R", "message": "m"}]);
     let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/csr-cond/approval";
     let o = raw_send(&c, "replace", path, csr.to_string().as_bytes());
-    assert!(!o.status.success() && text(&o).contains("status.conditions[0].status: Unsupported value: \"False\": supported values: \"True\""), "{}", text(&o));
-    csr["status"]["conditions"] = json!([{"type": "Reviewed", "status": "True", "reason": "R", "message": "m"}]);
+    assert!(
+        !o.status.success()
+            && text(&o).contains(
+                "status.conditions[0].status: Unsupported value: \"False\": supported values: \"True\""
+            ),
+        "{}",
+        text(&o)
+    );
+    csr["status"]["conditions"] =
+        json!([{"type": "Reviewed", "status": "True", "reason": "R", "message": "m"}]);
     let o = raw_send(&c, "replace", path, csr.to_string().as_bytes());
     assert!(o.status.success(), "{}", text(&o));
-    let types = ok(&c, &["get", "csr", "csr-cond", "-o", "jsonpath={.status.conditions[*].type}"]);
+    let types = ok(
+        &c,
+        &[
+            "get",
+            "csr",
+            "csr-cond",
+            "-o",
+            "jsonpath={.status.conditions[*].type}",
+        ],
+    );
     assert_eq!(types, "Reviewed");
 }
 
@@ -691,7 +1293,17 @@ fn object_rules_like_kube_apiserver() {
 #[test]
 fn selectors_and_list_params_like_kube_apiserver() {
     let Some(c) = cluster("") else { return };
-    ok(&c, &["-n", "default", "create", "configmap", "sel", "--from-literal=a=b"]);
+    ok(
+        &c,
+        &[
+            "-n",
+            "default",
+            "create",
+            "configmap",
+            "sel",
+            "--from-literal=a=b",
+        ],
+    );
     let cms = "/api/v1/namespaces/default/configmaps";
     for (sel, want) in [
         ("%3Db", "found '=', expected: !, identifier, or 'end of string'"),
@@ -706,7 +1318,10 @@ fn selectors_and_list_params_like_kube_apiserver() {
     }
     let long = format!("{}%3D1", "k".repeat(64));
     let (code, body) = curl_admin(&c, &[], &format!("{cms}?labelSelector={long}"));
-    assert!(code == 400 && body.contains("name part must be no more than 63 characters"), "{code} {body}");
+    assert!(
+        code == 400 && body.contains("name part must be no more than 63 characters"),
+        "{code} {body}"
+    );
     // kubectl -l sends the selector as it is; the server's message comes back.
     let e = fails(&c, &["-n", "default", "get", "cm", "-l", "a in (x"]);
     assert!(e.contains("unable to parse requirement"), "{e}");
@@ -719,17 +1334,33 @@ fn selectors_and_list_params_like_kube_apiserver() {
 
     // Label keys on objects: the prefix must be a lowercase DNS subdomain.
     let e = fails(&c, &["-n", "default", "label", "cm", "sel", "UPPER/x=y"]);
-    assert!(e.contains("metadata.labels: Invalid value: \"UPPER/x\": prefix part a lowercase RFC 1123 subdomain"), "{e}");
-    ok(&c, &["-n", "default", "label", "cm", "sel", "example.com/Upper_Name=y"]);
+    assert!(
+        e.contains("metadata.labels: Invalid value: \"UPPER/x\": prefix part a lowercase RFC 1123 subdomain"),
+        "{e}"
+    );
+    ok(
+        &c,
+        &["-n", "default", "label", "cm", "sel", "example.com/Upper_Name=y"],
+    );
 
     // List/watch parameters.
     let (code, body) = curl_admin(&c, &[], &format!("{cms}?watch=1&timeoutSeconds=abc"));
-    assert!(code == 400 && body.contains("strconv.ParseInt: parsing \\\"abc\\\": invalid syntax"), "{code} {body}");
+    assert!(
+        code == 400 && body.contains("strconv.ParseInt: parsing \\\"abc\\\": invalid syntax"),
+        "{code} {body}"
+    );
     let (code, body) = curl_admin(&c, &[], &format!("{cms}?resourceVersion=abc"));
-    assert!(code == 400 && body.contains("invalid resource version"), "{code} {body}");
+    assert!(
+        code == 400 && body.contains("invalid resource version"),
+        "{code} {body}"
+    );
     let (code, body) = curl_admin(&c, &[], &format!("{cms}?resourceVersion=99999999"));
     assert_eq!(code, 504, "{body}");
-    assert!(body.contains("Timeout: Too large resource version: 99999999, current: ") && body.contains("ResourceVersionTooLarge"), "{body}");
+    assert!(
+        body.contains("Timeout: Too large resource version: 99999999, current: ")
+            && body.contains("ResourceVersionTooLarge"),
+        "{body}"
+    );
     let (code, body) = curl_admin(&c, &[], &format!("{cms}?watch=1&resourceVersion=99999999"));
     assert_eq!(code, 200, "{body}");
     let ev: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -737,7 +1368,11 @@ fn selectors_and_list_params_like_kube_apiserver() {
     assert_eq!(ev["object"]["code"], 504, "{body}");
     // A negative timeout ends the watch at once.
     let t0 = Instant::now();
-    let (code, _) = curl_admin(&c, &["--max-time", "20"], &format!("{cms}?watch=1&timeoutSeconds=-1"));
+    let (code, _) = curl_admin(
+        &c,
+        &["--max-time", "20"],
+        &format!("{cms}?watch=1&timeoutSeconds=-1"),
+    );
     assert_eq!(code, 200);
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
 }
@@ -790,7 +1425,10 @@ fn up_refuses_bad_scenarios() {
         let mut err = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.and_then(|s| s.code()), Some(3), "{yaml}: {err}");
-        let line = err.lines().find(|l| l.starts_with("error:")).unwrap_or_else(|| panic!("{yaml}: {err}"));
+        let line = err
+            .lines()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or_else(|| panic!("{yaml}: {err}"));
         assert!(line.contains(key), "{yaml}: {line}");
         assert_eq!(line.matches("error:").count(), 1, "{yaml}: {line}");
     }
@@ -802,12 +1440,33 @@ fn up_refuses_bad_scenarios() {
 fn auth_can_i_list() {
     let Some(c) = cluster("") else { return };
     let admin = ok(&c, &["auth", "can-i", "--list"]);
-    assert!(admin.lines().any(|l| l.split_whitespace().next() == Some("*.*") && l.contains("[*]")), "{admin}");
+    assert!(
+        admin
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some("*.*") && l.contains("[*]")),
+        "{admin}"
+    );
     let viewer = ok(&c, &["--context", "viewer", "auth", "can-i", "--list"]);
-    assert!(viewer.lines().any(|l| l.starts_with("nodes ") && l.contains("[get list watch]")), "{viewer}");
+    assert!(
+        viewer
+            .lines()
+            .any(|l| l.starts_with("nodes ") && l.contains("[get list watch]")),
+        "{viewer}"
+    );
     assert!(!viewer.lines().any(|l| l.starts_with("secrets ")), "{viewer}");
-    assert!(viewer.lines().any(|l| l.starts_with("selfsubjectrulesreviews.authorization.k8s.io") && l.contains("[create]")), "{viewer}");
+    assert!(
+        viewer
+            .lines()
+            .any(|l| l.starts_with("selfsubjectrulesreviews.authorization.k8s.io") && l.contains("[create]")),
+        "{viewer}"
+    );
     let boot = ok(&c, &["--context", "bootstrapper", "auth", "can-i", "--list"]);
-    assert!(boot.lines().any(|l| l.starts_with("certificatesigningrequests.certificates.k8s.io") && l.contains("[create get list watch]")), "{boot}");
+    assert!(
+        boot.lines().any(
+            |l| l.starts_with("certificatesigningrequests.certificates.k8s.io")
+                && l.contains("[create get list watch]")
+        ),
+        "{boot}"
+    );
     assert!(!boot.lines().any(|l| l.starts_with("nodes ")), "{boot}");
 }

@@ -37,7 +37,13 @@ fn setup() -> bool {
         return false;
     }
     for tool in ["kubectl", "curl"] {
-        if Command::new(tool).arg("--help").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        if Command::new(tool)
+            .arg("--help")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_err()
+        {
             eprintln!("skipped: {tool} is not on PATH");
             return false;
         }
@@ -47,7 +53,10 @@ fn setup() -> bool {
 
 fn rt() -> tokio::runtime::Runtime {
     // Built after entering the namespace: its threads inherit it.
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn get_json(c: &TestCluster, args: &[&str]) -> Value {
@@ -55,7 +64,11 @@ fn get_json(c: &TestCluster, args: &[&str]) -> Value {
     a.extend_from_slice(args);
     a.extend_from_slice(&["-o", "json"]);
     let out = c.kubectl(&a);
-    assert!(out.status.success(), "kubectl {a:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl {a:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -63,8 +76,14 @@ fn get_json(c: &TestCluster, args: &[&str]) -> Value {
 fn credentials(c: &TestCluster, host: &str) -> (String, String) {
     let s = get_json(c, &["secret", "-n", "openshift-config", "pull-secret"]);
     let b64 = base64::engine::general_purpose::STANDARD;
-    let dc: Value = serde_json::from_slice(&b64.decode(s["data"][".dockerconfigjson"].as_str().unwrap()).unwrap()).unwrap();
-    let auth = dc["auths"][host]["auth"].as_str().unwrap_or_else(|| panic!("no pull secret entry for {host}: {dc}"));
+    let dc: Value = serde_json::from_slice(
+        &b64.decode(s["data"][".dockerconfigjson"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    let auth = dc["auths"][host]["auth"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no pull secret entry for {host}: {dc}"));
     let up = String::from_utf8(b64.decode(auth).unwrap()).unwrap();
     let (u, p) = up.split_once(':').unwrap();
     (u.to_string(), p.to_string())
@@ -73,9 +92,14 @@ fn credentials(c: &TestCluster, host: &str) -> (String, String) {
 /// The CA the cluster publishes for `host` (Image.config additionalTrustedCA ConfigMap).
 fn registry_ca(c: &TestCluster, host: &str) -> String {
     let img = get_json(c, &["image.config.openshift.io", "cluster"]);
-    let name = img["spec"]["additionalTrustedCA"]["name"].as_str().expect("Image.spec.additionalTrustedCA.name");
+    let name = img["spec"]["additionalTrustedCA"]["name"]
+        .as_str()
+        .expect("Image.spec.additionalTrustedCA.name");
     let cm = get_json(c, &["configmap", "-n", "openshift-config", name]);
-    cm["data"][host.replace(':', "..")].as_str().unwrap_or_else(|| panic!("no CA for {host} in {cm}")).to_string()
+    cm["data"][host.replace(':', "..")]
+        .as_str()
+        .unwrap_or_else(|| panic!("no CA for {host} in {cm}"))
+        .to_string()
 }
 
 /// `curl` against the registry; returns (exit code, HTTP status, body).
@@ -101,7 +125,11 @@ fn curl(c: &TestCluster, path: &str, user: Option<(&str, &str)>, cacert: bool) -
 fn split_curl(out: std::process::Output) -> (i32, String, String) {
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (out.status.code().unwrap_or(-1), code.to_string(), body.to_string())
+    (
+        out.status.code().unwrap_or(-1),
+        code.to_string(),
+        body.to_string(),
+    )
 }
 
 struct Reader {
@@ -115,11 +143,18 @@ impl Reader {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = Client::try_from(ClientConfig {
             protocol: ClientProtocol::Https,
-            extra_root_certificates: vec![Certificate { encoding: CertificateEncoding::Pem, data: ca_pem.as_bytes().to_vec() }],
+            extra_root_certificates: vec![Certificate {
+                encoding: CertificateEncoding::Pem,
+                data: ca_pem.as_bytes().to_vec(),
+            }],
             ..Default::default()
         })
         .unwrap();
-        Reader { client, auth: RegistryAuth::Basic(user.0, user.1), host: host.to_string() }
+        Reader {
+            client,
+            auth: RegistryAuth::Basic(user.0, user.1),
+            host: host.to_string(),
+        }
     }
 
     /// The manifest of `repo@digest` (or `repo:tag`) as JSON; checks the registry's digest and
@@ -133,7 +168,11 @@ impl Reader {
         let r = Reference::try_from(image).unwrap();
         let (bytes, digest) = self
             .client
-            .pull_manifest_raw(&r, &self.auth, &[OCI_MANIFEST, DOCKER_MANIFEST, OCI_INDEX, DOCKER_LIST])
+            .pull_manifest_raw(
+                &r,
+                &self.auth,
+                &[OCI_MANIFEST, DOCKER_MANIFEST, OCI_INDEX, DOCKER_LIST],
+            )
             .await
             .unwrap_or_else(|e| panic!("{image}: {e}"));
         let sha = format!("sha256:{}", hex::encode(sha2::Sha256::digest(&bytes)));
@@ -159,7 +198,9 @@ impl Reader {
             let blob = self.blob(repo, l["digest"].as_str().unwrap()).await;
             let raw = if blob.starts_with(&[0x1f, 0x8b]) {
                 let mut v = Vec::new();
-                flate2::read::GzDecoder::new(&blob[..]).read_to_end(&mut v).unwrap();
+                flate2::read::GzDecoder::new(&blob[..])
+                    .read_to_end(&mut v)
+                    .unwrap();
                 v
             } else {
                 blob
@@ -177,25 +218,45 @@ impl Reader {
     }
 
     async fn config_arch(&self, repo: &str, m: &Value) -> String {
-        let c: Value = serde_json::from_slice(&self.blob(repo, m["config"]["digest"].as_str().unwrap()).await).unwrap();
+        let c: Value =
+            serde_json::from_slice(&self.blob(repo, m["config"]["digest"].as_str().unwrap()).await).unwrap();
         c["architecture"].as_str().unwrap().to_string()
     }
 }
 
 fn file<'a>(files: &'a [(String, Vec<u8>)], path: &str) -> &'a [u8] {
-    &files.iter().rev().find(|(p, _)| p == path).unwrap_or_else(|| panic!("no {path} in the image")).1
+    &files
+        .iter()
+        .rev()
+        .find(|(p, _)| p == path)
+        .unwrap_or_else(|| panic!("no {path} in the image"))
+        .1
 }
 
 /// `repo` of a pull spec `host/repo@digest` (host given).
 fn repo_of<'a>(spec: &'a str, host: &str) -> &'a str {
-    spec.strip_prefix(&format!("{host}/")).and_then(|r| r.split_once('@')).map(|(r, _)| r).unwrap_or_else(|| panic!("{spec} is not in {host}"))
+    spec.strip_prefix(&format!("{host}/"))
+        .and_then(|r| r.split_once('@'))
+        .map(|(r, _)| r)
+        .unwrap_or_else(|| panic!("{spec} is not in {host}"))
 }
 
 /// The stream's sha256 of the ISO for `arch` (what the simulator's file server serves).
 fn stream_iso_sha(c: &TestCluster, arch: &str) -> String {
-    let cm = get_json(c, &["configmap", "-n", "openshift-machine-config-operator", "coreos-bootimages"]);
+    let cm = get_json(
+        c,
+        &[
+            "configmap",
+            "-n",
+            "openshift-machine-config-operator",
+            "coreos-bootimages",
+        ],
+    );
     let stream: Value = serde_json::from_str(cm["data"]["stream"].as_str().unwrap()).unwrap();
-    stream["architectures"][arch]["artifacts"]["metal"]["formats"]["iso"]["disk"]["sha256"].as_str().unwrap().to_string()
+    stream["architectures"][arch]["artifacts"]["metal"]["formats"]["iso"]["disk"]["sha256"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// Checks one architecture's release image `rel` (manifest) in `repo`: release-metadata,
@@ -215,7 +276,10 @@ async fn check_release(
     assert_eq!(r.config_arch(repo, rel).await, go_arch);
     let files = r.files(repo, rel).await;
     // The top layer holds neither file: a reader must look below it.
-    assert_eq!(rel["layers"].as_array().unwrap().last().unwrap()["mediaType"], "application/vnd.oci.image.layer.v1.tar");
+    assert_eq!(
+        rel["layers"].as_array().unwrap().last().unwrap()["mediaType"],
+        "application/vnd.oci.image.layer.v1.tar"
+    );
     let meta: Value = serde_json::from_slice(file(&files, "release-manifests/release-metadata")).unwrap();
     assert_eq!(meta["version"], "4.18.12");
     let is: Value = serde_json::from_slice(file(&files, "release-manifests/image-references")).unwrap();
@@ -224,11 +288,22 @@ async fn check_release(
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| (t["name"].as_str().unwrap().to_string(), t["from"]["name"].as_str().unwrap().to_string()))
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["from"]["name"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     for want in COMPONENTS.iter().chain(["machine-os-images"].iter()) {
-        let spec = &tags.iter().find(|(n, _)| n == want).unwrap_or_else(|| panic!("{want} missing: {tags:?}")).1;
-        let digest = spec.strip_prefix(&format!("{named_as}@")).unwrap_or_else(|| panic!("{spec} not under {named_as}"));
+        let spec = &tags
+            .iter()
+            .find(|(n, _)| n == want)
+            .unwrap_or_else(|| panic!("{want} missing: {tags:?}"))
+            .1;
+        let digest = spec
+            .strip_prefix(&format!("{named_as}@"))
+            .unwrap_or_else(|| panic!("{spec} not under {named_as}"));
         assert!(digest.starts_with("sha256:") && digest.len() == 71, "{spec}");
         let m = r.manifest(&format!("{}/{comp_repo}@{digest}", r.host)).await;
         if *want != "machine-os-images" {
@@ -244,7 +319,12 @@ async fn check_release(
                 .find(|e| e["platform"]["architecture"] == go_arch)
                 .unwrap_or_else(|| panic!("no {go_arch} in machine-os-images {m}"))
                 .clone();
-            r.manifest(&format!("{}/{comp_repo}@{}", r.host, e["digest"].as_str().unwrap())).await
+            r.manifest(&format!(
+                "{}/{comp_repo}@{}",
+                r.host,
+                e["digest"].as_str().unwrap()
+            ))
+            .await
         } else {
             m
         };
@@ -252,8 +332,12 @@ async fn check_release(
         let mf = r.files(comp_repo, &m).await;
         let iso = file(&mf, &format!("coreos/coreos-{rpm_arch}.iso"));
         let sha = hex::encode(sha2::Sha256::digest(iso));
-        assert_eq!(sha, iso_sha, "machine-os-images ISO vs the stream's (the file server's) ISO");
-        let sum = String::from_utf8(file(&mf, &format!("coreos/coreos-{rpm_arch}.iso.sha256")).to_vec()).unwrap();
+        assert_eq!(
+            sha, iso_sha,
+            "machine-os-images ISO vs the stream's (the file server's) ISO"
+        );
+        let sum =
+            String::from_utf8(file(&mf, &format!("coreos/coreos-{rpm_arch}.iso.sha256")).to_vec()).unwrap();
         assert_eq!(sum, format!("{sha}  coreos-{rpm_arch}.iso\n"));
     }
     tags
@@ -291,30 +375,51 @@ fn connected_cluster_names_its_release_in_the_registry_by_true_digest() {
     let cv = get_json(&c, &["clusterversion", "version"]);
     let release = cv["status"]["history"][0]["image"].as_str().unwrap().to_string();
     assert_eq!(cv["status"]["desired"]["image"], release.as_str());
-    let digest = release.strip_prefix(&format!("{host}/ocp/release@")).unwrap_or_else(|| panic!("{release}")).to_string();
+    let digest = release
+        .strip_prefix(&format!("{host}/ocp/release@"))
+        .unwrap_or_else(|| panic!("{release}"))
+        .to_string();
     let (user, pass) = credentials(&c, &host);
     let ca = registry_ca(&c, &host);
     assert_eq!(ca, std::fs::read_to_string(c.dir.join("ca.crt")).unwrap());
-    assert!(get_json(&c, &["imagedigestmirrorsets"])["items"].as_array().unwrap().is_empty());
+    assert!(get_json(&c, &["imagedigestmirrorsets"])["items"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 
     // curl: the catalog with those credentials and CA; refused without or with a wrong
     // password; the certificate is not trusted without the CA.
     let (code, status, body) = curl(&c, "/v2/_catalog", Some((&user, &pass)), true);
     assert_eq!((code, status.as_str()), (0, "200"), "{body}");
     let cat: Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(cat["repositories"], serde_json::json!(["ocp/art-dev", "ocp/release"]));
+    assert_eq!(
+        cat["repositories"],
+        serde_json::json!(["ocp/art-dev", "ocp/release"])
+    );
     let (_, status, _) = curl(&c, "/v2/_catalog", None, true);
     assert_eq!(status, "401");
     let (_, status, _) = curl(&c, "/v2/_catalog", Some((&user, "wrong")), true);
     assert_eq!(status, "401");
     let (code, _, _) = curl(&c, "/v2/", Some((&user, &pass)), false);
-    assert_eq!(code, 60, "curl must refuse the certificate without the simulator's CA");
+    assert_eq!(
+        code, 60,
+        "curl must refuse the certificate without the simulator's CA"
+    );
 
     let rt = rt();
     let r = Reader::new(&host, &ca, (user, pass));
     rt.block_on(async {
         let rel = r.manifest(&release).await;
-        let tags = check_release(&r, "ocp/release", &rel, &format!("{host}/ocp/art-dev"), "ocp/art-dev", ("amd64", "x86_64"), &stream_iso_sha(&c, "x86_64")).await;
+        let tags = check_release(
+            &r,
+            "ocp/release",
+            &rel,
+            &format!("{host}/ocp/art-dev"),
+            "ocp/art-dev",
+            ("amd64", "x86_64"),
+            &stream_iso_sha(&c, "x86_64"),
+        )
+        .await;
         assert_eq!(repo_of(&tags[0].1, &host), "ocp/art-dev");
         // The tag oc-mirror would give it points at the same manifest.
         let by_tag = r.manifest(&format!("{host}/ocp/release:4.18.12-x86_64")).await;
@@ -324,15 +429,22 @@ fn connected_cluster_names_its_release_in_the_registry_by_true_digest() {
 
     // Files: storage under DIR/registry, secrets private.
     let rdir = c.dir.join("registry");
-    assert!(rdir.join("data/docker/registry/v2/repositories/ocp/release").is_dir());
+    assert!(rdir
+        .join("data/docker/registry/v2/repositories/ocp/release")
+        .is_dir());
     for f in ["htpasswd", "tls.key", "config.yml"] {
         assert_eq!(mode(&rdir.join(f)), 0o600, "{f}");
     }
-    assert!(!std::fs::read_to_string(rdir.join("htpasswd")).unwrap().contains(&r_password(&c, &host)));
+    assert!(!std::fs::read_to_string(rdir.join("htpasswd"))
+        .unwrap()
+        .contains(&r_password(&c, &host)));
 
     // `up` exiting takes the registry with it.
     drop(c);
-    assert!(wait_closed(&host, Duration::from_secs(5)), "the registry still listens after up exited");
+    assert!(
+        wait_closed(&host, Duration::from_secs(5)),
+        "the registry still listens after up exited"
+    );
 }
 
 fn r_password(c: &TestCluster, host: &str) -> String {
@@ -356,9 +468,18 @@ fn disconnected_cluster_reads_its_release_through_the_mirror() {
         .to_string();
     // mirrorRegistry defaults to the registry: the IDMS maps both sources there.
     let idms = get_json(&c, &["imagedigestmirrorsets"]);
-    let entries = idms["items"][0]["spec"]["imageDigestMirrors"].as_array().unwrap().clone();
-    for src in ["quay.io/openshift-release-dev/ocp-release", "quay.io/openshift-release-dev/ocp-v4.0-art-dev"] {
-        let e = entries.iter().find(|e| e["source"] == src).unwrap_or_else(|| panic!("no mirror for {src}: {idms}"));
+    let entries = idms["items"][0]["spec"]["imageDigestMirrors"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for src in [
+        "quay.io/openshift-release-dev/ocp-release",
+        "quay.io/openshift-release-dev/ocp-v4.0-art-dev",
+    ] {
+        let e = entries
+            .iter()
+            .find(|e| e["source"] == src)
+            .unwrap_or_else(|| panic!("no mirror for {src}: {idms}"));
         assert_eq!(e["mirrors"], serde_json::json!([mirror]));
     }
     let ic = get_json(&c, &["configmap", "-n", "kube-system", "cluster-config-v1"]);
@@ -368,7 +489,10 @@ fn disconnected_cluster_reads_its_release_through_the_mirror() {
     let ca = registry_ca(&c, &host);
     let (code, status, body) = curl(&c, "/v2/_catalog", Some((&user, &pass)), true);
     assert_eq!((code, status.as_str()), (0, "200"), "{body}");
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["repositories"], serde_json::json!(["ocp4/openshift4"]));
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["repositories"],
+        serde_json::json!(["ocp4/openshift4"])
+    );
 
     let rt = rt();
     let r = Reader::new(&host, &ca, (user, pass));
@@ -385,7 +509,11 @@ fn disconnected_cluster_reads_its_release_through_the_mirror() {
             &stream_iso_sha(&c, "x86_64"),
         )
         .await;
-        assert!(tags.iter().all(|(_, s)| s.starts_with("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:")), "{tags:?}");
+        assert!(
+            tags.iter()
+                .all(|(_, s)| s.starts_with("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:")),
+            "{tags:?}"
+        );
     });
 }
 
@@ -406,18 +534,45 @@ fn multi_arch_release_is_a_manifest_list_of_amd64_and_arm64() {
         let idx = r.manifest(&release).await;
         assert_eq!(idx["mediaType"], OCI_INDEX);
         let entries = idx["manifests"].as_array().unwrap();
-        let arches: Vec<&str> = entries.iter().map(|e| e["platform"]["architecture"].as_str().unwrap()).collect();
+        let arches: Vec<&str> = entries
+            .iter()
+            .map(|e| e["platform"]["architecture"].as_str().unwrap())
+            .collect();
         assert_eq!(arches, ["amd64", "arm64"]);
         let mut api_servers = Vec::new();
         for (e, (go, rpm)) in entries.iter().zip([("amd64", "x86_64"), ("arm64", "aarch64")]) {
             assert_eq!(e["platform"]["os"], "linux");
-            let raw = r.manifest_raw(&format!("{host}/ocp/release@{}", e["digest"].as_str().unwrap())).await;
-            assert_eq!(e["size"].as_u64(), Some(raw.len() as u64), "the list entry's size");
+            let raw = r
+                .manifest_raw(&format!("{host}/ocp/release@{}", e["digest"].as_str().unwrap()))
+                .await;
+            assert_eq!(
+                e["size"].as_u64(),
+                Some(raw.len() as u64),
+                "the list entry's size"
+            );
             let m: Value = serde_json::from_slice(&raw).unwrap();
-            let tags = check_release(&r, "ocp/release", &m, &format!("{host}/ocp/art-dev"), "ocp/art-dev", (go, rpm), &stream_iso_sha(&c, rpm)).await;
-            api_servers.push(tags.iter().find(|(n, _)| n == "agent-installer-api-server").unwrap().1.clone());
+            let tags = check_release(
+                &r,
+                "ocp/release",
+                &m,
+                &format!("{host}/ocp/art-dev"),
+                "ocp/art-dev",
+                (go, rpm),
+                &stream_iso_sha(&c, rpm),
+            )
+            .await;
+            api_servers.push(
+                tags.iter()
+                    .find(|(n, _)| n == "agent-installer-api-server")
+                    .unwrap()
+                    .1
+                    .clone(),
+            );
         }
-        assert_ne!(api_servers[0], api_servers[1], "each architecture names its own component images");
+        assert_ne!(
+            api_servers[0], api_servers[1],
+            "each architecture names its own component images"
+        );
     });
 }
 
@@ -428,10 +583,19 @@ fn without_the_flag_there_is_no_registry() {
     }
     let c = TestCluster::start("").unwrap();
     assert_eq!(c.registry_url, None);
-    assert_eq!(std::fs::read_to_string(c.dir.join("ready")).unwrap().lines().count(), 2);
+    assert_eq!(
+        std::fs::read_to_string(c.dir.join("ready"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
     assert!(!c.dir.join("registry").exists());
     let cv = get_json(&c, &["clusterversion", "version"]);
-    assert!(cv["status"]["history"][0]["image"].as_str().unwrap().starts_with("quay.io/openshift-release-dev/ocp-release@sha256:"));
+    assert!(cv["status"]["history"][0]["image"]
+        .as_str()
+        .unwrap()
+        .starts_with("quay.io/openshift-release-dev/ocp-release@sha256:"));
     let img = get_json(&c, &["image.config.openshift.io", "cluster"]);
     assert!(img["spec"]["additionalTrustedCA"].is_null(), "{img}");
 }
@@ -464,5 +628,8 @@ fn a_killed_up_takes_its_registry_with_it() {
     // SIGKILL: no cleanup code runs in `up`; the kernel's parent-death signal stops the registry.
     up.kill().unwrap();
     up.wait().unwrap();
-    assert!(wait_closed(addr, Duration::from_secs(5)), "the registry outlived a killed up");
+    assert!(
+        wait_closed(addr, Duration::from_secs(5)),
+        "the registry outlived a killed up"
+    );
 }

@@ -61,11 +61,7 @@ const CSRS: &str = "certificatesigningrequests";
 ///
 /// Errors: the kube-apiserver's Forbidden message ([`forbidden_message`]); the caller answers
 /// 403 with reason `Forbidden` and `details: {name, group, kind: <resource>}`.
-pub fn authorize(
-    user: &UserInfo,
-    attrs: &Attributes,
-    forbidden: &[ForbiddenRule],
-) -> Result<(), String> {
+pub fn authorize(user: &UserInfo, attrs: &Attributes, forbidden: &[ForbiddenRule]) -> Result<(), String> {
     if forbidden.iter().any(|r| rule_matches(r, attrs)) {
         return Err(forbidden_message(user, attrs));
     }
@@ -80,8 +76,12 @@ pub fn authorize(
 /// None` matches only the main resource.
 fn rule_matches(r: &ForbiddenRule, a: &Attributes) -> bool {
     (r.resource.is_empty() || r.resource == a.resource)
-        && r.namespace.as_ref().is_none_or(|ns| a.namespace.as_deref() == Some(ns.as_str()))
-        && r.name.as_ref().is_none_or(|n| a.name.as_deref() == Some(n.as_str()))
+        && r.namespace
+            .as_ref()
+            .is_none_or(|ns| a.namespace.as_deref() == Some(ns.as_str()))
+        && r.name
+            .as_ref()
+            .is_none_or(|n| a.name.as_deref() == Some(n.as_str()))
         && (r.verbs.is_empty() || r.verbs.iter().any(|v| v == &a.verb))
         && r.subresource == a.subresource
 }
@@ -146,7 +146,12 @@ pub struct ResourceRule {
 
 fn rule(verbs: &[&str], group: &str, resources: &[&str], names: &[&str]) -> ResourceRule {
     let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    ResourceRule { verbs: v(verbs), api_groups: vec![group.to_string()], resources: v(resources), resource_names: v(names) }
+    ResourceRule {
+        verbs: v(verbs),
+        api_groups: vec![group.to_string()],
+        resources: v(resources),
+        resource_names: v(names),
+    }
 }
 
 /// A non-resource rule: (verbs, URLs).
@@ -166,12 +171,29 @@ pub fn rules_for(user: &UserInfo, served: &[(String, String)]) -> (Vec<ResourceR
         return (Vec::new(), Vec::new());
     }
     let mut r = vec![
-        rule(&["create"], "authorization.k8s.io", &["selfsubjectaccessreviews", "selfsubjectrulesreviews"], &[]),
+        rule(
+            &["create"],
+            "authorization.k8s.io",
+            &["selfsubjectaccessreviews", "selfsubjectrulesreviews"],
+            &[],
+        ),
         rule(&["create"], "authentication.k8s.io", &["selfsubjectreviews"], &[]),
     ];
     let non_resource = vec![(
         s(&["get"]),
-        s(&["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"]),
+        s(&[
+            "/api",
+            "/api/*",
+            "/apis",
+            "/apis/*",
+            "/healthz",
+            "/livez",
+            "/openapi",
+            "/openapi/*",
+            "/readyz",
+            "/version",
+            "/version/",
+        ]),
     )];
     let read_all_but_secrets = |r: &mut Vec<ResourceRule>| {
         for (g, p) in served {
@@ -247,10 +269,20 @@ mod tests {
     use super::*;
 
     fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo { name: name.into(), groups: groups.iter().map(|g| g.to_string()).collect() }
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        }
     }
 
-    fn attrs(verb: &str, group: &str, res: &str, sub: Option<&str>, ns: Option<&str>, name: Option<&str>) -> Attributes {
+    fn attrs(
+        verb: &str,
+        group: &str,
+        res: &str,
+        sub: Option<&str>,
+        ns: Option<&str>,
+        name: Option<&str>,
+    ) -> Attributes {
         Attributes {
             verb: verb.into(),
             group: group.into(),
@@ -281,11 +313,14 @@ mod tests {
     #[test]
     fn rbac_table() {
         let admin = user("system:admin", &["system:masters", "system:authenticated"]);
-        let boot = user(NODE_BOOTSTRAPPER, &[
-            "system:serviceaccounts:openshift-machine-config-operator",
-            "system:serviceaccounts",
-            "system:authenticated",
-        ]);
+        let boot = user(
+            NODE_BOOTSTRAPPER,
+            &[
+                "system:serviceaccounts:openshift-machine-config-operator",
+                "system:serviceaccounts",
+                "system:authenticated",
+            ],
+        );
         let node = user("system:node:worker-1", &["system:nodes", "system:authenticated"]);
         let fake_node = user("system:node:worker-1", &["system:authenticated"]);
         let viewer = user("viewer", &["system:authenticated"]);
@@ -349,7 +384,11 @@ mod tests {
 
     #[test]
     fn rules_agree_with_authorize() {
-        let served = vec![("".to_string(), "nodes".to_string()), ("".to_string(), "secrets".to_string()), (CERTS_GROUP.to_string(), CSRS.to_string())];
+        let served = vec![
+            ("".to_string(), "nodes".to_string()),
+            ("".to_string(), "secrets".to_string()),
+            (CERTS_GROUP.to_string(), CSRS.to_string()),
+        ];
         let admin = user("system:admin", &["system:masters"]);
         assert_eq!(rules_for(&admin, &served).0, vec![rule(&["*"], "*", &["*"], &[])]);
         let viewer = user("viewer", &["system:authenticated"]);
@@ -362,8 +401,15 @@ mod tests {
                 assert!(authorize(&viewer, &a, &[]).is_ok(), "{rr:?}");
             }
         }
-        assert!(!r.iter().any(|rr| rr.resources.contains(&"secrets".to_string())), "{r:?}");
-        assert!(r.iter().any(|rr| rr.resources == ["nodes"] && rr.verbs == ["get", "list", "watch"]), "{r:?}");
+        assert!(
+            !r.iter().any(|rr| rr.resources.contains(&"secrets".to_string())),
+            "{r:?}"
+        );
+        assert!(
+            r.iter()
+                .any(|rr| rr.resources == ["nodes"] && rr.verbs == ["get", "list", "watch"]),
+            "{r:?}"
+        );
         let anon = user("system:anonymous", &["system:unauthenticated"]);
         assert!(rules_for(&anon, &served).0.is_empty());
     }
@@ -378,7 +424,14 @@ mod tests {
             verbs: vec!["get".into()],
             subresource: None,
         };
-        let get = attrs("get", "", "secrets", None, Some("openshift-config"), Some("pull-secret"));
+        let get = attrs(
+            "get",
+            "",
+            "secrets",
+            None,
+            Some("openshift-config"),
+            Some("pull-secret"),
+        );
         assert_eq!(
             authorize(&admin, &get, std::slice::from_ref(&rule)).unwrap_err(),
             "secrets \"pull-secret\" is forbidden: User \"system:admin\" cannot get resource \"secrets\" in API group \"\" in the namespace \"openshift-config\""
@@ -386,10 +439,27 @@ mod tests {
         // other verb, name, namespace: not matched
         for a in [
             attrs("list", "", "secrets", None, Some("openshift-config"), None),
-            attrs("get", "", "secrets", None, Some("openshift-config"), Some("other")),
-            attrs("get", "", "secrets", None, Some("kube-system"), Some("pull-secret")),
+            attrs(
+                "get",
+                "",
+                "secrets",
+                None,
+                Some("openshift-config"),
+                Some("other"),
+            ),
+            attrs(
+                "get",
+                "",
+                "secrets",
+                None,
+                Some("kube-system"),
+                Some("pull-secret"),
+            ),
         ] {
-            assert!(authorize(&admin, &a, std::slice::from_ref(&rule)).is_ok(), "{a:?}");
+            assert!(
+                authorize(&admin, &a, std::slice::from_ref(&rule)).is_ok(),
+                "{a:?}"
+            );
         }
         // subresource rule matches only that subresource; empty fields match anything
         let approval = ForbiddenRule {
@@ -402,7 +472,10 @@ mod tests {
         let get_csr = attrs("get", CERTS_GROUP, CSRS, None, None, Some("c"));
         assert!(authorize(&admin, &get_csr, std::slice::from_ref(&approval)).is_ok());
         // a main-resource rule does not block the subresource
-        let csr_main = ForbiddenRule { resource: CSRS.into(), ..Default::default() };
+        let csr_main = ForbiddenRule {
+            resource: CSRS.into(),
+            ..Default::default()
+        };
         assert!(authorize(&admin, &get_csr, std::slice::from_ref(&csr_main)).is_err());
         assert!(authorize(&admin, &upd, std::slice::from_ref(&csr_main)).is_ok());
         // the empty rule blocks every main-resource request

@@ -64,7 +64,10 @@ struct Parsed {
 /// Usages must equal one of the two sets exactly: client {digital signature, key encipherment,
 /// client auth} or {digital signature, client auth}; serving the same with server auth.
 pub fn kubelet_check(csr: &Value) -> Result<(), String> {
-    let signer = csr.pointer("/spec/signerName").and_then(Value::as_str).unwrap_or("");
+    let signer = csr
+        .pointer("/spec/signerName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if signer != KUBELET_CLIENT_SIGNER && signer != KUBELET_SERVING_SIGNER {
         return Err("signer not handled".into());
     }
@@ -131,15 +134,10 @@ pub fn kubelet_check(csr: &Value) -> Result<(), String> {
 /// minimum [`MIN_TTL`]) but not after the CA's notAfter. `ca_cert_pem`/`ca_key_pem` are the
 /// signing CA (PEM certificate, PEM PKCS#8 key). Returns the certificate as PEM (what goes,
 /// base64-encoded, into `status.certificate`).
-pub fn sign(
-    csr: &Value,
-    ca_cert_pem: &str,
-    ca_key_pem: &str,
-    now: SystemTime,
-) -> anyhow::Result<String> {
+pub fn sign(csr: &Value, ca_cert_pem: &str, ca_key_pem: &str, now: SystemTime) -> anyhow::Result<String> {
     use rcgen::{
-        CertificateParams, DistinguishedName, DnType, DnValue, IsCa, Issuer, KeyPair, SanType,
-        SerialNumber, SubjectPublicKeyInfo,
+        CertificateParams, DistinguishedName, DnType, DnValue, IsCa, Issuer, KeyPair, SanType, SerialNumber,
+        SubjectPublicKeyInfo,
     };
     let p = parse_request(csr)?;
     let mut params = CertificateParams::default();
@@ -155,13 +153,17 @@ pub fn sign(
     }
     params.distinguished_name = dn;
     for d in &p.dns {
-        params.subject_alt_names.push(SanType::DnsName(d.clone().try_into()?));
+        params
+            .subject_alt_names
+            .push(SanType::DnsName(d.clone().try_into()?));
     }
     for ip in &p.ips {
         params.subject_alt_names.push(SanType::IpAddress(*ip));
     }
     for e in &p.emails {
-        params.subject_alt_names.push(SanType::Rfc822Name(e.clone().try_into()?));
+        params
+            .subject_alt_names
+            .push(SanType::Rfc822Name(e.clone().try_into()?));
     }
     for u in &p.uris {
         params.subject_alt_names.push(SanType::URI(u.clone().try_into()?));
@@ -184,9 +186,12 @@ pub fn sign(
         Some(s) => Duration::from_secs(s).clamp(MIN_TTL, MAX_TTL),
     };
     let ca_der = pem_block(ca_cert_pem, "CERTIFICATE").context("CA certificate PEM")?;
-    let (_, ca) = x509_parser::parse_x509_certificate(&ca_der)
-        .map_err(|e| anyhow!("parse the CA certificate: {e}"))?;
-    let now_secs = now.duration_since(UNIX_EPOCH).context("clock before 1970")?.as_secs();
+    let (_, ca) =
+        x509_parser::parse_x509_certificate(&ca_der).map_err(|e| anyhow!("parse the CA certificate: {e}"))?;
+    let now_secs = now
+        .duration_since(UNIX_EPOCH)
+        .context("clock before 1970")?
+        .as_secs();
     let not_before = now_secs.saturating_sub(BACKDATE.as_secs());
     let ca_not_after = ca.validity().not_after.timestamp().max(0) as u64;
     let not_after = (now_secs + ttl.as_secs()).min(ca_not_after);
@@ -196,9 +201,11 @@ pub fn sign(
 
     let key = KeyPair::from_pem(ca_key_pem).context("parse the CA private key PEM")?;
     let issuer = Issuer::from_ca_cert_pem(ca_cert_pem, key).context("use the CA certificate")?;
-    let public_key = SubjectPublicKeyInfo::from_der(&p.spki)
-        .context("the CSR's public key algorithm is not supported")?;
-    let cert = params.signed_by(&public_key, &issuer).context("sign the certificate")?;
+    let public_key =
+        SubjectPublicKeyInfo::from_der(&p.spki).context("the CSR's public key algorithm is not supported")?;
+    let cert = params
+        .signed_by(&public_key, &issuer)
+        .context("sign the certificate")?;
     Ok(cert.pem())
 }
 
@@ -265,7 +272,10 @@ fn parse_request(csr: &Value) -> anyhow::Result<Parsed> {
     req.verify_signature()
         .map_err(|e| anyhow!("spec.request: the certificate request's signature does not verify: {e}"))?;
     let info = &req.certification_request_info;
-    let mut p = Parsed { spki: info.subject_pki.raw.to_vec(), ..Parsed::default() };
+    let mut p = Parsed {
+        spki: info.subject_pki.raw.to_vec(),
+        ..Parsed::default()
+    };
     for rdn in info.subject.iter() {
         for atv in rdn.iter() {
             let value = atv
@@ -322,9 +332,15 @@ fn pem_block(pem: &str, label: &str) -> anyhow::Result<Vec<u8>> {
 /// Serial-number randomness without an extra crate: the OS's random source.
 fn fill_random(buf: &mut [u8]) {
     use std::io::Read;
-    if std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(buf)).is_err() {
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .is_err()
+    {
         // Unique enough for a simulator if /dev/urandom is unavailable.
-        let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let t = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (t >> ((i % 16) * 8)) as u8 ^ (i as u8).wrapping_mul(37);
         }
@@ -334,9 +350,7 @@ fn fill_random(buf: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose, SanType,
-    };
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose, SanType};
     use serde_json::json;
     use x509_parser::extensions::ParsedExtension;
 
@@ -345,7 +359,11 @@ mod tests {
         let mut params = CertificateParams::default();
         params.distinguished_name = rcgen::DistinguishedName::new();
         for (i, org) in o.iter().enumerate() {
-            let ty = if i == 0 { DnType::OrganizationName } else { DnType::CustomDnType(vec![2, 5, 4, 10]) };
+            let ty = if i == 0 {
+                DnType::OrganizationName
+            } else {
+                DnType::CustomDnType(vec![2, 5, 4, 10])
+            };
             params.distinguished_name.push(ty, *org);
         }
         params.distinguished_name.push(DnType::CommonName, cn);
@@ -377,18 +395,39 @@ mod tests {
         let good = csr_pem(NODES, "system:node:worker-1", vec![]);
         let c = |pem: &str, usages: &[&str]| kubelet_check(&csr_obj(pem, KUBELET_CLIENT_SIGNER, usages));
         assert_eq!(c(&good, CLIENT_USAGES), Ok(()));
-        assert_eq!(c(&good, &["key encipherment", "digital signature", "client auth"]), Ok(()));
-        assert_eq!(c(&good, &["client auth", "digital signature", "client auth"]), Ok(()), "duplicates collapse like sets.String");
-        let usage_err = Err("usages did not match [client auth digital signature key encipherment]".to_string());
+        assert_eq!(
+            c(&good, &["key encipherment", "digital signature", "client auth"]),
+            Ok(())
+        );
+        assert_eq!(
+            c(&good, &["client auth", "digital signature", "client auth"]),
+            Ok(()),
+            "duplicates collapse like sets.String"
+        );
+        let usage_err =
+            Err("usages did not match [client auth digital signature key encipherment]".to_string());
         assert_eq!(c(&good, &["client auth"]), usage_err);
-        assert_eq!(c(&good, &["digital signature", "client auth", "server auth"]), usage_err);
+        assert_eq!(
+            c(&good, &["digital signature", "client auth", "server auth"]),
+            usage_err
+        );
         assert_eq!(c(&good, &["digital signature", "key encipherment"]), usage_err);
         assert_eq!(
-            c(&csr_pem(&["system:masters"], "system:node:worker-1", vec![]), CLIENT_USAGES),
+            c(
+                &csr_pem(&["system:masters"], "system:node:worker-1", vec![]),
+                CLIENT_USAGES
+            ),
             Err("subject organization is not system:nodes".into())
         );
         assert_eq!(
-            c(&csr_pem(&["system:nodes", "system:masters"], "system:node:worker-1", vec![]), CLIENT_USAGES),
+            c(
+                &csr_pem(
+                    &["system:nodes", "system:masters"],
+                    "system:node:worker-1",
+                    vec![]
+                ),
+                CLIENT_USAGES
+            ),
             Err("subject organization is not system:nodes".into())
         );
         assert_eq!(
@@ -400,19 +439,39 @@ mod tests {
             Err("subject common name does not begin with system:node:".into())
         );
         assert_eq!(
-            c(&csr_pem(NODES, "system:node:worker-1", vec![dns("worker-1")]), CLIENT_USAGES),
+            c(
+                &csr_pem(NODES, "system:node:worker-1", vec![dns("worker-1")]),
+                CLIENT_USAGES
+            ),
             Err("DNS subjectAltNames are not allowed".into())
         );
         assert_eq!(
-            c(&csr_pem(NODES, "system:node:worker-1", vec![ip("10.0.0.11")]), CLIENT_USAGES),
+            c(
+                &csr_pem(NODES, "system:node:worker-1", vec![ip("10.0.0.11")]),
+                CLIENT_USAGES
+            ),
             Err("IP subjectAltNames are not allowed".into())
         );
         assert_eq!(
-            c(&csr_pem(NODES, "system:node:worker-1", vec![SanType::Rfc822Name("a@b.c".try_into().unwrap())]), CLIENT_USAGES),
+            c(
+                &csr_pem(
+                    NODES,
+                    "system:node:worker-1",
+                    vec![SanType::Rfc822Name("a@b.c".try_into().unwrap())]
+                ),
+                CLIENT_USAGES
+            ),
             Err("Email subjectAltNames are not allowed".into())
         );
         assert_eq!(
-            c(&csr_pem(NODES, "system:node:worker-1", vec![SanType::URI("spiffe://x/y".try_into().unwrap())]), CLIENT_USAGES),
+            c(
+                &csr_pem(
+                    NODES,
+                    "system:node:worker-1",
+                    vec![SanType::URI("spiffe://x/y".try_into().unwrap())]
+                ),
+                CLIENT_USAGES
+            ),
             Err("URI subjectAltNames are not allowed".into())
         );
     }
@@ -420,11 +479,27 @@ mod tests {
     #[test]
     fn serving_verdicts() {
         let s = |pem: &str, usages: &[&str]| kubelet_check(&csr_obj(pem, KUBELET_SERVING_SIGNER, usages));
-        let good = csr_pem(NODES, "system:node:worker-1", vec![dns("worker-1"), ip("10.0.0.11")]);
+        let good = csr_pem(
+            NODES,
+            "system:node:worker-1",
+            vec![dns("worker-1"), ip("10.0.0.11")],
+        );
         assert_eq!(s(&good, SERVING_USAGES), Ok(()));
-        assert_eq!(s(&good, &["digital signature", "key encipherment", "server auth"]), Ok(()));
-        assert_eq!(s(&csr_pem(NODES, "system:node:w", vec![ip("10.0.0.11")]), SERVING_USAGES), Ok(()));
-        assert_eq!(s(&csr_pem(NODES, "system:node:w", vec![dns("w")]), SERVING_USAGES), Ok(()));
+        assert_eq!(
+            s(&good, &["digital signature", "key encipherment", "server auth"]),
+            Ok(())
+        );
+        assert_eq!(
+            s(
+                &csr_pem(NODES, "system:node:w", vec![ip("10.0.0.11")]),
+                SERVING_USAGES
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            s(&csr_pem(NODES, "system:node:w", vec![dns("w")]), SERVING_USAGES),
+            Ok(())
+        );
         assert_eq!(
             s(&good, &["digital signature", "server auth", "client auth"]),
             Err("usages did not match [digital signature key encipherment server auth]".into())
@@ -438,11 +513,25 @@ mod tests {
             Err("DNS or IP subjectAltName is required".into())
         );
         assert_eq!(
-            s(&csr_pem(NODES, "system:node:w", vec![dns("w"), SanType::Rfc822Name("r@x.y".try_into().unwrap())]), SERVING_USAGES),
+            s(
+                &csr_pem(
+                    NODES,
+                    "system:node:w",
+                    vec![dns("w"), SanType::Rfc822Name("r@x.y".try_into().unwrap())]
+                ),
+                SERVING_USAGES
+            ),
             Err("Email subjectAltNames are not allowed".into())
         );
         assert_eq!(
-            s(&csr_pem(NODES, "system:node:w", vec![dns("w"), SanType::URI("spiffe://a/b".try_into().unwrap())]), SERVING_USAGES),
+            s(
+                &csr_pem(
+                    NODES,
+                    "system:node:w",
+                    vec![dns("w"), SanType::URI("spiffe://a/b".try_into().unwrap())]
+                ),
+                SERVING_USAGES
+            ),
             Err("URI subjectAltNames are not allowed".into())
         );
         assert_eq!(
@@ -450,7 +539,10 @@ mod tests {
             Err("subject common name does not begin with system:node:".into())
         );
         assert_eq!(
-            s(&csr_pem(&["system:nodes", "x"], "system:node:w", vec![dns("w")]), SERVING_USAGES),
+            s(
+                &csr_pem(&["system:nodes", "x"], "system:node:w", vec![dns("w")]),
+                SERVING_USAGES
+            ),
             Err("subject organization is not system:nodes".into())
         );
     }
@@ -459,7 +551,10 @@ mod tests {
     fn other_signers_and_broken_requests() {
         let good = csr_pem(NODES, "system:node:worker-1", vec![]);
         for signer in ["kubernetes.io/kube-apiserver-client", "example.com/x", ""] {
-            assert_eq!(kubelet_check(&csr_obj(&good, signer, CLIENT_USAGES)), Err("signer not handled".into()));
+            assert_eq!(
+                kubelet_check(&csr_obj(&good, signer, CLIENT_USAGES)),
+                Err("signer not handled".into())
+            );
         }
         // flip one bit of the signature
         let der = pem_block(&good, "CERTIFICATE REQUEST").unwrap();
@@ -470,7 +565,12 @@ mod tests {
         let e = kubelet_check(&csr_obj(&bad_pem, KUBELET_CLIENT_SIGNER, CLIENT_USAGES)).unwrap_err();
         assert!(e.contains("signature does not verify"), "{e}");
         // wrong PEM label
-        let e = kubelet_check(&csr_obj(&to_pem("CERTIFICATE", &der), KUBELET_CLIENT_SIGNER, CLIENT_USAGES)).unwrap_err();
+        let e = kubelet_check(&csr_obj(
+            &to_pem("CERTIFICATE", &der),
+            KUBELET_CLIENT_SIGNER,
+            CLIENT_USAGES,
+        ))
+        .unwrap_err();
         assert!(e.contains("CERTIFICATE REQUEST"), "{e}");
         // not base64
         let mut o = csr_obj(&good, KUBELET_CLIENT_SIGNER, CLIENT_USAGES);
@@ -479,23 +579,41 @@ mod tests {
         // trailing garbage after the DER
         let mut long = der.clone();
         long.extend_from_slice(&[0, 0]);
-        let e = kubelet_check(&csr_obj(&to_pem("CERTIFICATE REQUEST", &long), KUBELET_CLIENT_SIGNER, CLIENT_USAGES)).unwrap_err();
+        let e = kubelet_check(&csr_obj(
+            &to_pem("CERTIFICATE REQUEST", &long),
+            KUBELET_CLIENT_SIGNER,
+            CLIENT_USAGES,
+        ))
+        .unwrap_err();
         assert!(e.contains("trailing"), "{e}");
     }
 
     fn to_pem(label: &str, der: &[u8]) -> String {
         let b = base64::engine::general_purpose::STANDARD.encode(der);
-        let lines: Vec<&str> = b.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-        format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+        let lines: Vec<&str> = b
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+            lines.join("\n")
+        )
     }
 
     fn test_ca() -> (String, String) {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::default();
         params.distinguished_name = rcgen::DistinguishedName::new();
-        params.distinguished_name.push(DnType::CommonName, "kube-csr-signer_@1700000000");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-csr-signer_@1700000000");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
         params.not_before = rcgen::date_time_ymd(2020, 1, 1);
         params.not_after = rcgen::date_time_ymd(2040, 1, 1);
         let cert = params.self_signed(&key).unwrap();
@@ -509,17 +627,36 @@ mod tests {
     #[test]
     fn sign_serving_certificate() {
         let (ca_pem, ca_key) = test_ca();
-        let pem = csr_pem(NODES, "system:node:worker-1", vec![dns("worker-1"), ip("10.0.0.11")]);
+        let pem = csr_pem(
+            NODES,
+            "system:node:worker-1",
+            vec![dns("worker-1"), ip("10.0.0.11")],
+        );
         let mut obj = csr_obj(&pem, KUBELET_SERVING_SIGNER, SERVING_USAGES);
         obj["spec"]["expirationSeconds"] = json!(86400);
         let now = 1_750_000_000;
         let out = sign(&obj, &ca_pem, &ca_key, at(now)).unwrap();
         let der = pem_block(&out, "CERTIFICATE").unwrap();
         let (_, cert) = x509_parser::parse_x509_certificate(&der).unwrap();
-        let subject: Vec<String> = cert.subject().iter_organization().map(|a| a.as_str().unwrap().to_string()).collect();
+        let subject: Vec<String> = cert
+            .subject()
+            .iter_organization()
+            .map(|a| a.as_str().unwrap().to_string())
+            .collect();
         assert_eq!(subject, ["system:nodes"]);
-        assert_eq!(cert.subject().iter_common_name().next().unwrap().as_str().unwrap(), "system:node:worker-1");
-        assert_eq!(cert.issuer().iter_common_name().next().unwrap().as_str().unwrap(), "kube-csr-signer_@1700000000");
+        assert_eq!(
+            cert.subject()
+                .iter_common_name()
+                .next()
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "system:node:worker-1"
+        );
+        assert_eq!(
+            cert.issuer().iter_common_name().next().unwrap().as_str().unwrap(),
+            "kube-csr-signer_@1700000000"
+        );
         let san = cert.subject_alternative_name().unwrap().unwrap();
         let names: Vec<String> = san
             .value
@@ -527,7 +664,10 @@ mod tests {
             .iter()
             .map(|n| match n {
                 GeneralName::DNSName(d) => format!("DNS:{d}"),
-                GeneralName::IPAddress(b) => format!("IP:{}", std::net::Ipv4Addr::from(<[u8; 4]>::try_from(*b).unwrap())),
+                GeneralName::IPAddress(b) => format!(
+                    "IP:{}",
+                    std::net::Ipv4Addr::from(<[u8; 4]>::try_from(*b).unwrap())
+                ),
                 other => format!("{other}"),
             })
             .collect();
@@ -546,7 +686,10 @@ mod tests {
         cert.verify_signature(Some(ca.public_key())).unwrap();
         let csr_der = pem_block(&pem, "CERTIFICATE REQUEST").unwrap();
         let (_, req) = X509CertificationRequest::from_der(&csr_der).unwrap();
-        assert_eq!(cert.public_key().raw, req.certification_request_info.subject_pki.raw);
+        assert_eq!(
+            cert.public_key().raw,
+            req.certification_request_info.subject_pki.raw
+        );
     }
 
     #[test]
@@ -555,7 +698,11 @@ mod tests {
         let pem = csr_pem(NODES, "system:node:worker-1", vec![]);
         let now = 1_750_000_000;
         let life = |exp: Option<u64>| {
-            let mut obj = csr_obj(&pem, KUBELET_CLIENT_SIGNER, &["digital signature", "key encipherment", "client auth"]);
+            let mut obj = csr_obj(
+                &pem,
+                KUBELET_CLIENT_SIGNER,
+                &["digital signature", "key encipherment", "client auth"],
+            );
             if let Some(e) = exp {
                 obj["spec"]["expirationSeconds"] = json!(e);
             }
@@ -595,8 +742,12 @@ mod tests {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::default();
         params.distinguished_name = rcgen::DistinguishedName::new();
-        params.distinguished_name.push(DnType::OrganizationName, "system:nodes");
-        params.distinguished_name.push(DnType::CommonName, "system:node:w");
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, "system:nodes");
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "system:node:w");
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
         let pem = params.serialize_request(&key).unwrap().pem().unwrap();
@@ -607,6 +758,9 @@ mod tests {
         assert!(!cert.basic_constraints().unwrap().unwrap().value.ca);
         let ku = cert.key_usage().unwrap().unwrap().value;
         assert!(!ku.key_cert_sign() && ku.digital_signature());
-        assert!(cert.extensions().iter().all(|e| !matches!(e.parsed_extension(), ParsedExtension::UnsupportedExtension { .. })));
+        assert!(cert
+            .extensions()
+            .iter()
+            .all(|e| !matches!(e.parsed_extension(), ParsedExtension::UnsupportedExtension { .. })));
     }
 }

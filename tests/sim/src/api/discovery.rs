@@ -95,7 +95,11 @@ pub fn api_resource_list(reg: &Registry, group: &str, version: &str) -> Option<V
     if types.is_empty() {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let resources: Vec<Value> = types.iter().flat_map(|t| resource_entry(t)).collect();
     Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
 }
@@ -116,7 +120,10 @@ pub fn openapi_v3_root(reg: &Registry, generation: u64) -> Value {
     for (g, vs) in reg.groups() {
         for v in vs {
             let p = openapi_gv_path(&g, &v);
-            paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={generation:016X}")}));
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={generation:016X}")}),
+            );
         }
     }
     json!({"paths": paths})
@@ -133,18 +140,35 @@ pub fn openapi_v3_gv(reg: &Registry, group: &str, version: &str) -> Option<Value
     if types.is_empty() {
         return None;
     }
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let mut paths = serde_json::Map::new();
     let mut schemas = serde_json::Map::new();
     for t in &types {
         let gvk = json!({"group": t.group, "version": t.version, "kind": t.kind});
-        let schema_name = format!("{}.{}.{}", if t.group.is_empty() { "io.k8s.api.core" } else { &t.group }, t.version, t.kind);
+        let schema_name = format!(
+            "{}.{}.{}",
+            if t.group.is_empty() {
+                "io.k8s.api.core"
+            } else {
+                &t.group
+            },
+            t.version,
+            t.kind
+        );
         let sref = json!({"$ref": format!("#/components/schemas/{schema_name}")});
         schemas.insert(
             schema_name.clone(),
             json!({"type": "object", "x-kubernetes-group-version-kind": [gvk.clone()], "x-kubernetes-preserve-unknown-fields": true}),
         );
-        let write_params = json!([query_param("dryRun"), query_param("fieldManager"), query_param("fieldValidation")]);
+        let write_params = json!([
+            query_param("dryRun"),
+            query_param("fieldManager"),
+            query_param("fieldValidation")
+        ]);
         let body = |cts: &[&str]| {
             let mut c = serde_json::Map::new();
             for ct in cts {
@@ -152,7 +176,8 @@ pub fn openapi_v3_gv(reg: &Registry, group: &str, version: &str) -> Option<Value
             }
             json!({"content": c, "required": true})
         };
-        let ok = json!({"200": {"description": "OK", "content": {"application/json": {"schema": sref.clone()}}}});
+        let ok =
+            json!({"200": {"description": "OK", "content": {"application/json": {"schema": sref.clone()}}}});
         let op = |verb: &str, action: &str, extra: Value| {
             let mut o = json!({
                 "operationId": format!("{verb}{}", t.kind),
@@ -190,7 +215,8 @@ pub fn openapi_v3_gv(reg: &Registry, group: &str, version: &str) -> Option<Value
                 i["parameters"] = json!([{"name": "namespace", "in": "path", "required": true, "schema": {"type": "string"}},
                                          {"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}]);
             } else {
-                i["parameters"] = json!([{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}]);
+                i["parameters"] =
+                    json!([{"name": "name", "in": "path", "required": true, "schema": {"type": "string"}}]);
             }
             paths.insert(item.clone(), i);
             for s in &t.subresources {

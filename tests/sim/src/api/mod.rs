@@ -5,7 +5,6 @@
 //! REST verbs), [`store`], [`registry`], [`discovery`], [`table`], [`selectors`], [`status`],
 //! and [`up`] (the `agent-day2-sim up` command).
 
-pub mod validation;
 pub mod authz;
 pub mod csr_signer;
 pub mod discovery;
@@ -16,3 +15,4 @@ pub mod status;
 pub mod store;
 pub mod table;
 pub mod up;
+pub mod validation;

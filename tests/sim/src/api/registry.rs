@@ -65,7 +65,16 @@ impl ResourceType {
     }
 }
 
-const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 #[allow(clippy::too_many_arguments)]
 fn builtin(
@@ -102,12 +111,48 @@ fn builtin(
 /// The Kubernetes built-in resources the simulator serves.
 pub fn builtins() -> Vec<ResourceType> {
     let mut v = vec![
-        builtin("", "v1", "Namespace", "namespaces", &["ns"], false, &["status"], &["status.phase"]),
+        builtin(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            &["ns"],
+            false,
+            &["status"],
+            &["status.phase"],
+        ),
         builtin("", "v1", "ConfigMap", "configmaps", &["cm"], true, &[], &[]),
         builtin("", "v1", "Secret", "secrets", &[], true, &[], &["type"]),
-        builtin("", "v1", "Node", "nodes", &["no"], false, &["status"], &["spec.unschedulable"]),
-        builtin("", "v1", "Pod", "pods", &["po"], true, &["status"], &["spec.nodeName", "status.phase"]),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", &["sa"], true, &[], &[]),
+        builtin(
+            "",
+            "v1",
+            "Node",
+            "nodes",
+            &["no"],
+            false,
+            &["status"],
+            &["spec.unschedulable"],
+        ),
+        builtin(
+            "",
+            "v1",
+            "Pod",
+            "pods",
+            &["po"],
+            true,
+            &["status"],
+            &["spec.nodeName", "status.phase"],
+        ),
+        builtin(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            &["sa"],
+            true,
+            &[],
+            &[],
+        ),
         builtin(
             "",
             "v1",
@@ -116,7 +161,14 @@ pub fn builtins() -> Vec<ResourceType> {
             &["ev"],
             true,
             &[],
-            &["involvedObject.kind", "involvedObject.name", "involvedObject.namespace", "involvedObject.uid", "reason", "type"],
+            &[
+                "involvedObject.kind",
+                "involvedObject.name",
+                "involvedObject.namespace",
+                "involvedObject.uid",
+                "reason",
+                "type",
+            ],
         ),
         builtin(
             "certificates.k8s.io",
@@ -152,39 +204,120 @@ pub fn builtins() -> Vec<ResourceType> {
     ssar.verbs = vec!["create"];
     v.push(ssar);
     // `kubectl auth can-i --list`.
-    let mut ssrr = builtin("authorization.k8s.io", "v1", "SelfSubjectRulesReview", "selfsubjectrulesreviews", &[], false, &[], &[]);
+    let mut ssrr = builtin(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+        "selfsubjectrulesreviews",
+        &[],
+        false,
+        &[],
+        &[],
+    );
     ssrr.verbs = vec!["create"];
     v.push(ssrr);
     // `kubectl auth whoami`.
-    let mut ssr = builtin("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", &[], false, &[], &[]);
+    let mut ssr = builtin(
+        "authentication.k8s.io",
+        "v1",
+        "SelfSubjectReview",
+        "selfsubjectreviews",
+        &[],
+        false,
+        &[],
+        &[],
+    );
     ssr.verbs = vec!["create"];
     v.push(ssr);
     v
 }
 
 /// (group, version, kind, plural, short names, status subresource).
-pub type PermissiveKind = (&'static str, &'static str, &'static str, &'static str, &'static [&'static str], bool);
+pub type PermissiveKind = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    bool,
+);
 
 /// The OpenShift kinds served from the start with a permissive schema, as CRD objects:
 /// (group, version, kind, plural, short names, status subresource).
 pub const PERMISSIVE_OPENSHIFT: &[PermissiveKind] = &[
-    ("config.openshift.io", "v1", "ClusterVersion", "clusterversions", &[], true),
-    ("config.openshift.io", "v1", "Infrastructure", "infrastructures", &[], true),
+    (
+        "config.openshift.io",
+        "v1",
+        "ClusterVersion",
+        "clusterversions",
+        &[],
+        true,
+    ),
+    (
+        "config.openshift.io",
+        "v1",
+        "Infrastructure",
+        "infrastructures",
+        &[],
+        true,
+    ),
     ("config.openshift.io", "v1", "DNS", "dnses", &[], true),
     ("config.openshift.io", "v1", "Network", "networks", &[], true),
     ("config.openshift.io", "v1", "Proxy", "proxies", &[], true),
     ("config.openshift.io", "v1", "Image", "images", &[], true),
-    ("config.openshift.io", "v1", "ImageDigestMirrorSet", "imagedigestmirrorsets", &["idms"], true),
-    ("config.openshift.io", "v1", "ImageTagMirrorSet", "imagetagmirrorsets", &["itms"], true),
+    (
+        "config.openshift.io",
+        "v1",
+        "ImageDigestMirrorSet",
+        "imagedigestmirrorsets",
+        &["idms"],
+        true,
+    ),
+    (
+        "config.openshift.io",
+        "v1",
+        "ImageTagMirrorSet",
+        "imagetagmirrorsets",
+        &["itms"],
+        true,
+    ),
     ("config.openshift.io", "v1", "Ingress", "ingresses", &[], true),
-    ("operator.openshift.io", "v1alpha1", "ImageContentSourcePolicy", "imagecontentsourcepolicies", &[], false),
-    ("machineconfiguration.openshift.io", "v1", "MachineConfig", "machineconfigs", &["mc"], false),
-    ("machineconfiguration.openshift.io", "v1", "MachineConfigPool", "machineconfigpools", &["mcp"], true),
+    (
+        "operator.openshift.io",
+        "v1alpha1",
+        "ImageContentSourcePolicy",
+        "imagecontentsourcepolicies",
+        &[],
+        false,
+    ),
+    (
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfig",
+        "machineconfigs",
+        &["mc"],
+        false,
+    ),
+    (
+        "machineconfiguration.openshift.io",
+        "v1",
+        "MachineConfigPool",
+        "machineconfigpools",
+        &["mcp"],
+        true,
+    ),
 ];
 
 /// A permissive CRD object (cluster-scoped, `x-kubernetes-preserve-unknown-fields` everywhere)
 /// for one entry of [`PERMISSIVE_OPENSHIFT`].
-pub fn permissive_crd(group: &str, version: &str, kind: &str, plural: &str, short: &[&str], status: bool) -> Value {
+pub fn permissive_crd(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    short: &[&str],
+    status: bool,
+) -> Value {
     let mut v = json!({
         "name": version, "served": true, "storage": true,
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
@@ -234,19 +367,33 @@ pub fn types_from_crd(crd: &Value) -> Result<Vec<ResourceType>, Vec<(String, Str
     }
     let scope = s(&spec["scope"]);
     if scope != "Namespaced" && scope != "Cluster" {
-        errs.push(("spec.scope".into(), format!("Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\"")));
+        errs.push((
+            "spec.scope".into(),
+            format!("Unsupported value: \"{scope}\": supported values: \"Cluster\", \"Namespaced\""),
+        ));
     }
     let versions = spec["versions"].as_array().cloned().unwrap_or_default();
     if versions.is_empty() {
-        errs.push(("spec.versions".into(), "Invalid value: null: must have exactly one version marked as storage version".into()));
+        errs.push((
+            "spec.versions".into(),
+            "Invalid value: null: must have exactly one version marked as storage version".into(),
+        ));
     }
     if !errs.is_empty() {
         return Err(errs);
     }
-    let list_kind = names["listKind"].as_str().map(str::to_string).unwrap_or_else(|| format!("{kind}List"));
-    let singular = names["singular"].as_str().map(str::to_string).unwrap_or_else(|| kind.to_lowercase());
+    let list_kind = names["listKind"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{kind}List"));
+    let singular = names["singular"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| kind.to_lowercase());
     let strs = |v: &Value| -> Vec<String> {
-        v.as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()).unwrap_or_default()
+        v.as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
     };
     let mut out = Vec::new();
     for v in versions {
@@ -289,7 +436,11 @@ pub fn types_from_crd(crd: &Value) -> Result<Vec<ResourceType>, Vec<(String, Str
             columns,
             crd: Some(name.clone()),
             extra_fields: Vec::new(),
-            raw_schema: v.pointer("/schema/openAPIV3Schema").filter(|s| s.is_object()).cloned().map(Arc::new),
+            raw_schema: v
+                .pointer("/schema/openAPIV3Schema")
+                .filter(|s| s.is_object())
+                .cloned()
+                .map(Arc::new),
         });
     }
     Ok(out)
@@ -304,18 +455,26 @@ pub struct Registry {
 
 impl Registry {
     pub fn add(&mut self, t: ResourceType) {
-        self.by_gvr.insert((t.group.clone(), t.version.clone(), t.plural.clone()), Arc::new(t));
+        self.by_gvr.insert(
+            (t.group.clone(), t.version.clone(), t.plural.clone()),
+            Arc::new(t),
+        );
     }
     /// Removes every type defined by the CRD `crd_name`.
     pub fn remove_crd(&mut self, crd_name: &str) {
         self.by_gvr.retain(|_, t| t.crd.as_deref() != Some(crd_name));
     }
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.get(&(group.to_string(), version.to_string(), plural.to_string())).cloned()
+        self.by_gvr
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .cloned()
     }
     /// Any version of `group/plural` (for the storage key's metadata).
     pub fn any_version(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.values().find(|t| t.group == group && t.plural == plural).cloned()
+        self.by_gvr
+            .values()
+            .find(|t| t.group == group && t.plural == plural)
+            .cloned()
     }
     /// Type of an object by its apiVersion and kind.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
@@ -323,7 +482,10 @@ impl Registry {
             Some((g, v)) => (g, v),
             None => ("", api_version),
         };
-        self.by_gvr.values().find(|t| t.group == g && t.version == v && t.kind == kind).cloned()
+        self.by_gvr
+            .values()
+            .find(|t| t.group == g && t.version == v && t.kind == kind)
+            .cloned()
     }
     /// group → versions (sorted newest-looking first: v1 before v1beta1 before v1alpha1).
     pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
@@ -340,7 +502,11 @@ impl Registry {
         m
     }
     pub fn in_group_version(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.by_gvr.values().filter(|t| t.group == group && t.version == version).cloned().collect()
+        self.by_gvr
+            .values()
+            .filter(|t| t.group == group && t.version == version)
+            .cloned()
+            .collect()
     }
 }
 
@@ -435,6 +601,9 @@ mod tests {
         }}}});
         let mut o = json!({"metadata": {"name": "x"}, "spec": {"b": null, "c": null, "e": null}});
         apply_defaults(&schema, &mut o, true);
-        assert_eq!(o, json!({"metadata": {"name": "x"}, "spec": {"a": "d", "c": null, "e": 3}}));
+        assert_eq!(
+            o,
+            json!({"metadata": {"name": "x"}, "spec": {"a": "d", "c": null, "e": 3}})
+        );
     }
 }

@@ -135,13 +135,15 @@ fn qname_part_ok(s: &str) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 fn dns1123_subdomain_ok(s: &str) -> bool {
     s.split('.').all(|l| {
         !l.is_empty()
-            && l.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && l.bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     })
@@ -266,11 +268,18 @@ fn parse_requirement(p: &mut Parser) -> Result<LabelReq, String> {
     // NewRequirement's value checks.
     for (i, v) in values.iter().enumerate() {
         if matches!(op, Tok::Gt | Tok::Lt) && v.parse::<i64>().is_err() {
-            return Err(format!("values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer", q(v)));
+            return Err(format!(
+                "values[{i}]: Invalid value: {}: for 'Gt', 'Lt' operators, the value must be an integer",
+                q(v)
+            ));
         }
         let errs = label_value_errors(v);
         if !errs.is_empty() {
-            return Err(format!("values[{i}][{key}]: Invalid value: {}: {}", q(v), errs.join("; ")));
+            return Err(format!(
+                "values[{i}][{key}]: Invalid value: {}: {}",
+                q(v),
+                errs.join("; ")
+            ));
         }
     }
     let one = values.first().cloned().unwrap_or_default();
@@ -327,7 +336,10 @@ fn parse_identifiers_list(p: &mut Parser) -> Result<Vec<String>, String> {
 /// e.g. `unable to parse requirement: found '(', expected: identifier` or
 /// `found '=', expected: !, identifier, or 'end of string'`.
 pub fn parse_labels(sel: &str) -> Result<Vec<LabelReq>, String> {
-    let mut p = Parser { toks: lex(sel), pos: 0 };
+    let mut p = Parser {
+        toks: lex(sel),
+        pos: 0,
+    };
     let mut reqs = Vec::new();
     loop {
         let (t, l) = p.lookahead(true);
@@ -348,7 +360,11 @@ pub fn parse_labels(sel: &str) -> Result<Vec<LabelReq>, String> {
                 }
             }
             Tok::End => return Ok(reqs),
-            _ => return Err(format!("found '{l}', expected: !, identifier, or 'end of string'")),
+            _ => {
+                return Err(format!(
+                    "found '{l}', expected: !, identifier, or 'end of string'"
+                ))
+            }
         }
     }
 }
@@ -440,19 +456,48 @@ mod tests {
     fn label_selector_errors_like_apimachinery() {
         let e = |s: &str| parse_labels(s).unwrap_err();
         assert_eq!(e("=b"), "found '=', expected: !, identifier, or 'end of string'");
-        assert_eq!(e("a=("), "unable to parse requirement: found '(', expected: identifier");
+        assert_eq!(
+            e("a=("),
+            "unable to parse requirement: found '(', expected: identifier"
+        );
         assert_eq!(e("a=b c"), "found 'c', expected: ',' or 'end of string'");
         assert_eq!(e("a=b,,c=d"), "found ',', expected: identifier after ','");
         assert!(e("x/y/z=1").starts_with("unable to parse requirement: <nil>: Invalid value: \"x/y/z\": a qualified name must consist of"), "{}", e("x/y/z=1"));
         let long = format!("{}=1", "k".repeat(64));
-        assert!(e(&long).ends_with("name part must be no more than 63 characters"), "{}", e(&long));
-        assert_eq!(e("a b"), "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt");
-        assert_eq!(e("a in b"), "unable to parse requirement: found 'b' expected: '('");
-        assert!(e("a=b$").contains("a valid label must be an empty string"), "{}", e("a=b$"));
+        assert!(
+            e(&long).ends_with("name part must be no more than 63 characters"),
+            "{}",
+            e(&long)
+        );
+        assert_eq!(
+            e("a b"),
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt"
+        );
+        assert_eq!(
+            e("a in b"),
+            "unable to parse requirement: found 'b' expected: '('"
+        );
+        assert!(
+            e("a=b$").contains("a valid label must be an empty string"),
+            "{}",
+            e("a=b$")
+        );
         // `()` is the set holding the empty value, as in labels.Parse.
-        assert_eq!(parse_labels("a in ()").unwrap(), vec![LabelReq::In("a".into(), vec![String::new()])]);
-        assert_eq!(parse_labels("a=").unwrap(), vec![LabelReq::Eq("a".into(), String::new())]);
-        assert_eq!(parse_labels("!a,b notin (x, ,y)").unwrap(), vec![LabelReq::NotExists("a".into()), LabelReq::NotIn("b".into(), vec!["x".into(), "".into(), "y".into()])]);
+        assert_eq!(
+            parse_labels("a in ()").unwrap(),
+            vec![LabelReq::In("a".into(), vec![String::new()])]
+        );
+        assert_eq!(
+            parse_labels("a=").unwrap(),
+            vec![LabelReq::Eq("a".into(), String::new())]
+        );
+        assert_eq!(
+            parse_labels("!a,b notin (x, ,y)").unwrap(),
+            vec![
+                LabelReq::NotExists("a".into()),
+                LabelReq::NotIn("b".into(), vec!["x".into(), "".into(), "y".into()])
+            ]
+        );
         let l = json!({"n": "5"});
         assert!(labels_match(&parse_labels("n>4,n<6").unwrap(), Some(&l)));
         assert!(!labels_match(&parse_labels("n>5").unwrap(), Some(&l)));
@@ -462,15 +507,26 @@ mod tests {
     #[test]
     fn label_keys_and_values() {
         assert!(label_key_errors("example.com/My_Name.1").is_empty());
-        assert_eq!(label_key_errors("UPPER/x"), vec![format!("prefix part {DNS1123_SUBDOMAIN_MSG}")]);
-        assert_eq!(label_key_errors("/x"), vec!["prefix part must be non-empty".to_string()]);
+        assert_eq!(
+            label_key_errors("UPPER/x"),
+            vec![format!("prefix part {DNS1123_SUBDOMAIN_MSG}")]
+        );
+        assert_eq!(
+            label_key_errors("/x"),
+            vec!["prefix part must be non-empty".to_string()]
+        );
         assert!(label_value_errors("").is_empty());
-        assert_eq!(label_value_errors(&"v".repeat(64)), vec!["must be no more than 63 characters".to_string()]);
+        assert_eq!(
+            label_value_errors(&"v".repeat(64)),
+            vec!["must be no more than 63 characters".to_string()]
+        );
     }
 
     #[test]
     fn field_selector_refuses_unknown_fields() {
-        assert!(parse_fields("spec.x=1", &["metadata.name"]).unwrap_err().contains("not supported"));
+        assert!(parse_fields("spec.x=1", &["metadata.name"])
+            .unwrap_err()
+            .contains("not supported"));
         let r = parse_fields("metadata.name=n1", &["metadata.name"]).unwrap();
         assert!(fields_match(&r, &json!({"metadata": {"name": "n1"}})));
         assert!(!fields_match(&r, &json!({"metadata": {"name": "n2"}})));

@@ -46,7 +46,11 @@ fn check_meta_labels(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     if let Some(m) = obj["metadata"]["annotations"].as_object() {
         for k in m.keys() {
             for e in selectors::label_key_errors(&k.to_lowercase()) {
-                causes.push(super::status::invalid_value("metadata.annotations", &json!(k), &e));
+                causes.push(super::status::invalid_value(
+                    "metadata.annotations",
+                    &json!(k),
+                    &e,
+                ));
             }
         }
     }
@@ -60,13 +64,21 @@ fn check_meta_labels(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
 /// Go's `strconv.ParseInt(s, 10, 64)` error text.
 fn go_parse_int_error(s: &str) -> String {
     let digits = s.strip_prefix(['-', '+']).unwrap_or(s);
-    let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+    let why = if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        "value out of range"
+    } else {
+        "invalid syntax"
+    };
     format!("strconv.ParseInt: parsing {s:?}: {why}")
 }
 
 /// Go's `strconv.ParseUint(s, 10, 64)` error text.
 fn go_parse_uint_error(s: &str) -> String {
-    let why = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) { "value out of range" } else { "invalid syntax" };
+    let why = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        "value out of range"
+    } else {
+        "invalid syntax"
+    };
     format!("strconv.ParseUint: parsing {s:?}: {why}")
 }
 
@@ -85,7 +97,12 @@ fn check_data_size(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         if let Some(m) = obj[field].as_object() {
             for (k, v) in m {
                 let s = v.as_str().unwrap_or("");
-                total += k.len() + if encoded { b64.decode(s).map(|b| b.len()).unwrap_or(s.len()) } else { s.len() };
+                total += k.len()
+                    + if encoded {
+                        b64.decode(s).map(|b| b.len()).unwrap_or(s.len())
+                    } else {
+                        s.len()
+                    };
             }
         }
     }
@@ -94,11 +111,16 @@ fn check_data_size(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
     }
     let field = if secret { "data" } else { "[]" };
     let name = obj["metadata"]["name"].as_str().unwrap_or("");
-    Err(ApiError::invalid(&t.group, &t.kind, name, &[FieldCause {
-        reason: "FieldValueTooLong".into(),
-        message: format!("Too long: must have at most {MAX_SECRET_SIZE} bytes"),
-        field: field.into(),
-    }]))
+    Err(ApiError::invalid(
+        &t.group,
+        &t.kind,
+        name,
+        &[FieldCause {
+            reason: "FieldValueTooLong".into(),
+            message: format!("Too long: must have at most {MAX_SECRET_SIZE} bytes"),
+            field: field.into(),
+        }],
+    ))
 }
 
 /// The client certificate of a connection: Ok(user, groups) when the CA issued it and it is
@@ -121,8 +143,11 @@ pub struct Server {
 
 /// Current time as RFC 3339 with whole seconds (`2026-01-02T03:04:05Z`), as metav1.Time.
 pub fn now_rfc3339() -> String {
-    let t = time::OffsetDateTime::now_utc().replace_nanosecond(0).unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    let t = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 fn random_bytes<const N: usize>() -> [u8; N] {
@@ -137,7 +162,14 @@ pub fn new_uid() -> String {
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let h = hex::encode(b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// A random lowercase hex token of `n` bytes.
@@ -150,11 +182,16 @@ pub fn new_token(n: usize) -> String {
 /// generateName suffix: 5 characters from apiserver's alphabet (`k8s.io/apimachinery/pkg/util/rand`).
 fn name_suffix() -> String {
     const ALPHA: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    random_bytes::<5>().iter().map(|b| ALPHA[*b as usize % ALPHA.len()] as char).collect()
+    random_bytes::<5>()
+        .iter()
+        .map(|b| ALPHA[*b as usize % ALPHA.len()] as char)
+        .collect()
 }
 
 fn json_response(code: u16, v: &Value, warnings: &[String]) -> Response<Body> {
-    let mut b = Response::builder().status(code).header("Content-Type", "application/json");
+    let mut b = Response::builder()
+        .status(code)
+        .header("Content-Type", "application/json");
     for w in warnings {
         // RFC 7234 warning: code 299, agent "-", quoted text.
         let text = w.replace('\\', "\\\\").replace('"', "\\\"");
@@ -177,10 +214,17 @@ impl Query {
     fn parse(q: Option<&str>) -> Query {
         let bad_escape = |s: &str| {
             let b = s.as_bytes();
-            (0..b.len()).any(|i| b[i] == b'%' && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit()))
+            (0..b.len()).any(|i| {
+                b[i] == b'%'
+                    && !(i + 2 < b.len() && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+            })
         };
         let ok_pairs: Vec<&str> = q.unwrap_or("").split('&').filter(|p| !bad_escape(p)).collect();
-        Query(form_urlencoded::parse(ok_pairs.join("&").as_bytes()).into_owned().collect())
+        Query(
+            form_urlencoded::parse(ok_pairs.join("&").as_bytes())
+                .into_owned()
+                .collect(),
+        )
     }
     fn get(&self, k: &str) -> Option<&str> {
         self.0.get(k).map(String::as_str).filter(|s| !s.is_empty())
@@ -214,7 +258,11 @@ enum Route {
 }
 
 fn route(reg: &Registry, path: &str) -> Route {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let (group, version, rest): (&str, &str, &[&str]) = match segs.as_slice() {
         ["version"] => return Route::Version,
         ["healthz" | "readyz" | "livez", ..] => return Route::Health,
@@ -274,18 +322,32 @@ impl From<ApiError> for AuthFail {
 
 /// The HTML escaping of apiserver's responsewriters (`&`, `<`, `>`, `"`, `'`).
 fn html_escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&#34;").replace('\'', "&#39;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
 }
 
 /// The authenticated (and possibly impersonated) caller.
-fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>) -> Result<UserInfo, AuthFail> {
+fn authenticate(
+    srv: &Server,
+    req: &Request<Incoming>,
+    cert: Option<&ClientCert>,
+) -> Result<UserInfo, AuthFail> {
     let mut user = if let Some(Ok((cn, groups))) = cert {
         let mut g = groups.clone();
         g.push("system:authenticated".into());
-        UserInfo { name: cn.clone(), groups: g }
+        UserInfo {
+            name: cn.clone(),
+            groups: g,
+        }
     } else if let Some(auth) = req.headers().get("authorization") {
         let v = auth.to_str().unwrap_or("");
-        let tok = v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")).map(str::trim);
+        let tok = v
+            .strip_prefix("Bearer ")
+            .or_else(|| v.strip_prefix("bearer "))
+            .map(str::trim);
         match tok.and_then(|t| srv.tokens.get(t)) {
             Some(u) => u.clone(),
             None => return Err(ApiError::unauthorized().into()),
@@ -294,7 +356,10 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
         // A certificate the CA did not issue (or expired), and no token.
         return Err(ApiError::unauthorized().into());
     } else {
-        UserInfo { name: "system:anonymous".into(), groups: vec!["system:unauthenticated".into()] }
+        UserInfo {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+        }
     };
     // Impersonation (k8s.io/apiserver endpoints/filters/impersonation.go): `Impersonate-User`,
     // `Impersonate-Group`, `Impersonate-Uid`, `Impersonate-Extra-<key>`. Header values are taken
@@ -304,9 +369,22 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
     // plain text). Each request is authorized (verb impersonate on users/groups/uids/userextras);
     // only system:masters may here, as cluster-admin may.
     let header_text = |v: &http::HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned();
-    let imp_user = req.headers().get("impersonate-user").map(header_text).filter(|s| !s.is_empty());
-    let imp_groups: Vec<String> = req.headers().get_all("impersonate-group").iter().map(header_text).collect();
-    let imp_uid = req.headers().get("impersonate-uid").map(header_text).filter(|s| !s.is_empty());
+    let imp_user = req
+        .headers()
+        .get("impersonate-user")
+        .map(header_text)
+        .filter(|s| !s.is_empty());
+    let imp_groups: Vec<String> = req
+        .headers()
+        .get_all("impersonate-group")
+        .iter()
+        .map(header_text)
+        .collect();
+    let imp_uid = req
+        .headers()
+        .get("impersonate-uid")
+        .map(header_text)
+        .filter(|s| !s.is_empty());
     let mut imp_extra: Vec<(String, String)> = Vec::new();
     for (k, v) in req.headers() {
         if let Some(key) = k.as_str().strip_prefix("impersonate-extra-") {
@@ -316,11 +394,19 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
     if imp_user.is_none() && (!imp_groups.is_empty() || !imp_extra.is_empty() || imp_uid.is_some()) {
         // Go's %v of []v1.ObjectReference: {Kind Namespace Name UID APIVersion ResourceVersion FieldPath}.
         let mut refs: Vec<String> = imp_groups.iter().map(|g| format!("{{Group  {g}    }}")).collect();
-        refs.extend(imp_extra.iter().map(|(k, v)| format!("{{UserExtra  {v}  authentication.k8s.io/v1  {k}}}")));
+        refs.extend(
+            imp_extra
+                .iter()
+                .map(|(k, v)| format!("{{UserExtra  {v}  authentication.k8s.io/v1  {k}}}")),
+        );
         if let Some(u) = &imp_uid {
             refs.push(format!("{{UID  {u}  authentication.k8s.io/v1  }}"));
         }
-        let msg = format!("Internal Server Error: {:?}: requested [{}] without impersonating a user", req.uri().to_string(), refs.join(" "));
+        let msg = format!(
+            "Internal Server Error: {:?}: requested [{}] without impersonating a user",
+            req.uri().to_string(),
+            refs.join(" ")
+        );
         return Err(AuthFail::Plain(500, html_escape(&msg)));
     }
     if let Some(name) = imp_user {
@@ -333,10 +419,17 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
                 namespace: None,
                 name: Some(name.clone()),
             };
-            return Err(AuthFail::Api(forbidden_error(&authz::forbidden_message(&user, &attrs), &attrs)));
+            return Err(AuthFail::Api(forbidden_error(
+                &authz::forbidden_message(&user, &attrs),
+                &attrs,
+            )));
         }
         let mut groups = imp_groups;
-        if name != "system:anonymous" && !groups.iter().any(|g| g == "system:authenticated" || g == "system:unauthenticated") {
+        if name != "system:anonymous"
+            && !groups
+                .iter()
+                .any(|g| g == "system:authenticated" || g == "system:unauthenticated")
+        {
             groups.push("system:authenticated".into());
         }
         user = UserInfo { name, groups };
@@ -345,7 +438,15 @@ fn authenticate(srv: &Server, req: &Request<Incoming>, cert: Option<&ClientCert>
 }
 
 fn forbidden_error(message: &str, a: &Attributes) -> ApiError {
-    let mut e = ApiError::forbidden("", &a.verb, &a.group, &a.resource, a.subresource.as_deref(), a.namespace.as_deref(), a.name.as_deref());
+    let mut e = ApiError::forbidden(
+        "",
+        &a.verb,
+        &a.group,
+        &a.resource,
+        a.subresource.as_deref(),
+        a.namespace.as_deref(),
+        a.name.as_deref(),
+    );
     e.body["message"] = json!(message);
     e
 }
@@ -377,8 +478,18 @@ impl Server {
         };
         tracing::debug!(%method, uri = %req.uri(), user = %user.name, "request");
         let q = Query::parse(req.uri().query());
-        let accept = req.headers().get("accept").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-        let ctype = req.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        let accept = req
+            .headers()
+            .get("accept")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        let ctype = req
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
         let r = {
             let st = self.state.lock().unwrap();
             route(&st.registry, &path)
@@ -393,32 +504,43 @@ impl Server {
         };
         match r {
             Route::Version => json_response(200, &discovery::version(), &[]),
-            Route::Health => Response::builder().status(200).header("Content-Type", "text/plain").body(Full::new(Bytes::from_static(b"ok")).boxed()).unwrap(),
+            Route::Health => Response::builder()
+                .status(200)
+                .header("Content-Type", "text/plain")
+                .body(Full::new(Bytes::from_static(b"ok")).boxed())
+                .unwrap(),
             Route::Api => non_resource(discovery::api_versions(&self.server_addr)),
             Route::Apis => non_resource(discovery::api_group_list(&self.state.lock().unwrap().registry)),
             Route::Group(g) => match discovery::api_group(&self.state.lock().unwrap().registry, &g) {
                 Some(v) => non_resource(v),
                 None => err_response(ApiError::no_route()),
             },
-            Route::GroupVersion(g, v) => match discovery::api_resource_list(&self.state.lock().unwrap().registry, &g, &v) {
-                Some(v) => non_resource(v),
-                None => err_response(ApiError::no_route()),
-            },
+            Route::GroupVersion(g, v) => {
+                match discovery::api_resource_list(&self.state.lock().unwrap().registry, &g, &v) {
+                    Some(v) => non_resource(v),
+                    None => err_response(ApiError::no_route()),
+                }
+            }
             Route::OpenApiRoot => {
                 let st = self.state.lock().unwrap();
                 non_resource(discovery::openapi_v3_root(&st.registry, st.types_generation))
             }
-            Route::OpenApiGv(g, v) => match discovery::openapi_v3_gv(&self.state.lock().unwrap().registry, &g, &v) {
-                Some(v) => non_resource(v),
-                None => err_response(ApiError::no_route()),
-            },
+            Route::OpenApiGv(g, v) => {
+                match discovery::openapi_v3_gv(&self.state.lock().unwrap().registry, &g, &v) {
+                    Some(v) => non_resource(v),
+                    None => err_response(ApiError::no_route()),
+                }
+            }
             Route::OpenApiV2 => {
                 if anonymous {
                     err_response(nonresource_forbidden(&user, &path))
                 } else if accept.contains("protobuf") {
                     Response::builder()
                         .status(200)
-                        .header("Content-Type", "application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+                        .header(
+                            "Content-Type",
+                            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+                        )
                         .body(Full::new(Bytes::from(discovery::openapi_v2_protobuf())).boxed())
                         .expect("response")
                 } else {
@@ -427,17 +549,32 @@ impl Server {
             }
             Route::NotFound => err_response(ApiError::no_route()),
             Route::Resource(target) => {
-                let body = if method == Method::POST || method == Method::PUT || method == Method::PATCH || method == Method::DELETE {
+                let body = if method == Method::POST
+                    || method == Method::PUT
+                    || method == Method::PATCH
+                    || method == Method::DELETE
+                {
                     // limitedReadBody (apiserver handlers/rest.go): at most MaxRequestBodyBytes.
-                    match http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BODY_BYTES).collect().await {
+                    match http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BODY_BYTES)
+                        .collect()
+                        .await
+                    {
                         Ok(b) => b.to_bytes(),
-                        Err(e) if e.is::<http_body_util::LengthLimitError>() => return err_response(ApiError::too_large(MAX_REQUEST_BODY_BYTES)),
-                        Err(e) => return err_response(ApiError::bad_request(format!("cannot read body: {e}"))),
+                        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                            return err_response(ApiError::too_large(MAX_REQUEST_BODY_BYTES))
+                        }
+                        Err(e) => {
+                            return err_response(ApiError::bad_request(format!("cannot read body: {e}")))
+                        }
                     }
                 } else {
                     Bytes::new()
                 };
-                match self.clone().resource(&method, target, &user, &q, &accept, &ctype, body).await {
+                match self
+                    .clone()
+                    .resource(&method, target, &user, &q, &accept, &ctype, body)
+                    .await
+                {
                     Ok(r) => r,
                     Err(e) => err_response(e),
                 }
@@ -466,7 +603,11 @@ impl Server {
             (&Method::PATCH, true) => "patch",
             (&Method::DELETE, true) => "delete",
             (&Method::DELETE, false) => "deletecollection",
-            _ => return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource")),
+            _ => {
+                return Err(ApiError::method_not_allowed(
+                    "the server does not allow this method on the requested resource",
+                ))
+            }
         };
         if let Some(sub) = &tg.sub {
             if !t.subresources.contains(sub) || !matches!(verb, "get" | "update" | "patch") {
@@ -474,7 +615,9 @@ impl Server {
             }
         }
         if t.verbs == ["create"] && verb != "create" {
-            return Err(ApiError::method_not_allowed("the server does not allow this method on the requested resource"));
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
         }
         let attrs = Attributes {
             verb: verb.into(),
@@ -488,7 +631,11 @@ impl Server {
                 (verb == "create")
                     .then(|| serde_json::from_slice::<Value>(&body).ok())
                     .flatten()
-                    .and_then(|v| v.pointer("/metadata/name").and_then(|n| n.as_str()).map(String::from))
+                    .and_then(|v| {
+                        v.pointer("/metadata/name")
+                            .and_then(|n| n.as_str())
+                            .map(String::from)
+                    })
             }),
         };
         // system:basic-user lets every authenticated user ask who they are (authz.rs covers the
@@ -502,13 +649,23 @@ impl Server {
         let dry = match q.get("dryRun") {
             None => false,
             Some("All") => true,
-            Some(other) => return Err(ApiError::bad_request(format!("Invalid dryRun value: {other:?}: supported values: \"All\""))),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid dryRun value: {other:?}: supported values: \"All\""
+                )))
+            }
         };
         match verb {
             "get" => {
                 let obj = self.get_obj(&t, &tg)?;
                 if want_table {
-                    let tbl = table::table(&t, &[obj], json!({"resourceVersion": self.state.lock().unwrap().rv.to_string()}), q.get("includeObject").unwrap_or("Metadata"), true);
+                    let tbl = table::table(
+                        &t,
+                        &[obj],
+                        json!({"resourceVersion": self.state.lock().unwrap().rv.to_string()}),
+                        q.get("includeObject").unwrap_or("Metadata"),
+                        true,
+                    );
                     return Ok(json_response(200, &tbl, &[]));
                 }
                 Ok(json_response(200, &obj, &[]))
@@ -574,7 +731,13 @@ impl Server {
                     // not subtracted, hence incomplete.
                     let served: Vec<(String, String)> = {
                         let st = self.state.lock().unwrap();
-                        let mut v: Vec<(String, String)> = st.registry.by_gvr.values().filter(|t| t.verbs.contains(&"list")).map(|t| (t.group.clone(), t.plural.clone())).collect();
+                        let mut v: Vec<(String, String)> = st
+                            .registry
+                            .by_gvr
+                            .values()
+                            .filter(|t| t.verbs.contains(&"list"))
+                            .map(|t| (t.group.clone(), t.plural.clone()))
+                            .collect();
                         v.sort();
                         v.dedup();
                         v
@@ -611,7 +774,11 @@ impl Server {
                 Ok(json_response(200, &o, &w))
             }
             "delete" => {
-                let pre: Value = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
+                let pre: Value = if body.is_empty() {
+                    Value::Null
+                } else {
+                    serde_json::from_slice(&body).unwrap_or(Value::Null)
+                };
                 let name = tg.name.as_deref().unwrap_or("");
                 let cur = self.get_obj(&t, &tg)?;
                 check_preconditions(&t, name, &cur, &pre["preconditions"])?;
@@ -629,7 +796,11 @@ impl Server {
                     let _ = self.delete(&t, ns.as_deref(), &name);
                 }
                 let rv = self.state.lock().unwrap().rv;
-                Ok(json_response(200, &json!({"kind": t.list_kind, "apiVersion": t.api_version(), "metadata": {"resourceVersion": rv.to_string()}, "items": items}), &[]))
+                Ok(json_response(
+                    200,
+                    &json!({"kind": t.list_kind, "apiVersion": t.api_version(), "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
+                    &[],
+                ))
             }
             _ => Err(ApiError::no_route()),
         }
@@ -638,7 +809,11 @@ impl Server {
     fn get_obj(&self, t: &ResourceType, tg: &Target) -> Result<Value, ApiError> {
         let st = self.state.lock().unwrap();
         let name = tg.name.clone().unwrap_or_default();
-        let ns = if t.namespaced { tg.namespace.clone().unwrap_or_default() } else { String::new() };
+        let ns = if t.namespaced {
+            tg.namespace.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
         st.objects
             .get(&t.key())
             .and_then(|b| b.get(&(ns, name.clone())))
@@ -648,22 +823,40 @@ impl Server {
 
     /// Objects of `t` in `namespace` (all when None) matching the label/field selectors, sorted.
     fn select(&self, t: &ResourceType, namespace: Option<&str>, q: &Query) -> Result<Vec<Value>, ApiError> {
-        let labels = selectors::parse_labels(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+        let labels =
+            selectors::parse_labels(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
         let mut allowed = vec!["metadata.name", "metadata.namespace"];
         allowed.extend(t.extra_fields.iter().copied());
-        let fields = selectors::parse_fields(q.get("fieldSelector").unwrap_or(""), &allowed)
-            .map_err(|e| ApiError::bad_request(format!("Unable to find \"{}\" that match label selector \"\", field selector \"{}\": {e}", t.plural, q.get("fieldSelector").unwrap_or(""))))?;
+        let fields =
+            selectors::parse_fields(q.get("fieldSelector").unwrap_or(""), &allowed).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "Unable to find \"{}\" that match label selector \"\", field selector \"{}\": {e}",
+                    t.plural,
+                    q.get("fieldSelector").unwrap_or("")
+                ))
+            })?;
         let st = self.state.lock().unwrap();
-        let Some(b) = st.objects.get(&t.key()) else { return Ok(Vec::new()) };
+        let Some(b) = st.objects.get(&t.key()) else {
+            return Ok(Vec::new());
+        };
         Ok(b.iter()
             .filter(|((ns, _), _)| namespace.is_none_or(|n| n == ns))
             .map(|(_, o)| o)
-            .filter(|o| selectors::labels_match(&labels, o["metadata"].get("labels")) && selectors::fields_match(&fields, o))
+            .filter(|o| {
+                selectors::labels_match(&labels, o["metadata"].get("labels"))
+                    && selectors::fields_match(&fields, o)
+            })
             .map(|o| with_api_version(o, t))
             .collect())
     }
 
-    fn list(&self, t: &ResourceType, tg: &Target, q: &Query, want_table: bool) -> Result<Response<Body>, ApiError> {
+    fn list(
+        &self,
+        t: &ResourceType,
+        tg: &Target,
+        q: &Query,
+        want_table: bool,
+    ) -> Result<Response<Body>, ApiError> {
         let rv = self.state.lock().unwrap().rv;
         let mut items = self.select(t, tg.namespace.as_deref(), q)?;
         // Pagination: the continue token is base64 of {"rv", "start": "<ns>/<name>"}; items
@@ -674,12 +867,18 @@ impl Server {
                 .decode(c)
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())
-                .ok_or_else(|| ApiError::bad_request("continue key is not valid: illegal base64 data at input byte 0"))?;
+                .ok_or_else(|| {
+                    ApiError::bad_request("continue key is not valid: illegal base64 data at input byte 0")
+                })?;
             let start = tok["start"].as_str().unwrap_or("").to_string();
             items.retain(|o| obj_key(o) > start);
         }
         let mut meta = json!({"resourceVersion": rv.to_string()});
-        if let Some(limit) = q.get("limit").and_then(|l| l.parse::<usize>().ok()).filter(|l| *l > 0) {
+        if let Some(limit) = q
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0)
+        {
             if items.len() > limit {
                 let remaining = items.len() - limit;
                 items.truncate(limit);
@@ -690,29 +889,53 @@ impl Server {
             }
         }
         if want_table {
-            let tbl = table::table(t, &items, meta, q.get("includeObject").unwrap_or("Metadata"), true);
+            let tbl = table::table(
+                t,
+                &items,
+                meta,
+                q.get("includeObject").unwrap_or("Metadata"),
+                true,
+            );
             return Ok(json_response(200, &tbl, &[]));
         }
-        Ok(json_response(200, &json!({"kind": t.list_kind, "apiVersion": t.api_version(), "metadata": meta, "items": items}), &[]))
+        Ok(json_response(
+            200,
+            &json!({"kind": t.list_kind, "apiVersion": t.api_version(), "metadata": meta, "items": items}),
+            &[],
+        ))
     }
 
-    fn watch(self: Arc<Self>, t: Arc<ResourceType>, tg: Target, q: &Query, want_table: bool) -> Result<Response<Body>, ApiError> {
-        let labels = selectors::parse_labels(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    fn watch(
+        self: Arc<Self>,
+        t: Arc<ResourceType>,
+        tg: Target,
+        q: &Query,
+        want_table: bool,
+    ) -> Result<Response<Body>, ApiError> {
+        let labels =
+            selectors::parse_labels(q.get("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
         let mut allowed = vec!["metadata.name", "metadata.namespace"];
         allowed.extend(t.extra_fields.iter().copied());
-        let fields = selectors::parse_fields(q.get("fieldSelector").unwrap_or(""), &allowed).map_err(ApiError::bad_request)?;
+        let fields = selectors::parse_fields(q.get("fieldSelector").unwrap_or(""), &allowed)
+            .map_err(ApiError::bad_request)?;
         let bookmarks = q.flag("allowWatchBookmarks");
         let initial_events = q.flag("sendInitialEvents");
         let include = q.get("includeObject").unwrap_or("Metadata").to_string();
         // A negative timeout ends the watch at once, as time.After(negative) fires immediately.
-        let timeout = q.get("timeoutSeconds").and_then(|s| s.parse::<i64>().ok()).map(|s| Duration::from_secs(s.max(0) as u64));
+        let timeout = q
+            .get("timeoutSeconds")
+            .and_then(|s| s.parse::<i64>().ok())
+            .map(|s| Duration::from_secs(s.max(0) as u64));
         let rv_param = q.get("resourceVersion").map(str::to_string);
         let ns = tg.namespace.clone();
         let key = t.key();
         let matches = {
             let t = t.clone();
             move |o: &Value| {
-                (!t.namespaced || ns.as_deref().is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n)))
+                (!t.namespaced
+                    || ns
+                        .as_deref()
+                        .is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n)))
                     && selectors::labels_match(&labels, o["metadata"].get("labels"))
                     && selectors::fields_match(&fields, o)
             }
@@ -723,7 +946,13 @@ impl Server {
             let t = t.clone();
             move |typ: &str, o: &Value, first: &mut bool| -> Bytes {
                 let obj = if want_table && typ != "BOOKMARK" && typ != "ERROR" {
-                    let tb = table::table(&t, std::slice::from_ref(o), json!({"resourceVersion": o["metadata"]["resourceVersion"]}), &include, *first);
+                    let tb = table::table(
+                        &t,
+                        std::slice::from_ref(o),
+                        json!({"resourceVersion": o["metadata"]["resourceVersion"]}),
+                        &include,
+                        *first,
+                    );
                     *first = false;
                     tb
                 } else {
@@ -744,12 +973,16 @@ impl Server {
             start_rv = st.rv;
             let from: Option<u64> = match rv_param.as_deref() {
                 None | Some("0") => None,
-                Some(s) => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?),
+                Some(s) => Some(
+                    s.parse::<u64>()
+                        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
+                ),
             };
             match from {
                 Some(n) if !initial_events => {
                     if n < st.compacted_rv {
-                        let e = ApiError::gone(format!("too old resource version: {n} ({})", st.compacted_rv));
+                        let e =
+                            ApiError::gone(format!("too old resource version: {n} ({})", st.compacted_rv));
                         initial.push(encode("ERROR", &e.body, &mut first_table));
                     } else {
                         for ev in st.log.iter().filter(|e| e.rv > n && e.key == key) {
@@ -789,7 +1022,8 @@ impl Server {
             let mut tick = tokio::time::interval(Duration::from_secs(5));
             tick.tick().await;
             loop {
-                let sleep_until = deadline.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365));
+                let sleep_until = deadline
+                    .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86400 * 365));
                 tokio::select! {
                     ev = sub.recv() => match ev {
                         Ok(ev) => {
@@ -863,12 +1097,21 @@ impl Server {
     /// ConfigMap.data of type string`.
     fn go_decode(&self, t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         validation::go_decode_check(&t.schema, &t.kind, obj).map_err(|e| {
-            ApiError::bad_request(format!("{kind} in version {v:?} cannot be handled as a {kind}: {e}", kind = t.kind, v = t.version))
+            ApiError::bad_request(format!(
+                "{kind} in version {v:?} cannot be handled as a {kind}: {e}",
+                kind = t.kind,
+                v = t.version
+            ))
         })
     }
 
     /// Validates and prunes per the schema; maps errors to 400/422.
-    fn validate(&self, t: &ResourceType, obj: &mut Value, mode: FieldValidation) -> Result<Vec<String>, ApiError> {
+    fn validate(
+        &self,
+        t: &ResourceType,
+        obj: &mut Value,
+        mode: FieldValidation,
+    ) -> Result<Vec<String>, ApiError> {
         let keep = (obj.get("apiVersion").cloned(), obj.get("kind").cloned());
         if let Some(raw) = &t.raw_schema {
             registry::apply_defaults(raw, obj, true);
@@ -891,16 +1134,33 @@ impl Server {
                     &t.group,
                     &t.kind,
                     &name,
-                    &causes.into_iter().map(|c| FieldCause { reason: c.reason, message: c.message, field: c.field }).collect::<Vec<_>>(),
+                    &causes
+                        .into_iter()
+                        .map(|c| FieldCause {
+                            reason: c.reason,
+                            message: c.message,
+                            field: c.field,
+                        })
+                        .collect::<Vec<_>>(),
                 ),
             }
         })
     }
 
     /// Creates an object (POST). `user` is the caller (CSR spec.username etc.); None for seeding.
-    pub fn create(&self, t: &Arc<ResourceType>, url_ns: Option<&str>, mut obj: Value, mode: FieldValidation, user: Option<&UserInfo>, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
+    pub fn create(
+        &self,
+        t: &Arc<ResourceType>,
+        url_ns: Option<&str>,
+        mut obj: Value,
+        mode: FieldValidation,
+        user: Option<&UserInfo>,
+        dry: bool,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
         check_kind(t, &obj)?;
         // Seeds (no user) are the simulator's own objects; requests are decoded like Go.
@@ -935,7 +1195,15 @@ impl Server {
             None => match obj["metadata"]["generateName"].as_str().filter(|n| !n.is_empty()) {
                 Some(g) => format!("{g}{}", name_suffix()),
                 None => {
-                    return Err(ApiError::invalid(&t.group, &t.kind, "", &[super::status::required("metadata.name", "name or generateName is required")]));
+                    return Err(ApiError::invalid(
+                        &t.group,
+                        &t.kind,
+                        "",
+                        &[super::status::required(
+                            "metadata.name",
+                            "name or generateName is required",
+                        )],
+                    ));
                 }
             },
         };
@@ -943,7 +1211,11 @@ impl Server {
         obj["metadata"]["name"] = json!(name);
         check_meta_labels(t, &obj)?;
         check_data_size(t, &obj)?;
-        let ns = if t.namespaced { url_ns.unwrap_or("").to_string() } else { String::new() };
+        let ns = if t.namespaced {
+            url_ns.unwrap_or("").to_string()
+        } else {
+            String::new()
+        };
         // Type-specific defaults and checks.
         match (t.group.as_str(), t.plural.as_str()) {
             ("certificates.k8s.io", "certificatesigningrequests") => {
@@ -978,7 +1250,11 @@ impl Server {
                 if dry {
                     return Ok((obj, warnings));
                 }
-                if st.objects.get(&t.key()).is_some_and(|b| b.contains_key(&(String::new(), name.clone()))) {
+                if st
+                    .objects
+                    .get(&t.key())
+                    .is_some_and(|b| b.contains_key(&(String::new(), name.clone())))
+                {
                     return Err(ApiError::already_exists(&t.group, &t.plural, &name));
                 }
                 for ty in types {
@@ -989,11 +1265,20 @@ impl Server {
             _ => {}
         }
         let mut st = self.state.lock().unwrap();
-        if t.namespaced && !st.objects.get("/namespaces").is_some_and(|b| b.contains_key(&(String::new(), ns.clone()))) {
+        if t.namespaced
+            && !st
+                .objects
+                .get("/namespaces")
+                .is_some_and(|b| b.contains_key(&(String::new(), ns.clone())))
+        {
             return Err(ApiError::not_found("", "namespaces", &ns));
         }
         let bucket_key = t.key();
-        if st.objects.get(&bucket_key).is_some_and(|b| b.contains_key(&(ns.clone(), name.clone()))) {
+        if st
+            .objects
+            .get(&bucket_key)
+            .is_some_and(|b| b.contains_key(&(ns.clone(), name.clone())))
+        {
             return Err(ApiError::already_exists(&t.group, &t.plural, &name));
         }
         if dry {
@@ -1017,7 +1302,13 @@ impl Server {
         obj["apiVersion"] = json!(t.api_version());
         obj["kind"] = json!(t.kind);
         st.bucket(&bucket_key).insert((ns, name), obj.clone());
-        let ev = Arc::new(Event { rv, key: bucket_key, kind: "ADDED", obj: obj.clone(), old: None });
+        let ev = Arc::new(Event {
+            rv,
+            key: bucket_key,
+            kind: "ADDED",
+            obj: obj.clone(),
+            old: None,
+        });
         st.record(ev.clone());
         // Sent under the lock so watchers get events in resourceVersion order.
         let _ = self.events.send(ev);
@@ -1027,16 +1318,27 @@ impl Server {
     }
 
     /// PUT (main resource or a subresource). `from_patch`: resourceVersion only checked when given.
-    fn update(&self, t: &Arc<ResourceType>, tg: &Target, mut obj: Value, mode: FieldValidation, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
+    fn update(
+        &self,
+        t: &Arc<ResourceType>,
+        tg: &Target,
+        mut obj: Value,
+        mode: FieldValidation,
+        dry: bool,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let name = tg.name.clone().unwrap_or_default();
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be a JSON object",
+            ));
         }
         check_kind(t, &obj)?;
         self.go_decode(t, &obj)?;
         match obj["metadata"]["name"].as_str() {
             Some(n) if n != name => {
-                return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
             }
             _ => {}
         }
@@ -1044,7 +1346,11 @@ impl Server {
             obj["metadata"] = json!({});
         }
         obj["metadata"]["name"] = json!(name);
-        let ns = if t.namespaced { tg.namespace.clone().unwrap_or_default() } else { String::new() };
+        let ns = if t.namespaced {
+            tg.namespace.clone().unwrap_or_default()
+        } else {
+            String::new()
+        };
         if t.namespaced {
             match obj["metadata"]["namespace"].as_str() {
                 Some(n) if !n.is_empty() && n != ns => {
@@ -1060,10 +1366,16 @@ impl Server {
         let bucket_key = t.key();
         let old = {
             let st = self.state.lock().unwrap();
-            st.objects.get(&bucket_key).and_then(|b| b.get(&(ns.clone(), name.clone()))).cloned()
+            st.objects
+                .get(&bucket_key)
+                .and_then(|b| b.get(&(ns.clone(), name.clone())))
+                .cloned()
         }
         .ok_or_else(|| ApiError::not_found(&t.group, &t.plural, &name))?;
-        if let Some(rv) = obj["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty()) {
+        if let Some(rv) = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+        {
             if Some(rv) != old["metadata"]["resourceVersion"].as_str() {
                 return Err(ApiError::conflict(&t.group, &t.plural, &name));
             }
@@ -1105,7 +1417,11 @@ impl Server {
         }
         if t.group == "apiextensions.k8s.io" && t.plural == "customresourcedefinitions" && sub.is_none() {
             let types = registry::types_from_crd(&new).map_err(|errs| crd_invalid(&name, errs))?;
-            if !dry && (new["spec"]["names"] != old["spec"]["names"] || new["spec"]["versions"] != old["spec"]["versions"] || new["spec"]["scope"] != old["spec"]["scope"]) {
+            if !dry
+                && (new["spec"]["names"] != old["spec"]["names"]
+                    || new["spec"]["versions"] != old["spec"]["versions"]
+                    || new["spec"]["scope"] != old["spec"]["scope"])
+            {
                 let mut st = self.state.lock().unwrap();
                 st.registry.remove_crd(&name);
                 for ty in types {
@@ -1116,7 +1432,13 @@ impl Server {
             crd_status(&mut new);
         }
         // Metadata the client cannot change.
-        for k in ["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
             match old["metadata"].get(k) {
                 Some(v) => new["metadata"][k] = v.clone(),
                 None => {
@@ -1138,15 +1460,22 @@ impl Server {
                 v
             };
             if strip(&old) != strip(&new) {
-                new["metadata"]["generation"] = json!(old["metadata"]["generation"].as_i64().unwrap_or(1) + 1);
+                new["metadata"]["generation"] =
+                    json!(old["metadata"]["generation"].as_i64().unwrap_or(1) + 1);
             }
         }
         new["apiVersion"] = json!(t.api_version());
         new["kind"] = json!(t.kind);
         let mut st = self.state.lock().unwrap();
         // Re-check under the lock: a concurrent writer may have won.
-        let cur = st.objects.get(&bucket_key).and_then(|b| b.get(&(ns.clone(), name.clone()))).cloned();
-        let Some(cur) = cur else { return Err(ApiError::not_found(&t.group, &t.plural, &name)) };
+        let cur = st
+            .objects
+            .get(&bucket_key)
+            .and_then(|b| b.get(&(ns.clone(), name.clone())))
+            .cloned();
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(&t.group, &t.plural, &name));
+        };
         if cur["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"] {
             return Err(ApiError::conflict(&t.group, &t.plural, &name));
         }
@@ -1163,16 +1492,30 @@ impl Server {
         new["metadata"]["resourceVersion"] = json!(rv.to_string());
         // An object being deleted goes away once its last finalizer is removed.
         let finalized = !new["metadata"]["deletionTimestamp"].is_null()
-            && new["metadata"]["finalizers"].as_array().is_none_or(|f| f.is_empty());
+            && new["metadata"]["finalizers"]
+                .as_array()
+                .is_none_or(|f| f.is_empty());
         if finalized {
             st.bucket(&bucket_key).remove(&(ns, name));
-            let ev = Arc::new(Event { rv, key: bucket_key, kind: "DELETED", obj: new.clone(), old: None });
+            let ev = Arc::new(Event {
+                rv,
+                key: bucket_key,
+                kind: "DELETED",
+                obj: new.clone(),
+                old: None,
+            });
             st.record(ev.clone());
             let _ = self.events.send(ev);
             return Ok((new, warnings));
         }
         st.bucket(&bucket_key).insert((ns, name), new.clone());
-        let ev = Arc::new(Event { rv, key: bucket_key, kind: "MODIFIED", obj: new.clone(), old: Some(cur) });
+        let ev = Arc::new(Event {
+            rv,
+            key: bucket_key,
+            kind: "MODIFIED",
+            obj: new.clone(),
+            old: Some(cur),
+        });
         st.record(ev.clone());
         // Sent under the lock so watchers get events in resourceVersion order.
         let _ = self.events.send(ev);
@@ -1180,12 +1523,21 @@ impl Server {
         Ok((new, warnings))
     }
 
-    fn patch(&self, t: &Arc<ResourceType>, tg: &Target, body: &[u8], ctype: &str, mode: FieldValidation, dry: bool) -> Result<(Value, Vec<String>), ApiError> {
+    fn patch(
+        &self,
+        t: &Arc<ResourceType>,
+        tg: &Target,
+        body: &[u8],
+        ctype: &str,
+        mode: FieldValidation,
+        dry: bool,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let cur = self.get_obj(t, tg)?;
         let ct = ctype.split(';').next().unwrap_or("").trim();
         let patched = match ct {
             "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                let mut p: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                let mut p: Value = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 if ct.starts_with("application/strategic") {
                     strip_smp_directives(&mut p);
                 }
@@ -1194,7 +1546,8 @@ impl Server {
                 c
             }
             "application/json-patch+json" => {
-                let ops: Vec<Value> = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+                let ops: Vec<Value> = serde_json::from_slice(body)
+                    .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
                 // apiserver's jsonPatcher: a patch that does not apply is a 422.
                 json_patch(&cur, &ops).map_err(ApiError::unprocessable)?
             }
@@ -1211,15 +1564,28 @@ impl Server {
 
     /// Deletes one object; namespaces take their contents with them, CRDs their types and objects.
     pub fn delete(&self, t: &ResourceType, url_ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
-        let ns = if t.namespaced { url_ns.unwrap_or("").to_string() } else { String::new() };
+        let ns = if t.namespaced {
+            url_ns.unwrap_or("").to_string()
+        } else {
+            String::new()
+        };
         let mut st = self.state.lock().unwrap();
         let key = t.key();
         // Finalizers: the object stays, marked with deletionTimestamp, until they are removed
         // (then `update` drops it). Namespaces and CRDs are removed at once with their contents.
-        let cascading = (t.group.is_empty() && t.plural == "namespaces") || t.plural == "customresourcedefinitions";
+        let cascading =
+            (t.group.is_empty() && t.plural == "namespaces") || t.plural == "customresourcedefinitions";
         if !cascading {
-            if let Some(cur) = st.objects.get(&key).and_then(|b| b.get(&(ns.clone(), name.to_string()))).cloned() {
-                if cur["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+            if let Some(cur) = st
+                .objects
+                .get(&key)
+                .and_then(|b| b.get(&(ns.clone(), name.to_string())))
+                .cloned()
+            {
+                if cur["metadata"]["finalizers"]
+                    .as_array()
+                    .is_some_and(|f| !f.is_empty())
+                {
                     if !cur["metadata"]["deletionTimestamp"].is_null() {
                         return Ok(with_api_version(&cur, t));
                     }
@@ -1229,20 +1595,36 @@ impl Server {
                     marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
                     marked["metadata"]["resourceVersion"] = json!(rv.to_string());
                     st.bucket(&key).insert((ns, name.to_string()), marked.clone());
-                    let ev = Arc::new(Event { rv, key, kind: "MODIFIED", obj: marked.clone(), old: Some(cur) });
+                    let ev = Arc::new(Event {
+                        rv,
+                        key,
+                        kind: "MODIFIED",
+                        obj: marked.clone(),
+                        old: Some(cur),
+                    });
                     st.record(ev.clone());
                     let _ = self.events.send(ev);
                     return Ok(with_api_version(&marked, t));
                 }
             }
         }
-        let Some(mut old) = st.objects.get_mut(&key).and_then(|b| b.remove(&(ns.clone(), name.to_string()))) else {
+        let Some(mut old) = st
+            .objects
+            .get_mut(&key)
+            .and_then(|b| b.remove(&(ns.clone(), name.to_string())))
+        else {
             return Err(ApiError::not_found(&t.group, &t.plural, name));
         };
         let mut evs = Vec::new();
         let rv = st.next_rv();
         old["metadata"]["resourceVersion"] = json!(rv.to_string());
-        evs.push(Arc::new(Event { rv, key: key.clone(), kind: "DELETED", obj: old.clone(), old: None }));
+        evs.push(Arc::new(Event {
+            rv,
+            key: key.clone(),
+            kind: "DELETED",
+            obj: old.clone(),
+            old: None,
+        }));
         let mut cascade: Vec<(String, (String, String))> = Vec::new();
         if t.group.is_empty() && t.plural == "namespaces" {
             for (k, b) in &st.objects {
@@ -1267,7 +1649,13 @@ impl Server {
             if let Some(mut o) = st.objects.get_mut(&k).and_then(|b| b.remove(&id)) {
                 let rv = st.next_rv();
                 o["metadata"]["resourceVersion"] = json!(rv.to_string());
-                evs.push(Arc::new(Event { rv, key: k.clone(), kind: "DELETED", obj: o, old: None }));
+                evs.push(Arc::new(Event {
+                    rv,
+                    key: k.clone(),
+                    kind: "DELETED",
+                    obj: o,
+                    old: None,
+                }));
             }
         }
         for ev in evs {
@@ -1298,12 +1686,20 @@ impl Server {
         let status = obj.get("status").cloned();
         let (created, _) = self
             .create(&t, ns.as_deref(), obj, FieldValidation::Ignore, None, false)
-            .map_err(|e| anyhow::anyhow!("creating {kind} {name:?}: {}", e.body["message"].as_str().unwrap_or("")))?;
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "creating {kind} {name:?}: {}",
+                    e.body["message"].as_str().unwrap_or("")
+                )
+            })?;
         // Seeds carry their status (nodes Ready, ClusterVersion history): write it as the
         // status subresource would.
         if let (Some(s), true) = (status, t.has_status()) {
             let mut st = self.state.lock().unwrap();
-            let cns = created["metadata"]["namespace"].as_str().unwrap_or("").to_string();
+            let cns = created["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
             let cname = created["metadata"]["name"].as_str().unwrap_or("").to_string();
             if let Some(o) = st.bucket(&t.key()).get_mut(&(cns, cname)) {
                 if t.group == "apiextensions.k8s.io" {
@@ -1324,10 +1720,16 @@ impl Server {
             .registry
             .get("certificates.k8s.io", "v1", "certificatesigningrequests")
             .ok_or_else(ApiError::no_route)?;
-        let tg = Target { t: t.clone(), namespace: None, name: Some(name.into()), sub: Some("status".into()) };
+        let tg = Target {
+            t: t.clone(),
+            namespace: None,
+            name: Some(name.into()),
+            sub: Some("status".into()),
+        };
         let mut cur = self.get_obj(&t, &tg)?;
         cur["status"] = status;
-        self.update(&t, &tg, cur, FieldValidation::Ignore, false).map(|_| ())
+        self.update(&t, &tg, cur, FieldValidation::Ignore, false)
+            .map(|_| ())
     }
 
     /// The CSR signer (kube-controller-manager's csrsigning for the kubelet signers): issues a
@@ -1338,14 +1740,23 @@ impl Server {
         // CSRs approved before the signer subscribed.
         let pending: Vec<String> = {
             let st = self.state.lock().unwrap();
-            st.objects.get("certificates.k8s.io/certificatesigningrequests").map(|b| b.values().map(|o| o["metadata"]["name"].as_str().unwrap_or("").to_string()).collect()).unwrap_or_default()
+            st.objects
+                .get("certificates.k8s.io/certificatesigningrequests")
+                .map(|b| {
+                    b.values()
+                        .map(|o| o["metadata"]["name"].as_str().unwrap_or("").to_string())
+                        .collect()
+                })
+                .unwrap_or_default()
         };
         for n in pending {
             self.sign_one(&n);
         }
         loop {
             match rx.recv().await {
-                Ok(ev) if ev.key == "certificates.k8s.io/certificatesigningrequests" && ev.kind != "DELETED" => {
+                Ok(ev)
+                    if ev.key == "certificates.k8s.io/certificatesigningrequests" && ev.kind != "DELETED" =>
+                {
                     let n = ev.obj["metadata"]["name"].as_str().unwrap_or("").to_string();
                     self.sign_one(&n);
                 }
@@ -1359,15 +1770,24 @@ impl Server {
     fn sign_one(&self, name: &str) {
         let obj = {
             let st = self.state.lock().unwrap();
-            st.objects.get("certificates.k8s.io/certificatesigningrequests").and_then(|b| b.get(&(String::new(), name.to_string()))).cloned()
+            st.objects
+                .get("certificates.k8s.io/certificatesigningrequests")
+                .and_then(|b| b.get(&(String::new(), name.to_string())))
+                .cloned()
         };
         let Some(obj) = obj else { return };
-        let conds = obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        let conds = obj["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let has = |ty: &str| conds.iter().any(|c| c["type"] == ty && c["status"] != "False");
         if !has("Approved") || has("Denied") || has("Failed") {
             return;
         }
-        if obj["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()) {
+        if obj["status"]["certificate"]
+            .as_str()
+            .is_some_and(|c| !c.is_empty())
+        {
             return;
         }
         let mut status = obj["status"].clone();
@@ -1379,10 +1799,16 @@ impl Server {
                               "message": e, "lastUpdateTime": now_rfc3339(), "lastTransitionTime": now_rfc3339()}));
                 status["conditions"] = json!(c);
             }
-            Ok(()) => match super::csr_signer::sign(&obj, &self.ca_cert_pem, &self.ca_key_pem, std::time::SystemTime::now()) {
+            Ok(()) => match super::csr_signer::sign(
+                &obj,
+                &self.ca_cert_pem,
+                &self.ca_key_pem,
+                std::time::SystemTime::now(),
+            ) {
                 Ok(pem) => {
                     use base64::Engine;
-                    status["certificate"] = json!(base64::engine::general_purpose::STANDARD.encode(pem.as_bytes()));
+                    status["certificate"] =
+                        json!(base64::engine::general_purpose::STANDARD.encode(pem.as_bytes()));
                 }
                 Err(e) => {
                     let mut c = conds.clone();
@@ -1415,7 +1841,10 @@ fn event_type_for(ev: &Event, matches: &impl Fn(&Value) -> bool) -> Option<&'sta
 
 fn nonresource_forbidden(user: &UserInfo, path: &str) -> ApiError {
     let mut e = ApiError::forbidden(&user.name, "get", "", "", None, None, None);
-    e.body["message"] = json!(format!("forbidden: User \"{}\" cannot get path \"{path}\"", user.name));
+    e.body["message"] = json!(format!(
+        "forbidden: User \"{}\" cannot get path \"{path}\"",
+        user.name
+    ));
     e.body["details"] = json!({});
     e
 }
@@ -1432,7 +1861,8 @@ fn normalize(t: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
                 let s = v.as_str().unwrap_or("");
                 if let Err(e) = b64.decode(s) {
                     let at = match e {
-                        base64::DecodeError::InvalidByte(i, _) | base64::DecodeError::InvalidLastSymbol(i, _) => i,
+                        base64::DecodeError::InvalidByte(i, _)
+                        | base64::DecodeError::InvalidLastSymbol(i, _) => i,
                         _ => s.len(),
                     };
                     return Err(ApiError::bad_request(format!(
@@ -1463,7 +1893,12 @@ fn check_preconditions(t: &ResourceType, name: &str, cur: &Value, pre: &Value) -
     if let Some(uid) = pre["uid"].as_str() {
         let have = cur["metadata"]["uid"].as_str().unwrap_or("");
         if uid != have {
-            return Err(ApiError::conflict_msg(&t.group, &t.plural, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}")));
+            return Err(ApiError::conflict_msg(
+                &t.group,
+                &t.plural,
+                name,
+                &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"),
+            ));
         }
     }
     if let Some(rv) = pre["resourceVersion"].as_str() {
@@ -1476,7 +1911,11 @@ fn check_preconditions(t: &ResourceType, name: &str, cur: &Value, pre: &Value) -
 }
 
 fn obj_key(o: &Value) -> String {
-    format!("{}/{}", o["metadata"]["namespace"].as_str().unwrap_or(""), o["metadata"]["name"].as_str().unwrap_or(""))
+    format!(
+        "{}/{}",
+        o["metadata"]["namespace"].as_str().unwrap_or(""),
+        o["metadata"]["name"].as_str().unwrap_or("")
+    )
 }
 
 fn with_api_version(o: &Value, t: &ResourceType) -> Value {
@@ -1490,12 +1929,14 @@ fn parse_body(body: &[u8], ctype: &str) -> Result<Value, ApiError> {
     let ct = ctype.split(';').next().unwrap_or("").trim();
     if ct.contains("yaml") {
         let s = std::str::from_utf8(body).map_err(|e| ApiError::bad_request(e.to_string()))?;
-        return serde_saphyr::from_str(s).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+        return serde_saphyr::from_str(s)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }
     if ct.contains("protobuf") {
         return Err(ApiError::unsupported_media(ct));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}")))
 }
 
 fn field_validation(q: &Query) -> Result<FieldValidation, ApiError> {
@@ -1511,7 +1952,11 @@ fn check_kind(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         // `Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to
         // (core.ConfigMap): unknown conversion`.
         let version = av.rsplit('/').next().unwrap_or(av);
-        let internal_pkg = if t.group.is_empty() { "core" } else { t.group.split('.').next().unwrap_or("") };
+        let internal_pkg = if t.group.is_empty() {
+            "core"
+        } else {
+            t.group.split('.').next().unwrap_or("")
+        };
         return Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {want}: converting ({version}.{kind}) to ({internal_pkg}.{want}): unknown conversion",
             want = t.kind
@@ -1535,7 +1980,8 @@ fn check_kind(t: &ResourceType, obj: &Value) -> Result<(), ApiError> {
 fn check_name(t: &ResourceType, name: &str) -> Result<(), ApiError> {
     let label_re = |l: &str| {
         !l.is_empty()
-            && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            && l.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
@@ -1566,7 +2012,10 @@ fn check_name(t: &ResourceType, name: &str) -> Result<(), ApiError> {
     if msgs.is_empty() {
         Ok(())
     } else {
-        let causes: Vec<FieldCause> = msgs.iter().map(|m| super::status::invalid_value("metadata.name", &json!(name), m)).collect();
+        let causes: Vec<FieldCause> = msgs
+            .iter()
+            .map(|m| super::status::invalid_value("metadata.name", &json!(name), m))
+            .collect();
         Err(ApiError::invalid(&t.group, &t.kind, name, &causes))
     }
 }
@@ -1574,7 +2023,15 @@ fn check_name(t: &ResourceType, name: &str) -> Result<(), ApiError> {
 fn crd_invalid(name: &str, errs: Vec<(String, String)>) -> ApiError {
     let causes: Vec<FieldCause> = errs
         .into_iter()
-        .map(|(f, m)| FieldCause { reason: if m.starts_with("Required") { "FieldValueRequired".into() } else { "FieldValueInvalid".into() }, message: m, field: f })
+        .map(|(f, m)| FieldCause {
+            reason: if m.starts_with("Required") {
+                "FieldValueRequired".into()
+            } else {
+                "FieldValueInvalid".into()
+            },
+            message: m,
+            field: f,
+        })
         .collect();
     ApiError::invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, &causes)
 }
@@ -1591,9 +2048,17 @@ fn crd_status(obj: &mut Value) {
     }
     let stored: Vec<Value> = obj["spec"]["versions"]
         .as_array()
-        .map(|vs| vs.iter().filter(|v| v["storage"] == true).map(|v| v["name"].clone()).collect())
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v["storage"] == true)
+                .map(|v| v["name"].clone())
+                .collect()
+        })
         .unwrap_or_default();
-    let old_stored = obj["status"]["storedVersions"].as_array().cloned().unwrap_or_default();
+    let old_stored = obj["status"]["storedVersions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut all = old_stored;
     for s in stored {
         if !all.contains(&s) {
@@ -1624,24 +2089,55 @@ fn validate_csr_spec(obj: &Value, name: &str) -> Result<(), ApiError> {
     if req.is_empty() {
         causes.push(super::status::required("spec.request", ""));
     } else if !pem_ok {
-        causes.push(super::status::invalid_value("spec.request", &json!([]), "PEM block type must be CERTIFICATE REQUEST"));
+        causes.push(super::status::invalid_value(
+            "spec.request",
+            &json!([]),
+            "PEM block type must be CERTIFICATE REQUEST",
+        ));
     }
     let signer = obj["spec"]["signerName"].as_str().unwrap_or("");
     if signer.is_empty() {
         causes.push(super::status::required("spec.signerName", ""));
     } else if !signer.contains('/') {
-        causes.push(super::status::invalid_value("spec.signerName", &json!(signer), "must be a fully qualified domain and path of the form 'example.com/signer-name'"));
+        causes.push(super::status::invalid_value(
+            "spec.signerName",
+            &json!(signer),
+            "must be a fully qualified domain and path of the form 'example.com/signer-name'",
+        ));
     }
     if let Some(secs) = obj["spec"]["expirationSeconds"].as_i64() {
         if secs < 600 {
-            causes.push(super::status::invalid_value("spec.expirationSeconds", &json!(secs), "may not specify a duration less than 600 seconds (10 minutes)"));
+            causes.push(super::status::invalid_value(
+                "spec.expirationSeconds",
+                &json!(secs),
+                "may not specify a duration less than 600 seconds (10 minutes)",
+            ));
         }
     }
     const USAGES: &[&str] = &[
-        "signing", "digital signature", "content commitment", "key encipherment", "key agreement", "data encipherment",
-        "cert sign", "crl sign", "encipher only", "decipher only", "any", "server auth", "client auth", "code signing",
-        "email protection", "s/mime", "ipsec end system", "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing",
-        "microsoft sgc", "netscape sgc",
+        "signing",
+        "digital signature",
+        "content commitment",
+        "key encipherment",
+        "key agreement",
+        "data encipherment",
+        "cert sign",
+        "crl sign",
+        "encipher only",
+        "decipher only",
+        "any",
+        "server auth",
+        "client auth",
+        "code signing",
+        "email protection",
+        "s/mime",
+        "ipsec end system",
+        "ipsec tunnel",
+        "ipsec user",
+        "timestamping",
+        "ocsp signing",
+        "microsoft sgc",
+        "netscape sgc",
     ];
     match obj["spec"]["usages"].as_array() {
         None => causes.push(super::status::required("spec.usages", "")),
@@ -1651,7 +2147,14 @@ fn validate_csr_spec(obj: &Value, name: &str) -> Result<(), ApiError> {
                 if !USAGES.contains(&s) {
                     causes.push(FieldCause {
                         reason: "FieldValueNotSupported".into(),
-                        message: format!("Unsupported value: {s:?}: supported values: {}", USAGES.iter().map(|u| format!("{u:?}")).collect::<Vec<_>>().join(", ")),
+                        message: format!(
+                            "Unsupported value: {s:?}: supported values: {}",
+                            USAGES
+                                .iter()
+                                .map(|u| format!("{u:?}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
                         field: format!("spec.usages[{i}]"),
                     });
                 }
@@ -1661,7 +2164,12 @@ fn validate_csr_spec(obj: &Value, name: &str) -> Result<(), ApiError> {
     if causes.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::invalid("certificates.k8s.io", "CertificateSigningRequest", name, &causes))
+        Err(ApiError::invalid(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            name,
+            &causes,
+        ))
     }
 }
 
@@ -1711,7 +2219,8 @@ fn csr_condition_rules(old: &Value, new: &mut Value, sub: Option<&str>, name: &s
         let idx = new_c.iter().position(|c| c["type"] == "Denied").unwrap_or(0);
         causes.push(FieldCause {
             reason: "FieldValueInvalid".into(),
-            message: "Invalid value: \"Denied\": Approved and Denied conditions are mutually exclusive".into(),
+            message: "Invalid value: \"Denied\": Approved and Denied conditions are mutually exclusive"
+                .into(),
             field: format!("status.conditions[{idx}].type"),
         });
     }
@@ -1732,12 +2241,17 @@ fn csr_condition_rules(old: &Value, new: &mut Value, sub: Option<&str>, name: &s
         let ty = c["type"].as_str().unwrap_or("");
         let st = c["status"].as_str().unwrap_or("");
         if ty.is_empty() {
-            causes.push(super::status::required(&format!("status.conditions[{i}].type"), ""));
+            causes.push(super::status::required(
+                &format!("status.conditions[{i}].type"),
+                "",
+            ));
         }
         if !matches!(st, "True" | "False" | "Unknown") {
             causes.push(FieldCause {
                 reason: "FieldValueNotSupported".into(),
-                message: format!("Unsupported value: {st:?}: supported values: \"False\", \"True\", \"Unknown\""),
+                message: format!(
+                    "Unsupported value: {st:?}: supported values: \"False\", \"True\", \"Unknown\""
+                ),
                 field: format!("status.conditions[{i}].status"),
             });
         }
@@ -1753,15 +2267,32 @@ fn csr_condition_rules(old: &Value, new: &mut Value, sub: Option<&str>, name: &s
     for (i, c) in new_c.iter().enumerate() {
         let ty = c["type"].as_str().unwrap_or("").to_string();
         if (ty == "Approved" || ty == "Denied" || ty == "Failed") && seen.contains(&ty) {
-            causes.push(FieldCause { reason: "FieldValueDuplicate".into(), message: format!("Duplicate value: {ty:?}"), field: format!("status.conditions[{i}].type") });
+            causes.push(FieldCause {
+                reason: "FieldValueDuplicate".into(),
+                message: format!("Duplicate value: {ty:?}"),
+                field: format!("status.conditions[{i}].type"),
+            });
         }
         seen.push(ty);
     }
-    if old["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()) && new["status"]["certificate"] != old["status"]["certificate"] {
-        causes.push(FieldCause { reason: "FieldValueForbidden".into(), message: "Forbidden: updates may not modify existing certificate content".into(), field: "status.certificate".into() });
+    if old["status"]["certificate"]
+        .as_str()
+        .is_some_and(|c| !c.is_empty())
+        && new["status"]["certificate"] != old["status"]["certificate"]
+    {
+        causes.push(FieldCause {
+            reason: "FieldValueForbidden".into(),
+            message: "Forbidden: updates may not modify existing certificate content".into(),
+            field: "status.certificate".into(),
+        });
     }
     if !causes.is_empty() {
-        return Err(ApiError::invalid("certificates.k8s.io", "CertificateSigningRequest", name, &causes));
+        return Err(ApiError::invalid(
+            "certificates.k8s.io",
+            "CertificateSigningRequest",
+            name,
+            &causes,
+        ));
     }
     if new_c.is_empty() {
         if let Some(s) = new["status"].as_object_mut() {
@@ -1808,7 +2339,10 @@ fn strip_smp_directives(p: &mut Value) {
 }
 
 fn pointer_parts(path: &str) -> Vec<String> {
-    path.split('/').skip(1).map(|s| s.replace("~1", "/").replace("~0", "~")).collect()
+    path.split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
 }
 
 /// RFC 6902 JSON patch (add, remove, replace, test, move, copy).
@@ -1837,7 +2371,10 @@ pub fn json_patch(doc: &Value, ops: &[Value]) -> Result<Value, String> {
             }
             "copy" => {
                 let from = op["from"].as_str().ok_or("json patch: missing from")?;
-                let v = d.pointer(from).cloned().ok_or(format!("json patch: {from} not found"))?;
+                let v = d
+                    .pointer(from)
+                    .cloned()
+                    .ok_or(format!("json patch: {from} not found"))?;
                 add_at(&mut d, path, v)?;
             }
             o => return Err(format!("Unexpected kind: {o}")),
@@ -1855,8 +2392,12 @@ fn add_at(d: &mut Value, path: &str, v: Value) -> Result<(), String> {
     let mut cur = d;
     for p in parent {
         cur = match cur {
-            Value::Object(m) => m.get_mut(p).ok_or(format!("add operation does not apply: doc is missing path: \"{path}\""))?,
-            Value::Array(a) => a.get_mut(p.parse::<usize>().map_err(|e| e.to_string())?).ok_or(format!("doc is missing path: {path}"))?,
+            Value::Object(m) => m.get_mut(p).ok_or(format!(
+                "add operation does not apply: doc is missing path: \"{path}\""
+            ))?,
+            Value::Array(a) => a
+                .get_mut(p.parse::<usize>().map_err(|e| e.to_string())?)
+                .ok_or(format!("doc is missing path: {path}"))?,
             _ => return Err(format!("doc is missing path: {path}")),
         };
     }
@@ -1870,7 +2411,9 @@ fn add_at(d: &mut Value, path: &str, v: Value) -> Result<(), String> {
             } else {
                 let i: usize = last.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
                 if i > a.len() {
-                    return Err(format!("add operation does not apply: index out of range: {path}"));
+                    return Err(format!(
+                        "add operation does not apply: index out of range: {path}"
+                    ));
                 }
                 a.insert(i, v);
             }
@@ -1882,19 +2425,33 @@ fn add_at(d: &mut Value, path: &str, v: Value) -> Result<(), String> {
 
 fn remove_at(d: &mut Value, path: &str) -> Result<Value, String> {
     let parts = pointer_parts(path);
-    let Some((last, parent)) = parts.split_last() else { return Err("cannot remove the root".into()) };
-    let pp = if parent.is_empty() { String::new() } else { format!("/{}", parent.join("/")) };
-    let cur = d.pointer_mut(&pp).ok_or(format!("remove operation does not apply: doc is missing path: \"{path}\""))?;
+    let Some((last, parent)) = parts.split_last() else {
+        return Err("cannot remove the root".into());
+    };
+    let pp = if parent.is_empty() {
+        String::new()
+    } else {
+        format!("/{}", parent.join("/"))
+    };
+    let cur = d.pointer_mut(&pp).ok_or(format!(
+        "remove operation does not apply: doc is missing path: \"{path}\""
+    ))?;
     match cur {
-        Value::Object(m) => m.remove(last).ok_or(format!("remove operation does not apply: doc is missing path: \"{path}\"")),
+        Value::Object(m) => m.remove(last).ok_or(format!(
+            "remove operation does not apply: doc is missing path: \"{path}\""
+        )),
         Value::Array(a) => {
             let i: usize = last.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
             if i >= a.len() {
-                return Err(format!("remove operation does not apply: doc is missing path: \"{path}\""));
+                return Err(format!(
+                    "remove operation does not apply: doc is missing path: \"{path}\""
+                ));
             }
             Ok(a.remove(i))
         }
-        _ => Err(format!("remove operation does not apply: doc is missing path: \"{path}\"")),
+        _ => Err(format!(
+            "remove operation does not apply: doc is missing path: \"{path}\""
+        )),
     }
 }
 
@@ -1912,8 +2469,19 @@ mod tests {
     #[test]
     fn json_patch_ops() {
         let d = json!({"metadata": {"labels": {"a": "1"}}, "l": [1, 2]});
-        let r = json_patch(&d, &[json!({"op": "add", "path": "/metadata/labels/b", "value": "2"}), json!({"op": "remove", "path": "/l/0"}), json!({"op": "add", "path": "/l/-", "value": 3})]).unwrap();
-        assert_eq!(r, json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "l": [2, 3]}));
+        let r = json_patch(
+            &d,
+            &[
+                json!({"op": "add", "path": "/metadata/labels/b", "value": "2"}),
+                json!({"op": "remove", "path": "/l/0"}),
+                json!({"op": "add", "path": "/l/-", "value": 3}),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            r,
+            json!({"metadata": {"labels": {"a": "1", "b": "2"}}, "l": [2, 3]})
+        );
         assert!(json_patch(&d, &[json!({"op": "test", "path": "/l/0", "value": 9})]).is_err());
     }
 

@@ -102,7 +102,10 @@ impl ApiError {
         status(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {msg}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {msg}",
+                qualified(group, resource)
+            ),
             Some(details(group, resource, name)),
         )
     }
@@ -133,7 +136,12 @@ impl ApiError {
         let msg = format!(
             "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{res_full}\" in API group \"{group}\" {scope}"
         );
-        status(403, "Forbidden", msg, Some(details(group, resource, name.unwrap_or(""))))
+        status(
+            403,
+            "Forbidden",
+            msg,
+            Some(details(group, resource, name.unwrap_or(""))),
+        )
     }
     /// 401, exactly as kube-apiserver sends it.
     pub fn unauthorized() -> ApiError {
@@ -159,7 +167,9 @@ impl ApiError {
             504,
             "Timeout",
             format!("Timeout: Too large resource version: {requested}, current: {current}"),
-            Some(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1})),
+            Some(
+                json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}),
+            ),
         )
     }
     /// 410 Gone for a watch/list from a compacted resourceVersion.
@@ -173,21 +183,45 @@ impl ApiError {
     /// 413 for a request body over apiserver's `MaxRequestBodyBytes` (3 MiB;
     /// `errors.NewRequestEntityTooLargeError`): `Request entity too large: limit is 3145728`.
     pub fn too_large(limit: usize) -> ApiError {
-        status(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"), None)
+        status(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+            None,
+        )
     }
     /// 500.
     pub fn internal(msg: impl Into<String>) -> ApiError {
-        status(500, "InternalError", format!("Internal error occurred: {}", msg.into()), None)
+        status(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {}", msg.into()),
+            None,
+        )
     }
     /// 422 Invalid with causes: `Kind.group "name" is invalid: field: message` (one cause) or
     /// `[field: message, field: message]` (several), as `errors.NewInvalid`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: &[FieldCause]) -> ApiError {
-        let qk = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let qk = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let parts: Vec<String> = causes
             .iter()
-            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+            .map(|c| {
+                if c.field.is_empty() {
+                    c.message.clone()
+                } else {
+                    format!("{}: {}", c.field, c.message)
+                }
+            })
             .collect();
-        let joined = if parts.len() == 1 { parts[0].clone() } else { format!("[{}]", parts.join(", ")) };
+        let joined = if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            format!("[{}]", parts.join(", "))
+        };
         let mut d = serde_json::Map::new();
         d.insert("name".into(), json!(name));
         d.insert("group".into(), json!(group));
@@ -201,7 +235,12 @@ impl ApiError {
                     .collect(),
             ),
         );
-        status(422, "Invalid", format!("{qk} \"{name}\" is invalid: {joined}"), Some(Value::Object(d)))
+        status(
+            422,
+            "Invalid",
+            format!("{qk} \"{name}\" is invalid: {joined}"),
+            Some(Value::Object(d)),
+        )
     }
 }
 
@@ -209,7 +248,11 @@ impl ApiError {
 pub fn required(field: &str, detail: &str) -> FieldCause {
     FieldCause {
         reason: "FieldValueRequired".into(),
-        message: if detail.is_empty() { "Required value".into() } else { format!("Required value: {detail}") },
+        message: if detail.is_empty() {
+            "Required value".into()
+        } else {
+            format!("Required value: {detail}")
+        },
         field: field.into(),
     }
 }

@@ -20,7 +20,11 @@ pub fn human_duration(secs: i64) -> String {
     let minutes = secs / 60;
     if minutes < 10 {
         let s = secs % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -28,21 +32,33 @@ pub fn human_duration(secs: i64) -> String {
     let hours = secs / 3600;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{}h", hours / 24, h) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{}h", hours / 24, h)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
     }
     if hours < 24 * 365 * 8 {
         let dy = (hours / 24) % 365;
-        return if dy == 0 { format!("{}y", hours / 24 / 365) } else { format!("{}y{}d", hours / 24 / 365, dy) };
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{}d", hours / 24 / 365, dy)
+        };
     }
     format!("{}y", hours / 24 / 365)
 }
@@ -64,7 +80,11 @@ fn col(name: &str, type_: &str, format: &str, desc: &str, priority: i64) -> Valu
 /// Returns None when a step is missing.
 pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
     let mut cur = obj;
-    let mut rest = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let mut rest = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('$');
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('.') {
             let end = r.find(['.', '[']).unwrap_or(r.len());
@@ -78,7 +98,9 @@ pub fn json_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
                 let (k, v) = f.split_once("==")?;
                 let v = v.trim().trim_matches('"').trim_matches('\'');
                 cur = cur.as_array()?.iter().find(|e| {
-                    e.get(k.trim()).map(|x| x.as_str().map(str::to_string).unwrap_or(x.to_string())) == Some(v.to_string())
+                    e.get(k.trim())
+                        .map(|x| x.as_str().map(str::to_string).unwrap_or(x.to_string()))
+                        == Some(v.to_string())
                 })?;
             } else {
                 let i: usize = inner.parse().ok()?;
@@ -123,7 +145,11 @@ fn node_cells(o: &Value) -> Vec<Value> {
         })
         .unwrap_or_default();
     roles.sort();
-    let roles = if roles.is_empty() { "<none>".into() } else { roles.join(",") };
+    let roles = if roles.is_empty() {
+        "<none>".into()
+    } else {
+        roles.join(",")
+    };
     vec![
         o["metadata"]["name"].clone(),
         json!(status),
@@ -169,8 +195,15 @@ fn csr_cells(o: &Value) -> Vec<Value> {
     if o["status"]["certificate"].as_str().is_some_and(|c| !c.is_empty()) {
         cond.push("Issued".into());
     }
-    let cond = if cond.is_empty() { "Pending".into() } else { cond.join(",") };
-    let dur = o["spec"]["expirationSeconds"].as_i64().map(human_duration).unwrap_or_else(|| "<none>".into());
+    let cond = if cond.is_empty() {
+        "Pending".into()
+    } else {
+        cond.join(",")
+    };
+    let dur = o["spec"]["expirationSeconds"]
+        .as_i64()
+        .map(human_duration)
+        .unwrap_or_else(|| "<none>".into());
     vec![
         o["metadata"]["name"].clone(),
         json!(age(o["metadata"]["creationTimestamp"].as_str())),
@@ -186,8 +219,20 @@ const NODE_ADDRESSES_DOC: &str = "List of addresses reachable to the node. Queri
 
 /// Column definitions for a type.
 pub fn columns(t: &ResourceType) -> Vec<Value> {
-    let name = col("Name", "string", "name", "Name must be unique within a namespace.", 0);
-    let age_c = col("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0);
+    let name = col(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace.",
+        0,
+    );
+    let age_c = col(
+        "Age",
+        "string",
+        "",
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+        0,
+    );
     if let Some(cols) = &t.columns {
         let mut v = vec![name];
         for c in cols {
@@ -256,8 +301,13 @@ pub fn cells(t: &ResourceType, o: &Value) -> Vec<Value> {
         ],
         ("certificates.k8s.io", "certificatesigningrequests") => csr_cells(o),
         ("", "configmaps") => {
-            let n = o["data"].as_object().map_or(0, |m| m.len()) + o["binaryData"].as_object().map_or(0, |m| m.len());
-            vec![o["metadata"]["name"].clone(), json!(n), json!(age(o["metadata"]["creationTimestamp"].as_str()))]
+            let n = o["data"].as_object().map_or(0, |m| m.len())
+                + o["binaryData"].as_object().map_or(0, |m| m.len());
+            vec![
+                o["metadata"]["name"].clone(),
+                json!(n),
+                json!(age(o["metadata"]["creationTimestamp"].as_str())),
+            ]
         }
         ("", "secrets") => vec![
             o["metadata"]["name"].clone(),
@@ -271,7 +321,10 @@ pub fn cells(t: &ResourceType, o: &Value) -> Vec<Value> {
             json!(age(o["metadata"]["creationTimestamp"].as_str())),
         ],
         ("", "pods") => {
-            let statuses = o["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
+            let statuses = o["status"]["containerStatuses"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
             let total = o["spec"]["containers"].as_array().map_or(0, |a| a.len());
             let ready = statuses.iter().filter(|c| c["ready"] == true).count();
             let restarts: i64 = statuses.iter().filter_map(|c| c["restartCount"].as_i64()).sum();
@@ -287,7 +340,10 @@ pub fn cells(t: &ResourceType, o: &Value) -> Vec<Value> {
             o["metadata"]["name"].clone(),
             o["metadata"]["creationTimestamp"].clone(),
         ],
-        _ => vec![o["metadata"]["name"].clone(), json!(age(o["metadata"]["creationTimestamp"].as_str()))],
+        _ => vec![
+            o["metadata"]["name"].clone(),
+            json!(age(o["metadata"]["creationTimestamp"].as_str())),
+        ],
     }
 }
 
@@ -336,7 +392,10 @@ mod tests {
     #[test]
     fn json_path_filters() {
         let o = json!({"status": {"conditions": [{"type": "A", "status": "x"}, {"type": "Ready", "status": "True"}]}});
-        assert_eq!(json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"), Some(&json!("True")));
+        assert_eq!(
+            json_path(&o, ".status.conditions[?(@.type==\"Ready\")].status"),
+            Some(&json!("True"))
+        );
         assert_eq!(json_path(&o, ".status.conditions[0].type"), Some(&json!("A")));
         assert_eq!(json_path(&o, ".spec.x"), None);
     }

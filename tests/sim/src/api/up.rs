@@ -61,7 +61,13 @@ pub fn load_yaml_dir(dir: &Path) -> anyhow::Result<Vec<(PathBuf, Value)>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")))
+        .filter(|p| {
+            p.is_file()
+                && matches!(
+                    p.extension().and_then(|e| e.to_str()),
+                    Some("yaml" | "yml" | "json")
+                )
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();
@@ -79,7 +85,10 @@ pub fn parse_docs(text: &str) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
     let mut cur = String::new();
     let flush = |cur: &mut String, out: &mut Vec<Value>| -> anyhow::Result<()> {
-        if cur.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')) {
+        if cur
+            .lines()
+            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        {
             let v: Value = serde_saphyr::from_str(cur).map_err(|e| anyhow::anyhow!("{e}"))?;
             if !v.is_null() {
                 out.push(v);
@@ -104,7 +113,9 @@ pub fn parse_docs(text: &str) -> anyhow::Result<Vec<Value>> {
 fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
     let av = obj["apiVersion"].as_str().unwrap_or("");
     let kind = obj["kind"].as_str().unwrap_or("");
-    let Some(t) = reg.by_kind(av, kind) else { return false };
+    let Some(t) = reg.by_kind(av, kind) else {
+        return false;
+    };
     let name = obj["metadata"]["name"].as_str().unwrap_or("");
     let id = match obj["metadata"]["namespace"].as_str() {
         Some(ns) if t.namespaced => format!("{}/{ns}/{name}", t.plural),
@@ -139,12 +150,18 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
     let _ = std::fs::remove_file(opts.dir.join("ready"));
-    let listen = opts.listen.unwrap_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .with_context(|| format!("cannot listen on {listen} (inside `agent-day2-sim netns`, 192.168.111.0/24 is local)"))?;
+    let listen = opts
+        .listen
+        .unwrap_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!("cannot listen on {listen} (inside `agent-day2-sim netns`, 192.168.111.0/24 is local)")
+    })?;
     let local = listener.local_addr()?;
-    let client_ip = if local.ip().is_unspecified() { IpAddr::V4(Ipv4Addr::LOCALHOST) } else { local.ip() };
+    let client_ip = if local.ip().is_unspecified() {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        local.ip()
+    };
     let server_addr = SocketAddr::new(client_ip, local.port()).to_string();
     let api_url = format!("https://{server_addr}");
 
@@ -171,7 +188,13 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             ],
         },
     );
-    tokens.insert(viewer_token.clone(), UserInfo { name: "viewer".into(), groups: vec!["system:authenticated".into()] });
+    tokens.insert(
+        viewer_token.clone(),
+        UserInfo {
+            name: "viewer".into(),
+            groups: vec!["system:authenticated".into()],
+        },
+    );
 
     let mut reg = Registry::default();
     for t in registry::builtins() {
@@ -195,7 +218,8 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     for dir in &opts.crds {
         for (file, doc) in load_yaml_dir(dir)? {
             if doc["kind"] == "CustomResourceDefinition" {
-                srv.create_any(doc).with_context(|| format!("CRD file {}", file.display()))?;
+                srv.create_any(doc)
+                    .with_context(|| format!("CRD file {}", file.display()))?;
             }
         }
     }
@@ -206,14 +230,24 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     let arch = coreos_arch(&scenario.architecture).to_string();
     let base_iso: BaseIsoInfo = match &opts.base_iso {
         Some(p) => {
-            let file_name = p.file_name().and_then(|n| n.to_str()).unwrap_or("base.iso").to_string();
+            let file_name = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("base.iso")
+                .to_string();
             let dest = files_root.join(&file_name);
             let _ = std::fs::remove_file(&dest);
             if std::fs::hard_link(p, &dest).is_err() {
-                std::fs::copy(p, &dest).with_context(|| format!("cannot copy {} to {}", p.display(), dest.display()))?;
+                std::fs::copy(p, &dest)
+                    .with_context(|| format!("cannot copy {} to {}", p.display(), dest.display()))?;
             }
             let (sha256, size) = sha256_file(&dest)?;
-            BaseIsoInfo { path: dest, file_name, sha256, size }
+            BaseIsoInfo {
+                path: dest,
+                file_name,
+                sha256,
+                size,
+            }
         }
         None => {
             let name = crate::baseiso::iso_file_name(&arch);
@@ -221,7 +255,9 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         }
     };
     let files_listener = match opts.files_listen {
-        Some(a) => tokio::net::TcpListener::bind(a).await.with_context(|| format!("cannot listen on {a}"))?,
+        Some(a) => tokio::net::TcpListener::bind(a)
+            .await
+            .with_context(|| format!("cannot listen on {a}"))?,
         None => match tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 8080)).await {
             Ok(l) => l,
             Err(_) => tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 0)).await?,
@@ -241,14 +277,22 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     };
 
     // Seed.
-    let ctx = SeedContext { api_url: api_url.clone(), files_base_url: files_base_url.clone(), base_iso, ca_pem: ca.cert_pem.clone() };
-    let mut objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, registry.as_ref().map(|r| &r.seed))?;
+    let ctx = SeedContext {
+        api_url: api_url.clone(),
+        files_base_url: files_base_url.clone(),
+        base_iso,
+        ca_pem: ca.cert_pem.clone(),
+    };
+    let mut objects =
+        crate::seed::seed_objects_with_registry(&scenario, &ctx, registry.as_ref().map(|r| &r.seed))?;
     objects.extend(scenario.objects.iter().cloned());
     if let Some(d) = &scenario.objects_dir {
-        let image = scenario
-            .release_image
-            .clone()
-            .unwrap_or_else(|| format!("quay.io/openshift-release-dev/ocp-release:{}-{arch}", scenario.version));
+        let image = scenario.release_image.clone().unwrap_or_else(|| {
+            format!(
+                "quay.io/openshift-release-dev/ocp-release:{}-{arch}",
+                scenario.version
+            )
+        });
         for (file, _) in load_yaml_dir(d)? {
             let text = std::fs::read_to_string(&file)?.replace("$TEST_IMAGE", &image);
             objects.extend(parse_docs(&text).with_context(|| format!("{}", file.display()))?);
@@ -257,13 +301,26 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     // Every `omit` entry must name something: the seed (before its own omissions), the
     // scenario's objects or objectsDir. A typo would otherwise leave the object in silently.
     {
-        let mut all = crate::seed::seed_objects_with_registry(&Scenario { omit: Vec::new(), ..scenario.clone() }, &ctx, registry.as_ref().map(|r| &r.seed))?;
+        let mut all = crate::seed::seed_objects_with_registry(
+            &Scenario {
+                omit: Vec::new(),
+                ..scenario.clone()
+            },
+            &ctx,
+            registry.as_ref().map(|r| &r.seed),
+        )?;
         all.extend(objects.iter().cloned());
         let st = srv.state.lock().unwrap();
         for (i, spec) in scenario.omit.iter().enumerate() {
-            let hit = all.iter().any(|o| omit_matches(std::slice::from_ref(spec), &st.registry, o) || seed_omit_matches(spec, o));
+            let hit = all.iter().any(|o| {
+                omit_matches(std::slice::from_ref(spec), &st.registry, o) || seed_omit_matches(spec, o)
+            });
             if !hit {
-                let file = opts.scenario.as_ref().map(|p| p.display().to_string()).unwrap_or_default();
+                let file = opts
+                    .scenario
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
                 return Err(anyhow::Error::new(crate::scenario::ScenarioError(format!(
                     "scenario {file}: omit[{i}]: {spec:?} names no seeded or scenario object (resource/name or resource/namespace/name, plural resource)"
                 ))));
@@ -300,7 +357,10 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     let tls = tls_config(&ca.cert_pem, &server_cert.cert_pem, &server_cert.key_pem)?;
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     let ca_der: Arc<Vec<u8>> = Arc::new(
-        rustls_pemfile::certs(&mut ca.cert_pem.as_bytes()).next().ok_or_else(|| anyhow::anyhow!("CA PEM"))??.to_vec(),
+        rustls_pemfile::certs(&mut ca.cert_pem.as_bytes())
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("CA PEM"))??
+            .to_vec(),
     );
     tokio::spawn(srv.clone().run_signer());
     let srv2 = srv.clone();
@@ -318,7 +378,9 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             let srv = srv2.clone();
             let ca_der = ca_der.clone();
             tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
                 let ident = tls
                     .get_ref()
                     .1
@@ -338,12 +400,25 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     });
     // Written last, under a temporary name and renamed, so its presence means "serving".
     let ready_tmp = opts.dir.join(".ready.tmp");
-    let registry_line = registry.as_ref().map(|r| format!("{}\n", r.process.url())).unwrap_or_default();
-    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n{registry_line}"))?;
+    let registry_line = registry
+        .as_ref()
+        .map(|r| format!("{}\n", r.process.url()))
+        .unwrap_or_default();
+    std::fs::write(
+        &ready_tmp,
+        format!("{api_url}\n{files_base_url}\n{registry_line}"),
+    )?;
     std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
-    eprintln!("agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}", opts.dir.join("kubeconfig").display());
+    eprintln!(
+        "agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}",
+        opts.dir.join("kubeconfig").display()
+    );
     if let Some(r) = &registry {
-        eprintln!("agent-day2-sim: registry {} holds release {}", r.process.url(), crate::seed::release_image(&scenario));
+        eprintln!(
+            "agent-day2-sim: registry {} holds release {}",
+            r.process.url(),
+            crate::seed::release_image(&scenario)
+        );
     }
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -392,7 +467,9 @@ pub async fn start_registry(
     scenario: &mut Scenario,
     base_iso: &BaseIsoInfo,
 ) -> anyhow::Result<RunningRegistry> {
-    use crate::registry::{push_release_payload, PayloadSpec, RegistryOptions, RegistryProcess, DEFAULT_USER, REGISTRY_DNS};
+    use crate::registry::{
+        push_release_payload, PayloadSpec, RegistryOptions, RegistryProcess, DEFAULT_USER, REGISTRY_DNS,
+    };
     let rdir = dir.join("registry");
     if rdir.exists() {
         std::fs::remove_dir_all(&rdir).with_context(|| format!("cannot empty {}", rdir.display()))?;
@@ -428,7 +505,11 @@ pub async fn start_registry(
         isos.insert(ra, bytes);
     }
     let (release_repo, components_repo, named_as) = if scenario.disconnected {
-        ("ocp4/openshift4", "ocp4/openshift4", "quay.io/openshift-release-dev/ocp-v4.0-art-dev".to_string())
+        (
+            "ocp4/openshift4",
+            "ocp4/openshift4",
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev".to_string(),
+        )
     } else {
         ("ocp/release", "ocp/art-dev", format!("{host}/ocp/art-dev"))
     };
@@ -442,11 +523,17 @@ pub async fn start_registry(
         isos,
     };
     let pusher = process.pusher(Some(&ca.cert_pem))?;
-    let payload = push_release_payload(&pusher, &spec)
-        .await
-        .with_context(|| format!("--registry: pushing the release payload to {host}:\n{}", process.log()))?;
+    let payload = push_release_payload(&pusher, &spec).await.with_context(|| {
+        format!(
+            "--registry: pushing the release payload to {host}:\n{}",
+            process.log()
+        )
+    })?;
     let pull_spec = if scenario.disconnected {
-        format!("quay.io/openshift-release-dev/ocp-release@{}", payload.release_digest)
+        format!(
+            "quay.io/openshift-release-dev/ocp-release@{}",
+            payload.release_digest
+        )
     } else {
         payload.release.clone()
     };
@@ -466,7 +553,11 @@ pub async fn start_registry(
     }
     Ok(RunningRegistry {
         process,
-        seed: crate::seed::SeedRegistry { host, user: DEFAULT_USER.to_string(), password },
+        seed: crate::seed::SeedRegistry {
+            host,
+            user: DEFAULT_USER.to_string(),
+            password,
+        },
         payload,
     })
 }
@@ -526,9 +617,12 @@ fn tls_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> anyhow::Result<rus
         roots.add(c?)?;
     }
     let _ = roots;
-    let verifier = Arc::new(AnyClientCert { algs: provider.signature_verification_algorithms });
+    let verifier = Arc::new(AnyClientCert {
+        algs: provider.signature_verification_algorithms,
+    });
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes()).collect::<Result<_, _>>()?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?.ok_or_else(|| anyhow::anyhow!("no server key"))?;
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?
+        .ok_or_else(|| anyhow::anyhow!("no server key"))?;
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_client_cert_verifier(verifier)

@@ -112,8 +112,7 @@ pub fn schema_from_crd_version(openapi_v3_schema: &Value) -> Schema {
 /// SelfSubjectAccessReview; `apiextensions.k8s.io/v1` CustomResourceDefinition. Others → None.
 /// Built once per process and cached.
 pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<Schema> {
-    static CACHE: OnceLock<HashMap<(&'static str, &'static str, &'static str), Schema>> =
-        OnceLock::new();
+    static CACHE: OnceLock<HashMap<(&'static str, &'static str, &'static str), Schema>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| {
         use k8s_openapi::api::authorization::v1 as authz;
         use k8s_openapi::api::certificates::v1 as certs;
@@ -125,7 +124,10 @@ pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<Schema> 
         m.insert(("", "v1", "Secret"), gen_builtin::<core::Secret>());
         m.insert(("", "v1", "Node"), gen_builtin::<core::Node>());
         m.insert(("", "v1", "Pod"), gen_builtin::<core::Pod>());
-        m.insert(("", "v1", "ServiceAccount"), gen_builtin::<core::ServiceAccount>());
+        m.insert(
+            ("", "v1", "ServiceAccount"),
+            gen_builtin::<core::ServiceAccount>(),
+        );
         m.insert(("", "v1", "Event"), gen_builtin::<core::Event>());
         m.insert(
             ("certificates.k8s.io", "v1", "CertificateSigningRequest"),
@@ -149,7 +151,10 @@ pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<Schema> 
 /// included) and checks nothing: for kinds the simulator serves without a schema.
 pub fn permissive() -> Schema {
     Schema {
-        root: Arc::new(Node { preserve_unknown_fields: true, ..Node::default() }),
+        root: Arc::new(Node {
+            preserve_unknown_fields: true,
+            ..Node::default()
+        }),
         defs: Arc::new(HashMap::new()),
         check_values: false,
         check_metadata: false,
@@ -226,8 +231,11 @@ pub fn validate(
     };
     let mut path = Vec::new();
     w.walk_resource(&schema.root, obj, &mut path, true);
-    let mut unknown: Vec<String> =
-        w.unknown.iter().map(|p| format!("unknown field {}", go_quote(p))).collect();
+    let mut unknown: Vec<String> = w
+        .unknown
+        .iter()
+        .map(|p| format!("unknown field {}", go_quote(p)))
+        .collect();
     unknown.sort();
     unknown.dedup();
     if mode == FieldValidation::Strict && !unknown.is_empty() {
@@ -236,7 +244,11 @@ pub fn validate(
     if !w.causes.is_empty() {
         return Err(ValidationError::Invalid(w.causes));
     }
-    Ok(if mode == FieldValidation::Warn { unknown } else { Vec::new() })
+    Ok(if mode == FieldValidation::Warn {
+        unknown
+    } else {
+        Vec::new()
+    })
 }
 
 /// Decodes `obj` against a built-in kind's schema the way the real server's JSON decoder
@@ -276,7 +288,11 @@ impl GoCx<'_> {
     fn resolve<'n>(&'n self, mut n: &'n Node) -> (&'n Node, Option<&'n str>) {
         let mut name = None;
         for _ in 0..32 {
-            match n.reference.as_ref().and_then(|r| self.defs.get(r).map(|d| (r, d))) {
+            match n
+                .reference
+                .as_ref()
+                .and_then(|r| self.defs.get(r).map(|d| (r, d)))
+            {
                 Some((r, d)) => {
                     name = Some(r.as_str());
                     n = d
@@ -300,10 +316,22 @@ impl GoCx<'_> {
             Some("string") if n.format.as_deref() == Some("byte") => "[]uint8".into(),
             Some("string") if n.format.as_deref() == Some("date-time") => "v1.Time".into(),
             Some("string") => "string".into(),
-            Some("integer") => if n.format.as_deref() == Some("int32") { "int32".into() } else { "int64".into() },
+            Some("integer") => {
+                if n.format.as_deref() == Some("int32") {
+                    "int32".into()
+                } else {
+                    "int64".into()
+                }
+            }
             Some("number") => "float64".into(),
             Some("boolean") => "bool".into(),
-            Some("array") => format!("[]{}", n.items.as_deref().map(|i| self.go_type(i)).unwrap_or_else(|| "interface {}".into())),
+            Some("array") => format!(
+                "[]{}",
+                n.items
+                    .as_deref()
+                    .map(|i| self.go_type(i))
+                    .unwrap_or_else(|| "interface {}".into())
+            ),
             Some("object") if n.properties.is_empty() => match &n.additional_properties {
                 Some(a) => format!("map[string]{}", self.go_type(a)),
                 None => "map[string]interface {}".into(),
@@ -329,12 +357,19 @@ impl GoCx<'_> {
             Err(if path.is_empty() {
                 format!("json: cannot unmarshal {what} into Go value of type {ty}")
             } else {
-                format!("json: cannot unmarshal {what} into Go struct field {strukt}.{} of type {ty}", path.join("."))
+                format!(
+                    "json: cannot unmarshal {what} into Go struct field {strukt}.{} of type {ty}",
+                    path.join(".")
+                )
             })
         };
         // RawExtension, JSON (e.g. JSONSchemaProps.default) and other shapeless nodes hold any
         // JSON value.
-        if n.preserve_unknown_fields && n.properties.is_empty() && n.additional_properties.is_none() && !n.int_or_string {
+        if n.preserve_unknown_fields
+            && n.properties.is_empty()
+            && n.additional_properties.is_none()
+            && !n.int_or_string
+        {
             return Ok(());
         }
         if n.int_or_string {
@@ -374,7 +409,9 @@ impl GoCx<'_> {
                 }
                 Ok(())
             }
-            (Some("object") | None, Value::Object(m)) if !n.properties.is_empty() || n.additional_properties.is_some() => {
+            (Some("object") | None, Value::Object(m))
+                if !n.properties.is_empty() || n.additional_properties.is_some() =>
+            {
                 if n.properties.is_empty() {
                     if let Some(a) = &n.additional_properties {
                         for x in m.values() {
@@ -384,7 +421,10 @@ impl GoCx<'_> {
                     return Ok(());
                 }
                 // A struct: its fields are reported with this struct's Go name.
-                let name = def.map(|d| d.rsplit('.').next().unwrap_or(d)).unwrap_or(strukt).to_string();
+                let name = def
+                    .map(|d| d.rsplit('.').next().unwrap_or(d))
+                    .unwrap_or(strukt)
+                    .to_string();
                 for (k, x) in m {
                     if let Some(p) = n.properties.get(k) {
                         path.push(k.clone());
@@ -435,11 +475,20 @@ fn object_meta() -> &'static Schema {
 fn parse_node(v: &Value, builtin: bool) -> Node {
     let Some(o) = v.as_object() else {
         // `true` schema (or junk): anything goes.
-        return Node { preserve_unknown_fields: true, ..Node::default() };
+        return Node {
+            preserve_unknown_fields: true,
+            ..Node::default()
+        };
     };
     let mut n = Node::default();
     if let Some(Value::String(r)) = o.get("$ref") {
-        n.reference = Some(r.rsplit('/').next().unwrap_or(r).replace("~1", "/").replace("~0", "~"));
+        n.reference = Some(
+            r.rsplit('/')
+                .next()
+                .unwrap_or(r)
+                .replace("~1", "/")
+                .replace("~0", "~"),
+        );
     }
     n.ty = match o.get("type") {
         Some(Value::String(t)) => Some(t.clone()),
@@ -448,7 +497,10 @@ fn parse_node(v: &Value, builtin: bool) -> Node {
             if ts.iter().any(|t| t == "null") {
                 n.nullable = true;
             }
-            ts.iter().filter_map(|t| t.as_str()).find(|t| *t != "null").map(str::to_owned)
+            ts.iter()
+                .filter_map(|t| t.as_str())
+                .find(|t| *t != "null")
+                .map(str::to_owned)
         }
         _ => None,
     };
@@ -460,17 +512,20 @@ fn parse_node(v: &Value, builtin: bool) -> Node {
     match o.get("items") {
         Some(s @ Value::Object(_)) => n.items = Some(Box::new(parse_node(s, builtin))),
         Some(Value::Array(_)) | Some(Value::Bool(true)) => {
-            n.items = Some(Box::new(Node { preserve_unknown_fields: true, ..Node::default() }))
+            n.items = Some(Box::new(Node {
+                preserve_unknown_fields: true,
+                ..Node::default()
+            }))
         }
         _ => {}
     }
     match o.get("additionalProperties") {
-        Some(s @ Value::Object(_)) => {
-            n.additional_properties = Some(Box::new(parse_node(s, builtin)))
-        }
+        Some(s @ Value::Object(_)) => n.additional_properties = Some(Box::new(parse_node(s, builtin))),
         Some(Value::Bool(true)) => {
-            n.additional_properties =
-                Some(Box::new(Node { preserve_unknown_fields: true, ..Node::default() }))
+            n.additional_properties = Some(Box::new(Node {
+                preserve_unknown_fields: true,
+                ..Node::default()
+            }))
         }
         _ => {}
     }
@@ -725,9 +780,7 @@ impl<'a> Walker<'a> {
 
 fn is_integer(v: &Value) -> bool {
     match v {
-        Value::Number(n) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
+        Value::Number(n) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
         _ => false,
     }
 }
@@ -807,9 +860,18 @@ mod tests {
     #[test]
     fn field_validation_query() {
         assert_eq!(FieldValidation::from_query(None).unwrap(), FieldValidation::Warn);
-        assert_eq!(FieldValidation::from_query(Some("")).unwrap(), FieldValidation::Warn);
-        assert_eq!(FieldValidation::from_query(Some("Strict")).unwrap(), FieldValidation::Strict);
-        assert_eq!(FieldValidation::from_query(Some("Ignore")).unwrap(), FieldValidation::Ignore);
+        assert_eq!(
+            FieldValidation::from_query(Some("")).unwrap(),
+            FieldValidation::Warn
+        );
+        assert_eq!(
+            FieldValidation::from_query(Some("Strict")).unwrap(),
+            FieldValidation::Strict
+        );
+        assert_eq!(
+            FieldValidation::from_query(Some("Ignore")).unwrap(),
+            FieldValidation::Ignore
+        );
         let e = FieldValidation::from_query(Some("strict")).unwrap_err();
         assert_eq!(
             e,
@@ -837,7 +899,9 @@ mod tests {
             ])
         );
         assert_eq!(o, obj, "strict leaves the object alone");
-        assert!(err.to_string().starts_with("strict decoding error: unknown field \"metadata.labelz\", "));
+        assert!(err
+            .to_string()
+            .starts_with("strict decoding error: unknown field \"metadata.labelz\", "));
 
         let mut o = obj.clone();
         let warnings = validate(&s, &mut o, FieldValidation::Warn).unwrap();
@@ -850,7 +914,10 @@ mod tests {
         assert_eq!(o["spec"]["releaseImage"], "quay.io/x:1");
 
         let mut o = obj.clone();
-        assert_eq!(validate(&s, &mut o, FieldValidation::Ignore).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            validate(&s, &mut o, FieldValidation::Ignore).unwrap(),
+            Vec::<String>::new()
+        );
         assert!(o["spec"].get("releaseImagee").is_none());
     }
 
@@ -887,13 +954,17 @@ mod tests {
         let mut o = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n"},
             "spec": {"replicas": "three", "role": "boss", "note": null, "port": "http"}});
         let err = validate(&s, &mut o, FieldValidation::Strict).unwrap_err();
-        let ValidationError::Invalid(causes) = err else { panic!("{err:?}") };
+        let ValidationError::Invalid(causes) = err else {
+            panic!("{err:?}")
+        };
         assert_eq!(
             causes,
             vec![
                 Cause {
                     reason: "FieldValueTypeInvalid".into(),
-                    message: "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\"".into(),
+                    message:
+                        "Invalid value: \"string\": spec.replicas in body must be of type integer: \"string\""
+                            .into(),
                     field: "spec.replicas".into()
                 },
                 Cause {
@@ -911,18 +982,24 @@ mod tests {
         // null where not nullable; int-or-string rejects a bool
         let mut o = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {},
             "spec": {"releaseImage": null, "port": true}});
-        let ValidationError::Invalid(causes) =
-            validate(&s, &mut o, FieldValidation::Warn).unwrap_err()
+        let ValidationError::Invalid(causes) = validate(&s, &mut o, FieldValidation::Warn).unwrap_err()
         else {
             panic!()
         };
         let msgs: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
         assert!(msgs.contains(&"spec.releaseImage: Invalid value: \"null\": spec.releaseImage in body must be of type string: \"null\"".to_string()), "{msgs:?}");
-        assert!(msgs.iter().any(|m| m.starts_with("spec.port: Invalid value: \"boolean\"")), "{msgs:?}");
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with("spec.port: Invalid value: \"boolean\"")),
+            "{msgs:?}"
+        );
         // a good object passes, port as integer
         let mut o = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {},
             "spec": {"releaseImage": "r", "port": 8080, "replicas": 3, "role": "worker"}});
-        assert_eq!(validate(&s, &mut o, FieldValidation::Strict).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            validate(&s, &mut o, FieldValidation::Strict).unwrap(),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
@@ -933,7 +1010,10 @@ mod tests {
                          "creationTimestamp": "2024-01-01T00:00:00Z"},
             "data": {"k": "v"}, "dataa": {"x": "y"}});
         let err = validate(&s, &mut o, FieldValidation::Strict).unwrap_err();
-        assert_eq!(err, ValidationError::StrictDecoding(vec!["unknown field \"dataa\"".into()]));
+        assert_eq!(
+            err,
+            ValidationError::StrictDecoding(vec!["unknown field \"dataa\"".into()])
+        );
 
         let s = builtin_schema("", "v1", "Pod").unwrap();
         let mut o = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
@@ -955,21 +1035,41 @@ mod tests {
         );
         assert_eq!(
             ok(&cm, "ConfigMap", json!({"metadata": {"labels": {"a": true}}})),
-            Err("json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string".into())
+            Err(
+                "json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"
+                    .into()
+            )
         );
         assert_eq!(
             ok(&cm, "ConfigMap", json!({"data": "x"})),
-            Err("json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string".into())
+            Err(
+                "json: cannot unmarshal string into Go struct field ConfigMap.data of type map[string]string"
+                    .into()
+            )
         );
         assert_eq!(
             ok(&cm, "ConfigMap", json!({"immutable": "yes"})),
             Err("json: cannot unmarshal string into Go struct field ConfigMap.immutable of type bool".into())
         );
-        assert_eq!(ok(&cm, "ConfigMap", json!({"metadata": {"name": "x", "creationTimestamp": null}, "data": {"a": "1"}})), Ok(()));
+        assert_eq!(
+            ok(
+                &cm,
+                "ConfigMap",
+                json!({"metadata": {"name": "x", "creationTimestamp": null}, "data": {"a": "1"}})
+            ),
+            Ok(())
+        );
         let pod = builtin_schema("", "v1", "Pod").unwrap();
         // Quantity and IntOrString take numbers and strings; ints must be whole.
-        assert_eq!(ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}},
-            "ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": "http"}}}]}})), Ok(()));
+        assert_eq!(
+            ok(
+                &pod,
+                "Pod",
+                json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": 1, "memory": "1Gi"}},
+            "ports": [{"containerPort": 80}], "livenessProbe": {"httpGet": {"port": "http"}}}]}})
+            ),
+            Ok(())
+        );
         assert_eq!(
             ok(&pod, "Pod", json!({"spec": {"containers": [{"name": 5}]}})),
             Err("json: cannot unmarshal number into Go struct field Container.spec.containers.name of type string".into())
@@ -978,7 +1078,13 @@ mod tests {
             ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "ports": [{"containerPort": 1.5}]}]}})),
             Err("json: cannot unmarshal number 1.5 into Go struct field ContainerPort.spec.containers.ports.containerPort of type int32".into())
         );
-        assert!(ok(&pod, "Pod", json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": true}}}]}})).unwrap_err().starts_with("quantities must match"));
+        assert!(ok(
+            &pod,
+            "Pod",
+            json!({"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": true}}}]}})
+        )
+        .unwrap_err()
+        .starts_with("quantities must match"));
         let sec = builtin_schema("", "v1", "Secret").unwrap();
         assert_eq!(
             ok(&sec, "Secret", json!({"data": {"a": 1}})),
@@ -995,8 +1101,13 @@ mod tests {
     #[test]
     fn builtin_all_listed_kinds_exist() {
         for (g, k) in [
-            ("", "Namespace"), ("", "ConfigMap"), ("", "Secret"), ("", "Node"), ("", "Pod"),
-            ("", "ServiceAccount"), ("", "Event"),
+            ("", "Namespace"),
+            ("", "ConfigMap"),
+            ("", "Secret"),
+            ("", "Node"),
+            ("", "Pod"),
+            ("", "ServiceAccount"),
+            ("", "Event"),
             ("certificates.k8s.io", "CertificateSigningRequest"),
             ("authorization.k8s.io", "SelfSubjectAccessReview"),
             ("apiextensions.k8s.io", "CustomResourceDefinition"),
@@ -1016,7 +1127,10 @@ mod tests {
                      "signer": "x"},
             "status": {"conditions": [{"type": "Approved", "status": "True", "lastUpdateTime": "2024-01-01T00:00:00Z"}]}});
         let err = validate(&s, &mut o, FieldValidation::Strict).unwrap_err();
-        assert_eq!(err, ValidationError::StrictDecoding(vec!["unknown field \"spec.signer\"".into()]));
+        assert_eq!(
+            err,
+            ValidationError::StrictDecoding(vec!["unknown field \"spec.signer\"".into()])
+        );
 
         let s = builtin_schema("apiextensions.k8s.io", "v1", "CustomResourceDefinition").unwrap();
         let mut o = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -1027,7 +1141,10 @@ mod tests {
                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
                         "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
                                  "properties": {"a": {"type": "array", "items": {"type": "string"}}}}}}}}]}});
-        assert_eq!(validate(&s, &mut o, FieldValidation::Strict).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            validate(&s, &mut o, FieldValidation::Strict).unwrap(),
+            Vec::<String>::new()
+        );
         o["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["typo"] = json!(1);
         let err = validate(&s, &mut o, FieldValidation::Strict).unwrap_err();
         assert_eq!(
@@ -1044,7 +1161,10 @@ mod tests {
         let obj = json!({"apiVersion": "a/v1", "kind": "X", "metadata": {"name": "x", "odd": 1},
                          "spec": {"anything": [1, {"b": 2}]}});
         let mut o = obj.clone();
-        assert_eq!(validate(&s, &mut o, FieldValidation::Strict).unwrap(), Vec::<String>::new());
+        assert_eq!(
+            validate(&s, &mut o, FieldValidation::Strict).unwrap(),
+            Vec::<String>::new()
+        );
         assert_eq!(o, obj);
     }
 
@@ -1064,15 +1184,19 @@ mod tests {
         for rel in ["", "openshift-api"] {
             let Some(dir) = upstream_dir(rel) else { continue };
             any_dir = true;
-            let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .flatten()
+                .map(|e| e.path())
+                .collect();
             files.sort();
             for f in files {
                 if f.extension().and_then(|e| e.to_str()) != Some("yaml") {
                     continue;
                 }
                 let text = std::fs::read_to_string(&f).unwrap();
-                let crd: Value = serde_saphyr::from_str(&text)
-                    .unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+                let crd: Value =
+                    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
                 // The CRD itself must pass the built-in CRD schema strictly.
                 let mut c = crd.clone();
                 let crd_schema =
@@ -1099,11 +1223,14 @@ mod tests {
             return;
         };
         let mut cases: Vec<(&str, Value, &str)> = Vec::new();
-        cases.push(("ClusterImageSet", json!({
+        cases.push((
+            "ClusterImageSet",
+            json!({
             "apiVersion": "hive.openshift.io/v1", "kind": "ClusterImageSet",
             "metadata": {"name": "img4.18.12"},
             "spec": {"releaseImage": "quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64"}}),
-            "releaseImage"));
+            "releaseImage",
+        ));
         cases.push(("InfraEnv", json!({
             "apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
             "metadata": {"name": "day2", "namespace": "agent-day2"},
@@ -1111,12 +1238,15 @@ mod tests {
                      "sshAuthorizedKey": "ssh-ed25519 AAAA", "nmStateConfigLabelSelector": {"matchLabels": {"a": "b"}},
                      "clusterRef": {"name": "c", "namespace": "n"}}}),
             "sshAuthorizedKey"));
-        cases.push(("Agent", json!({
+        cases.push((
+            "Agent",
+            json!({
             "apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
             "metadata": {"name": "a1", "namespace": "n"},
             "spec": {"approved": true, "hostname": "worker-1", "role": "worker",
                      "clusterDeploymentName": {"name": "c", "namespace": "n"}}}),
-            "hostname"));
+            "hostname",
+        ));
         cases.push(("ClusterVersion", json!({
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
             "metadata": {"name": "version"},
@@ -1185,7 +1315,9 @@ mod tests {
         let mut o = json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
             "metadata": {"name": "a"}, "spec": {"approved": "yes"}});
         let err = validate(schema, &mut o, FieldValidation::Warn).unwrap_err();
-        let ValidationError::Invalid(causes) = err else { panic!("{err:?}") };
+        let ValidationError::Invalid(causes) = err else {
+            panic!("{err:?}")
+        };
         assert!(causes.iter().any(|c| c.field == "spec.approved"
             && c.message == "Invalid value: \"string\": spec.approved in body must be of type boolean: \"string\""), "{causes:?}");
         let Some(schema) = crds.get("InfraEnv") else {
@@ -1196,9 +1328,15 @@ mod tests {
             "metadata": {"name": "i"}, "spec": {"pullSecretRef": {"name": "ps"},
             "ipxeScriptType": "Sometimes", "kernelArguments": [{"operation": "prepend", "value": "a"}]}});
         let err = validate(schema, &mut o, FieldValidation::Strict).unwrap_err();
-        let ValidationError::Invalid(causes) = err else { panic!("{err:?}") };
+        let ValidationError::Invalid(causes) = err else {
+            panic!("{err:?}")
+        };
         let msgs: Vec<String> = causes.iter().map(|c| c.to_string()).collect();
         assert!(msgs.contains(&"spec.ipxeScriptType: Unsupported value: \"Sometimes\": supported values: \"\", \"DiscoveryImageAlways\", \"BootOrderControl\"".to_string()), "{msgs:?}");
-        assert!(msgs.iter().any(|m| m.starts_with("spec.kernelArguments[0].operation: Unsupported value: \"prepend\"")), "{msgs:?}");
+        assert!(
+            msgs.iter()
+                .any(|m| m.starts_with("spec.kernelArguments[0].operation: Unsupported value: \"prepend\"")),
+            "{msgs:?}"
+        );
     }
 }

@@ -29,24 +29,65 @@ pub const SERVICE_ENV: &str = "/usr/local/share/assisted-service/assisted-servic
 
 /// Component image roles and the env keys accepted for each (first one preferred).
 pub const IMAGE_KEYS: &[(&str, &[&str])] = &[
-    ("release image", &["RELEASE_IMAGE", "OPENSHIFT_INSTALL_RELEASE_IMAGE"]),
-    ("assisted-service API server image", &["SERVICE_IMAGE", "ASSISTED_SERVICE_IMAGE"]),
+    (
+        "release image",
+        &["RELEASE_IMAGE", "OPENSHIFT_INSTALL_RELEASE_IMAGE"],
+    ),
+    (
+        "assisted-service API server image",
+        &["SERVICE_IMAGE", "ASSISTED_SERVICE_IMAGE"],
+    ),
     ("node agent image", &["AGENT_DOCKER_IMAGE", "AGENT_IMAGE"]),
     ("installer (orchestrator) image", &["INSTALLER_IMAGE"]),
-    ("agent-installer-utils image", &["AGENT_INSTALLER_UTILS_IMAGE", "UTILS_IMAGE"]),
+    (
+        "agent-installer-utils image",
+        &["AGENT_INSTALLER_UTILS_IMAGE", "UTILS_IMAGE"],
+    ),
 ];
 
 /// Units by role: (name, role, units it must be ordered `After=`, required always).
 /// `pre-network-manager-config.service` is required only when the image carries network config.
 pub const UNITS: &[(&str, &str, &[&str])] = &[
-    ("assisted-service.service", "local assisted-service (pod, database, service on :8090)", &[]),
-    ("agent-import-cluster.service", "import the cluster (POST /v2/clusters/import)", &["assisted-service.service"]),
-    ("agent-register-infraenv.service", "register the InfraEnv", &["agent-import-cluster.service"]),
-    ("agent.service", "discovery agent (registers the host, pre-flight validations)", &["agent-register-infraenv.service"]),
-    ("apply-host-config.service", "apply host config (root device, role, by MAC)", &["agent-register-infraenv.service"]),
-    ("set-hostname.service", "set the hostname from /etc/assisted/hostnames", &[]),
-    ("agent-add-node.service", "add the node (install when known)", &["agent.service", "apply-host-config.service"]),
-    ("agent-auth-token-status.service", "console message when the auth token has expired", &[]),
+    (
+        "assisted-service.service",
+        "local assisted-service (pod, database, service on :8090)",
+        &[],
+    ),
+    (
+        "agent-import-cluster.service",
+        "import the cluster (POST /v2/clusters/import)",
+        &["assisted-service.service"],
+    ),
+    (
+        "agent-register-infraenv.service",
+        "register the InfraEnv",
+        &["agent-import-cluster.service"],
+    ),
+    (
+        "agent.service",
+        "discovery agent (registers the host, pre-flight validations)",
+        &["agent-register-infraenv.service"],
+    ),
+    (
+        "apply-host-config.service",
+        "apply host config (root device, role, by MAC)",
+        &["agent-register-infraenv.service"],
+    ),
+    (
+        "set-hostname.service",
+        "set the hostname from /etc/assisted/hostnames",
+        &[],
+    ),
+    (
+        "agent-add-node.service",
+        "add the node (install when known)",
+        &["agent.service", "apply-host-config.service"],
+    ),
+    (
+        "agent-auth-token-status.service",
+        "console message when the auth token has expired",
+        &[],
+    ),
 ];
 
 /// One host of the image, found by MAC.
@@ -111,14 +152,21 @@ fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 
 /// A plausible image pull spec: a registry path with a tag or digest.
 fn is_pull_spec(s: &str) -> bool {
-    s.contains('/') && (s.contains("@sha256:") || s.rsplit('/').next().is_some_and(|last| last.contains(':')))
+    s.contains('/')
+        && (s.contains("@sha256:") || s.rsplit('/').next().is_some_and(|last| last.contains(':')))
         && !s.chars().any(char::is_whitespace)
 }
 
 /// Checks `cfg` against the node contract. `macs` are the MACs of the machines that boot it
 /// (`--node MAC=IP`): each must find its host. Returns the facts, or every problem found.
 pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
-    let mut c = Check { problems: cfg.problems.iter().map(|p| format!("node contract: {p}")).collect() };
+    let mut c = Check {
+        problems: cfg
+            .problems
+            .iter()
+            .map(|p| format!("node contract: {p}"))
+            .collect(),
+    };
     let mut f = Facts::default();
 
     // --- Cluster identity and mode.
@@ -158,7 +206,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     }
     const RENDEZVOUS: &str = "/etc/assisted/rendezvous-host.env";
     match cfg.text(RENDEZVOUS) {
-        None => c.miss(format!("{RENDEZVOUS} is missing (NODE_ZERO_IP, SERVICE_BASE_URL, IMAGE_SERVICE_BASE_URL, WORKFLOW_TYPE)")),
+        None => c.miss(format!(
+            "{RENDEZVOUS} is missing (NODE_ZERO_IP, SERVICE_BASE_URL, IMAGE_SERVICE_BASE_URL, WORKFLOW_TYPE)"
+        )),
         Some(t) => {
             let env = env_file(&t);
             let want = [
@@ -171,7 +221,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 match (env.get(key), value) {
                     (None, _) => c.miss(format!("{RENDEZVOUS} lacks {key}")),
                     (Some(v), _) if v.is_empty() => c.miss(format!("{RENDEZVOUS} lacks {key}")),
-                    (Some(v), Some(w)) if v != w => c.miss(format!("{RENDEZVOUS} {key} is {v:?}, expected {w:?}")),
+                    (Some(v), Some(w)) if v != w => {
+                        c.miss(format!("{RENDEZVOUS} {key} is {v:?}, expected {w:?}"))
+                    }
                     _ => {}
                 }
             }
@@ -190,7 +242,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     }
     const ENDPOINT: &str = "/etc/assisted/clusterconfig/worker-ignition-endpoint.json";
     match cfg.files.get(ENDPOINT) {
-        None => c.miss(format!("{ENDPOINT} is missing (the worker pool's MCS URL and CA)")),
+        None => c.miss(format!(
+            "{ENDPOINT} is missing (the worker pool's MCS URL and CA)"
+        )),
         Some(b) => match serde_json::from_slice::<Value>(b) {
             Err(e) => c.miss(format!("{ENDPOINT} is not JSON: {e}")),
             Ok(v) => {
@@ -222,10 +276,14 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                     vec![]
                 }
                 Ok(docs) => {
-                    let (good, bad): (Vec<_>, Vec<_>) =
-                        docs.into_iter().partition(|d| d.get("kind").and_then(|k| k.as_str()) == Some(kind));
+                    let (good, bad): (Vec<_>, Vec<_>) = docs
+                        .into_iter()
+                        .partition(|d| d.get("kind").and_then(|k| k.as_str()) == Some(kind));
                     for d in bad {
-                        c.miss(format!("{path} holds a {:?}, expected only {kind}", d.get("kind")));
+                        c.miss(format!(
+                            "{path} holds a {:?}, expected only {kind}",
+                            d.get("kind")
+                        ));
                     }
                     if good.is_empty() {
                         c.miss(format!("{path} holds no {kind}"));
@@ -253,10 +311,16 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     let mut pull_secret_name = None;
     for d in manifest(&mut c, "pull-secret.yaml", "Secret") {
         pull_secret_name = str_at(&d, "/metadata/name").map(String::from);
-        let data = d.pointer("/data/.dockerconfigjson").and_then(|s| s.as_str()).map(|s| {
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD.decode(s).ok().map(|b| String::from_utf8_lossy(&b).into_owned())
-        });
+        let data = d
+            .pointer("/data/.dockerconfigjson")
+            .and_then(|s| s.as_str())
+            .map(|s| {
+                use base64::Engine;
+                base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .ok()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+            });
         let text = match data {
             Some(Some(t)) => Some(t),
             Some(None) => {
@@ -266,9 +330,15 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             None => str_at(&d, "/stringData/.dockerconfigjson").map(String::from),
         };
         match text {
-            None => c.miss("/etc/assisted/manifests/pull-secret.yaml lacks .dockerconfigjson (data or stringData)"),
+            None => c.miss(
+                "/etc/assisted/manifests/pull-secret.yaml lacks .dockerconfigjson (data or stringData)",
+            ),
             Some(t) => {
-                if serde_json::from_str::<Value>(&t).ok().and_then(|v| v.get("auths").cloned()).is_none() {
+                if serde_json::from_str::<Value>(&t)
+                    .ok()
+                    .and_then(|v| v.get("auths").cloned())
+                    .is_none()
+                {
                     c.miss("/etc/assisted/manifests/pull-secret.yaml .dockerconfigjson is not a JSON object with auths");
                 }
             }
@@ -287,24 +357,38 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             None => c.miss(format!("{p} lacks spec.pullSecretRef.name")),
             Some(n) => {
                 if pull_secret_name.as_deref().is_some_and(|s| s != n) {
-                    c.miss(format!("{p} spec.pullSecretRef.name {n:?} is not the Secret in pull-secret.yaml ({:?})", pull_secret_name.as_deref().unwrap_or("")));
+                    c.miss(format!(
+                        "{p} spec.pullSecretRef.name {n:?} is not the Secret in pull-secret.yaml ({:?})",
+                        pull_secret_name.as_deref().unwrap_or("")
+                    ));
                 }
             }
         }
         if str_at(&d, "/spec/sshAuthorizedKey").is_none() {
             c.miss(format!("{p} lacks spec.sshAuthorizedKey"));
         }
-        selector = d.pointer("/spec/nmStateConfigLabelSelector/matchLabels").and_then(|m| m.as_object()).cloned();
+        selector = d
+            .pointer("/spec/nmStateConfigLabelSelector/matchLabels")
+            .and_then(|m| m.as_object())
+            .cloned();
         if has_nmstate && selector.as_ref().is_none_or(|s| s.is_empty()) {
-            c.miss(format!("{p} lacks spec.nmStateConfigLabelSelector.matchLabels (nmstateconfig.yaml is present)"));
+            c.miss(format!(
+                "{p} lacks spec.nmStateConfigLabelSelector.matchLabels (nmstateconfig.yaml is present)"
+            ));
         }
     }
     if has_nmstate {
         for d in manifest(&mut c, "nmstateconfig.yaml", "NMStateConfig") {
             let name = str_at(&d, "/metadata/name").unwrap_or("?").to_string();
             let ifaces = d.pointer("/spec/interfaces").and_then(|i| i.as_array());
-            if ifaces.is_none_or(|i| i.is_empty() || i.iter().any(|x| str_at(x, "/macAddress").is_none() || str_at(x, "/name").is_none())) {
-                c.miss(format!("{nmstate_path} NMStateConfig {name} lacks spec.interfaces[] with name and macAddress"));
+            if ifaces.is_none_or(|i| {
+                i.is_empty()
+                    || i.iter()
+                        .any(|x| str_at(x, "/macAddress").is_none() || str_at(x, "/name").is_none())
+            }) {
+                c.miss(format!(
+                    "{nmstate_path} NMStateConfig {name} lacks spec.interfaces[] with name and macAddress"
+                ));
             }
             if d.pointer("/spec/config").is_none_or(|v| v.is_null()) {
                 c.miss(format!("{nmstate_path} NMStateConfig {name} lacks spec.config"));
@@ -313,7 +397,10 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 let labels = d.pointer("/metadata/labels").and_then(|l| l.as_object());
                 for (k, v) in sel {
                     if labels.and_then(|l| l.get(k)) != Some(v) {
-                        c.miss(format!("{nmstate_path} NMStateConfig {name} lacks label {k}={} of the InfraEnv selector", v.as_str().unwrap_or("?")));
+                        c.miss(format!(
+                            "{nmstate_path} NMStateConfig {name} lacks label {k}={} of the InfraEnv selector",
+                            v.as_str().unwrap_or("?")
+                        ));
                     }
                 }
             }
@@ -326,7 +413,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     // --- Hosts.
     let mut host_dirs: BTreeSet<String> = BTreeSet::new();
     for (p, _) in cfg.under("/etc/assisted/hostconfig/") {
-        if let Some(h) = p.trim_start_matches("/etc/assisted/hostconfig/").split('/').next() {
+        if let Some(h) = p
+            .trim_start_matches("/etc/assisted/hostconfig/")
+            .split('/')
+            .next()
+        {
             host_dirs.insert(h.to_string());
         }
     }
@@ -354,19 +445,33 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             Some("worker") => {}
             Some(r) => c.miss(format!("{base}/role is {r:?}; day-2 hosts are workers")),
         }
-        f.hosts.insert(h.clone(), HostFacts { hostname: h.clone(), role: role.unwrap_or_default(), macs });
+        f.hosts.insert(
+            h.clone(),
+            HostFacts {
+                hostname: h.clone(),
+                role: role.unwrap_or_default(),
+                macs,
+            },
+        );
     }
     for (p, d) in cfg.under("/etc/assisted/hostnames/") {
-        let mac = p.trim_start_matches("/etc/assisted/hostnames/").to_ascii_lowercase();
-        f.hostnames.insert(mac, String::from_utf8_lossy(d).trim().to_string());
+        let mac = p
+            .trim_start_matches("/etc/assisted/hostnames/")
+            .to_ascii_lowercase();
+        f.hostnames
+            .insert(mac, String::from_utf8_lossy(d).trim().to_string());
     }
     for host in f.hosts.values() {
         for mac in &host.macs {
             match f.hostnames.get(mac) {
-                None => c.miss(format!("/etc/assisted/hostnames/{mac} is missing (host {})", host.hostname)),
-                Some(n) if n != &host.hostname => {
-                    c.miss(format!("/etc/assisted/hostnames/{mac} says {n:?}, but hostconfig says {}", host.hostname))
-                }
+                None => c.miss(format!(
+                    "/etc/assisted/hostnames/{mac} is missing (host {})",
+                    host.hostname
+                )),
+                Some(n) if n != &host.hostname => c.miss(format!(
+                    "/etc/assisted/hostnames/{mac} says {n:?}, but hostconfig says {}",
+                    host.hostname
+                )),
                 _ => {}
             }
         }
@@ -439,17 +544,24 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     }
     let mut env_all: BTreeMap<String, String> = BTreeMap::new();
     for (p, d) in cfg.files.iter() {
-        if p.ends_with(".env") && (p.starts_with("/usr/local/share/assisted-service/") || p.starts_with("/etc/assisted/")) {
+        if p.ends_with(".env")
+            && (p.starts_with("/usr/local/share/assisted-service/") || p.starts_with("/etc/assisted/"))
+        {
             env_all.extend(env_file(&String::from_utf8_lossy(d)));
         }
     }
     for (role, keys) in IMAGE_KEYS {
-        match keys.iter().find_map(|k| env_all.get(*k).filter(|v| !v.is_empty()).map(|v| (k, v))) {
+        match keys
+            .iter()
+            .find_map(|k| env_all.get(*k).filter(|v| !v.is_empty()).map(|v| (k, v)))
+        {
             None => c.miss(format!(
                 "no *.env under /usr/local/share/assisted-service/ or /etc/assisted/ sets {} ({role})",
                 keys.join(" or ")
             )),
-            Some((k, v)) if !is_pull_spec(v) => c.miss(format!("{k}={v:?} ({role}) is not an image pull spec")),
+            Some((k, v)) if !is_pull_spec(v) => {
+                c.miss(format!("{k}={v:?} ({role}) is not an image pull spec"))
+            }
             Some(_) => {}
         }
     }
@@ -457,7 +569,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     match cfg.files.get(PODMAN_AUTH) {
         None => c.miss(format!("{PODMAN_AUTH} is missing (the pull secret for podman)")),
         Some(b) => {
-            if serde_json::from_slice::<Value>(b).ok().and_then(|v| v.get("auths").cloned()).is_none() {
+            if serde_json::from_slice::<Value>(b)
+                .ok()
+                .and_then(|v| v.get("auths").cloned())
+                .is_none()
+            {
                 c.miss(format!("{PODMAN_AUTH} is not a JSON object with auths"));
             }
         }
@@ -466,7 +582,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     // --- Units.
     let mut units: Vec<(&str, &str, &[&str])> = UNITS.to_vec();
     if has_nmstate {
-        units.push(("pre-network-manager-config.service", "apply network config before NetworkManager", &[]));
+        units.push((
+            "pre-network-manager-config.service",
+            "apply network config before NetworkManager",
+            &[],
+        ));
     }
     for (name, role, after) in units {
         match cfg.units.get(name) {
@@ -475,7 +595,8 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 if u.mask {
                     c.miss(format!("systemd unit {name} is masked ({role})"));
                 }
-                let wanted = u.enabled == Some(true) || !unit_directive(&u.text, "WantedBy").is_empty() && u.enabled != Some(false);
+                let wanted = u.enabled == Some(true)
+                    || !unit_directive(&u.text, "WantedBy").is_empty() && u.enabled != Some(false);
                 if !wanted {
                     c.miss(format!("systemd unit {name} is not enabled ({role})"));
                 }
@@ -485,8 +606,14 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                         c.miss(format!("systemd unit {name} is not ordered After={dep}"));
                     }
                 }
-                if name == "pre-network-manager-config.service" && !unit_directive(&u.text, "Before").iter().any(|b| b == "NetworkManager.service") {
-                    c.miss(format!("systemd unit {name} is not ordered Before=NetworkManager.service"));
+                if name == "pre-network-manager-config.service"
+                    && !unit_directive(&u.text, "Before")
+                        .iter()
+                        .any(|b| b == "NetworkManager.service")
+                {
+                    c.miss(format!(
+                        "systemd unit {name} is not ordered Before=NetworkManager.service"
+                    ));
                 }
             }
         }
@@ -503,7 +630,10 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
 fn version_from(cis: &Value, release: &str) -> String {
     let pick = |s: &str| -> Option<String> {
         let start = s.find(|ch: char| ch.is_ascii_digit())?;
-        let v: String = s[start..].chars().take_while(|ch| ch.is_ascii_digit() || *ch == '.').collect();
+        let v: String = s[start..]
+            .chars()
+            .take_while(|ch| ch.is_ascii_digit() || *ch == '.')
+            .collect();
         (v.split('.').count() >= 2).then(|| v.trim_end_matches('.').to_string())
     };
     str_at(cis, "/metadata/name")
@@ -516,5 +646,8 @@ fn version_from(cis: &Value, release: &str) -> String {
 pub fn is_uuid(s: &str) -> bool {
     let parts: Vec<&str> = s.split('-').collect();
     parts.len() == 5
-        && parts.iter().zip([8, 4, 4, 4, 12]).all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
+        && parts
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(p, n)| p.len() == n && p.chars().all(|c| c.is_ascii_hexdigit()))
 }

@@ -16,7 +16,8 @@ fn pad4(n: usize) -> usize {
 }
 
 fn hex_field(h: &[u8], i: usize) -> Result<u32, String> {
-    let s = std::str::from_utf8(&h[6 + i * 8..6 + (i + 1) * 8]).map_err(|_| format!("header field {i} is not ASCII"))?;
+    let s = std::str::from_utf8(&h[6 + i * 8..6 + (i + 1) * 8])
+        .map_err(|_| format!("header field {i} is not ASCII"))?;
     u32::from_str_radix(s, 16).map_err(|_| format!("header field {i} {s:?} is not hex"))
 }
 
@@ -34,11 +35,16 @@ fn parse_one(buf: &[u8]) -> Result<(Vec<Member<'_>>, usize), String> {
     let mut members = Vec::new();
     loop {
         if buf.len() < pos + HEADER {
-            return Err(format!("truncated header at byte {pos} (archive has no {TRAILER})"));
+            return Err(format!(
+                "truncated header at byte {pos} (archive has no {TRAILER})"
+            ));
         }
         let h = &buf[pos..pos + HEADER];
         if &h[..6] != b"070701" && &h[..6] != b"070702" {
-            return Err(format!("bad magic {:?} at byte {pos}", String::from_utf8_lossy(&h[..6])));
+            return Err(format!(
+                "bad magic {:?} at byte {pos}",
+                String::from_utf8_lossy(&h[..6])
+            ));
         }
         let mode = hex_field(h, 1)?;
         let filesize = hex_field(h, 6)? as usize;
@@ -52,17 +58,24 @@ fn parse_one(buf: &[u8]) -> Result<(Vec<Member<'_>>, usize), String> {
             return Err(format!("truncated name at byte {name_start}"));
         }
         let raw = &buf[name_start..name_end - 1];
-        let name = String::from_utf8(raw.to_vec()).map_err(|_| format!("name at byte {name_start} is not UTF-8"))?;
+        let name =
+            String::from_utf8(raw.to_vec()).map_err(|_| format!("name at byte {name_start} is not UTF-8"))?;
         let data_start = pos + pad4(HEADER + namesize);
         let data_end = data_start + filesize;
         if buf.len() < data_end {
-            return Err(format!("member {name:?} data truncated ({filesize} bytes at byte {data_start})"));
+            return Err(format!(
+                "member {name:?} data truncated ({filesize} bytes at byte {data_start})"
+            ));
         }
         pos = pad4(data_end).min(buf.len());
         if name == TRAILER {
             return Ok((members, pos));
         }
-        members.push(Member { name, mode, data: &buf[data_start..data_end] });
+        members.push(Member {
+            name,
+            mode,
+            data: &buf[data_start..data_end],
+        });
     }
 }
 
@@ -110,7 +123,19 @@ pub fn write(files: &[(&str, &[u8])]) -> Vec<u8> {
     let mut entry = |out: &mut Vec<u8>, name: &str, mode: u32, data: &[u8]| {
         let header = format!(
             "070701{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}{:08x}",
-            ino, mode, 0, 0, 1, 0, data.len(), 0, 0, 0, 0, name.len() + 1, 0
+            ino,
+            mode,
+            0,
+            0,
+            1,
+            0,
+            data.len(),
+            0,
+            0,
+            0,
+            0,
+            name.len() + 1,
+            0
         );
         ino += 1;
         out.extend_from_slice(header.as_bytes());
@@ -137,7 +162,10 @@ mod tests {
 
     #[test]
     fn round_trip_and_length() {
-        let a = write(&[("config.ign", b"{\"x\":1}".as_slice()), ("./etc/hostname", b"w0\n")]);
+        let a = write(&[
+            ("config.ign", b"{\"x\":1}".as_slice()),
+            ("./etc/hostname", b"w0\n"),
+        ]);
         assert_eq!(a.len() % 4, 0);
         assert_eq!(archive_len(&a).unwrap(), a.len());
         let m = read_all(&a).unwrap();

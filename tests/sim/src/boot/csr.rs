@@ -39,7 +39,9 @@ pub fn serving(node: &str, hostname: &str, ips: &[IpAddr]) -> Result<Request, rc
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::default();
     params.distinguished_name = subject(node);
-    params.subject_alt_names.push(SanType::DnsName(hostname.try_into()?));
+    params
+        .subject_alt_names
+        .push(SanType::DnsName(hostname.try_into()?));
     for ip in ips {
         params.subject_alt_names.push(SanType::IpAddress(*ip));
     }
@@ -66,8 +68,14 @@ mod tests {
         assert!(rest.is_empty());
         csr.verify_signature().unwrap();
         let s = &csr.certification_request_info.subject;
-        let cns: Vec<_> = s.iter_common_name().map(|c| c.as_str().unwrap().to_string()).collect();
-        let os: Vec<_> = s.iter_organization().map(|c| c.as_str().unwrap().to_string()).collect();
+        let cns: Vec<_> = s
+            .iter_common_name()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
+        let os: Vec<_> = s
+            .iter_organization()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
         assert_eq!(cns, vec!["system:node:worker-0"]);
         assert_eq!(os, vec!["system:nodes"]);
         assert_eq!(s.iter().count(), 2);
@@ -76,7 +84,10 @@ mod tests {
         // Not even an empty extensionRequest attribute: Go's x509.CreateCertificateRequest
         // writes none when there are no extensions, and approve refuses one.
         assert_eq!(csr.certification_request_info.iter_attributes().count(), 0);
-        assert_eq!(csr.signature_algorithm.algorithm.to_id_string(), "1.2.840.10045.4.3.2");
+        assert_eq!(
+            csr.signature_algorithm.algorithm.to_id_string(),
+            "1.2.840.10045.4.3.2"
+        );
     }
 
     #[test]

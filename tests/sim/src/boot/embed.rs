@@ -59,9 +59,8 @@ pub fn find_area<R: Read + Seek>(iso: &mut R) -> Result<EmbedArea, EmbedError> {
         Some(entry) => {
             let bytes = agent_day2_iso9660::read_entry(iso, &entry)
                 .map_err(|e| EmbedError::Iso(format!("reading coreos/igninfo.json: {e}")))?;
-            let v: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
-                EmbedError::Iso(format!("coreos/igninfo.json is not JSON: {e}"))
-            })?;
+            let v: serde_json::Value = serde_json::from_slice(&bytes)
+                .map_err(|e| EmbedError::Iso(format!("coreos/igninfo.json is not JSON: {e}")))?;
             let file = v
                 .get("file")
                 .and_then(|f| f.as_str())
@@ -93,12 +92,19 @@ pub fn find_area<R: Read + Seek>(iso: &mut R) -> Result<EmbedArea, EmbedError> {
             entry.size
         )));
     }
-    Ok(EmbedArea { path: file, offset: entry.offset + off_in_file, len })
+    Ok(EmbedArea {
+        path: file,
+        offset: entry.offset + off_in_file,
+        len,
+    })
 }
 
 /// Reads the embed area's bytes.
 pub fn read_area<R: Read + Seek>(iso: &mut R, area: &EmbedArea) -> Result<Vec<u8>, EmbedError> {
-    let io = |source| EmbedError::Io { path: area.path.clone(), source };
+    let io = |source| EmbedError::Io {
+        path: area.path.clone(),
+        source,
+    };
     iso.seek(SeekFrom::Start(area.offset)).map_err(io)?;
     let mut buf = vec![0u8; area.len as usize];
     iso.read_exact(&mut buf).map_err(io)?;
@@ -112,7 +118,10 @@ pub fn read_area<R: Read + Seek>(iso: &mut R, area: &EmbedArea) -> Result<Vec<u8
 /// Errors: an all-zero area ([`EmbedError::Empty`] is for the caller to build: this returns an
 /// empty map), an unknown compression, a truncated or corrupt archive.
 pub fn unpack_archives(area: &[u8], what: &str) -> Result<BTreeMap<String, Vec<u8>>, EmbedError> {
-    let corrupt = |reason: String| EmbedError::Corrupt { path: what.to_string(), reason };
+    let corrupt = |reason: String| EmbedError::Corrupt {
+        path: what.to_string(),
+        reason,
+    };
     let mut out = BTreeMap::new();
     let mut pos = 0usize;
     loop {
@@ -170,8 +179,14 @@ fn xz_stream(buf: &[u8]) -> Result<(Vec<u8>, usize), String> {
     match buf[7] & 0x0f {
         0x00 | 0x01 => {}
         0x04 => return Err("the stream uses check CRC64; the kernel needs CRC32 (xz --check=crc32)".into()),
-        0x0a => return Err("the stream uses check SHA-256; the kernel needs CRC32 (xz --check=crc32)".into()),
-        other => return Err(format!("the stream uses check type {other:#x}; the kernel needs CRC32 (xz --check=crc32)")),
+        0x0a => {
+            return Err("the stream uses check SHA-256; the kernel needs CRC32 (xz --check=crc32)".into())
+        }
+        other => {
+            return Err(format!(
+                "the stream uses check type {other:#x}; the kernel needs CRC32 (xz --check=crc32)"
+            ))
+        }
     }
     let mut last_err = "no stream footer found (truncated?)".to_string();
     let mut end = 24;
@@ -196,7 +211,11 @@ pub fn read_ignition<R: Read + Seek>(iso: &mut R) -> Result<(Vec<u8>, EmbedArea)
     let area = find_area(iso)?;
     let bytes = read_area(iso, &area)?;
     if bytes.iter().all(|b| *b == 0) {
-        return Err(EmbedError::Empty { path: area.path.clone(), offset: area.offset, len: area.len });
+        return Err(EmbedError::Empty {
+            path: area.path.clone(),
+            offset: area.offset,
+            len: area.len,
+        });
     }
     let members = unpack_archives(&bytes, &area.path)?;
     match members.get("config.ign") {
@@ -262,7 +281,11 @@ mod tests {
     #[test]
     fn lzma_rs_stream_without_check_is_read() {
         let mut out = Vec::new();
-        lzma_rs::xz_compress(&mut std::io::Cursor::new(cpio::write(&[("config.ign", b"{}".as_slice())])), &mut out).unwrap();
+        lzma_rs::xz_compress(
+            &mut std::io::Cursor::new(cpio::write(&[("config.ign", b"{}".as_slice())])),
+            &mut out,
+        )
+        .unwrap();
         out.extend_from_slice(&[0u8; 64]);
         assert_eq!(unpack_archives(&out, "x").unwrap()["config.ign"], b"{}");
     }
@@ -293,7 +316,9 @@ mod tests {
     fn garbage_is_refused_with_offset() {
         let mut area = vec![0u8; 8];
         area.extend_from_slice(b"hello world");
-        let e = unpack_archives(&area, "images/ignition.img").unwrap_err().to_string();
+        let e = unpack_archives(&area, "images/ignition.img")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("area byte 8"), "{e}");
         assert!(e.contains("expected gzip, xz or newc cpio"), "{e}");
     }

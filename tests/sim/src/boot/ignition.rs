@@ -38,19 +38,27 @@ pub struct Config {
 impl Config {
     /// The file's contents as text (lossy), if the config has it.
     pub fn text(&self, path: &str) -> Option<String> {
-        self.files.get(path).map(|b| String::from_utf8_lossy(b).into_owned())
+        self.files
+            .get(path)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
     }
 
     /// Files whose path starts with `prefix`.
     pub fn under<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = (&'a String, &'a Vec<u8>)> + 'a {
-        self.files.range(prefix.to_string()..).take_while(move |(k, _)| k.starts_with(prefix))
+        self.files
+            .range(prefix.to_string()..)
+            .take_while(move |(k, _)| k.starts_with(prefix))
     }
 }
 
 /// Decodes an RFC 2397 data URL (`data:[<mediatype>][;base64],<data>`).
 pub fn decode_data_url(url: &str) -> Result<Vec<u8>, String> {
-    let rest = url.strip_prefix("data:").ok_or_else(|| "not a data: URL".to_string())?;
-    let (meta, data) = rest.split_once(',').ok_or_else(|| "data URL has no ','".to_string())?;
+    let rest = url
+        .strip_prefix("data:")
+        .ok_or_else(|| "not a data: URL".to_string())?;
+    let (meta, data) = rest
+        .split_once(',')
+        .ok_or_else(|| "data URL has no ','".to_string())?;
     let raw: Vec<u8> = percent_encoding::percent_decode_str(data).collect();
     if meta.split(';').any(|p| p.eq_ignore_ascii_case("base64")) {
         use base64::Engine;
@@ -112,10 +120,20 @@ pub fn parse(bytes: &[u8]) -> Result<Config, String> {
         .ok_or_else(|| "config.ign lacks ignition.version".to_string())?
         .to_string();
     if !version.starts_with("3.") {
-        return Err(format!("config.ign has ignition.version {version:?}; the live ISO's Ignition reads 3.x"));
+        return Err(format!(
+            "config.ign has ignition.version {version:?}; the live ISO's Ignition reads 3.x"
+        ));
     }
-    let mut cfg = Config { version, ..Default::default() };
-    for f in v.pointer("/storage/files").and_then(|f| f.as_array()).into_iter().flatten() {
+    let mut cfg = Config {
+        version,
+        ..Default::default()
+    };
+    for f in v
+        .pointer("/storage/files")
+        .and_then(|f| f.as_array())
+        .into_iter()
+        .flatten()
+    {
         let Some(path) = f.get("path").and_then(|p| p.as_str()) else {
             cfg.problems.push("storage.files entry without path".into());
             continue;
@@ -134,9 +152,20 @@ pub fn parse(bytes: &[u8]) -> Result<Config, String> {
         }
         cfg.files.insert(path.to_string(), data);
     }
-    for u in v.pointer("/systemd/units").and_then(|u| u.as_array()).into_iter().flatten() {
-        let Some(name) = u.get("name").and_then(|n| n.as_str()) else { continue };
-        let mut text = u.get("contents").and_then(|c| c.as_str()).unwrap_or("").to_string();
+    for u in v
+        .pointer("/systemd/units")
+        .and_then(|u| u.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = u.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
+        let mut text = u
+            .get("contents")
+            .and_then(|c| c.as_str())
+            .unwrap_or("")
+            .to_string();
         for d in u.get("dropins").and_then(|d| d.as_array()).into_iter().flatten() {
             text.push('\n');
             text.push_str(d.get("contents").and_then(|c| c.as_str()).unwrap_or(""));
@@ -162,10 +191,22 @@ pub fn parse(bytes: &[u8]) -> Result<Config, String> {
         })
         .collect();
     for (name, text) in written {
-        cfg.units.entry(name.clone()).or_insert(Unit { name, enabled: None, mask: false, text });
+        cfg.units.entry(name.clone()).or_insert(Unit {
+            name,
+            enabled: None,
+            mask: false,
+            text,
+        });
     }
-    for u in v.pointer("/passwd/users").and_then(|u| u.as_array()).into_iter().flatten() {
-        let Some(name) = u.get("name").and_then(|n| n.as_str()) else { continue };
+    for u in v
+        .pointer("/passwd/users")
+        .and_then(|u| u.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = u.get("name").and_then(|n| n.as_str()) else {
+            continue;
+        };
         let keys = u
             .get("sshAuthorizedKeys")
             .and_then(|k| k.as_array())
@@ -220,7 +261,10 @@ mod tests {
     #[test]
     fn data_urls() {
         assert_eq!(decode_data_url("data:,a%20b").unwrap(), b"a b");
-        assert_eq!(decode_data_url("data:text/plain;charset=utf-8;base64,aGk=").unwrap(), b"hi");
+        assert_eq!(
+            decode_data_url("data:text/plain;charset=utf-8;base64,aGk=").unwrap(),
+            b"hi"
+        );
         assert!(decode_data_url("https://x/y").is_err());
     }
 
@@ -246,10 +290,20 @@ mod tests {
         assert_eq!(c.files["/a"], b"xy");
         assert_eq!(c.files["/b"], b"zipped");
         assert!(!c.files.contains_key("/c"));
-        assert!(c.problems[0].contains("/c: contents come from a https: URL"), "{:?}", c.problems);
+        assert!(
+            c.problems[0].contains("/c: contents come from a https: URL"),
+            "{:?}",
+            c.problems
+        );
         assert_eq!(c.ssh_keys["core"], vec!["ssh-ed25519 AAAA k"]);
-        assert_eq!(unit_directive(&c.units["u.service"].text, "After"), vec!["x.service", "y.service"]);
-        assert_eq!(unit_directive(&c.units["w.service"].text, "After"), vec!["a.service", "b.service"]);
+        assert_eq!(
+            unit_directive(&c.units["u.service"].text, "After"),
+            vec!["x.service", "y.service"]
+        );
+        assert_eq!(
+            unit_directive(&c.units["w.service"].text, "After"),
+            vec!["a.service", "b.service"]
+        );
         assert_eq!(c.units["u.service"].enabled, Some(true));
     }
 

@@ -30,14 +30,24 @@ pub fn public_key(pem_or_b64: &str) -> Result<Vec<u8>, String> {
     if body.is_empty() {
         return Err("holds no -----BEGIN PUBLIC KEY----- block".into());
     }
-    let der = STANDARD.decode(body).map_err(|e| format!("PEM body is not base64: {e}"))?;
+    let der = STANDARD
+        .decode(body)
+        .map_err(|e| format!("PEM body is not base64: {e}"))?;
     let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(&der)
         .map_err(|e| format!("not a SubjectPublicKeyInfo: {e}"))?;
     // id-ecPublicKey with prime256v1.
     if spki.algorithm.algorithm.to_id_string() != "1.2.840.10045.2.1" {
-        return Err(format!("key algorithm {} is not EC", spki.algorithm.algorithm.to_id_string()));
+        return Err(format!(
+            "key algorithm {} is not EC",
+            spki.algorithm.algorithm.to_id_string()
+        ));
     }
-    let curve = spki.algorithm.parameters.as_ref().and_then(|p| p.as_oid().ok()).map(|o| o.to_id_string());
+    let curve = spki
+        .algorithm
+        .parameters
+        .as_ref()
+        .and_then(|p| p.as_oid().ok())
+        .map(|o| o.to_id_string());
     if curve.as_deref() != Some("1.2.840.10045.3.1.7") {
         return Err(format!("EC curve {curve:?} is not P-256 (ES256 needs P-256)"));
     }
@@ -57,9 +67,14 @@ pub fn verify(token: &str, key: &[u8]) -> Result<Map<String, Value>, String> {
         .and_then(|b| serde_json::from_slice(&b).ok())
         .ok_or("JWT header is not base64url JSON")?;
     if header.get("alg").and_then(|a| a.as_str()) != Some("ES256") {
-        return Err(format!("JWT alg is {:?}; assisted-service accepts only ES256", header.get("alg")));
+        return Err(format!(
+            "JWT alg is {:?}; assisted-service accepts only ES256",
+            header.get("alg")
+        ));
     }
-    let sig = URL_SAFE_NO_PAD.decode(parts[2]).map_err(|_| "JWT signature is not base64url")?;
+    let sig = URL_SAFE_NO_PAD
+        .decode(parts[2])
+        .map_err(|_| "JWT signature is not base64url")?;
     let msg = format!("{}.{}", parts[0], parts[1]);
     ring::signature::UnparsedPublicKey::new(&ring::signature::ECDSA_P256_SHA256_FIXED, key)
         .verify(msg.as_bytes(), &sig)
@@ -82,12 +97,18 @@ pub fn expiry(token: &str) -> Option<i64> {
 /// Signs `claims` with a P-256 key in PKCS#8 DER (e.g. `rcgen::KeyPair::serialize_der`).
 pub fn sign(claims: &Value, pkcs8: &[u8]) -> Result<String, String> {
     let rng = ring::rand::SystemRandom::new();
-    let kp = ring::signature::EcdsaKeyPair::from_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng)
-        .map_err(|e| format!("not a P-256 PKCS#8 key: {e}"))?;
+    let kp = ring::signature::EcdsaKeyPair::from_pkcs8(
+        &ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+        pkcs8,
+        &rng,
+    )
+    .map_err(|e| format!("not a P-256 PKCS#8 key: {e}"))?;
     let head = URL_SAFE_NO_PAD.encode(br#"{"alg":"ES256","typ":"JWT"}"#);
     let body = URL_SAFE_NO_PAD.encode(claims.to_string());
     let msg = format!("{head}.{body}");
-    let sig = kp.sign(&rng, msg.as_bytes()).map_err(|e| format!("signing: {e}"))?;
+    let sig = kp
+        .sign(&rng, msg.as_bytes())
+        .map_err(|e| format!("signing: {e}"))?;
     Ok(format!("{msg}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref())))
 }
 
@@ -99,7 +120,11 @@ mod tests {
     fn sign_verify_pem_and_base64_forms() {
         let k = rcgen::KeyPair::generate().unwrap();
         let pem = k.public_key_pem();
-        let tok = sign(&serde_json::json!({"sub": "watcherAuth", "exp": 4102444800i64}), &k.serialize_der()).unwrap();
+        let tok = sign(
+            &serde_json::json!({"sub": "watcherAuth", "exp": 4102444800i64}),
+            &k.serialize_der(),
+        )
+        .unwrap();
         let key = public_key(&pem).unwrap();
         assert_eq!(verify(&tok, &key).unwrap()["sub"], "watcherAuth");
         assert_eq!(public_key(&STANDARD.encode(&pem)).unwrap(), key);

@@ -48,7 +48,10 @@ impl KubeletError {
 
 /// The bootstrap kubeconfig: the simulator's kubeconfig with context `bootstrapper` made current.
 pub async fn bootstrap_client(kubeconfig: &Kubeconfig) -> Result<(Client, Kubeconfig), KubeletError> {
-    let opts = KubeConfigOptions { context: Some(BOOTSTRAP_CONTEXT.into()), ..Default::default() };
+    let opts = KubeConfigOptions {
+        context: Some(BOOTSTRAP_CONTEXT.into()),
+        ..Default::default()
+    };
     let cfg = Config::from_custom_kubeconfig(kubeconfig.clone(), &opts)
         .await
         .map_err(|e| KubeletError::Other(format!("kubeconfig context {BOOTSTRAP_CONTEXT}: {e}")))?;
@@ -58,7 +61,11 @@ pub async fn bootstrap_client(kubeconfig: &Kubeconfig) -> Result<(Client, Kubeco
 
 /// A client authenticated by the node's own certificate (`client-certificate-data` /
 /// `client-key-data`), to the cluster of the bootstrap context.
-pub async fn node_client(kubeconfig: &Kubeconfig, cert_pem: &str, key_pem: &str) -> Result<Client, KubeletError> {
+pub async fn node_client(
+    kubeconfig: &Kubeconfig,
+    cert_pem: &str,
+    key_pem: &str,
+) -> Result<Client, KubeletError> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let boot_ctx = kubeconfig
         .contexts
@@ -78,8 +85,15 @@ pub async fn node_client(kubeconfig: &Kubeconfig, cert_pem: &str, key_pem: &str)
     });
     let mut ctx = boot_ctx;
     ctx.user = Some("kubelet".into());
-    kc.contexts.push(NamedContext { name: "kubelet".into(), context: Some(ctx), other: Default::default() });
-    let opts = KubeConfigOptions { context: Some("kubelet".into()), ..Default::default() };
+    kc.contexts.push(NamedContext {
+        name: "kubelet".into(),
+        context: Some(ctx),
+        other: Default::default(),
+    });
+    let opts = KubeConfigOptions {
+        context: Some("kubelet".into()),
+        ..Default::default()
+    };
     let cfg = Config::from_custom_kubeconfig(kc, &opts)
         .await
         .map_err(|e| KubeletError::Other(format!("node kubeconfig: {e}")))?;
@@ -87,10 +101,18 @@ pub async fn node_client(kubeconfig: &Kubeconfig, cert_pem: &str, key_pem: &str)
 }
 
 /// Creates a CSR (generateName `csr-`, as the kubelet does) and returns its name.
-pub async fn create_csr(client: &Client, pem: &str, signer: &str, usages: &[&str]) -> Result<String, KubeletError> {
+pub async fn create_csr(
+    client: &Client,
+    pem: &str,
+    signer: &str,
+    usages: &[&str],
+) -> Result<String, KubeletError> {
     let api: Api<CertificateSigningRequest> = Api::all(client.clone());
     let obj = CertificateSigningRequest {
-        metadata: ObjectMeta { generate_name: Some("csr-".into()), ..Default::default() },
+        metadata: ObjectMeta {
+            generate_name: Some("csr-".into()),
+            ..Default::default()
+        },
         spec: CertificateSigningRequestSpec {
             request: ByteString(pem.as_bytes().to_vec()),
             signer_name: signer.into(),
@@ -103,7 +125,10 @@ pub async fn create_csr(client: &Client, pem: &str, signer: &str, usages: &[&str
         .create(&PostParams::default(), &obj)
         .await
         .map_err(KubeletError::kube(format!("creating a {signer} CSR")))?;
-    created.metadata.name.ok_or_else(|| KubeletError::Other("the API returned a CSR without a name".into()))
+    created
+        .metadata
+        .name
+        .ok_or_else(|| KubeletError::Other("the API returned a CSR without a name".into()))
 }
 
 /// Waits (a watch by field selector `metadata.name=<name>`) until the CSR has a certificate,
@@ -115,10 +140,12 @@ pub async fn wait_certificate(client: &Client, name: &str) -> Result<String, Kub
             None => true,
             Some(c) => {
                 let st = c.status.as_ref();
-                st.and_then(|s| s.certificate.as_ref()).is_some_and(|b| !b.0.is_empty())
-                    || st
-                        .and_then(|s| s.conditions.as_ref())
-                        .is_some_and(|cs| cs.iter().any(|c| (c.type_ == "Denied" || c.type_ == "Failed") && c.status == "True"))
+                st.and_then(|s| s.certificate.as_ref())
+                    .is_some_and(|b| !b.0.is_empty())
+                    || st.and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                        cs.iter()
+                            .any(|c| (c.type_ == "Denied" || c.type_ == "Failed") && c.status == "True")
+                    })
             }
         }
     };
@@ -131,25 +158,47 @@ pub async fn wait_certificate(client: &Client, name: &str) -> Result<String, Kub
     let st = c.status.unwrap_or_default();
     for cond in st.conditions.unwrap_or_default() {
         if cond.status == "True" && (cond.type_ == "Denied" || cond.type_ == "Failed") {
-            let reason = format!("{} {}", cond.reason.unwrap_or_default(), cond.message.unwrap_or_default()).trim().to_string();
+            let reason = format!(
+                "{} {}",
+                cond.reason.unwrap_or_default(),
+                cond.message.unwrap_or_default()
+            )
+            .trim()
+            .to_string();
             return Err(if cond.type_ == "Denied" {
-                KubeletError::Denied { name: name.into(), reason }
+                KubeletError::Denied {
+                    name: name.into(),
+                    reason,
+                }
             } else {
-                KubeletError::Failed { name: name.into(), reason }
+                KubeletError::Failed {
+                    name: name.into(),
+                    reason,
+                }
             });
         }
     }
     let cert = st.certificate.map(|b| b.0).unwrap_or_default();
-    String::from_utf8(cert).map_err(|_| KubeletError::Other(format!("CSR {name}: certificate is not PEM text")))
+    String::from_utf8(cert)
+        .map_err(|_| KubeletError::Other(format!("CSR {name}: certificate is not PEM text")))
 }
 
 /// Checks that `cert_pem` is a certificate for `system:node:<node>` whose key is `key`'s.
 pub fn check_issued(cert_pem: &str, node: &str, key: &rcgen::KeyPair) -> Result<(), String> {
-    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).map_err(|e| format!("certificate is not PEM: {e}"))?;
-    let cert = pem.parse_x509().map_err(|e| format!("certificate does not parse: {e}"))?;
-    let cn: Vec<String> = cert.subject().iter_common_name().filter_map(|c| c.as_str().ok().map(String::from)).collect();
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes())
+        .map_err(|e| format!("certificate is not PEM: {e}"))?;
+    let cert = pem
+        .parse_x509()
+        .map_err(|e| format!("certificate does not parse: {e}"))?;
+    let cn: Vec<String> = cert
+        .subject()
+        .iter_common_name()
+        .filter_map(|c| c.as_str().ok().map(String::from))
+        .collect();
     if cn != [format!("system:node:{node}")] {
-        return Err(format!("issued certificate has CN {cn:?}, expected system:node:{node}"));
+        return Err(format!(
+            "issued certificate has CN {cn:?}, expected system:node:{node}"
+        ));
     }
     if cert.public_key().raw != rcgen::PublicKeyData::subject_public_key_info(key).as_slice() {
         return Err("issued certificate is not for the key the node generated".into());
@@ -169,7 +218,13 @@ pub fn go_arch(arch: &str) -> &str {
 }
 
 /// Creates Node `name` (labels as the kubelet sets them) and posts Ready with its addresses.
-pub async fn register_node(client: &Client, name: &str, ips: &[IpAddr], arch: &str, version: &str) -> Result<(), KubeletError> {
+pub async fn register_node(
+    client: &Client,
+    name: &str,
+    ips: &[IpAddr],
+    arch: &str,
+    version: &str,
+) -> Result<(), KubeletError> {
     let api: Api<Node> = Api::all(client.clone());
     // `uname -r` ends in the RPM architecture; labels and nodeInfo use Go's name.
     let rpm_arch = if arch.is_empty() { "x86_64" } else { arch };
@@ -199,9 +254,16 @@ pub async fn register_node(client: &Client, name: &str, ips: &[IpAddr], arch: &s
         Err(e) => return Err(KubeletError::kube(format!("creating Node {name}"))(e)),
     }
     let now = super::rest::now();
-    let mut addresses: Vec<serde_json::Value> = ips.iter().map(|ip| json!({"type": "InternalIP", "address": ip.to_string()})).collect();
+    let mut addresses: Vec<serde_json::Value> = ips
+        .iter()
+        .map(|ip| json!({"type": "InternalIP", "address": ip.to_string()}))
+        .collect();
     addresses.push(json!({"type": "Hostname", "address": name}));
-    let kube_version = if version.is_empty() { "v1.31.6".to_string() } else { kubelet_version(version) };
+    let kube_version = if version.is_empty() {
+        "v1.31.6".to_string()
+    } else {
+        kubelet_version(version)
+    };
     let status = json!({
         "status": {
             "addresses": addresses,
@@ -236,7 +298,11 @@ pub async fn register_node(client: &Client, name: &str, ips: &[IpAddr], arch: &s
 
 /// OpenShift 4.N ships Kubernetes 1.(N+13) (4.18 → 1.31).
 fn kubelet_version(ocp: &str) -> String {
-    let minor = ocp.split('.').nth(1).and_then(|m| m.parse::<u32>().ok()).unwrap_or(18);
+    let minor = ocp
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(18);
     format!("v1.{}.0", minor + 13)
 }
 

@@ -107,8 +107,13 @@ pub struct BootArgs {
 /// Parses `90s`, `10m`, `1h`, `500ms` or plain seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map(|i| s.split_at(i)).unwrap_or((s, "s"));
-    let n: f64 = num.parse().map_err(|_| format!("{s:?} is not a duration like 90s or 10m"))?;
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 90s or 10m"))?;
     let secs = match unit {
         "ms" => n / 1000.0,
         "s" | "" => n,
@@ -130,7 +135,10 @@ impl Output {
     /// One event of `host` at `ip`: `kind` is a stable key for `--json`, `msg` the text.
     pub fn event(&self, host: &str, ip: &IpAddr, kind: &str, msg: &str) {
         if self.json {
-            println!("{}", json!({"time": rest::now(), "node": host, "ip": ip.to_string(), "event": kind, "message": msg}));
+            println!(
+                "{}",
+                json!({"time": rest::now(), "node": host, "ip": ip.to_string(), "event": kind, "message": msg})
+            );
         } else {
             println!("{host} {ip}: {msg}");
         }
@@ -164,33 +172,63 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
     let mut out = Vec::new();
     let mut seen_ip = BTreeMap::new();
     for n in &args.nodes {
-        let (mac, ip) = n.split_once('=').ok_or((2, vec![format!("--node {n:?}: expected MAC=IP")]))?;
-        let ip: IpAddr = ip.parse().map_err(|_| (2, vec![format!("--node {n:?}: {ip:?} is not an IP address")]))?;
+        let (mac, ip) = n
+            .split_once('=')
+            .ok_or((2, vec![format!("--node {n:?}: expected MAC=IP")]))?;
+        let ip: IpAddr = ip
+            .parse()
+            .map_err(|_| (2, vec![format!("--node {n:?}: {ip:?} is not an IP address")]))?;
         if let Some(prev) = seen_ip.insert(ip, mac.to_string()) {
-            return Err((2, vec![format!("--node {n:?}: IP {ip} is already used by {prev}")]));
+            return Err((
+                2,
+                vec![format!("--node {n:?}: IP {ip} is already used by {prev}")],
+            ));
         }
-        let host = facts.host_by_mac(mac).ok_or((3, vec![format!("node contract: no host for MAC {mac}")]))?;
-        out.push(Machine { mac: mac.to_ascii_lowercase(), ip, hostname: host.hostname.clone(), faults: Faults::default(), second_client_csr: false });
+        let host = facts
+            .host_by_mac(mac)
+            .ok_or((3, vec![format!("node contract: no host for MAC {mac}")]))?;
+        out.push(Machine {
+            mac: mac.to_ascii_lowercase(),
+            ip,
+            hostname: host.hostname.clone(),
+            faults: Faults::default(),
+            second_client_csr: false,
+        });
     }
     let known: Vec<String> = out.iter().map(|m| m.hostname.clone()).collect();
     let pick = |flag: &str, v: &str| -> Result<usize, (i32, Vec<String>)> {
-        out.iter().position(|m| m.hostname == v).ok_or((2, vec![format!("{flag} {v:?}: no such node (booting: {})", known.join(", "))]))
+        out.iter().position(|m| m.hostname == v).ok_or((
+            2,
+            vec![format!(
+                "{flag} {v:?}: no such node (booting: {})",
+                known.join(", ")
+            )],
+        ))
     };
     type Setter = Box<dyn Fn(&mut Machine)>;
     let mut set: Vec<(usize, Setter)> = Vec::new();
     for v in &args.fail_validation {
         let (h, name) = v.split_once(':').unwrap_or((v, "ntp-synced"));
         let name = name.to_string();
-        set.push((pick("--fail-validation", h)?, Box::new(move |m| m.faults.fail_validation = Some(name.clone()))));
+        set.push((
+            pick("--fail-validation", h)?,
+            Box::new(move |m| m.faults.fail_validation = Some(name.clone())),
+        ));
     }
     for h in &args.fail_install {
-        set.push((pick("--fail-install", h)?, Box::new(|m| m.faults.fail_install = true)));
+        set.push((
+            pick("--fail-install", h)?,
+            Box::new(|m| m.faults.fail_install = true),
+        ));
     }
     for h in &args.stall {
         set.push((pick("--stall", h)?, Box::new(|m| m.faults.stall = true)));
     }
     for h in &args.second_client_csr {
-        set.push((pick("--second-client-csr", h)?, Box::new(|m| m.second_client_csr = true)));
+        set.push((
+            pick("--second-client-csr", h)?,
+            Box::new(|m| m.second_client_csr = true),
+        ));
     }
     for (i, f) in set {
         f(&mut out[i]);
@@ -204,14 +242,22 @@ fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32,
     // clap drops `requires` when the required arg conflicts (through the group) with a given
     // one, so this pairing is checked here.
     if args.appliance_release.is_some() && args.config_image.is_none() {
-        return Err((2, vec!["error: --appliance-release is the appliance disk's release; it needs --config-image".into()]));
+        return Err((
+            2,
+            vec![
+                "error: --appliance-release is the appliance disk's release; it needs --config-image".into(),
+            ],
+        ));
     }
     let loaded = if let Some(img) = &args.config_image {
         source::from_config_image(img, args.appliance_release.as_deref())?
     } else if let Some(dir) = &args.pxe_dir {
         source::from_pxe(&source::pxe_dir(dir)?)?
     } else if let Some(script) = &args.ipxe {
-        let dir = script.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let dir = script
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
         source::from_pxe(&source::resolve_ipxe(script, dir)?)?
     } else if let Some(initrd) = &args.initrd {
         let set = source::PxeSet {
@@ -240,12 +286,20 @@ pub fn run_sync(args: BootArgs) -> anyhow::Result<i32> {
 /// Runs `boot` (see the module docs); returns the exit code.
 pub async fn run(args: BootArgs) -> anyhow::Result<i32> {
     let out = Output { json: args.json };
-    let macs: Vec<String> = args.nodes.iter().filter_map(|n| n.split_once('=').map(|(m, _)| m.to_string())).collect();
+    let macs: Vec<String> = args
+        .nodes
+        .iter()
+        .filter_map(|n| n.split_once('=').map(|(m, _)| m.to_string()))
+        .collect();
     let (facts, from) = match load_image(&args, &macs) {
         Ok(x) => x,
         Err((code, lines)) => {
             if code == 3 {
-                eprintln!("error: the image is refused ({} problem{}):", lines.len(), if lines.len() == 1 { "" } else { "s" });
+                eprintln!(
+                    "error: the image is refused ({} problem{}):",
+                    lines.len(),
+                    if lines.len() == 1 { "" } else { "s" }
+                );
             }
             for l in &lines {
                 eprintln!("  {l}");
@@ -262,17 +316,28 @@ pub async fn run(args: BootArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     };
-    eprintln!("booting {} machine(s) from {from}: cluster {} ({})", machines.len(), facts.cluster_name, facts.cluster_id);
+    eprintln!(
+        "booting {} machine(s) from {from}: cluster {} ({})",
+        machines.len(),
+        facts.cluster_name,
+        facts.cluster_id
+    );
     let kc_path = args.dir.join("kubeconfig");
     let kubeconfig = match kube::config::Kubeconfig::read_from(&kc_path) {
         Ok(k) => k,
         Err(e) => {
-            eprintln!("error: cannot read {}: {e} (is --dir the simulator's up directory?)", kc_path.display());
+            eprintln!(
+                "error: cannot read {}: {e} (is --dir the simulator's up directory?)",
+                kc_path.display()
+            );
             return Ok(4);
         }
     };
     let facts = Arc::new(facts);
-    let clock = Clock { scale: args.clock_scale, fixed_ms: args.stage_delay_ms };
+    let clock = Clock {
+        scale: args.clock_scale,
+        fixed_ms: args.stage_delay_ms,
+    };
     let progress: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
     let mut set = tokio::task::JoinSet::new();
     for m in machines {
@@ -379,14 +444,26 @@ async fn run_machine(
         ai_cluster_id: rest::derived_uuid(&format!("ai-cluster-{}", facts.cluster_id)),
         host_id: rest::derived_uuid(&format!("host-{}", m.mac)),
         created_at: created.clone(),
-        state: Mutex::new(rest::HostState { step: plan[0].clone(), events: vec![], status_updated_at: created.clone(), stage_started_at: created }),
+        state: Mutex::new(rest::HostState {
+            step: plan[0].clone(),
+            events: vec![],
+            status_updated_at: created.clone(),
+            stage_started_at: created,
+        }),
     });
     let addr = SocketAddr::new(ip, 8090);
     let server = match rest::Server::start(addr, api.clone()).await {
         Ok(s) => s,
         Err(e) => return Outcome::Error(format!("cannot listen on {addr}: {e} (run inside the simulator's network namespace, where the machine network is local)")),
     };
-    say("booted", &format!("booted (MAC {}), assisted-service API on http://{addr}{}", m.mac, rest::BASE));
+    say(
+        "booted",
+        &format!(
+            "booted (MAC {}), assisted-service API on http://{addr}{}",
+            m.mac,
+            rest::BASE
+        ),
+    );
     let mut reboot = false;
     for step in &plan {
         api.enter(step);
@@ -421,11 +498,16 @@ async fn run_machine(
         return Outcome::Error("stage plan ended without a reboot".into());
     }
     server.stop().await;
-    say("rebooting", &format!("rebooting into the installed system ({addr} stops answering)"));
+    say(
+        "rebooting",
+        &format!("rebooting into the installed system ({addr} stops answering)"),
+    );
     tokio::time::sleep(clock.delay(60)).await;
     match kubelet_flow(&m, &facts, &kc, &say).await {
         Ok(()) => Outcome::Done,
-        Err(kubelet::KubeletError::Denied { name, reason }) => Outcome::Failed(format!("CSR {name} was denied: {reason}")),
+        Err(kubelet::KubeletError::Denied { name, reason }) => {
+            Outcome::Failed(format!("CSR {name} was denied: {reason}"))
+        }
         Err(e @ kubelet::KubeletError::Kube { .. }) => Outcome::Access(e.to_string()),
         Err(e) => Outcome::Error(e.to_string()),
     }
@@ -440,15 +522,27 @@ async fn kubelet_flow(
     use kubelet::*;
     let host = &m.hostname;
     let (boot, _) = bootstrap_client(kc).await?;
-    say("kubelet", "kubelet started (bootstrap credentials: node-bootstrapper)");
+    say(
+        "kubelet",
+        "kubelet started (bootstrap credentials: node-bootstrapper)",
+    );
     let req = client_request(host)?;
     let name = create_csr(&boot, &req.pem, csr::CLIENT_SIGNER, CLIENT_USAGES).await?;
-    say("client-csr", &format!("client CSR {name} sent (signer {}), waiting for approval", csr::CLIENT_SIGNER));
+    say(
+        "client-csr",
+        &format!(
+            "client CSR {name} sent (signer {}), waiting for approval",
+            csr::CLIENT_SIGNER
+        ),
+    );
     let mut keys = vec![(name.clone(), req.key)];
     if m.second_client_csr {
         let req2 = client_request(host)?;
         let name2 = create_csr(&boot, &req2.pem, csr::CLIENT_SIGNER, CLIENT_USAGES).await?;
-        say("client-csr", &format!("second client CSR {name2} sent (simulated kubelet restart)"));
+        say(
+            "client-csr",
+            &format!("second client CSR {name2} sent (simulated kubelet restart)"),
+        );
         keys.push((name2, req2.key));
     }
     // The first of the client CSRs to be issued wins, as a restarted kubelet uses whichever key
@@ -460,20 +554,44 @@ async fn kubelet_flow(
     });
     let ((issued_name, cert), _, _) = futures::future::select_all(waits).await;
     let cert = cert?;
-    let key = &keys.iter().find(|(n, _)| *n == issued_name).expect("waited on our own CSR").1;
+    let key = &keys
+        .iter()
+        .find(|(n, _)| *n == issued_name)
+        .expect("waited on our own CSR")
+        .1;
     check_issued(&cert, host, key).map_err(KubeletError::Other)?;
-    say("client-cert", &format!("client certificate issued (CSR {issued_name})"));
+    say(
+        "client-cert",
+        &format!("client certificate issued (CSR {issued_name})"),
+    );
 
     let client = node_client(kc, &cert, &key.serialize_pem()).await?;
-    register_node(&client, host, &[m.ip], &facts.cpu_architecture, &facts.openshift_version).await?;
+    register_node(
+        &client,
+        host,
+        &[m.ip],
+        &facts.cpu_architecture,
+        &facts.openshift_version,
+    )
+    .await?;
     say("node-ready", &format!("Node {host} created, Ready=True"));
 
-    let sreq = csr::serving(host, host, &[m.ip]).map_err(|e| KubeletError::Other(format!("building the serving CSR: {e}")))?;
+    let sreq = csr::serving(host, host, &[m.ip])
+        .map_err(|e| KubeletError::Other(format!("building the serving CSR: {e}")))?;
     let sname = create_csr(&client, &sreq.pem, csr::SERVING_SIGNER, SERVING_USAGES).await?;
-    say("serving-csr", &format!("serving CSR {sname} sent (signer {}), waiting for approval", csr::SERVING_SIGNER));
+    say(
+        "serving-csr",
+        &format!(
+            "serving CSR {sname} sent (signer {}), waiting for approval",
+            csr::SERVING_SIGNER
+        ),
+    );
     let scert = wait_certificate(&client, &sname).await?;
     check_issued(&scert, host, &sreq.key).map_err(KubeletError::Other)?;
-    say("serving-cert", &format!("serving certificate issued (CSR {sname})"));
+    say(
+        "serving-cert",
+        &format!("serving certificate issued (CSR {sname})"),
+    );
     Ok(())
 }
 
@@ -487,7 +605,10 @@ mod tests {
         assert_eq!(parse_duration("10m").unwrap(), Duration::from_secs(600));
         assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
         assert_eq!(parse_duration("3").unwrap(), Duration::from_secs(3));
-        assert!(parse_duration("9999999999999999999999h").is_err(), "out of range is an error, not a panic");
+        assert!(
+            parse_duration("9999999999999999999999h").is_err(),
+            "out of range is an error, not a panic"
+        );
         assert!(parse_duration("3y").is_err());
     }
 
@@ -500,7 +621,9 @@ mod tests {
     #[test]
     fn exactly_one_image_source() {
         use clap::Parser;
-        let p = |extra: &[&str]| Cli::try_parse_from([&["boot", "--dir", "d", "--node", "m=1.2.3.4"], extra].concat());
+        let p = |extra: &[&str]| {
+            Cli::try_parse_from([&["boot", "--dir", "d", "--node", "m=1.2.3.4"], extra].concat())
+        };
         assert!(p(&["--iso", "a"]).is_ok());
         assert!(p(&["--pxe-dir", "a"]).is_ok());
         assert!(p(&["--ipxe", "a"]).is_ok());
@@ -508,8 +631,14 @@ mod tests {
         assert!(p(&["--config-image", "c", "--appliance-release", "quay.io/x:1"]).is_ok());
         assert!(p(&[]).is_err(), "no source");
         assert!(p(&["--iso", "a", "--pxe-dir", "b"]).is_err(), "two sources");
-        assert!(p(&["--initrd", "i", "--kernel", "k"]).is_err(), "--initrd without --rootfs");
-        assert!(p(&["--iso", "a", "--kernel", "k"]).is_err(), "--kernel without --initrd");
+        assert!(
+            p(&["--initrd", "i", "--kernel", "k"]).is_err(),
+            "--initrd without --rootfs"
+        );
+        assert!(
+            p(&["--iso", "a", "--kernel", "k"]).is_err(),
+            "--kernel without --initrd"
+        );
         // --appliance-release without --config-image: clap lets it through (see load_image).
         let a = p(&["--iso", "a", "--appliance-release", "x"]).unwrap().boot;
         assert_eq!(load_image(&a, &[]).unwrap_err().0, 2);

@@ -84,7 +84,14 @@ pub fn now() -> String {
 pub fn derived_uuid(seed: &str) -> String {
     use sha2::Digest;
     let h = hex::encode(sha2::Sha256::digest(seed.as_bytes()));
-    format!("{}-{}-4{}-8{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+    format!(
+        "{}-{}-4{}-8{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[17..20],
+        &h[20..32]
+    )
 }
 
 impl NodeApi {
@@ -226,22 +233,38 @@ impl NodeApi {
     }
 
     /// Classifies the request's credentials for an endpoint that allows `schemes`.
-    fn authorize(&self, req: &Request<hyper::body::Incoming>, schemes: &[Scheme]) -> Result<(), (StatusCode, String)> {
+    fn authorize(
+        &self,
+        req: &Request<hyper::body::Incoming>,
+        schemes: &[Scheme],
+    ) -> Result<(), (StatusCode, String)> {
         let f = &self.facts;
-        let personas = [(Scheme::Agent, &f.agent_token), (Scheme::User, &f.user_token), (Scheme::Watcher, &f.watcher_token)];
+        let personas = [
+            (Scheme::Agent, &f.agent_token),
+            (Scheme::User, &f.user_token),
+            (Scheme::Watcher, &f.watcher_token),
+        ];
         let mut saw_header = false;
         let mut other_persona = None;
         for scheme in schemes {
-            let Some(value) = req.headers().get(scheme.header()).and_then(|v| v.to_str().ok()) else { continue };
+            let Some(value) = req.headers().get(scheme.header()).and_then(|v| v.to_str().ok()) else {
+                continue;
+            };
             saw_header = true;
             let token = value.trim();
             let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
-            match personas.iter().find(|(_, t)| !t.is_empty() && t.as_str() == token) {
+            match personas
+                .iter()
+                .find(|(_, t)| !t.is_empty() && t.as_str() == token)
+            {
                 None => {}
                 Some((p, t)) => {
                     if let Some(exp) = super::jwt::expiry(t) {
                         if exp < time::OffsetDateTime::now_utc().unix_timestamp() {
-                            return Err((StatusCode::UNAUTHORIZED, "Failed to parse token: token is expired".into()));
+                            return Err((
+                                StatusCode::UNAUTHORIZED,
+                                "Failed to parse token: token is expired".into(),
+                            ));
                         }
                     }
                     if p == scheme {
@@ -252,13 +275,25 @@ impl NodeApi {
             }
         }
         if let Some((claim, scheme)) = other_persona {
-            return Err((StatusCode::FORBIDDEN, format!("authClaim {claim} is unauthorized to access. authScheme ={scheme}")));
+            return Err((
+                StatusCode::FORBIDDEN,
+                format!("authClaim {claim} is unauthorized to access. authScheme ={scheme}"),
+            ));
         }
         let allowed: Vec<&str> = schemes.iter().map(|s| s.header()).collect();
         if saw_header {
-            Err((StatusCode::UNAUTHORIZED, "Failed to parse token: token signature is invalid".into()))
+            Err((
+                StatusCode::UNAUTHORIZED,
+                "Failed to parse token: token signature is invalid".into(),
+            ))
         } else {
-            Err((StatusCode::UNAUTHORIZED, format!("unauthenticated for invalid credentials (send one of the headers {})", allowed.join(", "))))
+            Err((
+                StatusCode::UNAUTHORIZED,
+                format!(
+                    "unauthenticated for invalid credentials (send one of the headers {})",
+                    allowed.join(", ")
+                ),
+            ))
         }
     }
 
@@ -271,7 +306,10 @@ impl NodeApi {
             .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
             .unwrap_or_default();
         let Some(rest) = path.strip_prefix(BASE) else {
-            return error(StatusCode::NOT_FOUND, format!("path {path} not found (the API is under {BASE})"));
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("path {path} not found (the API is under {BASE})"),
+            );
         };
         let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
         use Scheme::*;
@@ -281,81 +319,120 @@ impl NodeApi {
         // (schemes from swagger `security`, handler)
         type Handler<'a> = Box<dyn Fn() -> Response<Full<Bytes>> + 'a>;
         let route: Option<(&[Scheme], Handler<'_>)> = match segs.as_slice() {
-            ["clusters"] => Some((&[User, Watcher], Box::new(|| {
-                let with_hosts = query.get("with_hosts").is_some_and(|v| v.is_empty() || v == "true");
-                let want = query.get("openshift_cluster_id");
-                if want.is_some_and(|w| w != &self.facts.cluster_id) {
-                    return ok_json(&json!([]));
-                }
-                ok_json(&json!([self.cluster_json(with_hosts)]))
-            }))),
-            ["clusters", id] => Some((&[User, Agent, Watcher], Box::new(move || {
-                if *id != cl {
-                    return not_found("cluster", id);
-                }
-                let exclude = query.get("exclude-hosts").is_some_and(|v| v == "true");
-                ok_json(&self.cluster_json(!exclude))
-            }))),
-            ["clusters", id, "hosts"] => Some((&[User, Agent], Box::new(move || {
-                if *id != cl {
-                    return not_found("cluster", id);
-                }
-                ok_json(&json!([self.host_json()]))
-            }))),
-            ["clusters", id, "logs"] => Some((&[User], Box::new(move || {
-                if *id != cl {
-                    return not_found("cluster", id);
-                }
-                self.logs()
-            }))),
-            ["infra-envs"] => Some((&[User, Watcher], Box::new(|| ok_json(&json!([self.infra_env_json()]))))),
-            ["infra-envs", id] => Some((&[User, Agent], Box::new(move || {
-                if *id != ie {
-                    return not_found("infra-env", id);
-                }
-                ok_json(&self.infra_env_json())
-            }))),
-            ["infra-envs", id, "hosts"] => Some((&[User, Agent], Box::new(move || {
-                if *id != ie {
-                    return not_found("infra-env", id);
-                }
-                ok_json(&json!([self.host_json()]))
-            }))),
-            ["infra-envs", id, "hosts", h] => Some((&[User], Box::new(move || {
-                if *id != ie {
-                    return not_found("infra-env", id);
-                }
-                if *h != hid {
-                    return not_found("host", h);
-                }
-                ok_json(&self.host_json())
-            }))),
-            ["events"] => Some((&[User, Watcher], Box::new(|| {
-                let st = self.state.lock().unwrap();
-                let keep = |e: &&Value| {
-                    let m = |k: &str| query.get(k).is_none_or(|want| e.get(k).and_then(|v| v.as_str()) == Some(want.as_str()));
-                    m("cluster_id") && m("infra_env_id") && m("host_id")
-                };
-                let mut evs: Vec<Value> = st.events.iter().filter(keep).cloned().collect();
-                if query.get("order").map(String::as_str) == Some("descending") {
-                    evs.reverse();
-                }
-                let offset = query.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0usize);
-                let evs: Vec<Value> = match query.get("limit").and_then(|l| l.parse::<usize>().ok()) {
-                    Some(l) => evs.into_iter().skip(offset).take(l).collect(),
-                    None => evs.into_iter().skip(offset).collect(),
-                };
-                let mut r = ok_json(&Value::Array(evs.clone()));
-                r.headers_mut().insert("Event-Count", evs.len().into());
-                r
-            }))),
+            ["clusters"] => Some((
+                &[User, Watcher],
+                Box::new(|| {
+                    let with_hosts = query
+                        .get("with_hosts")
+                        .is_some_and(|v| v.is_empty() || v == "true");
+                    let want = query.get("openshift_cluster_id");
+                    if want.is_some_and(|w| w != &self.facts.cluster_id) {
+                        return ok_json(&json!([]));
+                    }
+                    ok_json(&json!([self.cluster_json(with_hosts)]))
+                }),
+            )),
+            ["clusters", id] => Some((
+                &[User, Agent, Watcher],
+                Box::new(move || {
+                    if *id != cl {
+                        return not_found("cluster", id);
+                    }
+                    let exclude = query.get("exclude-hosts").is_some_and(|v| v == "true");
+                    ok_json(&self.cluster_json(!exclude))
+                }),
+            )),
+            ["clusters", id, "hosts"] => Some((
+                &[User, Agent],
+                Box::new(move || {
+                    if *id != cl {
+                        return not_found("cluster", id);
+                    }
+                    ok_json(&json!([self.host_json()]))
+                }),
+            )),
+            ["clusters", id, "logs"] => Some((
+                &[User],
+                Box::new(move || {
+                    if *id != cl {
+                        return not_found("cluster", id);
+                    }
+                    self.logs()
+                }),
+            )),
+            ["infra-envs"] => Some((
+                &[User, Watcher],
+                Box::new(|| ok_json(&json!([self.infra_env_json()]))),
+            )),
+            ["infra-envs", id] => Some((
+                &[User, Agent],
+                Box::new(move || {
+                    if *id != ie {
+                        return not_found("infra-env", id);
+                    }
+                    ok_json(&self.infra_env_json())
+                }),
+            )),
+            ["infra-envs", id, "hosts"] => Some((
+                &[User, Agent],
+                Box::new(move || {
+                    if *id != ie {
+                        return not_found("infra-env", id);
+                    }
+                    ok_json(&json!([self.host_json()]))
+                }),
+            )),
+            ["infra-envs", id, "hosts", h] => Some((
+                &[User],
+                Box::new(move || {
+                    if *id != ie {
+                        return not_found("infra-env", id);
+                    }
+                    if *h != hid {
+                        return not_found("host", h);
+                    }
+                    ok_json(&self.host_json())
+                }),
+            )),
+            ["events"] => Some((
+                &[User, Watcher],
+                Box::new(|| {
+                    let st = self.state.lock().unwrap();
+                    let keep = |e: &&Value| {
+                        let m = |k: &str| {
+                            query
+                                .get(k)
+                                .is_none_or(|want| e.get(k).and_then(|v| v.as_str()) == Some(want.as_str()))
+                        };
+                        m("cluster_id") && m("infra_env_id") && m("host_id")
+                    };
+                    let mut evs: Vec<Value> = st.events.iter().filter(keep).cloned().collect();
+                    if query.get("order").map(String::as_str) == Some("descending") {
+                        evs.reverse();
+                    }
+                    let offset = query.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0usize);
+                    let evs: Vec<Value> = match query.get("limit").and_then(|l| l.parse::<usize>().ok()) {
+                        Some(l) => evs.into_iter().skip(offset).take(l).collect(),
+                        None => evs.into_iter().skip(offset).collect(),
+                    };
+                    let mut r = ok_json(&Value::Array(evs.clone()));
+                    r.headers_mut().insert("Event-Count", evs.len().into());
+                    r
+                }),
+            )),
             _ => None,
         };
         let Some((schemes, handler)) = route else {
-            return error(StatusCode::NOT_FOUND, format!("path {path} is not served by this simulated assisted-service"));
+            return error(
+                StatusCode::NOT_FOUND,
+                format!("path {path} is not served by this simulated assisted-service"),
+            );
         };
         if req.method() != Method::GET {
-            return error(StatusCode::METHOD_NOT_ALLOWED, format!("method {} is not allowed on {path}", req.method()));
+            return error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!("method {} is not allowed on {path}", req.method()),
+            );
         }
         if let Err((code, msg)) = self.authorize(req, schemes) {
             return infra_error(code, msg);
@@ -368,10 +445,18 @@ impl NodeApi {
         let st = self.state.lock().unwrap();
         let mut text = String::new();
         for e in &st.events {
-            text.push_str(&format!("{} {} {}\n", e["event_time"].as_str().unwrap_or(""), e["severity"].as_str().unwrap_or(""), e["message"].as_str().unwrap_or("")));
+            text.push_str(&format!(
+                "{} {} {}\n",
+                e["event_time"].as_str().unwrap_or(""),
+                e["severity"].as_str().unwrap_or(""),
+                e["message"].as_str().unwrap_or("")
+            ));
         }
         drop(st);
-        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default()));
+        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::default(),
+        ));
         let mut add = |name: &str, data: &[u8]| {
             let mut h = tar::Header::new_gnu();
             h.set_size(data.len() as u64);
@@ -381,12 +466,18 @@ impl NodeApi {
             let _ = tar.append_data(&mut h, name, data);
         };
         add(&format!("{}/events.log", self.hostname), text.as_bytes());
-        add(&format!("{}/agent.log", self.hostname), format!("simulated agent on {} ({})\n", self.hostname, self.mac).as_bytes());
+        add(
+            &format!("{}/agent.log", self.hostname),
+            format!("simulated agent on {} ({})\n", self.hostname, self.mac).as_bytes(),
+        );
         let gz = tar.into_inner().and_then(|g| g.finish()).unwrap_or_default();
         Response::builder()
             .status(StatusCode::OK)
             .header("Content-Type", "application/octet-stream")
-            .header("Content-Disposition", format!("attachment; filename={}_logs.tar.gz", self.hostname))
+            .header(
+                "Content-Disposition",
+                format!("attachment; filename={}_logs.tar.gz", self.hostname),
+            )
             .body(Full::new(Bytes::from(gz)))
             .unwrap()
     }
@@ -403,7 +494,11 @@ fn ok_json(v: &Value) -> Response<Full<Bytes>> {
 /// swagger `error`.
 fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
     let body = json!({"kind": "Error", "id": code.as_u16(), "href": "", "code": code.as_u16().to_string(), "reason": reason});
-    Response::builder().status(code).header("Content-Type", "application/json").body(Full::new(Bytes::from(body.to_string()))).unwrap()
+    Response::builder()
+        .status(code)
+        .header("Content-Type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
 }
 
 fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
@@ -413,7 +508,11 @@ fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
 /// swagger `infra_error` (401/403).
 fn infra_error(code: StatusCode, message: String) -> Response<Full<Bytes>> {
     let body = json!({"code": code.as_u16(), "message": message});
-    Response::builder().status(code).header("Content-Type", "application/json").body(Full::new(Bytes::from(body.to_string()))).unwrap()
+    Response::builder()
+        .status(code)
+        .header("Content-Type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .unwrap()
 }
 
 /// A running API; [`Server::stop`] closes the listener and every open connection (the live

@@ -50,10 +50,22 @@ pub struct Loaded {
 
 /// Reads `config.ign` from the embed area of a live ISO.
 pub fn from_iso(iso: &Path) -> Result<Loaded, Refusal> {
-    let mut f = std::fs::File::open(iso).map_err(|e| (1, vec![format!("cannot open {}: {e}", iso.display())]))?;
-    let (bytes, area) = embed::read_ignition(&mut f).map_err(|e| refused(format!("{}: {e}", iso.display())))?;
+    let mut f =
+        std::fs::File::open(iso).map_err(|e| (1, vec![format!("cannot open {}: {e}", iso.display())]))?;
+    let (bytes, area) =
+        embed::read_ignition(&mut f).map_err(|e| refused(format!("{}: {e}", iso.display())))?;
     let cfg = ignition::parse(&bytes).map_err(|e| refused(format!("{}: {e}", iso.display())))?;
-    Ok(Loaded { cfg, from: format!("{} (embed area {} at byte {}, {} bytes)", iso.display(), area.path, area.offset, area.len), notes: vec![] })
+    Ok(Loaded {
+        cfg,
+        from: format!(
+            "{} (embed area {} at byte {}, {} bytes)",
+            iso.display(),
+            area.path,
+            area.offset,
+            area.len
+        ),
+        notes: vec![],
+    })
 }
 
 /// The files a PXE boot uses.
@@ -153,15 +165,24 @@ fn url_file(url: &str) -> &str {
 /// Checks an iPXE script and resolves its files in `dir` (the files are served from one
 /// place, so each URL's last segment names a file in `dir`). Every problem is returned.
 pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
-    let text = std::fs::read_to_string(script).map_err(|e| (1, vec![format!("cannot read {}: {e}", script.display())]))?;
+    let text = std::fs::read_to_string(script)
+        .map_err(|e| (1, vec![format!("cannot read {}: {e}", script.display())]))?;
     let what = script.display().to_string();
-    let ipxe = parse_ipxe(&text).map_err(|p| (3, p.into_iter().map(|l| format!("{what}: {l}")).collect::<Vec<_>>()))?;
+    let ipxe = parse_ipxe(&text).map_err(|p| {
+        (
+            3,
+            p.into_iter().map(|l| format!("{what}: {l}")).collect::<Vec<_>>(),
+        )
+    })?;
     let mut problems = Vec::new();
     let mut file = |url: &str, role: &str| -> Option<PathBuf> {
         let name = url_file(url);
         let p = dir.join(name);
         if name.is_empty() || !p.is_file() {
-            problems.push(format!("{what}: the {role} {url} names {name:?}, which is not in {}", dir.display()));
+            problems.push(format!(
+                "{what}: the {role} {url} names {name:?}, which is not in {}",
+                dir.display()
+            ));
             None
         } else {
             Some(p)
@@ -174,20 +195,42 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
             None
         }
     };
-    let initrds: Vec<PathBuf> = ipxe.initrds.iter().filter_map(|(_, u)| file(u, "initrd")).collect();
-    let rootfs_url = ipxe.kargs.iter().find_map(|k| k.strip_prefix("coreos.live.rootfs_url=")).map(str::to_string);
-    let rootfs = rootfs_url.as_deref().and_then(|u| file(u, "coreos.live.rootfs_url"));
+    let initrds: Vec<PathBuf> = ipxe
+        .initrds
+        .iter()
+        .filter_map(|(_, u)| file(u, "initrd"))
+        .collect();
+    let rootfs_url = ipxe
+        .kargs
+        .iter()
+        .find_map(|k| k.strip_prefix("coreos.live.rootfs_url="))
+        .map(str::to_string);
+    let rootfs = rootfs_url
+        .as_deref()
+        .and_then(|u| file(u, "coreos.live.rootfs_url"));
     if ipxe.kernel.is_none() {
         problems.push(format!("{what}: no kernel line"));
     }
     if ipxe.initrds.is_empty() {
-        problems.push(format!("{what}: no initrd line (the Ignition config travels in the initrd)"));
+        problems.push(format!(
+            "{what}: no initrd line (the Ignition config travels in the initrd)"
+        ));
     }
     // UEFI: the kernel's EFI stub loads only the initrds that `initrd=` names.
-    let names: Vec<&str> = ipxe.initrds.iter().map(|(n, u)| n.as_deref().unwrap_or_else(|| url_file(u))).collect();
-    let wanted: Vec<&str> = ipxe.kargs.iter().filter_map(|k| k.strip_prefix("initrd=")).collect();
+    let names: Vec<&str> = ipxe
+        .initrds
+        .iter()
+        .map(|(n, u)| n.as_deref().unwrap_or_else(|| url_file(u)))
+        .collect();
+    let wanted: Vec<&str> = ipxe
+        .kargs
+        .iter()
+        .filter_map(|k| k.strip_prefix("initrd="))
+        .collect();
     if ipxe.kernel.is_some() && wanted.is_empty() {
-        problems.push(format!("{what}: the kernel line lacks initrd=<name> (UEFI machines would boot without the initrd)"));
+        problems.push(format!(
+            "{what}: the kernel line lacks initrd=<name> (UEFI machines would boot without the initrd)"
+        ));
     }
     for w in &wanted {
         if !names.contains(w) {
@@ -200,7 +243,9 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         }
         for k in ["ignition.firstboot", "ignition.platform.id=metal"] {
             if !ipxe.kargs.iter().any(|a| a == k) {
-                problems.push(format!("{what}: the kernel line lacks {k} (Ignition would not run the embedded config)"));
+                problems.push(format!(
+                    "{what}: the kernel line lacks {k} (Ignition would not run the embedded config)"
+                ));
             }
         }
         if let Some(l) = ipxe.kargs.iter().find(|k| k.starts_with("coreos.liveiso=")) {
@@ -208,10 +253,17 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         }
     }
     if !ipxe.boots {
-        problems.push(format!("{what}: no boot command (the script would end without booting)"));
+        problems.push(format!(
+            "{what}: no boot command (the script would end without booting)"
+        ));
     }
     match (kernel, rootfs) {
-        (Some(kernel), Some(rootfs)) if problems.is_empty() => Ok(PxeSet { kernel, initrds, rootfs, ipxe: Some(script.to_path_buf()) }),
+        (Some(kernel), Some(rootfs)) if problems.is_empty() => Ok(PxeSet {
+            kernel,
+            initrds,
+            rootfs,
+            ipxe: Some(script.to_path_buf()),
+        }),
         _ => Err((3, problems)),
     }
 }
@@ -221,10 +273,17 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
 /// `node.<arch>.ipxe` (then the script decides and is checked). Errors: no or several
 /// architectures' initrds, a missing kernel or rootfs, a script problem.
 pub fn pxe_dir(dir: &Path) -> Result<PxeSet, Refusal> {
-    let entries = std::fs::read_dir(dir).map_err(|e| (1, vec![format!("cannot read --pxe-dir {}: {e}", dir.display())]))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| (1, vec![format!("cannot read --pxe-dir {}: {e}", dir.display())]))?;
     let mut arches: Vec<String> = entries
         .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.strip_prefix("node.")?.strip_suffix("-initrd.img").map(String::from)))
+        .filter_map(|e| {
+            e.file_name().to_str().and_then(|n| {
+                n.strip_prefix("node.")?
+                    .strip_suffix("-initrd.img")
+                    .map(String::from)
+            })
+        })
         .collect();
     arches.sort();
     let arch = match arches.as_slice() {
@@ -251,7 +310,12 @@ pub fn pxe_dir(dir: &Path) -> Result<PxeSet, Refusal> {
     let missing: Vec<String> = [&set.kernel, &set.rootfs]
         .into_iter()
         .filter(|p| !p.is_file())
-        .map(|p| format!("{} is missing (a PXE boot needs the kernel, the initrd and the rootfs)", p.display()))
+        .map(|p| {
+            format!(
+                "{} is missing (a PXE boot needs the kernel, the initrd and the rootfs)",
+                p.display()
+            )
+        })
         .collect();
     if missing.is_empty() {
         Ok(set)
@@ -285,8 +349,14 @@ pub fn from_pxe(set: &PxeSet) -> Result<Loaded, Refusal> {
     if !problems.is_empty() {
         return Err((3, problems));
     }
-    let what = set.initrds.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" + ");
-    let members = embed::unpack_archives(&initrd, &what).map_err(|e| refused(format!("the initrd as the kernel reads it: {e}")))?;
+    let what = set
+        .initrds
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let members = embed::unpack_archives(&initrd, &what)
+        .map_err(|e| refused(format!("the initrd as the kernel reads it: {e}")))?;
     let bytes = members.get("config.ign").ok_or_else(|| {
         refused(format!(
             "no Ignition in the initrd {what}: no archive in it holds config.ign (members: {}); add-nodes --pxe appends it",
@@ -296,17 +366,32 @@ pub fn from_pxe(set: &PxeSet) -> Result<Loaded, Refusal> {
     let cfg = ignition::parse(bytes).map_err(|e| refused(format!("{what}: {e}")))?;
     let from = match &set.ipxe {
         Some(s) => format!("PXE script {} (initrd {what})", s.display()),
-        None => format!("PXE files (kernel {}, initrd {what}, rootfs {})", set.kernel.display(), set.rootfs.display()),
+        None => format!(
+            "PXE files (kernel {}, initrd {what}, rootfs {})",
+            set.kernel.display(),
+            set.rootfs.display()
+        ),
     };
-    Ok(Loaded { cfg, from, notes: vec![] })
+    Ok(Loaded {
+        cfg,
+        from,
+        notes: vec![],
+    })
 }
 
 /// Files the simulated appliance disk image already has: the agent installer's systemd units
 /// (enabled, ordered as the node contract asks) and the user's SSH key. Path → contents.
 pub fn appliance_disk_files() -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let mut units: Vec<(&str, &[&str], &str)> = contract::UNITS.iter().map(|(n, _, after)| (*n, *after, "")).collect();
-    units.push(("pre-network-manager-config.service", &[], "Before=NetworkManager.service\n"));
+    let mut units: Vec<(&str, &[&str], &str)> = contract::UNITS
+        .iter()
+        .map(|(n, _, after)| (*n, *after, ""))
+        .collect();
+    units.push((
+        "pre-network-manager-config.service",
+        &[],
+        "Before=NetworkManager.service\n",
+    ));
     for (name, after, extra) in units {
         let text = format!(
             "[Unit]\nDescription={name} (appliance disk image)\nAfter={}\n{extra}\n[Service]\nType=oneshot\nExecStart=/usr/local/bin/{}.sh\n\n[Install]\nWantedBy=multi-user.target\n",
@@ -315,7 +400,10 @@ pub fn appliance_disk_files() -> BTreeMap<String, Vec<u8>> {
         );
         out.insert(format!("/etc/systemd/system/{name}"), text.into_bytes());
     }
-    out.insert("/home/core/.ssh/authorized_keys.d/appliance".into(), b"ssh-ed25519 AAAA (appliance disk image)\n".to_vec());
+    out.insert(
+        "/home/core/.ssh/authorized_keys.d/appliance".into(),
+        b"ssh-ed25519 AAAA (appliance disk image)\n".to_vec(),
+    );
     out
 }
 
@@ -325,7 +413,11 @@ fn release_of(files: &BTreeMap<String, Vec<u8>>) -> Option<String> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).ok()?;
     docs.iter()
         .filter(|d| d.get("kind").and_then(|k| k.as_str()) == Some("ClusterImageSet"))
-        .find_map(|d| d.pointer("/spec/releaseImage").and_then(|r| r.as_str()).map(String::from))
+        .find_map(|d| {
+            d.pointer("/spec/releaseImage")
+                .and_then(|r| r.as_str())
+                .map(String::from)
+        })
 }
 
 /// Boots the appliance with config image `img`. `disk_release` is the release built into the
@@ -334,8 +426,10 @@ fn release_of(files: &BTreeMap<String, Vec<u8>>) -> Option<String> {
 /// Refused (exit 3): another volume label, no `config.gz`, a corrupt archive, a release that
 /// differs from the disk's.
 pub fn from_config_image(img: &Path, disk_release: Option<&str>) -> Result<Loaded, Refusal> {
-    let mut f = std::fs::File::open(img).map_err(|e| (1, vec![format!("cannot open {}: {e}", img.display())]))?;
-    let label = agent_day2_iso9660::volume_id(&mut f).map_err(|e| refused(format!("{}: not an ISO9660 config image: {e}", img.display())))?;
+    let mut f =
+        std::fs::File::open(img).map_err(|e| (1, vec![format!("cannot open {}: {e}", img.display())]))?;
+    let label = agent_day2_iso9660::volume_id(&mut f)
+        .map_err(|e| refused(format!("{}: not an ISO9660 config image: {e}", img.display())))?;
     if label.trim_end() != CONFIG_IMAGE_LABEL {
         return Err(refused(format!(
             "{}: volume label {:?}; the appliance's loader only reads the device labelled {CONFIG_IMAGE_LABEL:?} (write it with add-nodes --config-image)",
@@ -369,17 +463,39 @@ pub fn from_config_image(img: &Path, disk_release: Option<&str>) -> Result<Loade
             }
         }
     }
-    let mut cfg = ignition::Config { version: "appliance".into(), files: all, ..Default::default() };
+    let mut cfg = ignition::Config {
+        version: "appliance".into(),
+        files: all,
+        ..Default::default()
+    };
     // The disk image's units are installed and enabled (WantedBy=) there.
     for (p, d) in cfg.files.iter() {
-        if let Some(name) = p.strip_prefix("/etc/systemd/system/").filter(|n| !n.contains('/')) {
+        if let Some(name) = p
+            .strip_prefix("/etc/systemd/system/")
+            .filter(|n| !n.contains('/'))
+        {
             let text = String::from_utf8_lossy(d).into_owned();
-            cfg.units.insert(name.to_string(), ignition::Unit { name: name.to_string(), enabled: None, mask: false, text });
+            cfg.units.insert(
+                name.to_string(),
+                ignition::Unit {
+                    name: name.to_string(),
+                    enabled: None,
+                    mask: false,
+                    text,
+                },
+            );
         }
     }
-    let keys: Vec<String> = cfg.under("/home/core/.ssh/authorized_keys.d/").map(|(_, d)| String::from_utf8_lossy(d).trim().to_string()).collect();
+    let keys: Vec<String> = cfg
+        .under("/home/core/.ssh/authorized_keys.d/")
+        .map(|(_, d)| String::from_utf8_lossy(d).trim().to_string())
+        .collect();
     cfg.ssh_keys.insert("core".into(), keys);
-    Ok(Loaded { cfg, from: format!("config image {} (label {CONFIG_IMAGE_LABEL})", img.display()), notes })
+    Ok(Loaded {
+        cfg,
+        from: format!("config image {} (label {CONFIG_IMAGE_LABEL})", img.display()),
+        notes,
+    })
 }
 
 #[cfg(test)]
@@ -399,7 +515,13 @@ mod tests {
     #[test]
     fn parses_the_script_add_nodes_writes() {
         let s = parse_ipxe(GOOD).unwrap();
-        assert_eq!(s.initrds, vec![(Some("initrd".to_string()), "http://h/pxe/node.x86_64-initrd.img".to_string())]);
+        assert_eq!(
+            s.initrds,
+            vec![(
+                Some("initrd".to_string()),
+                "http://h/pxe/node.x86_64-initrd.img".to_string()
+            )]
+        );
         assert_eq!(s.kernel.as_deref(), Some("http://h/pxe/node.x86_64-vmlinuz"));
         assert!(s.boots);
         assert_eq!(url_file("http://h/a/b.img?x=1"), "b.img");
@@ -407,7 +529,11 @@ mod tests {
 
     #[test]
     fn resolves_files_next_to_the_script() {
-        let d = dir_with(&["node.x86_64-initrd.img", "node.x86_64-vmlinuz", "node.x86_64-rootfs.img"]);
+        let d = dir_with(&[
+            "node.x86_64-initrd.img",
+            "node.x86_64-vmlinuz",
+            "node.x86_64-rootfs.img",
+        ]);
         let p = d.path().join("node.x86_64.ipxe");
         std::fs::write(&p, GOOD).unwrap();
         let set = resolve_ipxe(&p, d.path()).unwrap();
@@ -427,7 +553,13 @@ mod tests {
         let (code, lines) = resolve_ipxe(&p, d.path()).unwrap_err();
         assert_eq!(code, 3);
         let all = lines.join("\n");
-        for want in ["names \"node.x86_64-rootfs.img\", which is not in", "lacks ignition.firstboot", "has coreos.liveiso=rhcos-418", "initrd=other", "no boot command"] {
+        for want in [
+            "names \"node.x86_64-rootfs.img\", which is not in",
+            "lacks ignition.firstboot",
+            "has coreos.liveiso=rhcos-418",
+            "initrd=other",
+            "no boot command",
+        ] {
             assert!(all.contains(want), "{want} not in:\n{all}");
         }
         assert_eq!(lines.len(), 5, "{all}");
@@ -437,7 +569,10 @@ mod tests {
     fn disk_units_satisfy_the_contract_order() {
         let files = appliance_disk_files();
         let u = String::from_utf8(files["/etc/systemd/system/agent-add-node.service"].clone()).unwrap();
-        assert_eq!(ignition::unit_directive(&u, "After"), vec!["agent.service", "apply-host-config.service"]);
+        assert_eq!(
+            ignition::unit_directive(&u, "After"),
+            vec!["agent.service", "apply-host-config.service"]
+        );
         assert!(files.contains_key("/etc/systemd/system/pre-network-manager-config.service"));
     }
 }

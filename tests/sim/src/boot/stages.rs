@@ -48,19 +48,64 @@ pub struct Faults {
 }
 
 /// Stages that `progress_stages` lists for a day-2 worker (swagger `host-stage`).
-pub const WORKER_STAGES: &[&str] = &["Starting installation", "Installing", "Writing image to disk", "Rebooting"];
+pub const WORKER_STAGES: &[&str] = &[
+    "Starting installation",
+    "Installing",
+    "Writing image to disk",
+    "Rebooting",
+];
 
 /// Host validations this simulator reports, (id, success message, failure message), grouped
 /// as assisted-service groups them in `validations_info`.
 pub const VALIDATIONS: &[(&str, &str, &str, &str)] = &[
-    ("hardware", "has-inventory", "Valid inventory exists for the host", "Inventory has not been received for the host"),
-    ("hardware", "has-min-cpu-cores", "Sufficient CPU cores", "The host does not have enough CPU cores: 2 required"),
-    ("hardware", "has-min-memory", "Sufficient minimum RAM", "The host does not have enough RAM: 8.00 GiB required"),
-    ("hardware", "has-min-valid-disks", "Sufficient disk capacity", "No eligible disks were found, please check specific disks to see why they are not eligible"),
-    ("network", "ntp-synced", "Host NTP is synced", "Host couldn't synchronize with any NTP server"),
-    ("network", "ignition-downloadable", "Ignition is downloadable", "Ignition is not downloadable. Please ensure host connectivity to the cluster's API"),
-    ("network", "api-int-domain-name-resolved-correctly", "Domain name resolution for the api-int domain name was successful or not required", "Couldn't resolve domain name api-int on the host"),
-    ("operators", "lso-requirements-satisfied", "lso is disabled", "lso requirements not met"),
+    (
+        "hardware",
+        "has-inventory",
+        "Valid inventory exists for the host",
+        "Inventory has not been received for the host",
+    ),
+    (
+        "hardware",
+        "has-min-cpu-cores",
+        "Sufficient CPU cores",
+        "The host does not have enough CPU cores: 2 required",
+    ),
+    (
+        "hardware",
+        "has-min-memory",
+        "Sufficient minimum RAM",
+        "The host does not have enough RAM: 8.00 GiB required",
+    ),
+    (
+        "hardware",
+        "has-min-valid-disks",
+        "Sufficient disk capacity",
+        "No eligible disks were found, please check specific disks to see why they are not eligible",
+    ),
+    (
+        "network",
+        "ntp-synced",
+        "Host NTP is synced",
+        "Host couldn't synchronize with any NTP server",
+    ),
+    (
+        "network",
+        "ignition-downloadable",
+        "Ignition is downloadable",
+        "Ignition is not downloadable. Please ensure host connectivity to the cluster's API",
+    ),
+    (
+        "network",
+        "api-int-domain-name-resolved-correctly",
+        "Domain name resolution for the api-int domain name was successful or not required",
+        "Couldn't resolve domain name api-int on the host",
+    ),
+    (
+        "operators",
+        "lso-requirements-satisfied",
+        "lso is disabled",
+        "lso requirements not met",
+    ),
 ];
 
 /// `validations_info` JSON text: every validation success except `failing`.
@@ -69,7 +114,12 @@ pub fn validations_info(failing: Option<&str>) -> String {
     for (group, id, ok, bad) in VALIDATIONS {
         let fail = failing == Some(*id);
         let entry = json!({"id": id, "status": if fail {"failure"} else {"success"}, "message": if fail {*bad} else {*ok}});
-        groups.entry(group.to_string()).or_insert_with(|| Value::Array(vec![])).as_array_mut().unwrap().push(entry);
+        groups
+            .entry(group.to_string())
+            .or_insert_with(|| Value::Array(vec![]))
+            .as_array_mut()
+            .unwrap()
+            .push(entry);
     }
     if let Some(f) = failing {
         if !VALIDATIONS.iter().any(|v| v.1 == f) {
@@ -130,15 +180,43 @@ pub fn plan(hostname: &str, faults: &Faults) -> Vec<Step> {
         s.push(st);
         return s;
     }
-    s.push(step("known", "Host is ready to be installed".into(), None, None,
-        format!("Host {hostname}: updated status from discovering to known (Host is ready to be installed)"), 20, End::Next));
-    s.push(step("installing", "Installation is in progress".into(), Some("Starting installation"), Some(0),
-        format!("Host {hostname}: updated status from known to installing (Installation is in progress)"), 10, End::Next));
-    s.push(step("installing-in-progress", "Host is being installed".into(), Some("Installing"), Some(17),
-        format!("Host {hostname}: reached installation stage Installing: worker"), 30, End::Next));
+    s.push(step(
+        "known",
+        "Host is ready to be installed".into(),
+        None,
+        None,
+        format!("Host {hostname}: updated status from discovering to known (Host is ready to be installed)"),
+        20,
+        End::Next,
+    ));
+    s.push(step(
+        "installing",
+        "Installation is in progress".into(),
+        Some("Starting installation"),
+        Some(0),
+        format!("Host {hostname}: updated status from known to installing (Installation is in progress)"),
+        10,
+        End::Next,
+    ));
+    s.push(step(
+        "installing-in-progress",
+        "Host is being installed".into(),
+        Some("Installing"),
+        Some(17),
+        format!("Host {hostname}: reached installation stage Installing: worker"),
+        30,
+        End::Next,
+    ));
     for pct in [33u8, 50] {
-        s.push(step("installing-in-progress", "Host is being installed".into(), Some("Writing image to disk"), Some(pct),
-            format!("Host {hostname}: reached installation stage Writing image to disk: {pct}%"), 60, End::Next));
+        s.push(step(
+            "installing-in-progress",
+            "Host is being installed".into(),
+            Some("Writing image to disk"),
+            Some(pct),
+            format!("Host {hostname}: reached installation stage Writing image to disk: {pct}%"),
+            60,
+            End::Next,
+        ));
     }
     if faults.fail_install {
         let reason = "failed to write image to disk: exit status 1 (simulated --fail-install)".to_string();
@@ -147,10 +225,24 @@ pub fn plan(hostname: &str, faults: &Faults) -> Vec<Step> {
             End::Failed(reason)));
         return s;
     }
-    s.push(step("installing-in-progress", "Host is being installed".into(), Some("Writing image to disk"), Some(67),
-        format!("Host {hostname}: reached installation stage Writing image to disk: 100%"), 60, End::Next));
-    s.push(step("installing-in-progress", "Host is being installed".into(), Some("Rebooting"), Some(83),
-        format!("Host {hostname}: reached installation stage Rebooting"), 10, End::Next));
+    s.push(step(
+        "installing-in-progress",
+        "Host is being installed".into(),
+        Some("Writing image to disk"),
+        Some(67),
+        format!("Host {hostname}: reached installation stage Writing image to disk: 100%"),
+        60,
+        End::Next,
+    ));
+    s.push(step(
+        "installing-in-progress",
+        "Host is being installed".into(),
+        Some("Rebooting"),
+        Some(83),
+        format!("Host {hostname}: reached installation stage Rebooting"),
+        10,
+        End::Next,
+    ));
     s.push(step("added-to-existing-cluster",
         "Host has rebooted and no further updates will be posted. Please check console for progress and to possibly approve pending CSRs".into(),
         Some("Rebooting"), Some(100),
@@ -179,29 +271,59 @@ mod tests {
         // Percent never goes down; every stage is a swagger host-stage of a worker.
         let pcts: Vec<u8> = p.iter().filter_map(|s| s.percent).collect();
         assert!(pcts.windows(2).all(|w| w[0] <= w[1]), "{pcts:?}");
-        assert!(p.iter().filter_map(|s| s.stage).all(|s| WORKER_STAGES.contains(&s)));
+        assert!(p
+            .iter()
+            .filter_map(|s| s.stage)
+            .all(|s| WORKER_STAGES.contains(&s)));
     }
 
     #[test]
     fn failing_validation_stays_insufficient() {
-        let p = plan("w", &Faults { fail_validation: Some("ntp-synced".into()), ..Default::default() });
+        let p = plan(
+            "w",
+            &Faults {
+                fail_validation: Some("ntp-synced".into()),
+                ..Default::default()
+            },
+        );
         assert_eq!(statuses(&p), vec!["discovering", "insufficient"]);
         assert_eq!(p[1].end, End::Stall);
         assert!(p[1].status_info.contains("NTP"));
         let vi: serde_json::Value = serde_json::from_str(&validations_info(Some("ntp-synced"))).unwrap();
-        let ntp = vi["network"].as_array().unwrap().iter().find(|v| v["id"] == "ntp-synced").unwrap();
+        let ntp = vi["network"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["id"] == "ntp-synced")
+            .unwrap();
         assert_eq!(ntp["status"], "failure");
-        assert!(vi["hardware"].as_array().unwrap().iter().all(|v| v["status"] == "success"));
+        assert!(vi["hardware"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["status"] == "success"));
     }
 
     #[test]
     fn fail_install_ends_in_error_and_stall_never_leaves_discovering() {
-        let p = plan("w", &Faults { fail_install: true, ..Default::default() });
+        let p = plan(
+            "w",
+            &Faults {
+                fail_install: true,
+                ..Default::default()
+            },
+        );
         let last = p.last().unwrap();
         assert_eq!(last.status, "error");
         assert_eq!(last.stage, Some("Failed"));
         assert!(matches!(&last.end, End::Failed(r) if r.contains("write image")));
-        let p = plan("w", &Faults { stall: true, ..Default::default() });
+        let p = plan(
+            "w",
+            &Faults {
+                stall: true,
+                ..Default::default()
+            },
+        );
         assert_eq!(statuses(&p), vec!["discovering"]);
         assert_eq!(p[0].end, End::Stall);
     }
