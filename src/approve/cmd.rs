@@ -83,19 +83,19 @@ fn row(view: &CsrView, v: &Verdict, action: Action) -> Row {
         .map(|p| {
             p.sans
                 .iter()
-                .map(|s| escape_for_display(&s.to_string(), CELL_MAX))
+                .map(|s| escape_for_display(&s.to_string(), usize::MAX))
                 .collect()
         })
         .unwrap_or_default();
     Row {
-        name: escape_for_display(&view.name, CELL_MAX),
+        name: escape_for_display(&view.name, usize::MAX),
         node: v
             .node
             .as_deref()
-            .map(|n| escape_for_display(n, CELL_MAX))
+            .map(|n| escape_for_display(n, usize::MAX))
             .unwrap_or_else(|| "-".into()),
         kind: v.kind,
-        requester: escape_for_display(&view.username, CELL_MAX),
+        requester: escape_for_display(&view.username, usize::MAX),
         sans,
         created: view.created.map(|t| t.to_string()),
         action,
@@ -134,6 +134,48 @@ fn verdict_cell(r: &Row) -> String {
     }
 }
 
+/// Cuts an already escaped value ([`escape_for_display`] output) to [`CELL_MAX`] characters for
+/// a table cell, ending in `…`, never inside an escape (`\\`, `\u{..}`). Only the table
+/// cuts: `-o json|yaml` carry the full escaped values.
+fn cut(escaped: &str) -> String {
+    let mut tokens: Vec<String> = Vec::new();
+    let mut it = escaped.chars().peekable();
+    while let Some(c) = it.next() {
+        let mut t = c.to_string();
+        if c == '\\' {
+            match it.peek() {
+                Some('\\') => t.push(it.next().unwrap_or('\\')),
+                Some('u') => {
+                    for d in it.by_ref() {
+                        t.push(d);
+                        if d == '}' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        tokens.push(t);
+    }
+    let total: usize = tokens.iter().map(|t| t.chars().count()).sum();
+    if total <= CELL_MAX {
+        return escaped.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0usize;
+    for t in tokens {
+        let n = t.chars().count();
+        if used + n > CELL_MAX - 1 {
+            break;
+        }
+        out.push_str(&t);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
 fn table(rows: &[Row]) -> String {
     let now = now();
     crate::output::table(
@@ -150,14 +192,14 @@ fn table(rows: &[Row]) -> String {
         rows.iter()
             .map(|r| {
                 vec![
-                    r.name.clone(),
-                    r.node.clone(),
+                    cut(&r.name),
+                    cut(&r.node),
                     r.kind.to_string(),
-                    r.requester.clone(),
+                    cut(&r.requester),
                     if r.sans.is_empty() {
                         "-".into()
                     } else {
-                        r.sans.join(",")
+                        r.sans.iter().map(|x| cut(x)).collect::<Vec<_>>().join(",")
                     },
                     age(r.created.as_deref(), now),
                     verdict_cell(r),
@@ -244,7 +286,14 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> R
         Some(
             parse_duration(&args.timeout)
                 .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
-                .unwrap_or(Duration::from_secs(3600)),
+                // 0 is refused rather than read as "no limit": a watch that never ends is
+                // what the batch token's expiry already bounds, and a typo should not hang.
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "--timeout {:?}: give a positive duration, e.g. --timeout 30m (0 is not accepted)",
+                        args.timeout
+                    ))
+                })?,
         )
     } else {
         None
@@ -320,6 +369,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     let mut done: BTreeMap<String, Outcome> = BTreeMap::new();
     for n in &todo_approve {
         let o = a.approve(n).await?;
+        warn_client(&o);
         if o.action == Action::Approved {
             eprintln!(
                 "approved {} ({} {})",
@@ -604,7 +654,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
 fn still_pending(a: &Approver, escaped_name: &str) -> bool {
     a.evaluate_all(now())
         .iter()
-        .any(|(c, _)| escape_for_display(&c.name, CELL_MAX) == escaped_name)
+        .any(|(c, _)| escape_for_display(&c.name, usize::MAX) == escaped_name)
 }
 
 fn waiting_for(a: &Approver) -> String {
@@ -671,6 +721,7 @@ async fn process_one(
                 emit(&format!("{}\n", table(std::slice::from_ref(&r))));
                 if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
                     let o = a.approve(&name).await?;
+                    warn_client(&o);
                     live.show(&view, &o);
                 } else {
                     declined.insert(name);
@@ -680,6 +731,23 @@ async fn process_one(
         }
     }
     let o = a.handle(c).await?;
+    warn_client(&o);
     live.show(&view, &o);
     Ok(())
+}
+
+/// Once per client CSR approved by `approve`: it cannot tell the real machine from anyone
+/// holding the node-bootstrapper token (the CSR's checks only see what the requester claims);
+/// `monitor --approve` also waits until the host was seen installing (design.md, tester
+/// finding "rogue client CSR before boot").
+fn warn_client(o: &Outcome) {
+    if o.action == Action::Approved && o.verdict.kind == Kind::Client {
+        eprintln!(
+            "warning: approved client CSR {} for {}: approve cannot tell the real machine from anyone \
+             holding the node-bootstrapper token; `oc agent-day2 monitor --approve` approves a client CSR \
+             only after it saw the host installing",
+            escape_for_display(&o.csr, CELL_MAX),
+            o.verdict.node.as_deref().map(|x| escape_for_display(x, CELL_MAX)).unwrap_or_default()
+        );
+    }
 }

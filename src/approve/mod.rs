@@ -519,16 +519,23 @@ impl Approver {
     }
 
     /// One line per expected node whose addresses are unknown (DHCP): it gets no serving
-    /// approval until they are given.
+    /// approval until they are given. A node already Ready with its serving certificate issued
+    /// needs nothing and gets no hint.
     pub fn hints(&self) -> Vec<String> {
+        let done: BTreeSet<String> = self
+            .node_states()
+            .into_iter()
+            .filter(NodeState::done)
+            .map(|n| n.node)
+            .collect();
         self.expected
             .nodes
             .iter()
-            .filter(|n| n.ips.is_empty())
+            .filter(|n| n.ips.is_empty() && !done.contains(&n.hostname))
             .map(|n| {
                 format!(
                     "{0}: address unknown (DHCP): its serving CSR is not approved until you give it: \
-                     `oc agent-day2 monitor --ip-addresses {0}=IP` (records it on the batch) or `approve --node {0}=IP`",
+                     `oc agent-day2 monitor --ip-addresses IP` (records it on the batch) or `approve --node {0}=IP`",
                     n.hostname
                 )
             })
@@ -800,6 +807,32 @@ impl Approver {
         }
     }
 
+    /// A CSR whose name cannot be put in a request path as it is (control characters, spaces,
+    /// non-ASCII, `/ % ? #`; the API server's own rule is a DNS subdomain name, so a real
+    /// cluster never has one, but a broken or hostile server may list one) is skipped with an
+    /// escaped warning and [`Action::Ignored`], so the other CSRs are still processed.
+    fn unaddressable(&self, name: &str) -> Option<Outcome> {
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_graphic() && !"/%?#\\".contains(c)) {
+            return None;
+        }
+        eprintln!(
+            "warning: skipped CSR {:?}: its name is not a valid object name (it cannot be addressed in a URL); \
+             inspect and delete it by hand",
+            crate::output::escape_for_display(name, 200)
+        );
+        let verdict = self.evaluate(name, now()).unwrap_or(Verdict {
+            kind: Kind::NotKubelet,
+            node: None,
+            approve: false,
+            reasons: vec![],
+        });
+        Some(Outcome {
+            csr: name.into(),
+            verdict,
+            action: Action::Ignored,
+        })
+    }
+
     /// `--deny-invalid` denies a rejected CSR only when it names an expected node and is not
     /// merely waiting for that node's address (nor for a rival to be sorted out by hand).
     pub fn deniable(&self, v: &Verdict) -> bool {
@@ -816,6 +849,9 @@ impl Approver {
     /// the checks) through `/approval` (409 → read again, re-check). Returns
     /// [`Action::Rejected`] / [`Action::NotPending`] when the fresh reads say so.
     pub async fn approve(&mut self, name: &str) -> Result<Outcome> {
+        if let Some(o) = self.unaddressable(name) {
+            return Ok(o);
+        }
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
@@ -946,6 +982,9 @@ impl Approver {
     /// Denies pending CSR `name` (`--deny-invalid`) after reading it again and judging it
     /// again: a `Denied` condition (reason [`DENIED_REASON`]) whose message lists the reasons.
     pub async fn deny(&mut self, name: &str) -> Result<Outcome> {
+        if let Some(o) = self.unaddressable(name) {
+            return Ok(o);
+        }
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
