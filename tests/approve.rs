@@ -796,6 +796,11 @@ fn dhcp_host_needs_its_address_given() {
         err.contains("hint: worker-1: address unknown") && err.contains("--node worker-1=IP"),
         "{err}"
     );
+    // The monitor form takes bare addresses (`--ip-addresses worker-1=IP` is refused there).
+    assert!(
+        err.contains("monitor --ip-addresses IP") && !err.contains("--ip-addresses worker-1="),
+        "{err}"
+    );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let r = doc["csrs"]
         .as_array()
@@ -837,4 +842,72 @@ fn dhcp_host_needs_its_address_given() {
         approvals(&c),
         [("worker-1".into(), "serving".into(), serving.clone())]
     );
+}
+
+/// A CSR whose name holds control characters is skipped with an escaped warning while the
+/// others are still approved; `-o json` carries full (escaped) values, only the table cuts;
+/// approving a client CSR warns that approve cannot tell the real machine from a token holder;
+/// `--watch --timeout 0` is refused (exit 2).
+#[test]
+fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_is_refused() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = cluster(&w);
+    add_nodes(&c, &w);
+
+    let o = plugin(&c, &w, &["approve", "--yes", "--watch", "--timeout", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--timeout"), "{}", text(&o));
+
+    let evil = post_csr(
+        &c,
+        "evil\x1b[31mname\nX",
+        &openssl_csr(&w, "worker-1", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
+    let good = post_csr(
+        &c,
+        "good-client-worker-0",
+        &openssl_csr(&w, "worker-0", None),
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    );
+    let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(err.contains("warning: skipped CSR") && err.contains("evil\\u{1b}[31mname\\u{a}X"), "{err}");
+    assert!(!err.contains('\x1b'), "raw control character on stderr: {err}");
+    assert!(
+        err.contains(&format!("approved client CSR {good}")) && err.contains("cannot tell the real machine"),
+        "{err}"
+    );
+    assert!(
+        conditions(&c, &good).iter().any(|(t, _)| t == "Approved"),
+        "good CSR approved: {}",
+        text(&o)
+    );
+    let found: Vec<Value> = all_csrs(&c)
+        .into_iter()
+        .filter(|x| x["metadata"]["name"] == evil.as_str())
+        .collect();
+    assert_eq!(found.len(), 1);
+    assert!(
+        found[0]["status"]["conditions"].as_array().map_or(true, |a| a.is_empty()),
+        "evil CSR untouched: {:?}",
+        found[0]
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let username = csr_obj(&c, &good)["spec"]["username"].as_str().unwrap().to_string();
+    assert!(username.chars().count() > 48, "the test needs a long requester: {username}");
+    let row = doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == good.as_str())
+        .unwrap_or_else(|| panic!("{good} in {doc}"));
+    assert_eq!(row["requester"], username.as_str(), "{doc}");
+    assert!(!doc.to_string().contains('…'), "{doc}");
 }

@@ -816,7 +816,7 @@ impl Approver {
             return None;
         }
         eprintln!(
-            "warning: skipped CSR {:?}: its name is not a valid object name (it cannot be addressed in a URL); \
+            "warning: skipped CSR \"{}\": its name is not a valid object name (it cannot be addressed in a URL); \
              inspect and delete it by hand",
             crate::output::escape_for_display(name, 200)
         );
