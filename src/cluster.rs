@@ -1554,6 +1554,32 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     parts.join(": ")
 }
 
+/// The ConfigMap in `openshift-config` that a config object names at `pointer` (Proxy
+/// `spec.trustedCA.name`, Image `spec.additionalTrustedCA.name`); None when the object or the
+/// name is absent. Optional: a 404 is None, a 403 is recorded in `unreadable`.
+async fn referenced_config_map(
+    target: &KubeTarget,
+    cm: &ApiResource,
+    obj: Option<&Value>,
+    pointer: &str,
+    unreadable: &mut Vec<(ResourceRef, String)>,
+) -> Result<Option<Value>> {
+    let Some(name) = obj.and_then(|o| str_at(o, pointer)) else {
+        return Ok(None);
+    };
+    let r = ResourceRef::namespaced("ConfigMap", "openshift-config", name);
+    get_obj(
+        target,
+        cm,
+        Some("openshift-config"),
+        name,
+        r,
+        Need::Optional,
+        unreadable,
+    )
+    .await
+}
+
 async fn get_obj(
     target: &KubeTarget,
     res: &ApiResource,
@@ -1783,23 +1809,8 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
         &mut u,
     )
     .await?;
-    let mut trust_bundle = None;
-    if let Some(name) = proxy
-        .as_ref()
-        .and_then(|p| str_at(p, "/spec/trustedCA/name"))
-        .map(String::from)
-    {
-        trust_bundle = get_obj(
-            target,
-            &cm,
-            Some("openshift-config"),
-            &name,
-            ResourceRef::namespaced("ConfigMap", "openshift-config", &name),
-            Need::Optional,
-            &mut u,
-        )
-        .await?;
-    }
+    let trust_bundle =
+        referenced_config_map(target, &cm, proxy.as_ref(), "/spec/trustedCA/name", &mut u).await?;
     let image_config = get_obj(
         target,
         &ar(cfg, "v1", "Image", "images"),
@@ -1810,23 +1821,14 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
         &mut u,
     )
     .await?;
-    let mut additional_trusted_ca = None;
-    if let Some(name) = image_config
-        .as_ref()
-        .and_then(|p| str_at(p, "/spec/additionalTrustedCA/name"))
-        .map(String::from)
-    {
-        additional_trusted_ca = get_obj(
-            target,
-            &cm,
-            Some("openshift-config"),
-            &name,
-            ResourceRef::namespaced("ConfigMap", "openshift-config", &name),
-            Need::Optional,
-            &mut u,
-        )
-        .await?;
-    }
+    let additional_trusted_ca = referenced_config_map(
+        target,
+        &cm,
+        image_config.as_ref(),
+        "/spec/additionalTrustedCA/name",
+        &mut u,
+    )
+    .await?;
     let cluster_config = get_obj(
         target,
         &cm,
