@@ -857,7 +857,11 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
 
     let o = plugin(&c, &w, &["approve", "--yes", "--watch", "--timeout", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--timeout"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--timeout"),
+        "{}",
+        text(&o)
+    );
 
     let evil = post_csr(
         &c,
@@ -878,7 +882,10 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(4), "{}", text(&o));
-    assert!(err.contains("warning: skipped CSR") && err.contains("evil\\u{1b}[31mname\\u{a}X"), "{err}");
+    assert!(
+        err.contains("warning: skipped CSR") && err.contains("evil\\u{1b}[31mname\\u{a}X"),
+        "{err}"
+    );
     assert!(!err.contains('\x1b'), "raw control character on stderr: {err}");
     assert!(
         err.contains(&format!("approved client CSR {good}")) && err.contains("cannot tell the real machine"),
@@ -895,13 +902,21 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
         .collect();
     assert_eq!(found.len(), 1);
     assert!(
-        found[0]["status"]["conditions"].as_array().map_or(true, |a| a.is_empty()),
+        found[0]["status"]["conditions"]
+            .as_array()
+            .map_or(true, |a| a.is_empty()),
         "evil CSR untouched: {:?}",
         found[0]
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let username = csr_obj(&c, &good)["spec"]["username"].as_str().unwrap().to_string();
-    assert!(username.chars().count() > 48, "the test needs a long requester: {username}");
+    let username = csr_obj(&c, &good)["spec"]["username"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        username.chars().count() > 48,
+        "the test needs a long requester: {username}"
+    );
     let row = doc["csrs"]
         .as_array()
         .unwrap()

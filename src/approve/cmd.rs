@@ -747,7 +747,11 @@ fn warn_client(o: &Outcome) {
              holding the node-bootstrapper token; `oc agent-day2 monitor --approve` approves a client CSR \
              only after it saw the host installing",
             escape_for_display(&o.csr, CELL_MAX),
-            o.verdict.node.as_deref().map(|x| escape_for_display(x, CELL_MAX)).unwrap_or_default()
+            o.verdict
+                .node
+                .as_deref()
+                .map(|x| escape_for_display(x, CELL_MAX))
+                .unwrap_or_default()
         );
     }
 }

@@ -812,7 +812,11 @@ impl Approver {
     /// cluster never has one, but a broken or hostile server may list one) is skipped with an
     /// escaped warning and [`Action::Ignored`], so the other CSRs are still processed.
     fn unaddressable(&self, name: &str) -> Option<Outcome> {
-        if !name.is_empty() && name.chars().all(|c| c.is_ascii_graphic() && !"/%?#\\".contains(c)) {
+        if !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_graphic() && !"/%?#\\".contains(c))
+        {
             return None;
         }
         eprintln!(
