@@ -737,15 +737,15 @@ async fn process_one(
 }
 
 /// Once per client CSR approved by `approve`: it cannot tell the real machine from anyone
-/// holding the node-bootstrapper token (the CSR's checks only see what the requester claims);
-/// `monitor --approve` also waits until the host was seen installing (design.md, tester
-/// finding "rogue client CSR before boot").
+/// holding the node-bootstrapper token (the CSR's checks only see what the requester claims;
+/// tester finding "rogue client CSR before boot"). If the real node's own CSR is then refused
+/// as a second client approval, `--reissue NODE` after deleting the rogue one recovers.
 fn warn_client(o: &Outcome) {
     if o.action == Action::Approved && o.verdict.kind == Kind::Client {
         eprintln!(
             "warning: approved client CSR {} for {}: approve cannot tell the real machine from anyone \
-             holding the node-bootstrapper token; `oc agent-day2 monitor --approve` approves a client CSR \
-             only after it saw the host installing",
+             holding the node-bootstrapper token: check that this host was booting when the CSR was \
+             made (oc agent-day2 monitor shows each host's install stages)",
             escape_for_display(&o.csr, CELL_MAX),
             o.verdict
                 .node
