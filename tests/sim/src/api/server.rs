@@ -1532,6 +1532,29 @@ impl Server {
         mode: FieldValidation,
         dry: bool,
     ) -> Result<(Value, Vec<String>), ApiError> {
+        // apiserver applies a patch inside GuaranteedUpdate: when the object changed between
+        // the read and the write and the patch itself names no resourceVersion, it reads again
+        // and re-applies instead of answering 409 (a kubelet's status patch racing a label
+        // patch must not fail).
+        let names_rv = String::from_utf8_lossy(body).contains("resourceVersion");
+        let mut tries = 0;
+        loop {
+            match self.patch_once(t, tg, body, ctype, mode, dry) {
+                Err(e) if e.code == 409 && !names_rv && tries < 5 => tries += 1,
+                r => return r,
+            }
+        }
+    }
+
+    fn patch_once(
+        &self,
+        t: &Arc<ResourceType>,
+        tg: &Target,
+        body: &[u8],
+        ctype: &str,
+        mode: FieldValidation,
+        dry: bool,
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let cur = self.get_obj(t, tg)?;
         let ct = ctype.split(';').next().unwrap_or("").trim();
         let patched = match ct {
