@@ -58,6 +58,9 @@ pub enum Command {
     /// when all of them got there.
     #[command(long_about = MONITOR_LONG, after_help = MONITOR_AFTER)]
     Monitor(Box<crate::monitor::MonitorArgs>),
+    /// Carry node 0's assisted-service data (database, CRs, credentials, logs) onto cluster 0:
+    /// export on node 0, import on cluster 0, wait before node 0 reboots.
+    Migrate(crate::migrate::MigrateArgs),
     /// Print a shell completion script for kubectl-agent_day2 (bash, zsh, fish, powershell).
     #[command(after_help = COMPLETION_AFTER)]
     Completion(CompletionArgs),

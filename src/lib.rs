@@ -22,6 +22,7 @@ pub mod info;
 pub mod iso;
 pub mod kube_flags;
 pub mod kube_write;
+pub mod migrate;
 pub mod monitor;
 pub mod nodes_config;
 pub mod output;
@@ -106,6 +107,7 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             tracing::info!(server = %target.server, context = ?target.context, "connecting");
             approve::cmd::run(&cli.kube, target, args).await
         }
+        Command::Migrate(args) => migrate::run(&cli.kube, args).await,
         Command::Completion(args) => Ok(completion::run_script(args.shell)),
         Command::Complete(args) => Ok(completion::run_complete(&args.words)),
         Command::Info(args) => {

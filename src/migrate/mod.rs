@@ -1,0 +1,160 @@
+//! `migrate`: carry node 0's ephemeral assisted-service data (database, CRs, credentials, logs)
+//! onto cluster 0 (seed 001; design.md "migrate"; research/migration.md).
+//!
+//! Flow: `export` reads node 0's REST v2 API and a PostgreSQL dump into a bundle directory
+//! ([`bundle`]); `import` checks the bundle and restores it on the current context in the order of
+//! design.md ([`import`]); it ends with a completion record ([`record`]) that `wait` (run on node 0
+//! before its reboot, see [`unit`]) and `status` read.
+//!
+//! Module map (one idea each): [`bundle`] the on-disk format, manifest and checksums;
+//! [`dump`] reading a `pg_dump --data-only` text (COPY blocks: row counts, schema version, filters);
+//! [`crs`] the CRs recreated from what the service holds (pure); [`export`] the REST reads and
+//! the dump sources; [`exec`] pod exec over the API (what `oc exec -i` does); [`import`] the
+//! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`].
+
+pub mod bundle;
+pub mod crs;
+pub mod dump;
+pub mod exec;
+pub mod export;
+pub mod import;
+pub mod record;
+pub mod status;
+pub mod unit;
+pub mod wait;
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::cli::OutputFormat;
+use crate::error::Error;
+use crate::kube_flags::KubeFlags;
+
+/// `migrate` and its subcommands.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(subcommand)]
+    pub command: MigrateCommand,
+}
+
+/// The migrate subcommands.
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// Read node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle directory.
+    Export(ExportArgs),
+    /// Restore a bundle onto the current context (cluster 0): database, CRs, logs, record.
+    Import(ImportArgs),
+    /// Wait until cluster 0 holds the completion record of this bundle (run on node 0).
+    Wait(WaitArgs),
+    /// Show the completion record and what cluster 0 holds against the bundle's counts.
+    Status(StatusArgs),
+    /// Print a systemd unit for node 0 whose stop waits for the import (a proposal).
+    #[command(name = "node0-unit")]
+    Node0Unit(UnitArgs),
+}
+
+/// Arguments of `migrate export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Node 0's assisted-service, e.g. http://192.168.111.20:8090.
+    #[arg(long, value_name = "URL")]
+    pub from: String,
+    /// File holding the userAuth token of node 0's service (agent-installer-local auth).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Bundle directory to create (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Dump the database with the local pg_dump from this URL (when run where it is reachable).
+    #[arg(long, value_name = "URL", group = "db")]
+    pub db_url: Option<String>,
+    /// Dump the database with `podman exec NAME pg_dump` on node 0 (container assisted-db).
+    #[arg(long, value_name = "NAME", group = "db")]
+    pub db_container: Option<String>,
+    /// Use a dump made by hand (`pg_dump --data-only`, see README).
+    #[arg(long, value_name = "FILE", group = "db")]
+    pub db_dump: Option<PathBuf>,
+}
+
+/// Arguments of `migrate import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The bundle directory written by `migrate export`.
+    pub bundle: PathBuf,
+    /// Namespace for the CRs and the record (default: the cluster's name from the bundle).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Restore the database through this URL instead of exec'ing psql in the assisted-service pod.
+    #[arg(long, value_name = "URL")]
+    pub db_url: Option<String>,
+    /// Wait for the assisted-service CRDs instead of failing when they are missing.
+    #[arg(long)]
+    pub wait_for_crds: bool,
+    /// Leave the ClusterDeployment and AgentClusterInstall held.
+    #[arg(long)]
+    pub keep_held: bool,
+    /// Replace objects that differ from the bundle's instead of failing.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the plan; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Give up after this long (e.g. 10m); also bounds --wait-for-crds.
+    #[arg(long, value_name = "DURATION", default_value = "30m")]
+    pub timeout: String,
+}
+
+/// Arguments of `migrate wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The bundle directory (its checksum identifies the import to wait for).
+    pub bundle: PathBuf,
+    /// Namespace of the record (default: the cluster's name from the bundle).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Give up after this long (e.g. 2h).
+    #[arg(long, value_name = "DURATION", default_value = "1h")]
+    pub timeout: String,
+    /// Seconds between polls.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    pub interval: String,
+}
+
+/// Arguments of `migrate status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The bundle directory.
+    pub bundle: PathBuf,
+    /// Namespace of the CRs and record (default: the cluster's name from the bundle).
+    #[arg(long)]
+    pub namespace: Option<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
+}
+
+/// Arguments of `migrate node0-unit`.
+#[derive(Debug, Args)]
+pub struct UnitArgs {
+    /// Bundle directory on node 0 that the unit's stop waits for.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/agent-day2/migration")]
+    pub bundle: PathBuf,
+    /// Kubeconfig of cluster 0 on node 0.
+    #[arg(long, value_name = "FILE", default_value = "/etc/kubernetes/kubeconfig")]
+    pub kubeconfig: PathBuf,
+    /// How long the stop may wait (TimeoutStopSec).
+    #[arg(long, value_name = "DURATION", default_value = "2h")]
+    pub timeout: String,
+}
+
+/// Runs one migrate subcommand; returns the exit code (design.md "Exit codes").
+pub async fn run(kube: &KubeFlags, args: &MigrateArgs) -> Result<u8, Error> {
+    match &args.command {
+        MigrateCommand::Export(a) => export::run(a).await,
+        MigrateCommand::Import(a) => import::run(kube, a).await,
+        MigrateCommand::Wait(a) => wait::run(kube, a).await,
+        MigrateCommand::Status(a) => status::run(kube, a).await,
+        MigrateCommand::Node0Unit(a) => unit::run(a),
+    }
+}

@@ -1,0 +1,5 @@
+//! (being written; see mod.rs)
+use crate::error::Error;
+pub async fn run(_k: &crate::kube_flags::KubeFlags, _a: &super::StatusArgs) -> Result<u8, Error> {
+    Err(Error::Unexpected("migrate status is not built yet".into()))
+}
