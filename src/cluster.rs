@@ -1682,6 +1682,47 @@ pub async fn fetch(target: &KubeTarget) -> Result<ClusterObjects> {
     }
 }
 
+/// For [`fetch_all`]: a failed required read that is a 403/404/5xx is recorded in `failed` (and
+/// in `u`, the unreadable list, unless a 404) and read as the default (absent); unreachable,
+/// 401, timeouts and refused impersonation stop everything.
+fn keep_failed<T: Default>(
+    r: Result<T>,
+    failed: &mut Vec<Error>,
+    u: &mut Vec<(ResourceRef, String)>,
+    what: ResourceRef,
+) -> Result<T> {
+    match r {
+        Ok(v) => Ok(v),
+        Err(
+            e @ (Error::Unreachable { .. }
+            | Error::Unauthorized { .. }
+            | Error::Timeout(_)
+            | Error::ImpersonationRefused { .. }),
+        ) => Err(e),
+        Err(e) => {
+            if !matches!(e, Error::NotFound { .. }) {
+                u.push((what, short_reason(&e)));
+            }
+            failed.push(e);
+            Ok(T::default())
+        }
+    }
+}
+
+/// A required single-object read of [`fetch_all`], failures kept by [`keep_failed`].
+async fn required_get(
+    target: &KubeTarget,
+    res: &ApiResource,
+    namespace: Option<&str>,
+    name: &str,
+    what: ResourceRef,
+    failed: &mut Vec<Error>,
+    u: &mut Vec<(ResourceRef, String)>,
+) -> Result<Option<Value>> {
+    let r = get_obj(target, res, namespace, name, what.clone(), Need::Required, u).await;
+    keep_failed(r, failed, u, what)
+}
+
 /// Like [`fetch`], but a failed required read does not stop it: the error is returned in the
 /// second value (in read order), the resource recorded in [`ClusterObjects::unreadable`]
 /// unless it was a 404, and reading goes on, so `info` can print what it could read.
@@ -1690,114 +1731,63 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
     let cfg = "config.openshift.io";
     let mut u = Vec::new();
     let mut failed: Vec<Error> = Vec::new();
-    // A required read that fails with 403/404/5xx is kept, the others stop everything.
-    fn keep<T: Default>(
-        r: Result<T>,
-        failed: &mut Vec<Error>,
-        u: &mut Vec<(ResourceRef, String)>,
-        what: ResourceRef,
-    ) -> Result<T> {
-        match r {
-            Ok(v) => Ok(v),
-            Err(
-                e @ (Error::Unreachable { .. }
-                | Error::Unauthorized { .. }
-                | Error::Timeout(_)
-                | Error::ImpersonationRefused { .. }),
-            ) => Err(e),
-            Err(e) => {
-                if !matches!(e, Error::NotFound { .. }) {
-                    u.push((what, short_reason(&e)));
-                }
-                failed.push(e);
-                Ok(T::default())
-            }
-        }
-    }
     // The first read also tells us whether the server is reachable and accepts us.
-    let cluster_version = keep(
-        get_obj(
-            target,
-            &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
-            None,
-            "version",
-            ResourceRef::cluster("ClusterVersion", "version"),
-            Need::Required,
-            &mut u,
-        )
-        .await,
-        &mut failed,
-        &mut u,
+    let cluster_version = required_get(
+        target,
+        &ar(cfg, "v1", "ClusterVersion", "clusterversions"),
+        None,
+        "version",
         ResourceRef::cluster("ClusterVersion", "version"),
-    )?;
-    let infrastructure = keep(
-        get_obj(
-            target,
-            &ar(cfg, "v1", "Infrastructure", "infrastructures"),
-            None,
-            "cluster",
-            ResourceRef::cluster("Infrastructure", "cluster"),
-            Need::Required,
-            &mut u,
-        )
-        .await,
         &mut failed,
         &mut u,
+    )
+    .await?;
+    let infrastructure = required_get(
+        target,
+        &ar(cfg, "v1", "Infrastructure", "infrastructures"),
+        None,
+        "cluster",
         ResourceRef::cluster("Infrastructure", "cluster"),
-    )?;
+        &mut failed,
+        &mut u,
+    )
+    .await?;
     let secret = ar("", "v1", "Secret", "secrets");
     let cm = ar("", "v1", "ConfigMap", "configmaps");
-    let pull_secret = keep(
-        get_obj(
-            target,
-            &secret,
-            Some("openshift-config"),
-            "pull-secret",
-            ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
-            Need::Required,
-            &mut u,
-        )
-        .await,
-        &mut failed,
-        &mut u,
+    let pull_secret = required_get(
+        target,
+        &secret,
+        Some("openshift-config"),
+        "pull-secret",
         ResourceRef::namespaced("Secret", "openshift-config", "pull-secret"),
-    )?;
-    let coreos_bootimages = keep(
-        get_obj(
-            target,
-            &cm,
-            Some("openshift-machine-config-operator"),
-            "coreos-bootimages",
-            ResourceRef::namespaced(
-                "ConfigMap",
-                "openshift-machine-config-operator",
-                "coreos-bootimages",
-            ),
-            Need::Required,
-            &mut u,
-        )
-        .await,
         &mut failed,
         &mut u,
+    )
+    .await?;
+    let coreos_bootimages = required_get(
+        target,
+        &cm,
+        Some("openshift-machine-config-operator"),
+        "coreos-bootimages",
         ResourceRef::namespaced(
             "ConfigMap",
             "openshift-machine-config-operator",
             "coreos-bootimages",
         ),
-    )?;
-    let nodes = keep(
-        list_objs(
-            target,
-            &ar("", "v1", "Node", "nodes"),
-            ResourceRef::list("Nodes"),
-            Need::Required,
-            &mut u,
-        )
-        .await,
         &mut failed,
         &mut u,
-        ResourceRef::list("Nodes"),
-    )?;
+    )
+    .await?;
+    let what = ResourceRef::list("Nodes");
+    let nodes = list_objs(
+        target,
+        &ar("", "v1", "Node", "nodes"),
+        what.clone(),
+        Need::Required,
+        &mut u,
+    )
+    .await;
+    let nodes = keep_failed(nodes, &mut failed, &mut u, what)?;
 
     let proxy = get_obj(
         target,
