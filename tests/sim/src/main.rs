@@ -1,6 +1,7 @@
 //! `agent-day2-sim`: the simulated OpenShift cluster for agent-day2's tests and demo.
 //!
-//! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]... [--registry [ADDR]]`
+//! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]... [--registry [ADDR]]
+//!   [--assisted-db-url URL] [--volumes-dir DIR]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
 //!
@@ -54,6 +55,15 @@ enum Cmd {
         /// DIR/ready gets its URL as a third line.
         #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = agent_day2_sim::registry::DEFAULT_ADDR)]
         registry: Option<SocketAddr>,
+        /// Seed cluster 0's assisted-service (namespace multicluster-engine, pod
+        /// assisted-service-5f8c9d7b6-x2x7k, Secret postgres) whose `postgres` container runs
+        /// `psql` over pod exec against this database (postgres://USER[:PASSWORD]@HOST:PORT/DB).
+        #[arg(long, value_name = "URL")]
+        assisted_db_url: Option<String>,
+        /// Contents of the PersistentVolumeClaims as pod exec's `tar` sees them:
+        /// DIR/<namespace>/<claim>/ (default: <--dir>/volumes).
+        #[arg(long, value_name = "DIR")]
+        volumes_dir: Option<PathBuf>,
     },
     /// Run CMD in a new private network namespace (root: `unshare -n`; otherwise a user
     /// namespace too, like `unshare -rn`) whose loopback carries 192.168.111.0/24 and
@@ -94,6 +104,8 @@ fn main() {
             files_listen,
             crds,
             registry,
+            assisted_db_url,
+            volumes_dir,
         } => {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(
@@ -116,6 +128,8 @@ fn main() {
                 files_listen,
                 crds,
                 registry,
+                assisted_db_url,
+                volumes_dir,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

@@ -828,3 +828,80 @@ pub fn seed_objects_with_registry(
     }
     Ok(objs)
 }
+
+/// Namespace of cluster 0's assisted-service (the multicluster engine's infrastructure operator).
+pub const ASSISTED_NAMESPACE: &str = "multicluster-engine";
+/// Name of the seeded assisted-service pod (label `app=assisted-service`).
+pub const ASSISTED_POD: &str = "assisted-service-5f8c9d7b6-x2x7k";
+
+/// Cluster 0's assisted-service as `up --assisted-db-url` seeds it: Namespace
+/// `multicluster-engine`; PersistentVolumeClaims `assisted-service` and `postgres`; Secret
+/// `postgres` (`db.host` localhost, `db.name`/`db.user` from the URL, `db.password` the URL's
+/// or a random one, `db.port` 5432, as in the pod); the Running pod [`ASSISTED_POD`] (label
+/// `app=assisted-service`) with containers `assisted-service`
+/// (quay.io/stolostron/assisted-service:latest, the claim `assisted-service` at /data) and
+/// `postgres` (quay.io/sclorg/postgresql-16-c9s:latest, the claim `postgres` at
+/// /var/lib/pgsql/data), on master-0. Pod exec's `psql` in that container reaches the URL's
+/// database ([`crate::api::exec`]).
+pub fn assisted_service_objects(db: &crate::api::exec::AssistedDb) -> Vec<Value> {
+    let ns_name = ASSISTED_NAMESPACE;
+    let password = db
+        .password
+        .clone()
+        .unwrap_or_else(|| crate::api::server::new_token(16));
+    let pvc = |name: &str, size: &str| {
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": ns_name, "labels": {"app": "assisted-service"}},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}})
+    };
+    let from_secret = |env: &str, key: &str| json!({"name": env, "valueFrom": {"secretKeyRef": {"name": "postgres", "key": key}}});
+    let mut pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": ASSISTED_POD, "namespace": ns_name,
+            "labels": {"app": "assisted-service", "pod-template-hash": "5f8c9d7b6"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "assisted-service-5f8c9d7b6",
+                "uid": "6c1f3b52-7d0e-4a8e-9b61-2f4d5c3a1e90", "controller": true, "blockOwnerDeletion": true}],
+        },
+        "spec": {
+            "nodeName": "master-0",
+            "serviceAccountName": "assisted-service",
+            "containers": [
+                {"name": "assisted-service", "image": "quay.io/stolostron/assisted-service:latest",
+                 "ports": [{"containerPort": 8090, "protocol": "TCP"}],
+                 "env": [from_secret("DB_HOST", "db.host"), from_secret("DB_NAME", "db.name"),
+                         from_secret("DB_USER", "db.user"), from_secret("DB_PASS", "db.password"),
+                         from_secret("DB_PORT", "db.port")],
+                 "volumeMounts": [{"name": "bucket-filesystem", "mountPath": "/data"}]},
+                {"name": "postgres", "image": "quay.io/sclorg/postgresql-16-c9s:latest",
+                 "ports": [{"containerPort": 5432, "protocol": "TCP"}],
+                 "env": [from_secret("POSTGRESQL_USER", "db.user"), from_secret("POSTGRESQL_PASSWORD", "db.password"),
+                         from_secret("POSTGRESQL_DATABASE", "db.name")],
+                 "volumeMounts": [{"name": "postgresdb", "mountPath": "/var/lib/pgsql/data"}]},
+            ],
+            "volumes": [
+                {"name": "bucket-filesystem", "persistentVolumeClaim": {"claimName": "assisted-service"}},
+                {"name": "postgresdb", "persistentVolumeClaim": {"claimName": "postgres"}},
+            ],
+        },
+    });
+    pod["status"] = crate::api::server::running_pod_status(&pod);
+    vec![
+        ns(ns_name),
+        pvc("assisted-service", "10Gi"),
+        pvc("postgres", "10Gi"),
+        secret(
+            ns_name,
+            "postgres",
+            "Opaque",
+            &[
+                ("db.host", "localhost"),
+                ("db.name", &db.dbname),
+                ("db.user", &db.user),
+                ("db.password", &password),
+                ("db.port", "5432"),
+            ],
+        ),
+        pod,
+    ]
+}

@@ -146,6 +146,16 @@ pub fn builtins() -> Vec<ResourceType> {
         builtin(
             "",
             "v1",
+            "PersistentVolumeClaim",
+            "persistentvolumeclaims",
+            &["pvc"],
+            true,
+            &["status"],
+            &[],
+        ),
+        builtin(
+            "",
+            "v1",
             "ServiceAccount",
             "serviceaccounts",
             &["sa"],

@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::broadcast;
 
-type Body = BoxBody<Bytes, Infallible>;
+/// The response body type of every handler.
+pub type Body = BoxBody<Bytes, Infallible>;
 
 /// kube-apiserver's default `--max-request-body-bytes`-like limit (`MaxRequestBodyBytes`, 3 MiB).
 const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
@@ -139,6 +140,8 @@ pub struct Server {
     pub server_addr: String,
     pub ca_cert_pem: String,
     pub ca_key_pem: String,
+    /// What `pods/exec` may run ([`super::exec`]).
+    pub exec: super::exec::ExecConfig,
 }
 
 /// Current time as RFC 3339 with whole seconds (`2026-01-02T03:04:05Z`), as metav1.Time.
@@ -201,7 +204,8 @@ fn json_response(code: u16, v: &Value, warnings: &[String]) -> Response<Body> {
         .expect("response")
 }
 
-fn err_response(e: ApiError) -> Response<Body> {
+/// The JSON `Status` response of an API error.
+pub fn err_response(e: ApiError) -> Response<Body> {
     json_response(e.code, &e.body, &[])
 }
 
@@ -452,7 +456,8 @@ fn forbidden_error(message: &str, a: &Attributes) -> ApiError {
 }
 
 impl Server {
-    fn authorize(&self, user: &UserInfo, a: &Attributes) -> Result<(), ApiError> {
+    /// RBAC plus the scenario's Forbidden switches; a 403 `Status` when refused.
+    pub fn authorize(&self, user: &UserInfo, a: &Attributes) -> Result<(), ApiError> {
         let rules = self.forbidden.lock().unwrap().clone();
         authz::authorize(user, a, &rules).map_err(|m| forbidden_error(&m, a))
     }
@@ -548,6 +553,22 @@ impl Server {
                 }
             }
             Route::NotFound => err_response(ApiError::no_route()),
+            // pods/exec: a WebSocket upgrade, served before any body is read.
+            Route::Resource(target)
+                if target.t.group.is_empty()
+                    && target.t.plural == "pods"
+                    && target.sub.as_deref() == Some("exec")
+                    && target.name.is_some() =>
+            {
+                if method != Method::GET && method != Method::POST {
+                    return err_response(ApiError::method_not_allowed(
+                        "the server does not allow this method on the requested resource",
+                    ));
+                }
+                let ns = target.namespace.clone().unwrap_or_default();
+                let name = target.name.clone().unwrap_or_default();
+                super::exec::handle(self.clone(), req, ns, name, &user).await
+            }
             Route::Resource(target) => {
                 let body = if method == Method::POST
                     || method == Method::PUT
@@ -1232,8 +1253,44 @@ impl Server {
                 }
                 validate_csr_spec(&obj, &name)?;
             }
+            // Created through the API: scheduled on a master and Running with ready containers
+            // at once (no kubelet to wait for); a seeded pod keeps the status it names.
+            ("", "pods") if user.is_some() => {
+                let node = obj["spec"]["nodeName"]
+                    .as_str()
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+                    .or_else(|| self.a_master_node());
+                if let Some(n) = &node {
+                    obj["spec"]["nodeName"] = json!(n);
+                }
+                obj["status"] = running_pod_status(&obj);
+            }
             ("", "pods") if obj["status"]["phase"].is_null() => {
                 obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+            }
+            // No provisioner to wait for: bound to a made-up volume of the requested size.
+            ("", "persistentvolumeclaims") if user.is_some() || obj["status"]["phase"].is_null() => {
+                let size = obj["spec"]["resources"]["requests"]["storage"].clone();
+                let modes = match &obj["spec"]["accessModes"] {
+                    Value::Array(a) if !a.is_empty() => Value::Array(a.clone()),
+                    _ => json!(["ReadWriteOnce"]),
+                };
+                obj["spec"]["volumeName"] = json!(format!("pvc-{}", new_uid()));
+                if obj["spec"]["volumeMode"].is_null() {
+                    obj["spec"]["volumeMode"] = json!("Filesystem");
+                }
+                let ann = &mut obj["metadata"]["annotations"];
+                if !ann.is_object() {
+                    *ann = json!({});
+                }
+                ann["pv.kubernetes.io/bind-completed"] = json!("yes");
+                ann["pv.kubernetes.io/bound-by-controller"] = json!("yes");
+                obj["status"] = json!({
+                    "phase": "Bound",
+                    "accessModes": modes,
+                    "capacity": if size.is_null() { json!({}) } else { json!({"storage": size}) },
+                });
             }
             ("", "namespaces") => {
                 obj["spec"] = json!({"finalizers": ["kubernetes"]});
@@ -1315,6 +1372,22 @@ impl Server {
         drop(st);
         warnings.dedup();
         Ok((obj, warnings))
+    }
+
+    /// The first master node by name (label `node-role.kubernetes.io/master` or
+    /// `node-role.kubernetes.io/control-plane`), where the scheduler would put a pod.
+    fn a_master_node(&self) -> Option<String> {
+        let st = self.state.lock().unwrap();
+        let nodes = st.objects.get("/nodes")?;
+        nodes
+            .values()
+            .filter(|n| {
+                let l = &n["metadata"]["labels"];
+                !l["node-role.kubernetes.io/master"].is_null()
+                    || !l["node-role.kubernetes.io/control-plane"].is_null()
+            })
+            .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+            .min()
     }
 
     /// PUT (main resource or a subresource). `from_patch`: resourceVersion only checked when given.
@@ -1849,6 +1922,40 @@ impl Server {
 
 /// The event a selector-filtered watch sees (the cacher's rule): an object entering the
 /// selection is ADDED, one leaving it DELETED, None when neither version matches.
+/// The status of a pod that started at once: phase Running, conditions true, every container
+/// running and ready (a made-up pod IP and container ids).
+pub fn running_pod_status(pod: &Value) -> Value {
+    let now = now_rfc3339();
+    let statuses: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "containerID": format!("cri-o://{}", hex::encode(random_bytes::<32>())),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            })
+        })
+        .collect();
+    let b = random_bytes::<2>();
+    let cond =
+        |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    json!({
+        "phase": "Running",
+        "conditions": [cond("PodReadyToStartContainers"), cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
+        "podIP": format!("10.128.{}.{}", b[0], b[1].max(2)),
+        "startTime": now,
+        "qosClass": "BestEffort",
+        "containerStatuses": statuses,
+    })
+}
+
 fn event_type_for(ev: &Event, matches: &impl Fn(&Value) -> bool) -> Option<&'static str> {
     let now = matches(&ev.obj);
     match (ev.kind, ev.old.as_ref().map(matches)) {

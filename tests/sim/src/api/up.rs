@@ -1,6 +1,7 @@
 //! `agent-day2-sim up`: PKI, the HTTPS API server, the file server with the base ISO, with
-//! `--registry` a container registry holding the release payload ([`start_registry`]), the
-//! seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready` (lines: API URL, file server
+//! `--registry` a container registry holding the release payload ([`start_registry`]), with
+//! `--assisted-db-url` cluster 0's assisted-service pod (pod exec runs `psql` against that
+//! database, see [`super::exec`]), the seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready` (lines: API URL, file server
 //! base URL, and with `--registry` the registry URL `https://ADDR`).
 
 use super::authz::{UserInfo, NODE_BOOTSTRAPPER};
@@ -35,6 +36,13 @@ pub struct UpOptions {
     /// `--registry [ADDR]`: run a container registry on ADDR holding the release payload
     /// (see [`start_registry`]); None: no registry (the seeded release digest is made up).
     pub registry: Option<SocketAddr>,
+    /// `--assisted-db-url postgres://USER[:PASSWORD]@HOST:PORT/DB`: seed cluster 0's
+    /// assisted-service (namespace `multicluster-engine`, its pod, Secret `postgres`) whose
+    /// `postgres` container runs `psql` against this database over pod exec.
+    pub assisted_db_url: Option<String>,
+    /// `--volumes-dir DIR`: contents of the PersistentVolumeClaims (`DIR/<namespace>/<claim>/`)
+    /// as pod exec's `tar` sees them; default `<dir>/volumes`.
+    pub volumes_dir: Option<PathBuf>,
 }
 
 /// Go architecture name → CoreOS name.
@@ -144,6 +152,10 @@ fn seed_omit_matches(spec: &str, o: &Value) -> bool {
 
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
+    let assisted_db = match &opts.assisted_db_url {
+        Some(u) => Some(super::exec::AssistedDb::parse(u).context("--assisted-db-url")?),
+        None => None,
+    };
     let mut scenario = match &opts.scenario {
         Some(p) => Scenario::load(p)?,
         None => Scenario::default(),
@@ -209,7 +221,17 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         server_addr: server_addr.clone(),
         ca_cert_pem: ca.cert_pem.clone(),
         ca_key_pem: ca.key_pem.clone(),
+        exec: super::exec::ExecConfig {
+            assisted_db: assisted_db.clone(),
+            volumes_dir: std::path::absolute(
+                opts.volumes_dir
+                    .clone()
+                    .unwrap_or_else(|| opts.dir.join("volumes")),
+            )?,
+        },
     });
+    std::fs::create_dir_all(&srv.exec.volumes_dir)
+        .with_context(|| format!("cannot create {}", srv.exec.volumes_dir.display()))?;
 
     // OpenShift kinds: permissive CRDs, then real CRD files replace them.
     for (g, v, k, p, short, status) in registry::PERMISSIVE_OPENSHIFT {
@@ -285,6 +307,9 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     };
     let mut objects =
         crate::seed::seed_objects_with_registry(&scenario, &ctx, registry.as_ref().map(|r| &r.seed))?;
+    if let Some(db) = &assisted_db {
+        objects.extend(crate::seed::assisted_service_objects(db));
+    }
     objects.extend(scenario.objects.iter().cloned());
     if let Some(d) = &scenario.objects_dir {
         let image = scenario.release_image.clone().unwrap_or_else(|| {
@@ -393,7 +418,7 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
                     async move { Ok::<_, std::convert::Infallible>(srv.handle(req, ident).await) }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tls), svc)
+                    .serve_connection_with_upgrades(TokioIo::new(tls), svc)
                     .await;
             });
         }
