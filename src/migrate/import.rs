@@ -1,5 +1,1896 @@
-//! (being written; see mod.rs)
-use crate::error::Error;
-pub async fn run(_k: &crate::kube_flags::KubeFlags, _a: &super::ImportArgs) -> Result<u8, Error> {
-    Err(Error::Unexpected("migrate import is not built yet".into()))
+//! `migrate import DIR`: restore a bundle on the current context (cluster 0), in the order of
+//! design.md "migrate" / research/migration.md §4:
+//!
+//! 1. checks, before any change: the bundle (checksums), the CRDs (missing ones named, or
+//!    `--wait-for-crds`), conflicts (a ClusterDeployment, AgentClusterInstall, InfraEnv or
+//!    Agent of this cluster that this bundle's import did not create), the assisted-service
+//!    database (found by label, or `--db-url`), its schema version against the dump's, and
+//!    whether it already holds this cluster;
+//! 2. namespace, then the completion record `in-progress` ([`super::record`]);
+//! 3. Secrets, ClusterImageSet;
+//! 4. the database restore in one transaction (`psql --single-transaction`, stdin = the dump
+//!    without the `migrations` rows, then UPDATEs writing `kube_key_name`/`kube_key_namespace`)
+//!    — before any ClusterDeployment exists, so the controllers find the rows instead of
+//!    creating a new cluster record;
+//! 5. ClusterDeployment (held), AgentClusterInstall (held), InfraEnv, NMStateConfigs, Agents,
+//!    with `fieldValidation=Strict`, server-set fields stripped, namespace and references set;
+//! 6. their `/status`;
+//! 7. logs and artifacts onto a PersistentVolumeClaim through a short-lived pod (a tar stream
+//!    over exec, as `oc cp` does), the pod deleted afterwards;
+//! 8. holds released (unless `--keep-held`), record `complete`.
+//!
+//! Re-running is safe: every step checks what is there; identical objects are left alone,
+//! different ones are a conflict (exit 4) unless `--force` (replaced, never deleted: an Agent is
+//! never deleted, research/migration.md §4 "skip-spoke-cleanup"); the database is restored once
+//! (the record says so); a killed run resumes from the record's `steps_done`.
+//!
+//! Test hook: `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` stops the run (exit 1) right after that
+//! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{json, Value};
+
+use super::bundle::Bundle;
+use super::exec::{self, Db, PodContainer, Producer};
+use super::record::{self, Phase, Record};
+use crate::cluster::classify;
+use crate::error::{Error, ResourceRef};
+use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
+use crate::kube_write::{create_strict, patch_params};
+
+/// Annotation on every object import creates: the bundle checksum (whose import made it).
+pub const BUNDLE_ANNOTATION: &str = "agent-day2.openshift.io/migration-bundle";
+/// Annotation export puts on every object: the assisted cluster id.
+pub const CLUSTER_ANNOTATION: &str = "agent-day2.openshift.io/migration-cluster";
+/// hive's pause annotation on the ClusterDeployment (assisted-service reads it as a hold).
+pub const PAUSE_ANNOTATION: &str = "hive.openshift.io/reconcile-pause";
+/// The PVC (and the prefix of the copy pod) holding logs and artifacts.
+pub const PVC_NAME: &str = "agent-day2-migration";
+/// The short-lived pod that receives the tar stream.
+pub const COPY_POD: &str = "agent-day2-migration-copy";
+/// Where the copy pod mounts the PVC.
+pub const MOUNT_PATH: &str = "/migration";
+/// Bundle folders copied to the PVC (credentials stay in Secrets only).
+pub const ARTIFACT_DIRS: [&str; 4] = ["logs/", "api/", "manifests/", "files/"];
+/// Test hook: stop after this step (see the module doc).
+pub const STOP_AFTER_ENV: &str = "AGENT_DAY2_MIGRATE_STOP_AFTER";
+
+/// Step names, in order (as recorded in `steps_done`).
+pub const STEPS: [&str; 12] = [
+    "namespace",
+    "secrets",
+    "clusterimageset",
+    "db",
+    "clusterdeployment",
+    "agentclusterinstall",
+    "infraenv",
+    "nmstateconfigs",
+    "agents",
+    "status",
+    "artifacts",
+    "release-holds",
+];
+
+/// A kind import knows: where it is served, its place in the order, its step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindInfo {
+    /// Kind.
+    pub kind: &'static str,
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Plural resource name.
+    pub plural: &'static str,
+    /// Namespaced (else cluster-scoped).
+    pub namespaced: bool,
+    /// Position in design.md's order (lower first).
+    pub rank: u8,
+    /// The step that applies it.
+    pub step: &'static str,
+}
+
+impl KindInfo {
+    /// The `ApiResource` for dynamic requests.
+    pub fn api_resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group, self.version, self.kind),
+            self.plural,
+        )
+    }
+    /// `plural.group` (the CRD's name); None for core kinds.
+    pub fn crd_name(&self) -> Option<String> {
+        (!self.group.is_empty()).then(|| format!("{}.{}", self.plural, self.group))
+    }
+    /// Kinds whose existence for this cluster blocks an import not its own.
+    pub fn is_guarded(&self) -> bool {
+        matches!(
+            self.kind,
+            "ClusterDeployment" | "AgentClusterInstall" | "InfraEnv" | "Agent"
+        )
+    }
+}
+
+/// The kinds of crs/crs.json (design.md "migrate" order).
+pub const KINDS: [KindInfo; 8] = [
+    KindInfo {
+        kind: "Secret",
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        namespaced: true,
+        rank: 1,
+        step: "secrets",
+    },
+    KindInfo {
+        kind: "ConfigMap",
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        namespaced: true,
+        rank: 1,
+        step: "secrets",
+    },
+    KindInfo {
+        kind: "ClusterImageSet",
+        group: "hive.openshift.io",
+        version: "v1",
+        plural: "clusterimagesets",
+        namespaced: false,
+        rank: 2,
+        step: "clusterimageset",
+    },
+    KindInfo {
+        kind: "ClusterDeployment",
+        group: "hive.openshift.io",
+        version: "v1",
+        plural: "clusterdeployments",
+        namespaced: true,
+        rank: 4,
+        step: "clusterdeployment",
+    },
+    KindInfo {
+        kind: "AgentClusterInstall",
+        group: "extensions.hive.openshift.io",
+        version: "v1beta1",
+        plural: "agentclusterinstalls",
+        namespaced: true,
+        rank: 5,
+        step: "agentclusterinstall",
+    },
+    KindInfo {
+        kind: "InfraEnv",
+        group: "agent-install.openshift.io",
+        version: "v1beta1",
+        plural: "infraenvs",
+        namespaced: true,
+        rank: 6,
+        step: "infraenv",
+    },
+    KindInfo {
+        kind: "NMStateConfig",
+        group: "agent-install.openshift.io",
+        version: "v1beta1",
+        plural: "nmstateconfigs",
+        namespaced: true,
+        rank: 7,
+        step: "nmstateconfigs",
+    },
+    KindInfo {
+        kind: "Agent",
+        group: "agent-install.openshift.io",
+        version: "v1beta1",
+        plural: "agents",
+        namespaced: true,
+        rank: 8,
+        step: "agents",
+    },
+];
+
+/// Rank of the database restore: after the ClusterImageSet, before any ClusterDeployment.
+pub const DB_RANK: u8 = 3;
+
+/// The [`KindInfo`] of `kind` (apiVersion must match too).
+pub fn kind_info(api_version: &str, kind: &str) -> Option<&'static KindInfo> {
+    KINDS.iter().find(|k| {
+        k.kind == kind
+            && (if k.group.is_empty() {
+                api_version == k.version
+            } else {
+                api_version == format!("{}/{}", k.group, k.version)
+            })
+    })
+}
+
+/// One object to apply.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// Its kind.
+    pub info: &'static KindInfo,
+    /// Name.
+    pub name: String,
+    /// Namespace (None for cluster-scoped).
+    pub namespace: Option<String>,
+    /// The object to create: stripped, namespace and references set, annotations added,
+    /// without `status`.
+    pub desired: Value,
+    /// The status to write through `/status` (node-0 URLs cleared), if any.
+    pub status: Option<Value>,
+}
+
+impl Planned {
+    /// `Kind ns/name` for messages.
+    pub fn resource(&self) -> ResourceRef {
+        match &self.namespace {
+            Some(ns) => ResourceRef::namespaced(self.info.kind, ns, &self.name),
+            None => ResourceRef::cluster(self.info.kind, &self.name),
+        }
+    }
+}
+
+/// Server-set metadata dropped from every object (design.md "migrate").
+const STRIP_METADATA: [&str; 10] = [
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "ownerReferences",
+    "finalizers",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+];
+
+/// Status fields that hold node-0 URLs (research/migration.md §4: the controller fills
+/// `debugInfo.eventsURL/logsURL` only when empty, so a copied one would stay).
+const STATUS_URLS: [&[&str]; 4] = [
+    &["debugInfo", "eventsURL"],
+    &["debugInfo", "logsURL"],
+    &["isoDownloadURL"],
+    &["bootArtifacts"],
+];
+
+/// Turns the objects of crs/crs.json into the ordered plan for namespace `ns`: server-set
+/// fields stripped (uid, resourceVersion, creationTimestamp, generation, managedFields,
+/// ownerReferences, finalizers, the last-applied annotation), namespace set on namespaced
+/// objects, `InfraEnv.spec.clusterRef.namespace` and `Agent.spec.clusterDeploymentName.namespace`
+/// set to `ns`, Secret `stringData` folded into `data`, annotation [`BUNDLE_ANNOTATION`] =
+/// `checksum` added, `status` split off with node-0 URLs cleared. Sorted by design.md's order
+/// (stable within a kind). A Namespace object in the list is skipped (import makes its own).
+///
+/// Errors: [`Error::InvalidInput`] (exit 3) naming `crs/crs.json[i]` for an object without
+/// apiVersion/kind/metadata.name or of a kind import does not know.
+pub fn plan(crs: &[Value], ns: &str, checksum: &str) -> Result<Vec<Planned>, Error> {
+    let mut out = Vec::new();
+    for (i, o) in crs.iter().enumerate() {
+        let field = |f: &str| format!("crs/crs.json[{i}]{f}");
+        let api_version = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind == "Namespace" {
+            continue;
+        }
+        let info = kind_info(api_version, kind).ok_or_else(|| Error::InvalidInput {
+            field: field(""),
+            message: format!("apiVersion {api_version:?} kind {kind:?} is not an object import knows"),
+        })?;
+        let name = o
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| Error::InvalidInput {
+                field: field(".metadata.name"),
+                message: "missing".into(),
+            })?
+            .to_string();
+        let mut desired = o.clone();
+        let status = desired.as_object_mut().and_then(|m| m.remove("status"));
+        strip_server_fields(&mut desired);
+        let namespace = info.namespaced.then(|| ns.to_string());
+        let meta = desired
+            .as_object_mut()
+            .ok_or_else(|| Error::InvalidInput {
+                field: field(""),
+                message: "not an object".into(),
+            })?
+            .entry("metadata")
+            .or_insert_with(|| json!({}));
+        match &namespace {
+            Some(n) => meta["namespace"] = json!(n),
+            None => {
+                if let Some(m) = meta.as_object_mut() {
+                    m.remove("namespace");
+                }
+            }
+        }
+        let ann = meta
+            .as_object_mut()
+            .map(|m| m.entry("annotations").or_insert_with(|| json!({})));
+        if let Some(Value::Object(a)) = ann {
+            a.insert(BUNDLE_ANNOTATION.into(), json!(checksum));
+        }
+        set_references(info.kind, &mut desired, ns);
+        if info.kind == "Secret" {
+            fold_string_data(&mut desired);
+        }
+        let status = status
+            .filter(|s| s.as_object().is_some_and(|m| !m.is_empty()))
+            .map(|mut s| {
+                clear_status_urls(&mut s);
+                s
+            });
+        out.push(Planned {
+            info,
+            name,
+            namespace,
+            desired,
+            status,
+        });
+    }
+    out.sort_by_key(|p| p.info.rank);
+    Ok(out)
+}
+
+/// Drops server-set metadata ([`STRIP_METADATA`]), the kubectl last-applied annotation and
+/// `status` from `obj`.
+pub fn strip_server_fields(obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in STRIP_METADATA {
+            meta.remove(k);
+        }
+        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove("kubectl.kubernetes.io/last-applied-configuration");
+        }
+    }
+}
+
+/// Sets the namespace of the references that carry one: InfraEnv `spec.clusterRef.namespace`,
+/// Agent `spec.clusterDeploymentName.namespace` (when the reference is present).
+pub fn set_references(kind: &str, obj: &mut Value, ns: &str) {
+    let ptr = match kind {
+        "InfraEnv" => "/spec/clusterRef",
+        "Agent" => "/spec/clusterDeploymentName",
+        _ => return,
+    };
+    if let Some(Value::Object(r)) = obj.pointer_mut(ptr) {
+        r.insert("namespace".into(), json!(ns));
+    }
+}
+
+/// Secret `stringData` → base64 `data` (what the server stores), so comparisons see the same.
+fn fold_string_data(obj: &mut Value) {
+    use base64::Engine;
+    let Some(m) = obj.as_object_mut() else { return };
+    let Some(Value::Object(sd)) = m.remove("stringData") else {
+        return;
+    };
+    let data = m.entry("data").or_insert_with(|| json!({}));
+    if let Some(d) = data.as_object_mut() {
+        for (k, v) in sd {
+            let s = v.as_str().unwrap_or_default();
+            d.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
+        }
+    }
+}
+
+/// Removes the node-0 URLs ([`STATUS_URLS`]) from a status.
+pub fn clear_status_urls(status: &mut Value) {
+    for path in STATUS_URLS {
+        let (last, parents) = path.split_last().expect("non-empty");
+        let ptr: String = parents.iter().map(|p| format!("/{p}")).collect();
+        if let Some(Value::Object(m)) = status.pointer_mut(&ptr) {
+            m.remove(*last);
+        }
+    }
+}
+
+/// Fields left out when comparing a planned object with what the cluster holds: the holds
+/// (released at the end), and the namespace. Our two annotations are compared only on the
+/// guarded kinds (a pre-existing identical Secret or ClusterImageSet is left alone as it is).
+fn comparable(p: &Planned) -> Value {
+    let mut d = p.desired.clone();
+    if let Some(meta) = d.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("namespace");
+        meta.remove("name");
+        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            a.remove(PAUSE_ANNOTATION);
+            if !p.info.is_guarded() {
+                a.remove(BUNDLE_ANNOTATION);
+                a.remove(CLUSTER_ANNOTATION);
+            }
+        }
+    }
+    if p.info.kind == "AgentClusterInstall" {
+        if let Some(s) = d.get_mut("spec").and_then(Value::as_object_mut) {
+            s.remove("holdInstallation");
+        }
+    }
+    d
+}
+
+/// The first path where `want` is not contained in `have` (objects: every key of `want`
+/// present and contained; arrays: same length, element-wise; scalars: equal). None when
+/// contained. Server defaults and fields added by controllers therefore do not count.
+pub fn first_difference(want: &Value, have: &Value, path: &str) -> Option<String> {
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w.iter().find_map(|(k, wv)| match h.get(k) {
+            None if wv.is_null() => None,
+            None => Some(format!("{path}.{k}")),
+            Some(hv) => first_difference(wv, hv, &format!("{path}.{k}")),
+        }),
+        (Value::Array(w), Value::Array(h)) => {
+            if w.len() != h.len() {
+                return Some(path.to_string());
+            }
+            w.iter()
+                .zip(h)
+                .enumerate()
+                .find_map(|(i, (a, b))| first_difference(a, b, &format!("{path}[{i}]")))
+        }
+        (w, h) if w == h => None,
+        _ => Some(path.to_string()),
+    }
+}
+
+/// A SQL string literal (`'…'`, quotes doubled; standard_conforming_strings, which pg_dump
+/// sets). Errors: [`Error::InvalidInput`] for a NUL character, which PostgreSQL text cannot hold.
+pub fn sql_literal(s: &str) -> Result<String, Error> {
+    if s.contains('\0') {
+        return Err(Error::InvalidInput {
+            field: "bundle".into(),
+            message: format!("{s:?}: NUL in a value written to the database"),
+        });
+    }
+    Ok(format!("'{}'", s.replace('\'', "''")))
+}
+
+/// The UPDATEs appended to the restore (research/migration.md §3: the controllers find the
+/// rows by these keys; ABI leaves them empty): the cluster row gets `kube_key_name` =
+/// ClusterDeployment name and `kube_key_namespace` = `ns`; its infra-envs and hosts get
+/// `kube_key_namespace` = `ns` (InfraEnv CRs are named by `infra_envs.name`, Agents by host id).
+pub fn kube_key_sql(
+    cluster_id: &str,
+    cd_name: &str,
+    ns: &str,
+    infra_env_ids: &[String],
+) -> Result<String, Error> {
+    let cid = sql_literal(cluster_id)?;
+    let name = sql_literal(cd_name)?;
+    let nsl = sql_literal(ns)?;
+    let mut ie_list = Vec::new();
+    for id in infra_env_ids {
+        ie_list.push(sql_literal(id)?);
+    }
+    let ie_or = if ie_list.is_empty() {
+        String::new()
+    } else {
+        format!(" OR id IN ({})", ie_list.join(", "))
+    };
+    let host_or = if ie_list.is_empty() {
+        String::new()
+    } else {
+        format!(" OR infra_env_id IN ({})", ie_list.join(", "))
+    };
+    Ok(format!(
+        "-- agent-day2 migrate import: kube keys for the controllers of cluster 0\n\
+         UPDATE public.clusters SET kube_key_name = {name}, kube_key_namespace = {nsl} WHERE id = {cid};\n\
+         UPDATE public.infra_envs SET kube_key_namespace = {nsl} WHERE cluster_id = {cid}{ie_or};\n\
+         UPDATE public.hosts SET kube_key_namespace = {nsl} WHERE cluster_id = {cid}{host_or};\n"
+    ))
+}
+
+/// Copies a `pg_dump --data-only` plain dump to `w` without the rows of table `migrations`
+/// (the target keeps its own schema history) and without `SET transaction_timeout` (unknown to
+/// PostgreSQL before 17, and the target may be older than the source).
+pub fn filter_dump(r: &mut dyn Read, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut r = BufReader::with_capacity(256 * 1024, r);
+    let mut line = Vec::new();
+    let mut skipping = false;
+    loop {
+        line.clear();
+        if r.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if skipping {
+            if line == b"\\.\n" || line == b"\\." {
+                skipping = false;
+            }
+            continue;
+        }
+        if line.starts_with(b"COPY public.migrations ") || line.starts_with(b"COPY migrations ") {
+            skipping = true;
+            continue;
+        }
+        if line.starts_with(b"SET transaction_timeout") {
+            continue;
+        }
+        w.write_all(&line)?;
+    }
+    if !line.ends_with(b"\n") && !line.is_empty() {
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Compares migration ids (gormigrate: `YYYYMMDDhhmmss`): numerically when both are numbers,
+/// else as text.
+pub fn schema_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    match (a.trim().parse::<u128>(), b.trim().parse::<u128>()) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        _ => a.trim().cmp(b.trim()),
+    }
+}
+
+/// The namespace of the CRs: `--namespace`, else the ClusterDeployment's name in the bundle,
+/// else the cluster's name in the manifest.
+pub fn default_namespace(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> String {
+    if let Some(n) = flag.filter(|n| !n.is_empty()) {
+        return n.to_string();
+    }
+    crs.iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterDeployment"))
+        .and_then(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+        .map(str::to_string)
+        .unwrap_or_else(|| bundle.manifest.cluster.name.clone())
+}
+
+/// crs/crs.json of the bundle. Errors: [`Error::InvalidInput`] when it is not a JSON array.
+pub fn read_crs(bundle: &Bundle) -> Result<Vec<Value>, Error> {
+    let bytes = bundle.read("crs/crs.json")?;
+    serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| Error::InvalidInput {
+        field: "bundle file crs/crs.json".into(),
+        message: format!("not a JSON array of objects: {e}"),
+    })
+}
+
+/// The ClusterDeployment name of the plan (the cluster's CR name).
+fn cd_name(plan: &[Planned], bundle: &Bundle) -> String {
+    plan.iter()
+        .find(|p| p.info.kind == "ClusterDeployment")
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| bundle.manifest.cluster.name.clone())
+}
+
+/// The ordered plan as printed by `--dry-run` (one numbered line per action).
+pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) -> Vec<String> {
+    let m = &bundle.manifest;
+    let mut lines = vec![
+        format!("Namespace {ns} (created if absent)"),
+        format!(
+            "ConfigMap {ns}/{} (completion record, in-progress)",
+            record::RECORD_NAME
+        ),
+    ];
+    let mut db_done = false;
+    let push_db = |lines: &mut Vec<String>| {
+        let rows: u64 = m.counts.rows.values().sum();
+        lines.push(format!(
+            "Database: restore db/dump.sql ({rows} rows in {} tables, schema {}) into cluster 0's \
+             assisted-service PostgreSQL in one transaction, without table migrations; \
+             kube_key_name/kube_key_namespace of cluster {} set to {}/{ns}",
+            m.counts.rows.len(),
+            m.source.schema_version,
+            m.cluster.id,
+            cd_name(plan, bundle)
+        ));
+    };
+    for p in plan {
+        if !db_done && p.info.rank > DB_RANK {
+            push_db(&mut lines);
+            db_done = true;
+        }
+        let held = match p.info.kind {
+            "ClusterDeployment" => " (held: hive.openshift.io/reconcile-pause)",
+            "AgentClusterInstall" => " (held: spec.holdInstallation)",
+            _ => "",
+        };
+        lines.push(format!("{}{held}", p.resource()));
+    }
+    if !db_done {
+        push_db(&mut lines);
+    }
+    for p in plan.iter().filter(|p| p.status.is_some()) {
+        lines.push(format!("{} /status", p.resource()));
+    }
+    let files: Vec<_> = artifact_files(bundle);
+    let bytes: u64 = files.iter().map(|e| e.size).sum();
+    lines.push(format!(
+        "PersistentVolumeClaim {ns}/{PVC_NAME}, Pod {ns}/{COPY_POD}: {} files ({bytes} bytes) of {} \
+         into {MOUNT_PATH}/{}/, then the pod deleted",
+        files.len(),
+        ARTIFACT_DIRS.map(|d| d.trim_end_matches('/')).join(", "),
+        m.cluster.id
+    ));
+    if keep_held {
+        lines.push("holds kept (--keep-held)".into());
+    } else {
+        lines.push("release the holds of the ClusterDeployment and AgentClusterInstall".into());
+    }
+    lines.push(format!("ConfigMap {ns}/{} phase complete", record::RECORD_NAME));
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| format!("{:>2}. {l}", i + 1))
+        .collect()
+}
+
+/// The bundle files copied to the PVC.
+pub fn artifact_files(bundle: &Bundle) -> Vec<&super::bundle::BundleFileEntry> {
+    bundle
+        .manifest
+        .files
+        .iter()
+        .filter(|e| ARTIFACT_DIRS.iter().any(|d| e.path.starts_with(d)))
+        .collect()
+}
+
+/// `migrate import`.
+pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error> {
+    let timeout = parse_duration(&args.timeout)
+        .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
+    let started = Instant::now();
+    let bundle = Bundle::open(&args.bundle)?;
+    let crs = read_crs(&bundle)?;
+    let ns = default_namespace(&bundle, &crs, args.namespace.as_deref());
+    let plan = plan(&crs, &ns, bundle.checksum())?;
+    if args.dry_run {
+        println!(
+            "Plan for bundle {} (cluster {} {}, checksum {}) into namespace {ns}; nothing changed:",
+            bundle.dir.display(),
+            bundle.manifest.cluster.name,
+            bundle.manifest.cluster.id,
+            bundle.checksum()
+        );
+        for l in plan_lines(&plan, &bundle, &ns, args.keep_held) {
+            println!("{l}");
+        }
+        return Ok(0);
+    }
+    let target = kube.resolve().await?;
+    let mut imp = Importer {
+        target,
+        bundle,
+        plan,
+        ns,
+        args,
+        deadline: timeout.map(|t| started + t),
+        record: None,
+        counts: Counts::default(),
+    };
+    let work = imp.run();
+    let summary = match timeout {
+        Some(t) => tokio::time::timeout(t, work).await.map_err(|_| {
+            Error::Timeout(format!(
+                "migrate import did not finish within --timeout {}; run it again to resume",
+                args.timeout
+            ))
+        })??,
+        None => work.await?,
+    };
+    print!("{summary}");
+    eprintln!("migrate: done in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(0)
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    created: u32,
+    unchanged: u32,
+    replaced: u32,
+    status_written: u32,
+}
+
+struct Importer<'a> {
+    target: KubeTarget,
+    bundle: Bundle,
+    plan: Vec<Planned>,
+    ns: String,
+    args: &'a super::ImportArgs,
+    deadline: Option<Instant>,
+    record: Option<Record>,
+    counts: Counts,
+}
+
+fn progress(msg: &str) {
+    eprintln!("migrate: {msg}");
+}
+
+impl Importer<'_> {
+    async fn run(&mut self) -> Result<String, Error> {
+        let cluster = self.bundle.manifest.cluster.clone();
+        progress(&format!(
+            "bundle {} verified (cluster {} {}, checksum {})",
+            self.bundle.dir.display(),
+            cluster.name,
+            cluster.id,
+            self.bundle.checksum()
+        ));
+        // 1. checks before any change.
+        self.check_crds().await?;
+        let existing = self.existing_record().await?;
+        self.check_conflicts(existing.as_ref()).await?;
+        let db = match &self.args.db_url {
+            Some(u) => Db::Url(u.clone()),
+            None => exec::find_assisted_db(&self.target).await?,
+        };
+        progress(&format!("assisted-service database: {}", db.describe()));
+        self.check_schema(&db).await?;
+        let restore = self.db_state(&db, existing.as_ref()).await?;
+
+        // 2. namespace and record.
+        self.ensure_namespace().await?;
+        let mut rec = match existing {
+            Some(r) => {
+                progress(&format!(
+                    "resuming this bundle's import (phase {}, done: {})",
+                    if r.phase == Phase::Complete {
+                        "complete"
+                    } else {
+                        "in-progress"
+                    },
+                    if r.steps_done.is_empty() {
+                        "nothing".into()
+                    } else {
+                        r.steps_done.join(", ")
+                    }
+                ));
+                r
+            }
+            None => Record::new(
+                self.bundle.checksum(),
+                &cluster.id,
+                &cd_name(&self.plan, &self.bundle),
+                serde_json::to_value(&self.bundle.manifest.counts).unwrap_or(Value::Null),
+            ),
+        };
+        if rec.assisted_service.is_none() {
+            rec.assisted_service = Some(match &db {
+                Db::Pod { at, .. } => record::AssistedRef {
+                    namespace: at.namespace.clone(),
+                    pod: at.pod.clone(),
+                },
+                Db::Url(_) => record::AssistedRef {
+                    namespace: String::new(),
+                    pod: "db-url".into(),
+                },
+            });
+        }
+        self.record = Some(rec);
+        self.step_done("namespace").await?;
+
+        // 3-5. objects and the database, in order.
+        let plan = self.plan.clone();
+        let mut db_done = false;
+        let mut created_now: Vec<usize> = Vec::new();
+        let mut step_of_prev: Option<&str> = None;
+        for (i, p) in plan.iter().enumerate() {
+            if !db_done && p.info.rank > DB_RANK {
+                self.finish_steps_before(step_of_prev, "db").await?;
+                self.restore_db(&db, restore).await?;
+                db_done = true;
+            }
+            if let Some(prev) = step_of_prev.filter(|s| *s != p.info.step) {
+                self.step_done(prev).await?;
+            }
+            step_of_prev = Some(p.info.step);
+            if self.apply(p).await? {
+                created_now.push(i);
+            }
+        }
+        if let Some(prev) = step_of_prev {
+            self.step_done(prev).await?;
+        }
+        if !db_done {
+            self.restore_db(&db, restore).await?;
+        }
+        // Steps of kinds the bundle has none of.
+        for s in [
+            "secrets",
+            "clusterimageset",
+            "clusterdeployment",
+            "agentclusterinstall",
+            "infraenv",
+            "nmstateconfigs",
+            "agents",
+        ] {
+            if !self.rec().done(s) {
+                self.step_done(s).await?;
+            }
+        }
+
+        // 6. status.
+        if !self.rec().done("status") {
+            for p in plan.iter().filter(|p| p.status.is_some()) {
+                self.write_status(p).await?;
+            }
+            self.step_done("status").await?;
+        } else {
+            // Objects made again in this run (deleted by someone since) get their status too.
+            for i in created_now {
+                if plan[i].status.is_some() {
+                    self.write_status(&plan[i]).await?;
+                }
+            }
+        }
+
+        // 7. artifacts.
+        if !self.rec().done("artifacts") {
+            self.copy_artifacts(&db).await?;
+            self.step_done("artifacts").await?;
+        } else {
+            progress("artifacts already on the volume (record)");
+        }
+
+        // 8. holds, record.
+        if !self.args.keep_held {
+            self.release_holds().await?;
+            self.step_done("release-holds").await?;
+        } else {
+            progress("holds kept (--keep-held)");
+        }
+        let already = self.rec().phase == Phase::Complete;
+        if !already {
+            let rec = self.record.as_mut().expect("record");
+            rec.complete();
+            rec.pvc = Some(PVC_NAME.into());
+            self.save_record().await?;
+            progress(&format!("record {}/{} complete", self.ns, record::RECORD_NAME));
+        }
+        Ok(self.summary(already))
+    }
+
+    fn rec(&self) -> &Record {
+        self.record.as_ref().expect("record")
+    }
+
+    fn summary(&self, already: bool) -> String {
+        let m = &self.bundle.manifest;
+        let c = &self.counts;
+        let rows: u64 = m.counts.rows.values().sum();
+        let mut s = String::new();
+        s.push_str(&crate::output::key_values(&[
+            (
+                "Cluster",
+                format!("{} ({})", crate::output::display(&m.cluster.name), m.cluster.id),
+            ),
+            ("Namespace", self.ns.clone()),
+            ("Bundle", self.bundle.checksum().to_string()),
+            (
+                "Phase",
+                if already {
+                    "complete (already; nothing to do)".into()
+                } else {
+                    "complete".into()
+                },
+            ),
+            (
+                "Objects",
+                format!(
+                    "{} created, {} unchanged, {} replaced, {} status written",
+                    c.created, c.unchanged, c.replaced, c.status_written
+                ),
+            ),
+            (
+                "Database",
+                format!("{rows} rows in {} tables", m.counts.rows.len()),
+            ),
+            ("Hosts", format!("{} (Agents)", m.counts.hosts)),
+            ("Events", m.counts.events.to_string()),
+            (
+                "Artifacts",
+                format!(
+                    "PersistentVolumeClaim {}/{PVC_NAME} at {}/",
+                    self.ns, m.cluster.id
+                ),
+            ),
+            (
+                "Holds",
+                if self.args.keep_held {
+                    "kept (--keep-held)".into()
+                } else {
+                    "released".into()
+                },
+            ),
+        ]));
+        s.push('\n');
+        s
+    }
+
+    async fn save_record(&self) -> Result<(), Error> {
+        let rec = self.rec();
+        record::write(&self.target.client, &self.ns, rec)
+            .await
+            .map_err(|e| {
+                classify(
+                    e,
+                    "write",
+                    ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
+                    &self.target,
+                )
+            })
+    }
+
+    /// Records `step` (writing the record when it is new) and honours the test hook.
+    async fn step_done(&mut self, step: &str) -> Result<(), Error> {
+        let new = self.record.as_mut().expect("record").mark(step);
+        if new {
+            self.save_record().await?;
+        }
+        if new && std::env::var(STOP_AFTER_ENV).ok().as_deref() == Some(step) {
+            return Err(Error::Unexpected(format!(
+                "stopped after step {step} ({STOP_AFTER_ENV}, a test hook standing for a killed run)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Marks the steps that come before `next` in [`STEPS`] and are not done (kinds absent).
+    async fn finish_steps_before(&mut self, prev: Option<&str>, next: &str) -> Result<(), Error> {
+        if let Some(p) = prev {
+            self.step_done(p).await?;
+        }
+        for s in STEPS.iter().take_while(|s| **s != next) {
+            if !self.rec().done(s) {
+                self.step_done(s).await?;
+            }
+        }
+        Ok(())
+    }
+
+    fn remaining(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    async fn check_crds(&self) -> Result<(), Error> {
+        let needed: Vec<String> = {
+            let mut v: Vec<String> = self.plan.iter().filter_map(|p| p.info.crd_name()).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let crd = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        );
+        let api: Api<DynamicObject> = Api::all_with(self.target.client.clone(), &crd);
+        let mut said = false;
+        loop {
+            let mut missing = Vec::new();
+            for n in &needed {
+                match api.get_opt(n).await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => missing.push(n.clone()),
+                    Err(e) => {
+                        return Err(classify(
+                            e,
+                            "read",
+                            ResourceRef::cluster("CustomResourceDefinition", n),
+                            &self.target,
+                        ))
+                    }
+                }
+            }
+            if missing.is_empty() {
+                if said {
+                    progress("CRDs present");
+                }
+                return Ok(());
+            }
+            let why = crd_installers(&missing);
+            if !self.args.wait_for_crds {
+                return Err(Error::NotFound {
+                    resource: ResourceRef::cluster("CustomResourceDefinition", &missing.join(", ")),
+                    why: Some(format!(
+                        "{why}; install and configure them first (an AgentServiceConfig makes the \
+                         infrastructure operator start assisted-service), or pass --wait-for-crds"
+                    )),
+                });
+            }
+            if !said {
+                progress(&format!("waiting for CRDs {} ({why})", missing.join(", ")));
+                said = true;
+            }
+            if self.remaining().is_some_and(|r| r < Duration::from_secs(5)) {
+                return Err(Error::Timeout(format!(
+                    "CRDs {} still missing after --timeout {} ({why})",
+                    missing.join(", "),
+                    self.args.timeout
+                )));
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    }
+
+    async fn existing_record(&self) -> Result<Option<Record>, Error> {
+        match record::read(&self.target.client, &self.ns).await {
+            Ok(None) => Ok(None),
+            Ok(Some((r, _))) if r.is_of(self.bundle.checksum()) => Ok(Some(r)),
+            Ok(Some((r, _))) => Err(Error::BadObject {
+                resource: ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
+                message: format!(
+                    "holds the {} import of another bundle ({}, cluster {}); this bundle is {}: \
+                     import into another --namespace, or remove that import first",
+                    if r.phase == Phase::Complete {
+                        "complete"
+                    } else {
+                        "unfinished"
+                    },
+                    r.bundle_sha256,
+                    r.cluster_id,
+                    self.bundle.checksum()
+                ),
+            }),
+            Err(record::ReadError::Bad(e)) => Err(e),
+            Err(record::ReadError::Kube(e)) => Err(classify(
+                e,
+                "read",
+                ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
+                &self.target,
+            )),
+        }
+    }
+
+    /// Guarded objects (CD, ACI, InfraEnv, Agent) of this cluster that are not this bundle's:
+    /// at their planned names, Agents named by the bundle's host ids in any namespace, and
+    /// ClusterDeployments in any namespace whose infraID is this cluster's id.
+    async fn check_conflicts(&self, _existing: Option<&Record>) -> Result<(), Error> {
+        let mut errors = Vec::new();
+        let sum = self.bundle.checksum();
+        let cid = &self.bundle.manifest.cluster.id;
+        let not_ours = |o: &DynamicObject| -> bool {
+            o.metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(BUNDLE_ANNOTATION))
+                .is_none_or(|v| !v.eq_ignore_ascii_case(sum))
+        };
+        let conflict = |r: ResourceRef, why: String| Error::BadObject {
+            resource: r,
+            message: format!(
+                "{why}; it was not created by this bundle's import (annotation {BUNDLE_ANNOTATION}): \
+                 refusing to import over it (cluster 0's assisted-service already has this cluster)"
+            ),
+        };
+        for kind in ["ClusterDeployment", "AgentClusterInstall", "InfraEnv", "Agent"] {
+            let Some(info) = KINDS.iter().find(|k| k.kind == kind) else {
+                continue;
+            };
+            let ar = info.api_resource();
+            let all: Api<DynamicObject> = Api::all_with(self.target.client.clone(), &ar);
+            let list = all
+                .list(&ListParams::default())
+                .await
+                .map_err(|e| classify(e, "list", ResourceRef::list(&format!("{kind}s")), &self.target))?;
+            let planned: Vec<&Planned> = self.plan.iter().filter(|p| p.info.kind == kind).collect();
+            for o in &list.items {
+                let name = o.metadata.name.clone().unwrap_or_default();
+                let ons = o.metadata.namespace.clone().unwrap_or_default();
+                let r = ResourceRef::namespaced(kind, &ons, &name);
+                let same_place = ons == self.ns && planned.iter().any(|p| p.name == name);
+                let same_host = kind == "Agent" && self.bundle.manifest.cluster.host_ids.contains(&name);
+                let same_cluster = kind == "ClusterDeployment"
+                    && o.data
+                        .pointer("/spec/clusterMetadata/infraID")
+                        .and_then(Value::as_str)
+                        == Some(cid);
+                let marked = o
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(CLUSTER_ANNOTATION))
+                    .is_some_and(|v| v == cid);
+                if !(same_place || same_host || same_cluster || marked) {
+                    continue;
+                }
+                if not_ours(o) {
+                    let why = if same_host && !same_place {
+                        format!("an Agent for host {name} of this cluster exists")
+                    } else if same_cluster && !same_place {
+                        format!("a ClusterDeployment with infraID {cid} (this cluster) exists")
+                    } else {
+                        "exists".to_string()
+                    };
+                    errors.push(conflict(r, why));
+                } else if ons != self.ns {
+                    errors.push(Error::BadObject {
+                        resource: r,
+                        message: format!(
+                            "this bundle was imported into namespace {ons}, not {}: use --namespace {ons}",
+                            self.ns
+                        ),
+                    });
+                }
+            }
+        }
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(Error::Many(errors)),
+        }
+    }
+
+    async fn check_schema(&self, db: &Db) -> Result<(), Error> {
+        let lines = db
+            .query(Some(&self.target), "SELECT max(id) FROM public.migrations")
+            .await
+            .map_err(|e| match e {
+                Error::Api { message, .. } => Error::Api {
+                    verb: "read the schema version of".into(),
+                    resource: ResourceRef {
+                        kind: "PostgreSQL".into(),
+                        namespace: None,
+                        name: Some(db.describe()),
+                    },
+                    message: format!(
+                        "{message} (has assisted-service on cluster 0 started once and created its schema?)"
+                    ),
+                },
+                other => other,
+            })?;
+        let target_v = lines.first().map(|s| s.trim().to_string()).unwrap_or_default();
+        let dump_v = self.bundle.manifest.source.schema_version.trim().to_string();
+        if target_v.is_empty() {
+            return Err(Error::Api {
+                verb: "read the schema version of".into(),
+                resource: ResourceRef {
+                    kind: "PostgreSQL".into(),
+                    namespace: None,
+                    name: Some(db.describe()),
+                },
+                message: "table migrations is empty: assisted-service on cluster 0 has not created its \
+                          schema yet; wait until it has started once"
+                    .into(),
+            });
+        }
+        if !dump_v.is_empty() && schema_cmp(&dump_v, &target_v) == std::cmp::Ordering::Greater {
+            return Err(Error::InvalidInput {
+                field: "bundle manifest.json source.schema_version".into(),
+                message: format!(
+                    "the dump's schema {dump_v} is newer than cluster 0's {target_v}: restoring it \
+                     into an older assisted-service is refused; upgrade the multicluster engine on \
+                     cluster 0 first"
+                ),
+            });
+        }
+        progress(&format!("schema: dump {dump_v}, cluster 0 {target_v}"));
+        Ok(())
+    }
+
+    /// Whether the database must be restored: Ok(true) restore, Ok(false) already restored by
+    /// this bundle's import. The cluster's row there but not ours → refused.
+    async fn db_state(&self, db: &Db, existing: Option<&Record>) -> Result<bool, Error> {
+        let cid = sql_literal(&self.bundle.manifest.cluster.id)?;
+        let lines = db
+            .query(
+                Some(&self.target),
+                &format!(
+                    "SELECT coalesce(kube_key_name, '') || '/' || coalesce(kube_key_namespace, '') \
+                     FROM public.clusters WHERE id = {cid}"
+                ),
+            )
+            .await?;
+        let Some(keys) = lines.first().map(|l| l.trim().to_string()) else {
+            if existing.is_some_and(|r| r.done("db")) {
+                progress("warning: the record says the database was restored, but cluster 0's database has no row of this cluster: restoring again");
+            }
+            return Ok(true);
+        };
+        let ours = format!("{}/{}", cd_name(&self.plan, &self.bundle), self.ns);
+        let by_record = existing.is_some_and(|r| r.done("db"));
+        // Committed, then killed before the record said so: the keys are the ones only this
+        // import writes (the row's id is node 0's, which cluster 0's controllers never create).
+        let by_keys = existing.is_some() && keys == ours;
+        if by_record || by_keys {
+            return Ok(false);
+        }
+        Err(Error::BadObject {
+            resource: ResourceRef {
+                kind: "PostgreSQL".into(),
+                namespace: None,
+                name: Some(db.describe()),
+            },
+            message: format!(
+                "already holds cluster {} (kube key {keys:?}) and no import of this bundle restored \
+                 it: refusing to restore over it",
+                self.bundle.manifest.cluster.id
+            ),
+        })
+    }
+
+    async fn restore_db(&mut self, db: &Db, restore: bool) -> Result<(), Error> {
+        if self.rec().done("db") || !restore {
+            progress("database already restored by this bundle's import");
+            return self.step_done("db").await;
+        }
+        let t = Instant::now();
+        let m = &self.bundle.manifest;
+        let updates = kube_key_sql(
+            &m.cluster.id,
+            &cd_name(&self.plan, &self.bundle),
+            &self.ns,
+            &m.cluster.infra_env_ids,
+        )?;
+        let mut dump = self.bundle.open_file("db/dump.sql")?;
+        let size = self.bundle.entry("db/dump.sql").map(|e| e.size).unwrap_or(0);
+        progress(&format!(
+            "restoring the database ({size} bytes of dump) in one transaction"
+        ));
+        let producer = Producer::spawn(move |w| {
+            filter_dump(&mut dump, w)?;
+            w.write_all(updates.as_bytes())
+        });
+        let out = db
+            .psql(
+                Some(&self.target),
+                &["-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"],
+                Some(producer),
+            )
+            .await?;
+        if out.code != 0 {
+            return Err(db.failed("restore the dump into", &out));
+        }
+        // The keys must have reached the cluster's row.
+        let cid = sql_literal(&m.cluster.id)?;
+        let check = db
+            .query(
+                Some(&self.target),
+                &format!("SELECT coalesce(kube_key_name, '') FROM public.clusters WHERE id = {cid}"),
+            )
+            .await?;
+        if check.first().map(|s| s.trim()) != Some(cd_name(&self.plan, &self.bundle).as_str()) {
+            return Err(Error::Api {
+                verb: "restore".into(),
+                resource: ResourceRef {
+                    kind: "PostgreSQL".into(),
+                    namespace: None,
+                    name: Some(db.describe()),
+                },
+                message: format!(
+                    "after the restore the clusters row {} has kube_key_name {:?}: the dump does not hold this cluster",
+                    m.cluster.id,
+                    check.first()
+                ),
+            });
+        }
+        progress(&format!("database restored in {:.1}s", t.elapsed().as_secs_f64()));
+        self.step_done("db").await
+    }
+
+    async fn ensure_namespace(&self) -> Result<(), Error> {
+        let api: Api<Namespace> = Api::all(self.target.client.clone());
+        let r = ResourceRef::cluster("Namespace", &self.ns);
+        match api.get_opt(&self.ns).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => {
+                let n = Namespace {
+                    metadata: kube::api::ObjectMeta {
+                        name: Some(self.ns.clone()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                };
+                match create_strict(&self.target.client, &(), None, &n).await {
+                    Ok(_) => {
+                        progress(&format!("created Namespace {}", self.ns));
+                        Ok(())
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 409 => Ok(()),
+                    Err(e) => Err(classify(e, "create", r, &self.target)),
+                }
+            }
+            Err(e) => Err(classify(e, "read", r, &self.target)),
+        }
+    }
+
+    fn api(&self, p: &Planned) -> Api<DynamicObject> {
+        let ar = p.info.api_resource();
+        match &p.namespace {
+            Some(ns) => Api::namespaced_with(self.target.client.clone(), ns, &ar),
+            None => Api::all_with(self.target.client.clone(), &ar),
+        }
+    }
+
+    /// Creates `p`, or leaves an identical one alone, or replaces a different one (--force).
+    /// Returns whether it was created now.
+    async fn apply(&mut self, p: &Planned) -> Result<bool, Error> {
+        let api = self.api(p);
+        let existing = api
+            .get_opt(&p.name)
+            .await
+            .map_err(|e| classify(e, "read", p.resource(), &self.target))?;
+        let Some(have) = existing else {
+            let obj: DynamicObject =
+                serde_json::from_value(p.desired.clone()).map_err(|e| Error::InvalidInput {
+                    field: format!("bundle file crs/crs.json {}", p.resource()),
+                    message: e.to_string(),
+                })?;
+            let ar = p.info.api_resource();
+            match create_strict(&self.target.client, &ar, p.namespace.as_deref(), &obj).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {
+                    return Err(Error::BadObject {
+                        resource: p.resource(),
+                        message: "created by someone else meanwhile; run the import again".into(),
+                    })
+                }
+                Err(e) => return Err(classify(e, "create", p.resource(), &self.target)),
+            }
+            self.counts.created += 1;
+            progress(&format!("created {}", p.resource()));
+            return Ok(true);
+        };
+        let have_v = serde_json::to_value(&have).unwrap_or(Value::Null);
+        let Some(diff) = first_difference(&comparable(p), &have_v, "") else {
+            self.counts.unchanged += 1;
+            return Ok(false);
+        };
+        let diff = diff.trim_start_matches('.').to_string();
+        if p.info.is_guarded() {
+            let ours = have
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(BUNDLE_ANNOTATION))
+                .is_some_and(|v| v.eq_ignore_ascii_case(self.bundle.checksum()));
+            if !ours {
+                return Err(Error::BadObject {
+                    resource: p.resource(),
+                    message: format!("exists and was not created by this bundle's import ({diff} differs)"),
+                });
+            }
+        }
+        if !self.args.force {
+            return Err(Error::BadObject {
+                resource: p.resource(),
+                message: format!(
+                    "exists and differs from the bundle at {diff}: pass --force to replace it with the \
+                     bundle's (never deleted), or remove it"
+                ),
+            });
+        }
+        let mut want = p.desired.clone();
+        want["metadata"]["resourceVersion"] = have_v["metadata"]["resourceVersion"].clone();
+        for k in ["finalizers", "ownerReferences"] {
+            if let Some(v) = have_v["metadata"].get(k) {
+                want["metadata"][k] = v.clone();
+            }
+        }
+        if let Some(v) = have_v.get("status") {
+            want["status"] = v.clone();
+        }
+        // A released hold stays released.
+        if p.info.kind == "ClusterDeployment"
+            && !have_v
+                .pointer(&format!(
+                    "/metadata/annotations/{}",
+                    PAUSE_ANNOTATION.replace('/', "~1")
+                ))
+                .is_some()
+        {
+            if let Some(a) = want["metadata"]["annotations"].as_object_mut() {
+                a.remove(PAUSE_ANNOTATION);
+            }
+        }
+        if p.info.kind == "AgentClusterInstall" {
+            if let Some(h) = have_v.pointer("/spec/holdInstallation") {
+                want["spec"]["holdInstallation"] = h.clone();
+            }
+        }
+        let obj: DynamicObject =
+            serde_json::from_value(want).map_err(|e| Error::Unexpected(e.to_string()))?;
+        let url = format!(
+            "{}/{}",
+            <DynamicObject as kube::Resource>::url_path(&p.info.api_resource(), p.namespace.as_deref()),
+            p.name
+        );
+        let body = serde_json::to_vec(&obj).map_err(|e| Error::Unexpected(e.to_string()))?;
+        let req = http::Request::put(format!(
+            "{url}?fieldManager={}&fieldValidation=Strict",
+            crate::kube_write::FIELD_MANAGER
+        ))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(body)
+        .map_err(|e| Error::Unexpected(e.to_string()))?;
+        self.target
+            .client
+            .request::<DynamicObject>(req)
+            .await
+            .map_err(|e| classify(e, "replace", p.resource(), &self.target))?;
+        self.counts.replaced += 1;
+        progress(&format!("replaced {} (--force; {diff} differed)", p.resource()));
+        Ok(false)
+    }
+
+    async fn write_status(&mut self, p: &Planned) -> Result<(), Error> {
+        let Some(st) = &p.status else { return Ok(()) };
+        let api = self.api(p);
+        api.patch_status(&p.name, &patch_params(), &Patch::Merge(json!({ "status": st })))
+            .await
+            .map_err(|e| classify(e, "write the status of", p.resource(), &self.target))?;
+        self.counts.status_written += 1;
+        Ok(())
+    }
+
+    async fn release_holds(&mut self) -> Result<(), Error> {
+        for p in self.plan.clone().iter() {
+            let patch = match p.info.kind {
+                "ClusterDeployment" => json!({"metadata": {"annotations": {PAUSE_ANNOTATION: null}}}),
+                "AgentClusterInstall" => json!({"spec": {"holdInstallation": false}}),
+                _ => continue,
+            };
+            let api = self.api(p);
+            let have = api
+                .get(&p.name)
+                .await
+                .map_err(|e| classify(e, "read", p.resource(), &self.target))?;
+            let held = match p.info.kind {
+                "ClusterDeployment" => have
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(PAUSE_ANNOTATION)),
+                _ => have.data.pointer("/spec/holdInstallation") == Some(&json!(true)),
+            };
+            if !held {
+                continue;
+            }
+            api.patch(&p.name, &patch_params(), &Patch::Merge(patch))
+                .await
+                .map_err(|e| classify(e, "release the hold of", p.resource(), &self.target))?;
+            progress(&format!("released the hold of {}", p.resource()));
+        }
+        Ok(())
+    }
+
+    async fn copy_artifacts(&mut self, db: &Db) -> Result<(), Error> {
+        let files: Vec<super::bundle::BundleFileEntry> =
+            artifact_files(&self.bundle).into_iter().cloned().collect();
+        let bytes: u64 = files.iter().map(|e| e.size).sum();
+        let t = Instant::now();
+        let client = self.target.client.clone();
+        let ns = self.ns.clone();
+        // PVC.
+        let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
+        let pvc_ref = ResourceRef::namespaced("PersistentVolumeClaim", &ns, PVC_NAME);
+        if pvcs
+            .get_opt(PVC_NAME)
+            .await
+            .map_err(|e| classify(e, "read", pvc_ref.clone(), &self.target))?
+            .is_none()
+        {
+            let mib = (bytes * 12 / 10) / (1 << 20) + 256;
+            let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                "metadata": {"name": PVC_NAME, "namespace": ns,
+                             "labels": {record::RECORD_LABEL: "true"},
+                             "annotations": {BUNDLE_ANNOTATION: self.bundle.checksum()}},
+                "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": format!("{mib}Mi")}}}
+            }))
+            .map_err(|e| Error::Unexpected(e.to_string()))?;
+            create_strict(&client, &(), Some(&ns), &pvc)
+                .await
+                .map_err(|e| classify(e, "create", pvc_ref.clone(), &self.target))?;
+            progress(&format!(
+                "created PersistentVolumeClaim {ns}/{PVC_NAME} ({mib}Mi)"
+            ));
+        }
+        // Pod.
+        let image = self.copy_image(db).await;
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let pod_ref = ResourceRef::namespaced("Pod", &ns, COPY_POD);
+        if pods
+            .get_opt(COPY_POD)
+            .await
+            .map_err(|e| classify(e, "read", pod_ref.clone(), &self.target))?
+            .is_none()
+        {
+            let pod: Pod = serde_json::from_value(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": COPY_POD, "namespace": ns, "labels": {record::RECORD_LABEL: "true"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{
+                        "name": "copy",
+                        "image": image,
+                        "command": ["sleep", "3600"],
+                        "volumeMounts": [{"name": "migration", "mountPath": MOUNT_PATH}],
+                        "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+                    }],
+                    "volumes": [{"name": "migration", "persistentVolumeClaim": {"claimName": PVC_NAME}}]
+                }
+            }))
+            .map_err(|e| Error::Unexpected(e.to_string()))?;
+            create_strict(&client, &(), Some(&ns), &pod)
+                .await
+                .map_err(|e| classify(e, "create", pod_ref.clone(), &self.target))?;
+        }
+        // Running?
+        let wait_until = Instant::now()
+            + self
+                .remaining()
+                .unwrap_or(Duration::from_secs(600))
+                .min(Duration::from_secs(600));
+        loop {
+            let p = pods
+                .get(COPY_POD)
+                .await
+                .map_err(|e| classify(e, "read", pod_ref.clone(), &self.target))?;
+            let phase = p
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.clone())
+                .unwrap_or_default();
+            if phase == "Running" {
+                break;
+            }
+            if phase == "Failed" || phase == "Succeeded" {
+                return Err(Error::BadObject {
+                    resource: pod_ref,
+                    message: format!(
+                        "phase {phase}: the copy pod stopped; delete it and run the import again"
+                    ),
+                });
+            }
+            if Instant::now() > wait_until {
+                return Err(Error::Timeout(format!("{pod_ref} not Running (phase {phase:?})")));
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        progress(&format!(
+            "copying {} files ({bytes} bytes) to {ns}/{PVC_NAME} through Pod {COPY_POD}",
+            files.len()
+        ));
+        let dir = self.bundle.dir.clone();
+        let prefix = self.bundle.manifest.cluster.id.clone();
+        let producer = Producer::spawn(move |w| write_tar(&dir, &prefix, &files, w));
+        let at = PodContainer {
+            namespace: ns.clone(),
+            pod: COPY_POD.into(),
+            container: "copy".into(),
+        };
+        let argv: Vec<String> = ["tar", "-x", "-f", "-", "-C", MOUNT_PATH]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let out = exec::exec(&self.target, &at, &argv, Some(producer), 64 * 1024).await?;
+        if out.code != 0 {
+            return Err(Error::Api {
+                verb: "copy the artifacts through".into(),
+                resource: pod_ref,
+                message: format!("tar exited with {}: {}", out.code, out.stderr.trim()),
+            });
+        }
+        match pods.delete(COPY_POD, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(classify(e, "delete", pod_ref, &self.target)),
+        }
+        progress(&format!(
+            "artifacts copied in {:.1}s; Pod {COPY_POD} deleted",
+            t.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+
+    /// The image of the assisted-service container (it has tar and sleep); a UBI image when
+    /// that pod cannot be read (`--db-url`).
+    async fn copy_image(&self, db: &Db) -> String {
+        let fallback = "registry.access.redhat.com/ubi9/ubi-minimal:latest".to_string();
+        let pods: Api<Pod> = match db {
+            Db::Pod { at, .. } => Api::namespaced(self.target.client.clone(), &at.namespace),
+            Db::Url(_) => Api::all(self.target.client.clone()),
+        };
+        let Ok(list) = pods
+            .list(&ListParams::default().labels("app=assisted-service"))
+            .await
+        else {
+            return fallback;
+        };
+        list.items
+            .iter()
+            .filter_map(|p| p.spec.as_ref())
+            .flat_map(|s| s.containers.iter())
+            .find(|c| c.name == "assisted-service")
+            .and_then(|c| c.image.clone())
+            .unwrap_or(fallback)
+    }
+}
+
+/// What installs the missing CRDs (research/migration.md §2).
+fn crd_installers(missing: &[String]) -> String {
+    let hive = missing
+        .iter()
+        .any(|m| m.ends_with(".hive.openshift.io") && !m.contains("extensions."));
+    let ai = missing
+        .iter()
+        .any(|m| m.ends_with("agent-install.openshift.io") || m.ends_with("extensions.hive.openshift.io"));
+    match (hive, ai) {
+        (true, true) => {
+            "installed by the multicluster engine (hive, and its infrastructure operator / assisted-service)"
+                .into()
+        }
+        (true, false) => "installed by the multicluster engine (hive)".into(),
+        _ => "installed by the multicluster engine's infrastructure operator (assisted-service)".into(),
+    }
+}
+
+/// Writes a tar of `files` (bundle-relative paths) under `prefix/` to `w`.
+pub fn write_tar(
+    dir: &std::path::Path,
+    prefix: &str,
+    files: &[super::bundle::BundleFileEntry],
+    w: &mut dyn Write,
+) -> std::io::Result<()> {
+    let mut b = tar::Builder::new(w);
+    b.mode(tar::HeaderMode::Deterministic);
+    for e in files {
+        let mut f = std::fs::File::open(dir.join(&e.path))?;
+        let mut h = tar::Header::new_gnu();
+        h.set_size(e.size);
+        h.set_mode(0o640);
+        h.set_mtime(0);
+        h.set_entry_type(tar::EntryType::Regular);
+        b.append_data(&mut h, format!("{prefix}/{}", e.path), &mut f)?;
+    }
+    b.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crs() -> Vec<Value> {
+        serde_json::from_value(json!([
+            {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+             "metadata": {"name": "h1", "namespace": "", "uid": "u", "resourceVersion": "9",
+                          "finalizers": ["agent.agent-install.openshift.io/ai-deprovision"],
+                          "ownerReferences": [{"kind": "InfraEnv"}], "managedFields": [{}],
+                          "creationTimestamp": "2026-01-01T00:00:00Z", "generation": 2,
+                          "labels": {"infraenvs.agent-install.openshift.io": "ostest"},
+                          "annotations": {"agent.agent-install.openshift.io/skip-spoke-cleanup": "true",
+                                          "kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+             "spec": {"clusterDeploymentName": {"name": "ostest", "namespace": ""}, "approved": true},
+             "status": {"debugInfo": {"eventsURL": "http://node0:8090/x", "state": "installed"}, "progress": {}}},
+            {"apiVersion": "hive.openshift.io/v1", "kind": "ClusterDeployment",
+             "metadata": {"name": "ostest", "annotations": {PAUSE_ANNOTATION: "true"}},
+             "spec": {"clusterName": "ostest", "installed": true}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "ostest-admin-password"},
+             "stringData": {"username": "kubeadmin", "password": "p'w"}},
+            {"apiVersion": "hive.openshift.io/v1", "kind": "ClusterImageSet",
+             "metadata": {"name": "openshift-4.18.1", "namespace": ""}, "spec": {"releaseImage": "r"}},
+            {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "InfraEnv",
+             "metadata": {"name": "ostest"}, "spec": {"clusterRef": {"name": "ostest"}},
+             "status": {"isoDownloadURL": "http://node0/iso", "conditions": [{"type": "ImageCreated"}]}},
+            {"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "NMStateConfig",
+             "metadata": {"name": "ostest-0"}, "spec": {"config": {}}},
+            {"apiVersion": "extensions.hive.openshift.io/v1beta1", "kind": "AgentClusterInstall",
+             "metadata": {"name": "ostest"}, "spec": {"holdInstallation": true}},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}
+        ]))
+        .unwrap()
+    }
+
+    #[test]
+    fn plan_follows_design_order_and_skips_namespace() {
+        let p = plan(&crs(), "ns1", "sum").unwrap();
+        let kinds: Vec<&str> = p.iter().map(|p| p.info.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                "Secret",
+                "ClusterImageSet",
+                "ClusterDeployment",
+                "AgentClusterInstall",
+                "InfraEnv",
+                "NMStateConfig",
+                "Agent"
+            ]
+        );
+        // The restore comes between the ClusterImageSet and the ClusterDeployment.
+        let db_at = p.iter().position(|x| x.info.rank > DB_RANK).unwrap();
+        assert_eq!(p[db_at].info.kind, "ClusterDeployment");
+        assert_eq!(p[db_at - 1].info.kind, "ClusterImageSet");
+        // Steps follow STEPS' order.
+        let steps: Vec<usize> = p
+            .iter()
+            .map(|x| STEPS.iter().position(|s| *s == x.info.step).unwrap())
+            .collect();
+        assert!(steps.windows(2).all(|w| w[0] <= w[1]), "{steps:?}");
+    }
+
+    #[test]
+    fn server_fields_are_stripped_and_namespace_refs_set() {
+        let p = plan(&crs(), "ns1", "sum").unwrap();
+        let agent = p.iter().find(|x| x.info.kind == "Agent").unwrap();
+        let m = &agent.desired["metadata"];
+        for k in STRIP_METADATA {
+            assert!(m.get(k).is_none(), "{k} left: {m}");
+        }
+        assert_eq!(m["namespace"], "ns1");
+        assert_eq!(m["annotations"][BUNDLE_ANNOTATION], "sum");
+        assert!(m["annotations"]
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_none());
+        assert_eq!(
+            m["annotations"]["agent.agent-install.openshift.io/skip-spoke-cleanup"],
+            "true"
+        );
+        assert_eq!(agent.desired["spec"]["clusterDeploymentName"]["namespace"], "ns1");
+        assert!(agent.desired.get("status").is_none());
+        let st = agent.status.as_ref().unwrap();
+        assert!(st["debugInfo"].get("eventsURL").is_none(), "{st}");
+        assert_eq!(st["debugInfo"]["state"], "installed");
+        let ie = p.iter().find(|x| x.info.kind == "InfraEnv").unwrap();
+        assert_eq!(
+            ie.desired["spec"]["clusterRef"],
+            json!({"name": "ostest", "namespace": "ns1"})
+        );
+        assert!(ie.status.as_ref().unwrap().get("isoDownloadURL").is_none());
+        let cis = p.iter().find(|x| x.info.kind == "ClusterImageSet").unwrap();
+        assert!(cis.namespace.is_none());
+        assert!(
+            cis.desired["metadata"].get("namespace").is_none(),
+            "cluster-scoped"
+        );
+        let s = p.iter().find(|x| x.info.kind == "Secret").unwrap();
+        assert!(s.desired.get("stringData").is_none());
+        assert_eq!(s.desired["data"]["password"], "cCd3", "base64 of p'w");
+        // Empty status objects are not written.
+        assert!(p
+            .iter()
+            .find(|x| x.info.kind == "NMStateConfig")
+            .unwrap()
+            .status
+            .is_none());
+    }
+
+    #[test]
+    fn unknown_kinds_and_nameless_objects_name_their_index() {
+        let e = plan(
+            &[json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}})],
+            "n",
+            "s",
+        )
+        .unwrap_err();
+        assert!(e.to_string().starts_with("crs/crs.json[0]:"), "{e}");
+        assert_eq!(e.exit_code(), 3);
+        let e = plan(
+            &[json!({"apiVersion": "hive.openshift.io/v1", "kind": "ClusterDeployment"})],
+            "n",
+            "s",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("crs/crs.json[0].metadata.name"), "{e}");
+        // Same kind, other version: not known.
+        assert!(kind_info("hive.openshift.io/v2", "ClusterDeployment").is_none());
+    }
+
+    #[test]
+    fn comparison_ignores_server_additions_and_holds_but_not_changes() {
+        let p = plan(&crs(), "ns1", "sum").unwrap();
+        let aci = p.iter().find(|x| x.info.kind == "AgentClusterInstall").unwrap();
+        let mut have = aci.desired.clone();
+        have["metadata"]["uid"] = json!("x");
+        have["metadata"]["finalizers"] = json!(["f"]);
+        have["spec"]["holdInstallation"] = json!(false);
+        have["spec"]["defaulted"] = json!(1);
+        have["status"] = json!({"conditions": []});
+        assert_eq!(first_difference(&comparable(aci), &have, ""), None);
+        have["spec"]["imageSetRef"] = json!({"name": "other"});
+        let mut want = comparable(aci);
+        want["spec"]["imageSetRef"] = json!({"name": "openshift-4.18.1"});
+        assert_eq!(
+            first_difference(&want, &have, "").as_deref(),
+            Some(".spec.imageSetRef.name")
+        );
+        // Arrays compare element-wise with equal lengths.
+        assert_eq!(
+            first_difference(&json!([1, 2]), &json!([1]), "x").as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            first_difference(&json!([{"a": 1}]), &json!([{"a": 1, "b": 2}]), "x"),
+            None
+        );
+        // A pre-existing Secret without our annotations is the same Secret.
+        let s = p.iter().find(|x| x.info.kind == "Secret").unwrap();
+        let mut have = s.desired.clone();
+        have["metadata"]["annotations"] = json!({});
+        assert_eq!(first_difference(&comparable(s), &have, ""), None);
+        // A guarded kind needs the bundle annotation.
+        let cd = p.iter().find(|x| x.info.kind == "ClusterDeployment").unwrap();
+        let mut have = cd.desired.clone();
+        have["metadata"]["annotations"] = json!({});
+        assert!(first_difference(&comparable(cd), &have, "").is_some());
+    }
+
+    #[test]
+    fn kube_key_sql_quotes_values() {
+        let sql = kube_key_sql("c-1", "o'brien", "ns", &["ie-1".into(), "ie'2".into()]).unwrap();
+        assert!(sql.contains(
+            "UPDATE public.clusters SET kube_key_name = 'o''brien', kube_key_namespace = 'ns' WHERE id = 'c-1';"
+        ));
+        assert!(sql.contains(
+            "UPDATE public.infra_envs SET kube_key_namespace = 'ns' WHERE cluster_id = 'c-1' OR id IN ('ie-1', 'ie''2');"
+        ));
+        assert!(sql.contains(
+            "UPDATE public.hosts SET kube_key_namespace = 'ns' WHERE cluster_id = 'c-1' OR infra_env_id IN ('ie-1', 'ie''2');"
+        ));
+        let none = kube_key_sql("c", "n", "ns", &[]).unwrap();
+        assert!(none.contains("WHERE cluster_id = 'c';\n"), "{none}");
+        assert!(sql_literal("a\0b").is_err());
+        assert_eq!(
+            sql_literal(r"a\b").unwrap(),
+            r"'a\b'",
+            "backslash is literal in standard strings"
+        );
+    }
+
+    #[test]
+    fn dump_filter_drops_migrations_rows_only() {
+        let dump = "SET statement_timeout = 0;\nSET transaction_timeout = 0;\n\
+                    COPY public.clusters (id, name) FROM stdin;\nc1\tostest\n\\.\n\n\
+                    COPY public.migrations (id) FROM stdin;\n20240617140000\n20230101000000\n\\.\n\n\
+                    COPY public.events (id, message) FROM stdin;\n1\tCOPY public.migrations x\n\\.\n\
+                    SELECT pg_catalog.setval('public.events_id_seq', 1, true);\n";
+        let mut out = Vec::new();
+        filter_dump(&mut dump.as_bytes(), &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains("20240617140000"), "{out}");
+        assert!(!out.contains("transaction_timeout"), "{out}");
+        assert!(
+            out.contains("COPY public.clusters (id, name) FROM stdin;\nc1\tostest\n\\.\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("1\tCOPY public.migrations x\n"),
+            "data rows are not commands: {out}"
+        );
+        assert!(out.contains("SET statement_timeout = 0;"));
+        assert!(out.ends_with("true);\n"));
+    }
+
+    #[test]
+    fn schema_versions_compare_as_numbers() {
+        use std::cmp::Ordering::*;
+        assert_eq!(schema_cmp("20240617140000", "20240617140000"), Equal);
+        assert_eq!(schema_cmp("20250101000000", "20240617140000"), Greater);
+        assert_eq!(schema_cmp("9", "10"), Less);
+        assert_eq!(schema_cmp("b", "a"), Greater);
+    }
+
+    #[test]
+    fn tar_holds_the_files_under_the_cluster_id() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("logs/c1")).unwrap();
+        std::fs::write(d.path().join("logs/c1/logs-all.tar"), b"LOGS").unwrap();
+        let files = vec![super::super::bundle::BundleFileEntry {
+            path: "logs/c1/logs-all.tar".into(),
+            sha256: String::new(),
+            size: 4,
+        }];
+        let mut out = Vec::new();
+        write_tar(d.path(), "c1", &files, &mut out).unwrap();
+        let mut a = tar::Archive::new(&out[..]);
+        let mut names = Vec::new();
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            names.push((e.path().unwrap().display().to_string(), s));
+        }
+        assert_eq!(
+            names,
+            [("c1/logs/c1/logs-all.tar".to_string(), "LOGS".to_string())]
+        );
+    }
 }

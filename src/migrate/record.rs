@@ -1,1 +1,273 @@
-//! (being written; see mod.rs)
+//! The completion record of an import: ConfigMap `agent-day2-migration` in the CR namespace,
+//! label `agent-day2.openshift.io/migration=true`, key `record.json` (the contract of issue 6,
+//! notes/migrate-contract.md "Cluster 0").
+//!
+//! `import` writes it `in-progress` before its first change after the namespace, adds each step
+//! to `steps_done` as it finishes (so a killed run resumes where it stopped), and sets
+//! `complete` at the end. `wait` (node 0) returns once it is `complete` for the bundle's
+//! checksum; `status` shows it.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ObjectMeta};
+use kube::Client;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, ResourceRef};
+
+/// Name of the record ConfigMap.
+pub const RECORD_NAME: &str = "agent-day2-migration";
+/// Label on the record (value `true`), to find records across namespaces.
+pub const RECORD_LABEL: &str = "agent-day2.openshift.io/migration";
+/// Data key holding the JSON record.
+pub const RECORD_KEY: &str = "record.json";
+
+/// Where an import stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Started; `steps_done` says how far.
+    InProgress,
+    /// Every step done; node 0 may reboot.
+    Complete,
+}
+
+/// Where the restored database lives on cluster 0 (the pod `psql` ran in), or `db-url`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AssistedRef {
+    /// Namespace of the assisted-service pod (empty with `--db-url`).
+    pub namespace: String,
+    /// The pod's name, or `db-url` when the restore went through `--db-url`.
+    pub pod: String,
+}
+
+/// The record (JSON in the ConfigMap). Times are RFC 3339 UTC.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The bundle checksum (manifest.json.sha256) this import is of.
+    pub bundle_sha256: String,
+    /// Assisted cluster id (UUID) of the imported cluster.
+    pub cluster_id: String,
+    /// The cluster's name (ClusterDeployment name).
+    pub cluster_name: String,
+    /// in-progress | complete.
+    pub phase: Phase,
+    /// Steps finished, in the order they finished (names of [`crate::migrate::import::Step`]).
+    #[serde(default)]
+    pub steps_done: Vec<String>,
+    /// When the first run of this import started.
+    pub started: String,
+    /// When it completed (None while in progress).
+    #[serde(default)]
+    pub completed: Option<String>,
+    /// The bundle's counts (hosts, infra_envs, events, nmstate_configs, rows per table), as
+    /// in its manifest.
+    #[serde(default)]
+    pub counts: serde_json::Value,
+    /// The PersistentVolumeClaim (in the record's namespace) holding logs and artifacts.
+    #[serde(default)]
+    pub pvc: Option<String>,
+    /// Where the database was restored.
+    #[serde(default)]
+    pub assisted_service: Option<AssistedRef>,
+}
+
+impl Record {
+    /// A fresh in-progress record.
+    pub fn new(
+        bundle_sha256: &str,
+        cluster_id: &str,
+        cluster_name: &str,
+        counts: serde_json::Value,
+    ) -> Record {
+        Record {
+            bundle_sha256: bundle_sha256.into(),
+            cluster_id: cluster_id.into(),
+            cluster_name: cluster_name.into(),
+            phase: Phase::InProgress,
+            steps_done: Vec::new(),
+            started: now_rfc3339(),
+            completed: None,
+            counts,
+            pvc: None,
+            assisted_service: None,
+        }
+    }
+
+    /// Whether this record is of the bundle with checksum `sha`.
+    pub fn is_of(&self, sha: &str) -> bool {
+        self.bundle_sha256.eq_ignore_ascii_case(sha)
+    }
+
+    /// Whether `step` is done.
+    pub fn done(&self, step: &str) -> bool {
+        self.steps_done.iter().any(|s| s == step)
+    }
+
+    /// Marks `step` done (once). Returns whether it was new.
+    pub fn mark(&mut self, step: &str) -> bool {
+        if self.done(step) {
+            return false;
+        }
+        self.steps_done.push(step.into());
+        true
+    }
+
+    /// Sets phase complete with the completion time.
+    pub fn complete(&mut self) {
+        self.phase = Phase::Complete;
+        self.completed = Some(now_rfc3339());
+    }
+
+    /// The ConfigMap carrying this record in `namespace`.
+    pub fn to_config_map(&self, namespace: &str) -> ConfigMap {
+        let json = serde_json::to_string_pretty(self).unwrap_or_default();
+        ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(RECORD_NAME.into()),
+                namespace: Some(namespace.into()),
+                labels: Some(BTreeMap::from([(RECORD_LABEL.to_string(), "true".to_string())])),
+                ..Default::default()
+            },
+            data: Some(BTreeMap::from([(RECORD_KEY.to_string(), json)])),
+            ..Default::default()
+        }
+    }
+
+    /// Parses the record from its ConfigMap. Errors: [`Error::BadObject`] (exit 4) when the
+    /// key is missing or not a record.
+    pub fn from_config_map(cm: &ConfigMap) -> Result<Record, Error> {
+        let ns = cm.metadata.namespace.clone().unwrap_or_default();
+        let bad = |message: String| Error::BadObject {
+            resource: ResourceRef::namespaced("ConfigMap", &ns, RECORD_NAME),
+            message,
+        };
+        let text = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get(RECORD_KEY))
+            .ok_or_else(|| bad(format!("no key {RECORD_KEY}")))?;
+        serde_json::from_str(text).map_err(|e| bad(format!("{RECORD_KEY} is not a migration record: {e}")))
+    }
+}
+
+/// Reads the record in `namespace`: Ok(None) when absent; the kube error otherwise (callers
+/// classify it, `wait` retries it).
+pub async fn read(client: &Client, namespace: &str) -> Result<Option<(Record, ConfigMap)>, ReadError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    match api.get_opt(RECORD_NAME).await {
+        Ok(None) => Ok(None),
+        Ok(Some(cm)) => Record::from_config_map(&cm)
+            .map(|r| Some((r, cm)))
+            .map_err(ReadError::Bad),
+        Err(e) => Err(ReadError::Kube(e)),
+    }
+}
+
+/// Why [`read`] failed.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The request failed (connection, 401/403, 5xx).
+    Kube(kube::Error),
+    /// The ConfigMap exists but holds no record.
+    Bad(Error),
+}
+
+/// Writes `rec` (creates the ConfigMap, or replaces it keeping other keys and labels).
+pub async fn write(client: &Client, namespace: &str, rec: &Record) -> Result<(), kube::Error> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let want = rec.to_config_map(namespace);
+    match api.get_opt(RECORD_NAME).await? {
+        None => {
+            crate::kube_write::create_strict(client, &(), Some(namespace), &want).await?;
+        }
+        Some(mut cm) => {
+            let data = cm.data.get_or_insert_with(Default::default);
+            data.extend(want.data.unwrap_or_default());
+            cm.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(RECORD_LABEL.into(), "true".into());
+            cm.metadata.managed_fields = None;
+            let req = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/configmaps"))
+                .replace(
+                    RECORD_NAME,
+                    &crate::kube_write::post_params(),
+                    serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?,
+                )
+                .map_err(kube::Error::BuildRequest)?;
+            client
+                .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Current time as RFC 3339 UTC with seconds (`2026-12-01T13:25:36Z`).
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(time::OffsetDateTime::now_utc());
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_through_its_config_map() {
+        let mut r = Record::new("AB12", "c-1", "ostest", serde_json::json!({"hosts": 3}));
+        assert!(r.mark("db"));
+        assert!(!r.mark("db"), "a step is recorded once");
+        r.mark("crs");
+        let cm = r.to_config_map("ostest");
+        assert_eq!(cm.metadata.name.as_deref(), Some(RECORD_NAME));
+        assert_eq!(cm.metadata.labels.as_ref().unwrap()[RECORD_LABEL], "true");
+        let text = &cm.data.as_ref().unwrap()[RECORD_KEY];
+        assert!(text.contains("\"phase\": \"in-progress\""), "{text}");
+        let back = Record::from_config_map(&cm).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.steps_done, vec!["db", "crs"]);
+        assert!(back.is_of("ab12"), "checksums compare case-insensitively");
+        assert!(!back.is_of("ab13"));
+    }
+
+    #[test]
+    fn complete_sets_phase_and_time() {
+        let mut r = Record::new("x", "c", "n", serde_json::Value::Null);
+        assert_eq!(r.completed, None);
+        r.complete();
+        assert_eq!(r.phase, Phase::Complete);
+        let t = r.completed.clone().unwrap();
+        assert!(
+            time::OffsetDateTime::parse(&t, &time::format_description::well_known::Rfc3339).is_ok(),
+            "{t}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["phase"], "complete");
+    }
+
+    #[test]
+    fn a_config_map_without_a_record_is_an_error_naming_it() {
+        let mut cm = Record::new("x", "c", "n", serde_json::Value::Null).to_config_map("ns1");
+        cm.data
+            .as_mut()
+            .unwrap()
+            .insert(RECORD_KEY.into(), "{\"phase\":1}".into());
+        let e = Record::from_config_map(&cm).unwrap_err();
+        assert!(
+            e.to_string().starts_with("ConfigMap ns1/agent-day2-migration:"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), 4);
+        cm.data = None;
+        assert!(Record::from_config_map(&cm)
+            .unwrap_err()
+            .to_string()
+            .contains("no key record.json"));
+    }
+}
