@@ -22,6 +22,9 @@ ensure_packages() {
     isoinfo genisoimage xorriso xorriso \
     docker-registry docker-registry
   command -v kubectl >/dev/null 2>&1 || need_pkgs kubectl kubernetes-client
+  # migrate tests: a real PostgreSQL server (initdb/pg_ctl) plus psql/pg_dump.
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_pkgs initdb postgresql
+  need_pkgs psql postgresql-client pg_dump postgresql-client
 }
 # The test oracle for our ISOs: the real coreos-installer, built from crates.io (about 7 minutes
 # the first time on 2 cores; cargo keeps it in ~/.cargo/bin afterwards).

@@ -289,3 +289,115 @@ impl Drop for TestCluster {
         }
     }
 }
+
+/// A running `agent-day2-sim node0` (node 0's simulated assisted-service, the source of
+/// `migrate export`) in the current network namespace; killed (SIGKILL) on drop.
+///
+/// ```no_run
+/// use agent_day2_sim::harness::{enter_netns, Node0};
+/// use agent_day2_sim::postgres::Postgres;
+/// if let Err(why) = enter_netns() { eprintln!("skipped: {why}"); return; }
+/// let tmp = tempfile::tempdir().unwrap();
+/// let pg = Postgres::start(&tmp.path().join("src-db"), "127.0.0.1".parse().unwrap()).unwrap();
+/// pg.create_db("installer", "admin").unwrap();
+/// let n0 = Node0::start(&tmp.path().join("node0"), "192.168.111.80:8090", &pg.url("installer"), &[]).unwrap();
+/// // n0.url = "http://192.168.111.80:8090", n0.token_file = DIR/user-token
+/// ```
+pub struct Node0 {
+    /// Base URL (`http://IP:PORT`, the first line of `DIR/ready`); the API is under
+    /// `/api/assisted-install/v2`.
+    pub url: String,
+    /// `DIR/user-token`: the userAuth token (for `migrate export --token-file`).
+    pub token_file: PathBuf,
+    /// The simulator's `--dir` (user-token, ready, node0.log).
+    pub dir: PathBuf,
+    /// The simulator process (None once waited for).
+    pub child: Option<Child>,
+}
+
+impl Node0 {
+    /// Runs `agent-day2-sim node0 --dir DIR --listen LISTEN --db-url DB_URL ARGS...` (`dir` is
+    /// created; output to `DIR/node0.log`) and waits up to 120 s for `DIR/ready`.
+    ///
+    /// `listen`: `IP:PORT`, e.g. `192.168.111.80:8090` (port 0: a free one; read [`Node0::url`]).
+    /// `args`: more flags, e.g. `["--hosts", "50", "--events", "10000"]`,
+    /// `["--die-after-requests", "5"]`, `["--schema-version", "20250101000000"]`.
+    /// The database at `db_url` gets the tables when it has none and is filled when `clusters`
+    /// is empty (see [`crate::node0`]).
+    ///
+    /// Errors: the binary is not built ([`bin`]), it exits or is not ready in time (with its log).
+    pub fn start(dir: &Path, listen: &str, db_url: &str, args: &[&str]) -> anyhow::Result<Node0> {
+        std::fs::create_dir_all(dir)?;
+        let _ = std::fs::remove_file(dir.join("ready"));
+        let log = std::fs::File::create(dir.join("node0.log"))?;
+        let child = Command::new(bin("agent-day2-sim")?)
+            .arg("node0")
+            .arg("--dir")
+            .arg(dir)
+            .args(["--listen", listen, "--db-url", db_url])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()?;
+        let mut n = Node0 {
+            url: String::new(),
+            token_file: dir.join("user-token"),
+            dir: dir.to_path_buf(),
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Ok(ready) = std::fs::read_to_string(dir.join("ready")) {
+                n.url = ready.lines().next().unwrap_or("").to_string();
+                return Ok(n);
+            }
+            if let Some(st) = n.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten()) {
+                n.child = None;
+                anyhow::bail!("agent-day2-sim node0 exited with {st} before ready:\n{}", n.log());
+            }
+            if Instant::now() > deadline {
+                anyhow::bail!("agent-day2-sim node0 not ready after 120 s:\n{}", n.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The userAuth token (contents of [`Node0::token_file`]).
+    pub fn token(&self) -> String {
+        std::fs::read_to_string(&self.token_file)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    }
+
+    /// The simulator's stdout+stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("node0.log")).unwrap_or_default()
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own (e.g. `--die-after-requests`);
+    /// its exit status, or None if still running.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.as_mut().and_then(|ch| ch.try_wait().ok().flatten()) {
+                self.child = None;
+                return Some(st);
+            }
+            if self.child.is_none() || Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Node0 {
+    fn drop(&mut self) {
+        if let Some(mut ch) = self.child.take() {
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+    }
+}

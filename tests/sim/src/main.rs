@@ -4,6 +4,8 @@
 //!   [--assisted-db-url URL] [--volumes-dir DIR]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
+//! - `agent-day2-sim node0 --dir DIR --listen IP:PORT --db-url URL [--hosts N] [--events N]
+//!   [--schema-version V] [--die-after-requests N]` (see `node0` module)
 //!
 //! Exit status: 0 after SIGINT/SIGTERM, 1 on errors, 2 on usage errors, 3 on an invalid scenario.
 
@@ -78,11 +80,17 @@ enum Cmd {
     /// the install stages, reboot, then send kubelet CSRs. Exit 0 when every node has both
     /// certificates; 5 on --timeout; 6 when an installation failed.
     Boot(agent_day2_sim::boot::BootArgs),
+    /// Node 0's ephemeral assisted-service after a finished install (the source of `migrate
+    /// export`): fills the PostgreSQL database at --db-url (tables created when missing), serves
+    /// the REST v2 API from those rows on --listen (userAuth; token in DIR/user-token), writes
+    /// DIR/ready (the base URL). Runs until killed.
+    Node0(agent_day2_sim::node0::Node0Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
         Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {
             Ok(code) => std::process::exit(code),
             Err(e) => {

@@ -1,0 +1,193 @@
+//! `agent-day2-sim node0`: node 0's ephemeral assisted-service after a finished agent-based
+//! install, the source of `oc agent-day2 migrate export` (contract: notes/migrate-contract.md).
+//!
+//! 1. The database at `--db-url` (a real PostgreSQL, see [`crate::postgres`]) gets the
+//!    assisted-service tables ([`crate::node0schema::create`] with `--schema-version`) unless
+//!    `clusters` exists, and, when `clusters` is empty, one finished compact install
+//!    ([`seed::fill_sql`]: `--hosts`, `--events`).
+//! 2. Every table is read back (one `psql` query, `json_agg` per table); the REST answers are
+//!    built from those rows, so they agree with the database (same ids, names, counts). The
+//!    rows are read once: changes to the database after start are not served.
+//! 3. The REST v2 API ([`rest`]) serves on `--listen` under `/api/assisted-install/v2`, every
+//!    endpoint behind userAuth (`Authorization: Bearer <token>`); the token (an ES256 JWT with
+//!    `sub: userAuth`) is written to `DIR/user-token` (mode 0600), then `DIR/ready` holds the
+//!    base URL (`http://IP:PORT`, one line).
+//!
+//! `--die-after-requests N`: once N requests have been answered the process exits (status 0,
+//! port closed), standing for node 0 going away mid-export.
+//!
+//! Runs until killed. Exit status 1 on errors (database unreachable, port taken).
+
+pub mod rest;
+pub mod seed;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::Value;
+
+/// Arguments of `agent-day2-sim node0`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Node0Args {
+    /// Directory for user-token and ready (created if missing).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// REST API address, e.g. 192.168.111.80:8090 (port 0: a free port, see DIR/ready).
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// The source database, e.g. postgres://postgres@127.0.0.1:5432/installer.
+    #[arg(long)]
+    pub db_url: String,
+    /// Number of hosts (masters for the first three, workers after).
+    #[arg(long, default_value_t = 3)]
+    pub hosts: usize,
+    /// Number of events.
+    #[arg(long, default_value_t = 300)]
+    pub events: usize,
+    /// Greatest id in `migrations` when the tables are created here.
+    #[arg(long, default_value = crate::node0schema::DEFAULT_SCHEMA_VERSION)]
+    pub schema_version: String,
+    /// Exit (closing the port) after answering this many requests.
+    #[arg(long)]
+    pub die_after_requests: Option<u64>,
+}
+
+/// Every table's rows as JSON objects (column → value; timestamps RFC 3339 in UTC), read from
+/// the database in one query.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub clusters: Vec<Value>,
+    pub infra_envs: Vec<Value>,
+    pub hosts: Vec<Value>,
+    /// Ordered by `event_time`, then `id`.
+    pub events: Vec<Value>,
+    pub cluster_networks: Vec<Value>,
+    pub service_networks: Vec<Value>,
+    pub machine_networks: Vec<Value>,
+    pub api_vips: Vec<Value>,
+    pub ingress_vips: Vec<Value>,
+    pub monitored_operators: Vec<Value>,
+}
+
+/// Reads every table of [`crate::node0schema::TABLES`] at `url`.
+pub fn read_snapshot(url: &str) -> anyhow::Result<Snapshot> {
+    let order = |t: &str| match t {
+        "events" => "event_time, id",
+        "hosts" => "created_at, id",
+        "clusters" | "infra_envs" => "created_at, id",
+        "monitored_operators" => "name",
+        "cluster_networks" | "service_networks" | "machine_networks" => "cidr",
+        _ => "ip",
+    };
+    let parts: Vec<String> = crate::node0schema::TABLES
+        .iter()
+        .map(|t| {
+            format!(
+                "'{t}', (SELECT coalesce(json_agg(x ORDER BY {}), '[]'::json) FROM {t} x)",
+                order(t)
+            )
+        })
+        .collect();
+    let sql = format!(
+        "SET TimeZone = 'UTC';\nSELECT json_build_object({});",
+        parts.join(", ")
+    );
+    let out = crate::postgres::psql(url, &sql).context("reading the source database back")?;
+    let mut v: Value = serde_json::from_str(out.trim()).context("parsing the tables as JSON")?;
+    let mut take = |k: &str| match v.get_mut(k).map(Value::take) {
+        Some(Value::Array(a)) => a,
+        _ => Vec::new(),
+    };
+    Ok(Snapshot {
+        clusters: take("clusters"),
+        infra_envs: take("infra_envs"),
+        hosts: take("hosts"),
+        events: take("events"),
+        cluster_networks: take("cluster_networks"),
+        service_networks: take("service_networks"),
+        machine_networks: take("machine_networks"),
+        api_vips: take("api_vips"),
+        ingress_vips: take("ingress_vips"),
+        monitored_operators: take("monitored_operators"),
+    })
+}
+
+/// Creates the schema when missing and fills it when `clusters` is empty (see the module doc).
+pub fn prepare_db(args: &Node0Args) -> anyhow::Result<()> {
+    let url = &args.db_url;
+    if !crate::node0schema::exists(url)? {
+        crate::node0schema::create(url, &args.schema_version)?;
+    }
+    let n = crate::postgres::psql(url, "SELECT count(*) FROM clusters")?;
+    if n.trim() == "0" {
+        crate::postgres::psql(url, &seed::fill_sql(args.hosts, args.events))
+            .context("filling the source database")?;
+    }
+    Ok(())
+}
+
+/// A fresh userAuth token (ES256 JWT, `sub: userAuth`, signed by a key made here).
+fn user_token() -> anyhow::Result<String> {
+    let k = rcgen::KeyPair::generate()?;
+    crate::boot::jwt::sign(
+        &serde_json::json!({"sub": "userAuth", "iss": "agent-day2-sim node0"}),
+        &k.serialize_der(),
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+/// Runs the command (blocking; a tokio runtime of its own). Returns the exit status.
+pub fn run_sync(args: Node0Args) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+fn run(args: Node0Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
+    let _ = std::fs::remove_file(args.dir.join("ready"));
+    prepare_db(&args)?;
+    let snap = read_snapshot(&args.db_url)?;
+    anyhow::ensure!(!snap.clusters.is_empty(), "the source database holds no cluster");
+    let token = user_token()?;
+    let tok_path = args.dir.join("user-token");
+    let _ = std::fs::remove_file(&tok_path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tok_path)
+        .with_context(|| format!("writing {}", tok_path.display()))?;
+    f.write_all(token.as_bytes())?;
+    drop(f);
+    let api = Arc::new(rest::Node0Api::new(snap, token));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("binding {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        let host = match addr.ip() {
+            std::net::IpAddr::V6(a) => format!("[{a}]"),
+            a => a.to_string(),
+        };
+        let base = format!("http://{host}:{}", addr.port());
+        let tmp = args.dir.join(".ready.tmp");
+        std::fs::write(&tmp, format!("{base}\n"))?;
+        std::fs::rename(&tmp, args.dir.join("ready"))?;
+        eprintln!("node0: serving {base}{}", rest::BASE);
+        rest::serve(listener, api, args.die_after_requests).await;
+        Ok(())
+    })
+}
