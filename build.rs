@@ -1,7 +1,19 @@
-// Records the git commit for `version` (AGENT_DAY2_GIT_COMMIT), unless the environment sets it.
+// Build facts for `version` (src/version.rs), as rustc-env variables:
+// - AGENT_DAY2_GIT_COMMIT: `git rev-parse --short=12 HEAD`, unless the environment sets it;
+// - AGENT_DAY2_BUILD_DATE: RFC 3339 UTC from SOURCE_DATE_EPOCH (reproducible builds), else the
+//   time this script ran (it re-runs when HEAD moves or these variables change);
+// - AGENT_DAY2_K8S_API: the Kubernetes API version k8s-openapi was built for (`1.37`), from its
+//   `DEP_K8S_OPENAPI_*_VERSION` (0x00_MM_NN_00; k8s-openapi's documented way, src/lib.rs).
 fn main() {
     println!("cargo:rerun-if-env-changed=AGENT_DAY2_GIT_COMMIT");
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     println!("cargo:rerun-if-changed=.git/HEAD");
+    git_commit();
+    build_date();
+    k8s_api();
+}
+
+fn git_commit() {
     if std::env::var("AGENT_DAY2_GIT_COMMIT").is_ok() {
         return;
     }
@@ -19,4 +31,52 @@ fn main() {
             println!("cargo:rustc-env=AGENT_DAY2_GIT_COMMIT={c}");
         }
     }
+}
+
+fn build_date() {
+    let secs = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(s) => s
+            .trim()
+            .parse::<i64>()
+            .unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH={s:?} is not a number of seconds")),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    };
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    println!(
+        "cargo:rustc-env=AGENT_DAY2_BUILD_DATE={y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    );
+}
+
+/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn k8s_api() {
+    let v = std::env::vars()
+        .find_map(|(k, v)| (k.starts_with("DEP_K8S_OPENAPI_") && k.ends_with("_VERSION")).then_some(v));
+    let Some(v) = v.and_then(|v| v.trim().parse::<u32>().ok()) else {
+        panic!("k8s-openapi did not report its Kubernetes version (DEP_K8S_OPENAPI_*_VERSION)");
+    };
+    println!(
+        "cargo:rustc-env=AGENT_DAY2_K8S_API={}.{}",
+        (v >> 16) & 0xff,
+        (v >> 8) & 0xff
+    );
 }

@@ -122,6 +122,54 @@ fn version_json_parses() {
     assert!(text(&out.stdout).contains("kind: Version"));
 }
 
+/// The Kubernetes API version k8s-openapi was compiled for, by its own `k8s_if_*` macros (an
+/// independent path from build.rs's `DEP_K8S_OPENAPI_*_VERSION`).
+fn k8s_openapi_version() -> &'static str {
+    let mut v = Vec::new();
+    k8s_openapi::k8s_if_1_33! { v.push("1.33"); }
+    k8s_openapi::k8s_if_1_34! { v.push("1.34"); }
+    k8s_openapi::k8s_if_1_35! { v.push("1.35"); }
+    k8s_openapi::k8s_if_1_36! { v.push("1.36"); }
+    k8s_openapi::k8s_if_1_37! { v.push("1.37"); }
+    assert_eq!(v.len(), 1, "k8s-openapi: exactly one version feature: {v:?}");
+    v[0]
+}
+
+#[test]
+fn version_names_build_kubernetes_api_and_openshift_minimum() {
+    let home = tempfile::tempdir().unwrap();
+    let out = plugin(home.path(), &["version", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kubernetesApiVersion"], k8s_openapi_version(), "{v}");
+    let (major, minor) = agent_day2::cluster::MIN_VERSION;
+    assert_eq!(v["minOpenShiftVersion"], format!("{major}.{minor}"), "{v}");
+    let date = v["buildDate"].as_str().unwrap();
+    assert!(
+        date.len() == 20 && date.ends_with('Z') && date.as_bytes()[10] == b'T',
+        "buildDate {date:?} is not RFC 3339 UTC"
+    );
+    // Built in a git checkout: the commit is HEAD's or an ancestor's (the tree may have moved
+    // on since the build); outside one it is null.
+    if let Some(c) = v["gitCommit"].as_str() {
+        assert!(
+            c.len() >= 7 && c.chars().all(|ch| ch.is_ascii_hexdigit()),
+            "{c:?}"
+        );
+    }
+    let out = plugin(home.path(), &["version"]);
+    let t = text(&out.stdout);
+    for want in [
+        format!("Kubernetes API:   {}", k8s_openapi_version()),
+        format!("OpenShift:        {major}.{minor} and newer"),
+        format!("Build date:       {date}"),
+        "Git commit:".to_string(),
+        "Platform:".to_string(),
+    ] {
+        assert!(t.contains(&want), "{want:?} missing from\n{t}");
+    }
+}
+
 #[test]
 fn no_kubeconfig_at_all_exits_4_with_hint() {
     let home = tempfile::tempdir().unwrap();
