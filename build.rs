@@ -7,7 +7,13 @@
 fn main() {
     println!("cargo:rerun-if-env-changed=AGENT_DAY2_GIT_COMMIT");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
-    println!("cargo:rerun-if-changed=.git/HEAD");
+    // A path that does not exist would re-run this script (and rebuild the crate) every time:
+    // outside a plain checkout (a tarball, a `git worktree`) watch only this file.
+    if std::path::Path::new(".git/HEAD").exists() {
+        println!("cargo:rerun-if-changed=.git/HEAD");
+    } else {
+        println!("cargo:rerun-if-changed=build.rs");
+    }
     git_commit();
     build_date();
     k8s_api();

@@ -8,17 +8,75 @@
 //! candidate per line, optionally `candidate<TAB>description`, then a last line `:<directive>`:
 //! 4 (`ShellCompDirectiveNoFileComp`) when only the listed candidates make sense, 0 (default)
 //! when the shell should also offer file names (values of path flags).
+//!
+//! Names from the cluster, as kubectl completes resource names: batch names (`--batch`,
+//! `add-nodes batch delete NAME`) and the batches' expected hosts (`--node`, `--reissue`,
+//! `monitor --ip-addresses`) are read from the batch ConfigMaps in openshift-agent-day2 with the
+//! connection flags typed on the line (`--context`, `--kubeconfig`, ...), within
+//! [`CLUSTER_TIMEOUT`]; any error or timeout gives no candidates and no message.
 
 use std::io::Write;
+use std::net::IpAddr;
+use std::time::Duration;
 
-use clap::{Arg, ArgAction, CommandFactory, ValueHint};
+use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, ValueHint};
+use k8s_openapi::api::core::v1::ConfigMap;
 
+use crate::batch::{self, BatchRecord};
 use crate::cli::Cli;
+use crate::kube_flags::KubeFlags;
 
 /// Cobra's ShellCompDirectiveDefault: the shell may also complete file names.
 pub const DIRECTIVE_DEFAULT: u8 = 0;
+/// Cobra's ShellCompDirectiveNoSpace: no space after the candidate (`worker-1=` waits for
+/// an address).
+pub const DIRECTIVE_NO_SPACE: u8 = 2;
 /// Cobra's ShellCompDirectiveNoFileComp: offer only the listed candidates.
 pub const DIRECTIVE_NO_FILE: u8 = 4;
+/// How long completion may spend asking the cluster for names (a TAB must not hang; kubectl
+/// completion has no deadline of its own but users give up after a moment).
+pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Values completed from the batch records on the cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClusterValue {
+    /// Batch (ConfigMap) names.
+    Batch,
+    /// Expected host names (`--reissue NODE`).
+    Host,
+    /// `NAME=IP[,IP]` of expected hosts (`--node`): the recorded addresses, or `NAME=` for a
+    /// DHCP host whose address is not known yet.
+    HostAddress,
+    /// Recorded addresses of expected hosts (`monitor --ip-addresses`).
+    Address,
+}
+
+/// Which arguments complete from the cluster: `(command, argument id)`.
+const CLUSTER_VALUES: &[(&str, &str, ClusterValue)] = &[
+    ("approve", "batch", ClusterValue::Batch),
+    ("approve", "nodes", ClusterValue::HostAddress),
+    ("approve", "reissue", ClusterValue::Host),
+    ("monitor", "batch", ClusterValue::Batch),
+    ("monitor", "nodes", ClusterValue::HostAddress),
+    ("monitor", "ip_addresses", ClusterValue::Address),
+    ("delete", "names", ClusterValue::Batch),
+];
+
+fn cluster_value(cmd: &clap::Command, arg: &Arg) -> Option<ClusterValue> {
+    CLUSTER_VALUES
+        .iter()
+        .find(|(c, a, _)| *c == cmd.get_name() && arg.get_id() == *a)
+        .map(|(_, _, v)| *v)
+}
+
+/// What the finished words say beyond the command: the connection flags typed and `--batch`.
+#[derive(Debug, Default)]
+struct Typed {
+    /// Connection flag words as typed (`--context`, `prod`, `--kubeconfig=f`).
+    kube: Vec<String>,
+    /// `--batch NAME`, which narrows the hosts offered.
+    batch: Option<String>,
+}
 
 /// Candidates for `words` (the last one is the word being completed) and the Cobra directive.
 /// Candidates are `name` or `name\tdescription`. Subcommands and flags come from the clap
@@ -32,28 +90,60 @@ pub fn candidates(words: &[String]) -> (Vec<String>, u8) {
         None => ("", &[][..]),
     };
     // Walk the finished words: descend into subcommands, step over flags and their values.
+    let kube_ids = kube_flag_ids();
     let mut cmd = &root;
     let mut globals: Vec<&Arg> = global_args(&root);
     let mut pending_value: Option<&Arg> = None;
+    let mut typed = Typed::default();
+    let mut positionals: Vec<&str> = Vec::new();
     for w in before {
-        if pending_value.take().is_some() {
+        if let Some(arg) = pending_value.take() {
+            typed.note_value(arg, w, &kube_ids);
             continue;
         }
         if let Some(long) = w.strip_prefix("--") {
-            if !long.contains('=') {
-                pending_value =
-                    find_flag(cmd, &globals, |a| a.get_long() == Some(long)).filter(|a| takes_value(a));
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            let flag = find_flag(cmd, &globals, |a| a.get_long() == Some(name));
+            match (flag, value) {
+                (Some(a), Some(v)) => {
+                    typed.note_flag(a, w, &kube_ids);
+                    typed.note_value_only(a, v);
+                }
+                (Some(a), None) => {
+                    typed.note_flag(a, w, &kube_ids);
+                    pending_value = Some(a).filter(|a| takes_value(a));
+                }
+                (None, _) => {}
             }
         } else if let Some(short) = w.strip_prefix('-').filter(|s| s.chars().count() == 1) {
             let c = short.chars().next();
-            pending_value = find_flag(cmd, &globals, |a| a.get_short() == c).filter(|a| takes_value(a));
+            let flag = find_flag(cmd, &globals, |a| a.get_short() == c);
+            if let Some(a) = flag {
+                typed.note_flag(a, w, &kube_ids);
+            }
+            pending_value = flag.filter(|a| takes_value(a));
         } else if let Some(sub) = cmd.find_subcommand(w) {
             cmd = sub;
             globals.extend(global_args(sub));
+            positionals.clear();
+        } else {
+            positionals.push(w);
         }
     }
     if let Some(arg) = pending_value {
+        if let Some(what) = cluster_value(cmd, arg) {
+            return from_cluster(&typed, what, current, &[]);
+        }
         return value_candidates(arg, current);
+    }
+    if !current.starts_with('-') {
+        if let Some(what) = cmd.get_positionals().find_map(|a| cluster_value(cmd, a)) {
+            // `batch delete b1 <TAB>`: names not typed yet.
+            return from_cluster(&typed, what, current, &positionals);
+        }
     }
     let mut out = Vec::new();
     if current.starts_with('-') {
@@ -122,6 +212,161 @@ fn with_help(name: String, help: Option<&clap::builder::StyledStr>) -> String {
         Some(h) if !h.is_empty() => format!("{name}\t{h}"),
         _ => name,
     }
+}
+
+impl Typed {
+    /// A flag word: kept when it is a connection flag.
+    fn note_flag(&mut self, arg: &Arg, word: &str, kube_ids: &[String]) {
+        if kube_ids.iter().any(|id| arg.get_id() == id.as_str()) {
+            self.kube.push(word.to_string());
+        }
+    }
+    /// The value word after a flag.
+    fn note_value(&mut self, arg: &Arg, value: &str, kube_ids: &[String]) {
+        if kube_ids.iter().any(|id| arg.get_id() == id.as_str()) {
+            self.kube.push(value.to_string());
+        }
+        self.note_value_only(arg, value);
+    }
+    /// A value (`--batch=NAME` or the word after `--batch`) that narrows the candidates.
+    fn note_value_only(&mut self, arg: &Arg, value: &str) {
+        if arg.get_id() == "batch" {
+            self.batch = Some(value.to_string());
+        }
+    }
+    /// The connection flags typed, parsed as the command would (bad ones: defaults).
+    fn kube_flags(&self) -> KubeFlags {
+        let cmd = KubeFlags::augment_args(clap::Command::new("complete").no_binary_name(true));
+        cmd.try_get_matches_from(&self.kube)
+            .ok()
+            .and_then(|m| KubeFlags::from_arg_matches(&m).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Ids of [`KubeFlags`]' arguments.
+fn kube_flag_ids() -> Vec<String> {
+    KubeFlags::augment_args(clap::Command::new("k"))
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .collect()
+}
+
+/// Candidates read from the cluster (empty on any error or after [`CLUSTER_TIMEOUT`]), minus
+/// `exclude`, and the directive.
+fn from_cluster(typed: &Typed, what: ClusterValue, current: &str, exclude: &[&str]) -> (Vec<String>, u8) {
+    let records = read_batches(&typed.kube_flags());
+    let mut out = cluster_candidates(&records, what, typed.batch.as_deref());
+    out.retain(|c| {
+        let name = c.split('\t').next().unwrap_or(c);
+        name.starts_with(current) && !exclude.contains(&name)
+    });
+    let no_space = out
+        .iter()
+        .any(|c| c.split('\t').next().is_some_and(|n| n.ends_with('=')));
+    let directive = DIRECTIVE_NO_FILE | if no_space { DIRECTIVE_NO_SPACE } else { 0 };
+    (out, directive)
+}
+
+/// The batch records on the cluster, read with `kube` within [`CLUSTER_TIMEOUT`]; `[]` on any
+/// error. A labelled ConfigMap that is not a record counts by its name only (a batch name to
+/// delete), without hosts.
+pub fn read_batches(kube: &KubeFlags) -> Vec<(String, Option<BatchRecord>)> {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+        return vec![];
+    };
+    let read = async {
+        let target = kube.resolve().await.ok()?;
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(target.client, batch::NAMESPACE);
+        let list = api
+            .list(&kube::api::ListParams::default().labels(batch::LABEL))
+            .await
+            .ok()?;
+        Some(
+            list.items
+                .iter()
+                .filter_map(|cm| {
+                    let name = cm.metadata.name.clone()?;
+                    Some((name, batch::from_config_map(cm).ok()))
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    rt.block_on(async { tokio::time::timeout(CLUSTER_TIMEOUT, read).await.ok().flatten() })
+        .unwrap_or_default()
+}
+
+/// Candidates of kind `what` from the batch records (pure): `value<TAB>description`, sorted,
+/// without duplicates; hosts only of batch `only` when given. Names and addresses that are not
+/// plain DNS labels or IPs are left out (the protocol is line-based and the text is the
+/// cluster's).
+pub fn cluster_candidates(
+    records: &[(String, Option<BatchRecord>)],
+    what: ClusterValue,
+    only: Option<&str>,
+) -> Vec<String> {
+    let mut out = std::collections::BTreeMap::<String, String>::new();
+    for (name, rec) in records {
+        if !is_dns_name(name) {
+            continue;
+        }
+        if what == ClusterValue::Batch {
+            let desc = match rec {
+                Some(r) => format!(
+                    "{} host(s), created {}",
+                    r.hosts.len(),
+                    r.created_at
+                        .chars()
+                        .filter(|c| !c.is_control())
+                        .collect::<String>()
+                ),
+                None => "not a readable batch record".into(),
+            };
+            out.insert(name.clone(), desc);
+            continue;
+        }
+        if only.is_some_and(|b| b != name) {
+            continue;
+        }
+        let Some(rec) = rec else { continue };
+        for h in rec.hosts.iter().filter(|h| is_dns_name(&h.hostname)) {
+            let ips: Vec<String> = h
+                .ips
+                .iter()
+                .filter_map(|i| i.parse::<IpAddr>().ok())
+                .map(|i| i.to_string())
+                .collect();
+            let desc = format!("batch {name}");
+            match what {
+                ClusterValue::Host => {
+                    out.entry(h.hostname.clone()).or_insert(desc);
+                }
+                ClusterValue::HostAddress if ips.is_empty() => {
+                    out.entry(format!("{}=", h.hostname))
+                        .or_insert(format!("{desc}, address not known yet (DHCP)"));
+                }
+                ClusterValue::HostAddress => {
+                    out.entry(format!("{}={}", h.hostname, ips.join(",")))
+                        .or_insert(desc);
+                }
+                ClusterValue::Address => {
+                    for ip in ips {
+                        out.entry(ip).or_insert(format!("{} ({desc})", h.hostname));
+                    }
+                }
+                ClusterValue::Batch => unreachable!(),
+            }
+        }
+    }
+    out.into_iter().map(|(v, d)| format!("{v}\t{d}")).collect()
+}
+
+/// A lowercase RFC 1123 name (what ConfigMap and Node names are), safe on one protocol line.
+fn is_dns_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
 /// Prints the answer to `__complete WORDS...` in Cobra's format on stdout. Never fails the shell:

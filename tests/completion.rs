@@ -1,12 +1,20 @@
 //! Shell completion: kubectl's plugin completion protocol through the real kubectl (which runs
 //! scripts/kubectl_complete-agent_day2 from PATH), the candidates themselves, and the
-//! `completion SHELL` scripts.
+//! `completion SHELL` scripts. Batch and host names come from the simulated cluster
+//! (agent-day2-sim, in a private network namespace; skipped with the reason where none can be
+//! made), after `add-nodes` made the batches.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-use agent_day2::completion::{candidates, DIRECTIVE_DEFAULT, DIRECTIVE_NO_FILE};
+use agent_day2::batch::{BatchHost, BatchRecord};
+use agent_day2::completion::{
+    candidates, cluster_candidates, ClusterValue, DIRECTIVE_DEFAULT, DIRECTIVE_NO_FILE, DIRECTIVE_NO_SPACE,
+};
+use agent_day2_sim::harness::{enter_netns, TestCluster};
+use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
 const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/kubectl_complete-agent_day2");
@@ -22,6 +30,11 @@ fn names(c: &[String]) -> Vec<&str> {
 /// `kubectl __complete ARGS` with a PATH whose first directory holds the plugin and the helper.
 /// None (after printing why) when kubectl is not installed.
 fn kubectl_complete(args: &[&str]) -> Option<Vec<String>> {
+    kubectl_complete_env(args, &[])
+}
+
+/// [`kubectl_complete`] with extra environment variables (`KUBECONFIG`).
+fn kubectl_complete_env(args: &[&str], env: &[(&str, &Path)]) -> Option<Vec<String>> {
     if Command::new("kubectl")
         .args(["version", "--client"])
         .output()
@@ -45,6 +58,7 @@ fn kubectl_complete(args: &[&str]) -> Option<Vec<String>> {
         .env("PATH", path)
         .env("HOME", home.path())
         .env_remove("KUBECONFIG")
+        .envs(env.iter().map(|(k, v)| (*k, *v)))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -129,4 +143,305 @@ fn completion_prints_a_script_for_each_shell() {
     }
     let out = Command::new(BIN).args(["completion", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+fn record(name: &str, hosts: &[(&str, &[&str])]) -> (String, Option<BatchRecord>) {
+    let rec = BatchRecord {
+        api_version: "agent-day2/v1".into(),
+        kind: "Batch".into(),
+        name: name.into(),
+        created_at: "2026-11-29T21:10:34Z".into(),
+        created_by: "kube:admin".into(),
+        cluster_id: "c".into(),
+        release_image: "r".into(),
+        version: "4.18.12".into(),
+        architecture: "x86_64".into(),
+        pool: "worker".into(),
+        node_labels: Default::default(),
+        output_kind: "iso".into(),
+        files: vec![],
+        image_sha256: String::new(),
+        token_expires_at: "2026-12-01T21:10:34Z".into(),
+        hosts: hosts
+            .iter()
+            .map(|(h, ips)| BatchHost {
+                hostname: h.to_string(),
+                macs: vec![],
+                ips: ips.iter().map(|i| i.to_string()).collect(),
+                ip_source: if ips.is_empty() { "unknown" } else { "static" }.into(),
+            })
+            .collect(),
+        approvals: vec![],
+    };
+    (name.into(), Some(rec))
+}
+
+#[test]
+fn cluster_candidates_from_batch_records() {
+    let recs = vec![
+        record("batch-a", &[("worker-0", &["192.168.111.30"]), ("worker-1", &[])]),
+        record(
+            "batch-b",
+            &[
+                ("worker-2", &["192.168.111.32", "fd00::32"]),
+                ("worker-0", &["192.168.111.30"]),
+            ],
+        ),
+        // Cluster text that would break the line protocol is left out.
+        record("batch-c", &[("evil\tname\n:0", &["192.168.111.40"])]),
+        ("not-a-record".into(), None),
+        ("Bad\nName".into(), None),
+    ];
+    let c = cluster_candidates(&recs, ClusterValue::Batch, None);
+    assert_eq!(names(&c), ["batch-a", "batch-b", "batch-c", "not-a-record"]);
+    assert_eq!(c[0], "batch-a\t2 host(s), created 2026-11-29T21:10:34Z");
+    let c = cluster_candidates(&recs, ClusterValue::Host, None);
+    assert_eq!(
+        names(&c),
+        ["worker-0", "worker-1", "worker-2"],
+        "one entry per host name"
+    );
+    let c = cluster_candidates(&recs, ClusterValue::HostAddress, Some("batch-b"));
+    assert_eq!(
+        names(&c),
+        ["worker-0=192.168.111.30", "worker-2=192.168.111.32,fd00::32"]
+    );
+    let c = cluster_candidates(&recs, ClusterValue::HostAddress, Some("batch-a"));
+    assert_eq!(
+        names(&c),
+        ["worker-0=192.168.111.30", "worker-1="],
+        "DHCP host: NAME= only"
+    );
+    let c = cluster_candidates(&recs, ClusterValue::Address, None);
+    assert_eq!(names(&c), ["192.168.111.30", "192.168.111.32", "fd00::32"]);
+    assert!(
+        c.iter()
+            .all(|l| !l.contains('\n') && l.matches('\t').count() == 1),
+        "{c:?}"
+    );
+}
+
+#[test]
+fn cluster_names_are_silent_and_quick_when_the_cluster_does_not_answer() {
+    // A server that accepts connections and never answers: completion gives up after ~2 s.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: c\n  cluster:\n    \
+             server: https://{}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\nusers:\n- name: u\n  \
+             user: {{token: x}}\n",
+            listener.local_addr().unwrap()
+        ),
+    )
+    .unwrap();
+    for args in [
+        &["approve", "--batch", ""][..],
+        &["monitor", "--node", "w"][..],
+        &["add-nodes", "batch", "delete", ""][..],
+    ] {
+        let start = Instant::now();
+        let out = Command::new(BIN)
+            .arg("__complete")
+            .args(["--kubeconfig", kc.to_str().unwrap()])
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let took = start.elapsed();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), ":4\n", "{args:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            took >= Duration::from_millis(1500) && took < Duration::from_secs(6),
+            "{args:?}: {took:?}"
+        );
+    }
+    // No kubeconfig at all: nothing, at once.
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .args(["__complete", "approve", "--reissue", ""])
+        .env_remove("KUBECONFIG")
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), ":4\n");
+}
+
+/// add-nodes against `c` for `hosts` (nodes-config text) with the release payload seeded in the
+/// plugin's cache (as tests/monitor.rs does); returns the batch name.
+fn add_nodes(c: &TestCluster, work: &Path, hosts: &str) -> String {
+    let cv = c.kubectl(&["get", "clusterversion", "version", "-o", "json"]);
+    assert!(cv.status.success(), "{}", String::from_utf8_lossy(&cv.stderr));
+    let cv: Value = serde_json::from_slice(&cv.stdout).unwrap();
+    let release = cv["status"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["state"] == "Completed")
+        .and_then(|h| h["image"].as_str())
+        .unwrap()
+        .to_string();
+    let digest = release.rsplit_once('@').unwrap().1.to_string();
+    let img = |n: char| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            n.to_string().repeat(64)
+        )
+    };
+    let imgs = json!({"apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'), "machineOsImages": null});
+    let cache = work.join("cache");
+    std::fs::create_dir_all(cache.join("agent-day2/releases")).unwrap();
+    std::fs::write(
+        cache.join(format!("agent-day2/releases/{digest}.json")),
+        json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
+    )
+    .unwrap();
+    let nc = work.join("nodes-config.yaml");
+    std::fs::write(&nc, format!("hosts:\n{hosts}")).unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--force",
+            "-o",
+            "json",
+        ])
+        .args(["--dir", work.join("out").to_str().unwrap()])
+        .env("KUBECONFIG", &c.kubeconfig)
+        .env("XDG_CACHE_HOME", &cache)
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "add-nodes: {}\nsim log:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        c.log()
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    r["batch"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no batch name in {r}"))
+        .to_string()
+}
+
+fn static_host(h: &str, mac: &str, ip: &str) -> String {
+    format!(
+        "- hostname: {h}\n  rootDeviceHints:\n    deviceName: /dev/vda\n  interfaces:\n  - name: eth0\n    \
+         macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      \
+         state: up\n      mac-address: \"{mac}\"\n      ipv4:\n        enabled: true\n        dhcp: false\n        \
+         address:\n        - ip: \"{ip}\"\n          prefix-length: 24\n"
+    )
+}
+
+#[test]
+fn kubectl_completes_batch_and_node_names_from_the_cluster() {
+    if let Err(why) = enter_netns() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let c = TestCluster::start("").unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let a = add_nodes(
+        &c,
+        work.path(),
+        &format!(
+            "{}- hostname: worker-1\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:aa:00:31\"\n",
+            static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30")
+        ),
+    );
+    let b = add_nodes(
+        &c,
+        work.path(),
+        &static_host("worker-2", "52:54:00:aa:00:32", "192.168.111.32"),
+    );
+    assert_ne!(a, b);
+    let env = [("KUBECONFIG", c.kubeconfig.as_path())];
+    let complete = |args: &[&str]| kubectl_complete_env(args, &env);
+
+    let Some(lines) = complete(&["agent-day2", "approve", "--batch", ""]) else {
+        return;
+    };
+    let mut want = vec![a.as_str(), b.as_str()];
+    want.sort();
+    assert_eq!(names(&lines[..lines.len() - 1]), want, "{lines:?}");
+    assert_eq!(lines.last().unwrap(), ":4");
+    assert!(lines[0].contains("\t"), "a description: {lines:?}");
+
+    // The prefix typed narrows; monitor --batch=... too.
+    let lines = complete(&["agent-day2", "monitor", "--batch", &b[..b.len() - 2]]).unwrap();
+    assert_eq!(names(&lines[..lines.len() - 1]), [b.as_str()], "{lines:?}");
+
+    // Hosts of every batch, or of the --batch given before.
+    let lines = complete(&["agent-day2", "approve", "--reissue", ""]).unwrap();
+    assert_eq!(
+        names(&lines[..lines.len() - 1]),
+        ["worker-0", "worker-1", "worker-2"],
+        "{lines:?}"
+    );
+    let lines = complete(&["agent-day2", "approve", "--batch", &a, "--reissue", "w"]).unwrap();
+    assert_eq!(
+        names(&lines[..lines.len() - 1]),
+        ["worker-0", "worker-1"],
+        "{lines:?}"
+    );
+
+    // --node NAME=IP: the recorded address, or NAME= for the DHCP host (no space after it).
+    let lines = complete(&["agent-day2", "monitor", "--node", ""]).unwrap();
+    assert_eq!(
+        names(&lines[..lines.len() - 1]),
+        ["worker-0=192.168.111.30", "worker-1=", "worker-2=192.168.111.32"],
+        "{lines:?}"
+    );
+    assert_eq!(
+        lines.last().unwrap(),
+        &format!(":{}", DIRECTIVE_NO_FILE | DIRECTIVE_NO_SPACE)
+    );
+    let lines = complete(&["agent-day2", "approve", "--node", "worker-2"]).unwrap();
+    assert_eq!(
+        lines,
+        ["worker-2=192.168.111.32\tbatch ".to_string() + &b, ":4".into()]
+    );
+    let lines = complete(&["agent-day2", "monitor", "--ip-addresses", "192.168.111.3"]).unwrap();
+    assert_eq!(
+        names(&lines[..lines.len() - 1]),
+        ["192.168.111.30", "192.168.111.32"],
+        "{lines:?}"
+    );
+
+    // batch delete: names not typed yet.
+    let lines = complete(&["agent-day2", "add-nodes", "batch", "delete", &a, ""]).unwrap();
+    assert_eq!(names(&lines[..lines.len() - 1]), [b.as_str()], "{lines:?}");
+
+    // The connection flags on the line are used: a context that does not exist gives nothing.
+    let lines = complete(&["agent-day2", "approve", "--context", "nope", "--batch", ""]).unwrap();
+    assert_eq!(lines, [":4"]);
+    let lines = complete(&["agent-day2", "--context=nope", "monitor", "--node", ""]).unwrap();
+    assert_eq!(lines, [":4"]);
+    // ...and --kubeconfig FILE without KUBECONFIG.
+    let lines = kubectl_complete_env(
+        &[
+            "agent-day2",
+            "approve",
+            "--kubeconfig",
+            c.kubeconfig.to_str().unwrap(),
+            "--batch",
+            "",
+        ],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(names(&lines[..lines.len() - 1]), want, "{lines:?}");
 }
