@@ -10,6 +10,14 @@
 //! as the `postgres` user (`runuser -u postgres --`), the data and socket directories are given
 //! to that user, and `DIR`'s ancestors get the search bit for others (`o+x`, never read) when they
 //! lack it so the server can reach its data directory. Not root: everything runs as the caller.
+//! Root inside a user namespace that maps only itself (`agent-day2-sim netns` as non-root) cannot
+//! run the server: [`unavailable`] says so, tests skip.
+//!
+//! `initdb` runs once per machine and user: later servers start from a copy of that template
+//! (see [`Postgres::start`]); a server is ready in a few hundred milliseconds.
+//!
+//! The server is a daemon (`pg_ctl start`), not a child: a test process killed before the drop
+//! leaves it running inside that test's network namespace until it is stopped by hand.
 //!
 //! ```no_run
 //! use agent_day2_sim::postgres::Postgres;
@@ -56,10 +64,31 @@ pub fn unavailable() -> Option<String> {
                 .into(),
         );
     }
-    if is_root() && postgres_ids().is_none() {
-        return Some("running as root but there is no `postgres` user to run initdb/pg_ctl as".into());
+    if is_root() {
+        let Some((uid, _)) = postgres_ids() else {
+            return Some("running as root but there is no `postgres` user to run initdb/pg_ctl as".into());
+        };
+        if !uid_mapped(uid) {
+            return Some(format!(
+                "root inside a user namespace that does not map the `postgres` user (uid {uid}): \
+                 initdb/pg_ctl refuse root and cannot switch user here (run the tests as real root)"
+            ));
+        }
     }
     None
+}
+
+/// Whether `uid` (of the parent namespace) is mapped into ours (`/proc/self/uid_map`), i.e.
+/// `runuser -u` can switch to it. True when the map cannot be read.
+fn uid_mapped(uid: u32) -> bool {
+    let Ok(map) = std::fs::read_to_string("/proc/self/uid_map") else {
+        return true;
+    };
+    map.lines().any(|l| {
+        let f: Vec<u64> = l.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        // inside, outside, count: `postgres_ids` reads /etc/passwd, i.e. the outside id.
+        f.len() == 3 && (f[1]..f[1] + f[2]).contains(&(uid as u64))
+    })
 }
 
 /// `psql` to use: the server's own when installed, else the one on PATH.
@@ -157,37 +186,7 @@ impl Postgres {
             bin,
             tmp_socket_dir,
         };
-        let out = pg
-            .cmd("initdb")
-            .arg("-D")
-            .arg(&pg.data)
-            .args([
-                "--no-sync",
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-            ])
-            .output()
-            .context("running initdb")?;
-        if !out.status.success() {
-            bail!(
-                "initdb failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        // Trust for TCP from anywhere: the server listens only on `listen`, inside the test's
-        // own network namespace.
-        use std::io::Write;
-        let mut hba = std::fs::OpenOptions::new()
-            .append(true)
-            .open(pg.data.join("pg_hba.conf"))?;
-        writeln!(hba, "host all all 0.0.0.0/0 trust\nhost all all ::/0 trust")?;
-        drop(hba);
+        pg.init_data().context("initializing the data directory")?;
         // A free port now; taken by someone else before the server binds it → try again.
         let mut last_err = None;
         for _ in 0..5 {
@@ -242,6 +241,92 @@ impl Postgres {
         } else {
             Command::new(path)
         }
+    }
+
+    /// Runs `initdb` into `dir` (trust auth, superuser `postgres`, UTF8, C locale, no fsync) and
+    /// opens TCP to trust (the server listens only on its `listen` address, inside the test's
+    /// own network namespace).
+    fn initdb(&self, dir: &Path) -> anyhow::Result<()> {
+        let out = self
+            .cmd("initdb")
+            .arg("-D")
+            .arg(dir)
+            .args([
+                "--no-sync",
+                "--wal-segsize=1",
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+            ])
+            .output()
+            .context("running initdb")?;
+        if !out.status.success() {
+            bail!(
+                "initdb failed ({}):\n{}{}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        use std::io::Write;
+        let mut hba = std::fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join("pg_hba.conf"))?;
+        writeln!(hba, "host all all 0.0.0.0/0 trust\nhost all all ::/0 trust")?;
+        Ok(())
+    }
+
+    /// Fills `self.data` with a fresh cluster: a copy (`cp -a`) of a template made once by
+    /// [`Postgres::initdb`] in `$TMPDIR/agent-day2-sim-pgdata-<major>-<euid>` and shared by every
+    /// test process (initdb takes about 2 s, the copy a fraction of that). The template appears
+    /// by an atomic rename, so a half-made one is never used.
+    fn init_data(&self) -> anyhow::Result<()> {
+        let major = self
+            .bin
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        // SAFETY: geteuid cannot fail.
+        let euid = unsafe { libc::geteuid() };
+        let template = std::env::temp_dir().join(format!("agent-day2-sim-pgdata-v2-{major}-{euid}"));
+        if !template.join("PG_VERSION").is_file() {
+            let tmp = std::env::temp_dir().join(format!(
+                "agent-day2-sim-pgdata-v2-{major}-{euid}.tmp-{}-{}",
+                std::process::id(),
+                unique()
+            ));
+            std::fs::create_dir(&tmp)?;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o700))?;
+            if is_root() {
+                let (uid, gid) = postgres_ids().expect("checked by unavailable()");
+                std::os::unix::fs::chown(&tmp, Some(uid), Some(gid))?;
+            }
+            let made = self.initdb(&tmp);
+            if made.is_err() || std::fs::rename(&tmp, &template).is_err() {
+                // Failed, or another process made the template first.
+                let _ = std::fs::remove_dir_all(&tmp);
+            }
+            made?;
+        }
+        let out = Command::new("cp")
+            .arg("-a")
+            .arg(template.join("."))
+            .arg(&self.data)
+            .output()
+            .context("running cp")?;
+        if !out.status.success() {
+            bail!(
+                "copying {} to {}: {}",
+                template.display(),
+                self.data.display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(())
     }
 
     /// The last `n` lines of the server log.
