@@ -27,7 +27,7 @@
 //! Test hook: `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` stops the run (exit 1) right after that
 //! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
@@ -487,37 +487,64 @@ pub fn kube_key_sql(
     ))
 }
 
-/// Copies a `pg_dump --data-only` plain dump to `w` without the rows of table `migrations`
-/// (the target keeps its own schema history) and without `SET transaction_timeout` (unknown to
-/// PostgreSQL before 17, and the target may be older than the source).
+/// Writes the restore stream: the dump from `r` without the rows of table `migrations` (the
+/// target keeps its own schema history; [`super::dump::filter_tables`]) and without `SET
+/// transaction_timeout` (pg_dump 17+ writes it; older servers reject the parameter, and the
+/// target may be older than the source). Errors: as `filter_tables`, as `std::io::Error`.
 pub fn filter_dump(r: &mut dyn Read, w: &mut dyn Write) -> std::io::Result<()> {
-    let mut r = BufReader::with_capacity(256 * 1024, r);
-    let mut line = Vec::new();
-    let mut skipping = false;
-    loop {
-        line.clear();
-        if r.read_until(b'\n', &mut line)? == 0 {
-            break;
+    let mut br = BufReader::with_capacity(256 * 1024, r);
+    let mut lw = DropLines {
+        inner: w,
+        line: Vec::new(),
+    };
+    super::dump::filter_tables(
+        "bundle file db/dump.sql",
+        &mut br,
+        &mut lw,
+        &["migrations"],
+        "the restore stream",
+    )
+    .map_err(|e| std::io::Error::other(e.to_string()))?;
+    lw.end()
+}
+
+/// Passes whole lines through, dropping `SET transaction_timeout` statements.
+struct DropLines<'a> {
+    inner: &'a mut dyn Write,
+    line: Vec<u8>,
+}
+
+impl DropLines<'_> {
+    fn emit(&mut self) -> std::io::Result<()> {
+        if !self.line.starts_with(b"SET transaction_timeout") {
+            self.inner.write_all(&self.line)?;
         }
-        if skipping {
-            if line == b"\\.\n" || line == b"\\." {
-                skipping = false;
-            }
-            continue;
-        }
-        if line.starts_with(b"COPY public.migrations ") || line.starts_with(b"COPY migrations ") {
-            skipping = true;
-            continue;
-        }
-        if line.starts_with(b"SET transaction_timeout") {
-            continue;
-        }
-        w.write_all(&line)?;
+        self.line.clear();
+        Ok(())
     }
-    if !line.ends_with(b"\n") && !line.is_empty() {
-        w.write_all(b"\n")?;
+    fn end(mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.line.push(b'\n');
+            self.emit()?;
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+impl Write for DropLines<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut rest = buf;
+        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+            self.line.extend_from_slice(&rest[..=i]);
+            self.emit()?;
+            rest = &rest[i + 1..];
+        }
+        self.line.extend_from_slice(rest);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Compares migration ids (gormigrate: `YYYYMMDDhhmmss`): numerically when both are numbers,
@@ -1837,7 +1864,7 @@ mod tests {
 
     #[test]
     fn dump_filter_drops_migrations_rows_only() {
-        let dump = "SET statement_timeout = 0;\nSET transaction_timeout = 0;\n\
+        let dump = "--\n-- PostgreSQL database dump\n--\n\nSET statement_timeout = 0;\nSET transaction_timeout = 0;\n\
                     COPY public.clusters (id, name) FROM stdin;\nc1\tostest\n\\.\n\n\
                     COPY public.migrations (id) FROM stdin;\n20240617140000\n20230101000000\n\\.\n\n\
                     COPY public.events (id, message) FROM stdin;\n1\tCOPY public.migrations x\n\\.\n\

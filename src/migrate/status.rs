@@ -96,6 +96,8 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         .counts
         .rows
         .iter()
+        // The target keeps its own schema history (import does not restore `migrations`).
+        .filter(|(t, _)| t.as_str() != "migrations")
         .map(|(t, n)| {
             (
                 t.clone(),
@@ -118,7 +120,7 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
     };
     if let Some(db) = db {
         for (table, c) in rows.iter_mut() {
-            if table == "migrations" || !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+            if !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
                 continue;
             }
             match db

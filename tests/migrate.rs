@@ -1,0 +1,508 @@
+//! `migrate` end to end through the built binary, in a private network namespace: node 0's
+//! simulated assisted-service (`agent-day2-sim node0`) on a real PostgreSQL (the source), the
+//! simulated cluster 0 with the real CRDs of `../shared/upstream/crds` and its assisted-service
+//! pod backed by a second real PostgreSQL (the target; pod exec runs the real `psql`, the copy
+//! pod the real `tar` into a volumes directory) → `migrate export` → `migrate import` →
+//! `migrate wait`. Then the outcome is checked against both databases, the CRs, the Secrets and
+//! the volume; re-runs, an interrupted run, and the refusals (CRDs missing, corrupt bundle,
+//! newer schema).
+//!
+//! Skipped (with the reason) without root / a namespace, PostgreSQL binaries or the CRDs.
+//! The interrupted run uses the test hook `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` of
+//! src/migrate/import.rs (stops right after that step is recorded, as a kill there would).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_day2_sim::harness::{crds_dirs, enter_netns, Node0, TestCluster};
+use agent_day2_sim::node0schema;
+use agent_day2_sim::postgres::{self, Postgres};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+
+fn skip() -> Option<String> {
+    if let Err(why) = enter_netns() {
+        return Some(why);
+    }
+    if let Some(why) = postgres::unavailable() {
+        return Some(why);
+    }
+    if crds_dirs().is_empty() {
+        return Some("../shared/upstream/crds is absent".into());
+    }
+    None
+}
+
+macro_rules! skip_unless_ready {
+    () => {
+        if let Some(why) = skip() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Source (node 0) and target (cluster 0) of one migration.
+struct Env {
+    tmp: tempfile::TempDir,
+    src_pg: Postgres,
+    dst_pg: Postgres,
+    node0: Node0,
+    cluster: TestCluster,
+    volumes: PathBuf,
+}
+
+impl Env {
+    /// `node0_args`: e.g. `["--schema-version", "20990101000000"]`; `with_crds`: `up --crds`.
+    fn start(node0_args: &[&str], with_crds: bool) -> Env {
+        let tmp = tempfile::tempdir().unwrap();
+        let lo = "127.0.0.1".parse().unwrap();
+        let src_pg = Postgres::start(&tmp.path().join("src-db"), lo).unwrap();
+        src_pg.create_db("installer", "admin").unwrap();
+        let node0 = Node0::start(
+            &tmp.path().join("node0"),
+            "192.168.111.80:0",
+            &src_pg.url("installer"),
+            node0_args,
+        )
+        .unwrap();
+        let dst_pg = Postgres::start(&tmp.path().join("dst-db"), lo).unwrap();
+        dst_pg.create_db("installer", "admin").unwrap();
+        node0schema::create(&dst_pg.url("installer"), node0schema::DEFAULT_SCHEMA_VERSION).unwrap();
+        let volumes = tmp.path().join("volumes");
+        let db_url = dst_pg.url_as("admin", "installer");
+        let mut args: Vec<String> = vec![
+            "--assisted-db-url".into(),
+            db_url,
+            "--volumes-dir".into(),
+            volumes.display().to_string(),
+        ];
+        if with_crds {
+            for d in crds_dirs() {
+                args.push("--crds".into());
+                args.push(d.display().to_string());
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let cluster = TestCluster::start_with_args("", &args).unwrap();
+        Env {
+            tmp,
+            src_pg,
+            dst_pg,
+            node0,
+            cluster,
+            volumes,
+        }
+    }
+
+    fn path(&self, n: &str) -> PathBuf {
+        self.tmp.path().join(n)
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .env_remove(STOP)
+            .stdin(Stdio::null());
+        for (k, v) in self.cluster.env() {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn plugin(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    fn export(&self, out: &Path) -> Output {
+        let token = self.node0.token_file.display().to_string();
+        let db = self.src_pg.url("installer");
+        self.plugin(&[
+            "migrate",
+            "export",
+            "--from",
+            &self.node0.url,
+            "--token-file",
+            &token,
+            "--db-url",
+            &db,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    }
+
+    fn kubectl_json(&self, args: &[&str]) -> Value {
+        let o = self.cluster.kubectl(args);
+        assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    fn src_url(&self) -> String {
+        self.src_pg.url("installer")
+    }
+    fn dst_url(&self) -> String {
+        self.dst_pg.url("installer")
+    }
+}
+
+const STOP: &str = "AGENT_DAY2_MIGRATE_STOP_AFTER";
+
+fn sql(url: &str, q: &str) -> String {
+    postgres::psql(url, q).unwrap().trim().to_string()
+}
+
+/// Every row of `table` as sorted JSON texts, without the kube_key columns.
+fn rows_without_kube_keys(url: &str, table: &str) -> Vec<String> {
+    let cols = sql(
+        url,
+        &format!(
+            "SELECT string_agg(quote_ident(column_name), ', ' ORDER BY ordinal_position) \
+             FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '{table}' \
+             AND column_name NOT IN ('kube_key_name', 'kube_key_namespace')"
+        ),
+    );
+    assert!(!cols.is_empty(), "table {table} has no columns at {url}");
+    let out = postgres::psql(
+        url,
+        &format!("SELECT r FROM (SELECT row_to_json(x)::text AS r FROM (SELECT {cols} FROM public.{table}) x) y ORDER BY r"),
+    )
+    .unwrap();
+    out.lines().map(str::to_string).collect()
+}
+
+fn counts(url: &str) -> BTreeMap<String, u64> {
+    node0schema::row_counts(url).unwrap().into_iter().collect()
+}
+
+fn sha256_file(p: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+/// `metadata.resourceVersion` and `uid` of every object import made, by `Kind/name`.
+fn versions(e: &Env, ns: &str) -> BTreeMap<String, (String, String)> {
+    let mut out = BTreeMap::new();
+    let kinds = "secrets,configmaps,clusterdeployments,agentclusterinstalls,infraenvs,nmstateconfigs,agents";
+    let list = e.kubectl_json(&["get", kinds, "-n", ns, "-o", "json"]);
+    let cis = e.kubectl_json(&["get", "clusterimagesets", "-o", "json"]);
+    for o in list["items"].as_array().unwrap().iter().chain(cis["items"].as_array().unwrap()) {
+        out.insert(
+            format!("{}/{}", o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()),
+            (
+                o["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string(),
+                o["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+            ),
+        );
+    }
+    out
+}
+
+fn b64(v: &Value) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(v.as_str().unwrap_or_else(|| panic!("not a string: {v}")))
+        .unwrap()
+}
+
+#[test]
+fn export_import_wait_then_reruns_and_an_interrupted_run() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let t = Instant::now();
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    eprintln!("timing: export {:.2}s", t.elapsed().as_secs_f64());
+    let manifest: Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let crs: Vec<Value> = serde_json::from_slice(&std::fs::read(bundle.join("crs/crs.json")).unwrap()).unwrap();
+    let cid = manifest["cluster"]["id"].as_str().unwrap().to_string();
+    let cd = crs
+        .iter()
+        .find(|o| o["kind"] == "ClusterDeployment")
+        .and_then(|o| o["metadata"]["name"].as_str())
+        .unwrap()
+        .to_string();
+    let ns = cd.clone();
+    let b = bundle.to_str().unwrap();
+
+    // Dry run: the plan, in design.md's order, and nothing on the cluster.
+    let out = e.plugin(&["migrate", "import", b, "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let plan = String::from_utf8_lossy(&out.stdout).to_string();
+    let at = |needle: &str| plan.find(needle).unwrap_or_else(|| panic!("{needle:?} not in plan:\n{plan}"));
+    assert!(at("Namespace") < at("Secret") && at("Secret") < at("ClusterImageSet"));
+    assert!(at("ClusterImageSet") < at("Database:") && at("Database:") < at("ClusterDeployment"));
+    assert!(at("ClusterDeployment") < at("AgentClusterInstall") && at("AgentClusterInstall") < at("InfraEnv"));
+    assert!(at("InfraEnv") < at("Agent ") && at("/status") > at("Agent "));
+    let o = e.cluster.kubectl(&["get", "namespace", &ns]);
+    assert!(!o.status.success(), "dry run created the namespace");
+
+    // Interrupted after the database (as a kill there), then after the Agents.
+    let out = e.cmd(&["migrate", "import", b]).env(STOP, "db").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped after step db"), "{}", text(&out));
+    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM clusters WHERE id = '{cid}'")), "1");
+    let o = e.cluster.kubectl(&["get", "clusterdeployments", "-n", &ns, "-o", "name"]);
+    assert!(String::from_utf8_lossy(&o.stdout).trim().is_empty(), "no CD before the restore is recorded");
+    let rec = e.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", &ns, "-o", "json"]);
+    let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
+    assert_eq!(r["phase"], "in-progress");
+    assert!(r["steps_done"].as_array().unwrap().contains(&Value::from("db")), "{r}");
+
+    // wait while in progress: times out with exit 5.
+    let out = e.plugin(&["migrate", "wait", b, "--timeout", "2s", "--interval", "1s"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+
+    let out = e.cmd(&["migrate", "import", b]).env(STOP, "agents").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("database already restored"),
+        "{}",
+        text(&out)
+    );
+    let agents_before: BTreeMap<String, (String, String)> =
+        versions(&e, &ns).into_iter().filter(|(k, _)| k.starts_with("Agent/")).collect();
+    assert_eq!(agents_before.len() as u64, manifest["counts"]["hosts"].as_u64().unwrap());
+
+    // The completing run, and wait.
+    let t = Instant::now();
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    eprintln!("timing: import (resumed, CR status + artifacts + holds) {:.2}s", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let out = e.plugin(&["migrate", "wait", b, "--timeout", "30s", "--interval", "1s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    eprintln!("timing: wait {:.2}s", t.elapsed().as_secs_f64());
+
+    // No Agent deleted or recreated across the runs.
+    let v1 = versions(&e, &ns);
+    for (k, (_, uid)) in &agents_before {
+        assert_eq!(&v1[k].1, uid, "{k} was recreated");
+    }
+
+    // Database: every row equal to the source's except the kube keys; no duplicates.
+    let src_counts = counts(&e.src_url());
+    let dst_counts = counts(&e.dst_url());
+    for t in node0schema::TABLES {
+        assert_eq!(src_counts[*t], dst_counts[*t], "row count of {t}");
+        assert_eq!(
+            rows_without_kube_keys(&e.src_url(), t),
+            rows_without_kube_keys(&e.dst_url(), t),
+            "rows of {t}"
+        );
+    }
+    assert_eq!(
+        sql(&e.dst_url(), "SELECT max(id) FROM migrations"),
+        node0schema::DEFAULT_SCHEMA_VERSION,
+        "the target keeps its migrations"
+    );
+    assert_eq!(
+        sql(&e.dst_url(), &format!("SELECT kube_key_name || '/' || kube_key_namespace FROM clusters WHERE id = '{cid}'")),
+        format!("{cd}/{ns}")
+    );
+    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM hosts WHERE kube_key_namespace <> '{ns}'")), "0");
+    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM infra_envs WHERE kube_key_namespace <> '{ns}'")), "0");
+    assert_eq!(sql(&e.src_url(), "SELECT count(*) FROM hosts WHERE kube_key_namespace <> ''"), "0");
+
+    // CRs: all there (the simulator validated each against its CRD on create), pointing at
+    // the right names and namespace, holds released.
+    let get = |kind: &str| e.kubectl_json(&["get", kind, "-n", &ns, "-o", "json"])["items"].as_array().unwrap().clone();
+    let cds = get("clusterdeployments");
+    assert_eq!(cds.len(), 1);
+    let c = &cds[0];
+    assert_eq!(c["spec"]["installed"], true);
+    assert_eq!(c["spec"]["clusterMetadata"]["infraID"], cid.as_str());
+    assert_eq!(c["spec"]["clusterMetadata"]["clusterID"], manifest["cluster"]["openshift_cluster_id"]);
+    assert!(c["metadata"]["annotations"].get("hive.openshift.io/reconcile-pause").is_none(), "hold released");
+    let acis = get("agentclusterinstalls");
+    assert_eq!(acis.len(), 1);
+    assert_eq!(acis[0]["spec"]["clusterDeploymentRef"]["name"], cd.as_str());
+    assert_eq!(c["spec"]["clusterInstallRef"]["name"], acis[0]["metadata"]["name"]);
+    assert_ne!(acis[0]["spec"]["holdInstallation"], true, "hold released");
+    let imageset = acis[0]["spec"]["imageSetRef"]["name"].as_str().unwrap();
+    let cis = e.kubectl_json(&["get", "clusterimageset", imageset, "-o", "json"]);
+    assert_eq!(cis["spec"]["releaseImage"], manifest["cluster"]["release_image"]);
+    let ies = get("infraenvs");
+    assert_eq!(ies.len() as u64, manifest["counts"]["infra_envs"].as_u64().unwrap());
+    for ie in &ies {
+        assert_eq!(ie["spec"]["clusterRef"]["name"], cd.as_str());
+        assert_eq!(ie["spec"]["clusterRef"]["namespace"], ns.as_str());
+    }
+    let agents = get("agents");
+    assert_eq!(agents.len() as u64, manifest["counts"]["hosts"].as_u64().unwrap());
+    let host_ids: Vec<&str> = manifest["cluster"]["host_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    for a in &agents {
+        assert!(host_ids.contains(&a["metadata"]["name"].as_str().unwrap()), "{a}");
+        assert_eq!(a["spec"]["clusterDeploymentName"]["name"], cd.as_str());
+        assert_eq!(a["spec"]["clusterDeploymentName"]["namespace"], ns.as_str());
+        assert_eq!(a["metadata"]["annotations"]["agent.agent-install.openshift.io/skip-spoke-cleanup"], "true");
+        assert!(ies.iter().any(|ie| ie["metadata"]["name"] == a["metadata"]["labels"]["infraenvs.agent-install.openshift.io"]));
+    }
+    let nm = get("nmstateconfigs");
+    assert_eq!(nm.len() as u64, manifest["counts"]["nmstate_configs"].as_u64().unwrap());
+    // Status written where the bundle had one, with node 0's URLs cleared.
+    for (kind, items) in [("ClusterDeployment", &cds), ("AgentClusterInstall", &acis), ("InfraEnv", &ies), ("Agent", &agents)] {
+        let had = crs.iter().filter(|o| o["kind"] == kind && o.get("status").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))).count();
+        let has = items.iter().filter(|o| o.get("status").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))).count();
+        assert_eq!(has, had, "{kind} status");
+        for o in items {
+            let s = o.get("status").cloned().unwrap_or_default().to_string();
+            assert!(!s.contains(":8090"), "{kind} status keeps a node-0 URL: {s}");
+        }
+    }
+
+    // Credentials in the standard Secrets, equal to what node 0 served.
+    let cred = bundle.join("credentials").join(&cid);
+    let kc = e.kubectl_json(&["get", "secret", &format!("{cd}-admin-kubeconfig"), "-n", &ns, "-o", "json"]);
+    assert_eq!(b64(&kc["data"]["kubeconfig"]), std::fs::read(cred.join("kubeconfig")).unwrap());
+    let pw = e.kubectl_json(&["get", "secret", &format!("{cd}-admin-password"), "-n", &ns, "-o", "json"]);
+    assert_eq!(b64(&pw["data"]["username"]), b"kubeadmin");
+    assert_eq!(
+        String::from_utf8(b64(&pw["data"]["password"])).unwrap().trim(),
+        std::fs::read_to_string(cred.join("kubeadmin-password")).unwrap().trim()
+    );
+    let ps = e.kubectl_json(&["get", "secret", &format!("{cd}-pull-secret"), "-n", &ns, "-o", "json"]);
+    assert_eq!(ps["type"], "kubernetes.io/dockerconfigjson");
+
+    // Logs, events and artifacts on the volume, matching the bundle; no credentials there.
+    let vol = e.volumes.join(&ns).join("agent-day2-migration").join(&cid);
+    let mut copied = 0;
+    for f in manifest["files"].as_array().unwrap() {
+        let p = f["path"].as_str().unwrap();
+        if ["logs/", "api/", "manifests/", "files/"].iter().any(|d| p.starts_with(d)) {
+            assert_eq!(sha256_file(&vol.join(p)), f["sha256"].as_str().unwrap(), "{p} on the volume");
+            copied += 1;
+        }
+    }
+    assert!(vol.join(format!("api/events-{cid}.json")).is_file());
+    assert!(vol.join(format!("logs/{cid}/logs-all.tar")).is_file());
+    assert!(!vol.join("credentials").exists());
+    assert!(copied >= 4, "{copied} files");
+    let o = e.cluster.kubectl(&["get", "pod", "agent-day2-migration-copy", "-n", &ns]);
+    assert!(!o.status.success(), "copy pod deleted");
+
+    // Record and status.
+    let rec = e.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", &ns, "-o", "json"]);
+    let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
+    assert_eq!(r["phase"], "complete");
+    assert_eq!(r["bundle_sha256"], std::fs::read_to_string(bundle.join("manifest.json.sha256")).unwrap().trim());
+    assert_eq!(r["pvc"], "agent-day2-migration");
+    let out = e.plugin(&["migrate", "status", b, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for (k, c) in st["objects"].as_object().unwrap() {
+        assert_eq!(c["bundle"], c["cluster"], "objects {k}");
+    }
+    for t in node0schema::TABLES {
+        assert_eq!(st["rows"][*t]["cluster"], st["rows"][*t]["bundle"], "rows {t}: {st}");
+    }
+    let out = e.plugin(&["migrate", "status", b]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("complete at"), "{}", text(&out));
+
+    // A second import changes nothing.
+    let t = Instant::now();
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    eprintln!("timing: second import (no change) {:.2}s", t.elapsed().as_secs_f64());
+    assert_eq!(versions(&e, &ns), v1, "second import changed objects");
+    assert_eq!(counts(&e.dst_url()), dst_counts);
+
+    // An object edited since: a conflict naming it (exit 4), replaced with --force, not deleted.
+    let o = e.cluster.kubectl(&["label", "--overwrite", "nmstateconfig", "-n", &ns, nm[0]["metadata"]["name"].as_str().unwrap(), "infraenvs.agent-install.openshift.io=other"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NMStateConfig"), "{}", text(&out));
+    let out = e.plugin(&["migrate", "import", b, "--force"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let v2 = versions(&e, &ns);
+    let nmk = format!("NMStateConfig/{}", nm[0]["metadata"]["name"].as_str().unwrap());
+    assert_eq!(v2[&nmk].1, v1[&nmk].1, "replaced, not recreated");
+
+    // A corrupt bundle (one byte changed): refused with exit 3 naming the file.
+    let bad = e.path("bad");
+    copy_dir(&bundle, &bad);
+    let ev = bad.join(format!("api/events-{cid}.json"));
+    let mut bytes = std::fs::read(&ev).unwrap();
+    bytes[10] ^= 0x01;
+    std::fs::write(&ev, bytes).unwrap();
+    let out = e.plugin(&["migrate", "import", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("events-{cid}.json")), "{}", text(&out));
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
+#[test]
+fn refused_before_the_crds_exist_and_for_a_newer_schema() {
+    skip_unless_ready!();
+    let e = Env::start(&["--schema-version", "20990101000000"], false);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let b = bundle.to_str().unwrap();
+
+    // No CRDs: exit 4 naming them and what installs them; nothing created.
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("clusterdeployments.hive.openshift.io"), "{err}");
+    assert!(err.contains("agents.agent-install.openshift.io"), "{err}");
+    assert!(err.contains("multicluster engine"), "{err}");
+    // --wait-for-crds gives up at --timeout with exit 5.
+    let t = Instant::now();
+    let out = e.plugin(&["migrate", "import", b, "--wait-for-crds", "--timeout", "3s"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    assert!(t.elapsed() < Duration::from_secs(30));
+    let o = e.cluster.kubectl(&["get", "configmaps", "-A", "-l", "agent-day2.openshift.io/migration=true", "-o", "name"]);
+    assert!(String::from_utf8_lossy(&o.stdout).trim().is_empty(), "{}", text(&o));
+
+    // CRDs installed: now the newer schema of the dump is refused (exit 3), the database untouched.
+    for d in crds_dirs() {
+        for f in std::fs::read_dir(&d).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|x| x == "yaml") && !p.is_dir() {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                if name.contains("hive.openshift.io") || name.contains("agent-install.openshift.io") {
+                    let o = e.cluster.kubectl(&["create", "-f", p.to_str().unwrap()]);
+                    assert!(o.status.success(), "{}", text(&o));
+                }
+            }
+        }
+    }
+    let before = counts(&e.dst_url());
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("20990101000000") && err.contains("newer"), "{err}");
+    assert_eq!(counts(&e.dst_url()), before);
+}
