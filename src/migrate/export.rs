@@ -1,5 +1,858 @@
-//! (being written; see mod.rs)
-use crate::error::Error;
-pub async fn run(_a: &super::ExportArgs) -> Result<u8, Error> {
-    Err(Error::Unexpected("migrate export is not built yet".into()))
+//! `migrate export`: node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle.
+//!
+//! Reads, over the REST v2 API at `--from` (notes/migrate-contract.md "Node 0"; swagger paths
+//! under `/api/assisted-install/v2`, userAuth `Authorization: Bearer <token>` from
+//! `--token-file`): the cluster with its hosts, the infra-envs and their hosts, every event
+//! page (cluster and infra-env events, 1000 per page, ascending), the logs archive (streamed to
+//! disk), the credentials (kubeconfig, kubeconfig-noingress, kubeadmin-password and the
+//! credentials object), install-config.yaml and metadata.json, and the custom manifests. The
+//! database comes from exactly one of `--db-url` (local `pg_dump`), `--db-container` (`podman
+//! exec NAME pg_dump`) or `--db-dump FILE`, always `pg_dump --data-only --no-owner
+//! --no-privileges` plain text ([`super::dump`]). The dump must be of the same install (its
+//! clusters row is the REST cluster; its host count is REST's). The CRs are recreated from all
+//! that ([`super::crs`]). Everything is written through [`BundleWriter`]: on any failure
+//! (node 0 gone mid-way, a refused dump) nothing is left on disk.
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::bundle::{self, BundleCluster, BundleCounts, BundleManifest, BundleSource, BundleWriter};
+use super::crs::{self, CrInputs};
+use super::dump;
+use crate::error::{Error, ResourceRef};
+
+/// Events per page (swagger `v2ListEvents` `limit`).
+pub const EVENT_PAGE: u64 = 1000;
+/// Largest JSON answer read into memory (a cluster list with hundreds of hosts is a few MiB).
+const MAX_JSON: usize = 256 << 20;
+/// Largest `--db-dump` accepted (it is copied, streamed).
+const MAX_DUMP: u64 = 1 << 40;
+
+/// Where the dump comes from (`manifest.source.db_source`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DbSource {
+    /// `--db-url URL`: the local `pg_dump` reaches the database.
+    Url(String),
+    /// `--db-container NAME`: `podman exec NAME pg_dump ...` on node 0.
+    Container(String),
+    /// `--db-dump FILE`: a dump made by hand.
+    File(std::path::PathBuf),
+}
+
+impl DbSource {
+    /// The manifest name: `db-url`, `db-container`, `db-dump`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            DbSource::Url(_) => "db-url",
+            DbSource::Container(_) => "db-container",
+            DbSource::File(_) => "db-dump",
+        }
+    }
+
+    /// Picks the one source given. Errors: [`Error::Usage`] (exit 2) when none is given,
+    /// explaining the three.
+    pub fn from_args(a: &super::ExportArgs) -> Result<DbSource, Error> {
+        let given: Vec<DbSource> = [
+            a.db_url.clone().map(DbSource::Url),
+            a.db_container.clone().map(DbSource::Container),
+            a.db_dump.clone().map(DbSource::File),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match given.len() {
+            1 => Ok(given.into_iter().next().expect("one")),
+            0 => Err(Error::Usage(
+                "the database is needed too: give one of --db-url URL (pg_dump here reaches \
+                 node 0's database), --db-container NAME (run on node 0: `podman exec NAME pg_dump`, \
+                 the container is assisted-db) or --db-dump FILE (a dump made with `pg_dump \
+                 --data-only --no-owner --no-privileges -d installer`)"
+                    .into(),
+            )),
+            _ => Err(Error::Usage(
+                "give only one of --db-url, --db-container and --db-dump".into(),
+            )),
+        }
+    }
+
+    /// The command that makes the dump (None for a file).
+    pub fn command(&self) -> Option<(String, Vec<String>)> {
+        let base = ["--data-only", "--no-owner", "--no-privileges"].map(String::from);
+        match self {
+            DbSource::Url(u) => {
+                let mut v = base.to_vec();
+                v.extend(["-d".into(), u.clone()]);
+                Some(("pg_dump".into(), v))
+            }
+            DbSource::Container(n) => {
+                let mut v = vec!["exec".to_string(), n.clone(), "pg_dump".into()];
+                v.extend(base);
+                v.extend(["-U", "admin", "-d", "installer"].map(String::from));
+                Some(("podman".into(), v))
+            }
+            DbSource::File(_) => None,
+        }
+    }
+}
+
+/// A reader of node 0's REST API.
+struct Source {
+    http: reqwest::Client,
+    /// `http://IP:8090` (no trailing slash).
+    origin: String,
+    token: Option<String>,
+    token_file: Option<String>,
+}
+
+/// The `--from` value as an origin: scheme, host and port, without the API path.
+pub fn origin_of(from: &str) -> Result<String, Error> {
+    let bad = |why: &str| Error::Usage(format!("--from {from:?}: {why}; e.g. http://192.168.111.20:8090"));
+    let u = reqwest::Url::parse(from.trim()).map_err(|e| bad(&e.to_string()))?;
+    if u.scheme() != "http" && u.scheme() != "https" {
+        return Err(bad("not an http(s) URL"));
+    }
+    let host = u.host_str().ok_or_else(|| bad("no host"))?;
+    let host = if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    Ok(match u.port() {
+        Some(p) => format!("{}://{host}:{p}", u.scheme()),
+        None => format!("{}://{host}", u.scheme()),
+    })
+}
+
+fn source_error(url: &str, message: String) -> Error {
+    Error::Api {
+        verb: "read".into(),
+        resource: ResourceRef::cluster("node 0's assisted-service", url),
+        message,
+    }
+}
+
+impl Source {
+    fn url(&self, path_and_query: &str) -> String {
+        format!("{}{}{path_and_query}", self.origin, crate::assisted::BASE_PATH)
+    }
+
+    /// Sends a GET; a 2xx answer's response, else the classified error.
+    async fn get(&self, path_and_query: &str) -> Result<reqwest::Response, Error> {
+        let url = self.url(path_and_query);
+        let shown = url.split('?').next().unwrap_or(&url).to_string();
+        let mut req = self.http.get(&url);
+        if let Some(t) = &self.token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        let resp = req.send().await.map_err(|e| unreachable(&shown, &e))?;
+        let status = resp.status().as_u16();
+        if (200..300).contains(&status) {
+            return Ok(resp);
+        }
+        let body = resp.bytes().await.unwrap_or_default();
+        let msg = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| {
+                v.get("message")
+                    .or_else(|| v.get("reason"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(200).collect());
+        let msg = crate::output::display(&msg);
+        Err(match status {
+            401 => source_error(
+                &shown,
+                format!(
+                    "HTTP 401 ({msg}): {}. export needs node 0's user token (the userAuth token of the \
+                     agent installer's local authentication, OpenShift 4.18+): it is made with the \
+                     agent ISO and kept in the assets directory's .openshift_install_state.json and in \
+                     node 0's assisted-service environment; put it in a file and pass --token-file FILE",
+                    match &self.token_file {
+                        Some(f) => format!("the token in {f} was refused"),
+                        None => "no token was sent (no --token-file)".to_string(),
+                    }
+                ),
+            ),
+            403 => source_error(
+                &shown,
+                format!(
+                    "HTTP 403 ({msg}): the token is not the user token; --token-file must hold the \
+                     userAuth token (not the agent or watcher one)"
+                ),
+            ),
+            _ => source_error(&shown, format!("HTTP {status}: {msg}")),
+        })
+    }
+
+    /// GET returning the body (at most [`MAX_JSON`] bytes); `Ok(None)` on 404 when `optional`.
+    async fn get_bytes(&self, path_and_query: &str, optional: bool) -> Result<Option<Vec<u8>>, Error> {
+        let resp = match self.get(path_and_query).await {
+            Ok(r) => r,
+            Err(Error::Api { message, .. }) if optional && message.starts_with("HTTP 404") => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        };
+        let shown = self.url(path_and_query);
+        let mut out = Vec::new();
+        let mut resp = resp;
+        while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(&shown, &e))? {
+            out.extend_from_slice(&chunk);
+            if out.len() > MAX_JSON {
+                return Err(source_error(
+                    &shown,
+                    format!("answer larger than {MAX_JSON} bytes"),
+                ));
+            }
+        }
+        Ok(Some(out))
+    }
+
+    async fn get_json(&self, path_and_query: &str) -> Result<(Vec<u8>, Value), Error> {
+        let bytes = self
+            .get_bytes(path_and_query, false)
+            .await?
+            .expect("not optional");
+        let v = serde_json::from_slice(&bytes)
+            .map_err(|e| source_error(&self.url(path_and_query), format!("the answer is not JSON: {e}")))?;
+        Ok((bytes, v))
+    }
+}
+
+fn unreachable(url: &str, e: &reqwest::Error) -> Error {
+    source_error(
+        url,
+        format!(
+            "no answer ({}): node 0's assisted-service is not reachable or went away; check --from and \
+             that node 0 has not rebooted yet (nothing was written)",
+            crate::cluster::error_chain(e)
+        ),
+    )
+}
+
+/// A path parameter, percent-encoded so an id from the wire cannot change the path.
+fn seg(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.' {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn q(s: &str) -> String {
+    seg(s)
+}
+
+fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An id from the wire used in a bundle path: a plain path component.
+fn path_id(id: &str, what: &str) -> Result<String, Error> {
+    if bundle::is_safe_component(id) {
+        Ok(id.to_string())
+    } else {
+        Err(Error::InvalidInput {
+            field: what.to_string(),
+            message: format!("{id:?} cannot be used in a file name"),
+        })
+    }
+}
+
+/// Streams every event page of `filter` (`cluster_id=ID` / `infra_env_id=ID`) into bundle file
+/// `rel` as one JSON array; returns the number of events.
+async fn export_events(src: &Source, w: &mut BundleWriter, filter: &str, rel: &str) -> Result<u64, Error> {
+    let mut f = w.create_file(rel)?;
+    let path = f.path().to_path_buf();
+    let io = |e: std::io::Error| Error::Io {
+        path: path.display().to_string(),
+        source: e,
+    };
+    f.write_all(b"[").map_err(io)?;
+    let mut n = 0u64;
+    let mut offset = 0u64;
+    loop {
+        let pq = format!("/events?{filter}&limit={EVENT_PAGE}&offset={offset}&order=ascending");
+        let resp = src.get(&pq).await?;
+        let total: Option<u64> = resp
+            .headers()
+            .get("Event-Count")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
+        let url = src.url(&pq);
+        let body = resp.bytes().await.map_err(|e| unreachable(&url, &e))?;
+        let page: Vec<Value> = serde_json::from_slice(&body)
+            .map_err(|e| source_error(&url, format!("the answer is not an event list: {e}")))?;
+        for e in &page {
+            if n > 0 {
+                f.write_all(b",").map_err(io)?;
+            }
+            serde_json::to_writer(&mut f, e).map_err(|e| io(e.into()))?;
+            n += 1;
+        }
+        offset += page.len() as u64;
+        let more = match total {
+            Some(t) => offset < t && !page.is_empty(),
+            None => page.len() as u64 == EVENT_PAGE,
+        };
+        if !more {
+            if let Some(t) = total.filter(|t| *t != n) {
+                return Err(source_error(
+                    &url,
+                    format!("Event-Count says {t} events but {n} were served; run export again"),
+                ));
+            }
+            break;
+        }
+    }
+    f.write_all(b"]\n").map_err(io)?;
+    f.finish()?;
+    Ok(n)
+}
+
+/// Streams a GET answer into bundle file `rel`; false (nothing written) on 404 when `optional`.
+async fn export_stream(
+    src: &Source,
+    w: &mut BundleWriter,
+    pq: &str,
+    rel: &str,
+    optional: bool,
+) -> Result<bool, Error> {
+    let mut resp = match src.get(pq).await {
+        Ok(r) => r,
+        Err(Error::Api { message, .. }) if optional && message.starts_with("HTTP 404") => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let url = src.url(pq);
+    let mut f = w.create_file(rel)?;
+    while let Some(chunk) = resp.chunk().await.map_err(|e| unreachable(&url, &e))? {
+        let p = f.path().display().to_string();
+        f.write_all(&chunk)
+            .map_err(|e| Error::Io { path: p, source: e })?;
+    }
+    f.finish()?;
+    Ok(true)
+}
+
+/// Runs the dump command into bundle file db/dump.sql, or copies `--db-dump`.
+fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
+    const REL: &str = "db/dump.sql";
+    if let DbSource::File(p) = db {
+        let what = format!("--db-dump {}", p.display());
+        crate::files::check_input_file(p, MAX_DUMP, "--db-dump").map_err(|e| Error::InvalidInput {
+            field: "--db-dump".into(),
+            message: e.to_string(),
+        })?;
+        let mut f = std::fs::File::open(p).map_err(|e| Error::Io {
+            path: p.display().to_string(),
+            source: e,
+        })?;
+        let mut start = Vec::new();
+        (&mut f)
+            .take(4096)
+            .read_to_end(&mut start)
+            .map_err(|e| Error::Io {
+                path: p.display().to_string(),
+                source: e,
+            })?;
+        dump::check_start(&what, &start)?;
+        let mut all = std::io::Cursor::new(start).chain(f);
+        w.copy_file(REL, &mut all)?;
+        return Ok(());
+    }
+    let (prog, args) = db.command().expect("a command source");
+    let shown = format!("{prog} {}", args.join(" "));
+    let mut child = Command::new(&prog)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::Usage(match db {
+                    DbSource::Url(_) => "pg_dump is not installed here: install the PostgreSQL client \
+                        (e.g. `dnf install postgresql` / `apt-get install postgresql-client`), or use \
+                        --db-container NAME on node 0, or --db-dump FILE"
+                        .into(),
+                    _ => "podman is not installed here: run export on node 0 (where the assisted-db \
+                        container runs), or use --db-url / --db-dump"
+                        .into(),
+                })
+            } else {
+                Error::Unexpected(format!("cannot run {prog}: {e}"))
+            }
+        })?;
+    // stderr is read on a thread so a chatty pg_dump cannot block on a full pipe.
+    let mut stderr = child.stderr.take().expect("piped");
+    let errs = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = (&mut stderr).take(64 << 10).read_to_end(&mut s);
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
+        String::from_utf8_lossy(&s).into_owned()
+    });
+    let mut out = child.stdout.take().expect("piped");
+    let copied = w.copy_file(REL, &mut out);
+    drop(out);
+    let status = child
+        .wait()
+        .map_err(|e| Error::Unexpected(format!("{prog}: {e}")))?;
+    let err_text = errs.join().unwrap_or_default();
+    if !status.success() {
+        let shown = match db {
+            // The URL may carry a password: show the command without it.
+            DbSource::Url(_) => "pg_dump --data-only --no-owner --no-privileges -d <--db-url>".to_string(),
+            _ => shown,
+        };
+        return Err(Error::Api {
+            verb: "dump".into(),
+            resource: ResourceRef::cluster("database", "installer"),
+            message: format!(
+                "`{shown}` failed ({status}): {}",
+                crate::output::display(err_text.trim())
+            ),
+        });
+    }
+    copied?;
+    Ok(())
+}
+
+fn rfc3339_now() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_default()
+}
+
+fn human_size(n: u64) -> String {
+    if n >= 1 << 30 {
+        format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64)
+    } else if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64)
+    } else if n >= 1 << 10 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// `migrate export` (see the module doc). Returns exit code 0.
+pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
+    let db = DbSource::from_args(a)?;
+    let origin = origin_of(&a.from)?;
+    let token = match &a.token_file {
+        Some(p) => {
+            let t = crate::files::read_input_file(p, crate::files::MAX_KEY_FILE, "--token-file").map_err(
+                |e| Error::InvalidInput {
+                    field: "--token-file".into(),
+                    message: e.to_string(),
+                },
+            )?;
+            let t = t.trim().to_string();
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(Error::InvalidInput {
+                    field: "--token-file".into(),
+                    message: format!(
+                        "{} must hold one token (printable ASCII without spaces)",
+                        p.display()
+                    ),
+                });
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::from_secs(120))
+        .user_agent(concat!("agent-day2/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| Error::Unexpected(format!("cannot build the HTTP client: {e}")))?;
+    let src = Source {
+        http,
+        origin: origin.clone(),
+        token,
+        token_file: a.token_file.as_ref().map(|p| p.display().to_string()),
+    };
+    if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        crate::tempfiles::remove_stale_with_warning(&[parent.to_path_buf()]);
+    }
+    let mut w = BundleWriter::create(&a.out)?;
+
+    // The cluster (an agent-based install has one).
+    let (bytes, clusters) = src.get_json("/clusters?with_hosts=true").await?;
+    let list = clusters.as_array().cloned().unwrap_or_default();
+    let cluster =
+        match list.as_slice() {
+            [c] => c.clone(),
+            [] => {
+                return Err(source_error(
+                    &src.url("/clusters"),
+                    "it holds no cluster: is this node 0 of an agent-based install?".into(),
+                ))
+            }
+            more => {
+                return Err(source_error(
+                    &src.url("/clusters"),
+                    format!(
+                    "it holds {} clusters ({}); an agent-based install has one and export takes exactly one",
+                    more.len(),
+                    more.iter().map(|c| str_of(c, "id")).collect::<Vec<_>>().join(", ")
+                ),
+                ))
+            }
+        };
+    w.write_file("api/clusters.json", &bytes)?;
+    let cid = path_id(str_of(&cluster, "id"), "cluster id")?;
+
+    // Infra-envs and their hosts.
+    let (bytes, ies) = src.get_json("/infra-envs").await?;
+    w.write_file("api/infra-envs.json", &bytes)?;
+    let ies: Vec<Value> = ies
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|ie| str_of(ie, "cluster_id") == cid || str_of(ie, "cluster_id").is_empty())
+        .collect();
+    let mut hosts: Vec<Value> = Vec::new();
+    let mut ie_ids = Vec::new();
+    for ie in &ies {
+        let id = path_id(str_of(ie, "id"), "infra-env id")?;
+        let (bytes, hs) = src.get_json(&format!("/infra-envs/{}/hosts", seg(&id))).await?;
+        w.write_file(&format!("api/hosts-{id}.json"), &bytes)?;
+        hosts.extend(
+            hs.as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|h| str_of(h, "cluster_id") == cid),
+        );
+        ie_ids.push(id);
+    }
+    // Hosts the cluster lists but no infra-env answered for (should not happen): from the cluster.
+    if let Some(ch) = cluster.get("hosts").and_then(Value::as_array) {
+        for h in ch {
+            if !hosts.iter().any(|x| str_of(x, "id") == str_of(h, "id")) {
+                hosts.push(h.clone());
+            }
+        }
+    }
+    hosts.sort_by(|x, y| str_of(x, "id").cmp(str_of(y, "id")));
+
+    // Events.
+    let events = export_events(
+        &src,
+        &mut w,
+        &format!("cluster_id={}", q(&cid)),
+        &format!("api/events-{cid}.json"),
+    )
+    .await?;
+    for id in &ie_ids {
+        export_events(
+            &src,
+            &mut w,
+            &format!("infra_env_id={}", q(id)),
+            &format!("api/events-infraenv-{id}.json"),
+        )
+        .await?;
+    }
+
+    // Logs, credentials, files, manifests.
+    let c = seg(&cid);
+    if !export_stream(
+        &src,
+        &mut w,
+        &format!("/clusters/{c}/logs?logs_type=all"),
+        &format!("logs/{cid}/logs-all.tar"),
+        true,
+    )
+    .await?
+    {
+        eprintln!("warning: node 0 has no logs of cluster {cid} (HTTP 404); the bundle carries none");
+    }
+    let mut creds: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
+    for name in ["kubeconfig", "kubeconfig-noingress", "kubeadmin-password"] {
+        let b = src
+            .get_bytes(
+                &format!("/clusters/{c}/downloads/credentials?file_name={name}"),
+                false,
+            )
+            .await?
+            .expect("not optional");
+        w.write_file(&format!("credentials/{cid}/{name}"), &b)?;
+        creds.insert(name, b);
+    }
+    let (bytes, cred_obj) = src.get_json(&format!("/clusters/{c}/credentials")).await?;
+    w.write_file(&format!("credentials/{cid}/credentials.json"), &bytes)?;
+    for name in ["install-config.yaml", "metadata.json"] {
+        match src
+            .get_bytes(&format!("/clusters/{c}/downloads/files?file_name={name}"), true)
+            .await?
+        {
+            Some(b) => {
+                w.write_file(&format!("files/{cid}/{name}"), &b)?;
+            }
+            None => eprintln!("warning: node 0 has no {name} for cluster {cid} (HTTP 404)"),
+        }
+    }
+    let (_, manifests) = src.get_json(&format!("/clusters/{c}/manifests")).await?;
+    for m in manifests.as_array().cloned().unwrap_or_default() {
+        let folder = str_of(&m, "folder");
+        let folder = if folder.is_empty() { "manifests" } else { folder };
+        let name = str_of(&m, "file_name");
+        let rel = format!(
+            "manifests/{cid}/{}/{}",
+            path_id(folder, "manifest folder")?,
+            path_id(name, "manifest file_name")?
+        );
+        let b = src
+            .get_bytes(
+                &format!(
+                    "/clusters/{c}/manifests/files?folder={}&file_name={}",
+                    q(folder),
+                    q(name)
+                ),
+                false,
+            )
+            .await?
+            .expect("not optional");
+        w.write_file(&rel, &b)?;
+    }
+
+    // The database.
+    export_dump(&db, &mut w)?;
+    let dump_path = w.written_path("db/dump.sql").expect("written");
+    let what = "db/dump.sql";
+    let open_dump = || -> Result<BufReader<std::fs::File>, Error> {
+        std::fs::File::open(&dump_path)
+            .map(|f| BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| Error::Io {
+                path: dump_path.display().to_string(),
+                source: e,
+            })
+    };
+    let what_src = match &db {
+        DbSource::File(p) => format!("--db-dump {}", p.display()),
+        other => format!("the dump of --{}", other.name()),
+    };
+    let summary = dump::summarize(&what_src, &mut open_dump()?)?;
+    let schema_version = summary
+        .schema_version
+        .clone()
+        .ok_or_else(|| Error::InvalidInput {
+            field: what_src.clone(),
+            message: "it has no rows in table migrations, so its schema version is unknown: dump the \
+                  whole installer database"
+                .into(),
+        })?;
+    let crows = dump::rows(what, &mut open_dump()?, "clusters", &["id", "pull_secret"])?;
+    let Some(crow) = crows.iter().find(|r| r["id"].as_deref() == Some(cid.as_str())) else {
+        return Err(Error::InvalidInput {
+            field: what_src,
+            message: format!(
+                "it has no clusters row with id {cid} (it has: {}): the dump is from another install; \
+                 dump node 0's database of this cluster",
+                crows
+                    .iter()
+                    .map(|r| r["id"].clone().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    };
+    let pull_secret = crow["pull_secret"].clone().unwrap_or_default();
+    let hrows = dump::rows(what, &mut open_dump()?, "hosts", &["id", "cluster_id"])?;
+    let dump_hosts = hrows
+        .iter()
+        .filter(|r| r["cluster_id"].as_deref() == Some(cid.as_str()))
+        .count();
+    if dump_hosts != hosts.len() {
+        return Err(Error::InvalidInput {
+            field: what_src,
+            message: format!(
+                "it has {dump_hosts} hosts of cluster {cid}, the REST API {}: the dump is from another \
+                 install or another moment; dump the database again",
+                hosts.len()
+            ),
+        });
+    }
+
+    // The CRs.
+    let kubeconfig = creds.get("kubeconfig").cloned().unwrap_or_default();
+    let set = crs::build(&CrInputs {
+        cluster: &cluster,
+        infra_envs: &ies,
+        hosts: &hosts,
+        pull_secret: &pull_secret,
+        kubeconfig: &kubeconfig,
+        username: str_of(&cred_obj, "username"),
+        password: str_of(&cred_obj, "password"),
+        console_url: cred_obj.get("console_url").and_then(Value::as_str),
+    })?;
+    let crs_json = serde_json::to_vec_pretty(&Value::Array(set.objects.clone()))
+        .map_err(|e| Error::Unexpected(format!("cannot serialize the CRs: {e}")))?;
+    w.write_file("crs/crs.json", &crs_json)?;
+    for n in &set.notes {
+        eprintln!("note: {n}");
+    }
+
+    let manifest = BundleManifest {
+        format: bundle::FORMAT.into(),
+        created: rfc3339_now(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        source: BundleSource {
+            url: origin.clone(),
+            db_source: db.name().into(),
+            schema_version: schema_version.clone(),
+        },
+        cluster: BundleCluster {
+            id: cid.clone(),
+            name: str_of(&cluster, "name").into(),
+            base_domain: str_of(&cluster, "base_dns_domain").into(),
+            openshift_cluster_id: str_of(&cluster, "openshift_cluster_id").into(),
+            openshift_version: str_of(&cluster, "openshift_version").into(),
+            release_image: str_of(&cluster, "ocp_release_image").into(),
+            infra_env_ids: ie_ids.clone(),
+            host_ids: hosts.iter().map(|h| str_of(h, "id").to_string()).collect(),
+        },
+        counts: BundleCounts {
+            hosts: hosts.len() as u64,
+            infra_envs: ie_ids.len() as u64,
+            events,
+            nmstate_configs: set.nmstate_configs,
+            rows: summary.rows.clone(),
+        },
+        files: vec![],
+    };
+    let files = w.files().len() + 2;
+    let size: u64 = w.files().values().map(|e| e.size).sum();
+    let checksum = w.commit(manifest)?;
+    let rows: u64 = summary.rows.values().sum();
+    let out = a.out.display();
+    println!(
+        "Exported cluster {} ({cid}) from {origin} to {out}",
+        crate::output::display(str_of(&cluster, "name"))
+    );
+    println!(
+        "  hosts {}, infra-envs {}, events {events}, database rows {rows} in {} tables (schema {schema_version})",
+        hosts.len(),
+        ie_ids.len(),
+        summary.rows.len()
+    );
+    println!(
+        "  {files} files, {}; checksum sha256:{checksum}",
+        human_size(size)
+    );
+    println!("  the bundle holds credentials (kubeconfig, kubeadmin password, pull secret): keep it private");
+    println!("  next: oc agent-day2 migrate import {out}   (on cluster 0's context)");
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::migrate::ExportArgs;
+
+    fn args() -> ExportArgs {
+        ExportArgs {
+            from: "http://192.168.111.20:8090".into(),
+            token_file: None,
+            out: "/tmp/x".into(),
+            db_url: None,
+            db_container: None,
+            db_dump: None,
+        }
+    }
+
+    #[test]
+    fn exactly_one_database_source() {
+        let e = DbSource::from_args(&args()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let s = e.to_string();
+        assert!(
+            s.contains("--db-url") && s.contains("--db-container") && s.contains("--db-dump"),
+            "{s}"
+        );
+        let mut a = args();
+        a.db_container = Some("assisted-db".into());
+        let d = DbSource::from_args(&a).unwrap();
+        assert_eq!(d.name(), "db-container");
+        let (p, v) = d.command().unwrap();
+        assert_eq!(
+            format!("{p} {}", v.join(" ")),
+            "podman exec assisted-db pg_dump --data-only --no-owner --no-privileges -U admin -d installer"
+        );
+        let d = DbSource::Url("postgres://u@h/installer".into());
+        assert_eq!(
+            d.command().unwrap().1,
+            vec![
+                "--data-only",
+                "--no-owner",
+                "--no-privileges",
+                "-d",
+                "postgres://u@h/installer"
+            ]
+        );
+    }
+
+    #[test]
+    fn origins() {
+        assert_eq!(
+            origin_of("http://192.168.111.20:8090/").unwrap(),
+            "http://192.168.111.20:8090"
+        );
+        assert_eq!(
+            origin_of("http://192.168.111.20:8090/api/assisted-install/v2").unwrap(),
+            "http://192.168.111.20:8090"
+        );
+        assert_eq!(
+            origin_of("http://[fd00::20]:8090").unwrap(),
+            "http://[fd00::20]:8090"
+        );
+        assert_eq!(origin_of("ftp://x").unwrap_err().exit_code(), 2);
+        assert!(origin_of("192.168.111.20:8090").is_err());
+        assert_eq!(seg("a/../b?c"), "a%2F..%2Fb%3Fc");
+    }
+
+    #[tokio::test]
+    async fn closed_port_is_an_access_error_naming_the_url_and_leaves_nothing() {
+        // A port nobody listens on: bind, read the port, close.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let d = tempfile::tempdir().unwrap();
+        let dump = d.path().join("dump.sql");
+        std::fs::write(&dump, "--\n-- PostgreSQL database dump\n--\n").unwrap();
+        let mut a = args();
+        a.from = format!("http://127.0.0.1:{port}");
+        a.out = d.path().join("bundle");
+        a.db_dump = Some(dump);
+        let e = run(&a).await.unwrap_err();
+        assert_eq!(e.exit_code(), 4, "{e}");
+        let s = e.to_string();
+        assert!(
+            s.contains(&format!(
+                "http://127.0.0.1:{port}/api/assisted-install/v2/clusters"
+            )),
+            "{s}"
+        );
+        assert!(s.contains("no answer"), "{s}");
+        let left: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("dump.sql")]);
+    }
 }
