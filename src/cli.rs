@@ -20,9 +20,7 @@ use crate::kube_flags::KubeFlags;
     version,
     disable_version_flag = true,
     propagate_version = false,
-    after_help = "Works as `oc agent-day2` and `kubectl agent-day2` (binary kubectl-agent_day2 on PATH).\n\
-                  Exit codes: 0 ok, 1 unexpected, 2 usage, 3 invalid input, 4 cluster access,\n\
-                  5 timed out, 6 install failed, 7 CSRs rejected or pending, 8 declined."
+    after_help = ROOT_AFTER
 )]
 pub struct Cli {
     /// kubectl's connection flags (global).
@@ -37,18 +35,40 @@ pub struct Cli {
     pub command: Command,
 }
 
+const ROOT_AFTER: &str = "\
+Examples:
+  # What agent-day2 reads from the cluster, and which permissions you lack
+  oc agent-day2 info
+
+  # Make a node ISO for the hosts of nodes-config.yaml, then follow them until Ready
+  oc agent-day2 add-nodes --nodes-config nodes-config.yaml --dir out
+  oc agent-day2 monitor --approve --yes
+
+  # Another context of the kubeconfig, with debug logs on stderr
+  oc agent-day2 info --context admin -v 4
+
+  # A lab cluster by address and token, its API certificate not checked
+  oc agent-day2 info -s https://api.ostest.example.com:6443 --token \"$TOKEN\" \\
+      --insecure-skip-tls-verify
+
+Works as `oc agent-day2` and `kubectl agent-day2` (binary kubectl-agent_day2 on PATH).
+Exit codes: 0 ok, 1 unexpected, 2 usage, 3 invalid input, 4 cluster access,
+5 timed out, 6 install failed, 7 CSRs rejected or pending, 8 declined.";
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show what agent-day2 reads from the cluster, whether the cluster can take day-2
     /// nodes, and which permissions you lack.
-    #[command(long_about = INFO_LONG)]
+    #[command(long_about = INFO_LONG, after_help = INFO_AFTER)]
     Info(InfoArgs),
     /// Make what turns bare metal into workers of this cluster: a bootable node ISO, PXE
     /// files or an appliance config image, and a batch record of the expected nodes.
     #[command(long_about = ADD_NODES_LONG, after_help = ADD_NODES_AFTER)]
     AddNodes(Box<AddNodesArgs>),
-    /// Print the plugin's version and build.
+    /// Print the plugin's version and build, the Kubernetes API version it was built against,
+    /// and the OpenShift versions it supports.
+    #[command(after_help = VERSION_AFTER)]
     Version(VersionArgs),
     /// Verify the expected nodes' kubelet CSRs against a strict checklist and approve only
     /// the right ones (on a terminal after asking; --yes otherwise); --watch until all are Ready.
@@ -73,14 +93,19 @@ pub enum Command {
 const COMPLETION_AFTER: &str = "\
 Examples:
   # bash, for this shell session (completes kubectl-agent_day2 typed directly)
-  source <(kubectl agent-day2 completion bash)
-  # kubectl agent-day2 <TAB> (kubectl 1.26+): put scripts/kubectl_complete-agent_day2 on PATH
+  source <(oc agent-day2 completion bash)
+
+  # zsh, for every session
+  oc agent-day2 completion zsh > \"${fpath[1]}/_kubectl-agent_day2\"
+
+  # kubectl agent-day2 <TAB> and oc agent-day2 <TAB> (kubectl 1.26+): put the helper on PATH;
+  # batch and node names are then completed from the current context
   install -m 0755 scripts/kubectl_complete-agent_day2 ~/.local/bin/";
 
 /// Arguments of `completion`.
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
-    /// Shell to print the script for.
+    /// The shell to print the script for: bash, zsh, fish or powershell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
@@ -116,8 +141,16 @@ const MONITOR_AFTER: &str = "\
 Examples:
   # Every node of every batch, approving their CSRs
   oc agent-day2 monitor --approve --yes
+
+  # One batch only
+  oc agent-day2 monitor --batch batch-20261129-211034-ab12
+
   # A DHCP host: its address is recorded on the batch once its MAC matches
   oc agent-day2 monitor --ip-addresses 192.168.111.31
+
+  # A node by name and address
+  oc agent-day2 monitor --node worker-1=192.168.111.31
+
   # Keep a failed node's logs; JSON events for a script
   oc agent-day2 monitor --gather ./logs -o json --timeout 2h";
 
@@ -140,27 +173,39 @@ const APPROVE_AFTER: &str = "\
 Examples:
   # Show the verdicts, then ask before approving
   oc agent-day2 approve
+
   # Approve as the nodes come up, until each is Ready with its serving certificate
-  oc agent-day2 approve --watch --yes
+  oc agent-day2 approve --watch --yes --timeout 30m
+
   # Verdicts only, as JSON
   oc agent-day2 approve --dry-run -o json
+
+  # One batch; deny its CSRs that fail a check
+  oc agent-day2 approve --batch batch-20261129-211034-ab12 --yes --deny-invalid
+
   # A DHCP host's address (its serving CSR is not approved without it)
-  oc agent-day2 approve --node worker-1=192.168.111.31";
+  oc agent-day2 approve --node worker-1=192.168.111.31
+
+  # The static addresses of a nodes-config file
+  oc agent-day2 approve --nodes-config nodes-config.yaml
+
+  # worker-0 was reinstalled: allow one more client and serving approval
+  oc agent-day2 approve --reissue worker-0 --yes";
 
 /// Arguments of `approve`.
 #[derive(Debug, Args)]
 pub struct ApproveArgs {
-    /// Approve without asking; required when stdin is not a terminal, e.g. --yes.
+    /// Approve without asking; required when stdin is not a terminal.
     #[arg(short = 'y', long)]
     pub yes: bool,
-    /// Show the verdicts only; change nothing, e.g. --dry-run.
+    /// Show the verdicts only; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Deny the rejected pending CSRs of expected nodes, with the reasons, e.g. --deny-invalid.
+    /// Deny the rejected pending CSRs of expected nodes, with the reasons.
     #[arg(long)]
     pub deny_invalid: bool,
     /// Keep approving as CSRs arrive until every expected node is Ready with its serving
-    /// certificate, --timeout, or the batch token expires, e.g. --watch.
+    /// certificate, --timeout, or the batch token expires.
     #[arg(short = 'w', long)]
     pub watch: bool,
     /// Give up watching after this long (exit 5), e.g. --timeout 30m.
@@ -193,10 +238,11 @@ namespace openshift-agent-day2 that `approve` and `monitor` use.
 Reads the cluster (as `info`), validates the nodes config against it (every error at once,
 each naming its field), reuses the auth tokens in Secret openshift-agent-day2/agent-day2-auth
 while more than half their life is left and they last at least half of --token-ttl (else, or
-with --new-token, or an explicit --token-ttl other than theirs, makes new ones), reads the release payload's
-component images through the registry (the cluster's pull secret, mirrors and CAs), takes the
-base ISO from --base-iso, the cache ($XDG_CACHE_HOME/agent-day2/isos, sha256 checked on every
-use), the release's machine-os-images, or the coreos-bootimages stream (downloaded once).
+with --new-token, or an explicit --token-ttl other than theirs, makes new ones), reads the
+release payload's component images through the registry (the cluster's pull secret, mirrors
+and CAs), takes the base ISO from --base-iso, the cache ($XDG_CACHE_HOME/agent-day2/isos,
+sha256 checked on every use), the release's machine-os-images, or the coreos-bootimages stream
+(downloaded once).
 
 The files hold the cluster's pull secret and the node tokens: they are created with mode 0600
 under a temporary name and never replace an existing file unless --force.
@@ -225,6 +271,12 @@ Examples:
 
   # See what would be made, Ignition with secrets redacted; nothing is written
   oc agent-day2 add-nodes --dir out --dry-run -o yaml
+
+  # An appliance config image with new node tokens, replacing the one made before
+  oc agent-day2 add-nodes --dir out --config-image --output-name batch-2.iso --new-token --force
+
+  # Through a mirror registry with its own credentials and a self-signed certificate
+  oc agent-day2 add-nodes --dir out --registry-config ~/.docker/config.json --insecure
 
   # Batch records
   oc agent-day2 add-nodes batch list
@@ -302,7 +354,7 @@ pub struct AddNodesArgs {
     )]
     pub ssh_key_path: Option<PathBuf>,
 
-    /// Write PXE files to DIR/boot-artifacts/ instead of an ISO, e.g. --pxe.
+    /// Write PXE files to DIR/boot-artifacts/ instead of an ISO.
     #[arg(long, conflicts_with = "config_image")]
     pub pxe: bool,
     /// Where the PXE files will be served (HTTP/HTTPS): writes node.<arch>.ipxe and puts
@@ -310,7 +362,7 @@ pub struct AddNodesArgs {
     /// bootArtifactsBaseURL, e.g. --boot-artifacts-base-url http://192.168.111.1:8000/pxe.
     #[arg(long, value_name = "URL", requires = "pxe")]
     pub boot_artifacts_base_url: Option<String>,
-    /// Write an appliance config image DIR/agentconfig.noarch.iso, e.g. --config-image.
+    /// Write an appliance config image DIR/agentconfig.noarch.iso instead of an ISO.
     #[arg(long)]
     pub config_image: bool,
     /// Use this RHCOS live ISO instead of fetching one, e.g. --base-iso rhcos-live.x86_64.iso.
@@ -328,7 +380,7 @@ pub struct AddNodesArgs {
     #[arg(long, value_name = "DURATION")]
     pub token_ttl: Option<String>,
     /// Make new node tokens now instead of reusing the stored ones; images made before keep
-    /// working until their own tokens expire, e.g. --new-token.
+    /// working until their own tokens expire.
     #[arg(long)]
     pub new_token: bool,
     /// Labels for the nodes, saved on the batch record; `oc agent-day2 monitor` applies them
@@ -338,17 +390,17 @@ pub struct AddNodesArgs {
     /// File name of the ISO or config image, e.g. --output-name batch-2.iso.
     #[arg(long, value_name = "NAME")]
     pub output_name: Option<String>,
-    /// Replace existing output files, e.g. --force.
+    /// Replace existing output files.
     #[arg(long)]
     pub force: bool,
-    /// Print the plan and the Ignition (secrets redacted); write nothing, e.g. --dry-run.
+    /// Print the plan and the Ignition (secrets redacted); write nothing.
     #[arg(long)]
     pub dry_run: bool,
     /// Registry credentials (dockerconfigjson) instead of the cluster's pull secret, e.g.
     /// --registry-config ~/.docker/config.json.
     #[arg(long, value_name = "FILE")]
     pub registry_config: Option<PathBuf>,
-    /// Do not verify registry and download certificates (plain HTTP fallback), e.g. --insecure.
+    /// Do not verify registry and download certificates (plain HTTP fallback).
     #[arg(long)]
     pub insecure: bool,
     /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind AddNodesReport).
@@ -360,9 +412,36 @@ pub struct AddNodesArgs {
 #[derive(Debug, Subcommand)]
 pub enum AddNodesCommand {
     /// Show or remove batch records (namespace openshift-agent-day2).
-    #[command(alias = "batches")]
+    #[command(alias = "batches", after_help = BATCH_AFTER)]
     Batch(BatchArgs),
 }
+
+const BATCH_AFTER: &str = "\
+Examples:
+  # The batch records, oldest first (same as `batch list`)
+  oc agent-day2 add-nodes batch
+
+  # As YAML
+  oc agent-day2 add-nodes batch -o yaml
+
+  # Forget a batch: approve and monitor no longer expect its nodes
+  oc agent-day2 add-nodes batch delete batch-20261129-211034-ab12";
+
+const BATCH_LIST_AFTER: &str = "\
+Examples:
+  # Name, creation time, hosts and token expiry of each batch
+  oc agent-day2 add-nodes batch list
+
+  # Whole records as JSON
+  oc agent-day2 add-nodes batch list -o json";
+
+const BATCH_DELETE_AFTER: &str = "\
+Examples:
+  # Delete one batch record
+  oc agent-day2 add-nodes batch delete batch-20261129-211034-ab12
+
+  # Delete two, and print what was deleted as JSON
+  oc agent-day2 add-nodes batch rm batch-20261129-211034-ab12 batch-20261130-090112-cd34 -o json";
 
 /// Arguments of `add-nodes batch`.
 #[derive(Debug, Args)]
@@ -378,18 +457,17 @@ pub struct BatchArgs {
 /// `add-nodes batch` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum BatchCommand {
-    /// List batch records, oldest first, e.g. `add-nodes batch list -o json`.
-    #[command(alias = "ls")]
+    /// List batch records, oldest first.
+    #[command(alias = "ls", after_help = BATCH_LIST_AFTER)]
     List {
         /// Output format, e.g. -o json.
         #[arg(short = 'o', long = "output", value_enum)]
         output: Option<OutputFormat>,
     },
-    /// Delete batch records: approve and monitor no longer expect their nodes, e.g.
-    /// `add-nodes batch delete batch-20261129-211034-ab12`.
-    #[command(alias = "rm")]
+    /// Delete batch records: approve and monitor no longer expect their nodes.
+    #[command(alias = "rm", after_help = BATCH_DELETE_AFTER)]
     Delete {
-        /// The batch names (from `batch list`).
+        /// The batch names (from `batch list`), e.g. batch-20261129-211034-ab12.
         #[arg(required = true, value_name = "NAME")]
         names: Vec<String>,
         /// Output format, e.g. -o json.
@@ -419,10 +497,30 @@ Exit status:
      `errors`), then one `error:` line per reason; unreachable or unauthorized: no report
   5  a request timed out (the message names it)";
 
+const INFO_AFTER: &str = "\
+Examples:
+  # The report as a table
+  oc agent-day2 info
+
+  # As YAML, for a script or a support case
+  oc agent-day2 info -o yaml
+
+  # A slow API server: 2 minutes for each read instead of 30 s
+  oc agent-day2 info --request-timeout 2m";
+
+const VERSION_AFTER: &str = "\
+Examples:
+  # Version, git commit, build date, Kubernetes API and supported OpenShift versions
+  oc agent-day2 version
+
+  # As JSON (apiVersion agent-day2/v1, kind Version)
+  oc agent-day2 version -o json";
+
 /// Arguments of `info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// Output format. json/yaml print a stable document (apiVersion agent-day2/v1, kind ClusterInfo).
+    /// Output format: table, or a stable json/yaml document (apiVersion agent-day2/v1, kind
+    /// ClusterInfo), e.g. -o yaml.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
 }
@@ -430,7 +528,7 @@ pub struct InfoArgs {
 /// Arguments of `version`.
 #[derive(Debug, Args)]
 pub struct VersionArgs {
-    /// Output format.
+    /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind Version).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
 }

@@ -22,52 +22,57 @@ use crate::error::{Error, Result};
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "Kubernetes connection flags (as kubectl's)")]
 pub struct KubeFlags {
-    /// Path to the kubeconfig file to use (that file only; default: $KUBECONFIG, then ~/.kube/config).
+    /// Path to the kubeconfig file to use (that file only; default: $KUBECONFIG, then
+    /// ~/.kube/config), e.g. --kubeconfig ~/ostest/auth/kubeconfig.
     #[arg(long, global = true, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
-    /// The name of the kubeconfig context to use.
+    /// The name of the kubeconfig context to use, e.g. --context admin.
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
-    /// The name of the kubeconfig cluster to use.
+    /// The name of the kubeconfig cluster to use, e.g. --cluster ostest.
     #[arg(long, global = true, value_name = "NAME")]
     pub cluster: Option<String>,
-    /// The name of the kubeconfig user to use.
+    /// The name of the kubeconfig user to use, e.g. --user admin.
     #[arg(long, global = true, value_name = "NAME")]
     pub user: Option<String>,
-    /// The namespace scope for this request (agent-day2 keeps its own records in openshift-agent-day2).
+    /// The namespace scope for this request, e.g. -n default (agent-day2 keeps its own records
+    /// in openshift-agent-day2 whatever this says).
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
-    /// The address and port of the Kubernetes API server.
+    /// The address and port of the Kubernetes API server, e.g. -s https://api.ostest.example.com:6443.
     #[arg(short = 's', long, global = true, value_name = "URL")]
     pub server: Option<String>,
-    /// Bearer token for authentication to the API server.
+    /// Bearer token for authentication to the API server, e.g. --token "$(oc whoami -t)".
     #[arg(long, global = true, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// Username to impersonate for the operation.
+    /// Username to impersonate for the operation, e.g. --as system:admin.
     #[arg(long = "as", global = true, value_name = "USER")]
     pub as_user: Option<String>,
-    /// Group to impersonate for the operation (repeat for several).
+    /// Group to impersonate for the operation (repeat for several), e.g. --as-group system:masters.
     #[arg(long = "as-group", global = true, value_name = "GROUP")]
     pub as_group: Vec<String>,
-    /// UID to impersonate for the operation.
+    /// UID to impersonate for the operation, e.g. --as-uid 6f1b2c3d.
     #[arg(long = "as-uid", global = true, value_name = "UID")]
     pub as_uid: Option<String>,
-    /// Path to a cert file for the certificate authority.
+    /// Path to a cert file for the certificate authority, e.g. --certificate-authority ca.crt.
     #[arg(long = "certificate-authority", global = true, value_name = "FILE")]
     pub certificate_authority: Option<PathBuf>,
-    /// Path to a client certificate file for TLS.
+    /// Path to a client certificate file for TLS, e.g. --client-certificate admin.crt.
     #[arg(long = "client-certificate", global = true, value_name = "FILE")]
     pub client_certificate: Option<PathBuf>,
-    /// Path to a client key file for TLS.
+    /// Path to a client key file for TLS, e.g. --client-key admin.key.
     #[arg(long = "client-key", global = true, value_name = "FILE")]
     pub client_key: Option<PathBuf>,
-    /// If true, the server's certificate will not be checked for validity (insecure).
+    /// If given, the server's certificate will not be checked for validity. This will make your
+    /// HTTPS connections insecure.
     #[arg(long = "insecure-skip-tls-verify", global = true)]
     pub insecure_skip_tls_verify: bool,
-    /// Server name to use for server certificate validation.
+    /// Server name to use for server certificate validation (default: the server's host name),
+    /// e.g. --tls-server-name api.ostest.example.com.
     #[arg(long = "tls-server-name", global = true, value_name = "NAME")]
     pub tls_server_name: Option<String>,
-    /// How long to wait for a single server request: 0 (no limit), 30s, 1m, 1h30m; a bare number is seconds.
+    /// How long to wait for a single server request: 0 (no limit), or a duration such as 30s,
+    /// 1m, 1h30m (a bare number is seconds), e.g. --request-timeout 1m.
     #[arg(long = "request-timeout", global = true, value_name = "DURATION")]
     pub request_timeout: Option<String>,
 }
