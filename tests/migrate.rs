@@ -201,11 +201,23 @@ fn versions(e: &Env, ns: &str) -> BTreeMap<String, (String, String)> {
     let kinds = "secrets,configmaps,clusterdeployments,agentclusterinstalls,infraenvs,nmstateconfigs,agents";
     let list = e.kubectl_json(&["get", kinds, "-n", ns, "-o", "json"]);
     let cis = e.kubectl_json(&["get", "clusterimagesets", "-o", "json"]);
-    for o in list["items"].as_array().unwrap().iter().chain(cis["items"].as_array().unwrap()) {
+    for o in list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(cis["items"].as_array().unwrap())
+    {
         out.insert(
-            format!("{}/{}", o["kind"].as_str().unwrap(), o["metadata"]["name"].as_str().unwrap()),
+            format!(
+                "{}/{}",
+                o["kind"].as_str().unwrap(),
+                o["metadata"]["name"].as_str().unwrap()
+            ),
             (
-                o["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string(),
+                o["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
                 o["metadata"]["uid"].as_str().unwrap_or("").to_string(),
             ),
         );
@@ -229,8 +241,10 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     let out = e.export(&bundle);
     assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
     eprintln!("timing: export {:.2}s", t.elapsed().as_secs_f64());
-    let manifest: Value = serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
-    let crs: Vec<Value> = serde_json::from_slice(&std::fs::read(bundle.join("crs/crs.json")).unwrap()).unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let crs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(bundle.join("crs/crs.json")).unwrap()).unwrap();
     let cid = manifest["cluster"]["id"].as_str().unwrap().to_string();
     let cd = crs
         .iter()
@@ -245,10 +259,15 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     let out = e.plugin(&["migrate", "import", b, "--dry-run"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let plan = String::from_utf8_lossy(&out.stdout).to_string();
-    let at = |needle: &str| plan.find(needle).unwrap_or_else(|| panic!("{needle:?} not in plan:\n{plan}"));
+    let at = |needle: &str| {
+        plan.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in plan:\n{plan}"))
+    };
     assert!(at("Namespace") < at("Secret") && at("Secret") < at("ClusterImageSet"));
     assert!(at("ClusterImageSet") < at("Database:") && at("Database:") < at("ClusterDeployment"));
-    assert!(at("ClusterDeployment") < at("AgentClusterInstall") && at("AgentClusterInstall") < at("InfraEnv"));
+    assert!(
+        at("ClusterDeployment") < at("AgentClusterInstall") && at("AgentClusterInstall") < at("InfraEnv")
+    );
     assert!(at("InfraEnv") < at("Agent ") && at("/status") > at("Agent "));
     let o = e.cluster.kubectl(&["get", "namespace", &ns]);
     assert!(!o.status.success(), "dry run created the namespace");
@@ -256,39 +275,93 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     // Interrupted after the database (as a kill there), then after the Agents.
     let out = e.cmd(&["migrate", "import", b]).env(STOP, "db").output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("stopped after step db"), "{}", text(&out));
-    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM clusters WHERE id = '{cid}'")), "1");
-    let o = e.cluster.kubectl(&["get", "clusterdeployments", "-n", &ns, "-o", "name"]);
-    assert!(String::from_utf8_lossy(&o.stdout).trim().is_empty(), "no CD before the restore is recorded");
-    let rec = e.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", &ns, "-o", "json"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stopped after step db"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        sql(
+            &e.dst_url(),
+            &format!("SELECT count(*) FROM clusters WHERE id = '{cid}'")
+        ),
+        "1"
+    );
+    let o = e
+        .cluster
+        .kubectl(&["get", "clusterdeployments", "-n", &ns, "-o", "name"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "no CD before the restore is recorded"
+    );
+    let rec = e.kubectl_json(&[
+        "get",
+        "configmap",
+        "agent-day2-migration",
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
     let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
     assert_eq!(r["phase"], "in-progress");
-    assert!(r["steps_done"].as_array().unwrap().contains(&Value::from("db")), "{r}");
+    assert!(
+        r["steps_done"].as_array().unwrap().contains(&Value::from("db")),
+        "{r}"
+    );
 
     // wait while in progress: times out with exit 5.
     let out = e.plugin(&["migrate", "wait", b, "--timeout", "2s", "--interval", "1s"]);
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));
 
-    let out = e.cmd(&["migrate", "import", b]).env(STOP, "agents").output().unwrap();
+    let out = e
+        .cmd(&["migrate", "import", b])
+        .env(STOP, "agents")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("database already restored"),
         "{}",
         text(&out)
     );
-    let agents_before: BTreeMap<String, (String, String)> =
-        versions(&e, &ns).into_iter().filter(|(k, _)| k.starts_with("Agent/")).collect();
-    assert_eq!(agents_before.len() as u64, manifest["counts"]["hosts"].as_u64().unwrap());
+    let agents_before: BTreeMap<String, (String, String)> = versions(&e, &ns)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("Agent/"))
+        .collect();
+    assert_eq!(
+        agents_before.len() as u64,
+        manifest["counts"]["hosts"].as_u64().unwrap()
+    );
 
     // The completing run, and wait.
     let t = Instant::now();
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    eprintln!("timing: import (resumed, CR status + artifacts + holds) {:.2}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "timing: import (resumed, CR status + artifacts + holds) {:.2}s",
+        t.elapsed().as_secs_f64()
+    );
     let t = Instant::now();
     let out = e.plugin(&["migrate", "wait", b, "--timeout", "30s", "--interval", "1s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     eprintln!("timing: wait {:.2}s", t.elapsed().as_secs_f64());
+
+    // Cluster 0 unreachable: wait says so (once within a minute) and times out with exit 5.
+    let out = e.plugin(&[
+        "migrate",
+        "wait",
+        b,
+        "--timeout",
+        "3s",
+        "--interval",
+        "1s",
+        "--server",
+        "https://192.168.111.9:6443",
+    ]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("cluster 0 unreachable, retrying").count(), 1, "{err}");
 
     // No Agent deleted or recreated across the runs.
     let v1 = versions(&e, &ns);
@@ -313,53 +386,125 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
         "the target keeps its migrations"
     );
     assert_eq!(
-        sql(&e.dst_url(), &format!("SELECT kube_key_name || '/' || kube_key_namespace FROM clusters WHERE id = '{cid}'")),
+        sql(
+            &e.dst_url(),
+            &format!("SELECT kube_key_name || '/' || kube_key_namespace FROM clusters WHERE id = '{cid}'")
+        ),
         format!("{cd}/{ns}")
     );
-    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM hosts WHERE kube_key_namespace <> '{ns}'")), "0");
-    assert_eq!(sql(&e.dst_url(), &format!("SELECT count(*) FROM infra_envs WHERE kube_key_namespace <> '{ns}'")), "0");
-    assert_eq!(sql(&e.src_url(), "SELECT count(*) FROM hosts WHERE kube_key_namespace <> ''"), "0");
+    assert_eq!(
+        sql(
+            &e.dst_url(),
+            &format!("SELECT count(*) FROM hosts WHERE kube_key_namespace <> '{ns}'")
+        ),
+        "0"
+    );
+    assert_eq!(
+        sql(
+            &e.dst_url(),
+            &format!("SELECT count(*) FROM infra_envs WHERE kube_key_namespace <> '{ns}'")
+        ),
+        "0"
+    );
+    assert_eq!(
+        sql(
+            &e.src_url(),
+            "SELECT count(*) FROM hosts WHERE kube_key_namespace <> ''"
+        ),
+        "0"
+    );
 
     // CRs: all there (the simulator validated each against its CRD on create), pointing at
     // the right names and namespace, holds released.
-    let get = |kind: &str| e.kubectl_json(&["get", kind, "-n", &ns, "-o", "json"])["items"].as_array().unwrap().clone();
+    let get = |kind: &str| {
+        e.kubectl_json(&["get", kind, "-n", &ns, "-o", "json"])["items"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
     let cds = get("clusterdeployments");
     assert_eq!(cds.len(), 1);
     let c = &cds[0];
     assert_eq!(c["spec"]["installed"], true);
     assert_eq!(c["spec"]["clusterMetadata"]["infraID"], cid.as_str());
-    assert_eq!(c["spec"]["clusterMetadata"]["clusterID"], manifest["cluster"]["openshift_cluster_id"]);
-    assert!(c["metadata"]["annotations"].get("hive.openshift.io/reconcile-pause").is_none(), "hold released");
+    assert_eq!(
+        c["spec"]["clusterMetadata"]["clusterID"],
+        manifest["cluster"]["openshift_cluster_id"]
+    );
+    assert!(
+        c["metadata"]["annotations"]
+            .get("hive.openshift.io/reconcile-pause")
+            .is_none(),
+        "hold released"
+    );
     let acis = get("agentclusterinstalls");
     assert_eq!(acis.len(), 1);
     assert_eq!(acis[0]["spec"]["clusterDeploymentRef"]["name"], cd.as_str());
-    assert_eq!(c["spec"]["clusterInstallRef"]["name"], acis[0]["metadata"]["name"]);
+    assert_eq!(
+        c["spec"]["clusterInstallRef"]["name"],
+        acis[0]["metadata"]["name"]
+    );
     assert_ne!(acis[0]["spec"]["holdInstallation"], true, "hold released");
     let imageset = acis[0]["spec"]["imageSetRef"]["name"].as_str().unwrap();
     let cis = e.kubectl_json(&["get", "clusterimageset", imageset, "-o", "json"]);
     assert_eq!(cis["spec"]["releaseImage"], manifest["cluster"]["release_image"]);
     let ies = get("infraenvs");
-    assert_eq!(ies.len() as u64, manifest["counts"]["infra_envs"].as_u64().unwrap());
+    assert_eq!(
+        ies.len() as u64,
+        manifest["counts"]["infra_envs"].as_u64().unwrap()
+    );
     for ie in &ies {
         assert_eq!(ie["spec"]["clusterRef"]["name"], cd.as_str());
         assert_eq!(ie["spec"]["clusterRef"]["namespace"], ns.as_str());
     }
     let agents = get("agents");
     assert_eq!(agents.len() as u64, manifest["counts"]["hosts"].as_u64().unwrap());
-    let host_ids: Vec<&str> = manifest["cluster"]["host_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let host_ids: Vec<&str> = manifest["cluster"]["host_ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     for a in &agents {
         assert!(host_ids.contains(&a["metadata"]["name"].as_str().unwrap()), "{a}");
         assert_eq!(a["spec"]["clusterDeploymentName"]["name"], cd.as_str());
         assert_eq!(a["spec"]["clusterDeploymentName"]["namespace"], ns.as_str());
-        assert_eq!(a["metadata"]["annotations"]["agent.agent-install.openshift.io/skip-spoke-cleanup"], "true");
-        assert!(ies.iter().any(|ie| ie["metadata"]["name"] == a["metadata"]["labels"]["infraenvs.agent-install.openshift.io"]));
+        assert_eq!(
+            a["metadata"]["annotations"]["agent.agent-install.openshift.io/skip-spoke-cleanup"],
+            "true"
+        );
+        assert!(ies
+            .iter()
+            .any(|ie| ie["metadata"]["name"]
+                == a["metadata"]["labels"]["infraenvs.agent-install.openshift.io"]));
     }
     let nm = get("nmstateconfigs");
-    assert_eq!(nm.len() as u64, manifest["counts"]["nmstate_configs"].as_u64().unwrap());
+    assert_eq!(
+        nm.len() as u64,
+        manifest["counts"]["nmstate_configs"].as_u64().unwrap()
+    );
     // Status written where the bundle had one, with node 0's URLs cleared.
-    for (kind, items) in [("ClusterDeployment", &cds), ("AgentClusterInstall", &acis), ("InfraEnv", &ies), ("Agent", &agents)] {
-        let had = crs.iter().filter(|o| o["kind"] == kind && o.get("status").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))).count();
-        let has = items.iter().filter(|o| o.get("status").is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))).count();
+    for (kind, items) in [
+        ("ClusterDeployment", &cds),
+        ("AgentClusterInstall", &acis),
+        ("InfraEnv", &ies),
+        ("Agent", &agents),
+    ] {
+        let had = crs
+            .iter()
+            .filter(|o| {
+                o["kind"] == kind
+                    && o.get("status")
+                        .is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))
+            })
+            .count();
+        let has = items
+            .iter()
+            .filter(|o| {
+                o.get("status")
+                    .is_some_and(|s| s.as_object().is_some_and(|m| !m.is_empty()))
+            })
+            .count();
         assert_eq!(has, had, "{kind} status");
         for o in items {
             let s = o.get("status").cloned().unwrap_or_default().to_string();
@@ -369,15 +514,44 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
 
     // Credentials in the standard Secrets, equal to what node 0 served.
     let cred = bundle.join("credentials").join(&cid);
-    let kc = e.kubectl_json(&["get", "secret", &format!("{cd}-admin-kubeconfig"), "-n", &ns, "-o", "json"]);
-    assert_eq!(b64(&kc["data"]["kubeconfig"]), std::fs::read(cred.join("kubeconfig")).unwrap());
-    let pw = e.kubectl_json(&["get", "secret", &format!("{cd}-admin-password"), "-n", &ns, "-o", "json"]);
+    let kc = e.kubectl_json(&[
+        "get",
+        "secret",
+        &format!("{cd}-admin-kubeconfig"),
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        b64(&kc["data"]["kubeconfig"]),
+        std::fs::read(cred.join("kubeconfig")).unwrap()
+    );
+    let pw = e.kubectl_json(&[
+        "get",
+        "secret",
+        &format!("{cd}-admin-password"),
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
     assert_eq!(b64(&pw["data"]["username"]), b"kubeadmin");
     assert_eq!(
         String::from_utf8(b64(&pw["data"]["password"])).unwrap().trim(),
-        std::fs::read_to_string(cred.join("kubeadmin-password")).unwrap().trim()
+        std::fs::read_to_string(cred.join("kubeadmin-password"))
+            .unwrap()
+            .trim()
     );
-    let ps = e.kubectl_json(&["get", "secret", &format!("{cd}-pull-secret"), "-n", &ns, "-o", "json"]);
+    let ps = e.kubectl_json(&[
+        "get",
+        "secret",
+        &format!("{cd}-pull-secret"),
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
     assert_eq!(ps["type"], "kubernetes.io/dockerconfigjson");
 
     // Logs, events and artifacts on the volume, matching the bundle; no credentials there.
@@ -385,8 +559,15 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     let mut copied = 0;
     for f in manifest["files"].as_array().unwrap() {
         let p = f["path"].as_str().unwrap();
-        if ["logs/", "api/", "manifests/", "files/"].iter().any(|d| p.starts_with(d)) {
-            assert_eq!(sha256_file(&vol.join(p)), f["sha256"].as_str().unwrap(), "{p} on the volume");
+        if ["logs/", "api/", "manifests/", "files/"]
+            .iter()
+            .any(|d| p.starts_with(d))
+        {
+            assert_eq!(
+                sha256_file(&vol.join(p)),
+                f["sha256"].as_str().unwrap(),
+                "{p} on the volume"
+            );
             copied += 1;
         }
     }
@@ -394,14 +575,29 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     assert!(vol.join(format!("logs/{cid}/logs-all.tar")).is_file());
     assert!(!vol.join("credentials").exists());
     assert!(copied >= 4, "{copied} files");
-    let o = e.cluster.kubectl(&["get", "pod", "agent-day2-migration-copy", "-n", &ns]);
+    let o = e
+        .cluster
+        .kubectl(&["get", "pod", "agent-day2-migration-copy", "-n", &ns]);
     assert!(!o.status.success(), "copy pod deleted");
 
     // Record and status.
-    let rec = e.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", &ns, "-o", "json"]);
+    let rec = e.kubectl_json(&[
+        "get",
+        "configmap",
+        "agent-day2-migration",
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
     let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
     assert_eq!(r["phase"], "complete");
-    assert_eq!(r["bundle_sha256"], std::fs::read_to_string(bundle.join("manifest.json.sha256")).unwrap().trim());
+    assert_eq!(
+        r["bundle_sha256"],
+        std::fs::read_to_string(bundle.join("manifest.json.sha256"))
+            .unwrap()
+            .trim()
+    );
     assert_eq!(r["pvc"], "agent-day2-migration");
     let out = e.plugin(&["migrate", "status", b, "-o", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -410,25 +606,47 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
         assert_eq!(c["bundle"], c["cluster"], "objects {k}");
     }
     for t in node0schema::TABLES {
-        assert_eq!(st["rows"][*t]["cluster"], st["rows"][*t]["bundle"], "rows {t}: {st}");
+        assert_eq!(
+            st["rows"][*t]["cluster"], st["rows"][*t]["bundle"],
+            "rows {t}: {st}"
+        );
     }
     let out = e.plugin(&["migrate", "status", b]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("complete at"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("complete at"),
+        "{}",
+        text(&out)
+    );
 
     // A second import changes nothing.
     let t = Instant::now();
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    eprintln!("timing: second import (no change) {:.2}s", t.elapsed().as_secs_f64());
+    eprintln!(
+        "timing: second import (no change) {:.2}s",
+        t.elapsed().as_secs_f64()
+    );
     assert_eq!(versions(&e, &ns), v1, "second import changed objects");
     assert_eq!(counts(&e.dst_url()), dst_counts);
 
     // An object edited since: a conflict naming it (exit 4), replaced with --force, not deleted.
-    let o = e.cluster.kubectl(&["label", "--overwrite", "nmstateconfig", "-n", &ns, nm[0]["metadata"]["name"].as_str().unwrap(), "infraenvs.agent-install.openshift.io=other"]);
+    let o = e.cluster.kubectl(&[
+        "label",
+        "--overwrite",
+        "nmstateconfig",
+        "-n",
+        &ns,
+        nm[0]["metadata"]["name"].as_str().unwrap(),
+        "infraenvs.agent-install.openshift.io=other",
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("NMStateConfig"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("NMStateConfig"),
+        "{}",
+        text(&out)
+    );
     let out = e.plugin(&["migrate", "import", b, "--force"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let v2 = versions(&e, &ns);
@@ -444,7 +662,11 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     std::fs::write(&ev, bytes).unwrap();
     let out = e.plugin(&["migrate", "import", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("events-{cid}.json")), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&format!("events-{cid}.json")),
+        "{}",
+        text(&out)
+    );
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -483,8 +705,20 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
     let out = e.plugin(&["migrate", "import", b, "--wait-for-crds", "--timeout", "3s"]);
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     assert!(t.elapsed() < Duration::from_secs(30));
-    let o = e.cluster.kubectl(&["get", "configmaps", "-A", "-l", "agent-day2.openshift.io/migration=true", "-o", "name"]);
-    assert!(String::from_utf8_lossy(&o.stdout).trim().is_empty(), "{}", text(&o));
+    let o = e.cluster.kubectl(&[
+        "get",
+        "configmaps",
+        "-A",
+        "-l",
+        "agent-day2.openshift.io/migration=true",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "{}",
+        text(&o)
+    );
 
     // CRDs installed: now the newer schema of the dump is refused (exit 3), the database untouched.
     for d in crds_dirs() {
@@ -505,4 +739,46 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("20990101000000") && err.contains("newer"), "{err}");
     assert_eq!(counts(&e.dst_url()), before);
+}
+
+/// The printed unit passes `systemd-analyze verify` (the plugin path replaced by one that
+/// exists here). Skipped without systemd-analyze.
+#[test]
+fn node0_unit_passes_systemd_analyze_verify() {
+    let Ok(sa) = which("systemd-analyze") else {
+        eprintln!("skipped: systemd-analyze not installed");
+        return;
+    };
+    let out = Command::new(BIN)
+        .args([
+            "migrate",
+            "node0-unit",
+            "--bundle",
+            "/var/lib/agent-day2/migration",
+            "--timeout",
+            "90m",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let unit = String::from_utf8(out.stdout).unwrap();
+    assert!(unit.contains("TimeoutStopSec=5520\n"), "{unit}");
+    assert!(
+        unit.contains("migrate wait \"/var/lib/agent-day2/migration\" --timeout 5400s"),
+        "{unit}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("agent-day2-migration-wait.service");
+    std::fs::write(&f, unit.replace("/usr/local/bin/kubectl-agent_day2", "/bin/true")).unwrap();
+    let o = Command::new(sa).arg("verify").arg(&f).output().unwrap();
+    assert!(o.status.success() && o.stderr.is_empty(), "{}", text(&o));
+}
+
+fn which(name: &str) -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
 }
