@@ -533,3 +533,50 @@ fn benchmark_sized_source_fills_fast() {
         .json();
     assert_eq!(hs.as_array().unwrap().len(), 50);
 }
+
+#[test]
+fn node0_serves_an_already_filled_database_as_is_and_fails_clearly_without_one() {
+    skip_unless_ready!();
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = source(tmp.path());
+    let db = pg.url("installer");
+    let first = Node0::start(
+        &tmp.path().join("a"),
+        "192.168.111.83:0",
+        &db,
+        &["--hosts", "2", "--events", "9"],
+    )
+    .unwrap();
+    drop(first);
+    // A second run on the same database: not seeded again, other counts ignored.
+    let n0 = Node0::start(
+        &tmp.path().join("b"),
+        "192.168.111.83:0",
+        &db,
+        &["--hosts", "5", "--events", "1"],
+    )
+    .unwrap();
+    assert_eq!(sql(&db, "SELECT count(*) FROM hosts"), "2");
+    assert_eq!(sql(&db, "SELECT count(*) FROM events"), "9");
+    let bearer = format!("Bearer {}", n0.token());
+    let c = get(&n0.url, "/clusters?with_hosts=true", Some(&bearer))
+        .unwrap()
+        .json();
+    assert_eq!(c[0]["hosts"].as_array().unwrap().len(), 2);
+
+    // No server behind --db-url: exit status 1 naming psql's error, no ready file.
+    let dir = tmp.path().join("c");
+    let port = pg.port();
+    drop(pg);
+    let out = std::process::Command::new(agent_day2_sim::harness::bin("agent-day2-sim").unwrap())
+        .args(["node0", "--listen", "192.168.111.84:0", "--db-url"])
+        .arg(format!("postgres://postgres@127.0.0.1:{port}/installer"))
+        .arg("--dir")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("error:") && err.contains("psql"), "{err}");
+    assert!(!dir.join("ready").exists());
+}
