@@ -284,6 +284,33 @@ fn kubectl_exec_tar_exit_codes_and_authz() {
     names.sort();
     assert_eq!(names, ["./", "./a.txt", "./d/", "./d/b.bin"]);
 
+    // kubectl cp both ways (tar through exec; members named by their container paths).
+    let local = c.dir.join("cp");
+    std::fs::create_dir_all(&local).unwrap();
+    let got = local.join("a.txt");
+    ok(
+        &c,
+        &[
+            "cp",
+            &format!("{NS}/copy:/migration/abc/a.txt"),
+            got.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(std::fs::read(&got).unwrap(), b"hello\n");
+    let up = local.join("up.txt");
+    std::fs::write(&up, b"uploaded\n").unwrap();
+    ok(
+        &c,
+        &[
+            "cp",
+            up.to_str().unwrap(),
+            &format!("{NS}/copy:/migration/abc/up.txt"),
+        ],
+        b"",
+    );
+    assert_eq!(std::fs::read(vol.join("abc/up.txt")).unwrap(), b"uploaded\n");
+
     // Non-zero exits: kubectl exits with the code; stderr comes through with container paths.
     let o = kubectl_in(
         &c,

@@ -378,7 +378,21 @@ pub fn plan(cfg: &ExecConfig, ns: &str, pod: &Value, container: &Value, argv: &[
     if name == "tar" {
         // A container runs as a random non-root user: tar cannot restore owners there; `-f
         // host:path` would be a remote archive.
-        env.push(("TAR_OPTIONS".into(), "--no-same-owner --force-local".into()));
+        // Members archived by absolute path are named by their container path (`kubectl cp
+        // POD:/migration/x` expects `migration/x`).
+        let mut opts = String::from("--no-same-owner --force-local");
+        for (mp, host) in &mounts {
+            let (h, m) = (host.display().to_string(), mp.trim_start_matches('/'));
+            let plain = |s: &str| {
+                s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"/_.-".contains(&b))
+            };
+            if plain(&h) && plain(m) {
+                let re = h.trim_start_matches('/').replace('.', "\\.");
+                opts.push_str(&format!(" --transform=s|^{re}|{m}|"));
+            }
+        }
+        env.push(("TAR_OPTIONS".into(), opts));
     }
     let mut dirs: Vec<PathBuf> = mounts.iter().map(|m| m.1.clone()).collect();
     dirs.push(scratch.clone());
@@ -909,9 +923,12 @@ mod tests {
             .map(OsString::from)
         );
         assert!(dirs.contains(&PathBuf::from("/v/ns1/pvc1")));
-        assert!(env
-            .iter()
-            .any(|(k, v)| k == "TAR_OPTIONS" && v.contains("--no-same-owner")));
+        let tar_options = &env.iter().find(|(k, _)| k == "TAR_OPTIONS").unwrap().1;
+        assert!(tar_options.contains("--no-same-owner"), "{tar_options}");
+        assert!(
+            tar_options.contains(" --transform=s|^v/ns1/pvc1|migration|"),
+            "{tar_options}"
+        );
     }
 
     #[test]
