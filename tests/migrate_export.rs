@@ -1,0 +1,404 @@
+//! `migrate export` end to end through the built binary, in a private network namespace, against
+//! `agent-day2-sim node0` (node 0's simulated assisted-service) on a real PostgreSQL:
+//! the bundle (modes 0700/0600, manifest counts equal to the database's, every event page,
+//! `Bundle::open` verifies), one changed byte refused (exit 3), node 0 gone mid-way (non-zero
+//! exit, nothing left on disk), a wrong token (exit 4, says where the token is), `--db-dump`
+//! with a plain dump (accepted), a custom-format dump and a dump of another install (refused,
+//! exit 3), no database flag (exit 2).
+//!
+//! Skipped (with the reason) without root / a namespace or the PostgreSQL binaries.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use agent_day2::migrate::bundle::{Bundle, BundleManifest};
+use agent_day2_sim::harness::{enter_netns, Node0};
+use agent_day2_sim::postgres::{self, Postgres};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+
+fn skip() -> Option<String> {
+    if let Err(why) = enter_netns() {
+        return Some(why);
+    }
+    postgres::unavailable()
+}
+
+macro_rules! skip_unless_ready {
+    () => {
+        if let Some(why) = skip() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn plugin(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn export(n0: &Node0, token_file: &Path, db: &[&str], out: &Path) -> Output {
+    let mut args = vec![
+        "migrate",
+        "export",
+        "--from",
+        &n0.url,
+        "--token-file",
+        token_file.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(db);
+    plugin(&args)
+}
+
+fn sql(url: &str, q: &str) -> String {
+    postgres::psql(url, q).unwrap().trim().to_string()
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Every path under `dir` (relative), with its mode.
+fn tree(dir: &Path, prefix: &str, out: &mut Vec<(String, bool, u32)>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let rel = format!("{prefix}{}", e.file_name().to_string_lossy());
+        let is_dir = e.file_type().unwrap().is_dir();
+        out.push((rel.clone(), is_dir, mode(&e.path())));
+        if is_dir {
+            tree(&e.path(), &format!("{rel}/"), out);
+        }
+    }
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn start_source(tmp: &Path, name: &str, args: &[&str]) -> (Postgres, Node0) {
+    let pg = Postgres::start(&tmp.join(format!("{name}-db")), "127.0.0.1".parse().unwrap()).unwrap();
+    pg.create_db("installer", "admin").unwrap();
+    let n0 = Node0::start(&tmp.join(name), "192.168.111.80:0", &pg.url("installer"), args).unwrap();
+    (pg, n0)
+}
+
+#[test]
+fn export_writes_a_private_verified_bundle_that_matches_the_database() {
+    skip_unless_ready!();
+    let tmp = tempfile::tempdir().unwrap();
+    // More events than one page (1000) and a worker: every page must arrive.
+    let (pg, n0) = start_source(tmp.path(), "node0", &["--hosts", "4", "--events", "2345"]);
+    let db = pg.url("installer");
+    let outdir = tmp.path().join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    let out = outdir.join("bundle");
+    let o = export(&n0, &n0.token_file, &["--db-url", &db], &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("keep it private") && stdout.contains("checksum sha256:"),
+        "{stdout}"
+    );
+    assert_eq!(names(&outdir), vec!["bundle"], "no temporary directory left");
+
+    // Modes: every directory 0700, every file 0600.
+    assert_eq!(mode(&out), 0o700);
+    let mut all = vec![];
+    tree(&out, "", &mut all);
+    assert!(all.len() > 10, "{all:?}");
+    for (rel, is_dir, m) in &all {
+        assert_eq!(*m, if *is_dir { 0o700 } else { 0o600 }, "{rel}");
+    }
+
+    // The manifest against the database.
+    let b = Bundle::open(&out).unwrap();
+    let m: &BundleManifest = &b.manifest;
+    let want_rows: std::collections::BTreeMap<String, u64> = agent_day2_sim::node0schema::row_counts(&db)
+        .unwrap()
+        .into_iter()
+        .collect();
+    for (t, n) in &want_rows {
+        assert_eq!(m.counts.rows.get(t), Some(n), "rows of {t}: {:?}", m.counts.rows);
+    }
+    assert_eq!(m.counts.rows.len(), want_rows.len(), "{:?}", m.counts.rows);
+    let cid = sql(&db, "SELECT id FROM clusters");
+    assert_eq!(m.cluster.id, cid);
+    assert_eq!(m.cluster.name, sql(&db, "SELECT name FROM clusters"));
+    assert_eq!(
+        m.source.schema_version,
+        sql(&db, "SELECT max(id) FROM migrations")
+    );
+    assert_eq!(m.source.db_source, "db-url");
+    assert_eq!(m.counts.hosts, 4);
+    let mut hosts = m.cluster.host_ids.clone();
+    hosts.sort();
+    assert_eq!(
+        hosts.join("\n"),
+        sql(
+            &db,
+            &format!("SELECT id FROM hosts WHERE cluster_id = '{cid}' ORDER BY id")
+        )
+    );
+    let cluster_events: u64 = sql(
+        &db,
+        &format!("SELECT count(*) FROM events WHERE cluster_id = '{cid}'"),
+    )
+    .parse()
+    .unwrap();
+    assert!(cluster_events > 1000, "{cluster_events}");
+    assert_eq!(m.counts.events, cluster_events);
+    let ev: Vec<Value> = serde_json::from_slice(&b.read(&format!("api/events-{cid}.json")).unwrap()).unwrap();
+    assert_eq!(ev.len() as u64, cluster_events, "all pages, each once");
+    let ie = &m.cluster.infra_env_ids[0];
+    let ie_events: usize = sql(
+        &db,
+        &format!("SELECT count(*) FROM events WHERE infra_env_id = '{ie}'"),
+    )
+    .parse()
+    .unwrap();
+    let iev: Vec<Value> =
+        serde_json::from_slice(&b.read(&format!("api/events-infraenv-{ie}.json")).unwrap()).unwrap();
+    assert_eq!(iev.len(), ie_events);
+    assert_eq!(
+        m.counts.nmstate_configs, 4,
+        "one per host of the static network config"
+    );
+    for f in [
+        "db/dump.sql".to_string(),
+        "api/clusters.json".into(),
+        "api/infra-envs.json".into(),
+        format!("api/hosts-{ie}.json"),
+        format!("credentials/{cid}/kubeconfig"),
+        format!("credentials/{cid}/kubeconfig-noingress"),
+        format!("credentials/{cid}/kubeadmin-password"),
+        format!("credentials/{cid}/credentials.json"),
+        format!("files/{cid}/install-config.yaml"),
+        format!("files/{cid}/metadata.json"),
+        format!("logs/{cid}/logs-all.tar"),
+        "crs/crs.json".into(),
+    ] {
+        assert!(b.entry(&f).is_some_and(|e| e.size > 0), "{f} missing or empty");
+    }
+    assert!(
+        m.files
+            .iter()
+            .any(|e| e.path.starts_with(&format!("manifests/{cid}/"))),
+        "{:?}",
+        m.files
+    );
+    // The logs tar is a tar; the kubeconfig is node 0's.
+    let tar = b.read(&format!("logs/{cid}/logs-all.tar")).unwrap();
+    assert_eq!(&tar[257..262], b"ustar");
+    // The CRs: the kinds of the contract, the pull secret from the dump.
+    let crs: Vec<Value> = serde_json::from_slice(&b.read("crs/crs.json").unwrap()).unwrap();
+    let count = |k: &str| crs.iter().filter(|o| o["kind"] == k).count();
+    assert_eq!(
+        (
+            count("Secret"),
+            count("ClusterImageSet"),
+            count("ClusterDeployment"),
+            count("AgentClusterInstall"),
+            count("InfraEnv"),
+            count("NMStateConfig"),
+            count("Agent")
+        ),
+        (3, 1, 1, 1, 1, 4, 4)
+    );
+    use base64::Engine;
+    let ps = crs
+        .iter()
+        .find(|o| o["type"] == "kubernetes.io/dockerconfigjson")
+        .unwrap();
+    let ps = base64::engine::general_purpose::STANDARD
+        .decode(ps["data"][".dockerconfigjson"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(ps).unwrap(),
+        sql(&db, "SELECT pull_secret FROM clusters")
+    );
+    let kc = crs
+        .iter()
+        .find(|o| o["data"].get("kubeconfig").is_some())
+        .unwrap();
+    let kc = base64::engine::general_purpose::STANDARD
+        .decode(kc["data"]["kubeconfig"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(kc, b.read(&format!("credentials/{cid}/kubeconfig")).unwrap());
+
+    // Exporting again onto the same path: refused, the bundle untouched.
+    let o = export(&n0, &n0.token_file, &["--db-url", &db], &out);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(Bundle::open(&out).unwrap().checksum, b.checksum);
+
+    // One changed byte: refused with exit 3 naming the file (in-process and through the binary).
+    let p = out.join(format!("api/events-{cid}.json"));
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes[1] ^= 0x20;
+    std::fs::write(&p, &bytes).unwrap();
+    let e = Bundle::open(&out).unwrap_err();
+    assert_eq!(e.exit_code(), 3);
+    assert!(
+        e.to_string()
+            .contains(&format!("bundle file api/events-{cid}.json: sha256 mismatch")),
+        "{e}"
+    );
+    let o = plugin(&["migrate", "wait", out.to_str().unwrap(), "--timeout", "1s"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("sha256 mismatch"),
+        "{}",
+        text(&o)
+    );
+
+    // A wrong token: exit 4, says which token is needed and where it is.
+    let bad = tmp.path().join("bad-token");
+    std::fs::write(&bad, "not-the-token\n").unwrap();
+    let out2 = outdir.join("b2");
+    let o = export(&n0, &bad, &["--db-url", &db], &out2);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("HTTP 401")
+            && err.contains("user token")
+            && err.contains(".openshift_install_state.json"),
+        "{err}"
+    );
+    assert_eq!(
+        names(&outdir),
+        vec!["bundle"],
+        "nothing left by the refused export"
+    );
+
+    // No database flag: usage error explaining the three.
+    let o = plugin(&[
+        "migrate",
+        "export",
+        "--from",
+        &n0.url,
+        "--out",
+        out2.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--db-url") && err.contains("--db-container") && err.contains("--db-dump"),
+        "{err}"
+    );
+    assert_eq!(names(&outdir), vec!["bundle"]);
+}
+
+#[test]
+fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
+    skip_unless_ready!();
+    let tmp = tempfile::tempdir().unwrap();
+    let (pg, mut n0) = start_source(tmp.path(), "dying", &["--die-after-requests", "5"]);
+    let db = pg.url("installer");
+    let outdir = tmp.path().join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    let out = outdir.join("bundle");
+    let o = export(&n0, &n0.token_file, &["--db-url", &db], &out);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&n0.url) && err.contains("no answer"), "{err}");
+    assert!(
+        n0.wait_exit(std::time::Duration::from_secs(10)).is_some(),
+        "node 0 exited"
+    );
+    assert_eq!(
+        names(&outdir),
+        Vec::<String>::new(),
+        "no bundle and no temporary directory"
+    );
+    drop(n0);
+
+    // The same database served again (the rows are already there), dumps made by hand.
+    let n0 = Node0::start(&tmp.path().join("node0"), "192.168.111.80:0", &db, &[]).unwrap();
+    let pg_dump = |extra: &[&str], file: &Path| {
+        let st = Command::new("pg_dump")
+            .args(["--data-only", "--no-owner", "--no-privileges"])
+            .args(extra)
+            .args(["-d", &db, "-f", file.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+    };
+    let plain = tmp.path().join("plain.sql");
+    pg_dump(&[], &plain);
+    let o = export(&n0, &n0.token_file, &["--db-dump", plain.to_str().unwrap()], &out);
+    assert!(o.status.success(), "{}", text(&o));
+    let b = Bundle::open(&out).unwrap();
+    assert_eq!(b.manifest.source.db_source, "db-dump");
+    assert_eq!(
+        b.read("db/dump.sql").unwrap(),
+        std::fs::read(&plain).unwrap(),
+        "copied as is"
+    );
+    assert_eq!(b.manifest.counts.hosts, 3);
+
+    // A custom-format dump: refused before anything is kept, saying how to make the right one.
+    let custom = tmp.path().join("custom.dump");
+    pg_dump(&["-Fc"], &custom);
+    let out2 = outdir.join("b2");
+    let o = export(
+        &n0,
+        &n0.token_file,
+        &["--db-dump", custom.to_str().unwrap()],
+        &out2,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("custom-format") && err.contains("pg_dump --data-only --no-owner --no-privileges"),
+        "{err}"
+    );
+    assert_eq!(names(&outdir), vec!["bundle"]);
+
+    // A dump of another install (another cluster id): refused.
+    let cid = sql(&db, "SELECT id FROM clusters");
+    let other = tmp.path().join("other.sql");
+    let text_dump = std::fs::read_to_string(&plain).unwrap();
+    std::fs::write(
+        &other,
+        text_dump.replace(&cid, "00000000-0000-0000-0000-00000000abcd"),
+    )
+    .unwrap();
+    let o = export(
+        &n0,
+        &n0.token_file,
+        &["--db-dump", other.to_str().unwrap()],
+        &out2,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("another install"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(names(&outdir), vec!["bundle"]);
+}
