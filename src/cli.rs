@@ -81,7 +81,8 @@ pub enum Command {
     /// Carry node 0's assisted-service data (database, CRs, credentials, logs) onto cluster 0:
     /// export on node 0, import on cluster 0, wait before node 0 reboots.
     Migrate(crate::migrate::MigrateArgs),
-    /// Print a shell completion script for kubectl-agent_day2 (bash, zsh, fish, powershell).
+    /// Print a shell completion script for kubectl-agent_day2 (bash, zsh, fish, powershell,
+    /// elvish).
     #[command(after_help = COMPLETION_AFTER)]
     Completion(CompletionArgs),
     /// kubectl's plugin completion protocol (run by kubectl_complete-agent_day2): the words
@@ -98,14 +99,14 @@ Examples:
   # zsh, for every session
   oc agent-day2 completion zsh > \"${fpath[1]}/_kubectl-agent_day2\"
 
-  # kubectl agent-day2 <TAB> and oc agent-day2 <TAB> (kubectl 1.26+): put the helper on PATH;
-  # batch and node names are then completed from the current context
+  # kubectl agent-day2 <TAB> (kubectl 1.26+): put the helper on PATH; batch and node names
+  # are then completed from the current context
   install -m 0755 scripts/kubectl_complete-agent_day2 ~/.local/bin/";
 
 /// Arguments of `completion`.
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
-    /// The shell to print the script for: bash, zsh, fish or powershell.
+    /// The shell to print the script for.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
