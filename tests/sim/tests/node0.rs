@@ -279,6 +279,18 @@ fn node0_rest_answers_match_the_database_rows() {
     assert_eq!(c["platform"]["type"], "baremetal");
     assert_eq!(c["api_vips"][0]["ip"], sql(&db, "SELECT ip FROM api_vips"));
     assert_eq!(c["cluster_networks"][0]["host_prefix"], 23);
+    let ops: Vec<&str> = c["monitored_operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ops.len().to_string(),
+        sql(&db, "SELECT count(*) FROM monitored_operators")
+    );
+    assert!(ops.contains(&"console"), "{ops:?}");
+    assert!(c["monitored_operators"][0]["bundles"].is_array());
     assert!(c.get("pull_secret").is_none(), "pull secret not served");
     assert!(c.get("kube_key_name").is_none());
     let mut served: Vec<String> = c["hosts"]

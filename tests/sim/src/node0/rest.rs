@@ -135,7 +135,15 @@ pub fn cluster_json(row: &Value, snap: &Snapshot) -> Value {
         Value::Array(
             rows.iter()
                 .filter(|r| str_of(r, "cluster_id") == id)
-                .map(|r| Value::Object(clean(r, &[])))
+                .map(|r| {
+                    let mut m = clean(r, &[]);
+                    // monitored_operators.bundles: a JSON array kept as text (swagger: array).
+                    if let Some(b) = m.get("bundles").and_then(Value::as_str) {
+                        let arr = serde_json::from_str(b).unwrap_or_else(|_| json!([]));
+                        m.insert("bundles".into(), arr);
+                    }
+                    Value::Object(m)
+                })
                 .collect(),
         )
     };
