@@ -459,9 +459,12 @@ fn exit_code(st: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Status) -> Opt
 
 #[test]
 fn kube_rs_exec_streams_stdin_and_reports_status() {
-    let Some(c) = cluster(&[]) else { return };
+    let vols = tempfile::tempdir().unwrap();
+    let Some(c) = cluster(&["--volumes-dir", vols.path().to_str().unwrap()]) else {
+        return;
+    };
     make_copy_pod(&c);
-    let vol = volume(&c, NS, "data");
+    let vol = vols.path().join(NS).join("data");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -484,6 +487,7 @@ fn kube_rs_exec_streams_stdin_and_reports_status() {
         assert!(out.is_empty());
         assert_eq!(std::fs::read(vol.join("logs/x.log")).unwrap(), b"line\n");
         assert_eq!(std::fs::read(vol.join("api/big.bin")).unwrap(), payload);
+        assert!(!c.dir.join("volumes").join(NS).exists(), "--volumes-dir not used");
 
         // cat streams large output back before the status.
         let p = pods

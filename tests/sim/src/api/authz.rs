@@ -15,7 +15,8 @@
 //! 6. Every authenticated user: create `selfsubjectaccessreviews` and `selfsubjectrulesreviews`
 //!    (`system:basic-user`).
 //!
-//! Anything else is refused with [`forbidden_message`].
+//! Anything else is refused with [`forbidden_message`]. Pod exec is verb `create` on `pods/exec`
+//! (also for its GET WebSocket upgrade, as Kubernetes 1.31+ checks it): only `system:masters`.
 
 use crate::scenario::ForbiddenRule;
 
@@ -368,6 +369,11 @@ mod tests {
             (&viewer, attrs("create", "", "configmaps", None, Some("x"), Some("y")), false),
             (&viewer, attrs("update", CERTS_GROUP, CSRS, Some("approval"), None, Some("c")), false),
             (&viewer, attrs("create", "authorization.k8s.io", "selfsubjectaccessreviews", None, None, None), true),
+            // pod exec: create pods/exec
+            (&admin, attrs("create", "", "pods", Some("exec"), Some("mce"), Some("p")), true),
+            (&viewer, attrs("create", "", "pods", Some("exec"), Some("mce"), Some("p")), false),
+            (&viewer, attrs("get", "", "pods", None, Some("mce"), Some("p")), true),
+            (&node, attrs("create", "", "pods", Some("exec"), Some("mce"), Some("p")), false),
             // everyone else
             (&nobody, attrs("create", "authorization.k8s.io", "selfsubjectaccessreviews", None, None, None), true),
             (&nobody, attrs("get", "", "nodes", None, None, None), false),
