@@ -273,7 +273,12 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     assert!(!o.status.success(), "dry run created the namespace");
 
     // Interrupted after the database (as a kill there), then after the Agents.
+    let t = Instant::now();
     let out = e.cmd(&["migrate", "import", b]).env(STOP, "db").output().unwrap();
+    eprintln!(
+        "timing: import up to the database restore {:.2}s",
+        t.elapsed().as_secs_f64()
+    );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("stopped after step db"),
@@ -506,6 +511,7 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
             })
             .count();
         assert_eq!(has, had, "{kind} status");
+        eprintln!("{kind}: {had} of {} with a status in the bundle", items.len());
         for o in items {
             let s = o.get("status").cloned().unwrap_or_default().to_string();
             assert!(!s.contains(":8090"), "{kind} status keeps a node-0 URL: {s}");
@@ -781,4 +787,39 @@ fn which(name: &str) -> Result<PathBuf, ()> {
         .map(|d| d.join(name))
         .find(|p| p.is_file())
         .ok_or(())
+}
+
+/// Timing at the benchmark size (50 hosts, 10 000 events): export, import, wait, and
+/// the row counts equal. `cargo test --test migrate -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn large_bundle_timing() {
+    skip_unless_ready!();
+    let e = Env::start(&["--hosts", "50", "--events", "10000"], true);
+    let bundle = e.path("bundle");
+    let t = Instant::now();
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    eprintln!(
+        "timing: export (50 hosts, 10000 events) {:.2}s",
+        t.elapsed().as_secs_f64()
+    );
+    let b = bundle.to_str().unwrap();
+    let t = Instant::now();
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    eprintln!(
+        "timing: import {:.2}s\n{}",
+        t.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = e.plugin(&["migrate", "wait", b, "--timeout", "30s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let src = counts(&e.src_url());
+    let dst = counts(&e.dst_url());
+    for t in node0schema::TABLES {
+        assert_eq!(src[*t], dst[*t], "rows of {t}");
+    }
+    assert_eq!(dst["hosts"], 50);
+    assert!(dst["events"] >= 10000, "{dst:?}");
 }
