@@ -139,6 +139,18 @@ pub fn candidates(words: &[String]) -> (Vec<String>, u8) {
         }
         return value_candidates(arg, current);
     }
+    // `--flag=val<TAB>`: the value is completed, without the `--flag=` part (Cobra does the same
+    // and the shell script keeps the prefix).
+    if let Some((name, partial)) = current.strip_prefix("--").and_then(|c| c.split_once('=')) {
+        let flag = find_flag(cmd, &globals, |a| a.get_long() == Some(name)).filter(|a| takes_value(a));
+        return match flag {
+            Some(arg) => match cluster_value(cmd, arg) {
+                Some(what) => from_cluster(&typed, what, partial, &[]),
+                None => value_candidates(arg, partial),
+            },
+            None => (vec![], DIRECTIVE_NO_FILE),
+        };
+    }
     if !current.starts_with('-') {
         if let Some(what) = cmd.get_positionals().find_map(|a| cluster_value(cmd, a)) {
             // `batch delete b1 <TAB>`: names not typed yet.

@@ -120,6 +120,11 @@ fn candidates_follow_the_clap_definition() {
     assert_eq!(d, DIRECTIVE_NO_FILE);
     let (c, _) = candidates(&words(&["completion", "-"]));
     assert!(names(&c).contains(&"--help"), "{c:?}");
+    // `--flag=value`: the value, as Cobra completes it.
+    let (c, d) = candidates(&words(&["version", "--output=j"]));
+    assert_eq!((names(&c), d), (vec!["json"], DIRECTIVE_NO_FILE));
+    let (c, _) = candidates(&words(&["version", "--no-such=j"]));
+    assert!(c.is_empty(), "{c:?}");
 }
 
 #[test]
@@ -414,6 +419,8 @@ fn kubectl_completes_batch_and_node_names_from_the_cluster() {
         lines,
         ["worker-2=192.168.111.32\tbatch ".to_string() + &b, ":4".into()]
     );
+    let lines = complete(&["agent-day2", "approve", "--batch=batch-"]).unwrap();
+    assert_eq!(names(&lines[..lines.len() - 1]), want, "--batch=: {lines:?}");
     let lines = complete(&["agent-day2", "monitor", "--ip-addresses", "192.168.111.3"]).unwrap();
     assert_eq!(
         names(&lines[..lines.len() - 1]),
