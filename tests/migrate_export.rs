@@ -401,4 +401,56 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
         text(&o)
     );
     assert_eq!(names(&outdir), vec!["bundle"]);
+
+    // Ctrl-C while the dump runs (pg_dump waits on a server that never answers): the temporary
+    // bundle, which already holds the credentials, is removed; exit 130.
+    let hang = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hang.local_addr().unwrap().port();
+    let out3 = outdir.join("b3");
+    let child = Command::new(BIN)
+        .args(["migrate", "export", "--from", &n0.url, "--token-file"])
+        .arg(&n0.token_file)
+        .args([
+            "--db-url",
+            &format!("postgresql://admin@127.0.0.1:{port}/installer"),
+            "--out",
+        ])
+        .arg(&out3)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let tmp_bundle = loop {
+        let found = std::fs::read_dir(&outdir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| {
+                p.file_name().unwrap().to_string_lossy().starts_with(".b3.tmp-") && p.join("db").is_dir()
+            });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "export never reached the dump"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    assert!(tmp_bundle.join("credentials").is_dir());
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("interrupted"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(names(&outdir), vec!["bundle"], "temporary bundle removed");
+    drop(hang);
 }

@@ -239,13 +239,13 @@ fn strip_eol(line: &[u8]) -> &[u8] {
 }
 
 /// One pass over the dump, calling `on_row(header, row_without_eol)` for each row and
-/// `on_line(line_with_eol, in_dropped_block)` for every line when given. Checks the header
+/// `on_line(line_with_eol, the COPY block the line is in)` for every line when given. Checks the header
 /// and refuses schema statements. Returns the summary.
 fn scan(
     what: &str,
     r: &mut dyn BufRead,
     on_row: &mut dyn FnMut(&CopyHeader, &[u8]),
-    mut on_line: Option<&mut dyn FnMut(&[u8], Option<&CopyHeader>) -> Result<(), Error>>,
+    mut on_line: LineFn<'_>,
 ) -> Result<DumpSummary, Error> {
     let mut sum = DumpSummary::default();
     let mut buf = Vec::with_capacity(8192);

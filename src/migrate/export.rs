@@ -486,7 +486,15 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         token_file: a.token_file.as_ref().map(|p| p.display().to_string()),
     };
     if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        crate::tempfiles::remove_stale_with_warning(&[parent.to_path_buf()]);
+        // Temporary bundles of exports that were killed (SIGKILL, power loss) hold credentials.
+        let stale = crate::tempfiles::remove_stale(&[parent.to_path_buf()]);
+        if !stale.is_empty() {
+            let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+            eprintln!(
+                "warning: removed temporary files of an interrupted run (its process no longer runs): {}",
+                names.join(", ")
+            );
+        }
     }
     let mut w = BundleWriter::create(&a.out)?;
 
