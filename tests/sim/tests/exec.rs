@@ -751,6 +751,42 @@ fn psql_in_the_assisted_service_pod() {
             .unwrap();
         let (_, _, st) = run(p, b"UPDATE events SET message = 'changed' WHERE id < 10;\n").await;
         assert_eq!(st.unwrap().status.as_deref(), Some("Success"));
+
+        // A client that goes away mid-stream: as with a real container runtime the process is
+        // not killed, its stdin ends. psql then ends the script there: with --single-transaction
+        // it COMMITs what it got; an explicit BEGIN without the final COMMIT is rolled back.
+        for (id, single, script, committed) in [
+            (-5, true, "INSERT INTO events VALUES (-5, 'partial');\n", true),
+            (-6, false, "BEGIN;\nINSERT INTO events VALUES (-6, 'partial');\n", false),
+        ] {
+            let mut argv = vec!["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "admin", "-d", "installer"];
+            if single {
+                argv.push("--single-transaction");
+            }
+            argv.extend(["-f", "-"]);
+            let mut p = pods.exec(ASSISTED_POD, argv, &ap).await.unwrap();
+            let mut w = p.stdin().unwrap();
+            w.write_all(script.as_bytes()).await.unwrap();
+            w.flush().await.unwrap();
+            // Until the server holds the row (uncommitted) in an open transaction.
+            let seen = "SELECT count(*) FROM pg_stat_activity WHERE usename = 'admin' AND state = 'idle in transaction'";
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while pg.sql("installer", seen).unwrap().trim() != "1" {
+                assert!(Instant::now() < deadline, "psql never got the script");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            p.abort();
+            drop(p);
+            drop(w);
+            let gone = "SELECT count(*) FROM pg_stat_activity WHERE usename = 'admin'";
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while pg.sql("installer", gone).unwrap().trim() != "0" {
+                assert!(Instant::now() < deadline, "psql did not end after the client left");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let n = pg.sql("installer", &format!("SELECT count(*) FROM events WHERE id = {id}")).unwrap();
+            assert_eq!(n.trim(), if committed { "1" } else { "0" }, "single-transaction {single}");
+        }
     });
     assert_eq!(
         pg.sql(

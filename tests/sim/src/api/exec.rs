@@ -239,7 +239,7 @@ pub fn claim_mounts(cfg: &ExecConfig, ns: &str, pod: &Value, container: &Value) 
         };
         out.push((mp.to_string(), host));
     }
-    out.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    out.sort_by_key(|m| std::cmp::Reverse(m.0.len()));
     out
 }
 
@@ -469,14 +469,10 @@ pub async fn handle(
             ));
         }
     };
-    match pod["status"]["phase"].as_str() {
-        Some("Succeeded" | "Failed") => {
-            return bad_request(format!(
-                "cannot exec into a container in a completed pod; current phase is {}",
-                pod["status"]["phase"].as_str().unwrap_or("")
-            ))
-        }
-        _ => {}
+    if let Some(phase @ ("Succeeded" | "Failed")) = pod["status"]["phase"].as_str() {
+        return bad_request(format!(
+            "cannot exec into a container in a completed pod; current phase is {phase}"
+        ));
     }
     if opts.command.is_empty() {
         return bad_request("you must specify at least one command for the container");
