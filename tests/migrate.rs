@@ -823,3 +823,46 @@ fn large_bundle_timing() {
     assert_eq!(dst["hosts"], 50);
     assert!(dst["events"] >= 10000, "{dst:?}");
 }
+
+/// Why import wraps the restore in BEGIN … COMMIT instead of `psql --single-transaction`: a
+/// stream cut before its end (import killed mid-restore) must leave nothing behind. Checked on a
+/// real server with the real psql: with `-1` psql commits what it read; ours does not.
+#[test]
+fn a_restore_stream_cut_short_commits_nothing() {
+    if let Some(why) = postgres::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    let url = pg.url("postgres");
+    postgres::psql(&url, "CREATE TABLE t (id int)").unwrap();
+    let dump = "--\n-- PostgreSQL database dump\n--\n\nCOPY public.t (id) FROM stdin;\n1\n2\n\\.\n";
+    let mut full = Vec::new();
+    agent_day2::migrate::import::write_restore_stream(&mut dump.as_bytes(), "", &mut full).unwrap();
+    let run = |args: &[&str], input: &[u8]| {
+        use std::io::Write;
+        let mut ch = Command::new(postgres::psql_bin())
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &url])
+            .args(args)
+            .args(["-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ch.stdin.take().unwrap().write_all(input).unwrap();
+        ch.wait().unwrap();
+    };
+    let count = || sql(&url, "SELECT count(*) FROM t");
+    // Cut after the COPY block, before COMMIT.
+    let cut = &full[..full.len() - "COMMIT;\n".len()];
+    run(&[], cut);
+    assert_eq!(count(), "0", "a cut stream committed rows");
+    run(&[], &full);
+    assert_eq!(count(), "2");
+    // The hazard avoided: psql -1 on the same cut dump (without our BEGIN) commits it.
+    let bare = &cut["BEGIN;\n".len()..];
+    run(&["--single-transaction"], bare);
+    assert_eq!(count(), "4", "psql -1 commits at end of input");
+}

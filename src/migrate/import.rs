@@ -8,7 +8,7 @@
 //!    whether it already holds this cluster;
 //! 2. namespace, then the completion record `in-progress` ([`super::record`]);
 //! 3. Secrets, ClusterImageSet;
-//! 4. the database restore in one transaction (`psql --single-transaction`, stdin = the dump
+//! 4. the database restore in one transaction (`BEGIN;` … `COMMIT;` around it, stdin = the dump
 //!    without the `migrations` rows, then UPDATEs writing `kube_key_name`/`kube_key_namespace`)
 //!    — before any ClusterDeployment exists, so the controllers find the rows instead of
 //!    creating a new cluster record;
@@ -547,6 +547,21 @@ impl Write for DropLines<'_> {
     }
 }
 
+/// The whole restore stream: `BEGIN;`, the filtered dump ([`filter_dump`]), the kube-key
+/// `updates`, `COMMIT;`.
+///
+/// One explicit transaction rather than `psql --single-transaction`: with `-1`, psql commits
+/// whatever it has read when its stdin ends, so a stream cut short (this process killed, the
+/// exec connection lost) would commit part of the dump. Here the `COMMIT` is the last line, so
+/// a cut stream ends the session inside the transaction and the server rolls it back; an error
+/// stops psql (`ON_ERROR_STOP=1`) with the same result.
+pub fn write_restore_stream(dump: &mut dyn Read, updates: &str, w: &mut dyn Write) -> std::io::Result<()> {
+    w.write_all(b"BEGIN;\n")?;
+    filter_dump(dump, w)?;
+    w.write_all(updates.as_bytes())?;
+    w.write_all(b"COMMIT;\n")
+}
+
 /// Compares migration ids (gormigrate: `YYYYMMDDhhmmss`): numerically when both are numbers,
 /// else as text.
 pub fn schema_cmp(a: &str, b: &str) -> std::cmp::Ordering {
@@ -691,16 +706,26 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
         deadline: timeout.map(|t| started + t),
         record: None,
         counts: Counts::default(),
+        kind_tally: None,
     };
     let work = imp.run();
-    let summary = match timeout {
-        Some(t) => tokio::time::timeout(t, work).await.map_err(|_| {
-            Error::Timeout(format!(
+    let result = match timeout {
+        Some(t) => tokio::time::timeout(t, work).await.unwrap_or_else(|_| {
+            Err(Error::Timeout(format!(
                 "migrate import did not finish within --timeout {}; run it again to resume",
                 args.timeout
-            ))
-        })??,
-        None => work.await?,
+            )))
+        }),
+        None => work.await,
+    };
+    let summary = match result {
+        Ok(s) => s,
+        // Our own deadline: printed here, since Error::Timeout's hint is about single requests.
+        Err(Error::Timeout(m)) if m.contains("--timeout ") => {
+            eprintln!("error: timed out: {}", crate::output::display(&m));
+            return Ok(crate::error::exit::TIMEOUT);
+        }
+        Err(e) => return Err(e),
     };
     print!("{summary}");
     eprintln!("migrate: done in {:.1}s", started.elapsed().as_secs_f64());
@@ -724,6 +749,8 @@ struct Importer<'a> {
     deadline: Option<Instant>,
     record: Option<Record>,
     counts: Counts,
+    /// Objects of the kind being applied: (kind, [created, unchanged, replaced]).
+    kind_tally: Option<(&'static str, [u32; 3])>,
 }
 
 fn progress(msg: &str) {
@@ -800,11 +827,13 @@ impl Importer<'_> {
         let mut step_of_prev: Option<&str> = None;
         for (i, p) in plan.iter().enumerate() {
             if !db_done && p.info.rank > DB_RANK {
+                self.flush_tally();
                 self.finish_steps_before(step_of_prev, "db").await?;
                 self.restore_db(&db, restore).await?;
                 db_done = true;
             }
             if let Some(prev) = step_of_prev.filter(|s| *s != p.info.step) {
+                self.flush_tally();
                 self.step_done(prev).await?;
             }
             step_of_prev = Some(p.info.step);
@@ -813,6 +842,7 @@ impl Importer<'_> {
             }
         }
         if let Some(prev) = step_of_prev {
+            self.flush_tally();
             self.step_done(prev).await?;
         }
         if !db_done {
@@ -872,6 +902,26 @@ impl Importer<'_> {
             progress(&format!("record {}/{} complete", self.ns, record::RECORD_NAME));
         }
         Ok(self.summary(already))
+    }
+
+    /// Counts one object of `kind`: 0 created, 1 unchanged, 2 replaced.
+    fn tally(&mut self, kind: &'static str, what: usize) {
+        if self.kind_tally.as_ref().is_some_and(|(k, _)| *k != kind) {
+            self.flush_tally();
+        }
+        let t = self.kind_tally.get_or_insert((kind, [0; 3]));
+        t.1[what] += 1;
+    }
+
+    /// Prints the progress line of the kind just applied (`Agent: 50 created, 0 unchanged`).
+    fn flush_tally(&mut self) {
+        if let Some((kind, [c, u, r])) = self.kind_tally.take() {
+            let mut line = format!("{kind}: {c} created, {u} unchanged");
+            if r > 0 {
+                line.push_str(&format!(", {r} replaced (--force)"));
+            }
+            progress(&line);
+        }
     }
 
     fn rec(&self) -> &Record {
@@ -1250,14 +1300,11 @@ impl Importer<'_> {
         progress(&format!(
             "restoring the database ({size} bytes of dump) in one transaction"
         ));
-        let producer = Producer::spawn(move |w| {
-            filter_dump(&mut dump, w)?;
-            w.write_all(updates.as_bytes())
-        });
+        let producer = Producer::spawn(move |w| write_restore_stream(&mut dump, &updates, w));
         let out = db
             .psql(
                 Some(&self.target),
-                &["-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"],
+                &["-q", "-v", "ON_ERROR_STOP=1", "-f", "-"],
                 Some(producer),
             )
             .await?;
@@ -1351,12 +1398,14 @@ impl Importer<'_> {
                 Err(e) => return Err(classify(e, "create", p.resource(), &self.target)),
             }
             self.counts.created += 1;
-            progress(&format!("created {}", p.resource()));
+            self.tally(p.info.kind, 0);
+            tracing::info!("created {}", p.resource());
             return Ok(true);
         };
         let have_v = serde_json::to_value(&have).unwrap_or(Value::Null);
         let Some(diff) = first_difference(&comparable(p), &have_v, "") else {
             self.counts.unchanged += 1;
+            self.tally(p.info.kind, 1);
             return Ok(false);
         };
         let diff = diff.trim_start_matches('.').to_string();
@@ -1432,6 +1481,7 @@ impl Importer<'_> {
             .await
             .map_err(|e| classify(e, "replace", p.resource(), &self.target))?;
         self.counts.replaced += 1;
+        self.tally(p.info.kind, 2);
         progress(&format!("replaced {} (--force; {diff} differed)", p.resource()));
         Ok(false)
     }
@@ -1884,6 +1934,20 @@ mod tests {
         );
         assert!(out.contains("SET statement_timeout = 0;"));
         assert!(out.ends_with("true);\n"));
+    }
+
+    #[test]
+    fn restore_stream_is_one_transaction_ending_in_commit() {
+        let dump =
+            "--\n-- PostgreSQL database dump\n--\n\nCOPY public.clusters (id) FROM stdin;\nc1\n\\.\n\n\
+                    COPY public.migrations (id) FROM stdin;\n1\n\\.\n";
+        let mut out = Vec::new();
+        write_restore_stream(&mut dump.as_bytes(), "UPDATE x;\n", &mut out).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("BEGIN;\n"), "{out}");
+        assert!(out.ends_with("c1\n\\.\n\nUPDATE x;\nCOMMIT;\n"), "{out}");
+        assert_eq!(out.matches("COMMIT").count(), 1);
+        assert!(!out.contains("migrations"), "{out}");
     }
 
     #[test]
