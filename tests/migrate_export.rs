@@ -453,4 +453,59 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     );
     assert_eq!(names(&outdir), vec!["bundle"], "temporary bundle removed");
     drop(hang);
+
+    // --db-container: `podman exec NAME pg_dump ... -U admin -d installer`, here through a
+    // stand-in podman that records its arguments and runs the real pg_dump against the source.
+    let fake = tmp.path().join("fakebin");
+    std::fs::create_dir(&fake).unwrap();
+    let argv = tmp.path().join("podman-argv");
+    std::fs::write(
+        fake.join("podman"),
+        format!(
+            "#!/bin/sh\necho \"$@\" > {}\n[ \"$1\" = exec ] || exit 99\nshift 2\n\
+             PGHOST=127.0.0.1 PGPORT={} exec \"$@\"\n",
+            argv.display(),
+            pg.port()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(fake.join("podman"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let out4 = outdir.join("b4");
+    let o = Command::new(BIN)
+        .args(["migrate", "export", "--from", &n0.url, "--token-file"])
+        .arg(&n0.token_file)
+        .args(["--db-container", "assisted-db", "--out"])
+        .arg(&out4)
+        .env("PATH", &path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        std::fs::read_to_string(&argv).unwrap().trim(),
+        "exec assisted-db pg_dump --data-only --no-owner --no-privileges -U admin -d installer"
+    );
+    let b4 = Bundle::open(&out4).unwrap();
+    assert_eq!(b4.manifest.source.db_source, "db-container");
+    assert_eq!(b4.manifest.counts.rows, b.manifest.counts.rows);
+    std::fs::remove_dir_all(&out4).unwrap();
+
+    // pg_dump not installed: a usage error saying what to do, nothing left.
+    let o = Command::new(BIN)
+        .args(["migrate", "export", "--from", &n0.url, "--token-file"])
+        .arg(&n0.token_file)
+        .args(["--db-url", &db, "--out"])
+        .arg(&out4)
+        .env("PATH", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pg_dump is not installed"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(names(&outdir), vec!["bundle"]);
 }

@@ -343,6 +343,36 @@ async fn export_stream(
     Ok(true)
 }
 
+/// The usage error for a dump program that is not installed.
+fn missing_program(db: &DbSource) -> Error {
+    Error::Usage(match db {
+        DbSource::Url(_) => "pg_dump is not installed here: install the PostgreSQL client \
+            (e.g. `dnf install postgresql` / `apt-get install postgresql-client`), or use \
+            --db-container NAME on node 0, or --db-dump FILE"
+            .into(),
+        _ => "podman is not installed here: run export on node 0 (where the assisted-db \
+            container runs), or use --db-url / --db-dump"
+            .into(),
+    })
+}
+
+/// Checked before anything is downloaded: the dump program is on PATH.
+fn check_program(db: &DbSource) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    let Some((prog, _)) = db.command() else {
+        return Ok(());
+    };
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|d| {
+        std::fs::metadata(d.join(&prog)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    if found {
+        Ok(())
+    } else {
+        Err(missing_program(db))
+    }
+}
+
 /// Runs the dump command into bundle file db/dump.sql, or copies `--db-dump`.
 fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
     const REL: &str = "db/dump.sql";
@@ -379,15 +409,7 @@ fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
         .spawn()
         .map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
-                Error::Usage(match db {
-                    DbSource::Url(_) => "pg_dump is not installed here: install the PostgreSQL client \
-                        (e.g. `dnf install postgresql` / `apt-get install postgresql-client`), or use \
-                        --db-container NAME on node 0, or --db-dump FILE"
-                        .into(),
-                    _ => "podman is not installed here: run export on node 0 (where the assisted-db \
-                        container runs), or use --db-url / --db-dump"
-                        .into(),
-                })
+                missing_program(db)
             } else {
                 Error::Unexpected(format!("cannot run {prog}: {e}"))
             }
@@ -449,6 +471,7 @@ fn human_size(n: u64) -> String {
 /// `migrate export` (see the module doc). Returns exit code 0.
 pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
     let db = DbSource::from_args(a)?;
+    check_program(&db)?;
     let origin = origin_of(&a.from)?;
     let token = match &a.token_file {
         Some(p) => {
