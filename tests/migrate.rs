@@ -866,3 +866,56 @@ fn a_restore_stream_cut_short_commits_nothing() {
     run(&["--single-transaction"], bare);
     assert_eq!(count(), "4", "psql -1 commits at end of input");
 }
+
+/// A real kill (SIGKILL) while the database restore is under way, then a re-run: completes,
+/// nothing duplicated (row counts equal to the source), every Agent there once.
+#[test]
+fn import_killed_during_the_restore_then_rerun() {
+    skip_unless_ready!();
+    use std::io::BufRead;
+    let e = Env::start(&["--events", "3000"], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let b = bundle.to_str().unwrap();
+    let mut child = e
+        .cmd(&["migrate", "import", b])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in err.lines() {
+        let line = line.unwrap();
+        let hit = line.contains("restoring the database");
+        seen.push(line);
+        if hit {
+            child.kill().unwrap();
+            break;
+        }
+    }
+    let st = child.wait().unwrap();
+    assert!(
+        seen.iter().any(|l| l.contains("restoring the database")),
+        "{seen:?}"
+    );
+    eprintln!("killed: {st:?}; the target holds {:?}", counts(&e.dst_url()));
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let src = counts(&e.src_url());
+    let dst = counts(&e.dst_url());
+    for t in node0schema::TABLES {
+        assert_eq!(src[*t], dst[*t], "rows of {t}");
+    }
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let ns = manifest["cluster"]["name"].as_str().unwrap();
+    let agents = e.kubectl_json(&["get", "agents", "-A", "-o", "json"]);
+    assert_eq!(
+        agents["items"].as_array().unwrap().len() as u64,
+        manifest["counts"]["hosts"].as_u64().unwrap()
+    );
+    let out = e.plugin(&["migrate", "wait", b, "--namespace", ns, "--timeout", "10s"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
