@@ -806,7 +806,21 @@ fn large_bundle_timing() {
     );
     let b = bundle.to_str().unwrap();
     let t = Instant::now();
-    let out = e.plugin(&["migrate", "import", b]);
+    let mut cmd = e.cmd(&["migrate", "import", b]);
+    // Peak memory through GNU time when present (its line is the last of stderr).
+    if Path::new("/usr/bin/time").is_file() {
+        let mut timed = Command::new("/usr/bin/time");
+        timed
+            .args(["-f", "peak RSS %M KiB"])
+            .arg(BIN)
+            .args(["migrate", "import", b])
+            .stdin(Stdio::null());
+        for (k, v) in e.cluster.env() {
+            timed.env(k, v);
+        }
+        cmd = timed;
+    }
+    let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     eprintln!(
         "timing: import {:.2}s\n{}",
