@@ -457,6 +457,35 @@ pub fn rows(
     Ok(out)
 }
 
+/// Every row of `table` as a map of all its columns (None for NULL), in dump order; for
+/// small tables (clusters, hosts). Errors: as [`summarize`].
+pub fn table_rows(
+    what: &str,
+    r: &mut dyn BufRead,
+    table: &str,
+) -> Result<Vec<BTreeMap<String, Option<String>>>, Error> {
+    let mut out = Vec::new();
+    scan(
+        what,
+        r,
+        &mut |h, row| {
+            if h.key() != table {
+                return;
+            }
+            let text = String::from_utf8_lossy(row);
+            out.push(
+                h.columns
+                    .iter()
+                    .cloned()
+                    .zip(text.split('\t').map(unescape_copy))
+                    .collect(),
+            );
+        },
+        None,
+    )?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -545,6 +574,11 @@ SELECT pg_catalog.setval('public.events_id_seq', 300, true);
         let r = rows("d", &mut Cursor::new(DUMP), "hosts", &["id", "infra_env_id"]).unwrap();
         assert_eq!(r.len(), 3);
         assert_eq!(r[2]["id"].as_deref(), Some("h3"));
+        let all = table_rows("d", &mut Cursor::new(DUMP), "clusters").unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[1]["name"], None);
+        assert_eq!(all[1]["primary"].as_deref(), Some("f"));
+        assert_eq!(all[0].len(), 4);
     }
 
     #[test]

@@ -688,8 +688,13 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
                   whole installer database"
                 .into(),
         })?;
-    let crows = dump::rows(what, &mut open_dump()?, "clusters", &["id", "pull_secret"])?;
-    let Some(crow) = crows.iter().find(|r| r["id"].as_deref() == Some(cid.as_str())) else {
+    // Rows soft-deleted by gorm (deleted_at set) are not served over REST: not compared.
+    let live = |r: &BTreeMap<String, Option<String>>| r.get("deleted_at").is_none_or(Option::is_none);
+    let crows = dump::table_rows(what, &mut open_dump()?, "clusters")?;
+    let Some(crow) = crows
+        .iter()
+        .find(|r| live(r) && r.get("id").cloned().flatten().as_deref() == Some(cid.as_str()))
+    else {
         return Err(Error::InvalidInput {
             field: what_src,
             message: format!(
@@ -697,17 +702,17 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
                  dump node 0's database of this cluster",
                 crows
                     .iter()
-                    .map(|r| r["id"].clone().unwrap_or_default())
+                    .filter_map(|r| r.get("id").cloned().flatten())
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
         });
     };
-    let pull_secret = crow["pull_secret"].clone().unwrap_or_default();
-    let hrows = dump::rows(what, &mut open_dump()?, "hosts", &["id", "cluster_id"])?;
+    let pull_secret = crow.get("pull_secret").cloned().flatten().unwrap_or_default();
+    let hrows = dump::table_rows(what, &mut open_dump()?, "hosts")?;
     let dump_hosts = hrows
         .iter()
-        .filter(|r| r["cluster_id"].as_deref() == Some(cid.as_str()))
+        .filter(|r| live(r) && r.get("cluster_id").cloned().flatten().as_deref() == Some(cid.as_str()))
         .count();
     if dump_hosts != hosts.len() {
         return Err(Error::InvalidInput {
