@@ -739,7 +739,30 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
             }
         }
     }
+    // An Agent of this cluster that this import did not make (another namespace): refused, exit 4.
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let host = manifest["cluster"]["host_ids"][0].as_str().unwrap();
+    let o = e.cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata: {{name: elsewhere}}\n---\n\
+             apiVersion: agent-install.openshift.io/v1beta1\nkind: Agent\n\
+             metadata: {{name: \"{host}\", namespace: elsewhere}}\nspec: {{approved: false, role: \"\"}}\n"
+        ),
+    );
+    assert!(o.status.success(), "{}", text(&o));
     let before = counts(&e.dst_url());
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("Agent elsewhere/{host}")) && err.contains("not created by this bundle"),
+        "{err}"
+    );
+    let o = e.cluster.kubectl(&["delete", "agent", host, "-n", "elsewhere"]);
+    assert!(o.status.success(), "{}", text(&o));
+
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);

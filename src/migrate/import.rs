@@ -1444,12 +1444,12 @@ impl Importer<'_> {
         }
         // A released hold stays released.
         if p.info.kind == "ClusterDeployment"
-            && !have_v
+            && have_v
                 .pointer(&format!(
                     "/metadata/annotations/{}",
                     PAUSE_ANNOTATION.replace('/', "~1")
                 ))
-                .is_some()
+                .is_none()
         {
             if let Some(a) = want["metadata"]["annotations"].as_object_mut() {
                 a.remove(PAUSE_ANNOTATION);
