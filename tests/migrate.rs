@@ -339,10 +339,24 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
         manifest["counts"]["hosts"].as_u64().unwrap()
     );
 
-    // The completing run, and wait.
+    // The completing run, with a wait started before it that returns once it completes.
+    let waiter = e
+        .cmd(&["migrate", "wait", b, "--timeout", "60s", "--interval", "1s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
     let t = Instant::now();
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let w = waiter.wait_with_output().unwrap();
+    assert_eq!(w.status.code(), Some(0), "{}", text(&w));
+    assert!(
+        String::from_utf8_lossy(&w.stderr).contains("import in progress"),
+        "{}",
+        text(&w)
+    );
     eprintln!(
         "timing: import (resumed, CR status + artifacts + holds) {:.2}s",
         t.elapsed().as_secs_f64()
@@ -938,8 +952,15 @@ fn import_killed_during_the_restore_then_rerun() {
         "{seen:?}"
     );
     eprintln!("killed: {st:?}; the target holds {:?}", counts(&e.dst_url()));
-    let out = e.plugin(&["migrate", "import", b]);
+    // The re-run restores through --db-url (the local psql) instead of pod exec.
+    let db_url = e.dst_pg.url_as("admin", "installer");
+    let out = e.plugin(&["migrate", "import", b, "--db-url", &db_url]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the database of --db-url"),
+        "{}",
+        text(&out)
+    );
     let src = counts(&e.src_url());
     let dst = counts(&e.dst_url());
     for t in node0schema::TABLES {
