@@ -490,10 +490,11 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
         }
         ie_names.insert(id.to_string(), name.clone());
         let label = json!({ INFRAENV_LABEL: name });
-        let mut spec = json!({
-            "clusterRef": {"name": cd, "namespace": ""},
-            "pullSecretRef": {"name": pull},
-        });
+        let mut spec = json!({"pullSecretRef": {"name": pull}});
+        // A late-binding infra-env (no cluster_id) has no clusterRef; its hosts are bound one by one.
+        if s(ie, "cluster_id") == cid {
+            spec["clusterRef"] = json!({"name": cd, "namespace": ""});
+        }
         for (from, to) in [
             ("ssh_authorized_key", "sshAuthorizedKey"),
             ("cpu_architecture", "cpuArchitecture"),

@@ -555,7 +555,14 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         .cloned()
         .unwrap_or_default()
         .into_iter()
-        .filter(|ie| str_of(ie, "cluster_id") == cid || str_of(ie, "cluster_id").is_empty())
+        // The cluster's infra-envs, and unbound ones (late binding) holding hosts of the cluster.
+        .filter(|ie| {
+            str_of(ie, "cluster_id") == cid
+                || cluster
+                    .get("hosts")
+                    .and_then(Value::as_array)
+                    .is_some_and(|hs| hs.iter().any(|h| str_of(h, "infra_env_id") == str_of(ie, "id")))
+        })
         .collect();
     let mut hosts: Vec<Value> = Vec::new();
     let mut ie_ids = Vec::new();
