@@ -35,6 +35,9 @@ pub fn run(args: &super::UnitArgs) -> Result<u8, Error> {
 pub fn render(kubeconfig: &Path, bundle: &Path, timeout: Duration) -> Result<String, Error> {
     let kc = systemd_quote(kubeconfig, "--kubeconfig")?;
     let b = systemd_quote(bundle, "--bundle")?;
+    // Checked by systemd_quote: absolute, no whitespace, control characters or '%'.
+    let kc_raw = kubeconfig.display();
+    let b_raw = bundle.display();
     let secs = timeout.as_secs().max(1);
     let stop_secs = secs + STOP_MARGIN_SECS;
     Ok(format!(
@@ -56,6 +59,8 @@ After=network-online.target
 Before=shutdown.target reboot.target halt.target
 Conflicts=shutdown.target reboot.target halt.target
 DefaultDependencies=no
+# The bundle and the kubeconfig stay mounted until the stop has run.
+RequiresMountsFor={kc_raw} {b_raw}
 
 [Service]
 Type=oneshot
@@ -80,9 +85,9 @@ fn systemd_quote(p: &Path, flag: &str) -> Result<String, Error> {
             "{flag} {s:?}: must be an absolute path on node 0"
         )));
     }
-    if s.chars().any(|c| c.is_control() || c == '%') {
+    if s.chars().any(|c| c.is_control() || c.is_whitespace() || c == '%') {
         return Err(Error::Usage(format!(
-            "{flag} {s:?}: control characters and '%' cannot be used in a unit file"
+            "{flag} {s:?}: whitespace, control characters and '%' cannot be used in a unit file"
         )));
     }
     let mut out = String::from("\"");
@@ -119,13 +124,18 @@ mod tests {
         ));
         assert!(t.contains("TimeoutStopSec=7320\n"), "{t}");
         assert!(t.contains("Before=shutdown.target reboot.target"), "{t}");
+        assert!(
+            t.contains("RequiresMountsFor=/etc/kubernetes/kubeconfig /var/lib/agent-day2/migration\n"),
+            "{t}"
+        );
         assert!(t.contains("PROPOSAL, not proven"), "{t}");
     }
 
     #[test]
     fn odd_paths_are_quoted_or_refused() {
-        let t = render(Path::new("/a b/\"k$"), Path::new("/b"), Duration::from_secs(1)).unwrap();
-        assert!(t.contains("--kubeconfig \"/a b/\\\"k$$\""), "{t}");
+        let t = render(Path::new("/a/\"k$"), Path::new("/b"), Duration::from_secs(1)).unwrap();
+        assert!(t.contains("--kubeconfig \"/a/\\\"k$$\""), "{t}");
+        assert!(render(Path::new("/a b"), Path::new("/b"), Duration::from_secs(1)).is_err());
         assert!(render(Path::new("/a\nb"), Path::new("/b"), Duration::from_secs(1)).is_err());
         assert!(render(Path::new("/a%n"), Path::new("/b"), Duration::from_secs(1)).is_err());
         assert!(render(Path::new("rel"), Path::new("/b"), Duration::from_secs(1)).is_err());
