@@ -740,6 +740,15 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
         text(&o)
     );
 
+    // --wait-for-crds started before the CRDs are installed goes on once they are (and then
+    // stops at the newer schema, below).
+    let waiting = e
+        .cmd(&["migrate", "import", b, "--wait-for-crds", "--timeout", "90s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
     // CRDs installed: now the newer schema of the dump is refused (exit 3), the database untouched.
     for d in crds_dirs() {
         for f in std::fs::read_dir(&d).unwrap() {
@@ -753,6 +762,14 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
             }
         }
     }
+    let w = waiting.wait_with_output().unwrap();
+    assert_eq!(w.status.code(), Some(3), "{}", text(&w));
+    let err = String::from_utf8_lossy(&w.stderr);
+    assert!(
+        err.contains("waiting for CRDs") && err.contains("CRDs present"),
+        "{err}"
+    );
+
     // An Agent of this cluster that this import did not make (another namespace): refused, exit 4.
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
