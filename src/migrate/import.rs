@@ -684,15 +684,19 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
     let ns = default_namespace(&bundle, &crs, args.namespace.as_deref());
     let plan = plan(&crs, &ns, bundle.checksum())?;
     if args.dry_run {
+        let esc = |s: &str| crate::output::escape_for_display(s, 2000);
         println!(
-            "Plan for bundle {} (cluster {} {}, checksum {}) into namespace {ns}; nothing changed:",
-            bundle.dir.display(),
-            bundle.manifest.cluster.name,
-            bundle.manifest.cluster.id,
-            bundle.checksum()
+            "{}",
+            esc(&format!(
+                "Plan for bundle {} (cluster {} {}, checksum {}) into namespace {ns}; nothing changed:",
+                bundle.dir.display(),
+                bundle.manifest.cluster.name,
+                bundle.manifest.cluster.id,
+                bundle.checksum()
+            ))
         );
         for l in plan_lines(&plan, &bundle, &ns, args.keep_held) {
-            println!("{l}");
+            println!("{}", esc(&l));
         }
         return Ok(0);
     }
@@ -753,8 +757,9 @@ struct Importer<'a> {
     kind_tally: Option<(&'static str, [u32; 3])>,
 }
 
+/// A progress line on stderr, escaped (it carries names from the bundle and the cluster).
 fn progress(msg: &str) {
-    eprintln!("migrate: {msg}");
+    eprintln!("migrate: {}", crate::output::escape_for_display(msg, 2000));
 }
 
 impl Importer<'_> {
@@ -936,9 +941,13 @@ impl Importer<'_> {
         s.push_str(&crate::output::key_values(&[
             (
                 "Cluster",
-                format!("{} ({})", crate::output::display(&m.cluster.name), m.cluster.id),
+                format!(
+                    "{} ({})",
+                    crate::output::display(&m.cluster.name),
+                    crate::output::display(&m.cluster.id)
+                ),
             ),
-            ("Namespace", self.ns.clone()),
+            ("Namespace", crate::output::display(&self.ns)),
             ("Bundle", self.bundle.checksum().to_string()),
             (
                 "Phase",
@@ -965,7 +974,8 @@ impl Importer<'_> {
                 "Artifacts",
                 format!(
                     "PersistentVolumeClaim {}/{PVC_NAME} at {}/",
-                    self.ns, m.cluster.id
+                    crate::output::display(&self.ns),
+                    crate::output::display(&m.cluster.id)
                 ),
             ),
             (

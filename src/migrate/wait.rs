@@ -34,7 +34,13 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
     let target = kube.resolve().await?;
     let sum = bundle.checksum().to_string();
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
-    eprintln!("migrate: waiting for {rref} to be complete for bundle {sum}");
+    eprintln!(
+        "migrate: {}",
+        crate::output::escape_for_display(
+            &format!("waiting for {rref} to be complete for bundle {sum}"),
+            2000
+        )
+    );
     let mut last_said: Option<(String, Instant)> = None;
     let mut say = |what: String| {
         let now = Instant::now();
@@ -43,7 +49,7 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             None => true,
         };
         if repeat {
-            eprintln!("migrate: {what}");
+            eprintln!("migrate: {}", crate::output::escape_for_display(&what, 2000));
             last_said = Some((what, now));
         }
     };
@@ -59,9 +65,9 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
                 println!(
                     "cluster 0 holds the data of cluster {} ({}): import complete at {}",
-                    rec.cluster_name,
-                    rec.cluster_id,
-                    rec.completed.as_deref().unwrap_or("?")
+                    crate::output::display(&rec.cluster_name),
+                    crate::output::display(&rec.cluster_id),
+                    crate::output::display(rec.completed.as_deref().unwrap_or("?"))
                 );
                 return Ok(0);
             }
