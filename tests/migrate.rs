@@ -995,6 +995,6 @@ fn import_killed_during_the_restore_then_rerun() {
         agents["items"].as_array().unwrap().len() as u64,
         manifest["counts"]["hosts"].as_u64().unwrap()
     );
-    let out = e.plugin(&["migrate", "wait", b, "--namespace", ns, "--timeout", "10s"]);
+    let out = e.plugin(&["migrate", "wait", b, "-n", ns, "--timeout", "10s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }

@@ -571,8 +571,9 @@ pub fn schema_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     }
 }
 
-/// The namespace of the CRs: `--namespace`, else the ClusterDeployment's name in the bundle,
-/// else the cluster's name in the manifest.
+/// The namespace of the CRs and the record: `flag` (the global `-n/--namespace`, not the
+/// kubeconfig context's namespace; see [`super::run`]), else the ClusterDeployment's name in the
+/// bundle, else the cluster's name in the manifest.
 pub fn default_namespace(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> String {
     if let Some(n) = flag.filter(|n| !n.is_empty()) {
         return n.to_string();
@@ -681,7 +682,7 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
     let started = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let ns = default_namespace(&bundle, &crs, args.namespace.as_deref());
+    let ns = default_namespace(&bundle, &crs, kube.namespace.as_deref());
     let plan = plan(&crs, &ns, bundle.checksum())?;
     if args.dry_run {
         let esc = |s: &str| crate::output::escape_for_display(s, 2000);

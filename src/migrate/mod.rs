@@ -82,9 +82,6 @@ pub struct ExportArgs {
 pub struct ImportArgs {
     /// The bundle directory written by `migrate export`.
     pub bundle: PathBuf,
-    /// Namespace for the CRs and the record (default: the cluster's name from the bundle).
-    #[arg(long)]
-    pub namespace: Option<String>,
     /// Restore the database through this URL instead of exec'ing psql in the assisted-service pod.
     #[arg(long, value_name = "URL")]
     pub db_url: Option<String>,
@@ -110,9 +107,6 @@ pub struct ImportArgs {
 pub struct WaitArgs {
     /// The bundle directory (its checksum identifies the import to wait for).
     pub bundle: PathBuf,
-    /// Namespace of the record (default: the cluster's name from the bundle).
-    #[arg(long)]
-    pub namespace: Option<String>,
     /// Give up after this long (e.g. 2h).
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub timeout: String,
@@ -126,9 +120,6 @@ pub struct WaitArgs {
 pub struct StatusArgs {
     /// The bundle directory.
     pub bundle: PathBuf,
-    /// Namespace of the CRs and record (default: the cluster's name from the bundle).
-    #[arg(long)]
-    pub namespace: Option<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
@@ -149,6 +140,12 @@ pub struct UnitArgs {
 }
 
 /// Runs one migrate subcommand; returns the exit code (design.md "Exit codes").
+///
+/// Namespace of import/wait/status (the CRs and the completion record): the global
+/// `-n/--namespace` of [`KubeFlags`] when given (non-empty), else the cluster's name from the
+/// bundle ([`import::default_namespace`]). The kubeconfig context's namespace is deliberately
+/// not used: a migration must land in the same namespace whichever context runs `import`,
+/// `wait` (on node 0) and `status`, and `wait` must find the record `import` wrote.
 pub async fn run(kube: &KubeFlags, args: &MigrateArgs) -> Result<u8, Error> {
     match &args.command {
         MigrateCommand::Export(a) => export::run(a).await,
@@ -156,5 +153,40 @@ pub async fn run(kube: &KubeFlags, args: &MigrateArgs) -> Result<u8, Error> {
         MigrateCommand::Wait(a) => wait::run(kube, a).await,
         MigrateCommand::Status(a) => status::run(kube, a).await,
         MigrateCommand::Node0Unit(a) => unit::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn parse(args: &[&str]) -> Cli {
+        let argv = std::iter::once("kubectl-agent_day2").chain(args.iter().copied());
+        Cli::try_parse_from(argv).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    /// `-n NS` and `--namespace NS` (the global flag, before or after the subcommand) give the
+    /// migration namespace of import, wait and status; without them it is unset, so the
+    /// bundle's cluster name applies and not the kubeconfig context's namespace.
+    #[test]
+    fn namespace_is_the_global_flag_short_or_long() {
+        for args in [
+            &["migrate", "import", "./b", "-n", "ns1"][..],
+            &["migrate", "import", "-n", "ns1", "./b", "--dry-run"],
+            &["-n", "ns1", "migrate", "wait", "./b"],
+            &["migrate", "wait", "./b", "--namespace", "ns1", "--timeout", "10s"],
+            &["migrate", "status", "./b", "-n", "ns1", "-o", "json"],
+            &["--namespace=ns1", "migrate", "status", "./b"],
+        ] {
+            let cli = parse(args);
+            assert!(matches!(cli.command, Command::Migrate(_)), "{args:?}");
+            assert_eq!(cli.kube.namespace.as_deref(), Some("ns1"), "{args:?}");
+        }
+        for sub in ["import", "wait", "status"] {
+            let cli = parse(&["migrate", sub, "./b"]);
+            assert_eq!(cli.kube.namespace, None, "{sub}");
+        }
     }
 }

@@ -52,7 +52,7 @@ pub struct StatusDoc {
 pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error> {
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let ns = default_namespace(&bundle, &crs, args.namespace.as_deref());
+    let ns = default_namespace(&bundle, &crs, kube.namespace.as_deref());
     let plan = plan(&crs, &ns, bundle.checksum())?;
     let target = kube.resolve().await?;
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);

@@ -30,7 +30,7 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
     let start = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = super::import::read_crs(&bundle)?;
-    let ns = super::import::default_namespace(&bundle, &crs, args.namespace.as_deref());
+    let ns = super::import::default_namespace(&bundle, &crs, kube.namespace.as_deref());
     let target = kube.resolve().await?;
     let sum = bundle.checksum().to_string();
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
