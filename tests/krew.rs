@@ -1,0 +1,1113 @@
+//! The krew manifests (`plugin.yaml`, `krew/plugins/agent-day2.yaml`) checked by krew's own rules,
+//! the release archive against them, and the release binary's glibc needs.
+//!
+//! krew cannot be installed on these machines (its releases come from GitHub; crates.io, PyPI,
+//! npm and Debian have no krew), so `kubectl krew install --manifest=... --archive=...` is not
+//! run. Instead this file follows krew's code:
+//! - `validate_plugin`: `internal/index/validation/validate.go` (`ValidatePlugin`,
+//!   `IsSafePluginName`, `validatePlatform`, `validateFiles`, `validateSelector`), with the
+//!   version parsed as `internal/installation/semver.Parse` does (leading `v`, then
+//!   apimachinery's `version.ParseSemantic`);
+//! - `validate_manifest_file`: `cmd/validate-krew-manifest/main.go` (file name = plugin name,
+//!   every platform selects a supported os/arch, no os/arch selected twice, a license file among
+//!   the installed files), with label selectors matched as apimachinery's
+//!   `LabelSelectorAsSelector` does;
+//! - `krew_install`: `internal/installation/install.go`, `move.go` and `internal/download`
+//!   (sha256 check, gzip detection, tar extraction that refuses `..`/absolute entries and
+//!   anything but files and directories, `files` moves, the `bin` inside the install dir).
+//!
+//! The release archive and binary are checked when `scripts/release.sh` has built them
+//! (`dist/`, `target/x86_64-unknown-linux-gnu/release/`); otherwise those checks print why they
+//! are skipped.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const PLUGIN_NAME: &str = "agent-day2";
+/// The glibc of RHEL 8, the oldest bastion OS the release binary must run on.
+const GLIBC_FLOOR: (u32, u32) = (2, 28);
+
+// ---- krew's types (pkg/index/types.go); like krew's decoder, unknown fields are ignored ----
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Plugin {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: Metadata,
+    #[serde(default)]
+    spec: PluginSpec,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    name: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PluginSpec {
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    short_description: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    caveats: String,
+    #[serde(default)]
+    homepage: String,
+    #[serde(default)]
+    platforms: Vec<Platform>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Platform {
+    #[serde(default)]
+    uri: String,
+    #[serde(default)]
+    sha256: String,
+    selector: Option<LabelSelector>,
+    /// `None` when absent (krew then moves everything: `[{from: "*", to: "."}]`).
+    files: Option<Vec<FileOperation>>,
+    #[serde(default)]
+    bin: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct FileOperation {
+    #[serde(default)]
+    from: String,
+    #[serde(default)]
+    to: String,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LabelSelector {
+    match_labels: Option<BTreeMap<String, String>>,
+    match_expressions: Option<Vec<Requirement>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+struct Requirement {
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    operator: String,
+    #[serde(default)]
+    values: Vec<String>,
+}
+
+// ---- validate.go ----
+
+const WINDOWS_FORBIDDEN: &[&str] = &[
+    "CON", "PRN", "AUX", "NUL", "COM1", "COM2", "COM3", "COM4", "COM5", "COM6", "COM7", "COM8", "COM9",
+    "LPT1", "LPT2", "LPT3", "LPT4", "LPT5", "LPT6", "LPT7", "LPT8", "LPT9",
+];
+
+/// krew `IsSafePluginName`: `^[\w-]+$` (Go's `\w` is ASCII `[0-9A-Za-z_]`) and not a reserved
+/// Windows file name (case-insensitive).
+fn is_safe_plugin_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && !WINDOWS_FORBIDDEN.iter().any(|f| f.eq_ignore_ascii_case(name))
+}
+
+/// krew `semver.Parse`: a leading `v`, then apimachinery `version.ParseSemantic`
+/// (`^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)*$`, exactly three numeric components without leading
+/// zeros, then an optional `-pre.release` and `+build.meta` of `[0-9A-Za-z-]` identifiers and
+/// optional trailing whitespace).
+fn parse_semver(s: &str) -> Result<(u64, u64, u64), String> {
+    if !s.starts_with('v') {
+        return Err(format!("version string {s:?} not starting with 'v'"));
+    }
+    let version_re = regex::Regex::new(r"^\s*v?([0-9]+(?:\.[0-9]+)*)(.*)$").unwrap();
+    let extra_re = regex::Regex::new(
+        r"^(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?\s*$",
+    )
+    .unwrap();
+    let caps = version_re
+        .captures(s)
+        .ok_or_else(|| format!("could not parse {s:?} as version"))?;
+    let parts: Vec<&str> = caps[1].split('.').collect();
+    if parts.len() != 3 {
+        return Err(format!("illegal version string {s:?}"));
+    }
+    let mut nums = [0u64; 3];
+    for (i, p) in parts.iter().enumerate() {
+        if p.len() > 1 && p.starts_with('0') {
+            return Err(format!("illegal zero-prefixed version component {p:?} in {s:?}"));
+        }
+        nums[i] = p
+            .parse()
+            .map_err(|e| format!("illegal version string {s:?}: {e}"))?;
+    }
+    if !extra_re.is_match(&caps[2]) {
+        return Err(format!("illegal version string {s:?}"));
+    }
+    Ok((nums[0], nums[1], nums[2]))
+}
+
+fn is_valid_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// krew `ValidatePlugin(name, p)`: the first rule broken, in krew's order and words.
+fn validate_plugin(name: &str, p: &Plugin) -> Result<(), String> {
+    if p.api_version != "krew.googlecontainertools.github.com/v1alpha2" {
+        return Err(format!(
+            "plugin manifest has apiVersion={:?}, not supported",
+            p.api_version
+        ));
+    }
+    if p.kind != "Plugin" {
+        return Err(format!(
+            "plugin manifest has kind={:?}, but only \"Plugin\" is supported",
+            p.kind
+        ));
+    }
+    if !is_safe_plugin_name(name) {
+        return Err(format!(
+            "the plugin name {name:?} is not allowed, must match ^[\\w-]+$"
+        ));
+    }
+    if p.metadata.name != name {
+        return Err(format!(
+            "plugin should be named {name:?}, not {:?}",
+            p.metadata.name
+        ));
+    }
+    if p.spec.short_description.is_empty() {
+        return Err("should have a short description".into());
+    }
+    if p.spec.short_description.contains(['\r', '\n']) {
+        return Err("should not have line breaks in short description".into());
+    }
+    if p.spec.platforms.is_empty() {
+        return Err("should have a platform specified".into());
+    }
+    if p.spec.version.is_empty() {
+        return Err("should have a version specified".into());
+    }
+    parse_semver(&p.spec.version).map_err(|e| format!("failed to parse plugin version: {e}"))?;
+    for (i, pl) in p.spec.platforms.iter().enumerate() {
+        validate_platform(pl).map_err(|e| format!("platform [{i}] is badly constructed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// krew `validatePlatform`.
+fn validate_platform(p: &Platform) -> Result<(), String> {
+    if p.uri.is_empty() {
+        return Err("`uri` has to be set".into());
+    }
+    if p.sha256.is_empty() {
+        return Err("`sha256` sum has to be set".into());
+    }
+    if !is_valid_sha256(&p.sha256) {
+        return Err(format!(
+            "`sha256` value {} is not valid, must match pattern ^[a-f0-9]{{64}}$",
+            p.sha256
+        ));
+    }
+    if p.bin.is_empty() {
+        return Err("`bin` has to be set".into());
+    }
+    if let Some(files) = &p.files {
+        if files.is_empty() {
+            return Err("`files` is invalid: `files` has to be unspecified or non-empty".into());
+        }
+        for op in files {
+            if op.from.is_empty() {
+                return Err("`files` is invalid: `from` field has to be set".into());
+            }
+            if op.to.is_empty() {
+                return Err("`files` is invalid: `to` field has to be set".into());
+            }
+        }
+    }
+    validate_selector(p.selector.as_ref()).map_err(|e| format!("invalid platform selector: {e}"))
+}
+
+/// krew `validateSelector`.
+fn validate_selector(sel: Option<&LabelSelector>) -> Result<(), String> {
+    let sel = sel.ok_or("nil selector is not supported")?;
+    let exprs = sel.match_expressions.as_deref().unwrap_or_default();
+    if sel.match_labels.is_none() && exprs.is_empty() {
+        return Err("empty selector is not supported".into());
+    }
+    let keys = sel
+        .match_labels
+        .iter()
+        .flat_map(|m| m.keys())
+        .chain(exprs.iter().map(|e| &e.key));
+    for key in keys {
+        if key != "os" && key != "arch" {
+            return Err(format!("key {key:?} not supported"));
+        }
+    }
+    if sel.match_labels.as_ref().is_some_and(|m| m.is_empty()) {
+        return Err("`matchLabels` specified but empty".into());
+    }
+    if sel.match_expressions.as_ref().is_some_and(|m| m.is_empty()) {
+        return Err("`matchExpressions` specified but empty".into());
+    }
+    Ok(())
+}
+
+// ---- validate-krew-manifest ----
+
+/// The os/arch pairs krew supports (`allPlatforms` in cmd/validate-krew-manifest).
+const ALL_PLATFORMS: &[(&str, &str)] = &[
+    ("windows", "386"),
+    ("windows", "amd64"),
+    ("windows", "arm64"),
+    ("linux", "386"),
+    ("linux", "amd64"),
+    ("linux", "arm"),
+    ("linux", "arm64"),
+    ("linux", "ppc64le"),
+    ("darwin", "386"),
+    ("darwin", "amd64"),
+    ("darwin", "arm64"),
+];
+
+/// Whether `sel` selects the labels `{os, arch}`, as apimachinery's `LabelSelectorAsSelector`
+/// then `Matches`: no selector selects nothing, an empty one everything; a malformed expression
+/// (unknown operator, In/NotIn without values, Exists/DoesNotExist with values) selects nothing.
+fn selector_matches(sel: Option<&LabelSelector>, os: &str, arch: &str) -> bool {
+    let Some(sel) = sel else { return false };
+    let labels = BTreeMap::from([("os", os), ("arch", arch)]);
+    let label = |k: &str| labels.get(k).copied();
+    let labels_ok = sel
+        .match_labels
+        .iter()
+        .flatten()
+        .all(|(k, v)| label(k) == Some(v.as_str()));
+    let exprs_ok = sel.match_expressions.iter().flatten().all(|e| {
+        let has = |v: &str| e.values.iter().any(|x| x == v);
+        match (e.operator.as_str(), e.values.is_empty()) {
+            ("In", false) => label(&e.key).is_some_and(has),
+            ("NotIn", false) => !label(&e.key).is_some_and(has),
+            ("Exists", true) => label(&e.key).is_some(),
+            ("DoesNotExist", true) => label(&e.key).is_none(),
+            _ => false,
+        }
+    });
+    labels_ok && exprs_ok
+}
+
+/// cmd/validate-krew-manifest `validateManifestFile`, less the install (see `krew_install`).
+fn validate_manifest_file(path: &Path) -> Result<Plugin, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let plugin: Plugin =
+        serde_saphyr::from_str(&text).map_err(|e| format!("failed to read plugin file: {e}"))?;
+    let file_name = path.file_name().unwrap().to_str().unwrap();
+    let name = file_name
+        .strip_suffix(".yaml")
+        .ok_or_else(|| format!("expected manifest extension \".yaml\" in {file_name:?}"))?;
+    validate_plugin(name, &plugin).map_err(|e| format!("plugin validation error: {e}"))?;
+    validate_platform_coverage(&plugin.spec.platforms)?;
+    Ok(plugin)
+}
+
+/// Every platform selects some supported os/arch, and no os/arch is selected by two platforms.
+fn validate_platform_coverage(platforms: &[Platform]) -> Result<(), String> {
+    for (i, p) in platforms.iter().enumerate() {
+        if !ALL_PLATFORMS
+            .iter()
+            .any(|(os, arch)| selector_matches(p.selector.as_ref(), os, arch))
+        {
+            return Err(format!(
+                "spec.platform[{i}]'s selector doesn't match any supported platforms"
+            ));
+        }
+    }
+    for (os, arch) in ALL_PLATFORMS {
+        let idx: Vec<usize> = (0..platforms.len())
+            .filter(|&i| selector_matches(platforms[i].selector.as_ref(), os, arch))
+            .collect();
+        if idx.len() > 1 {
+            return Err(format!(
+                "overlapping platform selectors found: multiple spec.platforms (at indexes {idx:?}) \
+                 select os={os}/arch={arch}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The license file names validate-krew-manifest looks for among the installed files.
+const LICENSE_FILES: &[&str] = &[
+    "license",
+    "license.txt",
+    "license.md",
+    "licenses",
+    "licenses.txt",
+    "licenses.md",
+    "copying",
+    "copying.txt",
+];
+
+// ---- the manifests in the repository ----
+
+fn manifest_paths() -> [PathBuf; 2] {
+    [
+        Path::new(ROOT).join("plugin.yaml"),
+        Path::new(ROOT)
+            .join("krew/plugins")
+            .join(format!("{PLUGIN_NAME}.yaml")),
+    ]
+}
+
+/// The index copy passes krew's validation with the name taken from its file name; the top-level
+/// `plugin.yaml` (installed with `--manifest`, where krew validates against its own
+/// `metadata.name`) passes `ValidatePlugin` for `agent-day2` and the platform rules.
+#[test]
+fn manifests_pass_krews_validation() {
+    let [top, index] = manifest_paths();
+    let p = validate_manifest_file(&index).unwrap_or_else(|e| panic!("{}: {e}", index.display()));
+    assert_eq!(p.metadata.name, PLUGIN_NAME);
+
+    let text = std::fs::read_to_string(&top).unwrap();
+    let p: Plugin = serde_saphyr::from_str(&text).unwrap();
+    validate_plugin(PLUGIN_NAME, &p).unwrap_or_else(|e| panic!("plugin.yaml: {e}"));
+    validate_platform_coverage(&p.spec.platforms).unwrap_or_else(|e| panic!("plugin.yaml: {e}"));
+    println!(
+        "krew itself cannot be installed here (no GitHub access; no registry here has it), so \
+         `kubectl krew install --manifest` is not run; its validation and install steps are \
+         replayed by this test file"
+    );
+}
+
+/// The index copy is the top-level manifest, byte for byte.
+#[test]
+fn index_manifest_is_the_top_level_manifest() {
+    let [top, index] = manifest_paths();
+    assert_eq!(
+        std::fs::read_to_string(&top).unwrap(),
+        std::fs::read_to_string(&index).unwrap(),
+        "krew/plugins/{PLUGIN_NAME}.yaml differs from plugin.yaml: run scripts/release.sh"
+    );
+}
+
+/// What the project itself asks beyond krew's checks: the version of Cargo.toml, the fields
+/// spelled as krew reads them (krew ignores unknown fields, so a typo would pass its checks
+/// silently), only Linux platforms (the only OS the plugin builds for), the plugin's binary as
+/// `bin`, a non-empty homepage and description, and the line lengths an older
+/// validate-krew-manifest warned about (70 for shortDescription, 80 for description and caveats).
+#[test]
+fn manifest_fields_match_the_project() {
+    let [top, _] = manifest_paths();
+    let text = std::fs::read_to_string(&top).unwrap();
+    let p: Plugin = serde_saphyr::from_str(&text).unwrap();
+    assert_eq!(
+        p.spec.version,
+        format!("v{}", env!("CARGO_PKG_VERSION")),
+        "run scripts/release.sh"
+    );
+    assert!(p.spec.homepage.starts_with("https://"), "{}", p.spec.homepage);
+    assert!(!p.spec.description.trim().is_empty());
+    assert!(
+        p.spec.caveats.contains("kubectl_complete-agent_day2"),
+        "caveats tell how to complete"
+    );
+
+    let raw: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        v.as_object()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let within = |v: &serde_json::Value, allowed: &[&str], at: &str| {
+        for k in keys(v) {
+            assert!(allowed.contains(&k.as_str()), "unknown field {at}.{k}");
+        }
+    };
+    within(&raw, &["apiVersion", "kind", "metadata", "spec"], "");
+    within(&raw["metadata"], &["name"], "metadata");
+    let spec_keys = [
+        "version",
+        "homepage",
+        "shortDescription",
+        "description",
+        "caveats",
+        "platforms",
+    ];
+    within(&raw["spec"], &spec_keys, "spec");
+    for pl in raw["spec"]["platforms"].as_array().unwrap() {
+        within(pl, &["selector", "uri", "sha256", "files", "bin"], "platform");
+        within(&pl["selector"], &["matchLabels", "matchExpressions"], "selector");
+        for f in pl["files"].as_array().into_iter().flatten() {
+            within(f, &["from", "to"], "files[]");
+        }
+    }
+
+    for (i, pl) in p.spec.platforms.iter().enumerate() {
+        assert_eq!(pl.bin, "kubectl-agent_day2", "platform {i}");
+        let linux_only = ALL_PLATFORMS
+            .iter()
+            .filter(|(os, arch)| selector_matches(pl.selector.as_ref(), os, arch))
+            .all(|(os, _)| *os == "linux");
+        assert!(
+            linux_only,
+            "platform {i} selects a non-Linux OS; the plugin builds for Linux only"
+        );
+        let archive = pl.uri.rsplit('/').next().unwrap();
+        assert!(
+            archive.starts_with(&format!("kubectl-agent_day2-{}-linux-", p.spec.version))
+                && archive.ends_with(".tar.gz"),
+            "platform {i}: uri {} does not name this version's archive",
+            pl.uri
+        );
+    }
+    let too_long = |s: &str, max: usize| {
+        s.lines()
+            .find(|l| l.chars().count() > max && l.trim().contains(' '))
+            .map(str::to_string)
+    };
+    assert_eq!(too_long(&p.spec.short_description, 70), None);
+    assert_eq!(too_long(&p.spec.description, 80), None);
+    assert_eq!(too_long(&p.spec.caveats, 80), None);
+    if p.spec.platforms.iter().any(|pl| pl.uri.contains("/OWNER/")) {
+        println!(
+            "note: the platform uri is the placeholder base; scripts/release.sh --url-base sets the real one"
+        );
+    }
+}
+
+// ---- the validator itself: each rule rejects what krew rejects ----
+
+fn good_plugin() -> Plugin {
+    serde_saphyr::from_str(
+        r#"
+apiVersion: krew.googlecontainertools.github.com/v1alpha2
+kind: Plugin
+metadata: {name: foo}
+spec:
+  version: v1.2.3
+  shortDescription: does foo
+  platforms:
+    - selector: {matchLabels: {os: linux, arch: amd64}}
+      uri: https://example.invalid/foo.tar.gz
+      sha256: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+      bin: kubectl-foo
+"#,
+    )
+    .unwrap()
+}
+
+#[test]
+fn validator_rejects_what_krew_rejects() {
+    let ok = good_plugin();
+    validate_plugin("foo", &ok).unwrap();
+    validate_platform_coverage(&ok.spec.platforms).unwrap();
+
+    let reject = |what: &str, f: &dyn Fn(&mut Plugin)| {
+        let mut p = good_plugin();
+        f(&mut p);
+        let r = validate_plugin("foo", &p).and_then(|_| validate_platform_coverage(&p.spec.platforms));
+        assert!(r.is_err(), "{what} was accepted");
+    };
+    reject("another apiVersion", &|p| {
+        p.api_version = "krew.googlecontainertools.github.com/v1alpha1".into()
+    });
+    reject("another kind", &|p| p.kind = "Plugins".into());
+    reject("a name that differs from the file name", &|p| {
+        p.metadata.name = "bar".into()
+    });
+    reject("an empty short description", &|p| {
+        p.spec.short_description.clear()
+    });
+    reject("a line break in the short description", &|p| {
+        p.spec.short_description = "a\nb".into()
+    });
+    reject("no platforms", &|p| p.spec.platforms.clear());
+    reject("no version", &|p| p.spec.version.clear());
+    for v in [
+        "1.2.3", "v1", "v1.2", "v 1.2.3", "v01.2.3", "v1.02.3", "v1.2.03", "v1.0.1-", "v1.0.1+", "v0.0.0a",
+    ] {
+        reject(&format!("version {v}"), &|p| p.spec.version = v.into());
+    }
+    reject("no uri", &|p| p.spec.platforms[0].uri.clear());
+    reject("no sha256", &|p| p.spec.platforms[0].sha256.clear());
+    reject("an uppercase sha256", &|p| {
+        p.spec.platforms[0].sha256.make_ascii_uppercase()
+    });
+    reject("a short sha256", &|p| p.spec.platforms[0].sha256.truncate(63));
+    reject("no bin", &|p| p.spec.platforms[0].bin.clear());
+    reject("files: []", &|p| p.spec.platforms[0].files = Some(vec![]));
+    reject("a file without to", &|p| {
+        p.spec.platforms[0].files = Some(vec![FileOperation {
+            from: "x".into(),
+            to: String::new(),
+        }])
+    });
+    reject("no selector", &|p| p.spec.platforms[0].selector = None);
+    reject("an empty selector", &|p| {
+        p.spec.platforms[0].selector = Some(LabelSelector::default())
+    });
+    reject("matchLabels: {}", &|p| {
+        let exprs = vec![Requirement {
+            key: "os".into(),
+            operator: "Exists".into(),
+            values: vec![],
+        }];
+        p.spec.platforms[0].selector = Some(LabelSelector {
+            match_labels: Some(BTreeMap::new()),
+            match_expressions: Some(exprs),
+        })
+    });
+    reject("a selector key other than os/arch", &|p| {
+        let labels = BTreeMap::from([
+            ("os".to_string(), "linux".to_string()),
+            ("distro".into(), "rhel".into()),
+        ]);
+        p.spec.platforms[0].selector = Some(LabelSelector {
+            match_labels: Some(labels),
+            match_expressions: None,
+        })
+    });
+    reject("a selector matching no supported platform", &|p| {
+        let labels = BTreeMap::from([("os".to_string(), "plan9".to_string())]);
+        p.spec.platforms[0].selector = Some(LabelSelector {
+            match_labels: Some(labels),
+            match_expressions: None,
+        })
+    });
+    reject("two platforms selecting linux/amd64", &|p| {
+        let mut other = p.spec.platforms[0].clone();
+        other.selector = Some(LabelSelector {
+            match_labels: None,
+            match_expressions: Some(vec![Requirement {
+                key: "os".into(),
+                operator: "In".into(),
+                values: vec!["linux".into(), "darwin".into()],
+            }]),
+        });
+        p.spec.platforms.push(other)
+    });
+
+    for bad in ["CON", "nul", "Com1", "a.b", "a/b", "", "ä"] {
+        assert!(!is_safe_plugin_name(bad), "{bad:?}");
+    }
+    assert!(is_safe_plugin_name("agent-day2") && is_safe_plugin_name("a_b-1"));
+    assert_eq!(parse_semver("v1.2.3-beta.2+foo.bar"), Ok((1, 2, 3)));
+    assert_eq!(parse_semver("v0.0.0"), Ok((0, 0, 0)));
+    assert!(selector_matches(
+        Some(&LabelSelector {
+            match_labels: None,
+            match_expressions: Some(vec![Requirement {
+                key: "arch".into(),
+                operator: "NotIn".into(),
+                values: vec!["arm".into()]
+            }]),
+        }),
+        "linux",
+        "amd64"
+    ));
+    assert!(!selector_matches(None, "linux", "amd64"));
+}
+
+// ---- the release archive, installed as krew installs it ----
+
+/// An installed plugin: the install directory (krew's `store/<name>/<version>`) and its files.
+#[derive(Debug)]
+struct Installed {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+    files: Vec<String>,
+}
+
+/// Go `filepath.Clean` for slash-separated relative paths.
+fn clean(p: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for c in p.split('/') {
+        match c {
+            "" | "." => {}
+            ".." if out.last().is_some_and(|l| *l != "..") => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    let s = out.join("/");
+    match (p.starts_with('/'), s.is_empty()) {
+        (true, _) => format!("/{s}"),
+        (false, true) => ".".into(),
+        (false, false) => s,
+    }
+}
+
+/// Go `filepath.Match` for one path component, for the `*` and `?` wildcards.
+fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            wildcard(&pattern[1..], name) || (!name.is_empty() && wildcard(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => wildcard(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => wildcard(&pattern[1..], &name[1..]),
+        _ => false,
+    }
+}
+
+/// Go `filepath.Glob` below `dir` for a relative pattern.
+fn glob(dir: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut found = vec![dir.to_path_buf()];
+    for comp in clean(pattern).split('/') {
+        let mut next = Vec::new();
+        for d in &found {
+            let Ok(rd) = std::fs::read_dir(d) else { continue };
+            let mut names: Vec<String> = rd
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect();
+            names.sort();
+            next.extend(
+                names
+                    .into_iter()
+                    .filter(|n| wildcard(comp.as_bytes(), n.as_bytes()))
+                    .map(|n| d.join(n)),
+            );
+        }
+        found = next;
+    }
+    found
+}
+
+/// krew's install of `platform` from a local archive (`--archive`): sha256 check, extraction,
+/// the `files` moves into the install dir, and the `bin` check before the link.
+fn krew_install(platform: &Platform, archive: &Path) -> Result<Installed, String> {
+    let data = std::fs::read(archive).map_err(|e| e.to_string())?;
+    let got = hex::encode(Sha256::digest(&data));
+    if got != platform.sha256 {
+        return Err(format!(
+            "checksum does not match, want: {}, got {got}",
+            platform.sha256
+        ));
+    }
+    if !data.starts_with(&[0x1f, 0x8b, 0x08]) {
+        return Err("mime type of the archive is not application/x-gzip".into());
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let staging = tmp.path().join("download");
+    let install = tmp.path().join("store").join(PLUGIN_NAME).join("v");
+    std::fs::create_dir_all(&staging).unwrap();
+
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&data[..]));
+    for entry in tar.entries().map_err(|e| format!("tar extraction error: {e}"))? {
+        let mut entry = entry.map_err(|e| format!("tar extraction error: {e}"))?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if name == "pax_global_header" {
+            continue;
+        }
+        if name.contains("..") {
+            return Err(format!(
+                "refusing to unpack archive with suspicious entry {name:?}"
+            ));
+        }
+        if name.starts_with('/') || name.starts_with('\\') {
+            return Err(format!("refusing to unpack archive with absolute entry {name:?}"));
+        }
+        let path = staging.join(&name);
+        match entry.header().entry_type() {
+            tar::EntryType::Directory => std::fs::create_dir_all(&path).unwrap(),
+            tar::EntryType::Regular => {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                let mut out = std::fs::File::create(&path).unwrap();
+                std::io::copy(&mut entry, &mut out).map_err(|e| format!("failed to copy {name:?}: {e}"))?;
+                let mode = entry.header().mode().unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+            t => return Err(format!("unable to handle file type {t:?} for {name:?} in tar")),
+        }
+    }
+
+    let default_files = vec![FileOperation {
+        from: "*".into(),
+        to: ".".into(),
+    }];
+    let moves_dir = tmp.path().join("move");
+    std::fs::create_dir_all(&moves_dir).unwrap();
+    for op in platform.files.as_ref().unwrap_or(&default_files) {
+        if op.to != clean(&op.to) {
+            return Err(format!(
+                "the provided path is not clean, {:?} should be {:?}",
+                op.to,
+                clean(&op.to)
+            ));
+        }
+        let inside = |base: &Path, p: &Path| {
+            let rel = p.strip_prefix(base).ok();
+            rel.is_some_and(|r| !r.components().any(|c| c == std::path::Component::ParentDir))
+        };
+        let direct = staging.join(clean(&op.from));
+        let moves: Vec<(PathBuf, PathBuf)> = if direct.exists() {
+            let to = if clean(&op.to) == "." {
+                direct.file_name().unwrap().to_str().unwrap().to_string()
+            } else {
+                op.to.clone()
+            };
+            vec![(direct, moves_dir.join(clean(&to)))]
+        } else {
+            let found = glob(&staging, &op.from);
+            if found.is_empty() {
+                return Err(format!(
+                    "no files in the plugin archive matched the glob pattern={}",
+                    op.from
+                ));
+            }
+            let to_dir = moves_dir.join(clean(&op.to));
+            found
+                .into_iter()
+                .map(|f| {
+                    let base = f.file_name().unwrap().to_owned();
+                    (f, to_dir.join(base))
+                })
+                .collect()
+        };
+        for (from, to) in moves {
+            if !inside(&staging, &from) || !inside(&moves_dir, &to) {
+                return Err(format!("can't move {from:?} to {to:?}: out of bounds"));
+            }
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::rename(&from, &to).map_err(|e| format!("could not move {from:?} to {to:?}: {e}"))?;
+        }
+    }
+    std::fs::create_dir_all(install.parent().unwrap()).unwrap();
+    std::fs::rename(&moves_dir, &install).unwrap();
+
+    let bin = install.join(clean(&platform.bin));
+    if !bin.starts_with(&install) || clean(&platform.bin).starts_with("..") {
+        return Err(format!("the bin {:?} is outside the install dir", platform.bin));
+    }
+    if !bin.is_file() {
+        return Err(format!(
+            "can't create symbolic link, source binary ({}) cannot be found in extracted archive",
+            bin.display()
+        ));
+    }
+    let mut files = Vec::new();
+    let mut stack = vec![install.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else if e.file_type().unwrap().is_file() {
+                files.push(
+                    e.path()
+                        .strip_prefix(&install)
+                        .unwrap()
+                        .to_str()
+                        .unwrap()
+                        .to_string(),
+                );
+            }
+        }
+    }
+    files.sort();
+    Ok(Installed {
+        _tmp: tmp,
+        dir: install,
+        files,
+    })
+}
+
+/// The archive each platform names, when `scripts/release.sh` has put it in dist/.
+fn built_archives() -> Vec<(Platform, PathBuf)> {
+    let [top, _] = manifest_paths();
+    let p: Plugin = serde_saphyr::from_str(&std::fs::read_to_string(top).unwrap()).unwrap();
+    let mut out = Vec::new();
+    for pl in p.spec.platforms {
+        let name = pl.uri.rsplit('/').next().unwrap().to_string();
+        let path = Path::new(ROOT).join("dist").join(&name);
+        if path.is_file() {
+            out.push((pl, path));
+        } else {
+            println!("skipped: dist/{name} is not there (scripts/release.sh builds it)");
+        }
+    }
+    out
+}
+
+/// The archive in dist/ installs as krew would install it: the sha256 in the manifest is the
+/// archive's, `bin` is in it and executable, a license file is installed, the completion helper
+/// the caveats name is installed, and the installed binary runs and reports the manifest's version.
+#[test]
+fn release_archive_installs_like_krew() {
+    let [top, _] = manifest_paths();
+    let p: Plugin = serde_saphyr::from_str(&std::fs::read_to_string(top).unwrap()).unwrap();
+    for (pl, archive) in built_archives() {
+        let inst = krew_install(&pl, &archive).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+        println!("{}: installs {:?}", archive.display(), inst.files);
+        assert!(
+            inst.files.iter().any(|f| {
+                let base = f.rsplit('/').next().unwrap().to_ascii_lowercase();
+                LICENSE_FILES.contains(&base.as_str())
+            }),
+            "no license file among the installed files {:?}",
+            inst.files
+        );
+        assert!(inst.files.contains(&"kubectl_complete-agent_day2".to_string()));
+        use std::os::unix::fs::PermissionsExt;
+        for exe in [pl.bin.as_str(), "kubectl_complete-agent_day2"] {
+            let mode = std::fs::metadata(inst.dir.join(exe))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o111, 0o111, "{exe} is not executable ({mode:o})");
+        }
+        let linux_amd64 = selector_matches(pl.selector.as_ref(), "linux", "amd64");
+        if linux_amd64 && cfg!(all(target_os = "linux", target_arch = "x86_64")) {
+            let out = std::process::Command::new(inst.dir.join(&pl.bin))
+                .args(["version", "-o", "json"])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(format!("v{}", v["version"].as_str().unwrap()), p.spec.version);
+        }
+    }
+}
+
+/// The archive replay refuses what krew refuses: a wrong checksum, a `files` entry that matches
+/// nothing, a `bin` that is not in the archive.
+#[test]
+fn krew_install_replay_rejects_broken_platforms() {
+    let tmp = tempfile::tempdir().unwrap();
+    let archive = tmp.path().join("a.tar.gz");
+    {
+        let gz = flate2::write::GzEncoder::new(std::fs::File::create(&archive).unwrap(), Default::default());
+        let mut tar = tar::Builder::new(gz);
+        for (name, mode) in [("LICENSE", 0o644), ("kubectl-foo", 0o755)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(3);
+            h.set_mode(mode);
+            h.set_cksum();
+            tar.append_data(&mut h, name, &b"abc"[..]).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+    }
+    let sha = hex::encode(Sha256::digest(std::fs::read(&archive).unwrap()));
+    let mut pl = good_plugin().spec.platforms.remove(0);
+    pl.sha256 = sha.clone();
+    let inst = krew_install(&pl, &archive).unwrap();
+    assert_eq!(inst.files, ["LICENSE", "kubectl-foo"]);
+
+    pl.files = Some(vec![FileOperation {
+        from: "kubectl-*".into(),
+        to: "bin".into(),
+    }]);
+    pl.bin = "bin/kubectl-foo".into();
+    let inst = krew_install(&pl, &archive).unwrap();
+    assert_eq!(inst.files, ["bin/kubectl-foo"]);
+
+    let mut bad = pl.clone();
+    bad.sha256 = "0".repeat(64);
+    assert!(krew_install(&bad, &archive).unwrap_err().contains("checksum"));
+    let mut bad = pl.clone();
+    bad.files = Some(vec![FileOperation {
+        from: "README*".into(),
+        to: ".".into(),
+    }]);
+    assert!(krew_install(&bad, &archive).unwrap_err().contains("matched"));
+    let mut bad = pl.clone();
+    bad.bin = "kubectl-foo".into();
+    assert!(krew_install(&bad, &archive)
+        .unwrap_err()
+        .contains("cannot be found"));
+    let mut bad = pl;
+    bad.files = Some(vec![FileOperation {
+        from: "kubectl-foo".into(),
+        to: "./x/../y".into(),
+    }]);
+    assert!(krew_install(&bad, &archive).unwrap_err().contains("not clean"));
+}
+
+// ---- glibc needs of the release binary ----
+
+/// The sonames glibc itself provides (a binary that needs only these runs wherever a new
+/// enough glibc is).
+const GLIBC_LIBS: &[&str] = &[
+    "libc.so.6",
+    "libm.so.6",
+    "libpthread.so.0",
+    "libdl.so.2",
+    "librt.so.1",
+    "libutil.so.1",
+    "libresolv.so.2",
+    "libanl.so.1",
+    "ld-linux-x86-64.so.2",
+    "ld-linux-aarch64.so.1",
+    "ld64.so.2",
+];
+
+/// What an ELF file needs from the dynamic loader.
+#[derive(Debug, Default)]
+struct ElfNeeds {
+    /// DT_NEEDED sonames.
+    needed: Vec<String>,
+    /// (file, version) pairs of the GNU version needs section, e.g. ("libc.so.6", "GLIBC_2.17").
+    versions: Vec<(String, String)>,
+    /// Whether the file still has a symbol table (not stripped).
+    has_symtab: bool,
+}
+
+fn elf_needs(data: &[u8]) -> Result<ElfNeeds, String> {
+    use object::elf::FileHeader64;
+    use object::read::elf::{FileHeader, SectionHeader};
+    let e = |e: object::read::Error| e.to_string();
+    let hdr = FileHeader64::<object::Endianness>::parse(data).map_err(e)?;
+    let endian = hdr.endian().map_err(e)?;
+    let sections = hdr.sections(endian, data).map_err(e)?;
+    let mut out = ElfNeeds {
+        has_symtab: sections
+            .iter()
+            .any(|s| s.sh_type(endian) == object::elf::SHT_SYMTAB),
+        ..Default::default()
+    };
+    let dynamic = sections.dynamic_table(endian, data).map_err(e)?;
+    for d in &dynamic {
+        if d.tag == object::elf::DT_NEEDED {
+            let s = dynamic.string(d).map_err(e)?;
+            out.needed.push(String::from_utf8_lossy(s).into_owned());
+        }
+    }
+    if let Some((mut iter, link)) = sections.gnu_verneed(endian, data).map_err(e)? {
+        let strings = sections.strings(endian, data, link).map_err(e)?;
+        while let Some((need, mut aux)) = iter.next().map_err(e)? {
+            let file = String::from_utf8_lossy(need.file(endian, strings).map_err(e)?).into_owned();
+            while let Some(a) = aux.next().map_err(e)? {
+                let name = String::from_utf8_lossy(a.name(endian, strings).map_err(e)?).into_owned();
+                out.versions.push((file.clone(), name));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `GLIBC_2.28` -> (2, 28); `GLIBC_2.2.5` -> (2, 2); other names -> None.
+fn glibc_version(name: &str) -> Option<(u32, u32)> {
+    let mut it = name.strip_prefix("GLIBC_")?.split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// Checks a release binary: only glibc's libraries, no symbol version above the floor, no
+/// GLIBC_PRIVATE, stripped. Returns the highest GLIBC version needed.
+fn check_release_binary(data: &[u8]) -> Result<(u32, u32), String> {
+    let needs = elf_needs(data)?;
+    if let Some(lib) = needs.needed.iter().find(|l| !GLIBC_LIBS.contains(&l.as_str())) {
+        return Err(format!(
+            "needs {lib}, which is not part of glibc (needed: {:?})",
+            needs.needed
+        ));
+    }
+    let mut highest = (0, 0);
+    for (file, v) in &needs.versions {
+        if !GLIBC_LIBS.contains(&file.as_str()) {
+            return Err(format!("needs version {v} of {file}, which is not part of glibc"));
+        }
+        let ver = glibc_version(v).ok_or_else(|| format!("needs {v} of {file}, not a public GLIBC_x.y"))?;
+        highest = highest.max(ver);
+    }
+    if highest == (0, 0) {
+        return Err("no GLIBC symbol versions found: not a glibc binary?".into());
+    }
+    if highest > GLIBC_FLOOR {
+        return Err(format!(
+            "needs GLIBC_{}.{}, newer than glibc {}.{} (RHEL 8)",
+            highest.0, highest.1, GLIBC_FLOOR.0, GLIBC_FLOOR.1
+        ));
+    }
+    if needs.has_symtab {
+        return Err("not stripped (has a .symtab)".into());
+    }
+    Ok(highest)
+}
+
+/// The ELF reader sees this very test binary's needs (built for the host's glibc): libc.so.6
+/// and GLIBC_x.y versions. Keeps the release check below honest when no release is built.
+#[test]
+fn elf_reader_sees_glibc_needs_of_the_host_build() {
+    let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let needs = elf_needs(&data).unwrap();
+    assert!(
+        needs.needed.iter().any(|l| l == "libc.so.6"),
+        "{:?}",
+        needs.needed
+    );
+    assert!(
+        needs
+            .versions
+            .iter()
+            .any(|(f, v)| f == "libc.so.6" && glibc_version(v).is_some()),
+        "{:?}",
+        needs.versions
+    );
+    assert!(needs.has_symtab, "a test binary keeps its symbols");
+    assert!(
+        check_release_binary(&data).is_err(),
+        "an unstripped binary passed the release check"
+    );
+    assert_eq!(glibc_version("GLIBC_2.2.5"), Some((2, 2)));
+    assert_eq!(glibc_version("GLIBC_PRIVATE"), None);
+}
+
+/// The linux/amd64 release binary (in the dist/ archive and in cargo-zigbuild's target dir, where
+/// present) runs on glibc 2.28: its highest GLIBC symbol version is at most 2.28 and it needs no
+/// library outside glibc. Built by `scripts/release.sh` (a cold zigbuild release build takes
+/// long on 2 cores, so the test command does not build it; see README).
+#[test]
+fn release_binary_runs_on_rhel8_glibc() {
+    let mut checked = 0;
+    for (pl, archive) in built_archives() {
+        if !selector_matches(pl.selector.as_ref(), "linux", "amd64") {
+            continue;
+        }
+        let inst = krew_install(&pl, &archive).unwrap();
+        let data = std::fs::read(inst.dir.join(&pl.bin)).unwrap();
+        let hi = check_release_binary(&data).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+        println!(
+            "{}: highest glibc symbol version GLIBC_{}.{}",
+            archive.display(),
+            hi.0,
+            hi.1
+        );
+        checked += 1;
+    }
+    let built = Path::new(ROOT).join("target/x86_64-unknown-linux-gnu/release/kubectl-agent_day2");
+    match std::fs::read(&built) {
+        Ok(data) => {
+            let hi = check_release_binary(&data).unwrap_or_else(|e| panic!("{}: {e}", built.display()));
+            println!(
+                "{}: highest glibc symbol version GLIBC_{}.{}",
+                built.display(),
+                hi.0,
+                hi.1
+            );
+            checked += 1;
+        }
+        Err(_) => println!(
+            "skipped: {} is not built (scripts/release.sh builds it)",
+            built.display()
+        ),
+    }
+    if checked == 0 {
+        println!("skipped: no release binary to check; run scripts/release.sh");
+    }
+}
