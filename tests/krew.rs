@@ -626,6 +626,8 @@ fn validator_rejects_what_krew_rejects() {
 #[derive(Debug)]
 struct Installed {
     _tmp: tempfile::TempDir,
+    /// KREW_ROOT: `store/<name>/<version>/` holds the plugin, `bin/` is empty (see `link`).
+    root: PathBuf,
     dir: PathBuf,
     files: Vec<String>,
 }
@@ -686,9 +688,9 @@ fn glob(dir: &Path, pattern: &str) -> Vec<PathBuf> {
     found
 }
 
-/// krew's install of `platform` from a local archive (`--archive`): sha256 check, extraction,
-/// the `files` moves into the install dir, and the `bin` check before the link.
-fn krew_install(platform: &Platform, archive: &Path) -> Result<Installed, String> {
+/// krew's install of `platform` at `version` from a local archive (`--archive`): sha256 check,
+/// extraction, the `files` moves into the install dir, and the `bin` check before the link.
+fn krew_install(platform: &Platform, version: &str, archive: &Path) -> Result<Installed, String> {
     let data = std::fs::read(archive).map_err(|e| e.to_string())?;
     let got = hex::encode(Sha256::digest(&data));
     if got != platform.sha256 {
@@ -702,7 +704,8 @@ fn krew_install(platform: &Platform, archive: &Path) -> Result<Installed, String
     }
     let tmp = tempfile::tempdir().unwrap();
     let staging = tmp.path().join("download");
-    let install = tmp.path().join("store").join(PLUGIN_NAME).join("v");
+    let install = tmp.path().join("store").join(PLUGIN_NAME).join(version);
+    std::fs::create_dir_all(tmp.path().join("bin")).unwrap();
     std::fs::create_dir_all(&staging).unwrap();
 
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(&data[..]));
@@ -820,6 +823,7 @@ fn krew_install(platform: &Platform, archive: &Path) -> Result<Installed, String
     }
     files.sort();
     Ok(Installed {
+        root: tmp.path().to_path_buf(),
         _tmp: tmp,
         dir: install,
         files,
@@ -851,7 +855,8 @@ fn release_archive_installs_like_krew() {
     let [top, _] = manifest_paths();
     let p: Plugin = serde_saphyr::from_str(&std::fs::read_to_string(top).unwrap()).unwrap();
     for (pl, archive) in built_archives() {
-        let inst = krew_install(&pl, &archive).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
+        let inst = krew_install(&pl, &p.spec.version, &archive)
+            .unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
         println!("{}: installs {:?}", archive.display(), inst.files);
         assert!(
             inst.files.iter().any(|f| {
@@ -879,8 +884,82 @@ fn release_archive_installs_like_krew() {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
             let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(format!("v{}", v["version"].as_str().unwrap()), p.spec.version);
+            through_kubectl(&inst, &pl, &p.spec.caveats);
         }
     }
+}
+
+/// After the install: krew's relative symlink `bin/kubectl-agent_day2`, the caveats' commands
+/// run as written (they copy the completion helper into `bin/`), then the real kubectl finds
+/// the plugin, runs it and completes through the helper. Skipped when kubectl is missing.
+fn through_kubectl(inst: &Installed, pl: &Platform, caveats: &str) {
+    let bin_dir = inst.root.join("bin");
+    let target = Path::new("..")
+        .join(inst.dir.strip_prefix(&inst.root).unwrap())
+        .join(&pl.bin);
+    std::os::unix::fs::symlink(&target, bin_dir.join("kubectl-agent_day2")).unwrap();
+    // The indented lines of the caveats are the commands to run.
+    let script: Vec<&str> = caveats.lines().filter(|l| l.starts_with("  ")).collect();
+    assert!(!script.is_empty(), "caveats without commands: {caveats}");
+    let home = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-euc", &script.join("\n")])
+        .env("KREW_ROOT", &inst.root)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "caveats' commands failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        bin_dir.join("kubectl_complete-agent_day2").is_file(),
+        "the caveats did not install the helper"
+    );
+
+    if std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
+        println!("skipped: kubectl is not installed, so the installed plugin is not run through it");
+        return;
+    }
+    let mut paths = vec![bin_dir.clone()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let path = std::env::join_paths(paths).unwrap();
+    let kubectl = |args: &[&str]| {
+        let out = std::process::Command::new("kubectl")
+            .args(args)
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .env_remove("KUBECONFIG")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (ok, listed) = kubectl(&["plugin", "list", "--name-only"]);
+    assert!(
+        listed.lines().any(|l| l == "kubectl-agent_day2"),
+        "plugin list ({ok}): {listed}"
+    );
+    let (ok, version) = kubectl(&["agent-day2", "version"]);
+    assert!(ok && version.starts_with("agent-day2 v"), "{version}");
+    let (ok, completed) = kubectl(&["__complete", "agent-day2", ""]);
+    assert!(
+        ok && completed.lines().any(|l| l.starts_with("add-nodes")),
+        "{completed}"
+    );
+    println!(
+        "kubectl runs the krew-installed plugin ({}) and completes through the helper",
+        version.lines().next().unwrap_or_default()
+    );
 }
 
 /// The archive replay refuses what krew refuses: a wrong checksum, a `files` entry that matches
@@ -904,7 +983,7 @@ fn krew_install_replay_rejects_broken_platforms() {
     let sha = hex::encode(Sha256::digest(std::fs::read(&archive).unwrap()));
     let mut pl = good_plugin().spec.platforms.remove(0);
     pl.sha256 = sha.clone();
-    let inst = krew_install(&pl, &archive).unwrap();
+    let inst = krew_install(&pl, "v1.2.3", &archive).unwrap();
     assert_eq!(inst.files, ["LICENSE", "kubectl-foo"]);
 
     pl.files = Some(vec![FileOperation {
@@ -912,21 +991,25 @@ fn krew_install_replay_rejects_broken_platforms() {
         to: "bin".into(),
     }]);
     pl.bin = "bin/kubectl-foo".into();
-    let inst = krew_install(&pl, &archive).unwrap();
+    let inst = krew_install(&pl, "v1.2.3", &archive).unwrap();
     assert_eq!(inst.files, ["bin/kubectl-foo"]);
 
     let mut bad = pl.clone();
     bad.sha256 = "0".repeat(64);
-    assert!(krew_install(&bad, &archive).unwrap_err().contains("checksum"));
+    assert!(krew_install(&bad, "v1.2.3", &archive)
+        .unwrap_err()
+        .contains("checksum"));
     let mut bad = pl.clone();
     bad.files = Some(vec![FileOperation {
         from: "README*".into(),
         to: ".".into(),
     }]);
-    assert!(krew_install(&bad, &archive).unwrap_err().contains("matched"));
+    assert!(krew_install(&bad, "v1.2.3", &archive)
+        .unwrap_err()
+        .contains("matched"));
     let mut bad = pl.clone();
     bad.bin = "kubectl-foo".into();
-    assert!(krew_install(&bad, &archive)
+    assert!(krew_install(&bad, "v1.2.3", &archive)
         .unwrap_err()
         .contains("cannot be found"));
     let mut bad = pl;
@@ -934,7 +1017,9 @@ fn krew_install_replay_rejects_broken_platforms() {
         from: "kubectl-foo".into(),
         to: "./x/../y".into(),
     }]);
-    assert!(krew_install(&bad, &archive).unwrap_err().contains("not clean"));
+    assert!(krew_install(&bad, "v1.2.3", &archive)
+        .unwrap_err()
+        .contains("not clean"));
 }
 
 // ---- glibc needs of the release binary ----
@@ -1074,12 +1159,14 @@ fn elf_reader_sees_glibc_needs_of_the_host_build() {
 /// long on 2 cores, so the test command does not build it; see README).
 #[test]
 fn release_binary_runs_on_rhel8_glibc() {
+    let [top, _] = manifest_paths();
+    let p: Plugin = serde_saphyr::from_str(&std::fs::read_to_string(top).unwrap()).unwrap();
     let mut checked = 0;
     for (pl, archive) in built_archives() {
         if !selector_matches(pl.selector.as_ref(), "linux", "amd64") {
             continue;
         }
-        let inst = krew_install(&pl, &archive).unwrap();
+        let inst = krew_install(&pl, &p.spec.version, &archive).unwrap();
         let data = std::fs::read(inst.dir.join(&pl.bin)).unwrap();
         let hi = check_release_binary(&data).unwrap_or_else(|e| panic!("{}: {e}", archive.display()));
         println!(
