@@ -121,6 +121,16 @@ for target in "${targets[@]}"; do
   floor=${floor#.}
   max_glibc=$(readelf --version-info "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sort -u -V | tail -1)
   echo "release.sh: highest glibc symbol version needed: $max_glibc (floor ${floor:-none})" >&2
+  if [ -n "$floor" ] && [ "$(printf '%s\n' "GLIBC_$floor" "$max_glibc" | sort -V | tail -1)" != "GLIBC_$floor" ]; then
+    echo "release.sh: $bin needs $max_glibc, newer than the glibc $floor floor" >&2
+    exit 1
+  fi
+  # Only glibc's own libraries (tests/krew.rs checks the same on the archive).
+  if readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+    grep -vxE 'lib(c\.so\.6|m\.so\.6|pthread\.so\.0|dl\.so\.2|rt\.so\.1|util\.so\.1|resolv\.so\.2|anl\.so\.1)|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1|ld64\.so\.2' >&2; then
+    echo "release.sh: $bin needs the libraries above, which are not part of glibc" >&2
+    exit 1
+  fi
 
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' EXIT
