@@ -973,10 +973,45 @@ fn import_killed_during_the_restore_then_rerun() {
         "{seen:?}"
     );
     eprintln!("killed: {st:?}; the target holds {:?}", counts(&e.dst_url()));
-    // The re-run restores through --db-url (the local psql) instead of pod exec.
-    let db_url = e.dst_pg.url_as("admin", "installer");
-    let out = e.plugin(&["migrate", "import", b, "--db-url", &db_url]);
+    // The re-run restores through --db-url (the local psql) instead of pod exec, with a
+    // password in the URL: psql gets it in PGPASSWORD, never in its argv (a stand-in psql on
+    // PATH records both, then runs the real one).
+    use std::os::unix::fs::PermissionsExt;
+    let fake = e.path("fakebin");
+    std::fs::create_dir(&fake).unwrap();
+    let (argv_log, env_log) = (e.path("psql-argv"), e.path("psql-env"));
+    std::fs::write(
+        fake.join("psql"),
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {}\necho \"PGPASSWORD=${{PGPASSWORD-unset}}\" >> {}\nexec {} \"$@\"\n",
+            argv_log.display(),
+            env_log.display(),
+            postgres::psql_bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(fake.join("psql"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let db_url = e.dst_pg.url_as("admin:pw%20x", "installer");
+    let out = e
+        .cmd(&["migrate", "import", b, "--db-url", &db_url])
+        .env("PATH", &path)
+        .env_remove("PGPASSWORD")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let argv = std::fs::read_to_string(&argv_log).unwrap();
+    assert!(
+        !argv.is_empty() && !argv.contains("pw"),
+        "password in psql's argv: {argv}"
+    );
+    let plain = e.dst_pg.url_as("admin", "installer");
+    assert!(
+        argv.lines().all(|l| l.contains(&format!("-d {plain} "))),
+        "{argv}"
+    );
+    let envs = std::fs::read_to_string(&env_log).unwrap();
+    assert!(envs.lines().all(|l| l == "PGPASSWORD=pw x"), "{envs}");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("the database of --db-url"),
         "{}",

@@ -503,6 +503,59 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     assert_eq!(b4.manifest.counts.rows, b.manifest.counts.rows);
     std::fs::remove_dir_all(&out4).unwrap();
 
+    // --db-url with a password: pg_dump gets it in PGPASSWORD, its argv holds the URL without
+    // it (argv is visible to every user in `ps`). A stand-in pg_dump records both, then runs
+    // the real one.
+    let real_pg_dump = postgres::bin_dir()
+        .map(|b| b.join("pg_dump"))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| "pg_dump".into());
+    let pg_argv = tmp.path().join("pg_dump-argv");
+    let pg_env = tmp.path().join("pg_dump-env");
+    std::fs::write(
+        fake.join("pg_dump"),
+        format!(
+            "#!/bin/sh\necho \"$@\" > {}\necho \"PGPASSWORD=${{PGPASSWORD-unset}}\" > {}\nexec {} \"$@\"\n",
+            pg_argv.display(),
+            pg_env.display(),
+            real_pg_dump.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(fake.join("pg_dump"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret_url = pg.url_as("admin:s3cr%40t", "installer");
+    let out5 = outdir.join("b5");
+    let o = Command::new(BIN)
+        .args(["migrate", "export", "--from", &n0.url, "--token-file"])
+        .arg(&n0.token_file)
+        .args(["--db-url", &secret_url, "--out"])
+        .arg(&out5)
+        .env("PATH", &path)
+        .env_remove("PGPASSWORD")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let argv5 = std::fs::read_to_string(&pg_argv).unwrap();
+    assert!(
+        !argv5.contains("s3cr"),
+        "password on pg_dump's command line: {argv5}"
+    );
+    assert_eq!(
+        argv5.trim(),
+        format!(
+            "--data-only --no-owner --no-privileges -d {}",
+            pg.url_as("admin", "installer")
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pg_env).unwrap().trim(),
+        "PGPASSWORD=s3cr@t"
+    );
+    let b5 = Bundle::open(&out5).unwrap();
+    assert_eq!(b5.manifest.counts.rows, b.manifest.counts.rows);
+    std::fs::remove_dir_all(&out5).unwrap();
+
     // pg_dump not installed: a usage error saying what to do, nothing left.
     let o = Command::new(BIN)
         .args(["migrate", "export", "--from", &n0.url, "--token-file"])

@@ -344,7 +344,13 @@ impl Db {
 async fn local_psql(url: &str, args: &[&str], stdin: Option<Producer>) -> Result<ExecOutput, Error> {
     use std::process::Stdio;
     let mut cmd = tokio::process::Command::new("psql");
-    cmd.arg("-X").arg("-d").arg(url).args(args);
+    // The password goes in PGPASSWORD, not on psql's command line (visible in `ps`).
+    let (url, password) = super::export::split_db_password(url);
+    cmd.arg("-X").arg("-d").arg(&url).args(args);
+    if let Some(pw) = password {
+        use std::os::unix::ffi::OsStringExt;
+        cmd.env("PGPASSWORD", std::ffi::OsString::from_vec(pw));
+    }
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {

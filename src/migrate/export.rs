@@ -79,13 +79,14 @@ impl DbSource {
         }
     }
 
-    /// The command that makes the dump (None for a file).
+    /// The command that makes the dump (None for a file). For `--db-url` the URL without its
+    /// password ([`split_db_password`]; the password goes in `PGPASSWORD`, see [`Self::password`]).
     pub fn command(&self) -> Option<(String, Vec<String>)> {
         let base = ["--data-only", "--no-owner", "--no-privileges"].map(String::from);
         match self {
             DbSource::Url(u) => {
                 let mut v = base.to_vec();
-                v.extend(["-d".into(), u.clone()]);
+                v.extend(["-d".into(), split_db_password(u).0]);
                 Some(("pg_dump".into(), v))
             }
             DbSource::Container(n) => {
@@ -97,6 +98,155 @@ impl DbSource {
             DbSource::File(_) => None,
         }
     }
+
+    /// The password of `--db-url` (for `PGPASSWORD`), None when it has none or for the other
+    /// sources.
+    pub fn password(&self) -> Option<Vec<u8>> {
+        match self {
+            DbSource::Url(u) => split_db_password(u).1,
+            _ => None,
+        }
+    }
+}
+
+/// A libpq connection string (`--db-url` of export and import) split into the same string
+/// without its password and the password, so that the password reaches `pg_dump`/`psql` in the
+/// `PGPASSWORD` environment variable and never on their command line (visible to every user in
+/// `ps` and /proc/PID/cmdline). libpq takes a password in the URL before `PGPASSWORD`, so the
+/// connection is the same.
+///
+/// Forms (PostgreSQL docs "Connection Strings"): a URI `postgres[ql]://user:PASSWORD@host/db`
+/// (the userinfo ends at the first `@` before any `/`, as libpq reads it; the password is
+/// percent-decoded) and its `?password=...` parameter (also percent-decoded, removed with its
+/// `&`); or keyword/value `host=h password=PASSWORD dbname=d` (values bare or single-quoted with
+/// `\'` and `\\`). When the password is given twice the last one counts, as in libpq. Anything
+/// else is returned unchanged with no password.
+pub fn split_db_password(conn: &str) -> (String, Option<Vec<u8>>) {
+    let t = conn.trim_start();
+    let scheme = ["postgresql://", "postgres://"]
+        .into_iter()
+        .find(|s| t.starts_with(s));
+    match scheme {
+        Some(sc) => split_uri_password(&t[..sc.len()], &t[sc.len()..]),
+        None if t.contains('=') => split_keyword_password(conn),
+        None => (conn.to_string(), None),
+    }
+}
+
+fn split_uri_password(scheme: &str, rest: &str) -> (String, Option<Vec<u8>>) {
+    let mut password = None;
+    let mut out = String::from(scheme);
+    let mut rest = rest;
+    let end = rest.find(['@', '/']).unwrap_or(rest.len());
+    if rest[end..].starts_with('@') {
+        let userinfo = &rest[..end];
+        match userinfo.split_once(':') {
+            Some((user, pw)) => {
+                password = Some(percent_decode(pw));
+                out.push_str(user);
+            }
+            None => out.push_str(userinfo),
+        }
+        out.push('@');
+        rest = &rest[end + 1..];
+    }
+    let Some((before, query)) = rest.split_once('?') else {
+        out.push_str(rest);
+        return (out, password);
+    };
+    out.push_str(before);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.split_once('=') {
+            Some(("password", v)) => {
+                password = Some(percent_decode(v));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    (out, password)
+}
+
+fn split_keyword_password(conn: &str) -> (String, Option<Vec<u8>>) {
+    let b = conn.as_bytes();
+    let mut password = None;
+    let mut kept: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &conn[start..i];
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() || b[i] != b'=' {
+            // Not keyword=value: leave the string to libpq, which reports it.
+            return (conn.to_string(), None);
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut value = Vec::new();
+        if i < b.len() && b[i] == b'\'' {
+            i += 1;
+            while i < b.len() && b[i] != b'\'' {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                value.push(b[i]);
+                i += 1;
+            }
+            i += 1; // closing quote (libpq refuses a missing one)
+        } else {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                value.push(b[i]);
+                i += 1;
+            }
+        }
+        if key == "password" {
+            password = Some(value);
+        } else {
+            kept.push(&conn[start..i.min(b.len())]);
+        }
+    }
+    (kept.join(" "), password)
+}
+
+/// `%XX` decoded (libpq's URI rule); an invalid escape is kept as it is.
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
 }
 
 /// A reader of node 0's REST API.
@@ -401,7 +551,12 @@ fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
     }
     let (prog, args) = db.command().expect("a command source");
     let shown = format!("{prog} {}", args.join(" "));
-    let mut child = Command::new(&prog)
+    let mut cmd = Command::new(&prog);
+    if let Some(pw) = db.password() {
+        use std::os::unix::ffi::OsStringExt;
+        cmd.env("PGPASSWORD", std::ffi::OsString::from_vec(pw));
+    }
+    let mut child = cmd
         .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -848,6 +1003,52 @@ mod tests {
                 "postgres://u@h/installer"
             ]
         );
+    }
+
+    #[test]
+    fn db_url_password_leaves_the_command_line() {
+        let pw = |s: &str| Some(s.as_bytes().to_vec());
+        for (conn, want, password) in [
+            ("postgres://u@h/installer", "postgres://u@h/installer", None),
+            (
+                "postgres://u:s3cr%40t@h:5432/installer",
+                "postgres://u@h:5432/installer",
+                pw("s3cr@t"),
+            ),
+            (
+                "postgresql://u:p@[::1]:5432/db?sslmode=disable",
+                "postgresql://u@[::1]:5432/db?sslmode=disable",
+                pw("p"),
+            ),
+            ("postgres://u:@h/db", "postgres://u@h/db", pw("")),
+            (
+                "postgres://h/db?password=x%26y&sslmode=require",
+                "postgres://h/db?sslmode=require",
+                pw("x&y"),
+            ),
+            ("postgres://u:a@h/db?password=b", "postgres://u@h/db", pw("b")),
+            // The userinfo ends at the first @ before any /, as libpq reads it.
+            ("postgres://h/db@x", "postgres://h/db@x", None),
+            (
+                "host=h password=p dbname=installer",
+                "host=h dbname=installer",
+                pw("p"),
+            ),
+            (
+                "host=h password = 'it''s' user=u",
+                "host=h password = 'it''s' user=u",
+                None,
+            ),
+            ("host=h password='a b\\'c' user=u", "host=h user=u", pw("a b'c")),
+            ("installer", "installer", None),
+        ] {
+            assert_eq!(split_db_password(conn), (want.to_string(), password), "{conn}");
+        }
+        let d = DbSource::Url("postgres://admin:hunter2@h/installer".into());
+        let argv = d.command().unwrap().1.join(" ");
+        assert!(!argv.contains("hunter2"), "{argv}");
+        assert_eq!(d.password(), pw("hunter2"));
+        assert_eq!(DbSource::Container("assisted-db".into()).password(), None);
     }
 
     #[test]
