@@ -154,6 +154,11 @@ fn init_logging(v: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(directives));
+    // Whatever RUST_LOG says: the WebSocket layer logs whole frames at trace, and pod exec
+    // frames carry the database restore (pull secret, credentials) of `migrate import`.
+    let filter = ["tungstenite=off", "tokio_tungstenite=off"]
+        .iter()
+        .fold(filter, |f, d| f.add_directive(d.parse().expect("static directive")));
     if v >= 6 {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
