@@ -35,8 +35,9 @@ pub struct KubeFlags {
     /// The name of the kubeconfig user to use, e.g. --user admin.
     #[arg(long, global = true, value_name = "NAME")]
     pub user: Option<String>,
-    /// The namespace scope for this request, e.g. -n default (agent-day2 keeps its own records
-    /// in openshift-agent-day2 whatever this says).
+    /// The namespace scope for this request, e.g. -n ostest: where `migrate import`, `wait`
+    /// and `status` put and look for the migrated objects (default: the cluster's name); the
+    /// other commands keep their records in openshift-agent-day2 whatever this says.
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// The address and port of the Kubernetes API server, e.g. -s https://api.ostest.example.com:6443.
