@@ -80,19 +80,35 @@ fn p(
 }
 
 /// Every permission the plugin's commands need (design.md "What the cluster tells us",
-/// "Verifying kubelet CSRs", "monitor"). Reads are needed by info and add-nodes.
+/// "Verifying kubelet CSRs", "monitor", "migrate"), each with the commands that need it
+/// (`needed_by`: info, add-nodes, approve, monitor, migrate import, migrate status,
+/// migrate wait). Each (verb, group, resource, subresource, namespace, name) appears once.
+///
+/// The list follows the API calls the code makes:
+/// - info, add-nodes: the cluster facts (src/cluster.rs), the batch records and the
+///   `agent-day2-auth` Secret in [`OWN_NAMESPACE`] (src/batch.rs, src/add_nodes).
+/// - approve: Infrastructure and Network `cluster` (the API names and networks a serving
+///   certificate must not claim, src/approve `read_policy`), CSRs, Nodes, the batch records
+///   (read, listed, watched by `--watch`, updated with each approval). No Secret.
+/// - monitor: CSRs and Nodes (watched; Nodes labelled), the batch records (read, listed,
+///   updated with learnt addresses), Secret `agent-day2-auth` read for the node tokens; with
+///   `--approve` also what approve needs.
+/// - migrate: [`migrate_permissions`].
 pub fn required_permissions() -> Vec<Permission> {
     const R: &[&str] = &["info", "add-nodes"];
+    const RA: &[&str] = &["info", "add-nodes", "approve"];
     const ADD: &[&str] = &["add-nodes"];
     const APP: &[&str] = &["approve"];
     const MON: &[&str] = &["monitor", "approve"];
+    const BATCH_RW: &[&str] = &["add-nodes", "approve", "monitor"];
     let cfg = "config.openshift.io";
+    let own = Some(OWN_NAMESPACE);
     let mut v = vec![
         p("get", cfg, "clusterversions", None, Some("version"), R),
-        p("get", cfg, "infrastructures", None, Some("cluster"), R),
+        p("get", cfg, "infrastructures", None, Some("cluster"), RA),
         p("get", cfg, "proxies", None, Some("cluster"), R),
         p("get", cfg, "images", None, Some("cluster"), R),
-        p("get", cfg, "networks", None, Some("cluster"), R),
+        p("get", cfg, "networks", None, Some("cluster"), RA),
         p("list", cfg, "imagedigestmirrorsets", None, None, R),
         p("list", cfg, "imagetagmirrorsets", None, None, R),
         p(
@@ -153,19 +169,25 @@ pub fn required_permissions() -> Vec<Permission> {
             &["info", "add-nodes", "approve", "monitor"],
         ),
         p("create", "", "namespaces", None, None, ADD),
+        // add-nodes writes the batch record and the agent-day2-auth Secret.
+        p("create", "", "secrets", own, None, ADD),
+        p("get", "", "secrets", own, None, ADD),
+        p("update", "", "secrets", own, None, ADD),
+        // monitor reads the node tokens of agent-day2-auth (never writes it).
+        p(
+            "get",
+            "",
+            "secrets",
+            own,
+            Some(crate::auth::SECRET_NAME),
+            &["monitor"],
+        ),
+        p("create", "", "configmaps", own, None, ADD),
+        p("get", "", "configmaps", own, None, BATCH_RW),
+        p("update", "", "configmaps", own, None, BATCH_RW),
+        p("list", "", "configmaps", own, None, BATCH_RW),
+        p("watch", "", "configmaps", own, None, APP),
     ];
-    for res in ["secrets", "configmaps"] {
-        for verb in ["create", "get", "update"] {
-            v.push(p(
-                verb,
-                "",
-                res,
-                Some(OWN_NAMESPACE),
-                None,
-                &["add-nodes", "approve", "monitor"],
-            ));
-        }
-    }
     let csr = "certificates.k8s.io";
     for verb in ["list", "watch", "get"] {
         v.push(p(verb, csr, "certificatesigningrequests", None, None, MON));
@@ -182,6 +204,134 @@ pub fn required_permissions() -> Vec<Permission> {
     v.push(p("watch", "", "nodes", None, None, MON));
     v.push(p("get", "", "nodes", None, None, MON));
     v.push(p("patch", "", "nodes", None, None, &["monitor"]));
+    // Shared with add-nodes: `create namespaces`.
+    for m in migrate_permissions() {
+        add(&mut v, m);
+    }
+    v
+}
+
+/// Pushes `perm`, or adds its `needed_by` to an entry asking the same thing.
+fn add(v: &mut Vec<Permission>, perm: Permission) {
+    let same = |q: &Permission| {
+        (
+            &q.verb,
+            &q.group,
+            &q.resource,
+            &q.subresource,
+            &q.namespace,
+            &q.name,
+        ) == (
+            &perm.verb,
+            &perm.group,
+            &perm.resource,
+            &perm.subresource,
+            &perm.namespace,
+            &perm.name,
+        )
+    };
+    match v.iter_mut().find(|q| same(q)) {
+        Some(q) => {
+            for c in perm.needed_by {
+                if !q.needed_by.contains(&c) {
+                    q.needed_by.push(c);
+                }
+            }
+        }
+        None => v.push(perm),
+    }
+}
+
+/// Kinds whose `status` `migrate import` writes through `/status` (crs/crs.json carries one
+/// for them: src/migrate/crs.rs).
+pub const MIGRATE_STATUS_KINDS: [&str; 4] = ["ClusterDeployment", "AgentClusterInstall", "InfraEnv", "Agent"];
+
+/// Kinds whose hold `migrate import` releases with a merge patch (src/migrate/import.rs
+/// `release_holds`).
+pub const MIGRATE_HELD_KINDS: [&str; 2] = ["ClusterDeployment", "AgentClusterInstall"];
+
+/// What `migrate import`, `migrate status` and `migrate wait` need on cluster 0 (`export`
+/// and `node0-unit` use no Kubernetes API). Namespaced permissions have no namespace: the
+/// migration namespace is the cluster's name or `-n`, and the assisted-service pod is found
+/// by label in any namespace, so they must hold in every namespace.
+///
+/// - import (src/migrate/import.rs, exec.rs, record.rs): get the CRDs of the bundle's kinds
+///   by name; get/create the Namespace; get/create/update ConfigMaps (the completion record
+///   `agent-day2-migration`, bundle ConfigMaps) and every kind of [`crate::migrate::import::KINDS`]
+///   (`update` is `--force`'s replace); list ClusterDeployments, AgentClusterInstalls,
+///   InfraEnvs and Agents in all namespaces (conflicts); patch `/status` of
+///   [`MIGRATE_STATUS_KINDS`]; patch [`MIGRATE_HELD_KINDS`] (holds released); list Pods in
+///   all namespaces (label `app=assisted-service`) and get Secret `postgres` in the pod's
+///   namespace (covered by get Secrets); exec in the pod's `postgres` container (psql) and in
+///   the copy pod (tar); get/create PersistentVolumeClaims; get/create/delete Pods (the copy
+///   pod).
+/// - status (src/migrate/status.rs): get the record and each bundle object by name; list Pods,
+///   get Secret `postgres`, exec psql (row counts).
+/// - wait (src/migrate/wait.rs): get ConfigMap `agent-day2-migration` only.
+///
+/// Exec is asked as `create` and `get` on `pods/exec`: kube-rs execs over a WebSocket, an
+/// HTTP GET, authorized as `get` on clusters before Kubernetes 1.35 and also as `create` from
+/// 1.35 on (KEP-4006, feature gate AuthorizePodWebsocketUpgradeCreatePermission).
+pub fn migrate_permissions() -> Vec<Permission> {
+    use crate::migrate::import::KINDS;
+    use crate::migrate::record::RECORD_NAME;
+    const I: &[&str] = &["migrate import"];
+    const IS: &[&str] = &["migrate import", "migrate status"];
+    let mut v = Vec::new();
+    for k in KINDS.iter() {
+        if let Some(crd) = k.crd_name() {
+            v.push(p(
+                "get",
+                "apiextensions.k8s.io",
+                "customresourcedefinitions",
+                None,
+                Some(&crd),
+                I,
+            ));
+        }
+    }
+    v.push(p("get", "", "namespaces", None, None, I));
+    v.push(p("create", "", "namespaces", None, None, I));
+    // wait reads the record by name only.
+    v.push(p(
+        "get",
+        "",
+        "configmaps",
+        None,
+        Some(RECORD_NAME),
+        &["migrate wait"],
+    ));
+    // The record is a ConfigMap (read, created, replaced) whether or not bundle objects are.
+    for (verb, by) in [("get", IS), ("create", I), ("update", I)] {
+        v.push(p(verb, "", "configmaps", None, None, by));
+    }
+    for k in KINDS.iter() {
+        add(&mut v, p("get", k.group, k.plural, None, None, IS));
+        add(&mut v, p("create", k.group, k.plural, None, None, I));
+        add(&mut v, p("update", k.group, k.plural, None, None, I));
+        if k.is_guarded() {
+            v.push(p("list", k.group, k.plural, None, None, I));
+        }
+        if MIGRATE_HELD_KINDS.contains(&k.kind) {
+            v.push(p("patch", k.group, k.plural, None, None, I));
+        }
+        if MIGRATE_STATUS_KINDS.contains(&k.kind) {
+            let mut s = p("patch", k.group, k.plural, None, None, I);
+            s.subresource = Some("status".into());
+            v.push(s);
+        }
+    }
+    v.push(p("list", "", "pods", None, None, IS));
+    v.push(p("get", "", "pods", None, None, I));
+    v.push(p("create", "", "pods", None, None, I));
+    v.push(p("delete", "", "pods", None, None, I));
+    for verb in ["create", "get"] {
+        let mut e = p(verb, "", "pods", None, None, IS);
+        e.subresource = Some("exec".into());
+        v.push(e);
+    }
+    v.push(p("get", "", "persistentvolumeclaims", None, None, I));
+    v.push(p("create", "", "persistentvolumeclaims", None, None, I));
     v
 }
 
@@ -299,5 +449,105 @@ mod tests {
                 .describe(),
             "get secrets/pull-secret -n openshift-config"
         );
+    }
+
+    fn key(p: &Permission) -> String {
+        format!(
+            "{:?}",
+            (
+                &p.verb,
+                &p.group,
+                &p.resource,
+                &p.subresource,
+                &p.namespace,
+                &p.name
+            )
+        )
+    }
+
+    #[test]
+    fn each_permission_is_asked_once() {
+        let all = required_permissions();
+        let mut seen = std::collections::BTreeSet::new();
+        for p in &all {
+            assert!(seen.insert(key(p)), "asked twice: {}", p.describe());
+            assert!(!p.needed_by.is_empty(), "{}", p.describe());
+        }
+        let ns = all
+            .iter()
+            .find(|p| p.verb == "create" && p.resource == "namespaces")
+            .unwrap();
+        assert_eq!(ns.needed_by, ["add-nodes", "migrate import"]);
+    }
+
+    /// approve and monitor write no Secret (they read batch records; monitor reads the
+    /// node tokens of `agent-day2-auth` by name).
+    #[test]
+    fn approve_and_monitor_write_no_secret() {
+        for p in required_permissions() {
+            if p.resource != "secrets" {
+                continue;
+            }
+            assert!(!p.needed_by.iter().any(|c| c == "approve"), "{}", p.describe());
+            if p.needed_by.iter().any(|c| c == "monitor") {
+                assert_eq!(
+                    p.describe(),
+                    "get secrets/agent-day2-auth -n openshift-agent-day2"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn migrate_subcommands() {
+        let by = |cmd: &str| -> Vec<String> {
+            required_permissions()
+                .into_iter()
+                .filter(|p| p.needed_by.iter().any(|c| c == cmd))
+                .map(|p| p.describe())
+                .collect()
+        };
+        assert_eq!(by("migrate wait"), ["get configmaps/agent-day2-migration"]);
+        let status = by("migrate status");
+        for want in [
+            "create pods/exec",
+            "get pods/exec",
+            "list pods",
+            "get secrets",
+            "get configmaps",
+            "get agents.agent-install.openshift.io",
+        ] {
+            assert!(status.contains(&want.to_string()), "{want} not in {status:?}");
+        }
+        assert!(
+            !status
+                .iter()
+                .any(|d| d.starts_with("create ") && d != "create pods/exec"),
+            "{status:?}"
+        );
+        let import = by("migrate import");
+        for want in [
+            "get customresourcedefinitions.apiextensions.k8s.io/agents.agent-install.openshift.io",
+            "get customresourcedefinitions.apiextensions.k8s.io/clusterimagesets.hive.openshift.io",
+            "create namespaces",
+            "update secrets",
+            "list clusterdeployments.hive.openshift.io",
+            "patch agentclusterinstalls.extensions.hive.openshift.io",
+            "patch agents.agent-install.openshift.io/status",
+            "create nmstateconfigs.agent-install.openshift.io",
+            "delete pods",
+            "create persistentvolumeclaims",
+        ] {
+            assert!(import.contains(&want.to_string()), "{want} not in {import:?}");
+        }
+        // Nothing of the bundle is ever deleted, nor listed beyond the conflict check.
+        assert!(
+            import
+                .iter()
+                .all(|d| !d.starts_with("delete ") || d == "delete pods"),
+            "{import:?}"
+        );
+        assert!(!import.contains(&"list secrets".to_string()));
+        assert!(!import.contains(&"list nmstateconfigs.agent-install.openshift.io".to_string()));
     }
 }

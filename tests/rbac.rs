@@ -1,6 +1,7 @@
 //! deploy/rbac.yaml against src/permissions.rs: every permission `info` checks must be granted
 //! by the role of each command that needs it (info and add-nodes -> agent-day2-add-nodes,
-//! approve and monitor -> agent-day2-approve), and each role must be bound. The rule matcher
+//! approve and monitor -> agent-day2-approve, migrate import and status -> agent-day2-migrate,
+//! migrate wait -> agent-day2-migrate-wait), and each role must be bound. The rule matcher
 //! below follows the RBAC authorizer's rule semantics (kubernetes `pkg/apis/rbac/v1/evaluation_helpers.go`:
 //! `*` matches everything; an empty `resourceNames` matches every name, a non-empty one only
 //! requests that carry one of those names).
@@ -26,6 +27,8 @@ fn role_for(command: &str) -> &'static str {
     match command {
         "info" | "add-nodes" => "agent-day2-add-nodes",
         "approve" | "monitor" => "agent-day2-approve",
+        "migrate import" | "migrate status" => "agent-day2-migrate",
+        "migrate wait" => "agent-day2-migrate-wait",
         other => panic!("no role for command {other}: add it to deploy/rbac.yaml and here"),
     }
 }
@@ -177,6 +180,221 @@ fn the_roles_grant_no_more_than_their_job() {
     let p = perm("delete", "", "nodes", None, None, Some("worker-1"));
     assert!(!granted(&docs, "agent-day2-approve", &p));
     assert!(!granted(&docs, "agent-day2-add-nodes", &p));
+    assert!(!granted(&docs, "agent-day2-migrate", &p));
+}
+
+/// approve and monitor create no batch record and write no Secret: they read the records
+/// and update them, and monitor reads `agent-day2-auth` only (src/approve, src/monitor).
+#[test]
+fn approve_role_writes_no_secret_and_reads_only_the_auth_one() {
+    let docs = docs();
+    let own = Some("openshift-agent-day2");
+    let perm = |verb: &str, res: &str, name: Option<&str>| Permission {
+        verb: verb.into(),
+        group: String::new(),
+        resource: res.into(),
+        subresource: None,
+        namespace: own.map(String::from),
+        name: name.map(String::from),
+        needed_by: vec![],
+    };
+    let role = "agent-day2-approve";
+    for verb in ["create", "update", "patch", "delete", "list"] {
+        assert!(
+            !granted(&docs, role, &perm(verb, "secrets", None)),
+            "{verb} secrets"
+        );
+        assert!(
+            !granted(&docs, role, &perm(verb, "secrets", Some("agent-day2-auth"))),
+            "{verb} secrets/agent-day2-auth"
+        );
+    }
+    assert!(granted(
+        &docs,
+        role,
+        &perm("get", "secrets", Some("agent-day2-auth"))
+    ));
+    assert!(!granted(
+        &docs,
+        role,
+        &perm("get", "secrets", Some("batch-x-signing"))
+    ));
+    assert!(!granted(&docs, role, &perm("create", "configmaps", None)));
+    assert!(!granted(
+        &docs,
+        role,
+        &perm("delete", "configmaps", Some("batch-1"))
+    ));
+    for verb in ["get", "list", "watch", "update"] {
+        assert!(
+            granted(&docs, role, &perm(verb, "configmaps", Some("batch-1"))),
+            "{verb}"
+        );
+    }
+}
+
+/// What the two migrate roles may not do: the wait role reads one ConfigMap name; the
+/// import role deletes nothing but its copy pod, lists no Secret, reads only the CRDs it
+/// checks, approves nothing, touches no node.
+#[test]
+fn migrate_roles_are_bounded() {
+    let docs = docs();
+    let perm =
+        |verb: &str, group: &str, res: &str, sub: Option<&str>, ns: Option<&str>, name: Option<&str>| {
+            Permission {
+                verb: verb.into(),
+                group: group.into(),
+                resource: res.into(),
+                subresource: sub.map(String::from),
+                namespace: ns.map(String::from),
+                name: name.map(String::from),
+                needed_by: vec![],
+            }
+        };
+    let wait = "agent-day2-migrate-wait";
+    let rec = perm(
+        "get",
+        "",
+        "configmaps",
+        None,
+        Some("ostest"),
+        Some("agent-day2-migration"),
+    );
+    assert!(granted(&docs, wait, &rec));
+    for p in [
+        perm("get", "", "configmaps", None, Some("ostest"), Some("other")),
+        perm("list", "", "configmaps", None, Some("ostest"), None),
+        perm("watch", "", "configmaps", None, Some("ostest"), None),
+        perm(
+            "update",
+            "",
+            "configmaps",
+            None,
+            Some("ostest"),
+            Some("agent-day2-migration"),
+        ),
+        perm(
+            "get",
+            "",
+            "secrets",
+            None,
+            Some("ostest"),
+            Some("agent-day2-migration"),
+        ),
+    ] {
+        assert!(!granted(&docs, wait, &p), "{wait}: {}", p.describe());
+    }
+    let mig = "agent-day2-migrate";
+    assert!(granted(&docs, mig, &rec));
+    assert!(granted(
+        &docs,
+        mig,
+        &perm(
+            "create",
+            "",
+            "pods",
+            Some("exec"),
+            Some("multicluster-engine"),
+            Some("assisted-service-x")
+        )
+    ));
+    assert!(granted(
+        &docs,
+        mig,
+        &perm(
+            "delete",
+            "",
+            "pods",
+            None,
+            Some("ostest"),
+            Some("agent-day2-migration-copy")
+        )
+    ));
+    let ai = "agent-install.openshift.io";
+    for p in [
+        perm("list", "", "secrets", None, Some("openshift-config"), None),
+        perm("watch", "", "secrets", None, None, None),
+        perm(
+            "delete",
+            "",
+            "secrets",
+            None,
+            Some("ostest"),
+            Some("ostest-pull-secret"),
+        ),
+        perm("delete", ai, "agents", None, Some("ostest"), Some("h1")),
+        perm(
+            "delete",
+            "hive.openshift.io",
+            "clusterdeployments",
+            None,
+            Some("ostest"),
+            Some("ostest"),
+        ),
+        perm("delete", "", "namespaces", None, None, Some("ostest")),
+        perm(
+            "delete",
+            "",
+            "persistentvolumeclaims",
+            None,
+            Some("ostest"),
+            Some("agent-day2-migration"),
+        ),
+        perm("update", ai, "agents", Some("status"), Some("ostest"), Some("h1")),
+        perm(
+            "patch",
+            ai,
+            "nmstateconfigs",
+            Some("status"),
+            Some("ostest"),
+            Some("n"),
+        ),
+        perm("patch", ai, "agents", None, Some("ostest"), Some("h1")),
+        perm(
+            "get",
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+            None,
+            Some("machines.machine.openshift.io"),
+        ),
+        perm(
+            "list",
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            None,
+            None,
+            None,
+        ),
+        perm("create", "", "pods", Some("attach"), Some("ostest"), Some("x")),
+        perm(
+            "create",
+            "",
+            "pods",
+            Some("portforward"),
+            Some("ostest"),
+            Some("x"),
+        ),
+        perm("patch", "", "nodes", None, None, Some("worker-1")),
+        perm(
+            "update",
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            Some("approval"),
+            None,
+            None,
+        ),
+        perm(
+            "create",
+            "rbac.authorization.k8s.io",
+            "clusterrolebindings",
+            None,
+            None,
+            None,
+        ),
+    ] {
+        assert!(!granted(&docs, mig, &p), "{mig}: {}", p.describe());
+    }
 }
 
 /// Strict schema check without a server: each object read as its k8s-openapi type and written
