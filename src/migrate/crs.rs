@@ -87,9 +87,56 @@ pub fn dns1123_label(name: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// Whether `name` is a DNS-1123 label.
+/// Whether `name` is a DNS-1123 label (Kubernetes `IsDNS1123Label`: 1-63 characters of
+/// `[a-z0-9-]`, starting and ending alphanumeric).
 pub fn is_dns1123_label(name: &str) -> bool {
-    dns1123_label(name).as_deref() == Some(name)
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// Whether `name` is a DNS-1123 subdomain (Kubernetes `IsDNS1123Subdomain`: at most 253
+/// characters, DNS-1123 labels joined by `.`): the names of Secrets, ClusterImageSets and most
+/// custom resources.
+pub fn is_dns1123_subdomain(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns1123_label)
+}
+
+/// The names of one cluster's CRs: the naming rules of this module, used by [`build`] and by
+/// [`check_set`] (import accepts only what export makes).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrNames {
+    /// ClusterDeployment and AgentClusterInstall: the DNS-1123 label form of the cluster name
+    /// ([`dns1123_label`]); also the default namespace of `migrate import`.
+    pub cd: String,
+    /// Secret `<cd>-pull-secret` (type `kubernetes.io/dockerconfigjson`, key `.dockerconfigjson`).
+    pub pull_secret: String,
+    /// Secret `<cd>-admin-kubeconfig` (Opaque, key `kubeconfig`).
+    pub admin_kubeconfig: String,
+    /// Secret `<cd>-admin-password` (Opaque, keys `username`, `password`).
+    pub admin_password: String,
+    /// ClusterImageSet `openshift-<openshift_version>` (DNS-1123 subdomain form).
+    pub image_set: String,
+}
+
+impl CrNames {
+    /// The names for the assisted cluster named `cluster_name` at `openshift_version`; None
+    /// when the name has no character usable in a CR name.
+    pub fn new(cluster_name: &str, openshift_version: &str) -> Option<CrNames> {
+        let cd = dns1123_label(cluster_name)?;
+        Some(CrNames {
+            pull_secret: format!("{cd}-pull-secret"),
+            admin_kubeconfig: format!("{cd}-admin-kubeconfig"),
+            admin_password: format!("{cd}-admin-password"),
+            image_set: dns1123_subdomain(&format!("openshift-{openshift_version}"))
+                .unwrap_or_else(|| "openshift".into()),
+            cd,
+        })
+    }
 }
 
 /// The DNS-1123 subdomain form (labels joined by `.`, at most 253), for ClusterImageSet names.
@@ -274,18 +321,19 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
     }
     let mut notes = Vec::new();
     let raw_name = s(c, "name");
-    let cd = dns1123_label(raw_name).ok_or_else(|| {
+    let version = s(c, "openshift_version");
+    let names = CrNames::new(raw_name, version).ok_or_else(|| {
         invalid(
             "cluster name",
             format!("{raw_name:?} has no character usable in a CR name"),
         )
     })?;
+    let cd = names.cd.clone();
     if cd != raw_name {
         notes.push(format!(
             "cluster name {raw_name:?} is not a valid Kubernetes name (DNS-1123 label): the CRs are named {cd:?}"
         ));
     }
-    let version = s(c, "openshift_version");
     let release = s(c, "ocp_release_image");
     if release.is_empty() {
         return Err(invalid(
@@ -293,10 +341,13 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
             format!("cluster {cid} has no ocp_release_image; a ClusterImageSet needs it"),
         ));
     }
-    let cis = dns1123_subdomain(&format!("openshift-{version}")).unwrap_or_else(|| "openshift".into());
-    let pull = format!("{cd}-pull-secret");
-    let kubeconfig = format!("{cd}-admin-kubeconfig");
-    let password = format!("{cd}-admin-password");
+    let CrNames {
+        image_set: cis,
+        pull_secret: pull,
+        admin_kubeconfig: kubeconfig,
+        admin_password: password,
+        ..
+    } = names;
     let none = Map::new;
     let mut objects = vec![
         json!({
@@ -659,6 +710,395 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
         nmstate_configs,
         notes,
     })
+}
+
+/// What the manifest says the CR set of a bundle is made of ([`check_set`]).
+#[derive(Debug, Clone)]
+pub struct ExpectedSet<'a> {
+    /// The assisted cluster id (`manifest.cluster.id`): every object's [`MIGRATION_ANNOTATION`]
+    /// and the `clusterMetadata.infraID`.
+    pub cluster_id: &'a str,
+    /// `manifest.cluster.name` (the CR names follow from it, [`CrNames`]).
+    pub cluster_name: &'a str,
+    /// `manifest.cluster.openshift_version` (the ClusterImageSet name).
+    pub openshift_version: &'a str,
+    /// `manifest.cluster.release_image`: the ClusterImageSet's `spec.releaseImage`.
+    pub release_image: &'a str,
+    /// `manifest.cluster.infra_env_ids`: one InfraEnv each.
+    pub infra_env_ids: &'a [String],
+    /// `manifest.cluster.host_ids`: one Agent each, named by the id.
+    pub host_ids: &'a [String],
+}
+
+/// Names no bundle object may take: the record ConfigMap, the volume and the copy pod of
+/// import (src/migrate/record.rs, import.rs).
+pub const RESERVED_NAMES: [&str; 2] = ["agent-day2-migration", "agent-day2-migration-copy"];
+
+/// Keys allowed in `spec` per kind (those [`build`] writes).
+fn spec_keys(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "ClusterImageSet" => &["releaseImage"],
+        "ClusterDeployment" => &[
+            "clusterName",
+            "baseDomain",
+            "installed",
+            "clusterMetadata",
+            "platform",
+            "clusterInstallRef",
+            "pullSecretRef",
+        ],
+        "AgentClusterInstall" => &[
+            "clusterDeploymentRef",
+            "imageSetRef",
+            "networking",
+            "provisionRequirements",
+            "holdInstallation",
+            "clusterMetadata",
+            "apiVIPs",
+            "ingressVIPs",
+            "platformType",
+            "mastersSchedulable",
+            "sshPublicKey",
+        ],
+        "InfraEnv" => &[
+            "pullSecretRef",
+            "clusterRef",
+            "sshAuthorizedKey",
+            "cpuArchitecture",
+            "ignitionConfigOverride",
+            "additionalTrustBundle",
+            "imageType",
+            "osImageVersion",
+            "additionalNTPSources",
+            "proxy",
+            "kernelArguments",
+            "nmStateConfigLabelSelector",
+        ],
+        "NMStateConfig" => &["config", "interfaces"],
+        "Agent" => &[
+            "clusterDeploymentName",
+            "role",
+            "approved",
+            "hostname",
+            "installation_disk_id",
+            "installation_disk_path",
+        ],
+        _ => &[],
+    }
+}
+
+/// Checks that `objects` (crs/crs.json) is exactly the set [`build`] makes for the cluster of
+/// `exp`, so that a bundle edited and resealed cannot make import create anything else:
+///
+/// - kinds: three Secrets `<cd>-pull-secret` (`kubernetes.io/dockerconfigjson`, key
+///   `.dockerconfigjson`), `<cd>-admin-kubeconfig` (Opaque, `kubeconfig`), `<cd>-admin-password`
+///   (Opaque, `username`, `password`); one ClusterImageSet `openshift-<version>` whose
+///   `releaseImage` is the manifest's; one ClusterDeployment and one AgentClusterInstall `<cd>`
+///   referring to these by name; one InfraEnv per infra-env id (DNS-1123 labels, pull secret
+///   `<cd>-pull-secret`, cluster `<cd>` or none); NMStateConfigs `<infraenv>-<n>` labelled
+///   for one of them; one Agent per host id, labelled for one of the InfraEnvs, of cluster `<cd>`;
+/// - no duplicates, no name of [`RESERVED_NAMES`], no namespace set, names DNS-1123 (labels for
+///   ClusterDeployment, AgentClusterInstall, InfraEnv and Agent; subdomains otherwise);
+/// - metadata only `name`, `namespace` (empty), `labels` ([`INFRAENV_LABEL`] on NMStateConfigs
+///   and Agents only), `annotations` ([`MIGRATION_ANNOTATION`] = the cluster id on every object;
+///   [`RECONCILE_PAUSE`] on the ClusterDeployment, [`SKIP_SPOKE_CLEANUP`] on Agents); `spec`
+///   only with the keys `build` writes; `status` only on the kinds `build` gives one.
+///
+/// Errors: [`Error::InvalidInput`] (exit 3) naming `crs/crs.json[i]` and what is wrong, or
+/// `crs/crs.json` for what is missing.
+pub fn check_set(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
+    let names = CrNames::new(exp.cluster_name, exp.openshift_version).ok_or_else(|| {
+        invalid(
+            "bundle manifest.json cluster.name",
+            format!("{:?} has no character usable in a CR name", exp.cluster_name),
+        )
+    })?;
+    let whole = "bundle file crs/crs.json";
+    let cd = names.cd.as_str();
+    // First pass: the InfraEnv names (NMStateConfigs and Agents refer to them).
+    let ie_names: Vec<&str> = objects
+        .iter()
+        .filter(|o| s(o, "kind") == "InfraEnv")
+        .filter_map(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    let mut seen: Vec<(String, String)> = Vec::new();
+    let mut count: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut agents: Vec<String> = Vec::new();
+    for (i, o) in objects.iter().enumerate() {
+        let field = format!("{whole}[{i}]");
+        let bad = |m: String| invalid(&field, m);
+        let obj = o.as_object().ok_or_else(|| bad("not an object".into()))?;
+        let kind = s(o, "kind");
+        let api_version = s(o, "apiVersion");
+        let want_api = match kind {
+            "Secret" => "v1",
+            "ClusterImageSet" | "ClusterDeployment" => "hive.openshift.io/v1",
+            "AgentClusterInstall" => "extensions.hive.openshift.io/v1beta1",
+            "InfraEnv" | "NMStateConfig" | "Agent" => "agent-install.openshift.io/v1beta1",
+            _ => {
+                return Err(bad(format!(
+                    "kind {kind:?} ({api_version}) is not one export makes: a bundle holds only \
+                     Secrets, a ClusterImageSet, a ClusterDeployment, an AgentClusterInstall, \
+                     InfraEnvs, NMStateConfigs and Agents"
+                )))
+            }
+        };
+        if api_version != want_api {
+            return Err(bad(format!(
+                "{kind} with apiVersion {api_version:?}, not {want_api}"
+            )));
+        }
+        let meta = o
+            .get("metadata")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("no metadata".into()))?;
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("");
+        let what = format!("{kind} {name:?}");
+        let label_named = matches!(
+            kind,
+            "ClusterDeployment" | "AgentClusterInstall" | "InfraEnv" | "Agent"
+        );
+        let name_ok = if label_named {
+            is_dns1123_label(name)
+        } else {
+            is_dns1123_subdomain(name)
+        };
+        if !name_ok {
+            return Err(bad(format!(
+                "{what}: the name is not a DNS-1123 {}",
+                if label_named { "label" } else { "subdomain" }
+            )));
+        }
+        if RESERVED_NAMES.contains(&name) {
+            return Err(bad(format!(
+                "{what}: the name is import's own (record, volume, copy pod)"
+            )));
+        }
+        if seen.iter().any(|(k, n)| k == kind && n == name) {
+            return Err(bad(format!("{what} appears twice")));
+        }
+        seen.push((kind.to_string(), name.to_string()));
+        *count.entry(kind).or_default() += 1;
+        if let Some(k) = meta
+            .keys()
+            .find(|k| !matches!(k.as_str(), "name" | "namespace" | "labels" | "annotations"))
+        {
+            return Err(bad(format!(
+                "{what}: metadata.{k} is not something export writes"
+            )));
+        }
+        if meta.get("namespace").is_some_and(|n| n.as_str() != Some("")) {
+            return Err(bad(format!(
+                "{what}: metadata.namespace is set; the bundle's objects have none (import sets it)"
+            )));
+        }
+        // Annotations.
+        let ann = match meta.get("annotations") {
+            None => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(bad(format!("{what}: metadata.annotations is not a map"))),
+        };
+        if ann.get(MIGRATION_ANNOTATION).and_then(Value::as_str) != Some(exp.cluster_id) {
+            return Err(bad(format!(
+                "{what}: annotation {MIGRATION_ANNOTATION} is not this bundle's cluster {}",
+                exp.cluster_id
+            )));
+        }
+        for k in ann.keys() {
+            let allowed = k == MIGRATION_ANNOTATION
+                || (kind == "ClusterDeployment" && k == RECONCILE_PAUSE)
+                || (kind == "Agent" && k == SKIP_SPOKE_CLEANUP);
+            if !allowed {
+                return Err(bad(format!("{what}: annotation {k:?} is not one export writes")));
+            }
+        }
+        // Labels.
+        let labels = match meta.get("labels") {
+            None => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(bad(format!("{what}: metadata.labels is not a map"))),
+        };
+        let ie_label = labels.get(INFRAENV_LABEL).and_then(Value::as_str);
+        if matches!(kind, "NMStateConfig" | "Agent") {
+            if labels.len() != 1 || !ie_label.is_some_and(|l| ie_names.contains(&l)) {
+                return Err(bad(format!(
+                    "{what}: needs exactly the label {INFRAENV_LABEL} naming one of the bundle's InfraEnvs"
+                )));
+            }
+        } else if !labels.is_empty() {
+            return Err(bad(format!(
+                "{what}: labels are not something export writes on a {kind}"
+            )));
+        }
+        // Top-level keys.
+        let top: &[&str] = match kind {
+            "Secret" => &["apiVersion", "kind", "metadata", "type", "data"],
+            "ClusterImageSet" | "NMStateConfig" => &["apiVersion", "kind", "metadata", "spec"],
+            _ => &["apiVersion", "kind", "metadata", "spec", "status"],
+        };
+        if let Some(k) = obj.keys().find(|k| !top.contains(&k.as_str())) {
+            return Err(bad(format!("{what}: field {k:?} is not something export writes")));
+        }
+        if kind != "Secret" {
+            let spec = o
+                .get("spec")
+                .and_then(Value::as_object)
+                .ok_or_else(|| bad(format!("{what}: no spec")))?;
+            if let Some(k) = spec.keys().find(|k| !spec_keys(kind).contains(&k.as_str())) {
+                return Err(bad(format!("{what}: spec.{k} is not something export writes")));
+            }
+        }
+        let at = |p: &str| o.pointer(p).and_then(Value::as_str);
+        let need = |p: &str, want: &str| -> Result<(), Error> {
+            if at(p) == Some(want) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    &field,
+                    format!(
+                        "{what}: {} must be {want:?} (it is {:?})",
+                        p.replace('/', "."),
+                        at(p)
+                    ),
+                ))
+            }
+        };
+        match kind {
+            "Secret" => {
+                let (ty, keys): (&str, &[&str]) = if name == names.pull_secret {
+                    ("kubernetes.io/dockerconfigjson", &[".dockerconfigjson"])
+                } else if name == names.admin_kubeconfig {
+                    ("Opaque", &["kubeconfig"])
+                } else if name == names.admin_password {
+                    ("Opaque", &["password", "username"])
+                } else {
+                    return Err(bad(format!(
+                        "{what}: the bundle's Secrets are {}, {} and {}",
+                        names.pull_secret, names.admin_kubeconfig, names.admin_password
+                    )));
+                };
+                need("/type", ty)?;
+                let data = o
+                    .get("data")
+                    .and_then(Value::as_object)
+                    .ok_or_else(|| bad(format!("{what}: no data")))?;
+                let mut have: Vec<&str> = data.keys().map(String::as_str).collect();
+                have.sort_unstable();
+                if have != keys || data.values().any(|v| !v.is_string()) {
+                    return Err(bad(format!(
+                        "{what}: data must hold exactly the keys {keys:?} (text)"
+                    )));
+                }
+            }
+            "ClusterImageSet" => {
+                if name != names.image_set {
+                    return Err(bad(format!(
+                        "{what}: the bundle's ClusterImageSet is {} (manifest cluster.openshift_version)",
+                        names.image_set
+                    )));
+                }
+                need("/spec/releaseImage", exp.release_image)?;
+            }
+            "ClusterDeployment" => {
+                if name != cd {
+                    return Err(bad(format!(
+                        "{what}: the ClusterDeployment is named {cd} (manifest cluster.name)"
+                    )));
+                }
+                need("/spec/clusterInstallRef/kind", "AgentClusterInstall")?;
+                need("/spec/clusterInstallRef/name", cd)?;
+                need("/spec/pullSecretRef/name", &names.pull_secret)?;
+                need("/spec/clusterMetadata/infraID", exp.cluster_id)?;
+                need(
+                    "/spec/clusterMetadata/adminKubeconfigSecretRef/name",
+                    &names.admin_kubeconfig,
+                )?;
+                need(
+                    "/spec/clusterMetadata/adminPasswordSecretRef/name",
+                    &names.admin_password,
+                )?;
+                if o.pointer("/spec/platform") != Some(&json!({"agentBareMetal": {"agentSelector": {}}})) {
+                    return Err(bad(format!(
+                        "{what}: spec.platform must be agentBareMetal with an empty agentSelector"
+                    )));
+                }
+            }
+            "AgentClusterInstall" => {
+                if name != cd {
+                    return Err(bad(format!(
+                        "{what}: the AgentClusterInstall is named {cd} (manifest cluster.name)"
+                    )));
+                }
+                need("/spec/clusterDeploymentRef/name", cd)?;
+                need("/spec/imageSetRef/name", &names.image_set)?;
+                if o.pointer("/spec/clusterMetadata").is_some() {
+                    need("/spec/clusterMetadata/infraID", exp.cluster_id)?;
+                    need(
+                        "/spec/clusterMetadata/adminKubeconfigSecretRef/name",
+                        &names.admin_kubeconfig,
+                    )?;
+                    need(
+                        "/spec/clusterMetadata/adminPasswordSecretRef/name",
+                        &names.admin_password,
+                    )?;
+                }
+            }
+            "InfraEnv" => {
+                need("/spec/pullSecretRef/name", &names.pull_secret)?;
+                if o.pointer("/spec/clusterRef").is_some() {
+                    need("/spec/clusterRef/name", cd)?;
+                }
+                if let Some(sel) = o.pointer("/spec/nmStateConfigLabelSelector") {
+                    if sel != &json!({"matchLabels": {INFRAENV_LABEL: name}}) {
+                        return Err(bad(format!(
+                            "{what}: spec.nmStateConfigLabelSelector must select {INFRAENV_LABEL}={name}"
+                        )));
+                    }
+                }
+            }
+            "NMStateConfig" => {
+                let ie = ie_label.unwrap_or("");
+                let n = name
+                    .strip_prefix(ie)
+                    .and_then(|r| r.strip_prefix('-'))
+                    .unwrap_or("");
+                if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                    return Err(bad(format!(
+                        "{what}: an NMStateConfig is named <infraenv>-<n> ({ie}-0, …)"
+                    )));
+                }
+            }
+            "Agent" => {
+                if !exp.host_ids.iter().any(|h| h == name) {
+                    return Err(bad(format!("{what}: not one of the manifest's host ids")));
+                }
+                agents.push(name.to_string());
+                need("/spec/clusterDeploymentName/name", cd)?;
+            }
+            _ => {}
+        }
+    }
+    let n = |k: &str| count.get(k).copied().unwrap_or(0);
+    let want = [
+        ("Secret", 3),
+        ("ClusterImageSet", 1),
+        ("ClusterDeployment", 1),
+        ("AgentClusterInstall", 1),
+        ("InfraEnv", exp.infra_env_ids.len()),
+        ("Agent", exp.host_ids.len()),
+    ];
+    for (k, w) in want {
+        if n(k) != w {
+            return Err(invalid(
+                whole,
+                format!(
+                    "{} {k} object(s), the manifest calls for {w} (export makes exactly that set)",
+                    n(k)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1025,5 +1465,194 @@ mod tests {
             &mut errs,
         );
         assert!(errs.iter().any(|e| e.contains("Flannel")), "{errs:?}");
+    }
+
+    fn expected_ids() -> (Vec<String>, Vec<String>) {
+        (
+            vec![IE.to_string()],
+            (0..4)
+                .map(|i| format!("aaaaaaaa-0000-0000-0000-00000000000{i}"))
+                .collect(),
+        )
+    }
+
+    fn check_built(objects: &[Value]) -> Result<(), Error> {
+        let (ies, hosts) = expected_ids();
+        check_set(
+            objects,
+            &ExpectedSet {
+                cluster_id: CID,
+                cluster_name: "Agent_Cluster",
+                openshift_version: "4.18.3",
+                release_image: "quay.io/openshift-release-dev/ocp-release:4.18.3-x86_64",
+                infra_env_ids: &ies,
+                host_ids: &hosts,
+            },
+        )
+    }
+
+    #[test]
+    fn names_follow_one_rule() {
+        let n = CrNames::new("Agent_Cluster", "4.18.3").unwrap();
+        assert_eq!(n.cd, "agent-cluster");
+        assert_eq!(n.pull_secret, "agent-cluster-pull-secret");
+        assert_eq!(n.admin_kubeconfig, "agent-cluster-admin-kubeconfig");
+        assert_eq!(n.admin_password, "agent-cluster-admin-password");
+        assert_eq!(n.image_set, "openshift-4.18.3");
+        assert!(CrNames::new("__", "4").is_none());
+        assert!(is_dns1123_label("a--b"));
+        assert!(!is_dns1123_label("-a") && !is_dns1123_label("A") && !is_dns1123_label(""));
+        assert!(!is_dns1123_label(&"a".repeat(64)));
+        assert!(is_dns1123_subdomain("openshift-4.18.3"));
+        assert!(!is_dns1123_subdomain("../x") && !is_dns1123_subdomain("a..b"));
+    }
+
+    /// What export builds passes; every edit a crafted bundle could make is refused with
+    /// exit 3 naming the object.
+    #[test]
+    fn check_set_accepts_exactly_what_build_makes() {
+        let good = built().objects;
+        check_built(&good).unwrap();
+        let cid_ann = json!({ MIGRATION_ANNOTATION: CID });
+        let refused = |what: &str, objects: Vec<Value>, needle: &str| {
+            let e = check_built(&objects).expect_err(what);
+            assert_eq!(e.exit_code(), 3, "{what}: {e}");
+            assert!(e.to_string().contains(needle), "{what}: {e}");
+        };
+        let with = |extra: Value| {
+            let mut v = good.clone();
+            v.push(extra);
+            v
+        };
+        let edit = |kind: &str, f: &dyn Fn(&mut Value)| {
+            let mut v = good.clone();
+            f(v.iter_mut().find(|o| o["kind"] == kind).unwrap());
+            v
+        };
+        refused(
+            "extra ClusterImageSet",
+            with(
+                json!({"apiVersion": "hive.openshift.io/v1", "kind": "ClusterImageSet",
+                        "metadata": {"name": "img4.99.0-x86-64-appsub", "annotations": cid_ann},
+                        "spec": {"releaseImage": "evil.example.com/ocp-release:4.99"}}),
+            ),
+            "the bundle's ClusterImageSet is openshift-4.18.3",
+        );
+        refused(
+            "evil releaseImage",
+            edit("ClusterImageSet", &|o| {
+                o["spec"]["releaseImage"] = json!("evil/x:1")
+            }),
+            "spec.releaseImage must be",
+        );
+        refused(
+            "ConfigMap",
+            with(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "assisted-service-config", "annotations": cid_ann}, "data": {}})),
+            "kind \"ConfigMap\"",
+        );
+        refused(
+            "record ConfigMap",
+            with(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "agent-day2-migration", "annotations": cid_ann}, "data": {}})),
+            "is not one export makes",
+        );
+        refused(
+            "sa token Secret",
+            with(
+                json!({"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/service-account-token",
+                        "metadata": {"name": "sa-token", "annotations": cid_ann}}),
+            ),
+            "the bundle's Secrets are",
+        );
+        refused(
+            "token type on a known name",
+            edit("Secret", &|o| {
+                o["type"] = json!("kubernetes.io/service-account-token")
+            }),
+            ".type must be",
+        );
+        refused(
+            "namespace set",
+            edit("Secret", &|o| o["metadata"]["namespace"] = json!("kube-system")),
+            "metadata.namespace is set",
+        );
+        refused("duplicate", with(good[0].clone()), "appears twice");
+        refused(
+            "CD renamed to a system namespace",
+            edit("ClusterDeployment", &|o| {
+                o["metadata"]["name"] = json!("multicluster-engine")
+            }),
+            "the ClusterDeployment is named agent-cluster",
+        );
+        refused(
+            "bad name",
+            edit("Secret", &|o| {
+                o["metadata"]["name"] = json!("../../x\u{1b}]0;PWNED")
+            }),
+            "not a DNS-1123 subdomain",
+        );
+        refused(
+            "extra annotation",
+            edit("Secret", &|o| {
+                o["metadata"]["annotations"]["kubernetes.io/service-account.name"] = json!("default")
+            }),
+            "kubernetes.io/service-account.name",
+        );
+        refused(
+            "ACI manifests ConfigMap",
+            edit("AgentClusterInstall", &|o| {
+                o["spec"]["manifestsConfigMapRef"] = json!({"name": "x"})
+            }),
+            "spec.manifestsConfigMapRef",
+        );
+        refused(
+            "Agent of another host",
+            edit("Agent", &|o| {
+                o["metadata"]["name"] = json!("bbbbbbbb-0000-0000-0000-000000000000")
+            }),
+            "not one of the manifest's host ids",
+        );
+        refused(
+            "Agent missing",
+            good.iter()
+                .filter(|o| o["kind"] != "Agent" || o["metadata"]["name"] != expected_ids().1[0])
+                .cloned()
+                .collect(),
+            "calls for 4",
+        );
+        refused(
+            "Agent of another cluster",
+            edit("Agent", &|o| {
+                o["spec"]["clusterDeploymentName"]["name"] = json!("other")
+            }),
+            "clusterDeploymentName.name",
+        );
+        refused(
+            "NMStateConfig label",
+            edit("NMStateConfig", &|o| {
+                o["metadata"]["labels"] = json!({INFRAENV_LABEL: "nope"})
+            }),
+            "naming one of the bundle's InfraEnvs",
+        );
+        refused(
+            "owner references",
+            edit("InfraEnv", &|o| o["metadata"]["ownerReferences"] = json!([])),
+            "metadata.ownerReferences",
+        );
+        refused(
+            "annotation of another cluster",
+            edit("InfraEnv", &|o| {
+                o["metadata"]["annotations"][MIGRATION_ANNOTATION] = json!("x")
+            }),
+            "is not this bundle's cluster",
+        );
+        // "Agent missing" says how many: one fewer than the manifest's.
+        let e = check_built(&good[..good.len() - 1]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("3 Agent object(s), the manifest calls for 4"),
+            "{e}"
+        );
     }
 }

@@ -192,6 +192,11 @@ pub const KINDS: [KindInfo; 8] = [
     },
 ];
 
+/// How often `--wait-for-crds` looks for the CRDs.
+const CRD_POLL: Duration = Duration::from_secs(5);
+/// The last look for the CRDs is this long before `--timeout` ends.
+const CRD_MARGIN: Duration = Duration::from_millis(200);
+
 /// Rank of the database restore: after the ClusterImageSet, before any ClusterDeployment.
 pub const DB_RANK: u8 = 3;
 
@@ -585,13 +590,70 @@ pub fn default_namespace(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> 
         .unwrap_or_else(|| bundle.manifest.cluster.name.clone())
 }
 
-/// crs/crs.json of the bundle. Errors: [`Error::InvalidInput`] when it is not a JSON array.
+/// crs/crs.json of the bundle, checked to be exactly the object set export makes for the
+/// bundle's manifest ([`super::crs::check_set`]). Errors: [`Error::InvalidInput`] (exit 3) when
+/// it is not a JSON array, or holds anything else (another kind, name, namespace, Secret type,
+/// release image, a duplicate, a missing object).
 pub fn read_crs(bundle: &Bundle) -> Result<Vec<Value>, Error> {
     let bytes = bundle.read("crs/crs.json")?;
-    serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| Error::InvalidInput {
+    let crs = serde_json::from_slice::<Vec<Value>>(&bytes).map_err(|e| Error::InvalidInput {
         field: "bundle file crs/crs.json".into(),
         message: format!("not a JSON array of objects: {e}"),
-    })
+    })?;
+    let c = &bundle.manifest.cluster;
+    super::crs::check_set(
+        &crs,
+        &super::crs::ExpectedSet {
+            cluster_id: &c.id,
+            cluster_name: &c.name,
+            openshift_version: &c.openshift_version,
+            release_image: &c.release_image,
+            infra_env_ids: &c.infra_env_ids,
+            host_ids: &c.host_ids,
+        },
+    )?;
+    Ok(crs)
+}
+
+/// Namespaces a migration never lands in by default (without an explicit `-n`): Kubernetes',
+/// OpenShift's and the multicluster engine's own.
+pub fn is_system_namespace(ns: &str) -> bool {
+    matches!(ns, "default" | "openshift" | "multicluster-engine" | "hive")
+        || ns.starts_with("kube-")
+        || ns.starts_with("openshift-")
+        || ns.starts_with("open-cluster-management")
+}
+
+/// Label import puts on a Namespace it creates (value `true`): a default namespace that exists
+/// without it (and without this bundle's record) is someone else's.
+pub const NAMESPACE_LABEL: &str = record::RECORD_LABEL;
+
+/// The migration namespace for `flag` (the global `-n`) and `bundle`, checked locally before
+/// any cluster access: an explicit one must be a DNS-1123 label ([`Error::Usage`], exit 2); the
+/// default (the ClusterDeployment name) must not be a system namespace ([`is_system_namespace`];
+/// [`Error::InvalidInput`], exit 3, telling to pass `-n`). Returns (namespace, explicit).
+pub fn namespace_for(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> Result<(String, bool), Error> {
+    if let Some(n) = flag.filter(|n| !n.is_empty()) {
+        if !super::crs::is_dns1123_label(n) {
+            return Err(Error::Usage(format!(
+                "-n/--namespace {}: not a valid namespace name (DNS-1123 label: at most 63 \
+                 lowercase letters, digits and '-', starting and ending with a letter or digit)",
+                crate::output::display(n)
+            )));
+        }
+        return Ok((n.to_string(), true));
+    }
+    let ns = default_namespace(bundle, crs, None);
+    if is_system_namespace(&ns) {
+        return Err(Error::InvalidInput {
+            field: "bundle cluster name".into(),
+            message: format!(
+                "the default namespace would be {}, a system namespace; pass -n NAMESPACE explicitly",
+                crate::output::display(&ns)
+            ),
+        });
+    }
+    Ok((ns, false))
 }
 
 /// The ClusterDeployment name of the plan (the cluster's CR name).
@@ -675,31 +737,33 @@ pub fn artifact_files(bundle: &Bundle) -> Vec<&super::bundle::BundleFileEntry> {
         .collect()
 }
 
-/// `migrate import`.
+/// `migrate import`. With `--dry-run` every read-only check of the real import runs (bundle,
+/// CR set, namespace rules, CRDs, the assisted-service database and its schema version, the
+/// record, conflicts) after the plan is printed; the exit code is the one the real import would
+/// fail with (0 when every check passes), and nothing is changed.
 pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error> {
     let timeout = parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
     let started = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let ns = default_namespace(&bundle, &crs, kube.namespace.as_deref());
+    let (ns, explicit_ns) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
     let plan = plan(&crs, &ns, bundle.checksum())?;
     if args.dry_run {
         let esc = |s: &str| crate::output::escape_for_display(s, 2000);
-        println!(
-            "{}",
-            esc(&format!(
-                "Plan for bundle {} (cluster {} {}, checksum {}) into namespace {ns}; nothing changed:",
-                bundle.dir.display(),
-                bundle.manifest.cluster.name,
-                bundle.manifest.cluster.id,
-                bundle.checksum()
-            ))
-        );
+        let mut out = esc(&format!(
+            "Plan for bundle {} (cluster {} {}, checksum {}) into namespace {ns}; nothing changed:",
+            bundle.dir.display(),
+            bundle.manifest.cluster.name,
+            bundle.manifest.cluster.id,
+            bundle.checksum()
+        ));
+        out.push('\n');
         for l in plan_lines(&plan, &bundle, &ns, args.keep_held) {
-            println!("{}", esc(&l));
+            out.push_str(&esc(&l));
+            out.push('\n');
         }
-        return Ok(0);
+        crate::emit(&out);
     }
     let target = kube.resolve().await?;
     let mut imp = Importer {
@@ -707,34 +771,86 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
         bundle,
         plan,
         ns,
+        explicit_ns,
         args,
         deadline: timeout.map(|t| started + t),
         record: None,
         counts: Counts::default(),
         kind_tally: None,
     };
+    let deadline_err = || {
+        Error::Timeout(format!(
+            "migrate import did not finish within --timeout {}; run it again to resume",
+            args.timeout
+        ))
+    };
+    if args.dry_run {
+        let checks = imp.checks();
+        let res = match timeout {
+            Some(t) => tokio::time::timeout(t, checks)
+                .await
+                .unwrap_or_else(|_| Err(deadline_err())),
+            None => checks.await,
+        };
+        return match res {
+            Ok(c) => {
+                crate::emit(&format!(
+                    "Dry run: every check passed ({}); the import would {}.\n",
+                    match &c.existing {
+                        Some(r) if r.phase == Phase::Complete => "this bundle's import is already complete",
+                        Some(_) => "this bundle's import is in progress",
+                        None => "no import of this bundle yet",
+                    },
+                    match &c.existing {
+                        Some(r) if r.phase == Phase::Complete => "find everything in place",
+                        Some(_) => "resume it",
+                        None => "run the plan above",
+                    }
+                ));
+                Ok(0)
+            }
+            Err(e) => {
+                crate::emit(&format!(
+                    "Dry run: the import would fail with exit code {} (error below); nothing changed.\n",
+                    e.exit_code()
+                ));
+                Err(e)
+            }
+        };
+    }
     let work = imp.run();
     let result = match timeout {
-        Some(t) => tokio::time::timeout(t, work).await.unwrap_or_else(|_| {
-            Err(Error::Timeout(format!(
-                "migrate import did not finish within --timeout {}; run it again to resume",
-                args.timeout
-            )))
-        }),
+        Some(t) => tokio::time::timeout(t, work)
+            .await
+            .unwrap_or_else(|_| Err(deadline_err())),
         None => work.await,
     };
     let summary = match result {
         Ok(s) => s,
         // Our own deadline: printed here, since Error::Timeout's hint is about single requests.
         Err(Error::Timeout(m)) if m.contains("--timeout ") => {
-            eprintln!("error: timed out: {}", crate::output::display(&m));
+            // Whole (the CRD names and what installs them), escaped.
+            eprintln!(
+                "error: timed out: {}",
+                crate::output::escape_for_display(&m, 4000)
+            );
             return Ok(crate::error::exit::TIMEOUT);
         }
         Err(e) => return Err(e),
     };
-    print!("{summary}");
+    crate::emit(&summary);
     eprintln!("migrate: done in {:.1}s", started.elapsed().as_secs_f64());
     Ok(0)
+}
+
+/// What the checks found ([`Importer::checks`]).
+struct Checked {
+    /// This bundle's record on cluster 0, if any.
+    existing: Option<Record>,
+    /// Where the database is.
+    db: Db,
+    /// Whether the database must be restored.
+    restore: bool,
 }
 
 #[derive(Debug, Default)]
@@ -750,6 +866,8 @@ struct Importer<'a> {
     bundle: Bundle,
     plan: Vec<Planned>,
     ns: String,
+    /// Whether `ns` was given with `-n` (else it is the default, see [`namespace_for`]).
+    explicit_ns: bool,
     args: &'a super::ImportArgs,
     deadline: Option<Instant>,
     record: Option<Record>,
@@ -774,28 +892,25 @@ impl Importer<'_> {
             self.bundle.checksum()
         ));
         // 1. checks before any change.
-        self.check_crds().await?;
-        let existing = self.existing_record().await?;
-        self.check_conflicts(existing.as_ref()).await?;
-        let db = match &self.args.db_url {
-            Some(u) => Db::Url(u.clone()),
-            None => exec::find_assisted_db(&self.target).await?,
-        };
-        progress(&format!("assisted-service database: {}", db.describe()));
-        self.check_schema(&db).await?;
-        let restore = self.db_state(&db, existing.as_ref()).await?;
+        let Checked {
+            existing,
+            db,
+            restore,
+        } = self.checks().await?;
 
         // 2. namespace and record.
         self.ensure_namespace().await?;
         let mut rec = match existing {
+            Some(r) if r.phase == Phase::Complete => {
+                progress(&format!(
+                    "this bundle's import is already complete (at {}); checking that everything is still there",
+                    r.completed.as_deref().unwrap_or("?")
+                ));
+                r
+            }
             Some(r) => {
                 progress(&format!(
-                    "resuming this bundle's import (phase {}, done: {})",
-                    if r.phase == Phase::Complete {
-                        "complete"
-                    } else {
-                        "in-progress"
-                    },
+                    "resuming this bundle's import (done: {})",
                     if r.steps_done.is_empty() {
                         "nothing".into()
                     } else {
@@ -804,12 +919,16 @@ impl Importer<'_> {
                 ));
                 r
             }
-            None => Record::new(
-                self.bundle.checksum(),
-                &cluster.id,
-                &cd_name(&self.plan, &self.bundle),
-                serde_json::to_value(&self.bundle.manifest.counts).unwrap_or(Value::Null),
-            ),
+            None => {
+                let mut r = Record::new(
+                    self.bundle.checksum(),
+                    &cluster.id,
+                    &cd_name(&self.plan, &self.bundle),
+                    serde_json::to_value(&self.bundle.manifest.counts).unwrap_or(Value::Null),
+                );
+                r.bundle_created = Some(self.bundle.manifest.created.clone());
+                r
+            }
         };
         if rec.assisted_service.is_none() {
             rec.assisted_service = Some(match &db {
@@ -908,6 +1027,63 @@ impl Importer<'_> {
             progress(&format!("record {}/{} complete", self.ns, record::RECORD_NAME));
         }
         Ok(self.summary(already))
+    }
+
+    /// Every read-only check before the first change (also what `--dry-run` runs): the
+    /// namespace rules, the CRDs, this bundle's record, conflicts, the database (found, schema
+    /// version, whether it holds the cluster already).
+    async fn checks(&self) -> Result<Checked, Error> {
+        let existing = self.existing_record().await?;
+        self.check_namespace(existing.as_ref()).await?;
+        self.check_crds().await?;
+        self.check_conflicts(existing.as_ref()).await?;
+        let db = match &self.args.db_url {
+            Some(u) => Db::Url(u.clone()),
+            None => exec::find_assisted_db(&self.target).await?,
+        };
+        progress(&format!("assisted-service database: {}", db.describe()));
+        self.check_schema(&db).await?;
+        let restore = self.db_state(&db, existing.as_ref()).await?;
+        Ok(Checked {
+            existing,
+            db,
+            restore,
+        })
+    }
+
+    /// A default namespace (no `-n`) that exists must be one import made (label
+    /// [`NAMESPACE_LABEL`]) or hold this bundle's record; else it is someone else's and the user
+    /// is told to pass `-n`. Errors: [`Error::BadObject`] (exit 4).
+    async fn check_namespace(&self, existing: Option<&Record>) -> Result<(), Error> {
+        if self.explicit_ns || existing.is_some() {
+            return Ok(());
+        }
+        let api: Api<Namespace> = Api::all(self.target.client.clone());
+        let r = ResourceRef::cluster("Namespace", &self.ns);
+        let Some(n) = api
+            .get_opt(&self.ns)
+            .await
+            .map_err(|e| classify(e, "read", r.clone(), &self.target))?
+        else {
+            return Ok(());
+        };
+        let ours = n
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(NAMESPACE_LABEL))
+            .is_some_and(|v| v == "true");
+        if ours {
+            return Ok(());
+        }
+        Err(Error::BadObject {
+            resource: r,
+            message: format!(
+                "exists and was not created by migrate import (no label {NAMESPACE_LABEL}=true, no \
+                 record of this bundle): the default namespace (the cluster's name) is someone \
+                 else's; pass -n NAMESPACE explicitly"
+            ),
+        })
     }
 
     /// Counts one object of `kind`: 0 created, 1 unchanged, 2 replaced.
@@ -1086,14 +1262,18 @@ impl Importer<'_> {
                 progress(&format!("waiting for CRDs {} ({why})", missing.join(", ")));
                 said = true;
             }
-            if self.remaining().is_some_and(|r| r < Duration::from_secs(5)) {
+            // Polled until the deadline (the last look CRD_MARGIN before it, so that this
+            // message and not the whole run's deadline is what the user reads).
+            let remaining = self.remaining().map(|r| r.saturating_sub(CRD_MARGIN));
+            if remaining.is_some_and(|r| r.is_zero()) {
                 return Err(Error::Timeout(format!(
                     "CRDs {} still missing after --timeout {} ({why})",
                     missing.join(", "),
                     self.args.timeout
                 )));
             }
-            tokio::time::sleep(Duration::from_secs(5)).await;
+            let nap = remaining.map_or(CRD_POLL, |r| r.min(CRD_POLL));
+            tokio::time::sleep(nap).await;
         }
     }
 
@@ -1103,18 +1283,7 @@ impl Importer<'_> {
             Ok(Some((r, _))) if r.is_of(self.bundle.checksum()) => Ok(Some(r)),
             Ok(Some((r, _))) => Err(Error::BadObject {
                 resource: ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
-                message: format!(
-                    "holds the {} import of another bundle ({}, cluster {}); this bundle is {}: \
-                     import into another --namespace, or remove that import first",
-                    if r.phase == Phase::Complete {
-                        "complete"
-                    } else {
-                        "unfinished"
-                    },
-                    r.bundle_sha256,
-                    r.cluster_id,
-                    self.bundle.checksum()
-                ),
+                message: other_bundle_message(&r, &self.bundle, &self.ns),
             }),
             Err(record::ReadError::Bad(e)) => Err(e),
             Err(record::ReadError::Kube(e)) => Err(classify(
@@ -1358,6 +1527,7 @@ impl Importer<'_> {
                 let n = Namespace {
                     metadata: kube::api::ObjectMeta {
                         name: Some(self.ns.clone()),
+                        labels: Some([(NAMESPACE_LABEL.to_string(), "true".to_string())].into()),
                         ..Default::default()
                     },
                     ..Default::default()
@@ -1691,6 +1861,46 @@ impl Importer<'_> {
             .and_then(|c| c.image.clone())
             .unwrap_or(fallback)
     }
+}
+
+/// The refusal when namespace `ns` holds the record of another bundle: what is there (bundle
+/// checksum, exported when, phase) and what to do. Replacing an import is not supported
+/// (README "Limits"): for the same cluster (e.g. node 0 exported again) the data is already
+/// on cluster 0, so there is nothing to do but `migrate status`; for another cluster, another
+/// namespace.
+pub fn other_bundle_message(r: &Record, bundle: &Bundle, ns: &str) -> String {
+    let exported = r
+        .bundle_created
+        .as_deref()
+        .map(|c| format!("exported {c}"))
+        .unwrap_or_else(|| format!("imported from {}", r.started));
+    let phase = match r.phase {
+        Phase::Complete => format!("complete since {}", r.completed.as_deref().unwrap_or("?")),
+        Phase::InProgress => format!("in progress (done: {})", r.steps_done.join(", ")),
+    };
+    let there = format!(
+        "holds the import of another bundle of cluster {} ({}): checksum {}, {exported}, {phase}; \
+         this bundle is {} (exported {})",
+        r.cluster_name,
+        r.cluster_id,
+        r.bundle_sha256,
+        bundle.checksum(),
+        bundle.manifest.created
+    );
+    let todo = if r.cluster_id == bundle.manifest.cluster.id {
+        match r.phase {
+            Phase::Complete => format!(
+                "cluster 0 already has this cluster's data: nothing to do (`oc agent-day2 migrate status \
+                 BUNDLE -n {ns}` with the bundle that was imported shows it); replacing an import is not supported"
+            ),
+            Phase::InProgress => "finish that import by running `migrate import` again with the bundle it \
+                 started from; replacing an import is not supported"
+                .to_string(),
+        }
+    } else {
+        "import this bundle into another namespace (-n NAMESPACE)".to_string()
+    };
+    format!("{there}. {todo}")
 }
 
 /// What installs the missing CRDs (research/migration.md §2).

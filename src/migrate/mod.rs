@@ -110,7 +110,7 @@ pub struct WaitArgs {
     /// Give up after this long (e.g. 2h).
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     pub timeout: String,
-    /// Seconds between polls.
+    /// Time between polls (e.g. 5s, 1m).
     #[arg(long, value_name = "DURATION", default_value = "5s")]
     pub interval: String,
 }

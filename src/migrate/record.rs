@@ -71,6 +71,10 @@ pub struct Record {
     /// Where the database was restored.
     #[serde(default)]
     pub assisted_service: Option<AssistedRef>,
+    /// When the bundle was exported (its manifest's `created`), to tell two exports of the same
+    /// node 0 apart in messages. Absent in records of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bundle_created: Option<String>,
 }
 
 impl Record {
@@ -92,6 +96,7 @@ impl Record {
             counts,
             pvc: None,
             assisted_service: None,
+            bundle_created: None,
         }
     }
 

@@ -30,7 +30,7 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
     let start = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = super::import::read_crs(&bundle)?;
-    let ns = super::import::default_namespace(&bundle, &crs, kube.namespace.as_deref());
+    let (ns, explicit) = super::import::namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
     let target = kube.resolve().await?;
     let sum = bundle.checksum().to_string();
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
@@ -42,7 +42,10 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
         )
     );
     let mut last_said: Option<(String, Instant)> = None;
-    let mut say = |what: String| {
+    // The cause of the last poll that did not find the import complete (for the timeout error).
+    let mut last_cause = String::from("no poll finished");
+    let mut say = |what: String, last_cause: &mut String| {
+        *last_cause = what.clone();
         let now = Instant::now();
         let repeat = match &last_said {
             Some((w, t)) => *w != what || now.duration_since(*t) >= REPEAT_EVERY,
@@ -57,55 +60,85 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
         let remaining = timeout.map(|t| t.saturating_sub(start.elapsed()));
         let poll = record::read(&target.client, &ns);
         // One poll never outlives the timeout, nor hangs on a silent network.
+        let cut_by_deadline = remaining.is_some_and(|r| r < POLL_MAX);
         let bound = remaining
             .map_or(POLL_MAX, |r| r.min(POLL_MAX))
             .max(Duration::from_millis(1));
         let res = tokio::time::timeout(bound, poll).await.ok();
         match res {
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
-                println!(
-                    "cluster 0 holds the data of cluster {} ({}): import complete at {}",
+                crate::emit(&format!(
+                    "cluster 0 holds the data of cluster {} ({}): import complete at {}\n",
                     crate::output::display(&rec.cluster_name),
                     crate::output::display(&rec.cluster_id),
                     crate::output::display(rec.completed.as_deref().unwrap_or("?"))
-                );
+                ));
                 return Ok(0);
             }
-            Some(Ok(Some((rec, _)))) if rec.is_of(&sum) => say(format!(
-                "import in progress (done: {})",
-                if rec.steps_done.is_empty() {
-                    "nothing yet".into()
-                } else {
-                    rec.steps_done.join(", ")
-                }
-            )),
-            Some(Ok(Some((rec, _)))) => say(format!(
-                "{rref} is of another bundle ({}); waiting for this one's",
-                rec.bundle_sha256
-            )),
-            Some(Ok(None)) => say(format!("no {rref} yet (import not started)")),
-            Some(Err(record::ReadError::Bad(e))) => say(format!("{e}; retrying")),
+            Some(Ok(Some((rec, _)))) if rec.is_of(&sum) => say(
+                format!(
+                    "import in progress (done: {})",
+                    if rec.steps_done.is_empty() {
+                        "nothing yet".into()
+                    } else {
+                        rec.steps_done.join(", ")
+                    }
+                ),
+                &mut last_cause,
+            ),
+            Some(Ok(Some((rec, _)))) => say(
+                format!(
+                    "{rref} is of another bundle ({}); waiting for this one's",
+                    rec.bundle_sha256
+                ),
+                &mut last_cause,
+            ),
+            Some(Ok(None)) => say(
+                format!(
+                    "no record ConfigMap {} in namespace {ns} yet (import not started, or it used another namespace)",
+                    record::RECORD_NAME
+                ),
+                &mut last_cause,
+            ),
+            Some(Err(record::ReadError::Bad(e))) => say(format!("{e}; retrying"), &mut last_cause),
             Some(Err(record::ReadError::Kube(e))) => {
                 let e = classify(e, "read", rref.clone(), &target);
+                let first = e.to_string().lines().next().unwrap_or("").to_string();
                 match e {
-                    Error::Unreachable { .. } | Error::Timeout(_) => {
-                        say("cluster 0 unreachable, retrying".into())
+                    Error::Unreachable { .. } => {
+                        say(format!("cluster 0 unreachable ({first}), retrying"), &mut last_cause)
                     }
-                    other => say(format!(
-                        "{}; retrying",
-                        other.to_string().lines().next().unwrap_or("")
-                    )),
+                    _ => say(format!("{first}; retrying"), &mut last_cause),
                 }
             }
-            None => say("cluster 0 unreachable, retrying".into()),
+            // The deadline cut this poll short: that says nothing about cluster 0.
+            None if cut_by_deadline => {}
+            None => say(
+                format!(
+                    "cluster 0 did not answer within {}s, retrying",
+                    POLL_MAX.as_secs()
+                ),
+                &mut last_cause,
+            ),
         }
         let remaining = timeout.map(|t| t.saturating_sub(start.elapsed()));
         if remaining.is_some_and(|r| r.is_zero()) {
             // Printed here: Error::Timeout's hint is about single API requests.
+            let hint = if explicit {
+                format!("namespace {ns} is the one given with -n; it must be the one import used")
+            } else {
+                format!(
+                    "namespace {ns} is the default (the cluster's name); if the import ran with -n, pass the same -n"
+                )
+            };
+            let esc = |t: &str| crate::output::escape_for_display(t, 4000);
             eprintln!(
-                "error: timed out: {} not complete for bundle {sum} after --timeout {}",
-                crate::output::display(&rref.to_string()),
-                args.timeout
+                "error: {}\n  hint: {}",
+                esc(&format!(
+                    "timed out after --timeout {}: {rref} not complete for bundle {sum}; last: {last_cause}",
+                    args.timeout
+                )),
+                esc(&hint)
             );
             return Ok(exit::TIMEOUT);
         }
