@@ -1,11 +1,13 @@
 //! `agent-day2-sim`: the simulated OpenShift cluster for agent-day2's tests and demo.
 //!
 //! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]... [--registry [ADDR]]
-//!   [--assisted-db-url URL] [--volumes-dir DIR]`
+//!   [--assisted-db-url URL [--assisted-schema-version V]] [--volumes-dir DIR]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
 //! - `agent-day2-sim node0 --dir DIR --listen IP:PORT --db-url URL [--hosts N] [--events N]
 //!   [--schema-version V] [--die-after-requests N]` (see `node0` module)
+//! - `agent-day2-sim postgres --dir DIR [--listen IP] [--port N] [--db NAME] [--owner ROLE]`
+//!   (a real PostgreSQL server for node 0's or cluster 0's database, see [`run_postgres`])
 //!
 //! Exit status: 0 after SIGINT/SIGTERM, 1 on errors, 2 on usage errors, 3 on an invalid scenario.
 
@@ -62,6 +64,11 @@ enum Cmd {
         /// `psql` over pod exec against this database (postgres://USER[:PASSWORD]@HOST:PORT/DB).
         #[arg(long, value_name = "URL")]
         assisted_db_url: Option<String>,
+        /// Schema version (a gormigrate id: digits) of the assisted-service tables `up` creates
+        /// in --assisted-db-url's database when it has none (no table `clusters`), as
+        /// assisted-service does on its first start; a database that has them is left as it is.
+        #[arg(long, value_name = "V", default_value = agent_day2_sim::node0schema::DEFAULT_SCHEMA_VERSION, requires = "assisted_db_url")]
+        assisted_schema_version: String,
         /// Contents of the PersistentVolumeClaims as pod exec's `tar` sees them:
         /// DIR/<namespace>/<claim>/ (default: <--dir>/volumes).
         #[arg(long, value_name = "DIR")]
@@ -85,12 +92,112 @@ enum Cmd {
     /// the REST v2 API from those rows on --listen (userAuth; token in DIR/user-token), writes
     /// DIR/ready (the base URL). Runs until killed.
     Node0(agent_day2_sim::node0::Node0Args),
+    /// A real PostgreSQL server (Debian's, /usr/lib/postgresql/*/bin; run as the `postgres`
+    /// user when root) with data in DIR/pgdata, log in DIR/postgres.log, trust authentication:
+    /// creates role `admin` (password `admin`), role --owner and database --db owned by it,
+    /// writes DIR/url (postgres://OWNER@IP:PORT/DB) and then DIR/ready (the same URL), and
+    /// stays in the foreground; SIGINT/SIGTERM stops the server (DIR stays). Inside
+    /// `agent-day2-sim netns`, so only that namespace reaches it.
+    Postgres(PostgresArgs),
+}
+
+#[derive(clap::Args)]
+struct PostgresArgs {
+    /// Directory for pgdata/, postgres.log, url and ready (created if missing; must not hold
+    /// a pgdata/ already).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    listen: std::net::IpAddr,
+    /// TCP port (default: a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Database to create.
+    #[arg(long, default_value = "installer")]
+    db: String,
+    /// Role owning the database (LOGIN; the URL's user).
+    #[arg(long, default_value = "admin")]
+    owner: String,
+}
+
+/// `agent-day2-sim postgres`: see [`Cmd::Postgres`]. Returns the exit code: 0 after
+/// SIGINT/SIGTERM, 1 when the server cannot be started or set up (the message says why).
+fn run_postgres(a: PostgresArgs) -> i32 {
+    use agent_day2_sim::postgres::{unavailable, Postgres};
+    if let Some(why) = unavailable() {
+        eprintln!("error: {why}");
+        return 1;
+    }
+    if a.dir.join("pgdata").exists() {
+        eprintln!(
+            "error: {} exists: remove it or give another --dir (the server starts from fresh data)",
+            a.dir.join("pgdata").display()
+        );
+        return 1;
+    }
+    for f in ["ready", "url"] {
+        let _ = std::fs::remove_file(a.dir.join(f));
+    }
+    // Signals are taken before the server exists, so a SIGTERM right after DIR/ready stops it.
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: tokio runtime: {e}");
+            return 1;
+        }
+    };
+    let mut term = match rt
+        .block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) })
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: SIGTERM handler: {e}");
+            return 1;
+        }
+    };
+    let ctrl_c = rt.block_on(async { tokio::spawn(tokio::signal::ctrl_c()) });
+    let pg = match Postgres::start_on(&a.dir, a.listen, a.port) {
+        Ok(pg) => pg,
+        Err(e) => {
+            eprintln!("error: starting PostgreSQL: {e:#}");
+            return 1;
+        }
+    };
+    let url = pg.url_as(&a.owner, &a.db);
+    let setup = pg.create_db(&a.db, &a.owner).and_then(|()| {
+        std::fs::write(a.dir.join("url"), format!("{url}\n"))?;
+        let tmp = a.dir.join("ready.tmp");
+        std::fs::write(&tmp, format!("{url}\n"))?;
+        std::fs::rename(&tmp, a.dir.join("ready"))?;
+        Ok(())
+    });
+    if let Err(e) = setup {
+        eprintln!("error: setting up database {}: {e:#}", a.db);
+        return 1; // pg dropped: server stopped
+    }
+    eprintln!(
+        "agent-day2-sim: PostgreSQL {url} (data {}, log {}); SIGINT/SIGTERM stops it",
+        a.dir.join("pgdata").display(),
+        a.dir.join("postgres.log").display()
+    );
+    rt.block_on(async {
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    });
+    let _ = std::fs::remove_file(a.dir.join("ready"));
+    drop(pg);
+    eprintln!("agent-day2-sim: PostgreSQL stopped");
+    0
 }
 
 fn main() {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
+        Cmd::Postgres(args) => std::process::exit(run_postgres(args)),
         Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {
             Ok(code) => std::process::exit(code),
             Err(e) => {
@@ -113,6 +220,7 @@ fn main() {
             crds,
             registry,
             assisted_db_url,
+            assisted_schema_version,
             volumes_dir,
         } => {
             let _ = tracing_subscriber::fmt()
@@ -137,6 +245,7 @@ fn main() {
                 crds,
                 registry,
                 assisted_db_url,
+                assisted_schema_version: Some(assisted_schema_version),
                 volumes_dir,
             };
             let rt = tokio::runtime::Builder::new_multi_thread()

@@ -141,6 +141,12 @@ impl Postgres {
     /// Errors: binaries missing ([`unavailable`] says why), `initdb` failing (its output), the
     /// server not starting (the tail of `dir/postgres.log`).
     pub fn start(dir: &Path, listen: IpAddr) -> anyhow::Result<Postgres> {
+        Postgres::start_on(dir, listen, None)
+    }
+
+    /// [`Postgres::start`] on TCP port `fixed_port` of `listen` when given (an error when it is
+    /// taken), else on a free one.
+    pub fn start_on(dir: &Path, listen: IpAddr, fixed_port: Option<u16>) -> anyhow::Result<Postgres> {
         if let Some(why) = unavailable() {
             bail!("{why}");
         }
@@ -190,10 +196,13 @@ impl Postgres {
         // A free port now; taken by someone else before the server binds it → try again.
         let mut last_err = None;
         for _ in 0..5 {
-            let port = std::net::TcpListener::bind((listen, 0))
-                .with_context(|| format!("no free port on {listen}"))?
-                .local_addr()?
-                .port();
+            let port = match fixed_port {
+                Some(p) => p,
+                None => std::net::TcpListener::bind((listen, 0))
+                    .with_context(|| format!("no free port on {listen}"))?
+                    .local_addr()?
+                    .port(),
+            };
             pg.port = port;
             let opts = format!(
                 "-c listen_addresses={} -p {port} -k {} -c fsync=off -c synchronous_commit=off \
@@ -222,7 +231,9 @@ impl Postgres {
                 String::from_utf8_lossy(&out.stderr),
                 pg.log.display()
             ));
-            if !tail.contains("could not bind") && !tail.contains("Address already in use") {
+            if fixed_port.is_some()
+                || !tail.contains("could not bind") && !tail.contains("Address already in use")
+            {
                 break;
             }
             std::thread::sleep(Duration::from_millis(100));

@@ -555,6 +555,21 @@ fn psql_in_the_assisted_service_pod() {
     let Some(pg) = target_db(tmp.path()) else { return };
     let url = pg.url_as("admin", "installer");
     let c = TestCluster::start_with_args("", &["--assisted-db-url", &url]).expect("simulator starts");
+    // The database had no schema: `up` made assisted-service's, owned by the database's owner,
+    // as the real service does on its first start.
+    assert_eq!(
+        agent_day2_sim::node0schema::schema_version(&pg.url("installer")).unwrap(),
+        agent_day2_sim::node0schema::DEFAULT_SCHEMA_VERSION
+    );
+    assert_eq!(
+        pg.sql(
+            "installer",
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'clusters'"
+        )
+        .unwrap()
+        .trim(),
+        "admin"
+    );
 
     // The seed: pod Running with both containers, Secret postgres naming the URL's db and user.
     let pod = ok(
@@ -626,7 +641,7 @@ fn psql_in_the_assisted_service_pod() {
 
     // A script on stdin (-f -), in one transaction, as import restores the dump.
     let mut script = String::from(
-        "CREATE TABLE events (id bigint PRIMARY KEY, message text);\nCOPY events (id, message) FROM stdin;\n",
+        "CREATE TABLE stream_rows (id bigint PRIMARY KEY, message text);\nCOPY stream_rows (id, message) FROM stdin;\n",
     );
     for i in 0..20_000 {
         script.push_str(&format!(
@@ -649,7 +664,7 @@ fn psql_in_the_assisted_service_pod() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     ok(&c, &args, script.as_bytes());
     assert_eq!(
-        pg.sql("installer", "SELECT count(*), max(id) FROM events")
+        pg.sql("installer", "SELECT count(*), max(id) FROM stream_rows")
             .unwrap()
             .trim(),
         "20000|19999"
@@ -659,12 +674,12 @@ fn psql_in_the_assisted_service_pod() {
     let o = kubectl_in(
         &c,
         &args,
-        b"INSERT INTO events VALUES (-1, 'x');\nSELECT no_such_column FROM events;\n",
+        b"INSERT INTO stream_rows VALUES (-1, 'x');\nSELECT no_such_column FROM stream_rows;\n",
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(text(&o).contains("no_such_column"), "{}", text(&o));
     assert_eq!(
-        pg.sql("installer", "SELECT count(*) FROM events WHERE id = -1")
+        pg.sql("installer", "SELECT count(*) FROM stream_rows WHERE id = -1")
             .unwrap()
             .trim(),
         "0"
@@ -690,8 +705,6 @@ fn psql_in_the_assisted_service_pod() {
     assert_eq!(o.status.code(), Some(126), "{}", text(&o));
 
     // The same through kube-rs, reading the schema version as import does.
-    pg.sql("installer", "CREATE TABLE migrations (id varchar PRIMARY KEY); INSERT INTO migrations VALUES ('20240617140000'), ('20230101000000'); GRANT SELECT ON migrations TO admin;")
-        .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -749,15 +762,15 @@ fn psql_in_the_assisted_service_pod() {
             )
             .await
             .unwrap();
-        let (_, _, st) = run(p, b"UPDATE events SET message = 'changed' WHERE id < 10;\n").await;
+        let (_, _, st) = run(p, b"UPDATE stream_rows SET message = 'changed' WHERE id < 10;\n").await;
         assert_eq!(st.unwrap().status.as_deref(), Some("Success"));
 
         // A client that goes away mid-stream: as with a real container runtime the process is
         // not killed, its stdin ends. psql then ends the script there: with --single-transaction
         // it COMMITs what it got; an explicit BEGIN without the final COMMIT is rolled back.
         for (id, single, script, committed) in [
-            (-5, true, "INSERT INTO events VALUES (-5, 'partial');\n", true),
-            (-6, false, "BEGIN;\nINSERT INTO events VALUES (-6, 'partial');\n", false),
+            (-5, true, "INSERT INTO stream_rows VALUES (-5, 'partial');\n", true),
+            (-6, false, "BEGIN;\nINSERT INTO stream_rows VALUES (-6, 'partial');\n", false),
         ] {
             let mut argv = vec!["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-U", "admin", "-d", "installer"];
             if single {
@@ -784,14 +797,14 @@ fn psql_in_the_assisted_service_pod() {
                 assert!(Instant::now() < deadline, "psql did not end after the client left");
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            let n = pg.sql("installer", &format!("SELECT count(*) FROM events WHERE id = {id}")).unwrap();
+            let n = pg.sql("installer", &format!("SELECT count(*) FROM stream_rows WHERE id = {id}")).unwrap();
             assert_eq!(n.trim(), if committed { "1" } else { "0" }, "single-transaction {single}");
         }
     });
     assert_eq!(
         pg.sql(
             "installer",
-            "SELECT count(*) FROM events WHERE message = 'changed'"
+            "SELECT count(*) FROM stream_rows WHERE message = 'changed'"
         )
         .unwrap()
         .trim(),

@@ -40,6 +40,10 @@ pub struct UpOptions {
     /// assisted-service (namespace `multicluster-engine`, its pod, Secret `postgres`) whose
     /// `postgres` container runs `psql` against this database over pod exec.
     pub assisted_db_url: Option<String>,
+    /// `--assisted-schema-version V`: with `assisted_db_url`, the schema version of the
+    /// assisted-service tables created there when the database has none (see
+    /// [`ensure_assisted_schema`]); None: [`crate::node0schema::DEFAULT_SCHEMA_VERSION`].
+    pub assisted_schema_version: Option<String>,
     /// `--volumes-dir DIR`: contents of the PersistentVolumeClaims (`DIR/<namespace>/<claim>/`)
     /// as pod exec's `tar` sees them; default `<dir>/volumes`.
     pub volumes_dir: Option<PathBuf>,
@@ -150,12 +154,43 @@ fn seed_omit_matches(spec: &str, o: &Value) -> bool {
     }
 }
 
+/// What assisted-service does with its database on its first start (gorm AutoMigrate, then
+/// gormigrate's `migrations` rows): when the database at `url` has no assisted-service tables
+/// (no table `clusters`), creates them with [`crate::node0schema::create`] at `version` and
+/// returns `Some(version)`; a database that has them is left untouched (`None`), whatever its
+/// version (tests make older or newer ones on purpose).
+///
+/// Errors: the database cannot be reached, or the creation failed (psql's message).
+pub fn ensure_assisted_schema(url: &str, version: &str) -> anyhow::Result<Option<String>> {
+    let shown = super::exec::AssistedDb::parse(url)
+        .map(|d| format!("{}@{}:{}/{}", d.user, d.host, d.port, d.dbname))
+        .unwrap_or_else(|_| "the database".into());
+    if crate::node0schema::exists(url).with_context(|| format!("--assisted-db-url: cannot reach {shown}"))? {
+        return Ok(None);
+    }
+    crate::node0schema::create(url, version)
+        .with_context(|| format!("--assisted-db-url: creating the assisted-service schema in {shown}"))?;
+    Ok(Some(version.to_string()))
+}
+
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     let assisted_db = match &opts.assisted_db_url {
         Some(u) => Some(super::exec::AssistedDb::parse(u).context("--assisted-db-url")?),
         None => None,
     };
+    if let Some(url) = opts.assisted_db_url.clone() {
+        let version = opts
+            .assisted_schema_version
+            .clone()
+            .unwrap_or_else(|| crate::node0schema::DEFAULT_SCHEMA_VERSION.to_string());
+        let made = tokio::task::spawn_blocking(move || ensure_assisted_schema(&url, &version)).await??;
+        if let Some(v) = made {
+            eprintln!(
+                "agent-day2-sim: created the assisted-service schema (version {v}) in --assisted-db-url"
+            );
+        }
+    }
     let mut scenario = match &opts.scenario {
         Some(p) => Scenario::load(p)?,
         None => Scenario::default(),
