@@ -108,14 +108,58 @@ pub fn check_start(what: &str, first: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Splits a SQL identifier list item, removing double quotes (`"a""b"` → `a"b`).
-fn unquote_ident(s: &str) -> String {
+/// One SQL identifier as PostgreSQL resolves it: a quoted one without its quotes (`"a""b"` →
+/// `a"b`, case kept), an unquoted one folded to lower case (ASCII letters only, as the server's
+/// `downcase_identifier` does for UTF-8 databases): `MIGRATIONS` and `"migrations"` are both
+/// `migrations`.
+pub fn fold_ident(s: &str) -> String {
     let s = s.trim();
     if s.len() >= 2 && s.starts_with('"') && s.ends_with('"') {
         s[1..s.len() - 1].replace("\"\"", "\"")
     } else {
-        s.to_string()
+        s.to_ascii_lowercase()
     }
+}
+
+/// Whether `name` is a plain identifier migrate writes into SQL itself: `[a-z_][a-z0-9_]*`, at
+/// most 63 bytes (PostgreSQL's NAMEDATALEN - 1).
+pub fn is_plain_ident(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && (b[0].is_ascii_lowercase() || b[0] == b'_')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_')
+}
+
+/// Splits one COPY text-format row (without its newline) into its raw fields at the tabs that
+/// are delimiters: a backslash escapes the byte after it (`\<TAB>` is a data tab, as the
+/// server reads it), so `a\tb` and `a\<TAB>b` are one field each.
+pub fn split_fields(row: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < row.len() {
+        match row[i] {
+            b'\\' => i += 2,
+            b'\t' => {
+                out.push(&row[start..i]);
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    out.push(&row[start.min(row.len())..]);
+    out
+}
+
+/// [`split_fields`] on text (fields split at ASCII tabs stay valid UTF-8).
+fn split_text(row: &str) -> Vec<&str> {
+    split_fields(row.as_bytes())
+        .into_iter()
+        .map(|f| std::str::from_utf8(f).unwrap_or(""))
+        .collect()
 }
 
 /// Splits `s` at `sep` outside double quotes.
@@ -158,19 +202,132 @@ pub fn parse_copy_header(line: &str) -> Option<CopyHeader> {
     let cols = rest[open + 1..].trim_end().strip_suffix(')')?;
     let parts = split_outside_quotes(name, '.');
     let (schema, table) = match parts.as_slice() {
-        [t] => ("public".to_string(), unquote_ident(t)),
-        [s, t] => (unquote_ident(s), unquote_ident(t)),
+        [t] => ("public".to_string(), fold_ident(t)),
+        [s, t] => (fold_ident(s), fold_ident(t)),
         _ => return None,
     };
     let columns = split_outside_quotes(cols, ',')
         .into_iter()
-        .map(unquote_ident)
+        .map(fold_ident)
         .collect();
     Some(CopyHeader {
         schema,
         table,
         columns,
     })
+}
+
+/// The settings pg_dump's plain format sets at its top (pg_backup_archiver.c
+/// `_doSetFixedOutputState`, PostgreSQL 12–18) and around objects: lines `SET <one of these> =
+/// <value>;` are pg_dump's own.
+pub const PG_DUMP_SETTINGS: &[&str] = &[
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "transaction_timeout",
+    "client_encoding",
+    "standard_conforming_strings",
+    "check_function_bodies",
+    "xmloption",
+    "client_min_messages",
+    "escape_string_warning",
+    "row_security",
+    "default_tablespace",
+    "default_table_access_method",
+    "default_with_oids",
+];
+
+/// A line of a dump outside COPY data, as [`classify_line`] reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Statement {
+    /// A comment, a blank line, or one of pg_dump's own statements that migrate never sends
+    /// (`SET` of [`PG_DUMP_SETTINGS`], `SELECT pg_catalog.set_config(...)`, `SELECT
+    /// pg_catalog.setval(...)`, `\restrict KEY`, `\unrestrict KEY`).
+    Ignored,
+    /// `SET client_encoding = 'NAME';`: the encoding of the COPY data (NAME is `[A-Za-z0-9_]+`).
+    ClientEncoding(String),
+    /// The start of a COPY block.
+    Copy(CopyHeader),
+}
+
+fn shown_line(line: &[u8]) -> String {
+    crate::output::escape_for_display(&String::from_utf8_lossy(line), 80)
+}
+
+/// Reads one line outside COPY data (without its newline) as a statement of `pg_dump
+/// --data-only` plain text: [`Statement`]. Anything else — psql meta-commands (`\!`, `\copy`,
+/// `\set`, ...), other SQL (`COMMIT;`, `DROP ...`, `create table ...`, a leading space before
+/// a keyword), a COPY that is not `COPY name (columns) FROM stdin;` — is refused.
+/// Errors: [`Error::InvalidInput`] naming `what` and line `lineno`.
+pub fn classify_line(what: &str, lineno: u64, line: &[u8]) -> Result<Statement, Error> {
+    let how = format!("make the dump with `{DUMP_COMMAND}`");
+    let text = std::str::from_utf8(line).map_err(|_| {
+        invalid(
+            what,
+            format!("line {lineno}: not UTF-8 outside COPY data: {}", shown_line(line)),
+        )
+    })?;
+    if text.trim().is_empty() || text.starts_with("--") {
+        return Ok(Statement::Ignored);
+    }
+    if text.starts_with("COPY ") {
+        return parse_copy_header(text).map(Statement::Copy).ok_or_else(|| {
+            invalid(
+                what,
+                format!(
+                    "line {lineno}: a COPY statement this reader does not know (pg_dump writes \
+                     `COPY schema.table (columns) FROM stdin;`): {}",
+                    shown_line(line)
+                ),
+            )
+        });
+    }
+    if text.starts_with("CREATE ") || text.starts_with("ALTER TABLE ") || text.starts_with("DROP ") {
+        return Err(invalid(
+            what,
+            format!(
+                "line {lineno}: the dump holds schema statements ({}…); migrate restores data \
+                 into the target's own schema: make the dump with `{DUMP_COMMAND}`",
+                shown_line(&line[..line.len().min(30)])
+            ),
+        ));
+    }
+    let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    if let Some(rest) = text.strip_prefix("SET ").and_then(|r| r.strip_suffix(';')) {
+        if let Some((name, value)) = rest.split_once(" = ") {
+            let value_ok = value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_'.-".contains(&b));
+            if PG_DUMP_SETTINGS.contains(&name) && value_ok {
+                if name == "client_encoding" {
+                    let enc = value.trim_matches('\'');
+                    if word(enc) && value.len() == enc.len() + 2 {
+                        return Ok(Statement::ClientEncoding(enc.to_string()));
+                    }
+                } else {
+                    return Ok(Statement::Ignored);
+                }
+            }
+        }
+    }
+    for prefix in ["SELECT pg_catalog.set_config(", "SELECT pg_catalog.setval("] {
+        if text.starts_with(prefix) && text.ends_with(");") && text.matches(';').count() == 1 {
+            return Ok(Statement::Ignored);
+        }
+    }
+    for cmd in ["\\restrict ", "\\unrestrict "] {
+        if text.strip_prefix(cmd).is_some_and(word) {
+            return Ok(Statement::Ignored);
+        }
+    }
+    Err(invalid(
+        what,
+        format!(
+            "line {lineno}: `{}` is not something pg_dump --data-only writes (only COPY data is \
+             restored, and a dump holding other statements or psql commands is refused): {how}",
+            shown_line(line)
+        ),
+    ))
 }
 
 /// Unescapes one field of a COPY text-format row: `\N` (the whole field) is NULL (None);
@@ -288,10 +445,10 @@ fn scan_body(
                 }
                 *sum.rows.entry(h.key()).or_insert(0) += 1;
                 on_row(h, line);
-                if h.schema == "public" && h.table == "migrations" {
+                if h.key() == "migrations" {
                     if let Some(i) = h.columns.iter().position(|c| c == "id") {
                         let text = String::from_utf8_lossy(line);
-                        if let Some(Some(id)) = text.split('\t').nth(i).map(unescape_copy) {
+                        if let Some(Some(id)) = split_text(&text).into_iter().nth(i).map(unescape_copy) {
                             let newer = match &sum.schema_version {
                                 None => true,
                                 Some(cur) => (id.len(), id.as_str()) > (cur.len(), cur.as_str()),
@@ -304,28 +461,9 @@ fn scan_body(
                 }
             }
             None => {
-                if line.starts_with(b"COPY ") {
-                    let text = String::from_utf8_lossy(line);
-                    let h = parse_copy_header(&text).ok_or_else(|| {
-                        invalid(
-                            what,
-                            format!("line {lineno}: a COPY statement this reader does not know: {text}"),
-                        )
-                    })?;
+                if let Statement::Copy(h) = classify_line(what, lineno, line)? {
                     sum.rows.entry(h.key()).or_insert(0);
                     block = Some(h);
-                } else if line.starts_with(b"CREATE ")
-                    || line.starts_with(b"ALTER TABLE ")
-                    || line.starts_with(b"DROP ")
-                {
-                    return Err(invalid(
-                        what,
-                        format!(
-                            "line {lineno}: the dump holds schema statements ({}…); migrate restores data \
-                             into the target's own schema: make the dump with `{DUMP_COMMAND}`",
-                            String::from_utf8_lossy(&line[..line.len().min(30)])
-                        ),
-                    ));
                 }
             }
         }
@@ -403,7 +541,7 @@ pub fn column_values(
             match h.columns.iter().position(|c| c == column) {
                 Some(i) => {
                     let text = String::from_utf8_lossy(row);
-                    out.push(text.split('\t').nth(i).and_then(unescape_copy));
+                    out.push(split_text(&text).into_iter().nth(i).and_then(unescape_copy));
                 }
                 None => missing = Some(h.columns.join(", ")),
             }
@@ -437,7 +575,7 @@ pub fn rows(
                 return;
             }
             let text = String::from_utf8_lossy(row);
-            let fields: Vec<&str> = text.split('\t').collect();
+            let fields: Vec<&str> = split_text(&text);
             let mut m = BTreeMap::new();
             for c in columns {
                 match h.columns.iter().position(|x| x == c) {
@@ -477,7 +615,7 @@ pub fn table_rows(
                 h.columns
                     .iter()
                     .cloned()
-                    .zip(text.split('\t').map(unescape_copy))
+                    .zip(split_text(&text).into_iter().map(unescape_copy))
                     .collect(),
             );
         },
@@ -652,6 +790,73 @@ SELECT pg_catalog.setval('public.events_id_seq', 300, true);
         let cut = &DUMP[..DUMP.find("h3\ti1").unwrap()];
         let e = summarize("d", &mut Cursor::new(cut)).unwrap_err();
         assert!(e.to_string().contains("hosts has no end"), "{e}");
+    }
+
+    #[test]
+    fn only_pg_dump_lines_are_accepted_outside_copy_data() {
+        for bad in [
+            "\\! id > /tmp/pwned",
+            "\\copy (select 1) to '/tmp/x'",
+            "\\set ON_ERROR_STOP 0",
+            "COMMIT;",
+            "BEGIN;",
+            " drop table public.service_networks;",
+            "create table public.attacker (x text);",
+            "SET session_replication_role = replica;",
+            "SET statement_timeout = 0; DROP TABLE x;",
+            "COPY public.hosts (id) FROM stdin; DROP TABLE x;",
+            "COPY public.hosts (id) FROM '/etc/passwd';",
+        ] {
+            let d = DUMP.replace("SET statement_timeout = 0;", bad);
+            let e = summarize("d", &mut Cursor::new(d)).unwrap_err();
+            assert_eq!(e.exit_code(), 3, "{bad}");
+            assert!(e.to_string().contains("line 8:"), "{bad}: {e}");
+        }
+        for ok in [
+            "SET transaction_timeout = 0;",
+            "SET default_table_access_method = heap;",
+            "\\restrict AbC123",
+            "\\unrestrict AbC123",
+            "   ",
+            "-- \\! only a comment",
+        ] {
+            let d = DUMP.replace("SET statement_timeout = 0;", ok);
+            summarize("d", &mut Cursor::new(d)).unwrap();
+        }
+        assert_eq!(
+            classify_line("d", 1, b"SET client_encoding = 'LATIN1';").unwrap(),
+            Statement::ClientEncoding("LATIN1".into())
+        );
+        assert!(classify_line("d", 1, b"SET client_encoding = 'x; y';").is_err());
+    }
+
+    #[test]
+    fn identifiers_fold_as_postgresql_does() {
+        let h = parse_copy_header("COPY PUBLIC.MIGRATIONS (ID) FROM stdin;").unwrap();
+        assert_eq!((h.key().as_str(), h.columns[0].as_str()), ("migrations", "id"));
+        let h = parse_copy_header("COPY public.\"Migrations\" (\"ID\") FROM stdin;").unwrap();
+        assert_eq!((h.key().as_str(), h.columns[0].as_str()), ("Migrations", "ID"));
+        // A case-bypassed migrations block counts for the schema version.
+        let d = DUMP.replace(
+            "SELECT pg_catalog.setval",
+            "COPY public.MIGRATIONS (id) FROM stdin;\n29990101000000\n\\.\nSELECT pg_catalog.setval",
+        );
+        let s = summarize("d", &mut Cursor::new(d)).unwrap();
+        assert_eq!(s.schema_version.as_deref(), Some("29990101000000"));
+        assert_eq!(s.rows["migrations"], 4);
+        assert!(is_plain_ident("kube_key_name") && is_plain_ident("_x1"));
+        for bad in ["", "Id", "1a", "id); drop table x; --", "a-b", &"a".repeat(64)] {
+            assert!(!is_plain_ident(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn fields_split_at_delimiter_tabs_only() {
+        assert_eq!(split_fields(b"a\tb\tc"), vec![&b"a"[..], b"b", b"c"]);
+        assert_eq!(split_fields(b"a\\\tb\tc"), vec![&b"a\\\tb"[..], b"c"]);
+        assert_eq!(split_fields(b"a\\\\\tb"), vec![&b"a\\\\"[..], b"b"]);
+        assert_eq!(split_fields(b""), vec![&b""[..]]);
+        assert_eq!(split_fields(b"x\\"), vec![&b"x\\"[..]]);
     }
 
     #[test]

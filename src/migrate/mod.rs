@@ -19,6 +19,7 @@ pub mod exec;
 pub mod export;
 pub mod import;
 pub mod record;
+pub mod restore;
 pub mod status;
 pub mod unit;
 pub mod wait;

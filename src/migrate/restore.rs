@@ -1,0 +1,1013 @@
+//! The database restore stream of `migrate import`, built from the bundle's `db/dump.sql` so
+//! that nothing of the dump's text except COPY row data ever reaches `psql` (pure, streaming).
+//!
+//! A dump is text a bundle author controls (a bundle can be edited and its checksums
+//! recomputed, and `export --db-dump` takes any file); `psql -f -` runs whatever it reads,
+//! including meta-commands (`\!` runs a shell, `\copy` writes files) and SQL that ends the
+//! transaction. So the dump is parsed, never passed through:
+//! - outside COPY data only pg_dump's own lines are accepted ([`dump::classify_line`]:
+//!   comments, blank lines, known `SET`s, `set_config`/`setval`, `\restrict`/`\unrestrict`), and
+//!   all of them are dropped; anything else is refused with the line number;
+//! - a COPY block is restored only for a table of [`RESTORED_TABLES`] (names compared after
+//!   PostgreSQL's identifier folding, schema `public`); `migrations` is read for the schema
+//!   version and never restored; blocks of other tables are left out (listed in
+//!   [`Checked::skipped_tables`]);
+//! - column names must be plain identifiers ([`dump::is_plain_ident`]); the COPY statement
+//!   sent is made here (`COPY public."t" ("c", ...) FROM stdin;`), the row lines are passed as
+//!   they are after checking their field count, that they cannot end the block early or join
+//!   the next line (no `\.`, no bare CR or NUL, no trailing escaping backslash), and that each
+//!   row belongs to the bundle's cluster ([`Scope`]);
+//! - the stream is `BEGIN;`, fixed settings, the COPYs, the caller's kube-key UPDATEs, the
+//!   `events` id sequence set after the restored ids, `COMMIT;` — or `ROLLBACK;` when the
+//!   input fails a check on the way (the file's sha256 is computed while it is read and
+//!   compared with the manifest's at the end: a file changed after the bundle was verified is
+//!   rolled back too).
+//!
+//! Rows soft-deleted by gorm (`deleted_at` set; never served over REST and not counted by
+//! export's cross-checks) that belong to another cluster are left out rather than refused
+//! ([`Checked::skipped_deleted`]); those of the bundle's cluster are restored as they are.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+
+use sha2::{Digest, Sha256};
+
+use super::dump::{self, CopyHeader, Statement};
+use crate::error::Error;
+
+/// The assisted-service tables restored (the contract's, research/migration.md §5), in no
+/// particular order. `migrations` is not one of them: the target keeps its own.
+pub const RESTORED_TABLES: &[&str] = &[
+    "clusters",
+    "infra_envs",
+    "hosts",
+    "events",
+    "cluster_networks",
+    "service_networks",
+    "machine_networks",
+    "api_vips",
+    "ingress_vips",
+    "monitored_operators",
+];
+
+/// gormigrate's table: read for the schema version, never restored.
+pub const SCHEMA_TABLE: &str = "migrations";
+
+/// The sequence of `events.id` (gorm's `bigserial` column `id` of table `events`: PostgreSQL
+/// names it `events_id_seq`; the simulator's schema, tests/sim/src/node0schema.rs, too).
+pub const EVENTS_SEQUENCE: &str = "public.events_id_seq";
+
+/// The bundle's cluster: the rows a dump may hold.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    /// assisted-service id of the cluster (`manifest.cluster.id`).
+    pub cluster_id: String,
+    /// Its infra-envs (`manifest.cluster.infra_env_ids`: bound ones and late-binding ones
+    /// holding its hosts).
+    pub infra_env_ids: BTreeSet<String>,
+}
+
+impl Scope {
+    /// The scope of cluster `cluster_id` with infra-envs `infra_env_ids`.
+    pub fn new(cluster_id: &str, infra_env_ids: &[String]) -> Scope {
+        Scope {
+            cluster_id: cluster_id.to_string(),
+            infra_env_ids: infra_env_ids.iter().cloned().collect(),
+        }
+    }
+}
+
+/// What the checks found (and, for [`write_stream`], what was sent).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Rows restored per table of [`RESTORED_TABLES`] (tables with a block, also empty ones).
+    pub rows: BTreeMap<String, u64>,
+    /// Blocks left out (table key as [`CopyHeader::key`] → rows): `migrations` and tables
+    /// migrate does not restore (e.g. assisted-service's `release_images`).
+    pub skipped_tables: BTreeMap<String, u64>,
+    /// Soft-deleted rows of other clusters left out, per table.
+    pub skipped_deleted: BTreeMap<String, u64>,
+    /// The greatest `migrations.id` (None without rows there).
+    pub schema_version: Option<String>,
+    /// Lowercase hex sha256 of every byte read.
+    pub sha256: String,
+    /// Bytes read.
+    pub bytes: u64,
+    /// COPY blocks sent: (table, first line, last line) of the stream, 1-based, as psql
+    /// numbers its input lines (`psql:<stdin>:N:`).
+    blocks: Vec<(String, u64, u64)>,
+}
+
+impl Checked {
+    /// When psql's `stderr` of a failed restore reports an error inside a COPY block this
+    /// stream sent (`psql:<stdin>:N: ERROR:` with N between the block's `COPY` and `\.` lines,
+    /// or the server's `CONTEXT:  COPY table, line N`), the table: the data was refused, not
+    /// the connection.
+    pub fn copy_error(&self, stderr: &str) -> Option<String> {
+        for l in stderr.lines() {
+            if let Some(rest) = l.strip_prefix("psql:<stdin>:") {
+                if let Some(n) = rest.split(':').next().and_then(|n| n.parse::<u64>().ok()) {
+                    if rest.contains(" ERROR: ") {
+                        if let Some((t, _, _)) = self.blocks.iter().find(|(_, a, b)| (*a..=*b).contains(&n)) {
+                            return Some(t.clone());
+                        }
+                    }
+                }
+            }
+            if let Some(rest) = l.trim_start().strip_prefix("CONTEXT:  COPY ") {
+                let t = rest.split(',').next().unwrap_or("").to_string();
+                if self.blocks.iter().any(|(b, _, _)| *b == t) {
+                    return Some(t);
+                }
+            }
+        }
+        None
+    }
+}
+
+/// What [`write_stream`] checks at the end of the input, before it commits.
+#[derive(Debug, Clone, Default)]
+pub struct Expect<'a> {
+    /// The manifest's sha256 of the file (None: not checked).
+    pub sha256: Option<&'a str>,
+    /// The manifest's `source.schema_version` (None or empty: not checked).
+    pub schema_version: Option<&'a str>,
+}
+
+fn invalid(what: &str, message: impl Into<String>) -> Error {
+    Error::InvalidInput {
+        field: what.to_string(),
+        message: message.into(),
+    }
+}
+
+/// A reader that hashes and counts what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// Where a row's owner is read from, per restored table.
+struct Owner {
+    table: String,
+    /// Column indexes: id, cluster_id, infra_env_id, deleted_at (those the table has).
+    id: Option<usize>,
+    cluster_id: Option<usize>,
+    infra_env_id: Option<usize>,
+    deleted_at: Option<usize>,
+}
+
+impl Owner {
+    fn of(what: &str, lineno: u64, h: &CopyHeader) -> Result<Owner, Error> {
+        let at = |c: &str| h.columns.iter().position(|x| x == c);
+        let o = Owner {
+            table: h.table.clone(),
+            id: at("id"),
+            cluster_id: at("cluster_id"),
+            infra_env_id: at("infra_env_id"),
+            deleted_at: at("deleted_at"),
+        };
+        let needed: &[(&str, Option<usize>)] = match h.table.as_str() {
+            "clusters" => &[("id", o.id)],
+            "infra_envs" => &[("id", o.id), ("cluster_id", o.cluster_id)],
+            "hosts" | "events" => &[("cluster_id", o.cluster_id), ("infra_env_id", o.infra_env_id)],
+            _ => &[("cluster_id", o.cluster_id)],
+        };
+        for (c, i) in needed {
+            if i.is_none() {
+                return Err(invalid(
+                    what,
+                    format!(
+                        "line {lineno}: the COPY block of table {} has no column {c}, which says \
+                         which cluster a row belongs to",
+                        h.table
+                    ),
+                ));
+            }
+        }
+        Ok(o)
+    }
+
+    /// Ok(true) the row is the cluster's; Ok(false) a soft-deleted row of another one (left
+    /// out); Err(why) refused.
+    fn check(&self, scope: &Scope, fields: &[&[u8]]) -> Result<bool, String> {
+        let val = |i: Option<usize>| -> Option<String> {
+            i.and_then(|i| fields.get(i))
+                .and_then(|f| dump::unescape_copy(&String::from_utf8_lossy(f)))
+        };
+        let cid = val(self.cluster_id);
+        let cid = cid.as_deref().filter(|s| !s.is_empty());
+        let ours = |v: Option<&str>| v == Some(scope.cluster_id.as_str());
+        let in_set = |v: Option<String>| v.is_some_and(|v| scope.infra_env_ids.contains(&v));
+        let (ok, why) = match self.table.as_str() {
+            "clusters" => {
+                let id = val(self.id);
+                (ours(id.as_deref()), format!("id {:?}", id.unwrap_or_default()))
+            }
+            "infra_envs" => {
+                let id = val(self.id);
+                (
+                    ours(cid) || in_set(id.clone()),
+                    format!(
+                        "infra-env {:?} of cluster {:?}",
+                        id.unwrap_or_default(),
+                        cid.unwrap_or("")
+                    ),
+                )
+            }
+            "hosts" | "events" => {
+                let ie = val(self.infra_env_id);
+                (
+                    ours(cid) || (cid.is_none() && in_set(ie.clone())),
+                    format!(
+                        "cluster_id {:?}, infra_env_id {:?}",
+                        cid.unwrap_or(""),
+                        ie.unwrap_or_default()
+                    ),
+                )
+            }
+            _ => (ours(cid), format!("cluster_id {:?}", cid.unwrap_or(""))),
+        };
+        if ok {
+            return Ok(true);
+        }
+        if val(self.deleted_at).is_some() {
+            return Ok(false);
+        }
+        Err(why)
+    }
+}
+
+/// Checks a dump as [`write_stream`] does, sending nothing (export checks the dump it puts in a
+/// bundle with it). Errors: as [`write_stream`].
+pub fn check_dump(what: &str, r: &mut dyn Read, scope: &Scope) -> Result<Checked, Error> {
+    let mut checked = Checked::default();
+    let (expect, sink) = (Expect::default(), &mut std::io::sink());
+    run(what, r, scope, &expect, "", sink, false, &mut checked)?;
+    Ok(checked)
+}
+
+/// Writes the restore stream of the dump `r` to `w` (see the module doc): `BEGIN;`, settings,
+/// the checked COPY blocks, `updates` (SQL made by the caller, e.g. the kube-key UPDATEs),
+/// the `events` sequence set after the greatest restored id, `COMMIT;`.
+///
+/// On a refused input the stream ends with `ROLLBACK;` (after closing an open COPY block with
+/// `\.`), so what was sent is undone, and the error is returned. Checks at the end: `expect`'s
+/// sha256 and schema version, and that the dump holds the cluster's `clusters` row.
+///
+/// `checked` is filled as the input is read, also when it fails (psql's errors are mapped to
+/// the blocks with it: [`Checked::copy_error`]).
+///
+/// Errors: [`Error::InvalidInput`] naming `what` (and the line) for anything refused;
+/// [`Error::Io`] when `w` fails (e.g. psql stopped reading).
+pub fn write_stream(
+    what: &str,
+    r: &mut dyn Read,
+    scope: &Scope,
+    expect: &Expect<'_>,
+    updates: &str,
+    w: &mut dyn Write,
+    checked: &mut Checked,
+) -> Result<(), Error> {
+    run(what, r, scope, expect, updates, w, true, checked)
+}
+
+/// Counts the lines written, for [`Checked::copy_error`].
+struct Out<'a> {
+    w: &'a mut dyn Write,
+    lines: u64,
+}
+
+impl Out<'_> {
+    fn put(&mut self, b: &[u8]) -> Result<(), Error> {
+        self.lines += b.iter().filter(|c| **c == b'\n').count() as u64;
+        self.w.write_all(b).map_err(|e| Error::Io {
+            path: "the restore stream".into(),
+            source: e,
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    what: &str,
+    r: &mut dyn Read,
+    scope: &Scope,
+    expect: &Expect<'_>,
+    updates: &str,
+    w: &mut dyn Write,
+    send: bool,
+    checked: &mut Checked,
+) -> Result<(), Error> {
+    let mut out = Out { w, lines: 0 };
+    let mut hashing = Hashing {
+        inner: r,
+        hash: Sha256::new(),
+        bytes: 0,
+    };
+    let mut in_copy = false;
+    let res = body(
+        what,
+        &mut hashing,
+        scope,
+        expect,
+        updates,
+        &mut out,
+        send,
+        checked,
+        &mut in_copy,
+    );
+    match res {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            if send {
+                // Undo what was sent; psql may be gone already (then its own error tells why).
+                let end: &[u8] = if in_copy {
+                    b"\\.\nROLLBACK;\n"
+                } else {
+                    b"ROLLBACK;\n"
+                };
+                let _ = out.put(end);
+                let _ = out.w.flush();
+            }
+            Err(e)
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn body(
+    what: &str,
+    hashing: &mut Hashing<&mut dyn Read>,
+    scope: &Scope,
+    expect: &Expect<'_>,
+    updates: &str,
+    out: &mut Out<'_>,
+    send: bool,
+    checked: &mut Checked,
+    in_copy: &mut bool,
+) -> Result<(), Error> {
+    // The start is checked as the other readers of a dump do, then read again as input.
+    let mut start = Vec::with_capacity(4096);
+    (&mut *hashing)
+        .take(4096)
+        .read_to_end(&mut start)
+        .map_err(|e| invalid(what, format!("cannot read it: {e}")))?;
+    dump::check_start(what, &start)?;
+    let mut br = BufReader::with_capacity(256 * 1024, std::io::Cursor::new(start).chain(&mut *hashing));
+    if send {
+        out.put(b"BEGIN;\n")?;
+    }
+    let mut encoding = None::<String>;
+    let mut settings_sent = false;
+    // The block being read: its header, whether it is sent, its owner columns.
+    let mut block: Option<(CopyHeader, bool, Option<Owner>)> = None;
+    let mut buf = Vec::with_capacity(8192);
+    let mut lineno = 0u64;
+    let mut row_in_block = 0u64;
+    let mut events_restored = false;
+    let mut has_cluster = false;
+    loop {
+        buf.clear();
+        let n = br
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| invalid(what, format!("cannot read it: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        lineno += 1;
+        let raw = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        match &mut block {
+            Some((h, sent, owner)) => {
+                // psql ends COPY data at `\.` alone on a line (also before a CR).
+                if raw == b"\\." || raw == b"\\.\r" {
+                    if *sent {
+                        out.put(b"\\.\n")?;
+                        if let Some(b) = checked.blocks.last_mut() {
+                            b.2 = out.lines;
+                        }
+                        *in_copy = false;
+                    }
+                    block = None;
+                    continue;
+                }
+                row_in_block += 1;
+                let table = h.key();
+                let bad = |m: String| {
+                    invalid(
+                        what,
+                        format!("line {lineno} (table {table}, row {row_in_block}): {m}"),
+                    )
+                };
+                if table == SCHEMA_TABLE {
+                    let fields = dump::split_fields(raw);
+                    if let Some(i) = h.columns.iter().position(|c| c == "id") {
+                        let text = String::from_utf8_lossy(fields.get(i).copied().unwrap_or(b"\\N"));
+                        if let Some(id) = dump::unescape_copy(&text) {
+                            let newer = match &checked.schema_version {
+                                None => true,
+                                Some(cur) => (id.len(), id.as_str()) > (cur.len(), cur.as_str()),
+                            };
+                            if newer {
+                                checked.schema_version = Some(id);
+                            }
+                        }
+                    }
+                }
+                if !*sent {
+                    *checked.skipped_tables.entry(table).or_insert(0) += 1;
+                    continue;
+                }
+                if raw.contains(&b'\r') || raw.contains(&0) {
+                    return Err(bad(
+                        "a carriage return or NUL byte in COPY data (pg_dump writes them as \\r and \
+                         escapes NUL never appears)"
+                            .into(),
+                    ));
+                }
+                let fields = dump::split_fields(raw);
+                let trailing = raw.iter().rev().take_while(|c| **c == b'\\').count();
+                if trailing % 2 == 1 {
+                    return Err(bad(
+                        "the row ends in a backslash, which would join it with the next line".into(),
+                    ));
+                }
+                if fields.len() != h.columns.len() {
+                    return Err(bad(format!(
+                        "{} fields for {} columns",
+                        fields.len(),
+                        h.columns.len()
+                    )));
+                }
+                let owner = owner.as_ref().expect("sent blocks have an owner");
+                match owner.check(scope, &fields) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        *checked.skipped_deleted.entry(table).or_insert(0) += 1;
+                        continue;
+                    }
+                    Err(why) => {
+                        return Err(bad(format!(
+                            "the row is not of this bundle's cluster {} ({why}): the dump holds \
+                             rows of another cluster; export again from node 0",
+                            scope.cluster_id
+                        )))
+                    }
+                }
+                if h.table == "clusters" {
+                    has_cluster = true;
+                }
+                *checked.rows.entry(table).or_insert(0) += 1;
+                out.put(raw)?;
+                out.put(b"\n")?;
+            }
+            None => match dump::classify_line(what, lineno, raw.strip_suffix(b"\r").unwrap_or(raw))? {
+                Statement::Ignored => {}
+                Statement::ClientEncoding(e) => {
+                    if settings_sent && encoding.as_deref() != Some(e.as_str()) {
+                        return Err(invalid(
+                            what,
+                            format!("line {lineno}: client_encoding changes after the data started"),
+                        ));
+                    }
+                    encoding = Some(e);
+                }
+                Statement::Copy(h) => {
+                    for c in &h.columns {
+                        if !dump::is_plain_ident(c) {
+                            return Err(invalid(
+                                what,
+                                format!(
+                                    "line {lineno}: column {} of table {} is not a plain identifier \
+                                     ([a-z_][a-z0-9_]*, at most 63 bytes)",
+                                    crate::output::display(c),
+                                    crate::output::display(&h.key())
+                                ),
+                            ));
+                        }
+                    }
+                    let key = h.key();
+                    let restored = RESTORED_TABLES.contains(&key.as_str());
+                    row_in_block = 0;
+                    if !restored {
+                        checked.skipped_tables.entry(key).or_insert(0);
+                        block = Some((h, false, None));
+                        continue;
+                    }
+                    if checked.rows.contains_key(&key) {
+                        return Err(invalid(
+                            what,
+                            format!("line {lineno}: a second COPY block of table {key}"),
+                        ));
+                    }
+                    let owner = Owner::of(what, lineno, &h)?;
+                    if !settings_sent {
+                        let enc = encoding.clone().unwrap_or_else(|| "UTF8".into());
+                        out.put(
+                            format!(
+                                "SET client_encoding = '{enc}';\nSET standard_conforming_strings = on;\n"
+                            )
+                            .as_bytes(),
+                        )?;
+                        settings_sent = true;
+                    }
+                    let cols: Vec<String> = h.columns.iter().map(|c| format!("\"{c}\"")).collect();
+                    out.put(
+                        format!("COPY public.\"{}\" ({}) FROM stdin;\n", h.table, cols.join(", ")).as_bytes(),
+                    )?;
+                    checked.blocks.push((key.clone(), out.lines, out.lines));
+                    *in_copy = true;
+                    if key == "events" {
+                        events_restored = true;
+                    }
+                    checked.rows.insert(key, 0);
+                    block = Some((h, true, Some(owner)));
+                }
+            },
+        }
+    }
+    drop(br);
+    if let Some((h, _, _)) = block {
+        return Err(invalid(
+            what,
+            format!(
+                "the COPY block of {} has no end (`\\.`): the dump is cut short; make it again",
+                h.key()
+            ),
+        ));
+    }
+    checked.bytes = hashing.bytes;
+    checked.sha256 = hex::encode(std::mem::take(&mut hashing.hash).finalize());
+    if let Some(want) = expect.sha256 {
+        if checked.sha256 != want {
+            return Err(invalid(
+                what,
+                "the file changed after the bundle was verified (its sha256 differs from the \
+                 manifest's now): nothing was restored; check who writes to the bundle directory",
+            ));
+        }
+    }
+    if let Some(want) = expect.schema_version.filter(|v| !v.trim().is_empty()) {
+        if checked.schema_version.as_deref() != Some(want.trim()) {
+            return Err(invalid(
+                what,
+                format!(
+                    "its schema version (greatest migrations.id) is {:?}, the manifest says {want}",
+                    checked.schema_version.as_deref().unwrap_or("")
+                ),
+            ));
+        }
+    }
+    if send && !has_cluster {
+        return Err(invalid(
+            what,
+            format!(
+                "it has no clusters row of this bundle's cluster {}",
+                scope.cluster_id
+            ),
+        ));
+    }
+    if send {
+        out.put(updates.as_bytes())?;
+        if !updates.is_empty() && !updates.ends_with('\n') {
+            out.put(b"\n")?;
+        }
+        if events_restored {
+            out.put(
+                format!(
+                    "SELECT pg_catalog.setval('{EVENTS_SEQUENCE}', \
+                     COALESCE((SELECT max(id) FROM public.events), 1));\n"
+                )
+                .as_bytes(),
+            )?;
+        }
+        out.put(b"COMMIT;\n")?;
+        out.w.flush().map_err(|e| Error::Io {
+            path: "the restore stream".into(),
+            source: e,
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CID: &str = "c0ffee00-0000-0000-0000-000000000001";
+    const IE: &str = "1e000000-0000-0000-0000-000000000001";
+    const LATE: &str = "1e000000-0000-0000-0000-000000000002";
+
+    /// A dump as pg_dump 15 writes it (with pg_dump 17.6+'s `\restrict` lines).
+    fn dump() -> String {
+        format!(
+            "--\n-- PostgreSQL database dump\n--\n\n\\restrict abcDEF123\n\n\
+             SET statement_timeout = 0;\nSET lock_timeout = 0;\nSET transaction_timeout = 0;\n\
+             SET client_encoding = 'UTF8';\nSET standard_conforming_strings = on;\n\
+             SELECT pg_catalog.set_config('search_path', '', false);\nSET check_function_bodies = false;\n\
+             SET xmloption = content;\nSET client_min_messages = warning;\nSET row_security = off;\n\n\
+             --\n-- Data for Name: clusters; Type: TABLE DATA; Schema: public; Owner: -\n--\n\n\
+             COPY public.clusters (id, name, \"primary\", deleted_at) FROM stdin;\n\
+             {CID}\tagent-cluster\tt\t\\N\n\
+             dead0000-0000-0000-0000-000000000009\told\tf\t2026-01-01 00:00:00+00\n\\.\n\n\n\
+             COPY public.infra_envs (id, cluster_id, name) FROM stdin;\n\
+             {IE}\t{CID}\tagent-cluster\n{LATE}\t\\N\tlate\n\\.\n\n\
+             COPY public.hosts (id, infra_env_id, cluster_id) FROM stdin;\n\
+             h1\t{IE}\t{CID}\nh2\t{LATE}\t{CID}\nh3\t{LATE}\t\\N\n\\.\n\n\
+             COPY public.events (id, cluster_id, infra_env_id, message, deleted_at) FROM stdin;\n\
+             1\t{CID}\t\\N\tinstalled\\tok\t\\N\n2\t\\N\t{LATE}\timage\t\\N\n\\.\n\n\
+             COPY public.api_vips (cluster_id, ip) FROM stdin;\n{CID}\t192.168.111.5\n\\.\n\n\
+             COPY public.release_images (openshift_version, url) FROM stdin;\n4.18\tq\n\\.\n\n\
+             COPY public.migrations (id) FROM stdin;\n20240617140000\n20230101000000\n\\.\n\n\
+             SELECT pg_catalog.setval('public.events_id_seq', 2, true);\n\n\
+             --\n-- PostgreSQL database dump complete\n--\n\n\\unrestrict abcDEF123\n\n"
+        )
+    }
+
+    fn scope() -> Scope {
+        Scope::new(CID, &[IE.to_string(), LATE.to_string()])
+    }
+
+    /// [`write_stream`] returning what it found.
+    fn ws(
+        what: &str,
+        r: &mut dyn Read,
+        scope: &Scope,
+        expect: &Expect<'_>,
+        updates: &str,
+        w: &mut dyn Write,
+    ) -> Result<Checked, Error> {
+        let mut c = Checked::default();
+        write_stream(what, r, scope, expect, updates, w, &mut c).map(|_| c)
+    }
+
+    fn stream(d: &str) -> (Result<Checked, Error>, String) {
+        let mut out = Vec::new();
+        let r = ws(
+            "bundle file db/dump.sql",
+            &mut d.as_bytes(),
+            &scope(),
+            &Expect::default(),
+            "UPDATE public.clusters SET kube_key_name = 'x';\n",
+            &mut out,
+        );
+        (r, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn the_stream_is_made_here_with_the_rows_verbatim() {
+        let d = dump();
+        let (r, out) = stream(&d);
+        let c = r.unwrap();
+        let want = format!(
+            "BEGIN;\nSET client_encoding = 'UTF8';\nSET standard_conforming_strings = on;\n\
+             COPY public.\"clusters\" (\"id\", \"name\", \"primary\", \"deleted_at\") FROM stdin;\n\
+             {CID}\tagent-cluster\tt\t\\N\n\\.\n\
+             COPY public.\"infra_envs\" (\"id\", \"cluster_id\", \"name\") FROM stdin;\n\
+             {IE}\t{CID}\tagent-cluster\n{LATE}\t\\N\tlate\n\\.\n\
+             COPY public.\"hosts\" (\"id\", \"infra_env_id\", \"cluster_id\") FROM stdin;\n\
+             h1\t{IE}\t{CID}\nh2\t{LATE}\t{CID}\nh3\t{LATE}\t\\N\n\\.\n\
+             COPY public.\"events\" (\"id\", \"cluster_id\", \"infra_env_id\", \"message\", \"deleted_at\") FROM stdin;\n\
+             1\t{CID}\t\\N\tinstalled\\tok\t\\N\n2\t\\N\t{LATE}\timage\t\\N\n\\.\n\
+             COPY public.\"api_vips\" (\"cluster_id\", \"ip\") FROM stdin;\n{CID}\t192.168.111.5\n\\.\n\
+             UPDATE public.clusters SET kube_key_name = 'x';\n\
+             SELECT pg_catalog.setval('public.events_id_seq', COALESCE((SELECT max(id) FROM public.events), 1));\n\
+             COMMIT;\n"
+        );
+        assert_eq!(out, want);
+        assert_eq!(c.rows["clusters"], 1);
+        assert_eq!(c.rows["hosts"], 3);
+        assert_eq!(
+            c.skipped_deleted["clusters"], 1,
+            "a soft-deleted other cluster is left out"
+        );
+        assert_eq!(c.skipped_tables["migrations"], 2);
+        assert_eq!(c.skipped_tables["release_images"], 1);
+        assert_eq!(c.schema_version.as_deref(), Some("20240617140000"));
+        assert_eq!(c.sha256, hex::encode(Sha256::digest(d.as_bytes())));
+        assert_eq!(c.bytes, d.len() as u64);
+        // psql's line numbers map back to the blocks (the clusters block is lines 4-6).
+        assert_eq!(
+            c.copy_error(
+                "psql:<stdin>:6: ERROR:  duplicate key value violates unique constraint \"clusters_pkey\""
+            ),
+            Some("clusters".into())
+        );
+        assert_eq!(
+            c.copy_error("psql:<stdin>:2: ERROR:  invalid value\nCONTEXT:  COPY hosts, line 2"),
+            Some("hosts".into())
+        );
+        assert_eq!(
+            c.copy_error("psql:<stdin>:26: ERROR:  relation \"x\" does not exist"),
+            None
+        );
+        assert_eq!(c.copy_error("psql: error: connection to server failed"), None);
+        // Validation only: the same findings, nothing written.
+        let v = check_dump("d", &mut d.as_bytes(), &scope()).unwrap();
+        assert_eq!(v.rows, c.rows);
+    }
+
+    /// Each attack: refused with exit 3 naming the line; the stream ends in ROLLBACK and holds
+    /// no byte of the attack and no COMMIT.
+    #[test]
+    fn attacks_are_refused_and_rolled_back() {
+        let d = dump();
+        let before_copy = "COPY public.clusters ";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                d.replacen("SET lock_timeout = 0;", "\\! id > /tmp/pwned", 1),
+                "\\! id",
+            ),
+            (
+                d.replacen("SET lock_timeout = 0;", "\\copy (select 1) to '/tmp/pwned'", 1),
+                "\\copy",
+            ),
+            (
+                d.replacen(before_copy, &format!("COMMIT;\n{before_copy}"), 1),
+                "COMMIT;",
+            ),
+            (
+                d.replacen(
+                    before_copy,
+                    &format!("create table public.attacker(x text);\n{before_copy}"),
+                    1,
+                ),
+                "create table",
+            ),
+            (
+                d.replacen(
+                    before_copy,
+                    &format!(" drop table public.service_networks;\n{before_copy}"),
+                    1,
+                ),
+                "drop table",
+            ),
+            (
+                d.replacen("\\restrict abcDEF123", "\\set ON_ERROR_STOP 0", 1),
+                "\\set",
+            ),
+            (
+                d.replacen(
+                    "SET lock_timeout = 0;",
+                    "SET session_replication_role = replica;",
+                    1,
+                ),
+                "session_replication_role",
+            ),
+            (
+                d.replacen("SET lock_timeout = 0;", "SET lock_timeout = 0; DROP TABLE x;", 1),
+                "DROP TABLE x",
+            ),
+            (
+                d.replacen(
+                    "SELECT pg_catalog.setval('public.events_id_seq', 2, true);",
+                    "SELECT pg_catalog.setval('s', 1); DROP TABLE x; SELECT pg_catalog.setval('s', 1);",
+                    1,
+                ),
+                "DROP TABLE x",
+            ),
+            (
+                d.replacen(
+                    "COPY public.api_vips (cluster_id, ip) FROM stdin;",
+                    "COPY public.api_vips (cluster_id, ip) FROM stdin; DROP TABLE x;",
+                    1,
+                ),
+                "DROP TABLE x",
+            ),
+        ];
+        for (bad, needle) in cases {
+            let (r, out) = stream(&bad);
+            let e = r.unwrap_err();
+            assert_eq!(e.exit_code(), 3, "{needle}: {e}");
+            assert!(e.to_string().contains("line "), "{e}");
+            assert!(
+                !out.contains(needle) && !out.contains("COMMIT") && out.ends_with("ROLLBACK;\n"),
+                "{needle}: {out}"
+            );
+            let e = check_dump("d", &mut bad.as_bytes(), &scope()).unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+        }
+        // The pg_dump-only message for a meta-command.
+        let (r, _) = stream(&d.replacen("SET lock_timeout = 0;", "\\! id", 1));
+        let e = r.unwrap_err().to_string();
+        assert!(
+            e.contains("line 8:") && e.contains("not something pg_dump --data-only writes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_schema_table_is_never_restored_whatever_its_spelling() {
+        for header in [
+            "COPY public.MIGRATIONS (id) FROM stdin;",
+            "COPY public.\"migrations\" (id) FROM stdin;",
+            "COPY \"public\".Migrations (\"id\") FROM stdin;",
+        ] {
+            let d = dump().replacen(
+                "\\unrestrict abcDEF123",
+                &format!("{header}\n29990101000000\n\\.\n\\unrestrict abcDEF123"),
+                1,
+            );
+            let (r, out) = stream(&d);
+            let c = r.unwrap();
+            assert!(
+                !out.contains("29990101000000") && !out.to_lowercase().contains("migrations"),
+                "{out}"
+            );
+            assert_eq!(c.schema_version.as_deref(), Some("29990101000000"), "{header}");
+            assert_eq!(c.skipped_tables["migrations"], 3);
+        }
+        // A quoted name in another case is another table: not restored either.
+        let d = dump().replacen(
+            "\\unrestrict",
+            "COPY public.\"Clusters\" (id) FROM stdin;\nx\n\\.\n\\unrestrict",
+            1,
+        );
+        let (r, out) = stream(&d);
+        assert_eq!(r.unwrap().skipped_tables["Clusters"], 1);
+        assert!(!out.contains("Clusters"));
+        // Unquoted upper case is the same table.
+        let d = dump().replace("COPY public.api_vips", "COPY PUBLIC.API_VIPS");
+        let (r, out) = stream(&d);
+        assert_eq!(r.unwrap().rows["api_vips"], 1);
+        assert!(out.contains("COPY public.\"api_vips\""));
+    }
+
+    #[test]
+    fn rows_of_other_clusters_are_refused() {
+        let other = "0be00000-0000-0000-0000-000000000099";
+        let cases = [
+            (
+                format!("{CID}\tagent-cluster\tt\t\\N\n"),
+                format!("{CID}\tagent-cluster\tt\t\\N\n{other}\tx\tt\t\\N\n"),
+                "clusters, row 2",
+            ),
+            (
+                format!("{LATE}\t\\N\tlate\n"),
+                format!("{LATE}\t\\N\tlate\n{other}\t{other}\tx\n"),
+                "infra_envs, row 3",
+            ),
+            (
+                format!("h3\t{LATE}\t\\N\n"),
+                format!("h3\t{LATE}\t{other}\n"),
+                "hosts, row 3",
+            ),
+            (
+                format!("h3\t{LATE}\t\\N\n"),
+                format!("h3\tx\t\\N\n"),
+                "hosts, row 3",
+            ),
+            (
+                format!("2\t\\N\t{LATE}\timage\t\\N\n"),
+                format!("2\t{other}\t{LATE}\timage\t\\N\n"),
+                "events, row 2",
+            ),
+            (
+                format!("2\t\\N\t{LATE}\timage\t\\N\n"),
+                format!("2\t\\N\t\\N\timage\t\\N\n"),
+                "events, row 2",
+            ),
+            (
+                format!("{CID}\t192.168.111.5\n"),
+                format!("{CID}\t192.168.111.5\n{other}\t10.0.0.1\n"),
+                "api_vips, row 2",
+            ),
+            // An escaped spelling of our id is read as the server reads it.
+            (
+                format!("{CID}\t192.168.111.5\n"),
+                format!("\\x63{}\t192.168.111.5\n", &CID[1..]),
+                "",
+            ),
+            // A data tab (backslash + TAB) does not split fields: the server (and this reader)
+            // sees cluster_id "<ours><TAB><other>", a naive split would see ours.
+            (
+                format!("{CID}\t192.168.111.5\n"),
+                format!("{CID}\\\t{other}\t1\n"),
+                "api_vips, row 1): the row is not of this bundle's cluster",
+            ),
+        ];
+        for (from, to, needle) in cases {
+            let d = dump();
+            assert!(d.contains(&from), "{from}");
+            let (r, out) = stream(&d.replacen(&from, &to, 1));
+            if needle.is_empty() {
+                r.unwrap();
+                continue;
+            }
+            let e = r.unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+            assert!(!out.contains(other) && out.ends_with("\\.\nROLLBACK;\n"), "{out}");
+        }
+    }
+
+    #[test]
+    fn columns_and_rows_that_could_escape_are_refused() {
+        let d = dump();
+        let cases = [
+            (
+                "COPY public.api_vips (cluster_id, ip) FROM stdin;",
+                "COPY public.api_vips (cluster_id, \"id); drop table x; --\") FROM stdin;",
+                "not a plain identifier",
+            ),
+            (
+                "COPY public.api_vips (cluster_id, ip) FROM stdin;",
+                "COPY public.api_vips (cluster_id, \"IP\") FROM stdin;",
+                "not a plain identifier",
+            ),
+            (
+                "\t192.168.111.5\n",
+                "\t192.168.111.5\textra\n",
+                "3 fields for 2 columns",
+            ),
+            ("\t192.168.111.5\n", "\n", "1 fields for 2 columns"),
+            ("\t192.168.111.5\n", "\t192.168.111.5\\\n", "ends in a backslash"),
+            ("\t192.168.111.5\n", "\t192.168.111.5\r\n", "carriage return"),
+            ("\t192.168.111.5\n", "\t192.168\0.111.5\n", "NUL"),
+            (
+                "COPY public.hosts (id, infra_env_id, cluster_id)",
+                "COPY public.hosts (id, infra_env_id)",
+                "no column cluster_id",
+            ),
+        ];
+        for (from, to, needle) in cases {
+            assert!(d.contains(from), "{from}");
+            let (r, out) = stream(&d.replacen(from, to, 1));
+            let e = r.unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+            assert!(!out.contains("drop table") && !out.contains("COMMIT"), "{out}");
+        }
+    }
+
+    #[test]
+    fn end_checks_roll_back() {
+        let d = dump();
+        let mut out = Vec::new();
+        let e = ws(
+            "d",
+            &mut d.as_bytes(),
+            &scope(),
+            &Expect {
+                sha256: Some(&"0".repeat(64)),
+                schema_version: None,
+            },
+            "",
+            &mut out,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("changed after the bundle was verified"),
+            "{e}"
+        );
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.ends_with("\\.\nROLLBACK;\n") && !out.contains("COMMIT"),
+            "{out}"
+        );
+        let sha = hex::encode(Sha256::digest(d.as_bytes()));
+        let ok = Expect {
+            sha256: Some(&sha),
+            schema_version: Some("20240617140000"),
+        };
+        ws("d", &mut d.as_bytes(), &scope(), &ok, "", &mut Vec::new()).unwrap();
+        let newer = Expect {
+            schema_version: Some("20230101000000"),
+            ..ok
+        };
+        let e = ws("d", &mut d.as_bytes(), &scope(), &newer, "", &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("schema version"), "{e}");
+        // Without this cluster's row.
+        let other = Scope::new("0be00000-0000-0000-0000-000000000099", &[]);
+        let only_vips = format!(
+            "--\n-- PostgreSQL database dump\n--\nCOPY public.clusters (id, deleted_at) FROM stdin;\n\\.\n"
+        );
+        let mut out = Vec::new();
+        let e = ws(
+            "d",
+            &mut only_vips.as_bytes(),
+            &other,
+            &Expect::default(),
+            "",
+            &mut out,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no clusters row"), "{e}");
+        assert!(String::from_utf8(out).unwrap().ends_with("\\.\nROLLBACK;\n"));
+        // Cut short inside a block.
+        let cut = &d[..d.find("h3\t").unwrap()];
+        let (r, out) = stream(cut);
+        assert!(r.unwrap_err().to_string().contains("hosts has no end"));
+        assert!(out.ends_with("\\.\nROLLBACK;\n"), "{out}");
+    }
+}
