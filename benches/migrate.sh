@@ -8,13 +8,14 @@
 # the CRs, copies logs through pod exec and writes the record).
 #
 # Setup (inside a private network namespace, `agent-day2-sim netns`): two real PostgreSQL
-# servers (source on 127.0.0.1:55432, target on 127.0.0.1:55433; initdb/pg_ctl as the
-# `postgres` user when root, trust auth, fsync=off as in the tests), `agent-day2-sim node0
-# --hosts 50 --events 10000` on the source, `agent-day2-sim up --crds ../shared/upstream/crds
-# --assisted-db-url` on the target (whose schema is the source's, `pg_dump --schema-only`, plus
-# its `migrations` rows). Import restores through pod exec (psql run by the simulator), as on a
-# real cluster 0; its psql is therefore not in the plugin's RSS, pg_dump is in export's (GNU
-# time reports the largest of the process and its waited-for children).
+# servers by `agent-day2-sim postgres` (source on 127.0.0.1:55432, target on 127.0.0.1:55433;
+# run as the `postgres` user when root, trust auth, fsync=off as in the tests; role admin owns
+# database installer), `agent-day2-sim node0 --hosts 50 --events 10000` on the source,
+# `agent-day2-sim up --crds ../shared/upstream/crds --assisted-db-url` on the target (`up`
+# creates assisted-service's schema there, the version node 0's has; the anchor database gets
+# the source's schema by `pg_dump --schema-only`). Import restores through pod exec (psql run by
+# the simulator), as on a real cluster 0; its psql is therefore not in the plugin's RSS, pg_dump
+# is in export's (GNU time reports the largest of the process and its waited-for children).
 #
 # Targets (ours; the issue gives none): export <= 30 s and <= 200 MiB, import <= 60 s and
 # <= 200 MiB. Debug binaries (as the other benches): a release build is faster.
@@ -45,39 +46,29 @@ fi
 unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy PGPASSWORD PGHOST PGPORT PGUSER PGDATABASE
 
 W="$(mktemp -d "${TMPDIR:-/tmp}/migrate-bench.XXXXXX")"
-chmod 755 "$W" # the server (user postgres) walks down to its data directory
 PIDS=()
 cleanup() {
+    # SIGTERM: `agent-day2-sim postgres` stops its server, node0 and up exit.
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-    for d in "$W"/pg-*; do
-        [ -d "$d/data" ] && as_pg "$PGBIN/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1 || true
-    done
     rm -rf "$W"
 }
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 trap cleanup EXIT
 
 # start_pg NAME PORT: a fresh server on 127.0.0.1:PORT, role admin (password admin) owning
 # database `installer`.
 start_pg() {
-    local d="$W/pg-$1"
-    mkdir -p "$d/data" "$d/sock"
-    chmod 700 "$d/data"
-    [ "$(id -u)" = 0 ] && chown -R postgres: "$d"
-    as_pg "$PGBIN/initdb" -D "$d/data" --no-sync -U postgres --auth=trust -E UTF8 --locale=C >"$d/initdb.log"
-    echo "host all all 0.0.0.0/0 trust" >>"$d/data/pg_hba.conf"
-    as_pg "$PGBIN/pg_ctl" -D "$d/data" -l "$d/postgres.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $2 -k $d/sock -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
-        start >/dev/null
-    psql -X -q -v ON_ERROR_STOP=1 -d "postgres://postgres@127.0.0.1:$2/postgres" \
-        -c "CREATE ROLE admin LOGIN PASSWORD 'admin'" \
-        -c "CREATE DATABASE installer OWNER admin ENCODING 'UTF8' TEMPLATE template0"
+    "$B/agent-day2-sim" postgres --dir "$W/pg-$1" --port "$2" >"$W/pg-$1.log" 2>&1 &
+    PIDS+=($!)
 }
 SRC_PORT=55432
 DST_PORT=55433
 start_pg src $SRC_PORT
 start_pg dst $DST_PORT
+for d in src dst; do
+    for _ in $(seq 1 600); do [ -f "$W/pg-$d/ready" ] && break; sleep 0.1; done
+    [ -f "$W/pg-$d/ready" ] || { cat "$W/pg-$d.log"; echo "PostgreSQL ($d) did not start"; exit 1; }
+done
 SRC="postgres://admin:admin@127.0.0.1:$SRC_PORT/installer"
 DST_SUPER="postgres://postgres@127.0.0.1:$DST_PORT"
 
@@ -90,15 +81,11 @@ for _ in $(seq 1 1200); do [ -f "$W/node0/ready" ] && break; sleep 0.1; done
 [ -f "$W/node0/ready" ] || { cat "$W/node0.log"; echo "node0 did not start"; exit 1; }
 NODE0=$(head -1 "$W/node0/ready")
 
-# Target schema = the source's (same schema version): schema, then the migrations rows.
-psql -X -q -v ON_ERROR_STOP=1 -d "postgres://postgres@127.0.0.1:$DST_PORT/postgres" \
+# The anchor's database has the source's schema (the target's `installer` gets it from `up`).
+psql -X -q -v ON_ERROR_STOP=1 -d "$DST_SUPER/postgres" \
     -c "CREATE DATABASE anchor OWNER admin ENCODING 'UTF8' TEMPLATE template0"
-pg_dump --schema-only -d "postgres://postgres@127.0.0.1:$SRC_PORT/installer" >"$W/schema.sql"
-for db in installer anchor; do
-    psql -X -q -v ON_ERROR_STOP=1 -d "$DST_SUPER/$db" -f "$W/schema.sql" >/dev/null
-done
-pg_dump --data-only -t migrations -d "postgres://postgres@127.0.0.1:$SRC_PORT/installer" |
-    psql -X -q -v ON_ERROR_STOP=1 -d "$DST_SUPER/installer" >/dev/null
+pg_dump --schema-only -d "postgres://postgres@127.0.0.1:$SRC_PORT/installer" |
+    psql -X -q -v ON_ERROR_STOP=1 -d "$DST_SUPER/anchor" >/dev/null
 
 "$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 \
     --crds "$CRDS" --crds "$CRDS/openshift-api" \
