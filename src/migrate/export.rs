@@ -258,6 +258,28 @@ struct Source {
     token_file: Option<String>,
 }
 
+/// `--out` before anything is read: its parent must be an existing directory (the bundle is
+/// written next to it and renamed). Errors: [`Error::Usage`] (exit 2) naming `--out`.
+pub fn check_out(out: &std::path::Path) -> Result<(), Error> {
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(Error::Usage(format!(
+            "--out {}: {} is not a directory",
+            out.display(),
+            parent.display()
+        ))),
+        Err(e) => Err(Error::Usage(format!(
+            "--out {}: its directory {} cannot be used ({e}); create it first",
+            out.display(),
+            parent.display()
+        ))),
+    }
+}
+
 /// The `--from` value as an origin: scheme, host and port, without the API path.
 pub fn origin_of(from: &str) -> Result<String, Error> {
     let bad = |why: &str| Error::Usage(format!("--from {from:?}: {why}; e.g. http://192.168.111.20:8090"));
@@ -626,6 +648,7 @@ fn human_size(n: u64) -> String {
 /// `migrate export` (see the module doc). Returns exit code 0.
 pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
     let db = DbSource::from_args(a)?;
+    check_out(&a.out)?;
     check_program(&db)?;
     let origin = origin_of(&a.from)?;
     let token = match &a.token_file {
@@ -939,22 +962,28 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
     let checksum = w.commit(manifest)?;
     let rows: u64 = summary.rows.values().sum();
     let out = a.out.display();
-    println!(
-        "Exported cluster {} ({cid}) from {origin} to {out}",
+    let mut text = format!(
+        "Exported cluster {} ({cid}) from {origin} to {out}\n",
         crate::output::display(str_of(&cluster, "name"))
     );
-    println!(
-        "  hosts {}, infra-envs {}, events {events}, database rows {rows} in {} tables (schema {schema_version})",
+    text.push_str(&format!(
+        "  hosts {}, infra-envs {}, events {events}, database rows {rows} in {} tables (schema {schema_version})\n",
         hosts.len(),
         ie_ids.len(),
         summary.rows.len()
-    );
-    println!(
-        "  {files} files, {}; checksum sha256:{checksum}",
+    ));
+    text.push_str(&format!(
+        "  {files} files, {}; checksum sha256:{checksum}\n",
         human_size(size)
+    ));
+    text.push_str(
+        "  the bundle holds credentials (kubeconfig, kubeadmin password, pull secret): keep it private\n",
     );
-    println!("  the bundle holds credentials (kubeconfig, kubeadmin password, pull secret): keep it private");
-    println!("  next: oc agent-day2 migrate import {out}   (on cluster 0's context)");
+    text.push_str(&format!(
+        "  next: oc agent-day2 migrate import {out}   (on cluster 0's context)\n"
+    ));
+    // Through emit: `| head` closing stdout is not a panic.
+    crate::emit(&text);
     Ok(0)
 }
 
@@ -1098,5 +1127,29 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left, vec![std::ffi::OsString::from("dump.sql")]);
+    }
+
+    /// `--out` under a missing directory or a file: a usage error naming --out, before any
+    /// request (the source here is a closed port, which would be exit 4).
+    #[tokio::test]
+    async fn out_whose_parent_is_missing_or_a_file_is_a_usage_error() {
+        let d = tempfile::tempdir().unwrap();
+        let dump = d.path().join("dump.sql");
+        std::fs::write(&dump, "--\n").unwrap();
+        for out in [d.path().join("missing/bundle"), dump.join("bundle")] {
+            let mut a = args();
+            a.from = "http://127.0.0.1:9".into();
+            a.out = out.clone();
+            a.db_dump = Some(dump.clone());
+            let e = run(&a).await.unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{e}");
+            assert!(e.to_string().contains("--out"), "{e}");
+            assert!(!e.to_string().contains(".tmp-"), "{e}");
+        }
+        assert!(check_out(&d.path().join("b")).is_ok());
+        assert!(
+            check_out(std::path::Path::new("b")).is_ok(),
+            "relative: the current directory"
+        );
     }
 }

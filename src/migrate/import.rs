@@ -676,12 +676,11 @@ pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) 
     ];
     let mut db_done = false;
     let push_db = |lines: &mut Vec<String>| {
-        let rows: u64 = m.counts.rows.values().sum();
+        let (rows, tables) = restored_rows(&m.counts.rows);
         lines.push(format!(
-            "Database: restore db/dump.sql ({rows} rows in {} tables, schema {}) into cluster 0's \
-             assisted-service PostgreSQL in one transaction, without table migrations; \
-             kube_key_name/kube_key_namespace of cluster {} set to {}/{ns}",
-            m.counts.rows.len(),
+            "Database: restore db/dump.sql ({rows} rows in {tables} tables; table migrations is left \
+             out, cluster 0 keeps its own; schema {}) into cluster 0's assisted-service PostgreSQL in \
+             one transaction; kube_key_name/kube_key_namespace of cluster {} set to {}/{ns}",
             m.source.schema_version,
             m.cluster.id,
             cd_name(plan, bundle)
@@ -725,6 +724,17 @@ pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) 
         .enumerate()
         .map(|(i, l)| format!("{:>2}. {l}", i + 1))
         .collect()
+}
+
+/// Rows and tables of the dump that the restore writes (every table but `migrations`).
+pub fn restored_rows(rows: &std::collections::BTreeMap<String, u64>) -> (u64, usize) {
+    let r = rows.iter().filter(|(t, _)| t.as_str() != "migrations");
+    let (mut n, mut t) = (0, 0);
+    for (_, c) in r {
+        n += c;
+        t += 1;
+    }
+    (n, t)
 }
 
 /// The bundle files copied to the PVC.
@@ -776,6 +786,7 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
         deadline: timeout.map(|t| started + t),
         record: None,
         counts: Counts::default(),
+        agents: 0,
         kind_tally: None,
     };
     let deadline_err = || {
@@ -872,6 +883,8 @@ struct Importer<'a> {
     deadline: Option<Instant>,
     record: Option<Record>,
     counts: Counts,
+    /// Agents present after `apply` (created, unchanged or replaced in this run).
+    agents: u32,
     /// Objects of the kind being applied: (kind, [created, unchanged, replaced]).
     kind_tally: Option<(&'static str, [u32; 3])>,
 }
@@ -965,6 +978,9 @@ impl Importer<'_> {
             if self.apply(p).await? {
                 created_now.push(i);
             }
+            if p.info.kind == "Agent" {
+                self.agents += 1;
+            }
         }
         if let Some(prev) = step_of_prev {
             self.flush_tally();
@@ -1018,6 +1034,20 @@ impl Importer<'_> {
         } else {
             progress("holds kept (--keep-held)");
         }
+        // What cluster 0 holds now (the summary reports it, not the bundle's counts).
+        let tables: Vec<String> = self
+            .bundle
+            .manifest
+            .counts
+            .rows
+            .keys()
+            .filter(|t| t.as_str() != "migrations")
+            .cloned()
+            .collect();
+        let (have_rows, errs) = super::status::table_counts(&db, &self.target, &tables).await;
+        for e in errs {
+            progress(&format!("warning: {e}"));
+        }
         let already = self.rec().phase == Phase::Complete;
         if !already {
             let rec = self.record.as_mut().expect("record");
@@ -1026,7 +1056,7 @@ impl Importer<'_> {
             self.save_record().await?;
             progress(&format!("record {}/{} complete", self.ns, record::RECORD_NAME));
         }
-        Ok(self.summary(already))
+        Ok(self.summary(already, &have_rows))
     }
 
     /// Every read-only check before the first change (also what `--dry-run` runs): the
@@ -1110,10 +1140,29 @@ impl Importer<'_> {
         self.record.as_ref().expect("record")
     }
 
-    fn summary(&self, already: bool) -> String {
+    /// The summary on stdout: what cluster 0 holds after this run (`have_rows`: rows per
+    /// restored table read back from cluster 0's database; None where unreadable).
+    fn summary(&self, already: bool, have_rows: &std::collections::BTreeMap<String, Option<u64>>) -> String {
         let m = &self.bundle.manifest;
         let c = &self.counts;
-        let rows: u64 = m.counts.rows.values().sum();
+        let (bundle_rows, tables) = restored_rows(&m.counts.rows);
+        let known: Vec<u64> = have_rows.values().flatten().copied().collect();
+        let database = if known.len() == have_rows.len() && !have_rows.is_empty() {
+            format!(
+                "cluster 0 holds {} rows in the {tables} restored tables (the bundle has {bundle_rows}; \
+                 table migrations is cluster 0's own, not restored)",
+                known.iter().sum::<u64>()
+            )
+        } else {
+            format!(
+                "{tables} tables restored (bundle: {bundle_rows} rows); cluster 0's row counts could not \
+                 all be read (warnings above)"
+            )
+        };
+        let events = match have_rows.get("events") {
+            Some(Some(n)) => format!("{n} in cluster 0's events table (the bundle has {})", m.counts.events),
+            _ => format!("? (the bundle has {})", m.counts.events),
+        };
         let mut s = String::new();
         s.push_str(&crate::output::key_values(&[
             (
@@ -1128,8 +1177,10 @@ impl Importer<'_> {
             ("Bundle", self.bundle.checksum().to_string()),
             (
                 "Phase",
-                if already {
-                    "complete (already; nothing to do)".into()
+                if already && c.created == 0 && c.replaced == 0 {
+                    "already complete (nothing to do)".into()
+                } else if already {
+                    "already complete; objects missing since were made again".into()
                 } else {
                     "complete".into()
                 },
@@ -1141,12 +1192,16 @@ impl Importer<'_> {
                     c.created, c.unchanged, c.replaced, c.status_written
                 ),
             ),
+            ("Database", database),
             (
-                "Database",
-                format!("{rows} rows in {} tables", m.counts.rows.len()),
+                "Hosts",
+                format!(
+                    "{} Agents in {}",
+                    self.agents,
+                    crate::output::display(&self.ns)
+                ),
             ),
-            ("Hosts", format!("{} (Agents)", m.counts.hosts)),
-            ("Events", m.counts.events.to_string()),
+            ("Events", events),
             (
                 "Artifacts",
                 format!(
@@ -1809,7 +1864,14 @@ impl Importer<'_> {
         ));
         let dir = self.bundle.dir.clone();
         let prefix = self.bundle.manifest.cluster.id.clone();
-        let producer = Producer::spawn(move |w| write_tar(&dir, &prefix, &files, w));
+        let note = format!(
+            "removed by agent-day2 migrate import: the pull secret is in Secret {}/{}",
+            self.ns,
+            super::crs::CrNames::new(&self.bundle.manifest.cluster.name, "")
+                .map(|n| n.pull_secret)
+                .unwrap_or_default()
+        );
+        let producer = Producer::spawn(move |w| write_tar(&dir, &prefix, &files, &note, w));
         let at = PodContainer {
             namespace: ns.clone(),
             pod: COPY_POD.into(),
@@ -1921,23 +1983,56 @@ fn crd_installers(missing: &[String]) -> String {
     }
 }
 
-/// Writes a tar of `files` (bundle-relative paths) under `prefix/` to `w`.
+/// Whether `rel` is an install-config.yaml of the bundle (`files/<cluster-id>/install-config.yaml`),
+/// whose `pullSecret` stays out of the volume.
+pub fn is_install_config(rel: &str) -> bool {
+    rel.starts_with("files/") && rel.ends_with("/install-config.yaml") && rel.matches('/').count() == 2
+}
+
+/// install-config.yaml with the value of `pullSecret` replaced by `note` (the pull secret is in
+/// a Secret; the volume is readable by whoever can mount it). Parsed and written as YAML
+/// (serde-saphyr); None when it is not a YAML mapping (then the file stays out of the volume).
+pub fn redact_install_config(yaml: &[u8], note: &str) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(yaml).ok()?;
+    let mut v: Value = serde_saphyr::from_str(text).ok()?;
+    let m = v.as_object_mut()?;
+    if m.contains_key("pullSecret") {
+        m.insert("pullSecret".into(), json!(note));
+    }
+    serde_saphyr::to_string(&v).ok().map(String::into_bytes)
+}
+
+/// Writes a tar of `files` (bundle-relative paths) under `prefix/` to `w`. An install-config.yaml
+/// ([`is_install_config`]) goes in with its `pullSecret` replaced by `pull_secret_note`
+/// ([`redact_install_config`]), or not at all when it cannot be parsed.
 pub fn write_tar(
     dir: &std::path::Path,
     prefix: &str,
     files: &[super::bundle::BundleFileEntry],
+    pull_secret_note: &str,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
     let mut b = tar::Builder::new(w);
     b.mode(tar::HeaderMode::Deterministic);
-    for e in files {
-        let mut f = std::fs::File::open(dir.join(&e.path))?;
+    let header = |size: u64| {
         let mut h = tar::Header::new_gnu();
-        h.set_size(e.size);
+        h.set_size(size);
         h.set_mode(0o640);
         h.set_mtime(0);
         h.set_entry_type(tar::EntryType::Regular);
-        b.append_data(&mut h, format!("{prefix}/{}", e.path), &mut f)?;
+        h
+    };
+    for e in files {
+        let path = format!("{prefix}/{}", e.path);
+        if is_install_config(&e.path) {
+            let raw = std::fs::read(dir.join(&e.path))?;
+            if let Some(red) = redact_install_config(&raw, pull_secret_note) {
+                b.append_data(&mut header(red.len() as u64), path, &red[..])?;
+            }
+            continue;
+        }
+        let mut f = std::fs::File::open(dir.join(&e.path))?;
+        b.append_data(&mut header(e.size), path, &mut f)?;
     }
     b.finish()
 }
@@ -2191,7 +2286,7 @@ mod tests {
             size: 4,
         }];
         let mut out = Vec::new();
-        write_tar(d.path(), "c1", &files, &mut out).unwrap();
+        write_tar(d.path(), "c1", &files, "note", &mut out).unwrap();
         let mut a = tar::Archive::new(&out[..]);
         let mut names = Vec::new();
         for e in a.entries().unwrap() {
@@ -2205,4 +2300,39 @@ mod tests {
             [("c1/logs/c1/logs-all.tar".to_string(), "LOGS".to_string())]
         );
     }
+
+    /// The volume copy of install-config.yaml keeps everything but the pull secret.
+    #[test]
+    fn install_config_loses_its_pull_secret_in_the_volume_copy() {
+        let yaml = b"apiVersion: v1\nbaseDomain: example.com\nmetadata:\n  name: ostest\n\
+                     pullSecret: '{\"auths\":{\"quay.io\":{\"auth\":\"c2VjcmV0\"}}}'\nsshKey: ssh-ed25519 AAAA\n";
+        let out = redact_install_config(yaml, "see Secret ns/ostest-pull-secret").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("auths") && !text.contains("c2VjcmV0"), "{text}");
+        let v: Value = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(v["pullSecret"], "see Secret ns/ostest-pull-secret");
+        assert_eq!(v["metadata"]["name"], "ostest");
+        assert_eq!(v["sshKey"], "ssh-ed25519 AAAA");
+        assert!(redact_install_config(b"- a list\n", "n").is_none());
+        assert!(is_install_config("files/c1/install-config.yaml"));
+        assert!(!is_install_config("manifests/c1/openshift/install-config.yaml"));
+        // In the tar: redacted; unparseable → left out.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("files/c1")).unwrap();
+        std::fs::write(d.path().join("files/c1/install-config.yaml"), yaml).unwrap();
+        let files = vec![super::super::bundle::BundleFileEntry {
+            path: "files/c1/install-config.yaml".into(),
+            sha256: String::new(),
+            size: yaml.len() as u64,
+        }];
+        let mut out = Vec::new();
+        write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
+        let s = String::from_utf8_lossy(&out);
+        assert!(!s.contains("auths") && s.contains("pullSecret: gone"), "{s}");
+        std::fs::write(d.path().join("files/c1/install-config.yaml"), b"- x\n").unwrap();
+        let mut out = Vec::new();
+        write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
+        assert_eq!(tar::Archive::new(&out[..]).entries().unwrap().count(), 0);
+    }
+
 }

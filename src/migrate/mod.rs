@@ -50,7 +50,8 @@ pub enum MigrateCommand {
     Wait(WaitArgs),
     /// Show the completion record and what cluster 0 holds against the bundle's counts.
     Status(StatusArgs),
-    /// Print a systemd unit for node 0 whose stop waits for the import (a proposal).
+    /// Print a systemd unit for node 0 whose stop waits for the import (a proposal); -n and
+    /// --context given here go into its `migrate wait`.
     #[command(name = "node0-unit")]
     Node0Unit(UnitArgs),
 }
@@ -126,15 +127,21 @@ pub struct StatusArgs {
     pub output: OutputFormat,
 }
 
-/// Arguments of `migrate node0-unit`.
+/// Arguments of `migrate node0-unit`. The global `-n/--namespace` and `--context` given here
+/// are written into the unit's `migrate wait` (they must name the namespace import used).
 #[derive(Debug, Args)]
 pub struct UnitArgs {
     /// Bundle directory on node 0 that the unit's stop waits for.
     #[arg(long, value_name = "DIR", default_value = "/var/lib/agent-day2/migration")]
     pub bundle: PathBuf,
-    /// Kubeconfig of cluster 0 on node 0.
+    /// Kubeconfig of cluster 0 on node 0 (a path on node 0). Its user needs only `get` on
+    /// ConfigMap agent-day2-migration in the migration namespace (role agent-day2-migrate-wait
+    /// in README "Permissions").
     #[arg(long, value_name = "FILE", default_value = "/etc/kubernetes/kubeconfig")]
     pub kubeconfig: PathBuf,
+    /// The plugin binary on node 0 that the unit runs.
+    #[arg(long, value_name = "PATH", default_value = "/usr/local/bin/kubectl-agent_day2")]
+    pub plugin: PathBuf,
     /// How long the stop may wait (TimeoutStopSec).
     #[arg(long, value_name = "DURATION", default_value = "2h")]
     pub timeout: String,
@@ -153,7 +160,7 @@ pub async fn run(kube: &KubeFlags, args: &MigrateArgs) -> Result<u8, Error> {
         MigrateCommand::Import(a) => import::run(kube, a).await,
         MigrateCommand::Wait(a) => wait::run(kube, a).await,
         MigrateCommand::Status(a) => status::run(kube, a).await,
-        MigrateCommand::Node0Unit(a) => unit::run(a),
+        MigrateCommand::Node0Unit(a) => unit::run(kube, a),
     }
 }
 

@@ -2,6 +2,10 @@
 //! the bundle: the bundle's CRs present by kind, and rows per table in cluster 0's
 //! assisted-service database (`SELECT count(*)` through exec `psql`, as import reaches it).
 //! Table counts are whole tables: other clusters' rows on cluster 0 count too.
+//!
+//! A count on cluster 0 that differs from the bundle's is marked `≠` (`2 ≠ 3`: cluster 0 has
+//! 2, the bundle 3) and a last line says how many differ. The exit code stays 0 (status
+//! reports; `wait` is what answers "is the import complete"); errors reading are warnings.
 
 use std::collections::BTreeMap;
 
@@ -10,11 +14,41 @@ use serde::Serialize;
 
 use super::bundle::Bundle;
 use super::exec;
-use super::import::{default_namespace, plan, read_crs};
+use super::import::{namespace_for, plan, read_crs};
 use super::record::{self, Record};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
 use crate::kube_flags::KubeFlags;
+
+/// `SELECT count(*)` of each of `tables` (names of letters, digits and `_` only; others are
+/// skipped) in cluster 0's assisted-service database `db`: the counts (None where the query
+/// failed) and one message per failure.
+pub async fn table_counts(
+    db: &exec::Db,
+    target: &crate::kube_flags::KubeTarget,
+    tables: &[String],
+) -> (BTreeMap<String, Option<u64>>, Vec<String>) {
+    let mut out = BTreeMap::new();
+    let mut errors = Vec::new();
+    for table in tables {
+        if table.is_empty() || !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+            continue;
+        }
+        match db
+            .query(Some(target), &format!("SELECT count(*) FROM public.{table}"))
+            .await
+        {
+            Ok(l) => {
+                out.insert(table.clone(), l.first().and_then(|s| s.trim().parse().ok()));
+            }
+            Err(e) => {
+                out.insert(table.clone(), None);
+                errors.push(format!("table {table}: {e}"));
+            }
+        }
+    }
+    (out, errors)
+}
 
 /// Have/want of one kind or table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -52,7 +86,7 @@ pub struct StatusDoc {
 pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error> {
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let ns = default_namespace(&bundle, &crs, kube.namespace.as_deref());
+    let (ns, _) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
     let plan = plan(&crs, &ns, bundle.checksum())?;
     let target = kube.resolve().await?;
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
@@ -119,16 +153,12 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         },
     };
     if let Some(db) = db {
-        for (table, c) in rows.iter_mut() {
-            if !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
-                continue;
-            }
-            match db
-                .query(Some(&target), &format!("SELECT count(*) FROM public.{table}"))
-                .await
-            {
-                Ok(l) => c.cluster = l.first().and_then(|s| s.trim().parse().ok()),
-                Err(e) => errors.push(format!("table {table}: {e}")),
+        let tables: Vec<String> = rows.keys().cloned().collect();
+        let (have, errs) = table_counts(&db, &target, &tables).await;
+        errors.extend(errs);
+        for (table, n) in have {
+            if let Some(c) = rows.get_mut(&table) {
+                c.cluster = n;
             }
         }
     } else if rec
@@ -150,15 +180,42 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         errors,
     };
     let out = crate::output::render(args.output, &doc, || table(&doc))?;
-    print!("{out}");
+    crate::emit(&out);
     Ok(0)
 }
 
+impl Count {
+    /// Whether cluster 0's count is known and not the bundle's.
+    pub fn differs(&self) -> bool {
+        self.cluster.is_some_and(|n| n != self.bundle)
+    }
+}
+
+impl StatusDoc {
+    /// `object Kind` / `table name` of every count that differs from the bundle's.
+    pub fn differing(&self) -> Vec<String> {
+        let o = self
+            .objects
+            .iter()
+            .filter(|(_, c)| c.differs())
+            .map(|(k, _)| format!("object {k}"));
+        let t = self
+            .rows
+            .iter()
+            .filter(|(_, c)| c.differs())
+            .map(|(k, _)| format!("table {k}"));
+        o.chain(t).collect()
+    }
+}
+
+/// The bundle's count and cluster 0's (`2 ≠ 3` when they differ, `?` when unknown).
 fn show(c: &Count) -> [String; 2] {
-    [
-        c.bundle.to_string(),
-        c.cluster.map(|n| n.to_string()).unwrap_or_else(|| "?".into()),
-    ]
+    let have = match c.cluster {
+        None => "?".to_string(),
+        Some(n) if c.differs() => format!("{n} ≠ {}", c.bundle),
+        Some(n) => n.to_string(),
+    };
+    [c.bundle.to_string(), have]
 }
 
 /// The `-o table` text.
@@ -207,6 +264,17 @@ pub fn table(d: &StatusDoc) -> String {
     for e in &d.errors {
         s.push_str(&format!("warning: {}\n", display(e)));
     }
+    let diff = d.differing();
+    if diff.is_empty() {
+        s.push_str("Every count read on cluster 0 equals the bundle's.\n");
+    } else {
+        s.push_str(&format!(
+            "{} count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): {}; \
+             table counts include other clusters' rows\n",
+            diff.len(),
+            display(&diff.join(", "))
+        ));
+    }
     s
 }
 
@@ -243,7 +311,23 @@ mod tests {
         assert!(t.contains("no import yet"), "{t}");
         assert!(
             t.lines()
-                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["object", "Agent", "3", "2"]),
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["object", "Agent", "3", "2", "≠", "3"]),
+            "{t}"
+        );
+        assert!(
+            t.trim_end().ends_with(
+                "1 count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): object Agent; \
+                 table counts include other clusters' rows"
+            ),
+            "{t}"
+        );
+        let mut same = d;
+        same.objects.get_mut("Agent").unwrap().cluster = Some(3);
+        let t = table(&same);
+        assert!(!t.contains('≠'), "{t}");
+        assert!(
+            t.trim_end()
+                .ends_with("Every count read on cluster 0 equals the bundle's."),
             "{t}"
         );
         assert!(

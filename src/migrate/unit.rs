@@ -17,27 +17,69 @@ use crate::kube_flags::parse_duration;
 /// Seconds added to the wait's timeout for `TimeoutStopSec` (start-up of the binary, last poll).
 pub const STOP_MARGIN_SECS: u64 = 120;
 
-/// Path of the plugin binary the unit calls (as installed by README "Install").
+/// Default path of the plugin binary the unit calls (as installed by README "Install";
+/// `--plugin` changes it).
 pub const PLUGIN_PATH: &str = "/usr/local/bin/kubectl-agent_day2";
 
-/// Prints the unit for `args` on stdout.
-pub fn run(args: &super::UnitArgs) -> Result<u8, Error> {
+/// What goes into the unit besides the timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct UnitPaths<'a> {
+    /// The plugin binary on node 0.
+    pub plugin: &'a Path,
+    /// Cluster 0's kubeconfig on node 0 (needs `get` on the record ConfigMap only).
+    pub kubeconfig: &'a Path,
+    /// The bundle directory on node 0.
+    pub bundle: &'a Path,
+    /// `--context` for `migrate wait` (the global flag given to node0-unit).
+    pub context: Option<&'a str>,
+    /// `-n` for `migrate wait` (the global flag given to node0-unit): the namespace import used.
+    pub namespace: Option<&'a str>,
+}
+
+/// Prints the unit for `args` on stdout. The global `-n`/`--context` given to `node0-unit`
+/// go into its `migrate wait` (a kubeconfig path on node 0 is `--kubeconfig` of node0-unit).
+pub fn run(kube: &crate::kube_flags::KubeFlags, args: &super::UnitArgs) -> Result<u8, Error> {
     let timeout = parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
         .ok_or_else(|| Error::Usage("--timeout 0: the stop must have a limit".into()))?;
-    let text = render(&args.kubeconfig, &args.bundle, timeout)?;
-    print!("{text}");
+    let text = render(
+        &UnitPaths {
+            plugin: &args.plugin,
+            kubeconfig: &args.kubeconfig,
+            bundle: &args.bundle,
+            context: kube.context.as_deref().filter(|c| !c.is_empty()),
+            namespace: kube.namespace.as_deref().filter(|n| !n.is_empty()),
+        },
+        timeout,
+    )?;
+    crate::emit(&text);
     Ok(0)
 }
 
-/// The unit text. Paths are quoted for systemd's command-line syntax; a path systemd could not
-/// parse (a newline, or a `%` specifier) is refused with [`Error::Usage`].
-pub fn render(kubeconfig: &Path, bundle: &Path, timeout: Duration) -> Result<String, Error> {
-    let kc = systemd_quote(kubeconfig, "--kubeconfig")?;
-    let b = systemd_quote(bundle, "--bundle")?;
+/// The unit text. Paths and the context are quoted for systemd's command-line syntax; a value
+/// systemd could not parse (a newline, whitespace, or a `%` specifier) is refused with
+/// [`Error::Usage`], as is a namespace that is not a DNS-1123 label.
+pub fn render(u: &UnitPaths<'_>, timeout: Duration) -> Result<String, Error> {
+    let plugin = systemd_quote(u.plugin, "--plugin")?;
+    let kc = systemd_quote(u.kubeconfig, "--kubeconfig")?;
+    let b = systemd_quote(u.bundle, "--bundle")?;
+    let mut flags = String::new();
+    if let Some(c) = u.context {
+        flags.push_str(&format!(" --context {}", systemd_quote_word(c, "--context")?));
+    }
+    if let Some(n) = u.namespace {
+        if !super::crs::is_dns1123_label(n) {
+            return Err(Error::Usage(format!(
+                "-n/--namespace {}: not a valid namespace name (DNS-1123 label)",
+                crate::output::display(n)
+            )));
+        }
+        flags.push_str(&format!(" -n {n}"));
+    }
     // Checked by systemd_quote: absolute, no whitespace, control characters or '%'.
-    let kc_raw = kubeconfig.display();
-    let b_raw = bundle.display();
+    let kc_raw = u.kubeconfig.display();
+    let b_raw = u.bundle.display();
+    let p_raw = u.plugin.display();
     let secs = timeout.as_secs().max(1);
     let stop_secs = secs + STOP_MARGIN_SECS;
     Ok(format!(
@@ -49,6 +91,8 @@ pub fn render(kubeconfig: &Path, bundle: &Path, timeout: Duration) -> Result<Str
 # does nothing; when the shutdown stops it, ExecStop runs `migrate wait`, which returns once
 # cluster 0 holds the completion record of the bundle (written by `migrate import`), or after
 # the timeout (then the reboot goes on: node 0's data is lost as without this unit).
+# The kubeconfig needs only `get` on ConfigMap agent-day2-migration in the namespace import
+# used (ClusterRole agent-day2-migrate-wait of deploy/rbac.yaml); -n must be import's.
 # Install: copy to /etc/systemd/system/, `systemctl daemon-reload`,
 # `systemctl start agent-day2-migration-wait.service`.
 [Unit]
@@ -59,20 +103,42 @@ After=network-online.target
 Before=shutdown.target reboot.target halt.target
 Conflicts=shutdown.target reboot.target halt.target
 DefaultDependencies=no
-# The bundle and the kubeconfig stay mounted until the stop has run.
-RequiresMountsFor={kc_raw} {b_raw}
+# The plugin, the bundle and the kubeconfig stay mounted until the stop has run.
+RequiresMountsFor={p_raw} {kc_raw} {b_raw}
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/true
-ExecStop={PLUGIN_PATH} --kubeconfig {kc} migrate wait {b} --timeout {secs}s
+ExecStop={plugin} --kubeconfig {kc}{flags} migrate wait {b} --timeout {secs}s
 TimeoutStopSec={stop_secs}
 
 [Install]
 WantedBy=multi-user.target
 "
     ))
+}
+
+/// Quotes a word that is not a path (the context name) like [`systemd_quote`], refusing
+/// whitespace, control characters and `%`.
+fn systemd_quote_word(s: &str, flag: &str) -> Result<String, Error> {
+    if s.is_empty() || s.chars().any(|c| c.is_control() || c.is_whitespace() || c == '%') {
+        return Err(Error::Usage(format!(
+            "{flag} {}: empty, or whitespace, control characters or '%', which cannot be used in a unit file",
+            crate::output::display(s)
+        )));
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '$' => out.push_str("$$"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(out)
 }
 
 /// Quotes a path for an ExecStop= line ("…" with \\ and \" escaped, `$` doubled).
@@ -107,37 +173,80 @@ fn systemd_quote(p: &Path, flag: &str) -> Result<String, Error> {
 mod tests {
     use super::*;
 
+    fn paths<'a>(kc: &'a str, b: &'a str) -> UnitPaths<'a> {
+        UnitPaths {
+            plugin: Path::new(PLUGIN_PATH),
+            kubeconfig: Path::new(kc),
+            bundle: Path::new(b),
+            context: None,
+            namespace: None,
+        }
+    }
+
     #[test]
     fn unit_stops_with_wait_and_a_longer_stop_timeout() {
         let t = render(
-            Path::new("/etc/kubernetes/kubeconfig"),
-            Path::new("/var/lib/agent-day2/migration"),
+            &paths("/etc/kubernetes/kubeconfig", "/var/lib/agent-day2/migration"),
             Duration::from_secs(7200),
         )
         .unwrap();
         assert!(t.contains("Type=oneshot\n"), "{t}");
         assert!(t.contains("RemainAfterExit=yes\n"), "{t}");
         assert!(t.contains("ExecStart=/bin/true\n"), "{t}");
-        assert!(t.contains(
-            "ExecStop=/usr/local/bin/kubectl-agent_day2 --kubeconfig \"/etc/kubernetes/kubeconfig\" \
+        assert!(
+            t.contains(
+                "ExecStop=\"/usr/local/bin/kubectl-agent_day2\" --kubeconfig \"/etc/kubernetes/kubeconfig\" \
              migrate wait \"/var/lib/agent-day2/migration\" --timeout 7200s\n"
-        ));
+            ),
+            "{t}"
+        );
         assert!(t.contains("TimeoutStopSec=7320\n"), "{t}");
         assert!(t.contains("Before=shutdown.target reboot.target"), "{t}");
         assert!(
-            t.contains("RequiresMountsFor=/etc/kubernetes/kubeconfig /var/lib/agent-day2/migration\n"),
+            t.contains("RequiresMountsFor=/usr/local/bin/kubectl-agent_day2 /etc/kubernetes/kubeconfig /var/lib/agent-day2/migration\n"),
             "{t}"
         );
         assert!(t.contains("PROPOSAL, not proven"), "{t}");
+        assert!(
+            t.contains("agent-day2-migrate-wait"),
+            "says what the kubeconfig needs: {t}"
+        );
+    }
+
+    /// -n and --context given to node0-unit reach the wait; --plugin changes the binary.
+    #[test]
+    fn namespace_context_and_plugin_reach_exec_stop() {
+        let mut u = paths("/k", "/b");
+        u.plugin = Path::new("/opt/bin/oc-agent-day2");
+        u.context = Some("admin@cluster-0");
+        u.namespace = Some("ns1");
+        let t = render(&u, Duration::from_secs(60)).unwrap();
+        assert!(t.contains(
+            "ExecStop=\"/opt/bin/oc-agent-day2\" --kubeconfig \"/k\" --context \"admin@cluster-0\" -n ns1 \
+             migrate wait \"/b\" --timeout 60s\n"
+        ), "{t}");
+        u.namespace = Some("Bad_NS");
+        assert_eq!(render(&u, Duration::from_secs(1)).unwrap_err().exit_code(), 2);
+        u.namespace = None;
+        u.context = Some("a b");
+        assert_eq!(render(&u, Duration::from_secs(1)).unwrap_err().exit_code(), 2);
+        u.context = None;
+        u.plugin = Path::new("kubectl-agent_day2");
+        assert!(
+            render(&u, Duration::from_secs(1)).is_err(),
+            "relative plugin path"
+        );
     }
 
     #[test]
     fn odd_paths_are_quoted_or_refused() {
-        let t = render(Path::new("/a/\"k$"), Path::new("/b"), Duration::from_secs(1)).unwrap();
+        let t = render(&paths("/a/\"k$", "/b"), Duration::from_secs(1)).unwrap();
         assert!(t.contains("--kubeconfig \"/a/\\\"k$$\""), "{t}");
-        assert!(render(Path::new("/a b"), Path::new("/b"), Duration::from_secs(1)).is_err());
-        assert!(render(Path::new("/a\nb"), Path::new("/b"), Duration::from_secs(1)).is_err());
-        assert!(render(Path::new("/a%n"), Path::new("/b"), Duration::from_secs(1)).is_err());
-        assert!(render(Path::new("rel"), Path::new("/b"), Duration::from_secs(1)).is_err());
+        for kc in ["/a b", "/a\nb", "/a%n", "rel"] {
+            assert!(
+                render(&paths(kc, "/b"), Duration::from_secs(1)).is_err(),
+                "{kc:?}"
+            );
+        }
     }
 }
