@@ -908,10 +908,20 @@ fn a_restore_stream_cut_short_commits_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
     let url = pg.url("postgres");
-    postgres::psql(&url, "CREATE TABLE t (id int)").unwrap();
-    let dump = "--\n-- PostgreSQL database dump\n--\n\nCOPY public.t (id) FROM stdin;\n1\n2\n\\.\n";
+    postgres::psql(&url, "CREATE TABLE clusters (id text)").unwrap();
+    let dump = "--\n-- PostgreSQL database dump\n--\n\nCOPY public.clusters (id) FROM stdin;\nc1\nc1\n\\.\n";
     let mut full = Vec::new();
-    agent_day2::migrate::import::write_restore_stream(&mut dump.as_bytes(), "", &mut full).unwrap();
+    use agent_day2::migrate::restore;
+    restore::write_stream(
+        "d",
+        &mut dump.as_bytes(),
+        &restore::Scope::new("c1", &[]),
+        &restore::Expect::default(),
+        "",
+        &mut full,
+        &mut restore::Checked::default(),
+    )
+    .unwrap();
     let run = |args: &[&str], input: &[u8]| {
         use std::io::Write;
         let mut ch = Command::new(postgres::psql_bin())
@@ -926,7 +936,7 @@ fn a_restore_stream_cut_short_commits_nothing() {
         ch.stdin.take().unwrap().write_all(input).unwrap();
         ch.wait().unwrap();
     };
-    let count = || sql(&url, "SELECT count(*) FROM t");
+    let count = || sql(&url, "SELECT count(*) FROM clusters");
     // Cut after the COPY block, before COMMIT.
     let cut = &full[..full.len() - "COMMIT;\n".len()];
     run(&[], cut);
@@ -1032,4 +1042,170 @@ fn import_killed_during_the_restore_then_rerun() {
     );
     let out = e.plugin(&["migrate", "wait", b, "-n", ns, "--timeout", "10s"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+}
+
+/// Recomputes the sha256 and size of every file the manifest lists, then the manifest's own
+/// checksum: an edited bundle that is self-consistent, as an attacker can make one.
+fn reseal(dir: &Path) {
+    let mp = dir.join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+    for f in m["files"].as_array_mut().unwrap() {
+        let p = dir.join(f["path"].as_str().unwrap());
+        let bytes = std::fs::read(&p).unwrap();
+        f["sha256"] = Value::from(hex::encode(Sha256::digest(&bytes)));
+        f["size"] = Value::from(bytes.len() as u64);
+    }
+    let raw = serde_json::to_vec_pretty(&m).unwrap();
+    std::fs::write(&mp, &raw).unwrap();
+    std::fs::write(
+        dir.join("manifest.json.sha256"),
+        format!("{}\n", hex::encode(Sha256::digest(&raw))),
+    )
+    .unwrap();
+}
+
+/// A copy of `bundle` at `to` whose db/dump.sql is `edit`ed, resealed.
+fn crafted(bundle: &Path, to: &Path, edit: impl FnOnce(String) -> String) {
+    copy_dir(bundle, to);
+    let p = to.join("db/dump.sql");
+    let d = std::fs::read_to_string(&p).unwrap();
+    let changed = edit(d.clone());
+    assert_ne!(changed, d, "the edit changed nothing");
+    std::fs::write(&p, changed).unwrap();
+    reseal(to);
+}
+
+/// A resealed bundle whose dump carries psql meta-commands and SQL outside COPY data, rows of
+/// another cluster, a case-bypassed `migrations` block, or data the server refuses: import exits
+/// 3, runs none of it (the `\!` target file is never created) and leaves cluster 0's database as
+/// it was, through pod exec and through --db-url; export --db-dump refuses such a dump too.
+#[test]
+fn a_crafted_dump_runs_nothing_and_restores_nothing() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let pwned = e.path("pwned");
+    let before = counts(&e.dst_url());
+    let tables_before = sql(
+        &e.dst_url(),
+        "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'",
+    );
+    let unchanged = |what: &str| {
+        assert!(!pwned.exists(), "{what}: the \\! command ran");
+        assert_eq!(counts(&e.dst_url()), before, "{what}: rows changed");
+        assert_eq!(
+            sql(
+                &e.dst_url(),
+                "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables WHERE schemaname = 'public'",
+            ),
+            tables_before,
+            "{what}: tables changed"
+        );
+    };
+    let first_copy = |d: &str| d.find("\nCOPY ").unwrap() + 1;
+
+    // Meta-commands and SQL between pg_dump's lines.
+    let attack = format!(
+        "\\! id > {p}\n\\copy (select 1) to '{p}'\nCOMMIT;\ncreate table public.attacker_tbl(x text);\n \
+         drop table public.service_networks;\nBEGIN;\n",
+        p = pwned.display()
+    );
+    let meta = e.path("meta");
+    crafted(&bundle, &meta, |d| {
+        let i = first_copy(&d);
+        format!("{}{attack}{}", &d[..i], &d[i..])
+    });
+    let m = meta.to_str().unwrap();
+    let out = e.plugin(&["migrate", "import", m, "-n", "crafted-meta"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("db/dump.sql") && err.contains("not something pg_dump --data-only writes"),
+        "{err}"
+    );
+    unchanged("pod exec");
+    let db_url = e.dst_pg.url_as("admin", "installer");
+    let out = e.plugin(&["migrate", "import", m, "-n", "crafted-meta", "--db-url", &db_url]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    unchanged("--db-url");
+
+    // Rows of another cluster, and a migrations block spelled in upper case.
+    let foreign = e.path("foreign");
+    crafted(&bundle, &foreign, |d| {
+        let i = d.find("COPY public.clusters ").unwrap();
+        let row_at = d[i..].find('\n').unwrap() + i + 1;
+        let row_end = d[row_at..].find('\n').unwrap() + row_at + 1;
+        let row = &d[row_at..row_end];
+        let cid = row.split('\t').next().unwrap();
+        let other = row.replace(cid, "11111111-2222-3333-4444-555555555555");
+        let d = format!("{}{other}{}", &d[..row_end], &d[row_end..]);
+        d.replacen(
+            "\n-- PostgreSQL database dump complete",
+            "\nCOPY public.MIGRATIONS (id) FROM stdin;\n20240617140000\n\\.\n\n-- PostgreSQL database dump complete",
+            1,
+        )
+    });
+    let f = foreign.to_str().unwrap();
+    let out = e.plugin(&["migrate", "import", f, "-n", "crafted-foreign"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("table clusters, row 2") && err.contains("not of this bundle's cluster"),
+        "{err}"
+    );
+    unchanged("foreign rows");
+
+    // Well-formed COPY data the server refuses (an events id that is no number): exit 3, not 4.
+    let refused = e.path("refused");
+    crafted(&bundle, &refused, |d| {
+        let i = d.find("COPY public.events ").unwrap();
+        let row_at = d[i..].find('\n').unwrap() + i + 1;
+        let id_end = d[row_at..].find('\t').unwrap() + row_at;
+        format!("{}notanumber{}", &d[..row_at], &d[id_end..])
+    });
+    let r = refused.to_str().unwrap();
+    let out = e.plugin(&["migrate", "import", r, "-n", "crafted-refused"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("refused the rows of table events"), "{err}");
+    unchanged("refused data");
+
+    // export --db-dump of a dump with a meta-command: refused with exit 3, no bundle.
+    let hand = e.path("hand.sql");
+    let st = Command::new("pg_dump")
+        .args(["--data-only", "--no-owner", "--no-privileges", "-d", &e.src_url()])
+        .args(["-f", hand.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let d = std::fs::read_to_string(&hand).unwrap();
+    let i = first_copy(&d);
+    std::fs::write(
+        &hand,
+        format!("{}\\! id > {}\n{}", &d[..i], pwned.display(), &d[i..]),
+    )
+    .unwrap();
+    let token = e.node0.token_file.display().to_string();
+    let out_dir = e.path("from-hand");
+    let out = e.plugin(&[
+        "migrate",
+        "export",
+        "--from",
+        &e.node0.url,
+        "--token-file",
+        &token,
+        "--db-dump",
+        hand.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not something pg_dump --data-only writes"),
+        "{}",
+        text(&out)
+    );
+    assert!(!out_dir.exists() && !pwned.exists());
 }

@@ -6,8 +6,8 @@
 //! pg_dump's plain format). What migrate needs from it:
 //! - [`summarize`]: rows per table and the schema version (the greatest `migrations.id`, which
 //!   assisted-service's gormigrate keeps; research/migration.md §5);
-//! - [`filter_tables`]: the dump without some tables' blocks (import drops `migrations`, the
-//!   target keeps its own), every other byte passed through unchanged;
+//! - [`classify_line`]: the lines outside COPY data, of which only pg_dump's own are accepted
+//!   (the restore stream is built from the parsed COPY data: [`super::restore`]);
 //! - [`column_values`]: one column of a table's rows, unescaped ([`unescape_copy`]); export
 //!   reads `clusters.pull_secret` with it.
 //!
@@ -16,7 +16,7 @@
 //! a dump that also creates tables (no `--data-only`) is refused as well.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Read};
 
 use crate::error::Error;
 
@@ -487,39 +487,6 @@ pub fn summarize(what: &str, r: &mut dyn BufRead) -> Result<DumpSummary, Error> 
     scan(what, r, &mut |_, _| {}, None)
 }
 
-/// Copies the dump from `r` to `w` without the COPY blocks (statement, rows and `\.`) of the
-/// tables in `drop` (keys as [`CopyHeader::key`], e.g. `migrations`); every other line passes
-/// unchanged. Returns the summary of the *input*. Errors: as [`summarize`]; write errors as
-/// [`Error::Io`] with path `what_out`.
-pub fn filter_tables(
-    what: &str,
-    r: &mut dyn BufRead,
-    w: &mut dyn Write,
-    drop: &[&str],
-    what_out: &str,
-) -> Result<DumpSummary, Error> {
-    let mut on_line = |line: &[u8], block: Option<&CopyHeader>| -> Result<(), Error> {
-        // Inside a block: its rows and its terminator; outside: the COPY statement itself.
-        let skip = match block {
-            Some(h) => drop.contains(&h.key().as_str()),
-            None => {
-                let l = strip_eol(line);
-                l.starts_with(b"COPY ")
-                    && parse_copy_header(&String::from_utf8_lossy(l))
-                        .is_some_and(|h| drop.contains(&h.key().as_str()))
-            }
-        };
-        if skip {
-            return Ok(());
-        }
-        w.write_all(line).map_err(|e| Error::Io {
-            path: what_out.to_string(),
-            source: e,
-        })
-    };
-    scan(what, r, &mut |_, _| {}, Some(&mut on_line))
-}
-
 /// The values of column `column` of every row of `table` (key as [`CopyHeader::key`]), in
 /// dump order, unescaped (None for NULL). Empty when the table has no block or no rows.
 /// Errors: as [`summarize`], and [`Error::InvalidInput`] when the table's block lacks the column.
@@ -737,32 +704,6 @@ SELECT pg_catalog.setval('public.events_id_seq', 300, true);
         assert_eq!(parse_copy_header("COPY x TO stdout;"), None);
         let h = parse_copy_header("COPY other.t (a) FROM stdin;").unwrap();
         assert_eq!(h.key(), "other.t");
-    }
-
-    #[test]
-    fn filter_drops_whole_blocks_only() {
-        let mut out = Vec::new();
-        let s = filter_tables("d", &mut Cursor::new(DUMP), &mut out, &["migrations"], "out").unwrap();
-        assert_eq!(s.rows["migrations"], 3);
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            !text.contains("migrations") && !text.contains("20240617140000"),
-            "{text}"
-        );
-        // Everything else byte for byte.
-        let without: String = DUMP.replace(
-            "COPY public.migrations (id) FROM stdin;\n20240617140000\n20230101000000\n9\n\\.\n",
-            "",
-        );
-        assert_eq!(text, without);
-        let again = summarize("d", &mut Cursor::new(text.as_bytes())).unwrap();
-        assert!(!again.rows.contains_key("migrations"));
-        assert_eq!(again.rows["hosts"], 3);
-        assert_eq!(again.schema_version, None);
-        // Dropping nothing copies exactly.
-        let mut out = Vec::new();
-        filter_tables("d", &mut Cursor::new(DUMP), &mut out, &[], "out").unwrap();
-        assert_eq!(out, DUMP.as_bytes());
     }
 
     #[test]

@@ -910,6 +910,15 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         });
     }
 
+    // Import restores only this cluster's rows of assisted-service's tables, and only COPY
+    // data: checked here as import will (a dump with other statements or other clusters' rows
+    // is refused now rather than in the middle of an import).
+    super::restore::check_dump(
+        &what_src,
+        &mut open_dump()?,
+        &super::restore::Scope::new(&cid, &ie_ids),
+    )?;
+
     // The CRs.
     let kubeconfig = creds.get("kubeconfig").cloned().unwrap_or_default();
     let set = crs::build(&CrInputs {

@@ -27,7 +27,7 @@
 //! Test hook: `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` stops the run (exit 1) right after that
 //! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
 
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 use super::bundle::Bundle;
 use super::exec::{self, Db, PodContainer, Producer};
 use super::record::{self, Phase, Record};
+use super::restore;
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
 use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
@@ -492,79 +493,31 @@ pub fn kube_key_sql(
     ))
 }
 
-/// Writes the restore stream: the dump from `r` without the rows of table `migrations` (the
-/// target keeps its own schema history; [`super::dump::filter_tables`]) and without `SET
-/// transaction_timeout` (pg_dump 17+ writes it; older servers reject the parameter, and the
-/// target may be older than the source). Errors: as `filter_tables`, as `std::io::Error`.
-pub fn filter_dump(r: &mut dyn Read, w: &mut dyn Write) -> std::io::Result<()> {
-    let mut br = BufReader::with_capacity(256 * 1024, r);
-    let mut lw = DropLines {
-        inner: w,
-        line: Vec::new(),
-    };
-    super::dump::filter_tables(
-        "bundle file db/dump.sql",
-        &mut br,
-        &mut lw,
-        &["migrations"],
-        "the restore stream",
-    )
-    .map_err(|e| std::io::Error::other(e.to_string()))?;
-    lw.end()
-}
+/// The bundle's dump as errors name it.
+const DUMP_FILE: &str = "bundle file db/dump.sql";
 
-/// Passes whole lines through, dropping `SET transaction_timeout` statements.
-struct DropLines<'a> {
-    inner: &'a mut dyn Write,
-    line: Vec<u8>,
-}
-
-impl DropLines<'_> {
-    fn emit(&mut self) -> std::io::Result<()> {
-        if !self.line.starts_with(b"SET transaction_timeout") {
-            self.inner.write_all(&self.line)?;
-        }
-        self.line.clear();
-        Ok(())
+/// What the restore left out, for the progress lines.
+fn restore_note(c: &restore::Checked) -> String {
+    let rows: u64 = c.rows.values().sum();
+    let mut s = format!("restored {rows} rows in {} tables", c.rows.len());
+    if !c.skipped_tables.is_empty() {
+        let t: Vec<String> = c
+            .skipped_tables
+            .iter()
+            .map(|(t, n)| format!("{t} ({n} rows)"))
+            .collect();
+        s.push_str(&format!(
+            "; not restored: {}",
+            crate::output::display(&t.join(", "))
+        ));
     }
-    fn end(mut self) -> std::io::Result<()> {
-        if !self.line.is_empty() {
-            self.line.push(b'\n');
-            self.emit()?;
-        }
-        Ok(())
+    let deleted: u64 = c.skipped_deleted.values().sum();
+    if deleted > 0 {
+        s.push_str(&format!(
+            "; left out {deleted} soft-deleted rows of other clusters"
+        ));
     }
-}
-
-impl Write for DropLines<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut rest = buf;
-        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
-            self.line.extend_from_slice(&rest[..=i]);
-            self.emit()?;
-            rest = &rest[i + 1..];
-        }
-        self.line.extend_from_slice(rest);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-/// The whole restore stream: `BEGIN;`, the filtered dump ([`filter_dump`]), the kube-key
-/// `updates`, `COMMIT;`.
-///
-/// One explicit transaction rather than `psql --single-transaction`: with `-1`, psql commits
-/// whatever it has read when its stdin ends, so a stream cut short (this process killed, the
-/// exec connection lost) would commit part of the dump. Here the `COMMIT` is the last line, so
-/// a cut stream ends the session inside the transaction and the server rolls it back; an error
-/// stops psql (`ON_ERROR_STOP=1`) with the same result.
-pub fn write_restore_stream(dump: &mut dyn Read, updates: &str, w: &mut dyn Write) -> std::io::Result<()> {
-    w.write_all(b"BEGIN;\n")?;
-    filter_dump(dump, w)?;
-    w.write_all(updates.as_bytes())?;
-    w.write_all(b"COMMIT;\n")
+    s
 }
 
 /// Compares migration ids (gormigrate: `YYYYMMDDhhmmss`): numerically when both are numbers,
@@ -1535,17 +1488,53 @@ impl Importer<'_> {
         progress(&format!(
             "restoring the database ({size} bytes of dump) in one transaction"
         ));
-        let producer = Producer::spawn(move |w| write_restore_stream(&mut dump, &updates, w));
-        let out = db
+        // The stream is built from the dump's checked COPY data (super::restore), hashed again
+        // while read; a refusal on the way ends it with ROLLBACK and is the error (exit 3).
+        let scope = restore::Scope::new(&m.cluster.id, &m.cluster.infra_env_ids);
+        let sha = self.bundle.entry("db/dump.sql").map(|e| e.sha256.clone());
+        let schema = m.source.schema_version.clone();
+        let found = std::sync::Arc::new(std::sync::Mutex::new((restore::Checked::default(), None)));
+        let slot = found.clone();
+        let producer = Producer::spawn(move |w| {
+            let expect = restore::Expect {
+                sha256: sha.as_deref(),
+                schema_version: Some(&schema),
+            };
+            let mut checked = restore::Checked::default();
+            let r = restore::write_stream(DUMP_FILE, &mut dump, &scope, &expect, &updates, w, &mut checked);
+            let failed = r.is_err();
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = (checked, r.err());
+            match failed {
+                true => Err(std::io::Error::other("the restore stream stopped")),
+                false => Ok(()),
+            }
+        });
+        let ran = db
             .psql(
                 Some(&self.target),
                 &["-q", "-v", "ON_ERROR_STOP=1", "-f", "-"],
                 Some(producer),
             )
-            .await?;
+            .await;
+        let (checked, refused) = std::mem::take(&mut *found.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(e @ Error::InvalidInput { .. }) = refused {
+            return Err(e);
+        }
+        let out = ran?;
         if out.code != 0 {
+            // The server refused the data (psql exits 3 on a script error): an invalid bundle.
+            if let Some(table) = checked.copy_error(&out.stderr) {
+                return Err(Error::InvalidInput {
+                    field: DUMP_FILE.into(),
+                    message: format!(
+                        "cluster 0's database refused the rows of table {table}; nothing was restored: {}",
+                        crate::output::display(out.stderr.trim())
+                    ),
+                });
+            }
             return Err(db.failed("restore the dump into", &out));
         }
+        progress(&restore_note(&checked));
         // The keys must have reached the cluster's row.
         let cid = sql_literal(&m.cluster.id)?;
         let check = db
@@ -2229,44 +2218,6 @@ mod tests {
     }
 
     #[test]
-    fn dump_filter_drops_migrations_rows_only() {
-        let dump = "--\n-- PostgreSQL database dump\n--\n\nSET statement_timeout = 0;\nSET transaction_timeout = 0;\n\
-                    COPY public.clusters (id, name) FROM stdin;\nc1\tostest\n\\.\n\n\
-                    COPY public.migrations (id) FROM stdin;\n20240617140000\n20230101000000\n\\.\n\n\
-                    COPY public.events (id, message) FROM stdin;\n1\tCOPY public.migrations x\n\\.\n\
-                    SELECT pg_catalog.setval('public.events_id_seq', 1, true);\n";
-        let mut out = Vec::new();
-        filter_dump(&mut dump.as_bytes(), &mut out).unwrap();
-        let out = String::from_utf8(out).unwrap();
-        assert!(!out.contains("20240617140000"), "{out}");
-        assert!(!out.contains("transaction_timeout"), "{out}");
-        assert!(
-            out.contains("COPY public.clusters (id, name) FROM stdin;\nc1\tostest\n\\.\n"),
-            "{out}"
-        );
-        assert!(
-            out.contains("1\tCOPY public.migrations x\n"),
-            "data rows are not commands: {out}"
-        );
-        assert!(out.contains("SET statement_timeout = 0;"));
-        assert!(out.ends_with("true);\n"));
-    }
-
-    #[test]
-    fn restore_stream_is_one_transaction_ending_in_commit() {
-        let dump =
-            "--\n-- PostgreSQL database dump\n--\n\nCOPY public.clusters (id) FROM stdin;\nc1\n\\.\n\n\
-                    COPY public.migrations (id) FROM stdin;\n1\n\\.\n";
-        let mut out = Vec::new();
-        write_restore_stream(&mut dump.as_bytes(), "UPDATE x;\n", &mut out).unwrap();
-        let out = String::from_utf8(out).unwrap();
-        assert!(out.starts_with("BEGIN;\n"), "{out}");
-        assert!(out.ends_with("c1\n\\.\n\nUPDATE x;\nCOMMIT;\n"), "{out}");
-        assert_eq!(out.matches("COMMIT").count(), 1);
-        assert!(!out.contains("migrations"), "{out}");
-    }
-
-    #[test]
     fn schema_versions_compare_as_numbers() {
         use std::cmp::Ordering::*;
         assert_eq!(schema_cmp("20240617140000", "20240617140000"), Equal);
@@ -2277,6 +2228,7 @@ mod tests {
 
     #[test]
     fn tar_holds_the_files_under_the_cluster_id() {
+        use std::io::Read as _;
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("logs/c1")).unwrap();
         std::fs::write(d.path().join("logs/c1/logs-all.tar"), b"LOGS").unwrap();
