@@ -583,6 +583,10 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     let mut copied = 0;
     for f in manifest["files"].as_array().unwrap() {
         let p = f["path"].as_str().unwrap();
+        // install-config.yaml is there without its pull secret (tested below).
+        if p.ends_with("/install-config.yaml") {
+            continue;
+        }
         if ["logs/", "api/", "manifests/", "files/"]
             .iter()
             .any(|d| p.starts_with(d))
@@ -729,6 +733,17 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
     let out = e.plugin(&["migrate", "import", b, "--wait-for-crds", "--timeout", "3s"]);
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     assert!(t.elapsed() < Duration::from_secs(30));
+    // Not before the timeout (it gave up 5 s early once), and the whole message.
+    assert!(t.elapsed() >= Duration::from_millis(2700), "{:?}", t.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("still missing after --timeout 3s (installed by the multicluster engine"),
+        "{err}"
+    );
+    assert!(
+        err.contains("infrastructure operator / assisted-service)"),
+        "whole, not cut: {err}"
+    );
     let o = e.cluster.kubectl(&[
         "get",
         "configmaps",
@@ -1208,4 +1223,367 @@ fn a_crafted_dump_runs_nothing_and_restores_nothing() {
         text(&out)
     );
     assert!(!out_dir.exists() && !pwned.exists());
+}
+
+/// Rewrites `dir`'s manifest file list and checksum after an edit (an edited bundle that is
+/// self-consistent, as anyone holding it can make one).
+fn reseal_bundle(dir: &Path) {
+    let mp = dir.join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+    for f in m["files"].as_array_mut().unwrap() {
+        let bytes = std::fs::read(dir.join(f["path"].as_str().unwrap())).unwrap();
+        f["sha256"] = Value::from(hex::encode(Sha256::digest(&bytes)));
+        f["size"] = Value::from(bytes.len() as u64);
+    }
+    let raw = serde_json::to_vec_pretty(&m).unwrap();
+    std::fs::write(&mp, &raw).unwrap();
+    std::fs::write(
+        dir.join("manifest.json.sha256"),
+        format!("{}\n", hex::encode(Sha256::digest(&raw))),
+    )
+    .unwrap();
+}
+
+/// A copy of `bundle` at `to` with crs/crs.json (and the manifest, as JSON) edited, resealed.
+fn crafted_crs(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>, &mut Value)) {
+    copy_dir(bundle, to);
+    let cp = to.join("crs/crs.json");
+    let mut crs: Vec<Value> = serde_json::from_slice(&std::fs::read(&cp).unwrap()).unwrap();
+    let mp = to.join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+    edit(&mut crs, &mut m);
+    std::fs::write(&cp, serde_json::to_vec_pretty(&crs).unwrap()).unwrap();
+    std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    reseal_bundle(to);
+}
+
+/// The reviews' findings, end to end: crafted (resealed) crs.json sets are refused with exit 3
+/// by --dry-run and by the import, before anything is made; -n is checked locally; a default
+/// namespace that is a system one or exists without our label is refused; --dry-run runs the
+/// checks and exits with the import's code, and survives `| head -1`; the volume holds no pull
+/// secret; a re-run says "already complete"; a re-export's import says what is there and what
+/// to do; status marks differences; wait's timeout names the last cause and hints at -n.
+#[test]
+fn crafted_sets_namespaces_dry_run_and_messages() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let b = bundle.to_str().unwrap();
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    let cid = manifest["cluster"]["id"].as_str().unwrap().to_string();
+    let crs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(bundle.join("crs/crs.json")).unwrap()).unwrap();
+    let cd = crs.iter().find(|o| o["kind"] == "ClusterDeployment").unwrap()["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let ann = serde_json::json!({ "agent-day2.openshift.io/migration-cluster": cid });
+    let cis_before = e.kubectl_json(&["get", "clusterimagesets", "-o", "json"])["items"]
+        .as_array()
+        .unwrap()
+        .len();
+
+    // 1. Crafted sets: exit 3 from --dry-run and from the import, nothing made.
+    type Edit = Box<dyn Fn(&mut Vec<Value>, &mut Value)>;
+    let variants: Vec<(&str, Edit, &str)> = vec![
+        (
+            "evil-cis",
+            Box::new({
+                let ann = ann.clone();
+                move |c, _| {
+                    c.push(
+                        serde_json::json!({"apiVersion": "hive.openshift.io/v1", "kind": "ClusterImageSet",
+                        "metadata": {"name": "img4.99.0-x86-64-appsub", "annotations": ann},
+                        "spec": {"releaseImage": "evil.example.com/ocp-release:4.99"}}),
+                    )
+                }
+            }),
+            "ClusterImageSet",
+        ),
+        (
+            "sa-token",
+            Box::new({
+                let ann = ann.clone();
+                move |c, _| {
+                    c.push(serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                        "type": "kubernetes.io/service-account-token",
+                        "metadata": {"name": "sa-token", "annotations": ann}}))
+                }
+            }),
+            "the bundle's Secrets are",
+        ),
+        (
+            "configmap",
+            Box::new({
+                let ann = ann.clone();
+                move |c, _| {
+                    c.push(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "agent-day2-migration", "annotations": ann},
+                        "data": {"record.json": "{}"}}))
+                }
+            }),
+            "ConfigMap",
+        ),
+        (
+            "dupe",
+            Box::new(|c, _| {
+                let first = c[0].clone();
+                c.push(first)
+            }),
+            "appears twice",
+        ),
+        (
+            "cd-sysns",
+            Box::new(|c, _| {
+                for o in c.iter_mut().filter(|o| o["kind"] == "ClusterDeployment") {
+                    o["metadata"]["name"] = "multicluster-engine".into();
+                }
+            }),
+            "the ClusterDeployment is named",
+        ),
+    ];
+    for (name, edit, needle) in &variants {
+        let to = e.path(&format!("b-{name}"));
+        crafted_crs(&bundle, &to, edit);
+        let t = to.to_str().unwrap();
+        for args in [
+            &["migrate", "import", t, "--dry-run"][..],
+            &["migrate", "import", t],
+        ] {
+            let out = e.plugin(args);
+            assert_eq!(out.status.code(), Some(3), "{name} {args:?}: {}", text(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("crs/crs.json") && err.contains(needle),
+                "{name}: {err}"
+            );
+        }
+    }
+    // A consistent bundle whose cluster is named like a system namespace: refused without -n.
+    let sys = e.path("b-sysname");
+    crafted_crs(&bundle, &sys, |c, m| {
+        let text = serde_json::to_string(c)
+            .unwrap()
+            .replace(&format!("\"{cd}"), "\"multicluster-engine");
+        *c = serde_json::from_str(&text).unwrap();
+        m["cluster"]["name"] = "multicluster-engine".into();
+    });
+    let out = e.plugin(&["migrate", "import", sys.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("system namespace; pass -n NAMESPACE explicitly"),
+        "{}",
+        text(&out)
+    );
+    let items = e.kubectl_json(&["get", "clusterimagesets", "-o", "json"]);
+    assert_eq!(
+        items["items"].as_array().unwrap().len(),
+        cis_before,
+        "nothing made"
+    );
+    let o = e.cluster.kubectl(&["get", "secrets", "-A", "-o", "name"]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("sa-token"));
+
+    // 2. -n checked locally: exit 2 (the server is not even asked).
+    let out = e.plugin(&[
+        "migrate",
+        "import",
+        b,
+        "-n",
+        "Bad_NS",
+        "--server",
+        "https://192.168.111.9:6443",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-n/--namespace"),
+        "{}",
+        text(&out)
+    );
+
+    // A default namespace that exists and is not ours: refused by --dry-run and import (exit 4).
+    let o = e.cluster.kubectl(&["create", "namespace", &cd]);
+    assert!(o.status.success(), "{}", text(&o));
+    for args in [
+        &["migrate", "import", b, "--dry-run"][..],
+        &["migrate", "import", b],
+    ] {
+        let out = e.plugin(args);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("pass -n NAMESPACE explicitly"),
+            "{}",
+            text(&out)
+        );
+    }
+    let o = e
+        .cluster
+        .kubectl(&["get", "configmap", "agent-day2-migration", "-n", &cd]);
+    assert!(!o.status.success(), "no record written");
+
+    // 3. --dry-run into a fresh namespace: every check passes (exit 0), plan on stdout, nothing
+    // made; through `| head -1` it neither panics nor fails.
+    let ns = "mig-a";
+    let out = e.plugin(&["migrate", "import", b, "-n", ns, "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        so.contains("Dry run: every check passed (no import of this bundle yet)"),
+        "{so}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("schema: dump"),
+        "the schema was read"
+    );
+    assert!(so.contains("table migrations is left out"), "{so}");
+    assert!(!e.cluster.kubectl(&["get", "namespace", ns]).status.success());
+    let sh = format!("set -o pipefail; '{BIN}' migrate import '{b}' -n {ns} --dry-run | head -1");
+    let out = e.cmd(&[]).get_envs().fold(Command::new("bash"), |mut c, (k, v)| {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+        c
+    });
+    let mut out = out;
+    let out = out.arg("-c").arg(&sh).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+
+    // 4. Import: the namespace is labelled ours; the summary reports cluster 0; the volume has
+    // no pull secret.
+    let out = e.plugin(&["migrate", "import", b, "-n", ns]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(so.contains("cluster 0 holds"), "{so}");
+    assert!(
+        so.contains("table migrations is cluster 0's own, not restored"),
+        "{so}"
+    );
+    let nsobj = e.kubectl_json(&["get", "namespace", ns, "-o", "json"]);
+    assert_eq!(
+        nsobj["metadata"]["labels"]["agent-day2.openshift.io/migration"],
+        "true"
+    );
+    let vol = e.volumes.join(ns);
+    let mut stack = vec![vol.clone()];
+    let mut seen_ic = false;
+    while let Some(d) = stack.pop() {
+        for f in std::fs::read_dir(&d).unwrap() {
+            let p = f.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            if p.ends_with("install-config.yaml") {
+                seen_ic = true;
+                let t = String::from_utf8_lossy(&bytes);
+                assert!(t.contains(&format!("Secret {ns}/{cd}-pull-secret")), "{t}");
+            }
+            if p.extension().is_some_and(|x| x == "tar") {
+                continue; // node 0's log tarballs carry no install-config
+            }
+            assert!(
+                !bytes.windows(5).any(|w| w == b"auths"),
+                "{} on the volume holds a pull secret",
+                p.display()
+            );
+        }
+    }
+    let bundle_ic = bundle.join(format!("files/{cid}/install-config.yaml"));
+    if bundle_ic.exists() {
+        assert!(
+            seen_ic,
+            "install-config.yaml (without its pull secret) is on the volume"
+        );
+        assert!(
+            std::fs::read_to_string(&bundle_ic)
+                .unwrap()
+                .contains("pullSecret"),
+            "the bundle's own copy is unchanged"
+        );
+    }
+
+    // 5. Re-run: "already complete", not "resuming"; the summary says nothing was to do.
+    let out = e.plugin(&["migrate", "import", b, "-n", ns]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("already complete") && !err.contains("resuming"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already complete (nothing to do)"));
+
+    // 6. A re-export of the same node 0: refused, saying what is there and what to do.
+    let again = e.path("bundle2");
+    let out = e.export(&again);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let first_sum = std::fs::read_to_string(bundle.join("manifest.json.sha256")).unwrap();
+    let out = e.plugin(&["migrate", "import", again.to_str().unwrap(), "-n", ns]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(first_sum.trim()),
+        "names the bundle on cluster 0: {err}"
+    );
+    assert!(err.contains("exported "), "{err}");
+    assert!(
+        err.contains("nothing to do") && err.contains("migrate status"),
+        "{err}"
+    );
+    assert!(!err.contains("remove that import first"), "{err}");
+
+    // 7. status marks what differs and says so last.
+    let out = e.plugin(&["migrate", "status", b, "-n", ns]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        so.trim_end()
+            .ends_with("Every count read on cluster 0 equals the bundle's."),
+        "{so}"
+    );
+    let one = crs
+        .iter()
+        .find(|o| o["kind"] == "NMStateConfig" || o["kind"] == "InfraEnv")
+        .unwrap();
+    let kind = one["kind"].as_str().unwrap().to_lowercase();
+    let o = e.cluster.kubectl(&[
+        "delete",
+        &format!("{kind}s"),
+        one["metadata"]["name"].as_str().unwrap(),
+        "-n",
+        ns,
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = e.plugin(&["migrate", "status", b, "-n", ns]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let so = String::from_utf8_lossy(&out.stdout);
+    assert!(so.contains(" ≠ "), "{so}");
+    assert!(
+        so.contains("count(s) on cluster 0 differ from the bundle"),
+        "{so}"
+    );
+
+    // 8. wait in the wrong namespace: the timeout names the last cause and hints at -n, and
+    // never says "unreachable" for a cut poll.
+    let out = e.plugin(&["migrate", "wait", b, "--timeout", "2s", "--interval", "1s"]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "last: no record ConfigMap agent-day2-migration in namespace {cd}"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("pass the same -n"), "{err}");
+    assert!(!err.contains("unreachable"), "{err}");
 }

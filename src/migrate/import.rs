@@ -1113,7 +1113,10 @@ impl Importer<'_> {
             )
         };
         let events = match have_rows.get("events") {
-            Some(Some(n)) => format!("{n} in cluster 0's events table (the bundle has {})", m.counts.events),
+            Some(Some(n)) => format!(
+                "{n} in cluster 0's events table (the bundle has {})",
+                m.counts.events
+            ),
             _ => format!("? (the bundle has {})", m.counts.events),
         };
         let mut s = String::new();
@@ -1148,11 +1151,7 @@ impl Importer<'_> {
             ("Database", database),
             (
                 "Hosts",
-                format!(
-                    "{} Agents in {}",
-                    self.agents,
-                    crate::output::display(&self.ns)
-                ),
+                format!("{} Agents in {}", self.agents, crate::output::display(&self.ns)),
             ),
             ("Events", events),
             (
@@ -2286,5 +2285,4 @@ mod tests {
         write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
         assert_eq!(tar::Archive::new(&out[..]).entries().unwrap().count(), 0);
     }
-
 }

@@ -106,7 +106,8 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
                 let first = e.to_string().lines().next().unwrap_or("").to_string();
                 match e {
                     Error::Unreachable { .. } => {
-                        say(format!("cluster 0 unreachable ({first}), retrying"), &mut last_cause)
+                        say("cluster 0 unreachable, retrying".into(), &mut last_cause);
+                        last_cause = format!("cluster 0 unreachable: {first}");
                     }
                     _ => say(format!("{first}; retrying"), &mut last_cause),
                 }
