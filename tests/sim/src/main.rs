@@ -147,16 +147,17 @@ fn run_postgres(a: PostgresArgs) -> i32 {
             return 1;
         }
     };
-    let mut term = match rt
-        .block_on(async { tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) })
-    {
-        Ok(t) => t,
+    let signals = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok::<_, std::io::Error>((signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?))
+    });
+    let (mut int, mut term) = match signals {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("error: SIGTERM handler: {e}");
+            eprintln!("error: signal handlers: {e}");
             return 1;
         }
     };
-    let ctrl_c = rt.block_on(async { tokio::spawn(tokio::signal::ctrl_c()) });
     let pg = match Postgres::start_on(&a.dir, a.listen, a.port) {
         Ok(pg) => pg,
         Err(e) => {
@@ -183,7 +184,7 @@ fn run_postgres(a: PostgresArgs) -> i32 {
     );
     rt.block_on(async {
         tokio::select! {
-            _ = ctrl_c => {}
+            _ = int.recv() => {}
             _ = term.recv() => {}
         }
     });

@@ -45,15 +45,15 @@ fn log_of(dir: &Path) -> String {
     std::fs::read_to_string(dir.with_extension("log")).unwrap_or_default()
 }
 
-fn sigterm(child: &mut Child) -> std::process::ExitStatus {
+fn stop(child: &mut Child, sig: i32) -> std::process::ExitStatus {
     // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(st) = child.try_wait().unwrap() {
             return st;
         }
-        assert!(Instant::now() < deadline, "still running 30 s after SIGTERM");
+        assert!(Instant::now() < deadline, "still running 30 s after signal {sig}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -123,7 +123,7 @@ fn postgres_serves_until_sigterm_with_url_and_ready() {
         "{reuse:?}"
     );
 
-    let st = sigterm(&mut child);
+    let st = stop(&mut child, libc::SIGTERM);
     assert_eq!(st.code(), Some(0), "{}", log_of(&dir));
     assert!(!dir.join("ready").exists(), "ready removed");
     assert!(log_of(&dir).contains("PostgreSQL stopped"), "{}", log_of(&dir));
@@ -229,5 +229,7 @@ fn up_creates_the_assisted_schema_only_when_absent() {
         "{e}"
     );
 
-    assert_eq!(sigterm(&mut child).code(), Some(0));
+    // SIGINT (Ctrl-C in the README's shell) stops it too.
+    assert_eq!(stop(&mut child, libc::SIGINT).code(), Some(0));
+    assert!(psql(&url, "SELECT 1").is_err(), "server stopped");
 }
