@@ -67,7 +67,7 @@ enum Cmd {
         /// Schema version (a gormigrate id: digits) of the assisted-service tables `up` creates
         /// in --assisted-db-url's database when it has none (no table `clusters`), as
         /// assisted-service does on its first start; a database that has them is left as it is.
-        #[arg(long, value_name = "V", default_value = agent_day2_sim::node0schema::DEFAULT_SCHEMA_VERSION, requires = "assisted_db_url")]
+        #[arg(long, value_name = "V", default_value = agent_day2_sim::node0schema::DEFAULT_SCHEMA_VERSION, requires = "assisted_db_url", value_parser = schema_version)]
         assisted_schema_version: String,
         /// Contents of the PersistentVolumeClaims as pod exec's `tar` sees them:
         /// DIR/<namespace>/<claim>/ (default: <--dir>/volumes).
@@ -96,8 +96,8 @@ enum Cmd {
     /// user when root) with data in DIR/pgdata, log in DIR/postgres.log, trust authentication:
     /// creates role `admin` (password `admin`), role --owner and database --db owned by it,
     /// writes DIR/url (postgres://OWNER@IP:PORT/DB) and then DIR/ready (the same URL), and
-    /// stays in the foreground; SIGINT/SIGTERM stops the server (DIR stays). Inside
-    /// `agent-day2-sim netns`, so only that namespace reaches it.
+    /// stays in the foreground; SIGINT/SIGTERM stops the server (DIR stays). Meant for
+    /// `agent-day2-sim netns`: anyone who reaches the address gets in.
     Postgres(PostgresArgs),
 }
 
@@ -119,6 +119,18 @@ struct PostgresArgs {
     /// Role owning the database (LOGIN; the URL's user).
     #[arg(long, default_value = "admin")]
     owner: String,
+}
+
+/// `--assisted-schema-version`: digits (a gormigrate id such as 20240617140000).
+fn schema_version(v: &str) -> Result<String, String> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(v.to_string())
+    } else {
+        Err(format!(
+            "expected digits, e.g. {}",
+            agent_day2_sim::node0schema::DEFAULT_SCHEMA_VERSION
+        ))
+    }
 }
 
 /// `agent-day2-sim postgres`: see [`Cmd::Postgres`]. Returns the exit code: 0 after
