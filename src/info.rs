@@ -491,13 +491,32 @@ pub fn render_permissions(p: &PermissionReport) -> String {
         p.missing.len(),
         p.checked
     );
-    s.push_str(&table(
-        &["permission", "needed by"],
-        p.missing
-            .iter()
-            .map(|m| vec![m.describe(), m.needed_by.join(", ")])
-            .collect(),
-    ));
+    // Migrate runs once per cluster, with a role granted for it: permissions only migrate needs
+    // are counted per subcommand instead of listed (`-o json` lists every one).
+    let migrate_only =
+        |m: &&crate::permissions::Permission| m.needed_by.iter().all(|c| c.starts_with("migrate"));
+    let (only_migrate, rest): (Vec<_>, Vec<_>) = p.missing.iter().partition(migrate_only);
+    if !rest.is_empty() {
+        s.push_str(&table(
+            &["permission", "needed by"],
+            rest.iter()
+                .map(|m| vec![m.describe(), m.needed_by.join(", ")])
+                .collect(),
+        ));
+    }
+    let mut per_command: std::collections::BTreeMap<&str, usize> = Default::default();
+    for m in &only_migrate {
+        for c in &m.needed_by {
+            *per_command.entry(c.as_str()).or_default() += 1;
+        }
+    }
+    for (command, n) in per_command {
+        s.push_str(&format!(
+            "{command}: {n} more permission{} missing (ClusterRole {} in deploy/rbac.yaml; -o json lists them)\n",
+            if n == 1 { "" } else { "s" },
+            if command == "migrate wait" { "agent-day2-migrate-wait" } else { "agent-day2-migrate" },
+        ));
+    }
     s.push('\n');
     s
 }

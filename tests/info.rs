@@ -318,6 +318,12 @@ fn viewer_context_shows_missing_permissions() {
     }
     // Reads the viewer has are not listed.
     assert!(!t.contains("get clusterversions"), "{t}");
+    // Permissions only migrate needs are counted per subcommand, not listed one by one.
+    assert!(t.contains("migrate import: "), "{t}");
+    assert!(t.contains("(ClusterRole agent-day2-migrate in deploy/rbac.yaml"), "{t}");
+    assert!(!t.contains("create pods/exec"), "migrate-only permission listed:\n{t}");
+    let lines = t.lines().filter(|l| l.contains("migrate")).count();
+    assert!(lines <= 4, "migrate's missing permissions take {lines} lines:\n{t}");
     assert!(text(&out.stderr)
         .contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
 }
