@@ -34,6 +34,7 @@ use crate::kube_flags::KubeFlags;
 
 /// `migrate` and its subcommands.
 #[derive(Debug, Args)]
+#[command(after_help = MIGRATE_AFTER)]
 pub struct MigrateArgs {
     #[command(subcommand)]
     pub command: MigrateCommand,
@@ -43,18 +44,91 @@ pub struct MigrateArgs {
 #[derive(Debug, Subcommand)]
 pub enum MigrateCommand {
     /// Read node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle directory.
+    #[command(after_help = EXPORT_AFTER)]
     Export(ExportArgs),
     /// Restore a bundle onto the current context (cluster 0): database, CRs, logs, record.
+    #[command(after_help = IMPORT_AFTER)]
     Import(ImportArgs),
     /// Wait until cluster 0 holds the completion record of this bundle (run on node 0).
+    #[command(after_help = WAIT_AFTER)]
     Wait(WaitArgs),
     /// Show the completion record and what cluster 0 holds against the bundle's counts.
+    #[command(after_help = STATUS_AFTER)]
     Status(StatusArgs),
     /// Print a systemd unit for node 0 whose stop waits for the import (a proposal); -n and
     /// --context given here go into its `migrate wait`.
-    #[command(name = "node0-unit")]
+    #[command(name = "node0-unit", after_help = UNIT_AFTER)]
     Node0Unit(UnitArgs),
 }
+
+// Examples (kubectl style) of each command; together they show every flag (tests/help.rs).
+const MIGRATE_AFTER: &str = "\
+Examples:
+  # 1. On node 0: its assisted-service data into a bundle directory
+  oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
+      --db-container assisted-db --out ./bundle
+
+  # 2. Onto cluster 0 (the current context)
+  oc agent-day2 migrate import ./bundle
+
+  # 3. On node 0, before it reboots: wait for the import
+  oc agent-day2 migrate wait ./bundle --timeout 2h";
+
+const EXPORT_AFTER: &str = "\
+Examples:
+  # On node 0: the REST API, and pg_dump run with podman exec in the database container
+  oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
+      --db-container assisted-db --out ./bundle
+
+  # Where the database is reachable: the local pg_dump
+  oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
+      --db-url postgresql://admin:PASSWORD@localhost:5432/installer --out ./bundle
+
+  # A dump made by hand on node 0 (pg_dump --data-only, see the README)
+  oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
+      --db-dump installer.sql --out ./bundle";
+
+const IMPORT_AFTER: &str = "\
+Examples:
+  # The ordered plan; nothing is changed
+  oc agent-day2 migrate import ./bundle --dry-run
+
+  # Onto cluster 0, waiting up to an hour for the multicluster engine's CRDs
+  oc agent-day2 migrate import ./bundle --wait-for-crds --timeout 1h
+
+  # Into namespace ostest (default: the cluster's name); the ClusterDeployment and
+  # AgentClusterInstall stay held
+  oc agent-day2 migrate import ./bundle -n ostest --keep-held
+
+  # Replace objects that differ from the bundle's; the database through a port-forward
+  oc agent-day2 migrate import ./bundle --force \\
+      --db-url postgresql://admin:PASSWORD@localhost:5432/installer";
+
+const WAIT_AFTER: &str = "\
+Examples:
+  # On node 0: exit 0 once cluster 0 holds this bundle's completion record
+  oc agent-day2 migrate wait ./bundle --timeout 2h
+
+  # The record in namespace ostest, polled every 30 s, with node 0's kubeconfig
+  oc agent-day2 migrate wait ./bundle -n ostest --interval 30s \\
+      --kubeconfig /etc/kubernetes/kubeconfig";
+
+const STATUS_AFTER: &str = "\
+Examples:
+  # The completion record, CRs and database rows: the bundle's against cluster 0's
+  oc agent-day2 migrate status ./bundle
+
+  # As JSON, for the CRs in namespace ostest
+  oc agent-day2 migrate status ./bundle -n ostest -o json";
+
+const UNIT_AFTER: &str = "\
+Examples:
+  # The unit for the default bundle directory, kubeconfig and plugin path on node 0
+  oc agent-day2 migrate node0-unit > agent-day2-migration-wait.service
+
+  # Other paths on node 0, the record in namespace ostest; the reboot waits at most 3 hours
+  oc agent-day2 migrate node0-unit -n ostest --bundle /root/bundle --kubeconfig /root/kubeconfig \\
+      --plugin /root/bin/kubectl-agent_day2 --timeout 3h > agent-day2-migration-wait.service";
 
 /// Arguments of `migrate export`.
 #[derive(Debug, Args)]
@@ -122,7 +196,7 @@ pub struct WaitArgs {
 pub struct StatusArgs {
     /// The bundle directory.
     pub bundle: PathBuf,
-    /// Output format.
+    /// Output format, e.g. -o json.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,
 }
