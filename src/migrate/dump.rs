@@ -250,8 +250,14 @@ pub enum Statement {
     Copy(CopyHeader),
 }
 
+/// The start of a line for an error message (errors are escaped when shown: `Error::render`).
 fn shown_line(line: &[u8]) -> String {
-    crate::output::escape_for_display(&String::from_utf8_lossy(line), 80)
+    let text = String::from_utf8_lossy(line);
+    let mut out: String = text.chars().take(80).collect();
+    if text.chars().count() > 80 {
+        out.push('…');
+    }
+    out
 }
 
 /// Reads one line outside COPY data (without its newline) as a statement of `pg_dump

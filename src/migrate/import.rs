@@ -1527,7 +1527,7 @@ impl Importer<'_> {
                     field: DUMP_FILE.into(),
                     message: format!(
                         "cluster 0's database refused the rows of table {table}; nothing was restored: {}",
-                        crate::output::display(out.stderr.trim())
+                        out.stderr.trim()
                     ),
                 });
             }

@@ -490,8 +490,8 @@ fn body(
                                 format!(
                                     "line {lineno}: column {} of table {} is not a plain identifier \
                                      ([a-z_][a-z0-9_]*, at most 63 bytes)",
-                                    crate::output::display(c),
-                                    crate::output::display(&h.key())
+                                    c,
+                                    h.key()
                                 ),
                             ));
                         }
@@ -864,7 +864,7 @@ mod tests {
             ),
             (
                 format!("h3\t{LATE}\t\\N\n"),
-                format!("h3\tx\t\\N\n"),
+                "h3\tx\t\\N\n".to_string(),
                 "hosts, row 3",
             ),
             (
@@ -874,7 +874,7 @@ mod tests {
             ),
             (
                 format!("2\t\\N\t{LATE}\timage\t\\N\n"),
-                format!("2\t\\N\t\\N\timage\t\\N\n"),
+                "2\t\\N\t\\N\timage\t\\N\n".to_string(),
                 "events, row 2",
             ),
             (
@@ -989,9 +989,8 @@ mod tests {
         assert!(e.to_string().contains("schema version"), "{e}");
         // Without this cluster's row.
         let other = Scope::new("0be00000-0000-0000-0000-000000000099", &[]);
-        let only_vips = format!(
-            "--\n-- PostgreSQL database dump\n--\nCOPY public.clusters (id, deleted_at) FROM stdin;\n\\.\n"
-        );
+        let only_vips =
+            "--\n-- PostgreSQL database dump\n--\nCOPY public.clusters (id, deleted_at) FROM stdin;\n\\.\n";
         let mut out = Vec::new();
         let e = ws(
             "d",
