@@ -2285,4 +2285,34 @@ mod tests {
         write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
         assert_eq!(tar::Archive::new(&out[..]).entries().unwrap().count(), 0);
     }
+
+    #[test]
+    fn system_namespaces_are_never_a_default() {
+        for ns in [
+            "default",
+            "kube-system",
+            "kube-public",
+            "openshift",
+            "openshift-config",
+            "multicluster-engine",
+            "open-cluster-management",
+            "open-cluster-management-hub",
+            "hive",
+        ] {
+            assert!(is_system_namespace(ns), "{ns}");
+        }
+        for ns in ["ostest", "openshiftx", "kubex", "hive-cluster", "my-default"] {
+            assert!(!is_system_namespace(ns), "{ns}");
+        }
+    }
+
+    #[test]
+    fn restored_rows_leave_migrations_out() {
+        let rows = std::collections::BTreeMap::from([
+            ("clusters".to_string(), 1),
+            ("events".to_string(), 300),
+            ("migrations".to_string(), 19),
+        ]);
+        assert_eq!(restored_rows(&rows), (301, 2));
+    }
 }
