@@ -1572,6 +1572,17 @@ fn crafted_sets_namespaces_dry_run_and_messages() {
         so.contains("count(s) on cluster 0 differ from the bundle"),
         "{so}"
     );
+    let out = e.plugin(&["migrate", "status", b, "-n", ns, "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let kind_name = one["kind"].as_str().unwrap();
+    assert!(
+        doc["differing"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(format!("object {kind_name}"))),
+        "{doc}"
+    );
 
     // 8. wait in the wrong namespace: the timeout names the last cause and hints at -n, and
     // never says "unreachable" for a cut poll.

@@ -80,6 +80,9 @@ pub struct StatusDoc {
     pub rows: BTreeMap<String, Count>,
     /// What could not be read.
     pub errors: Vec<String>,
+    /// Counts on cluster 0 that differ from the bundle's (`object Kind`, `table name`; see
+    /// [`StatusDoc::differing`]), so that `-o json` says it too.
+    pub differing: Vec<String>,
 }
 
 /// `migrate status`.
@@ -168,7 +171,7 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
     {
         errors.push("database: restored through --db-url; row counts not read".into());
     }
-    let doc = StatusDoc {
+    let mut doc = StatusDoc {
         bundle_sha256: bundle.checksum().to_string(),
         cluster_id: bundle.manifest.cluster.id.clone(),
         cluster_name: bundle.manifest.cluster.name.clone(),
@@ -178,7 +181,9 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         objects,
         rows,
         errors,
+        differing: Vec::new(),
     };
+    doc.differing = doc.differing();
     let out = crate::output::render(args.output, &doc, || table(&doc))?;
     crate::emit(&out);
     Ok(0)
@@ -306,6 +311,7 @@ mod tests {
                 },
             )]),
             errors: vec!["table events: boom".into()],
+            differing: vec![],
         };
         let t = table(&d);
         assert!(t.contains("no import yet"), "{t}");
