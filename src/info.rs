@@ -250,7 +250,8 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         val("version", &|| {
             let mut version = display(&m.version.current);
             if !m.version.supported {
-                version.push_str("  (UNSUPPORTED: needs 4.18 or newer)");
+                let (major, minor) = crate::cluster::MIN_VERSION;
+                version.push_str(&format!("  (UNSUPPORTED: needs {major}.{minor} or newer)"));
             }
             if let Some(u) = &m.version.upgrade_in_progress {
                 version.push_str(&format!("  (upgrade to {} in progress)", display(&u.version)));
