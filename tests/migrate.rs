@@ -1141,6 +1141,16 @@ fn a_crafted_dump_runs_nothing_and_restores_nothing() {
         "{err}"
     );
     unchanged("pod exec");
+    // Refused before the first change on cluster 0 (no namespace, no Secrets), and by --dry-run.
+    let ns = e.cluster.kubectl(&["get", "namespace", "crafted-meta"]);
+    assert!(
+        !ns.status.success(),
+        "namespace made before the dump was checked: {}",
+        text(&ns)
+    );
+    let out = e.plugin(&["migrate", "import", m, "-n", "crafted-meta", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(3), "dry-run: {}", text(&out));
+    unchanged("dry-run");
     let db_url = e.dst_pg.url_as("admin", "installer");
     let out = e.plugin(&["migrate", "import", m, "-n", "crafted-meta", "--db-url", &db_url]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));

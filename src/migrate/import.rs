@@ -1016,6 +1016,12 @@ impl Importer<'_> {
     /// namespace rules, the CRDs, this bundle's record, conflicts, the database (found, schema
     /// version, whether it holds the cluster already).
     async fn checks(&self) -> Result<Checked, Error> {
+        // The dump first: a crafted or damaged one is refused (exit 3) before anything is made
+        // on cluster 0, and `--dry-run` says so too. restore_db checks it again as it streams.
+        let m = &self.bundle.manifest;
+        let scope = restore::Scope::new(&m.cluster.id, &m.cluster.infra_env_ids);
+        let mut dump = self.bundle.open_file("db/dump.sql")?;
+        restore::check_dump("bundle file db/dump.sql", &mut dump, &scope)?;
         let existing = self.existing_record().await?;
         self.check_namespace(existing.as_ref()).await?;
         self.check_crds().await?;
