@@ -189,6 +189,7 @@ spec:
       add-nodes  node ISO / PXE files / appliance config image from the live cluster
       approve    verifies new nodes' kubelet CSRs strictly, approves the right ones
       monitor    follows each new node until it is Ready
+      migrate    carries node 0's assisted-service data onto cluster 0
     It uses your current kube context and accepts kubectl's connection flags.
     Works as "kubectl agent-day2" and "oc agent-day2". Linux binaries need
     glibc 2.28 or newer (RHEL 8 and later).
