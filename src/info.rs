@@ -504,6 +504,9 @@ pub fn render_permissions(p: &PermissionReport) -> String {
                 .map(|m| vec![m.describe(), m.needed_by.join(", ")])
                 .collect(),
         ));
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
     }
     let mut per_command: std::collections::BTreeMap<&str, usize> = Default::default();
     for m in &only_migrate {
