@@ -300,7 +300,7 @@ pub struct AddNodesArgs {
     pub command: Option<AddNodesCommand>,
 
     /// Directory for the output files (created 0700 if missing, never chmod-ed), e.g. --dir out.
-    #[arg(long, value_name = "DIR", default_value = ".")]
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath, default_value = ".")]
     pub dir: PathBuf,
     /// The hosts to add, e.g. --nodes-config nodes-config.yaml (default: DIR/nodes-config.yaml).
     // Every single-host flag conflicts: `requires = "mac_address"` alone does not fire once

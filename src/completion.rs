@@ -7,7 +7,9 @@
 //! one being the word under the cursor (`""` when starting a new word). The answer is one
 //! candidate per line, optionally `candidate<TAB>description`, then a last line `:<directive>`:
 //! 4 (`ShellCompDirectiveNoFileComp`) when only the listed candidates make sense, 0 (default)
-//! when the shell should also offer file names (values of path flags).
+//! when the shell should also offer file names (values of file flags), 16
+//! (`ShellCompDirectiveFilterDirs`) when only directories fit (bundle and output directories).
+//! kubectl passes the directive of the helper through unchanged (checked in tests/completion.rs).
 //!
 //! Names from the cluster, as kubectl completes resource names: batch names (`--batch`,
 //! `add-nodes batch delete NAME`) and the batches' expected hosts (`--node`, `--reissue`,
@@ -33,6 +35,12 @@ pub const DIRECTIVE_DEFAULT: u8 = 0;
 pub const DIRECTIVE_NO_SPACE: u8 = 2;
 /// Cobra's ShellCompDirectiveNoFileComp: offer only the listed candidates.
 pub const DIRECTIVE_NO_FILE: u8 = 4;
+/// Cobra's ShellCompDirectiveFilterDirs: the shell offers directory names only (no candidates
+/// listed: directories under the current one).
+pub const DIRECTIVE_FILTER_DIRS: u8 = 16;
+/// The binary name the `completion SHELL` scripts complete (the command name and the name
+/// given to clap_complete must agree, or the bash script's case labels miss its loop's names).
+pub const BIN_NAME: &str = "kubectl-agent_day2";
 /// How long completion may spend asking the cluster for names (a TAB must not hang; kubectl
 /// completion has no deadline of its own but users give up after a moment).
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -157,6 +165,20 @@ pub fn candidates(words: &[String]) -> (Vec<String>, u8) {
             return from_cluster(&typed, what, current, &positionals);
         }
     }
+    if !current.starts_with('-') && !cmd.has_subcommands() {
+        // A positional value: `completion <TAB>` (shells), `migrate import <TAB>` (a directory).
+        let args: Vec<&Arg> = cmd.get_positionals().filter(|a| !a.is_hide_set()).collect();
+        let n = positionals.len();
+        let arg = args.get(n).copied().or_else(|| {
+            args.last()
+                .copied()
+                .filter(|a| matches!(a.get_action(), ArgAction::Append) && n > 0)
+        });
+        return match arg {
+            Some(a) => value_candidates(a, current),
+            None => (vec![], DIRECTIVE_NO_FILE),
+        };
+    }
     let mut out = Vec::new();
     if current.starts_with('-') {
         let mut seen = std::collections::BTreeSet::new();
@@ -210,7 +232,8 @@ fn value_candidates(arg: &Arg, current: &str) -> (Vec<String>, u8) {
         return (values, DIRECTIVE_NO_FILE);
     }
     match arg.get_value_hint() {
-        ValueHint::AnyPath | ValueHint::FilePath | ValueHint::DirPath => (vec![], DIRECTIVE_DEFAULT),
+        ValueHint::DirPath => (vec![], DIRECTIVE_FILTER_DIRS),
+        ValueHint::AnyPath | ValueHint::FilePath | ValueHint::ExecutablePath => (vec![], DIRECTIVE_DEFAULT),
         _ => (vec![], DIRECTIVE_NO_FILE),
     }
 }
@@ -393,11 +416,51 @@ pub fn run_complete(words: &[String]) -> u8 {
     crate::error::exit::OK
 }
 
-/// Prints the completion script for `shell` for the binary `kubectl-agent_day2` (completes
+/// Prints the completion script for `shell` for the binary [`BIN_NAME`] (completes
 /// `kubectl-agent_day2 <TAB>` when run directly; `kubectl agent-day2 <TAB>` goes through
-/// kubectl and `scripts/kubectl_complete-agent_day2` instead).
+/// kubectl and `scripts/kubectl_complete-agent_day2` instead). Exit code: 0, also when stdout
+/// is a closed pipe (`| head`); 1 with an `error:` line on any other write error (`> /dev/full`).
 pub fn run_script(shell: clap_complete::Shell) -> u8 {
-    let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "kubectl-agent_day2", &mut std::io::stdout());
-    crate::error::exit::OK
+    let script = script(shell);
+    match write_stdout(&script) {
+        Ok(()) => crate::error::exit::OK,
+        Err(e) => {
+            crate::error::Error::Unexpected(format!("cannot write the completion script: {e}")).print();
+            crate::error::exit::UNEXPECTED
+        }
+    }
+}
+
+/// The completion script for `shell`, as bytes. The command is [`Cli`] renamed to [`BIN_NAME`]
+/// (name and bin name alike) without the hidden `__complete`, which clap_complete would offer.
+pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
+    let full = Cli::command();
+    let mut cmd = clap::Command::new(BIN_NAME)
+        .bin_name(BIN_NAME)
+        .about(full.get_about().cloned().unwrap_or_default())
+        .disable_version_flag(true)
+        .args(full.get_arguments().cloned())
+        .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, BIN_NAME, &mut buf);
+    if shell == clap_complete::Shell::Bash {
+        // clap_complete 4.6's bash script names the commands in its word loop with `-` turned
+        // into `__` (`kubectl__agent_day2__subcmd__approve`) but labels their case branches with
+        // `-` turned into `__subcmd__` (`kubectl__subcmd__agent_day2__subcmd__approve`), so a
+        // bin name with a `-` completes only its first word. The labels are renamed to the loop's
+        // names (a no-op once clap_complete agrees with itself). zsh and fish name consistently.
+        let wrong = format!("{}__subcmd__", BIN_NAME.replace('-', "__subcmd__"));
+        let right = format!("{}__subcmd__", BIN_NAME.replace('-', "__"));
+        buf = String::from_utf8_lossy(&buf).replace(&wrong, &right).into_bytes();
+    }
+    buf
+}
+
+/// Writes `bytes` to stdout; a closed pipe (EPIPE) counts as written, as in `emit`.
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
 }

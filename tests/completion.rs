@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use agent_day2::batch::{BatchHost, BatchRecord};
 use agent_day2::completion::{
-    candidates, cluster_candidates, ClusterValue, DIRECTIVE_DEFAULT, DIRECTIVE_NO_FILE, DIRECTIVE_NO_SPACE,
+    candidates, cluster_candidates, ClusterValue, DIRECTIVE_DEFAULT, DIRECTIVE_FILTER_DIRS,
+    DIRECTIVE_NO_FILE, DIRECTIVE_NO_SPACE,
 };
 use agent_day2_sim::harness::{enter_netns, TestCluster};
 use serde_json::{json, Value};
@@ -104,6 +105,50 @@ fn kubectl_completes_flags_through_the_helper() {
 }
 
 #[test]
+fn kubectl_passes_positional_and_path_directives_through() {
+    // `completion <TAB>`: the shells.
+    let Some(lines) = kubectl_complete(&["agent-day2", "completion", ""]) else {
+        return;
+    };
+    assert_eq!(
+        lines,
+        ["bash", "elvish", "fish", "powershell", "zsh", ":4"],
+        "completion <TAB>"
+    );
+    let lines = kubectl_complete(&["agent-day2", "completion", "z"]).unwrap();
+    assert_eq!(lines, ["zsh", ":4"]);
+    // Directories only (Cobra's FilterDirs, 16): the bundle and the export's --out, as kubectl
+    // hands them to the shell.
+    for args in [
+        &["agent-day2", "migrate", "import", ""][..],
+        &["agent-day2", "migrate", "import", "--dry-run", ""][..],
+        &["agent-day2", "migrate", "wait", ""][..],
+        &["agent-day2", "migrate", "status", "b"][..],
+        &["agent-day2", "migrate", "export", "--out", ""][..],
+        &["agent-day2", "migrate", "export", "--out=b"][..],
+        &["agent-day2", "migrate", "node0-unit", "--bundle", ""][..],
+        &["agent-day2", "add-nodes", "--dir", ""][..],
+    ] {
+        let lines = kubectl_complete(args).unwrap();
+        assert_eq!(lines, [format!(":{DIRECTIVE_FILTER_DIRS}")], "{args:?}");
+    }
+    // Files (the default directive, 0).
+    for args in [
+        &["agent-day2", "migrate", "export", "--token-file", ""][..],
+        &["agent-day2", "migrate", "export", "--db-dump", "x"][..],
+        &["agent-day2", "migrate", "export", "--db-dump=x"][..],
+        &["agent-day2", "info", "--kubeconfig", ""][..],
+        &["agent-day2", "--kubeconfig", ""][..],
+    ] {
+        let lines = kubectl_complete(args).unwrap();
+        assert_eq!(lines, [format!(":{DIRECTIVE_DEFAULT}")], "{args:?}");
+    }
+    // One bundle only: nothing after it.
+    let lines = kubectl_complete(&["agent-day2", "migrate", "status", "./b", ""]).unwrap();
+    assert_eq!(lines, [":4"]);
+}
+
+#[test]
 fn candidates_follow_the_clap_definition() {
     let (c, d) = candidates(&words(&["app"]));
     assert_eq!((names(&c), d), (vec!["approve"], DIRECTIVE_NO_FILE));
@@ -125,6 +170,20 @@ fn candidates_follow_the_clap_definition() {
     assert_eq!((names(&c), d), (vec!["json"], DIRECTIVE_NO_FILE));
     let (c, _) = candidates(&words(&["version", "--no-such=j"]));
     assert!(c.is_empty(), "{c:?}");
+    // Positional values: the shells of `completion`, a directory for the bundle.
+    let (c, d) = candidates(&words(&["completion", ""]));
+    assert_eq!(
+        (names(&c), d),
+        (
+            vec!["bash", "elvish", "fish", "powershell", "zsh"],
+            DIRECTIVE_NO_FILE
+        )
+    );
+    let (c, d) = candidates(&words(&["-v", "2", "migrate", "status", "-o", "json", ""]));
+    assert_eq!((c.len(), d), (0, DIRECTIVE_FILTER_DIRS));
+    let (c, d) = candidates(&words(&["migrate", ""]));
+    assert!(names(&c).contains(&"import"), "{c:?}");
+    assert_eq!(d, DIRECTIVE_NO_FILE);
 }
 
 #[test]
@@ -134,6 +193,7 @@ fn completion_prints_a_script_for_each_shell() {
         ("zsh", "#compdef kubectl-agent_day2"),
         ("fish", "complete -c kubectl-agent_day2"),
         ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[kubectl-agent_day2]"),
     ] {
         let out = Command::new(BIN).args(["completion", shell]).output().unwrap();
         assert_eq!(
@@ -148,6 +208,158 @@ fn completion_prints_a_script_for_each_shell() {
     }
     let out = Command::new(BIN).args(["completion", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `COMPREPLY` of the bash script of `completion bash` for the command line `line` (the cursor
+/// at its end), run by the real bash through the function `complete -p` registered.
+fn bash_complete(script: &Path, line: &str) -> Vec<String> {
+    let prog = r#"
+source "$1" || exit 9
+spec=$(complete -p kubectl-agent_day2) || exit 8
+f=${spec#*-F }; f=${f%% *}
+COMP_LINE=$2; COMP_POINT=${#COMP_LINE}
+read -ra COMP_WORDS <<<"$COMP_LINE"
+[[ $COMP_LINE == *" " ]] && COMP_WORDS+=("")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+COMPREPLY=()
+"$f" kubectl-agent_day2 "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+printf '%s
+' "${COMPREPLY[@]}"
+"#;
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", prog, "bash"])
+        .arg(script)
+        .arg(line)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{line:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn bash_script_completes_past_the_first_word() {
+    if Command::new("bash").arg("--version").output().is_err() {
+        eprintln!("skipped: bash is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("kubectl-agent_day2.bash");
+    let out = Command::new(BIN).args(["completion", "bash"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    std::fs::write(&script, &out.stdout).unwrap();
+
+    let top = bash_complete(&script, "kubectl-agent_day2 ");
+    for want in ["approve", "migrate", "completion", "--context"] {
+        assert!(top.iter().any(|c| c == want), "{want} missing: {top:?}");
+    }
+    assert!(
+        !top.iter().any(|c| c.contains("__complete")),
+        "the hidden command is offered: {top:?}"
+    );
+    assert_eq!(
+        bash_complete(&script, "kubectl-agent_day2 __"),
+        Vec::<String>::new()
+    );
+    // A subcommand's own flags (only the first word completed before).
+    assert_eq!(
+        bash_complete(&script, "kubectl-agent_day2 approve --b"),
+        ["--batch"]
+    );
+    let shells = bash_complete(&script, "kubectl-agent_day2 completion ");
+    for want in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        assert!(shells.iter().any(|c| c == want), "{want} missing: {shells:?}");
+    }
+    // Two levels down, a name with a `-`.
+    let got = bash_complete(&script, "kubectl-agent_day2 add-nodes batch d");
+    assert_eq!(got, ["delete"]);
+    let got = bash_complete(&script, "kubectl-agent_day2 migrate node0-unit --pl");
+    assert_eq!(got, ["--plugin"]);
+}
+
+#[test]
+fn zsh_and_fish_scripts_define_every_function_they_call() {
+    let script = |shell: &str| {
+        let out = Command::new(BIN).args(["completion", shell]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let idents = |s: &str, prefix: &str| -> std::collections::BTreeSet<String> {
+        s.match_indices(prefix)
+            .map(|(i, _)| {
+                s[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+                    .collect()
+            })
+            .collect()
+    };
+    let zsh = script("zsh");
+    assert!(!zsh.contains("__complete"), "zsh offers the hidden command");
+    let defined: std::collections::BTreeSet<String> = zsh
+        .lines()
+        .filter_map(|l| l.strip_suffix("() {"))
+        .map(String::from)
+        .collect();
+    assert!(
+        defined.contains("_kubectl-agent_day2__subcmd__migrate_commands"),
+        "{defined:?}"
+    );
+    for f in idents(&zsh, "_kubectl-agent_day2") {
+        assert!(defined.contains(&f), "zsh calls {f}, which it does not define");
+    }
+    let fish = script("fish");
+    assert!(!fish.contains("__complete"), "fish offers the hidden command");
+    let defined: std::collections::BTreeSet<String> = fish
+        .lines()
+        .filter_map(|l| l.strip_prefix("function "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    for f in idents(&fish, "__fish_kubectl") {
+        assert!(defined.contains(&f), "fish calls {f}, which it does not define");
+    }
+    assert!(fish.contains("__fish_kubectl_agent_day2_using_subcommand approve\" -l batch"));
+}
+
+#[test]
+fn completion_script_write_errors_do_not_panic() {
+    // A full disk: an `error:` line and exit 1.
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        for shell in ["bash", "elvish"] {
+            let out = Command::new(BIN)
+                .args(["completion", shell])
+                .stdout(full.try_clone().unwrap())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{shell}: {err}");
+            assert!(err.starts_with("error: "), "{shell}: {err}");
+            assert!(!err.contains("panicked"), "{shell}: {err}");
+        }
+    } else {
+        eprintln!("skipped the /dev/full case: no /dev/full");
+    }
+    // A closed pipe (`| head` that already exited): quiet, exit 0.
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(BIN)
+            .args(["completion", shell])
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {err}");
+        assert!(err.is_empty(), "{shell}: {err}");
+    }
 }
 
 fn record(name: &str, hosts: &[(&str, &[&str])]) -> (String, Option<BatchRecord>) {

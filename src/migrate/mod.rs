@@ -26,7 +26,7 @@ pub mod wait;
 
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueHint};
 
 use crate::cli::OutputFormat;
 use crate::error::Error;
@@ -140,7 +140,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Bundle directory to create (must not exist).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub out: PathBuf,
     /// Dump the database with the local pg_dump from this URL (when run where it is reachable).
     #[arg(long, value_name = "URL", group = "db")]
@@ -157,6 +157,7 @@ pub struct ExportArgs {
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The bundle directory written by `migrate export`.
+    #[arg(value_hint = ValueHint::DirPath)]
     pub bundle: PathBuf,
     /// Restore the database through this URL instead of exec'ing psql in the assisted-service pod.
     #[arg(long, value_name = "URL")]
@@ -182,6 +183,7 @@ pub struct ImportArgs {
 #[derive(Debug, Args)]
 pub struct WaitArgs {
     /// The bundle directory (its checksum identifies the import to wait for).
+    #[arg(value_hint = ValueHint::DirPath)]
     pub bundle: PathBuf,
     /// Give up after this long (e.g. 2h).
     #[arg(long, value_name = "DURATION", default_value = "1h")]
@@ -195,6 +197,7 @@ pub struct WaitArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The bundle directory.
+    #[arg(value_hint = ValueHint::DirPath)]
     pub bundle: PathBuf,
     /// Output format, e.g. -o json.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
@@ -206,7 +209,12 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct UnitArgs {
     /// Bundle directory on node 0 that the unit's stop waits for.
-    #[arg(long, value_name = "DIR", default_value = "/var/lib/agent-day2/migration")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        value_hint = ValueHint::DirPath,
+        default_value = "/var/lib/agent-day2/migration"
+    )]
     pub bundle: PathBuf,
     /// Kubeconfig of cluster 0 on node 0 (a path on node 0). Its user needs only `get` on
     /// ConfigMap agent-day2-migration in the migration namespace (role agent-day2-migrate-wait
@@ -214,7 +222,11 @@ pub struct UnitArgs {
     #[arg(long, value_name = "FILE", default_value = "/etc/kubernetes/kubeconfig")]
     pub kubeconfig: PathBuf,
     /// The plugin binary on node 0 that the unit runs.
-    #[arg(long, value_name = "PATH", default_value = "/usr/local/bin/kubectl-agent_day2")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/usr/local/bin/kubectl-agent_day2"
+    )]
     pub plugin: PathBuf,
     /// How long the stop may wait (TimeoutStopSec).
     #[arg(long, value_name = "DURATION", default_value = "2h")]
