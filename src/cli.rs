@@ -442,7 +442,7 @@ Examples:
   oc agent-day2 add-nodes batch delete batch-20261129-211034-ab12
 
   # Delete two, and print what was deleted as JSON
-  oc agent-day2 add-nodes batch rm batch-20261129-211034-ab12 batch-20261130-090112-cd34 -o json";
+  oc agent-day2 add-nodes batch delete batch-20261129-211034-ab12 batch-20261130-090112-cd34 -o json";
 
 /// Arguments of `add-nodes batch`.
 #[derive(Debug, Args)]

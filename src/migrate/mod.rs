@@ -75,6 +75,12 @@ Examples:
   oc agent-day2 migrate wait ./bundle --timeout 2h";
 
 const EXPORT_AFTER: &str = "\
+Exit status: 0 the bundle was written; 2 bad flags (no or several database sources, a bad
+--from, --out existing or in a missing directory, pg_dump or podman not installed); 3 invalid
+input (an unreadable --token-file or --db-dump, a dump of another install or moment, an id unfit
+for a file name); 4 node 0's service or database refused or failed (HTTP error, pg_dump failed);
+1 the bundle could not be written, or pg_dump or podman could not be run.
+
 Examples:
   # On node 0: the REST API, and pg_dump run with podman exec in the database container
   oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
@@ -89,6 +95,13 @@ Examples:
       --db-dump installer.sql --out ./bundle";
 
 const IMPORT_AFTER: &str = "\
+Exit status: 0 imported, or already complete (--dry-run: every check passed); 2 bad flags
+(--timeout, a -n that is not a DNS-1123 label); 3 an invalid bundle (missing, altered, bad CRs or
+dump) or no namespace from it without -n; 4 cluster access, the CRDs missing (without
+--wait-for-crds), an object that differs from the bundle's (without --force) or belongs to
+another import, the database restore failed; 5 --timeout or a request timed out. --dry-run exits
+with the code the import would fail with, and changes nothing.
+
 Examples:
   # The ordered plan; nothing is changed
   oc agent-day2 migrate import ./bundle --dry-run
@@ -105,6 +118,11 @@ Examples:
       --db-url postgresql://admin:PASSWORD@localhost:5432/installer";
 
 const WAIT_AFTER: &str = "\
+Exit status: 0 cluster 0 holds this bundle's completion record; 2 bad flags (--timeout,
+--interval, -n); 3 an invalid bundle or no namespace from it without -n; 4 the kubeconfig or
+context cannot be used (failed polls are retried until --timeout); 5 --timeout reached (the last
+poll's outcome is printed).
+
 Examples:
   # On node 0: exit 0 once cluster 0 holds this bundle's completion record
   oc agent-day2 migrate wait ./bundle --timeout 2h
@@ -114,6 +132,11 @@ Examples:
       --kubeconfig /etc/kubernetes/kubeconfig";
 
 const STATUS_AFTER: &str = "\
+Exit status: 0 the report was printed (counts that differ or cannot be read are listed in it,
+not in the status); 2 bad flags (-n); 3 an invalid bundle or no namespace from it without -n; 4
+cluster access (unreachable, unauthorized, the completion record unreadable); 5 a request timed
+out.
+
 Examples:
   # The completion record, CRs and database rows: the bundle's against cluster 0's
   oc agent-day2 migrate status ./bundle
@@ -122,6 +145,10 @@ Examples:
   oc agent-day2 migrate status ./bundle -n ostest -o json";
 
 const UNIT_AFTER: &str = "\
+Exit status: 0 the unit was printed; 2 bad flags (--timeout 0 or unparsable; a path that is not
+absolute, or a path, -n or --context with whitespace, control characters or '%', which a unit
+file cannot hold). Nothing is read from a cluster.
+
 Examples:
   # The unit for the default bundle directory, kubeconfig and plugin path on node 0
   oc agent-day2 migrate node0-unit > agent-day2-migration-wait.service
