@@ -12,157 +12,73 @@
 //! stream download and its cache use [`seed_release`] on purpose. Everything else (cluster
 //! reads, validation, auth Secret, Ignition, embedding, batch record, boot) is the real path.
 
-use std::collections::BTreeMap;
 use std::io::{Read, Seek};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[path = "support/registry.rs"]
 mod support;
+#[macro_use]
+#[path = "support/cluster.rs"]
+mod cluster;
+#[path = "support/upstream.rs"]
+mod upstream;
 
 use agent_day2_sim::boot::ignition as sim_ignition;
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use agent_day2_sim::harness::{enter_netns, TestCluster};
+use cluster::*;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
-const UPSTREAM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream");
-
-const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
-const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
-
-macro_rules! netns_or_skip {
-    () => {
-        if let Err(why) = enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+/// `add-nodes --nodes-config nc --dir dir` and `extra` flags.
+fn add_nc(c: &TestCluster, w: &Work, nc: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "add-nodes",
+        "--nodes-config",
+        nc.to_str().unwrap(),
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    plugin(c, w, &a)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+/// `add-nodes` of worker-0 by flags (`--mac-address`, `--hostname`) with `--dir dir` and `extra`.
+fn add_w0(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Output {
+    let mut a = vec![
+        "add-nodes",
+        "--mac-address",
+        W0.1,
+        "--hostname",
+        W0.0,
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    a.extend_from_slice(extra);
+    plugin(c, w, &a)
+}
+
+/// Asserts that `o` exited with `code` and said `needle` on stderr.
+fn assert_fails(o: &Output, code: i32, needle: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(o));
+}
+
+/// The auth Secret add-nodes writes for monitor.
+fn auth_secret(c: &TestCluster) -> Value {
+    kubectl_json(
+        c,
+        &[
+            "-n",
+            "openshift-agent-day2",
+            "get",
+            "secret",
+            "agent-day2-auth",
+            "-o",
+            "json",
+        ],
     )
-}
-
-/// A test's working area: a cache directory (XDG_CACHE_HOME) and an output directory.
-struct Work {
-    tmp: tempfile::TempDir,
-}
-
-impl Work {
-    fn new() -> Work {
-        Work {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn cache(&self) -> PathBuf {
-        self.tmp.path().join("cache")
-    }
-    fn out(&self) -> PathBuf {
-        self.tmp.path().join("out")
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.tmp.path().join(name)
-    }
-    fn write(&self, name: &str, body: &str) -> PathBuf {
-        let p = self.path(name);
-        std::fs::write(&p, body).unwrap();
-        p
-    }
-}
-
-/// Runs the plugin against `c` with the work's cache and no proxies.
-fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KUBECONFIG", &c.kubeconfig)
-        .env("XDG_CACHE_HOME", w.cache())
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", text(o)))
-}
-
-fn kubectl_json(c: &TestCluster, args: &[&str]) -> Value {
-    let o = c.kubectl(args);
-    assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// The release image the cluster runs (the Completed history entry).
-fn completed_release(c: &TestCluster) -> String {
-    let cv = kubectl_json(c, &["get", "clusterversion", "version", "-o", "json"]);
-    cv["status"]["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["state"] == "Completed")
-        .and_then(|h| h["image"].as_str())
-        .unwrap()
-        .to_string()
-}
-
-/// Pull spec of a fake component image (digest of `n` repeated).
-fn component(n: char) -> String {
-    format!(
-        "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-        n.to_string().repeat(64)
-    )
-}
-
-/// THE registry part: makes the release payload's component images available to add-nodes
-/// for `arches`. Today: the plugin's per-release-digest cache entry. When the simulator serves
-/// the payload from docker-registry, this pushes it there instead; no test changes otherwise.
-fn seed_release(c: &TestCluster, w: &Work, arches: &[&str]) {
-    let release = completed_release(c);
-    let digest = release.rsplit_once('@').expect("release by digest").1.to_string();
-    let imgs = json!({
-        "apiServer": component('1'),
-        "nodeAgent": component('2'),
-        "orchestrator": component('3'),
-        "utils": component('4'),
-        "machineOsImages": null,
-    });
-    let platforms: serde_json::Map<String, Value> =
-        arches.iter().map(|a| (a.to_string(), imgs.clone())).collect();
-    let dir = w.cache().join("agent-day2/releases");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{digest}.json")),
-        json!({"releaseImage": release, "platforms": platforms}).to_string(),
-    )
-    .unwrap();
-}
-
-/// A simulated cluster whose release payload add-nodes can read: with the simulator's own
-/// registry (`up --registry`: Debian's docker-registry holding the payload, TLS from the
-/// simulator's CA, credentials in the pull secret) when /usr/bin/docker-registry is installed,
-/// else without it and with [`seed_release`] (the plugin's per-digest cache).
-fn cluster(scenario: &str, w: &Work) -> TestCluster {
-    if Path::new(support::REGISTRY_BIN).exists() {
-        TestCluster::start_with_registry(scenario).unwrap()
-    } else {
-        eprintln!(
-            "note: {} missing: component images from the plugin's cache instead of a registry",
-            support::REGISTRY_BIN
-        );
-        let c = TestCluster::start(scenario).unwrap();
-        seed_release(&c, w, &["x86_64", "aarch64"]);
-        c
-    }
 }
 
 /// Where a first run takes the base ISO from: the release's machine-os-images when the
@@ -173,21 +89,6 @@ fn first_base_source(c: &TestCluster) -> &'static str {
     } else {
         "download"
     }
-}
-
-fn nodes_config(hosts: &[String]) -> String {
-    format!("hosts:\n{}", hosts.join(""))
-}
-
-fn dhcp_host((h, mac, _): (&str, &str, &str)) -> String {
-    format!("- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n")
-}
-
-fn static_host((h, mac, ip): (&str, &str, &str), prefix: u8) -> String {
-    let fam = if ip.contains(':') { "ipv6" } else { "ipv4" };
-    format!(
-        "- hostname: {h}\n  rootDeviceHints:\n    deviceName: /dev/vda\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      {fam}:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: {prefix}\n"
-    )
 }
 
 /// The Ignition embedded in an ISO we wrote, read back with the iso module's reader and parsed
@@ -211,14 +112,6 @@ fn mode(p: &Path) -> u32 {
     std::fs::metadata(p).unwrap().permissions().mode() & 0o777
 }
 
-struct Boot(Child);
-impl Drop for Boot {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Boots `image_args` (`--iso F` or `--config-image F`) for `nodes` (MAC=IP) and approves
 /// every pending CSR with `kubectl certificate approve` until boot ends. Returns (exit code,
 /// boot's stdout, number of CSRs approved).
@@ -229,16 +122,10 @@ fn boot_and_approve(
     nodes: &[(&str, &str, &str)],
 ) -> (Option<i32>, String, usize) {
     let log = w.path(&format!("boot-{}.log", std::process::id()));
-    let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
-    cmd.arg("boot").arg("--dir").arg(&c.dir).args(image_args);
-    for (_, mac, ip) in nodes {
-        cmd.arg("--node").arg(format!("{mac}={ip}"));
-    }
-    cmd.args(["--stage-delay-ms", "20", "--timeout", "90s"])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
+    let mut cmd = boot_cmd(c, image_args, nodes, 20, "90s");
+    cmd.stdout(std::fs::File::create(&log).unwrap())
         .stderr(Stdio::piped());
-    let mut boot = Boot(cmd.spawn().unwrap());
+    let mut boot = Kid(cmd.spawn().unwrap());
     let mut approved = std::collections::BTreeSet::new();
     let deadline = Instant::now() + Duration::from_secs(100);
     let status = loop {
@@ -288,28 +175,6 @@ fn assert_ready(c: &TestCluster, (h, _, ip): (&str, &str, &str)) {
     );
 }
 
-fn batch_records(c: &TestCluster) -> Vec<Value> {
-    let l = kubectl_json(
-        c,
-        &[
-            "-n",
-            "openshift-agent-day2",
-            "get",
-            "configmaps",
-            "-l",
-            "agent-day2.openshift.io/batch",
-            "-o",
-            "json",
-        ],
-    );
-    l["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|cm| serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap())
-        .collect()
-}
-
 // ------------------------------------------------------------------------------------------
 
 #[test]
@@ -321,21 +186,7 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
         "nodes-config.yaml",
         &nodes_config(&[static_host(W0, 24), dhcp_host(W1)]),
     );
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "--node-labels",
-            "zone=a",
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--node-labels", "zone=a", "-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}\nsim log:\n{}", text(&o), c.log());
     let r = json_of(&o);
     assert_eq!(r["kind"], "AddNodesReport");
@@ -399,18 +250,7 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     assert_eq!(b["architecture"], "x86_64");
     assert_eq!(b["pool"], "worker");
     // The auth Secret for monitor, whose tokens are the ones in the ISO.
-    let s = kubectl_json(
-        &c,
-        &[
-            "-n",
-            "openshift-agent-day2",
-            "get",
-            "secret",
-            "agent-day2-auth",
-            "-o",
-            "json",
-        ],
-    );
+    let s = auth_secret(&c);
     let b64 = |v: &Value| String::from_utf8(base64_decode(v.as_str().unwrap())).unwrap();
     let ign = iso_ignition(&iso);
     let env = sim_ignition::env_file(
@@ -439,60 +279,23 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     // A second run reuses the tokens (more than half their life left), the base ISO comes
     // from the cache, and the existing ISO is not replaced without --force.
     // worker-0 and worker-1 now exist, so the same hosts are refused with the reasons.
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains("hosts[0].hostname: \"worker-0\" is already used by the existing node worker-0"),
-        "{}",
-        text(&o)
+    let o = add_nc(&c, &w, &nc, &w.out(), &[]);
+    assert_fails(
+        &o,
+        3,
+        "hosts[0].hostname: \"worker-0\" is already used by the existing node worker-0",
     );
     let nc2 = w.write(
         "nc2.yaml",
         &nodes_config(&[dhcp_host(("worker-2", "52:54:00:aa:00:32", ""))]),
     );
-    let o2 = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc2.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
+    let o2 = add_nc(&c, &w, &nc2, &w.out(), &[]);
+    assert_fails(
+        &o2,
+        3,
+        "node.x86_64.iso: already exists; remove it, choose another --dir, or pass --force",
     );
-    assert_eq!(o2.status.code(), Some(3), "{}", text(&o2));
-    assert!(
-        String::from_utf8_lossy(&o2.stderr)
-            .contains("node.x86_64.iso: already exists; remove it, choose another --dir, or pass --force"),
-        "{}",
-        text(&o2)
-    );
-    let o3 = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc2.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "--force",
-            "-o",
-            "json",
-        ],
-    );
+    let o3 = add_nc(&c, &w, &nc2, &w.out(), &["--force", "-o", "json"]);
     assert_eq!(o3.status.code(), Some(0), "{}", text(&o3));
     let r3 = json_of(&o3);
     assert_eq!(r3["token"]["reused"], true);
@@ -516,20 +319,7 @@ fn config_image_boots_in_appliance_mode() {
     let w = Work::new();
     let c = cluster("", &w);
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--config-image",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--config-image", "-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
     assert!(r.get("baseIso").is_none(), "no base ISO for a config image");
@@ -560,21 +350,12 @@ fn pxe_files_with_an_ipxe_script() {
             nodes_config(&[dhcp_host(W0)])
         ),
     );
-    let o = plugin(
+    let o = add_nc(
         &c,
         &w,
-        &[
-            "add-nodes",
-            "--pxe",
-            "--karg",
-            "console=ttyS0",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
+        &nc,
+        &w.out(),
+        &["--pxe", "--karg", "console=ttyS0", "-o", "json"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
@@ -631,18 +412,7 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
     let w = Work::new();
     let c = cluster("", &w);
     let nc = w.write("nodes-config.yaml", &nodes_config(&[dhcp_host(W0)]));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--pxe",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--pxe"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let ba = w.out().join("boot-artifacts");
     assert_eq!(mode(&ba), 0o700, "boot-artifacts/ is as private as --dir");
@@ -677,18 +447,15 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
             nodes_config(&[dhcp_host(W0)])
         ),
     );
-    let o = plugin(
+    let o = add_nc(
         &c,
         &w,
+        &nc,
+        &w.out(),
         &[
-            "add-nodes",
             "--pxe",
             "--boot-artifacts-base-url",
             "http://192.168.111.1:8000/pxe/",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
             "--force",
             "-o",
             "json",
@@ -708,19 +475,12 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
         "{r}"
     );
     // A URL that is not http(s) is refused before anything is made.
-    let o = plugin(
+    let o = add_nc(
         &c,
         &w,
-        &[
-            "add-nodes",
-            "--pxe",
-            "--boot-artifacts-base-url",
-            "ftp://x/pxe",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.path("out-ftp").to_str().unwrap(),
-        ],
+        &nc,
+        &w.path("out-ftp"),
+        &["--pxe", "--boot-artifacts-base-url", "ftp://x/pxe"],
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr)
@@ -747,18 +507,7 @@ fn dry_run_writes_nothing_and_redacts() {
     let w = Work::new();
     let c = cluster("", &w);
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--dry-run",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -791,20 +540,7 @@ fn dry_run_writes_nothing_and_redacts() {
     let s = c.kubectl(&["-n", "openshift-agent-day2", "get", "secret", "agent-day2-auth"]);
     assert!(!s.status.success(), "no Secret written");
     // JSON carries the redacted Ignition as data; validation still runs (exit 3 on errors).
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--dry-run",
-            "-o",
-            "json",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run", "-o", "json"]);
     let r = json_of(&o);
     assert_eq!(r["dryRun"], true);
     assert!(r["ignition"]["storage"]["files"].as_array().unwrap().len() > 10);
@@ -832,32 +568,12 @@ fn dry_run_writes_nothing_and_redacts() {
         "bad.yaml",
         &nodes_config(&[dhcp_host(("Worker_0", "52:54:00:aa:00:30", ""))]),
     );
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--dry-run",
-            "--nodes-config",
-            bad.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &bad, &w.out(), &["--dry-run"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 }
 
 fn batch_records_or_none(c: &TestCluster) -> Vec<Value> {
-    let o = c.kubectl(&[
-        "-n",
-        "openshift-agent-day2",
-        "get",
-        "configmaps",
-        "-l",
-        "agent-day2.openshift.io/batch",
-        "-o",
-        "json",
-    ]);
+    let o = c.kubectl(BATCH_CONFIGMAPS);
     if !o.status.success() {
         return vec![];
     }
@@ -875,19 +591,7 @@ fn batch_list_and_delete() {
     let o = plugin(&c, &w, &["add-nodes", "batch", "list"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("No batch records"));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let o = plugin(&c, &w, &["add-nodes", "batches", "list", "-o", "json"]);
     let l = json_of(&o);
@@ -1005,23 +709,7 @@ fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"}, "stringData": old.to_secret_data()});
     let o = c.kubectl_stdin(&["create", "-f", "-"], &secret.to_string());
     assert!(o.status.success(), "{}", text(&o));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-            "--token-ttl",
-            "72h",
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &["--token-ttl", "72h", "-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
     assert_eq!(r["token"]["reused"], false);
@@ -1035,18 +723,7 @@ fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
             )),
         "{err}"
     );
-    let s = kubectl_json(
-        &c,
-        &[
-            "-n",
-            "openshift-agent-day2",
-            "get",
-            "secret",
-            "agent-day2-auth",
-            "-o",
-            "json",
-        ],
-    );
+    let s = auth_secret(&c);
     assert_ne!(
         String::from_utf8(base64_decode(s["data"]["agentAuthToken"].as_str().unwrap())).unwrap(),
         old.agent_token,
@@ -1060,18 +737,7 @@ fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
     // The rule for the runs that follow (README "Node tokens").
     let out = w.out();
     let run = |extra: &[&str]| {
-        let mut a = vec![
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            out.to_str().unwrap(),
-            "--force",
-        ];
-        a.extend_from_slice(extra);
-        let o = plugin(&c, &w, &a);
+        let o = add_w0(&c, &w, &out, &[&["--force"], extra].concat());
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", text(&o));
         o
     };
@@ -1137,18 +803,7 @@ fn scenario_iso(
     let c = cluster(scenario, &w);
     let _ = arches;
     let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
-    let out = w.out();
-    let mut args = vec![
-        "add-nodes",
-        "--nodes-config",
-        nc.to_str().unwrap(),
-        "--dir",
-        out.to_str().unwrap(),
-        "-o",
-        "json",
-    ];
-    args.extend_from_slice(extra);
-    let o = plugin(&c, &w, &args);
+    let o = add_nc(&c, &w, &nc, &w.out(), &[&["-o", "json"], extra].concat());
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -1307,24 +962,15 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
         "nodes-config.yaml",
         &format!("cpuArchitecture: arm64\n{}", nodes_config(&[dhcp_host(W0)])),
     );
-    let mut args = vec![
-        "add-nodes".to_string(),
-        "--nodes-config".into(),
-        nc.display().to_string(),
-        "--dir".into(),
-        w.out().display().to_string(),
-        "-o".into(),
-        "json".into(),
-    ];
+    let mut extra = vec!["-o", "json"];
     // With the registry, the aarch64 ISO comes from the multi-arch machine-os-images; without
     // it the simulator's file server has no aarch64 ISO (404), so one is given.
     let base = w.path("rhcos-aarch64.iso");
     if c.registry_url.is_none() {
         agent_day2_sim::baseiso::build_base_iso(&base, "aarch64").unwrap();
-        args.extend(["--base-iso".to_string(), base.display().to_string()]);
+        extra.extend(["--base-iso", base.to_str().unwrap()]);
     }
-    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let o = plugin(&c, &w, &refs);
+    let o = add_nc(&c, &w, &nc, &w.out(), &extra);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
     assert_eq!(r["cluster"]["architecture"], "aarch64");
@@ -1343,23 +989,8 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
     // On a single-arch cluster the same file is refused.
     let c2 = TestCluster::start("").unwrap();
     seed_release(&c2, &w, &["x86_64"]);
-    let o = plugin(
-        &c2,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.path("out2").to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cpuArchitecture"),
-        "{}",
-        text(&o)
-    );
+    let o = add_nc(&c2, &w, &nc, &w.path("out2"), &[]);
+    assert_fails(&o, 3, "cpuArchitecture");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1374,17 +1005,7 @@ fn validation_errors_exit_3_with_every_message() {
         "nodes-config.yaml",
         "hosts:\n- hostname: Worker_0\n  role: master\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:aa:00:30\"\n- hostname: master-0\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:AA:00:30\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      ipv4: {enabled: true, dhcp: false, address: [{ip: 127.0.0.1, prefix-length: 8}]}\n- hostname: w2\n  interfacs: []\n",
     );
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -1406,19 +1027,7 @@ fn validation_errors_exit_3_with_every_message() {
     assert!(!w.out().exists(), "a failed validation creates no --dir");
     assert!(batch_records_or_none(&c).is_empty(), "nothing written on errors");
     // -o json: the errors as a document on stdout too, exit 3.
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["-o", "json"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let doc = json_of(&o);
     assert_eq!(doc["kind"], "AddNodesError");
@@ -1441,17 +1050,7 @@ fn validation_errors_exit_3_with_every_message() {
         .unwrap()
         .replace("- hostname: w2\n  interfacs: []\n", "");
     let nc = w.write("nodes-config.yaml", &fixed);
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     for needle in [
@@ -1469,12 +1068,7 @@ fn validation_errors_exit_3_with_every_message() {
     );
     // No nodes-config at all.
     let o = plugin(&c, &w, &["add-nodes", "--dir", w.path("empty").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("nodes-config.yaml"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 3, "nodes-config.yaml");
     // Flag values.
     for (args, needle) in [
         (vec!["--token-ttl", "5m"], "--token-ttl"),
@@ -1484,11 +1078,7 @@ fn validation_errors_exit_3_with_every_message() {
             "--pool: MachineConfigPool \"nosuchpool\" does not exist",
         ),
     ] {
-        let mut a = vec!["add-nodes", "--mac-address", W0.1, "--hostname", W0.0, "--dir"];
-        let d = w.path("flags");
-        a.push(d.to_str().unwrap());
-        a.extend(args.iter().copied());
-        let o = plugin(&c, &w, &a);
+        let o = add_w0(&c, &w, &w.path("flags"), &args);
         assert_eq!(o.status.code(), Some(3), "{args:?}: {}", text(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains(needle),
@@ -1503,16 +1093,7 @@ fn bad_base_isos_are_refused_clearly() {
     netns_or_skip!();
     let w = Work::new();
     let c = cluster("", &w);
-    let add = |extra: &[&str], out: &str| {
-        let mut a = vec!["add-nodes", "--mac-address", W0.1, "--hostname", W0.0, "--dir"];
-        let d = w.path(out);
-        let ds = d.to_str().unwrap().to_string();
-        let mut v: Vec<String> = a.drain(..).map(String::from).collect();
-        v.push(ds);
-        v.extend(extra.iter().map(|s| s.to_string()));
-        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
-        plugin(&c, &w, &refs)
-    };
+    let add = |extra: &[&str], out: &str| add_w0(&c, &w, &w.path(out), extra);
     // Not CoreOS: an ISO9660 image without the embed area.
     let plain = w.path("plain.iso");
     let mut buf = Vec::new();
@@ -1528,21 +1109,11 @@ fn bad_base_isos_are_refused_clearly() {
     .unwrap();
     std::fs::write(&plain, buf).unwrap();
     let o = add(&["--base-iso", plain.to_str().unwrap()], "o1");
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("not a CoreOS live ISO"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 3, "not a CoreOS live ISO");
     // Not an ISO at all.
     let junk = w.write("junk.iso", "<html>404</html>");
     let o = add(&["--base-iso", junk.to_str().unwrap()], "o2");
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--base-iso"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 3, "--base-iso");
     // Truncated.
     let good = w.path("good.iso");
     agent_day2_sim::baseiso::build_base_iso(&good, "x86_64").unwrap();
@@ -1550,12 +1121,7 @@ fn bad_base_isos_are_refused_clearly() {
     let cut = w.path("cut.iso");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
     let o = add(&["--base-iso", cut.to_str().unwrap()], "o3");
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("truncated"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 3, "truncated");
     assert!(!w.path("o3").join("node.x86_64.iso").exists());
     // A good --base-iso works and is named in the report.
     let o = add(&["--base-iso", good.to_str().unwrap(), "-o", "json"], "o4");
@@ -1590,21 +1156,7 @@ fn a_corrupt_cache_entry_is_replaced() {
     std::fs::create_dir_all(&dir).unwrap();
     let entry = dir.join(format!("{sha}.iso"));
     std::fs::write(&entry, b"not the ISO").unwrap();
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &["-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -1627,19 +1179,7 @@ fn unwritable_dir_and_forbidden_pull_secret() {
     .unwrap();
     let w = Work::new();
     seed_release(&c, &w, &["x86_64"]);
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &[]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -1648,41 +1188,12 @@ fn unwritable_dir_and_forbidden_pull_secret() {
     );
     // --dir under a regular file (as root, permission bits do not stop writes; a file does).
     let f = w.write("afile", "x");
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            f.join("out").to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--dir: cannot write to"),
-        "{}",
-        text(&o)
-    );
+    let o = add_w0(&c, &w, &f.join("out"), &[]);
+    assert_fails(&o, 3, "--dir: cannot write to");
     let ro = w.path("ro");
     std::fs::create_dir(&ro).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            ro.to_str().unwrap(),
-        ],
-    );
+    let o = add_w0(&c, &w, &ro, &[]);
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         assert_eq!(o.status.code(), Some(3), "{}", text(&o));
@@ -1726,19 +1237,7 @@ fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
     .unwrap();
     let w = Work::new();
     let c = cluster(&scenario, &w);
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &[]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -1756,18 +1255,7 @@ fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
     );
     // --pxe has no such limit.
     let nc = w.write("nc.yaml", &nodes_config(&[dhcp_host(W0)]));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--pxe",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--pxe"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     // ... and a machine PXE-booted from those files (no iPXE script: no bootArtifactsBaseURL)
     // joins with the big bundle.
@@ -1783,159 +1271,27 @@ fn unsupported_cluster_exits_4_as_info_does() {
     netns_or_skip!();
     let c = TestCluster::start("version: 4.17.9\n").unwrap();
     let w = Work::new();
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("the cluster cannot take day-2 nodes"),
-        "{}",
-        text(&o)
-    );
+    let o = add_w0(&c, &w, &w.out(), &[]);
+    assert_fails(&o, 4, "the cluster cannot take day-2 nodes");
     assert!(!w.out().join("node.x86_64.iso").exists());
 }
 
 // ------------------------------------------------------------------------------------------
 // Upstream conformance: node-joiner's acceptance cases, through the binary and our ISO.
 
-fn txtar(t: &str) -> (String, BTreeMap<String, String>) {
-    let mut files = BTreeMap::new();
-    let mut head = String::new();
-    let mut cur: Option<(String, String)> = None;
-    for line in t.split_inclusive('\n') {
-        let l = line.trim_end_matches('\n');
-        if let Some(name) = l.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
-            if let Some((n, c)) = cur.take() {
-                files.insert(n, c);
-            }
-            cur = Some((name.trim().to_string(), String::new()));
-        } else if let Some((_, c)) = cur.as_mut() {
-            c.push_str(line);
-        } else {
-            head.push_str(line);
-        }
-    }
-    if let Some((n, c)) = cur {
-        files.insert(n, c);
-    }
-    (head, files)
-}
-
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let (mut quoted, mut any) = (false, false);
-    for ch in line.chars() {
-        match ch {
-            '\'' => {
-                quoted = !quoted;
-                any = true;
-            }
-            c if c.is_whitespace() && !quoted => {
-                if any {
-                    out.push(std::mem::take(&mut cur));
-                    any = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        out.push(cur);
-    }
-    out
-}
-
-/// setup/default plus a case's `setup/*` objects; a case object replaces the default of the
-/// same kind and name, keeping the default's status when it has none (status is a
-/// subresource).
-fn upstream_objects(files: &BTreeMap<String, String>, release: &str, multi: bool) -> Vec<Value> {
-    let mut objs = agent_day2_sim::seed::load_objects_dir(
-        Path::new(&format!("{UPSTREAM}/node-joiner-testdata/setup/default")),
-        release,
-    )
-    .unwrap();
-    for (name, t) in files.iter().filter(|(n, _)| n.starts_with("setup/")) {
-        for mut d in serde_saphyr::from_multiple::<Value>(&t.replace("$TEST_IMAGE", release))
-            .unwrap_or_else(|e| panic!("{name}: {e}"))
-        {
-            if d.is_null() {
-                continue;
-            }
-            match objs
-                .iter_mut()
-                .find(|o| o["kind"] == d["kind"] && o["metadata"]["name"] == d["metadata"]["name"])
-            {
-                Some(o) => {
-                    if d.get("status").is_none() {
-                        if let Some(st) = o.get("status").cloned() {
-                            d["status"] = st;
-                        }
-                    }
-                    // Keep the default's metadata labels (roles) when the case has none.
-                    if d["metadata"].get("labels").is_none() {
-                        if let Some(l) = o["metadata"].get("labels").cloned() {
-                            d["metadata"]["labels"] = l;
-                        }
-                    }
-                    *o = d;
-                }
-                None => objs.push(d),
-            }
-        }
-    }
-    if multi {
-        for o in objs.iter_mut().filter(|o| o["kind"] == "ClusterVersion") {
-            o["status"]["desired"]["architecture"] = json!("Multi");
-        }
-    }
-    objs
-}
-
-fn drop_empty(v: &mut Value) {
-    if let Value::Object(m) = v {
-        m.retain(|_, x| x.as_str() != Some(""));
-        for x in m.values_mut() {
-            drop_empty(x);
-        }
-    }
-}
-
 #[test]
 fn upstream_node_joiner_cases_hold_for_our_iso() {
-    let dir = format!("{UPSTREAM}/node-joiner-testdata");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("skipped: {dir} is absent");
+    let Some(cases) = upstream::cases() else {
         return;
     };
     netns_or_skip!();
-    let mut cases: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    cases.sort();
-    assert!(!cases.is_empty());
     let release = format!(
         "quay.io/openshift-release-dev/ocp-release@sha256:{}",
         "7".repeat(64)
     );
     let mut asserted = 0;
-    for case in cases {
-        let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let (head, files) = txtar(&std::fs::read_to_string(&case).unwrap());
+    for case in &cases {
+        let (name, head, files) = (&case.name, &case.head, &case.files);
         let w = Work::new();
         let base = w.path("rhcos.iso");
         agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
@@ -1945,26 +1301,21 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         );
         let pxe = head.contains("--pxe");
         let run = |multi: bool| -> (TestCluster, Output) {
-            let scenario =
-                serde_json::to_string(&json!({"objects": upstream_objects(&files, &release, multi)}))
-                    .unwrap();
+            let mut objs = upstream::upstream_objects(files, &release, true);
+            if multi {
+                for o in objs.iter_mut().filter(|o| o["kind"] == "ClusterVersion") {
+                    o["status"]["desired"]["architecture"] = json!("Multi");
+                }
+            }
+            let scenario = serde_json::to_string(&json!({ "objects": objs })).unwrap();
             let c = TestCluster::start(&scenario).unwrap();
             seed_release(&c, &w, &["x86_64"]);
             let _ = std::fs::remove_dir_all(w.out());
-            let out = w.out();
-            let mut args = vec![
-                "add-nodes",
-                "--nodes-config",
-                nc.to_str().unwrap(),
-                "--dir",
-                out.to_str().unwrap(),
-                "--base-iso",
-                base.to_str().unwrap(),
-            ];
+            let mut extra = vec!["--base-iso", base.to_str().unwrap()];
             if pxe {
-                args.push("--pxe");
+                extra.push("--pxe");
             }
-            let o = plugin(&c, &w, &args);
+            let o = add_nc(&c, &w, &nc, &w.out(), &extra);
             (c, o)
         };
         let (mut c, mut o) = run(false);
@@ -1981,24 +1332,11 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         drop(c);
         let iso = w.out().join("node.x86_64.iso");
         let ign = (!pxe).then(|| iso_ignition(&iso));
-        let get = |p: &str| {
-            ign.as_ref()
-                .unwrap()
-                .text(p)
-                .unwrap_or_else(|| panic!("{name}: {p} is not in the ISO's Ignition"))
-        };
-        for line in head
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        {
-            let wds = words(line);
-            let expected = |i: usize| {
-                files
-                    .get(&wds[i])
-                    .unwrap_or_else(|| panic!("{name}: no section {}", wds[i]))
-                    .clone()
-            };
+        for wds in case.commands() {
+            if upstream::check_ignition_command(case, &wds, || ign.as_ref().unwrap()) {
+                asserted += 1;
+                continue;
+            }
             let arg_path = |s: &str| PathBuf::from(s.replace("$WORK/", &format!("{}/", w.out().display())));
             match wds[0].as_str() {
                 "exec" => {}
@@ -2033,55 +1371,8 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
                     }
                     asserted += 1;
                 }
-                "isoCmpRegEx" => {
-                    let re = regex::Regex::new(expected(3).trim_end()).unwrap();
-                    let got = get(&wds[2]);
-                    assert!(
-                        re.is_match(&got),
-                        "{name}: {} does not match {:?}:\n{got}",
-                        wds[2],
-                        re.as_str()
-                    );
-                    asserted += 1;
-                }
-                "isoIgnitionContains" => {
-                    assert!(
-                        ign.as_ref().unwrap().files.contains_key(&wds[2]),
-                        "{name}: {} missing",
-                        wds[2]
-                    );
-                    asserted += 1;
-                }
-                "isoIgnitionUser" => {
-                    assert_eq!(
-                        ign.as_ref().unwrap().ssh_keys.get(&wds[2]),
-                        Some(&vec![wds[3].clone()]),
-                        "{name}: SSH key of {}",
-                        wds[2]
-                    );
-                    asserted += 1;
-                }
-                "isoCmp" if wds[2].ends_with(".yaml") => {
-                    let mut want: Value = serde_saphyr::from_str(&expected(3)).unwrap();
-                    let mut got: Value = serde_saphyr::from_str(&get(&wds[2])).unwrap();
-                    drop_empty(&mut want);
-                    drop_empty(&mut got);
-                    for k in ["apiVersion", "kind", "metadata", "spec"] {
-                        assert_eq!(got[k], want[k], "{name}: {} {k}", wds[2]);
-                    }
-                    asserted += 1;
-                }
-                "isoCmp" => {
-                    assert_eq!(
-                        get(&wds[2]).trim_end(),
-                        expected(3).trim_end(),
-                        "{name}: {}",
-                        wds[2]
-                    );
-                    asserted += 1;
-                }
                 "isoFileCmpRegEx" => {
-                    let re = regex::Regex::new(expected(3).trim_end()).unwrap();
+                    let re = regex::Regex::new(case.section(&wds[3]).trim_end()).unwrap();
                     let got = iso_file(&iso, wds[2].trim_start_matches('/'));
                     assert!(
                         got.lines().any(|l| re.is_match(l)),
@@ -2176,20 +1467,7 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     let w = Work::new();
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
     // The test registry speaks plain HTTP: --insecure, as with oc.
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--insecure",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--insecure", "-o", "json"]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -2211,20 +1489,7 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     // With the registry gone, a second batch needs nothing from it: both caches hit.
     reg.stop();
     let nc2 = w.write("nc2.yaml", &nodes_config(&[dhcp_host(W1)]));
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--insecure",
-            "--nodes-config",
-            nc2.to_str().unwrap(),
-            "--dir",
-            w.path("out2").to_str().unwrap(),
-            "-o",
-            "json",
-        ],
-    );
+    let o = add_nc(&c, &w, &nc2, &w.path("out2"), &["--insecure", "-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert_eq!(json_of(&o)["baseIso"]["source"], "cache");
 }
@@ -2251,20 +1516,7 @@ fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it(
     let (release, _) = rt.block_on(push_release(&reg.pusher(None)));
     let c = TestCluster::start(&format!("releaseImage: \"{release}\"\n")).unwrap();
     let w = Work::new();
-    let o = plugin(
-        &c,
-        &w,
-        &[
-            "add-nodes",
-            "--insecure",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-        ],
-    );
+    let o = add_w0(&c, &w, &w.out(), &["--insecure"]);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -2278,20 +1530,14 @@ fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it(
         "auth.json",
         &format!(r#"{{"auths":{{"192.168.111.6:5001":{{"auth":"{auth}"}}}}}}"#),
     );
-    let o = plugin(
+    let o = add_w0(
         &c,
         &w,
+        &w.out(),
         &[
-            "add-nodes",
             "--insecure",
             "--registry-config",
             rc.to_str().unwrap(),
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
             "-o",
             "json",
         ],
