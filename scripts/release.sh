@@ -4,6 +4,7 @@
 # Cargo.toml, the download URI and the archive's sha256.
 #
 #   scripts/release.sh [--allow-dirty] [--url-base URL] [--homepage URL] [--target TRIPLE]...
+#   scripts/release.sh --deps-only
 #
 # --url-base  where the archives will be downloadable from; a platform's uri is
 #             URL/vX.Y.Z/<archive>, the layout of GitHub release assets (default: the placeholder
@@ -19,12 +20,17 @@
 #             plugin calls Linux-only renameat2.
 # --homepage  the project page in the manifests (default: --url-base without /releases/download).
 # --allow-dirty  build even if `git status` shows changes (the archive then does not match a commit).
+# --deps-only  only install the build tools below when missing, then exit (no build, no git check).
 #
 # Output: dist/kubectl-agent_day2-vX.Y.Z-<os>-<arch>.tar.gz (the stripped binary, the
 # kubectl_complete-agent_day2 completion helper, LICENSE, README.md; sorted entries, mtime of the
 # commit, owner 0, gzip without name/time, so the same commit gives the same bytes) and a
 # .sha256 file beside it. The manifests list exactly the platforms built in this run.
-# Installs ziglang (PyPI) and cargo-zigbuild (crates.io) when missing. In a checkout with work in
+# Installs ziglang (PyPI) and cargo-zigbuild (crates.io) when missing. ziglang goes into a venv
+# of its own, <target dir>/release-tools/ziglang-venv (system Pythons of Debian 12 / Ubuntu 24.04
+# refuse `pip install` outside a venv: EXTERNALLY-MANAGED; on Debian/Ubuntu `python3 -m venv`
+# needs the python3-venv package), used only when `python3 -m ziglang` does not work already; it
+# is handed to cargo-zigbuild with CARGO_ZIGBUILD_PYTHON_PATH. In a checkout with work in
 # progress, build from a clean worktree sharing the target dir (dependencies are not rebuilt):
 #   git worktree add /tmp/agent-day2-release HEAD && cd /tmp/agent-day2-release &&
 #   CARGO_TARGET_DIR=<checkout>/target scripts/release.sh --url-base ... && cp -r dist plugin.yaml krew <checkout>/
@@ -34,10 +40,12 @@ cd "$(dirname "$0")/.."
 url_base="https://github.com/OWNER/agent-day2/releases/download"
 homepage=""
 allow_dirty=0
+deps_only=0
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --allow-dirty) allow_dirty=1 ;;
+    --deps-only) deps_only=1 ;;
     --url-base) url_base=${2:?--url-base needs a URL}; shift ;;
     --url-base=*) url_base=${1#*=} ;;
     --homepage) homepage=${2:?--homepage needs a URL}; shift ;;
@@ -52,6 +60,45 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(x86_64-unknown-linux-gnu.2.28)
 url_base=${url_base%/}
 [ -n "$homepage" ] || homepage=${url_base%/releases/download}
+
+# --- tools -------------------------------------------------------------------------------------
+export PATH="$HOME/.cargo/bin:$PATH"
+install_tools() {
+  if ! command -v zig >/dev/null 2>&1 && ! python3 -m ziglang version >/dev/null 2>&1; then
+    local target_dir=${CARGO_TARGET_DIR:-target}
+    case $target_dir in /*) ;; *) target_dir=$PWD/$target_dir ;; esac
+    local venv=$target_dir/release-tools/ziglang-venv
+    if ! "$venv/bin/python3" -m ziglang version >/dev/null 2>&1; then
+      echo "release.sh: installing ziglang from PyPI into $venv (the C toolchain cargo-zigbuild links with)" >&2
+      mkdir -p "$(dirname "$venv")"
+      python3 -m venv --clear "$venv" || {
+        echo "release.sh: python3 -m venv failed; on Debian/Ubuntu install python3-venv first" >&2
+        exit 1
+      }
+      "$venv/bin/python3" -m pip install --quiet ziglang
+      "$venv/bin/python3" -m ziglang version >/dev/null
+    fi
+    # cargo-zigbuild runs `$CARGO_ZIGBUILD_PYTHON_PATH -m ziglang` (default python3).
+    export CARGO_ZIGBUILD_PYTHON_PATH="$venv/bin/python3"
+  fi
+  # (`cargo zigbuild --version` is an error: the subcommand has no such flag)
+  if ! cargo-zigbuild --version >/dev/null 2>&1; then
+    echo "release.sh: installing cargo-zigbuild from crates.io (a few minutes)" >&2
+    cargo install --locked --quiet cargo-zigbuild
+  fi
+}
+if [ "$deps_only" = 1 ]; then
+  install_tools
+  if [ -n "${CARGO_ZIGBUILD_PYTHON_PATH:-}" ]; then
+    zig=("$CARGO_ZIGBUILD_PYTHON_PATH" -m ziglang)
+  elif command -v zig >/dev/null 2>&1; then
+    zig=(zig)
+  else
+    zig=(python3 -m ziglang)
+  fi
+  echo "release.sh: zig $("${zig[@]}" version) (${zig[*]}), $(cargo-zigbuild --version)" >&2
+  exit 0
+fi
 
 if [ -n "$(git status --porcelain)" ]; then
   if [ "$allow_dirty" = 1 ]; then
@@ -74,16 +121,7 @@ SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
 export SOURCE_DATE_EPOCH
 commit=$(git rev-parse --short=12 HEAD)
 
-# --- tools -------------------------------------------------------------------------------------
-export PATH="$HOME/.cargo/bin:$PATH"
-if ! command -v zig >/dev/null 2>&1 && ! python3 -m ziglang version >/dev/null 2>&1; then
-  echo "release.sh: installing ziglang from PyPI (the C toolchain cargo-zigbuild links with)" >&2
-  python3 -m pip install --quiet ziglang
-fi
-if ! cargo zigbuild --version >/dev/null 2>&1; then
-  echo "release.sh: installing cargo-zigbuild from crates.io (a few minutes)" >&2
-  cargo install --locked --quiet cargo-zigbuild
-fi
+install_tools
 
 # Go-style os/arch for a Rust triple (krew's selector values).
 platform_of() {
