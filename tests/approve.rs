@@ -7,28 +7,24 @@
 //! reason) where no namespace can be made.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+#[macro_use]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use agent_day2_sim::harness::TestCluster;
+use cluster::*;
 use serde_json::{json, Value};
-
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
-const REGISTRY_BIN: &str = "/usr/bin/docker-registry";
-
-const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
-const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
 
 const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 
-macro_rules! netns_or_skip {
+/// [`netns_or_skip`], and skipped too without openssl (the rogue CSRs are made with it).
+macro_rules! e2e_or_skip {
     () => {
-        if let Err(why) = enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        netns_or_skip!();
         if Command::new("openssl").arg("version").output().is_err() {
             eprintln!("skipped: openssl is not installed (the rogue CSRs are made with it)");
             return;
@@ -36,101 +32,11 @@ macro_rules! netns_or_skip {
     };
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-struct Work {
-    tmp: tempfile::TempDir,
-}
-
-impl Work {
-    fn new() -> Work {
-        Work {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.tmp.path().join(name)
-    }
-}
-
-fn plugin_cmd(c: &TestCluster, w: &Work, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("KUBECONFIG", &c.kubeconfig)
-        .env("XDG_CACHE_HOME", w.path("cache"))
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .stdin(Stdio::null());
-    cmd
-}
-
-/// Runs the plugin with stdin not a terminal (/dev/null).
-fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
-    plugin_cmd(c, w, args).output().unwrap()
-}
-
-fn kubectl_json(c: &TestCluster, args: &[&str]) -> Value {
-    let o = c.kubectl(args);
-    assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// Makes the release payload readable for add-nodes: the simulator's registry when
-/// docker-registry is installed, else the plugin's per-release-digest cache entry.
-fn cluster(w: &Work) -> TestCluster {
-    if Path::new(REGISTRY_BIN).exists() {
-        return TestCluster::start_with_registry("").unwrap();
-    }
-    eprintln!("note: {REGISTRY_BIN} missing: component images from the plugin's cache instead");
-    let c = TestCluster::start("").unwrap();
-    let cv = kubectl_json(&c, &["get", "clusterversion", "version", "-o", "json"]);
-    let release = cv["status"]["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["state"] == "Completed")
-        .and_then(|h| h["image"].as_str())
-        .unwrap()
-        .to_string();
-    let digest = release.rsplit_once('@').unwrap().1.to_string();
-    let comp = |n: char| {
-        format!(
-            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-            n.to_string().repeat(64)
-        )
-    };
-    let imgs = json!({"apiServer": comp('1'), "nodeAgent": comp('2'), "orchestrator": comp('3'), "utils": comp('4'), "machineOsImages": null});
-    let dir = w.path("cache").join("agent-day2/releases");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{digest}.json")),
-        json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
-    )
-    .unwrap();
-    c
-}
-
-fn static_host((h, mac, ip): (&str, &str, &str)) -> String {
-    format!(
-        "- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      ipv4:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: 24\n"
-    )
-}
-
-/// `add-nodes` for worker-0 and worker-1 (static addresses): writes out/node.x86_64.iso and
-/// the batch record.
-fn add_nodes(c: &TestCluster, w: &Work) -> PathBuf {
-    let nc = w.path("nodes-config.yaml");
-    std::fs::write(&nc, format!("hosts:\n{}{}", static_host(W0), static_host(W1))).unwrap();
-    let out = w.path("out");
+/// `add-nodes` for `hosts` (nodes-config entries): writes out/node.x86_64.iso and the batch
+/// record.
+fn add_nodes(c: &TestCluster, w: &Work, hosts: &[String]) -> std::path::PathBuf {
+    let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
+    let out = w.out();
     let o = plugin(
         c,
         w,
@@ -144,6 +50,11 @@ fn add_nodes(c: &TestCluster, w: &Work) -> PathBuf {
     );
     assert!(o.status.success(), "add-nodes: {}", text(&o));
     out.join("node.x86_64.iso")
+}
+
+/// [`add_nodes`] for worker-0 and worker-1 (static addresses).
+fn add_two_workers(c: &TestCluster, w: &Work) -> std::path::PathBuf {
+    add_nodes(c, w, &[static_host(W0, 24), static_host(W1, 24)])
 }
 
 /// A CSR PEM made by openssl: P-256 key, subject O=system:nodes/CN=system:node:<node>, SANs
@@ -205,6 +116,45 @@ fn post_csr(
 
 const AS_BOOTSTRAPPER: &[&str] = &["--context", "bootstrapper"];
 
+/// Posts a client CSR (openssl, no SANs) for `node` as the node-bootstrapper. Returns its name.
+fn post_client_csr(c: &TestCluster, w: &Work, name: &str, node: &str) -> String {
+    let pem = openssl_csr(w, node, None);
+    post_csr(
+        c,
+        name,
+        &pem,
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        AS_BOOTSTRAPPER,
+    )
+}
+
+/// Posts a serving CSR (openssl, SANs `sans`) as the node `node` itself. Returns its name.
+fn post_serving_csr(c: &TestCluster, w: &Work, name: &str, node: &str, sans: &str) -> String {
+    let as_n = as_node(node);
+    let as_n: Vec<&str> = as_n.iter().map(String::as_str).collect();
+    let pem = openssl_csr(w, node, Some(sans));
+    post_csr(
+        c,
+        name,
+        &pem,
+        SERVING_SIGNER,
+        &["digital signature", "server auth"],
+        &as_n,
+    )
+}
+
+/// The row of CSR `name` in an ApproveReport's `csrs`.
+fn report_row(doc: &Value, name: &str) -> Value {
+    doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} in {doc}"))
+}
+
 fn as_node(node: &str) -> Vec<String> {
     vec![
         "--as".into(),
@@ -244,19 +194,7 @@ fn issued(c: &TestCluster, name: &str) -> bool {
 
 /// The one batch record's approvals as (node, kind, csr).
 fn approvals(c: &TestCluster) -> Vec<(String, String, String)> {
-    let l = kubectl_json(
-        c,
-        &[
-            "-n",
-            "openshift-agent-day2",
-            "get",
-            "configmaps",
-            "-l",
-            "agent-day2.openshift.io/batch",
-            "-o",
-            "json",
-        ],
-    );
+    let l = kubectl_json(c, BATCH_CONFIGMAPS);
     let items = l["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "one batch record");
     let rec: Value = serde_json::from_str(items[0]["data"]["batch.json"].as_str().unwrap()).unwrap();
@@ -281,14 +219,6 @@ fn all_csrs(c: &TestCluster) -> Vec<Value> {
         .clone()
 }
 
-struct Kid(Child);
-impl Drop for Kid {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn node_ready_with_serving_cert(c: &TestCluster, node: &str) -> bool {
     let n = c.kubectl(&["get", "node", node, "-o", "json"]);
     if !n.status.success() {
@@ -310,29 +240,19 @@ fn node_ready_with_serving_cert(c: &TestCluster, node: &str) -> bool {
 
 #[test]
 fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_nothing_twice() {
-    netns_or_skip!();
+    e2e_or_skip!();
     let w = Work::new();
-    let c = cluster(&w);
-    let iso = add_nodes(&c, &w);
+    let c = cluster("", &w);
+    let iso = add_two_workers(&c, &w);
 
     // Rogue CSRs beside the real ones.
-    let rogue_master = post_csr(
+    let rogue_master = post_client_csr(&c, &w, "rogue-client-master-1", "master-1");
+    let rogue_ip = post_serving_csr(
         &c,
-        "rogue-client-master-1",
-        &openssl_csr(&w, "master-1", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
-    let as_w1 = as_node("worker-1");
-    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
-    let rogue_ip = post_csr(
-        &c,
+        &w,
         "rogue-serving-foreign-ip",
-        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:192.168.111.31,IP:10.0.0.9")),
-        SERVING_SIGNER,
-        &["digital signature", "server auth"],
-        &as_w1,
+        "worker-1",
+        "DNS:worker-1,IP:192.168.111.31,IP:10.0.0.9",
     );
     let rogue_signer = post_csr(
         &c,
@@ -345,14 +265,8 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
 
     // Boot both nodes, slowly enough to interrupt the first approve run after one approval.
     let boot_log = w.path("boot.log");
-    let mut boot = Command::new(bin("agent-day2-sim").unwrap());
-    boot.arg("boot").arg("--dir").arg(&c.dir).arg("--iso").arg(&iso);
-    for (_, mac, ip) in [W0, W1] {
-        boot.arg("--node").arg(format!("{mac}={ip}"));
-    }
-    boot.args(["--stage-delay-ms", "150", "--timeout", "150s"])
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&boot_log).unwrap())
+    let mut boot = boot_cmd(&c, &["--iso", iso.to_str().unwrap()], &[W0, W1], 150, "150s");
+    boot.stdout(std::fs::File::create(&boot_log).unwrap())
         .stderr(Stdio::inherit());
     let mut boot = Kid(boot.spawn().unwrap());
 
@@ -396,14 +310,7 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
         .find(|(_, k, _)| k == "client")
         .expect("a client CSR is approved first")
         .clone();
-    let rogue_second = post_csr(
-        &c,
-        &format!("rogue-second-client-{twice}"),
-        &openssl_csr(&w, &twice, None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
+    let rogue_second = post_client_csr(&c, &w, &format!("rogue-second-client-{twice}"), &twice);
 
     // Second run: approves the rest and ends when both nodes are Ready with serving certs.
     let o = plugin(
@@ -434,12 +341,7 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
         assert!(rejected.contains(&r.as_str()), "{r} reported rejected: {doc}");
     }
     let codes = |name: &str| -> Vec<String> {
-        doc["csrs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap()["reasons"]
+        report_row(&doc, name)["reasons"]
             .as_array()
             .unwrap()
             .iter()
@@ -517,26 +419,12 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
 /// --deny-invalid.
 #[test]
 fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
-    netns_or_skip!();
+    e2e_or_skip!();
     let w = Work::new();
-    let c = cluster(&w);
-    add_nodes(&c, &w);
-    let good = post_csr(
-        &c,
-        "good-client-worker-0",
-        &openssl_csr(&w, "worker-0", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
-    let rogue = post_csr(
-        &c,
-        "rogue-client-master-1",
-        &openssl_csr(&w, "master-1", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
+    let c = cluster("", &w);
+    add_two_workers(&c, &w);
+    let good = post_client_csr(&c, &w, "good-client-worker-0", "worker-0");
+    let rogue = post_client_csr(&c, &w, "rogue-client-master-1", "master-1");
     let pristine = || {
         assert!(
             conditions(&c, &good).is_empty() && conditions(&c, &rogue).is_empty(),
@@ -595,20 +483,11 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["apiVersion"], "agent-day2/v1");
-    let by_name = |d: &Value, n: &str| {
-        d["csrs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == n)
-            .cloned()
-            .unwrap()
-    };
-    assert_eq!(by_name(&doc, &good)["action"], "would-approve");
-    assert_eq!(by_name(&doc, &good)["kind"], "client");
-    assert_eq!(by_name(&doc, &rogue)["action"], "rejected");
+    assert_eq!(report_row(&doc, &good)["action"], "would-approve");
+    assert_eq!(report_row(&doc, &good)["kind"], "client");
+    assert_eq!(report_row(&doc, &rogue)["action"], "rejected");
     assert!(
-        by_name(&doc, &rogue)["reasons"]
+        report_row(&doc, &rogue)["reasons"]
             .as_array()
             .unwrap()
             .iter()
@@ -675,19 +554,12 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     );
 
     // A second client CSR for worker-0: refused (already approved) ...
-    let second = post_csr(
-        &c,
-        "second-client-worker-0",
-        &openssl_csr(&w, "worker-0", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
+    let second = post_client_csr(&c, &w, "second-client-worker-0", "worker-0");
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
-        by_name(&doc, &second)["reasons"]
+        report_row(&doc, &second)["reasons"]
             .as_array()
             .unwrap()
             .iter()
@@ -702,7 +574,7 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
         &["approve", "--yes", "--reissue", "worker-0", "-o", "json"],
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(by_name(&doc, &second)["action"], "approved", "{doc}");
+    assert_eq!(report_row(&doc, &second)["action"], "approved", "{doc}");
     assert_eq!(approvals(&c).len(), 2);
     // --reissue of a node no batch expects: exit 3.
     let o = plugin(&c, &w, &["approve", "--yes", "--reissue", "worker-9"]);
@@ -710,15 +582,12 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
 
     // --deny-invalid: a serving CSR of worker-1 with a foreign IP is denied with the reasons;
     // the rogue client CSR for master-1 (not an expected node) stays pending.
-    let as_w1 = as_node("worker-1");
-    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
-    let foreign = post_csr(
+    let foreign = post_serving_csr(
         &c,
+        &w,
         "serving-foreign-ip",
-        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:10.0.0.9")),
-        SERVING_SIGNER,
-        &["digital signature", "server auth"],
-        &as_w1,
+        "worker-1",
+        "DNS:worker-1,IP:10.0.0.9",
     );
     let o = plugin(&c, &w, &["approve", "--dry-run", "--deny-invalid"]);
     assert_eq!(o.status.code(), Some(7));
@@ -757,37 +626,16 @@ fn line_of(o: &Output, name: &str) -> String {
 /// NAME=IP` supplies the address; `--node` for a name no batch expects is refused (exit 3).
 #[test]
 fn dhcp_host_needs_its_address_given() {
-    netns_or_skip!();
+    e2e_or_skip!();
     let w = Work::new();
-    let c = cluster(&w);
-    let nc = w.path("nodes-config.yaml");
-    let (h, mac, _) = W1;
-    std::fs::write(
-        &nc,
-        format!("hosts:\n- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n"),
-    )
-    .unwrap();
-    let o = plugin(
+    let c = cluster("", &w);
+    add_nodes(&c, &w, &[dhcp_host(W1)]);
+    let serving = post_serving_csr(
         &c,
         &w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            w.path("out").to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "add-nodes: {}", text(&o));
-    let as_w1 = as_node("worker-1");
-    let as_w1: Vec<&str> = as_w1.iter().map(String::as_str).collect();
-    let serving = post_csr(
-        &c,
         "serving-worker-1",
-        &openssl_csr(&w, "worker-1", Some("DNS:worker-1,IP:192.168.111.31")),
-        SERVING_SIGNER,
-        &["digital signature", "server auth"],
-        &as_w1,
+        "worker-1",
+        "DNS:worker-1,IP:192.168.111.31",
     );
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
@@ -802,13 +650,7 @@ fn dhcp_host_needs_its_address_given() {
         "{err}"
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let r = doc["csrs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == serving.as_str())
-        .unwrap()
-        .clone();
+    let r = report_row(&doc, &serving);
     assert!(
         r["reasons"]
             .as_array()
@@ -850,10 +692,10 @@ fn dhcp_host_needs_its_address_given() {
 /// `--watch --timeout 0` is refused (exit 2).
 #[test]
 fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_is_refused() {
-    netns_or_skip!();
+    e2e_or_skip!();
     let w = Work::new();
-    let c = cluster(&w);
-    add_nodes(&c, &w);
+    let c = cluster("", &w);
+    add_two_workers(&c, &w);
 
     let o = plugin(&c, &w, &["approve", "--yes", "--watch", "--timeout", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
@@ -863,22 +705,8 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
         text(&o)
     );
 
-    let evil = post_csr(
-        &c,
-        "evil\x1b[31mname\nX",
-        &openssl_csr(&w, "worker-1", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
-    let good = post_csr(
-        &c,
-        "good-client-worker-0",
-        &openssl_csr(&w, "worker-0", None),
-        CLIENT_SIGNER,
-        &["digital signature", "client auth"],
-        AS_BOOTSTRAPPER,
-    );
+    let evil = post_client_csr(&c, &w, "evil\x1b[31mname\nX", "worker-1");
+    let good = post_client_csr(&c, &w, "good-client-worker-0", "worker-0");
     let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(4), "{}", text(&o));
@@ -917,12 +745,7 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
         username.chars().count() > 48,
         "the test needs a long requester: {username}"
     );
-    let row = doc["csrs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == good.as_str())
-        .unwrap_or_else(|| panic!("{good} in {doc}"));
+    let row = report_row(&doc, &good);
     assert_eq!(row["requester"], username.as_str(), "{doc}");
     assert!(!doc.to_string().contains('…'), "{doc}");
 }
