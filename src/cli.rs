@@ -100,8 +100,9 @@ Examples:
   oc agent-day2 completion zsh > \"${fpath[1]}/_kubectl-agent_day2\"
 
   # kubectl agent-day2 <TAB> (kubectl 1.26+): put the helper on PATH; batch and node names
-  # are then completed from the current context
-  install -m 0755 scripts/kubectl_complete-agent_day2 ~/.local/bin/";
+  # are then completed from the current context (oc agent-day2 <TAB> does not complete: oc
+  # runs no plugin completion helper)
+  install -D -m 0755 scripts/kubectl_complete-agent_day2 ~/.local/bin/kubectl_complete-agent_day2";
 
 /// Arguments of `completion`.
 #[derive(Debug, Args)]
