@@ -932,7 +932,7 @@ fn a_restore_stream_cut_short_commits_nothing() {
         &mut dump.as_bytes(),
         &restore::Scope::new("c1", &[]),
         &restore::Expect::default(),
-        "",
+        &|_| Ok(String::new()),
         &mut full,
         &mut restore::Checked::default(),
     )
@@ -959,9 +959,102 @@ fn a_restore_stream_cut_short_commits_nothing() {
     run(&[], &full);
     assert_eq!(count(), "2");
     // The hazard avoided: psql -1 on the same cut dump (without our BEGIN) commits it.
-    let bare = &cut["BEGIN;\n".len()..];
+    // (Up to our count check, which would see the rows of the first run.)
+    let do_at = cut.windows(3).position(|w| w == b"DO ").unwrap();
+    let bare = &cut["BEGIN;\n".len()..do_at];
     run(&["--single-transaction"], bare);
     assert_eq!(count(), "4", "psql -1 commits at end of input");
+}
+
+/// On a real server: the kube-key UPDATEs touch only the rows the stream restored (a scope
+/// that lists another cluster's infra-env does not take its rows over), and the count check
+/// in the transaction rolls everything back when the target holds other rows of the cluster.
+#[test]
+fn restore_keys_only_its_rows_and_verifies_counts() {
+    if let Some(why) = postgres::unavailable() {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    use agent_day2::migrate::{import::kube_key_sql, restore};
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    let url = pg.url("postgres");
+    let schema = "CREATE TABLE clusters (id text primary key, name text, kube_key_name text, kube_key_namespace text); \
+         CREATE TABLE infra_envs (id text primary key, cluster_id text, name text, kube_key_namespace text); \
+         CREATE TABLE hosts (id text, infra_env_id text, cluster_id text, kube_key_namespace text, \
+         PRIMARY KEY (id, infra_env_id)); CREATE TABLE api_vips (cluster_id text, ip text);";
+    postgres::psql(&url, schema).unwrap();
+    postgres::psql(
+        &url,
+        "INSERT INTO clusters VALUES ('victim', 'v', 'v', 'theirs'); \
+         INSERT INTO infra_envs VALUES ('ie-v', 'victim', 'v', 'theirs'); \
+         INSERT INTO hosts VALUES ('hv', 'ie-v', 'victim', 'theirs');",
+    )
+    .unwrap();
+    let dump = "--\n-- PostgreSQL database dump\n--\n\nSET client_encoding = 'UTF8';\n\
+        COPY public.clusters (id, name, kube_key_name, kube_key_namespace) FROM stdin;\nc1\tc\t\t\n\\.\n\
+        COPY public.infra_envs (id, cluster_id, name, kube_key_namespace) FROM stdin;\nie1\tc1\tc\t\n\\.\n\
+        COPY public.hosts (id, infra_env_id, cluster_id, kube_key_namespace) FROM stdin;\nh1\tie1\tc1\t\n\\.\n\
+        COPY public.api_vips (cluster_id, ip) FROM stdin;\nc1\t10.0.0.5\n\\.\n";
+    // The lying scope: lists the victim's infra-env too.
+    let scope = restore::Scope::new("c1", &["ie1".to_string(), "ie-v".to_string()]);
+    let stream = || {
+        let mut out = Vec::new();
+        restore::write_stream(
+            "d",
+            &mut dump.as_bytes(),
+            &scope,
+            &restore::Expect::default(),
+            &|c| kube_key_sql("c1", "c", "ns1", c),
+            &mut out,
+            &mut restore::Checked::default(),
+        )
+        .unwrap();
+        out
+    };
+    let run = |input: &[u8]| {
+        use std::io::Write;
+        let mut ch = Command::new(postgres::psql_bin())
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &url, "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ch.stdin.take().unwrap().write_all(input).unwrap();
+        ch.wait_with_output().unwrap()
+    };
+    let out = run(&stream());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        sql(
+            &url,
+            "SELECT string_agg(id || '=' || kube_key_namespace, ',' ORDER BY id) FROM infra_envs"
+        ),
+        "ie-v=theirs,ie1=ns1"
+    );
+    assert_eq!(
+        sql(
+            &url,
+            "SELECT string_agg(id || '=' || kube_key_namespace, ',' ORDER BY id) FROM hosts"
+        ),
+        "h1=ns1,hv=theirs"
+    );
+    // A fresh target holding a stray row of the cluster: the counts differ, nothing committed.
+    postgres::psql(
+        &url,
+        "TRUNCATE clusters, infra_envs, hosts, api_vips; INSERT INTO api_vips VALUES ('c1', '10.9.9.9');",
+    )
+    .unwrap();
+    let out = run(&stream());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("table api_vips holds 2 rows of the cluster after the restore, 1 were restored"),
+        "{err}"
+    );
+    assert_eq!(sql(&url, "SELECT count(*) FROM clusters"), "0");
+    assert_eq!(sql(&url, "SELECT count(*) FROM api_vips"), "1");
 }
 
 /// A real kill (SIGKILL) while the database restore is under way, then a re-run: completes,

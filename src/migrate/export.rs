@@ -913,11 +913,90 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
     // Import restores only this cluster's rows of assisted-service's tables, and only COPY
     // data: checked here as import will (a dump with other statements or other clusters' rows
     // is refused now rather than in the middle of an import).
-    super::restore::check_dump(
+    let checked = super::restore::check_dump(
         &what_src,
         &mut open_dump()?,
         &super::restore::Scope::new(&cid, &ie_ids),
+        &super::restore::Expect {
+            sha256: None,
+            schema_version: Some(&schema_version),
+        },
     )?;
+    // What import will restore and key must be what the REST API lists: node 0's REST answer
+    // is the manifest's id lists, its database the rows (a lying answer would make import
+    // take over rows it does not restore).
+    let rest_hosts: std::collections::BTreeSet<(String, String)> = hosts
+        .iter()
+        .map(|h| (str_of(h, "id").to_string(), str_of(h, "infra_env_id").to_string()))
+        .collect();
+    let rest_ies: std::collections::BTreeSet<String> = ie_ids.iter().cloned().collect();
+    let dump_hosts_live: std::collections::BTreeSet<(String, String)> = hrows
+        .iter()
+        .filter(|r| live(r) && r.get("cluster_id").cloned().flatten().as_deref() == Some(cid.as_str()))
+        .map(|r| {
+            (
+                r.get("id").cloned().flatten().unwrap_or_default(),
+                r.get("infra_env_id").cloned().flatten().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let missing_ie: Vec<&String> = rest_ies.difference(&checked.infra_env_ids).collect();
+    let missing_h: Vec<String> = rest_hosts
+        .symmetric_difference(&dump_hosts_live)
+        .map(|(h, ie)| format!("{h} (infra-env {ie})"))
+        .collect();
+    // Names: the CRs are named from REST, import keys the rows by them.
+    let mut names = Vec::new();
+    let dump_name = crow.get("name").cloned().flatten().unwrap_or_default();
+    if dump_name != str_of(&cluster, "name") {
+        names.push(format!(
+            "cluster name {:?} over REST, {:?} in the dump",
+            str_of(&cluster, "name"),
+            dump_name
+        ));
+    }
+    let ierows = dump::table_rows(what, &mut open_dump()?, "infra_envs")?;
+    for ie in &ies {
+        let id = str_of(ie, "id");
+        let row = ierows
+            .iter()
+            .find(|r| r.get("id").cloned().flatten().as_deref() == Some(id));
+        let dn = row
+            .and_then(|r| r.get("name").cloned().flatten())
+            .unwrap_or_default();
+        if dn != str_of(ie, "name") {
+            names.push(format!(
+                "infra-env {id} name {:?} over REST, {:?} in the dump",
+                str_of(ie, "name"),
+                dn
+            ));
+        }
+    }
+    if !names.is_empty() {
+        return Err(Error::InvalidInput {
+            field: what_src,
+            message: crate::output::display(&format!(
+                "node 0's REST answer and its database disagree: {}; dump the database again",
+                names.join("; ")
+            )),
+        });
+    }
+    if !missing_ie.is_empty() || !missing_h.is_empty() {
+        return Err(Error::InvalidInput {
+            field: what_src,
+            message: crate::output::display(&format!(
+                "node 0's REST answer and its database disagree: infra-envs listed over REST without \
+                 a row in the dump: [{}]; hosts in only one of the two: [{}]; dump the database \
+                 again (or check what answers at {origin})",
+                missing_ie
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                missing_h.join(", ")
+            )),
+        });
+    }
 
     // The CRs.
     let kubeconfig = creds.get("kubeconfig").cloned().unwrap_or_default();

@@ -460,37 +460,78 @@ pub fn sql_literal(s: &str) -> Result<String, Error> {
 
 /// The UPDATEs appended to the restore (research/migration.md §3: the controllers find the
 /// rows by these keys; ABI leaves them empty): the cluster row gets `kube_key_name` =
-/// ClusterDeployment name and `kube_key_namespace` = `ns`; its infra-envs and hosts get
+/// ClusterDeployment name and `kube_key_namespace` = `ns`; the infra-envs and hosts this
+/// restore wrote (`restored.infra_env_ids`, `restored.host_keys`: collected while the dump was
+/// streamed, so rows already on the target are never touched, whatever the manifest lists) get
 /// `kube_key_namespace` = `ns` (InfraEnv CRs are named by `infra_envs.name`, Agents by host id).
 pub fn kube_key_sql(
     cluster_id: &str,
     cd_name: &str,
     ns: &str,
-    infra_env_ids: &[String],
+    restored: &restore::Checked,
 ) -> Result<String, Error> {
     let cid = sql_literal(cluster_id)?;
     let name = sql_literal(cd_name)?;
     let nsl = sql_literal(ns)?;
-    let mut ie_list = Vec::new();
-    for id in infra_env_ids {
-        ie_list.push(sql_literal(id)?);
-    }
-    let ie_or = if ie_list.is_empty() {
-        String::new()
-    } else {
-        format!(" OR id IN ({})", ie_list.join(", "))
-    };
-    let host_or = if ie_list.is_empty() {
-        String::new()
-    } else {
-        format!(" OR infra_env_id IN ({})", ie_list.join(", "))
-    };
-    Ok(format!(
+    let mut sql = format!(
         "-- agent-day2 migrate import: kube keys for the controllers of cluster 0\n\
-         UPDATE public.clusters SET kube_key_name = {name}, kube_key_namespace = {nsl} WHERE id = {cid};\n\
-         UPDATE public.infra_envs SET kube_key_namespace = {nsl} WHERE cluster_id = {cid}{ie_or};\n\
-         UPDATE public.hosts SET kube_key_namespace = {nsl} WHERE cluster_id = {cid}{host_or};\n"
-    ))
+         UPDATE public.clusters SET kube_key_name = {name}, kube_key_namespace = {nsl} WHERE id::text = {cid};\n"
+    );
+    let ies = restored
+        .infra_env_ids
+        .iter()
+        .map(|s| sql_literal(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !ies.is_empty() {
+        sql.push_str(&format!(
+            "UPDATE public.infra_envs SET kube_key_namespace = {nsl} WHERE id::text IN ({});\n",
+            ies.join(", ")
+        ));
+    }
+    let hosts = restored
+        .host_keys
+        .iter()
+        .map(|(h, ie)| Ok(format!("({}, {})", sql_literal(h)?, sql_literal(ie)?)))
+        .collect::<Result<Vec<_>, Error>>()?;
+    if !hosts.is_empty() {
+        sql.push_str(&format!(
+            "UPDATE public.hosts SET kube_key_namespace = {nsl} WHERE (id::text, infra_env_id::text) IN ({});\n",
+            hosts.join(", ")
+        ));
+    }
+    Ok(sql)
+}
+
+/// The manifest's infra-env and host ids must each have a row in the dump (restored: of this
+/// cluster): a manifest listing ids the dump does not hold is not export's.
+/// Errors: [`Error::InvalidInput`] (exit 3) naming the ids.
+pub fn check_listed_rows(
+    infra_env_ids: &[String],
+    host_ids: &[String],
+    found: &restore::Checked,
+) -> Result<(), Error> {
+    let ies: Vec<&str> = infra_env_ids
+        .iter()
+        .filter(|i| !found.infra_env_ids.contains(*i))
+        .map(String::as_str)
+        .collect();
+    let hosts: Vec<&str> = host_ids
+        .iter()
+        .filter(|h| !found.host_keys.iter().any(|(id, _)| id == *h))
+        .map(String::as_str)
+        .collect();
+    if ies.is_empty() && hosts.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidInput {
+        field: "bundle manifest.json".into(),
+        message: crate::output::display(&format!(
+            "it lists infra-envs [{}] and hosts [{}] that have no row of this cluster in db/dump.sql: \
+             the manifest and the dump are not from the same export",
+            ies.join(", "),
+            hosts.join(", ")
+        )),
+    })
 }
 
 /// The bundle's dump as errors name it.
@@ -1021,7 +1062,13 @@ impl Importer<'_> {
         let m = &self.bundle.manifest;
         let scope = restore::Scope::new(&m.cluster.id, &m.cluster.infra_env_ids);
         let mut dump = self.bundle.open_file("db/dump.sql")?;
-        restore::check_dump("bundle file db/dump.sql", &mut dump, &scope)?;
+        let sha = self.bundle.entry("db/dump.sql").map(|e| e.sha256.clone());
+        let expect = restore::Expect {
+            sha256: sha.as_deref(),
+            schema_version: Some(&m.source.schema_version),
+        };
+        let found = restore::check_dump(DUMP_FILE, &mut dump, &scope, &expect)?;
+        check_listed_rows(&m.cluster.infra_env_ids, &m.cluster.host_ids, &found)?;
         let existing = self.existing_record().await?;
         self.check_namespace(existing.as_ref()).await?;
         self.check_crds().await?;
@@ -1482,12 +1529,11 @@ impl Importer<'_> {
         }
         let t = Instant::now();
         let m = &self.bundle.manifest;
-        let updates = kube_key_sql(
-            &m.cluster.id,
-            &cd_name(&self.plan, &self.bundle),
-            &self.ns,
-            &m.cluster.infra_env_ids,
-        )?;
+        let (cid, cdn, ns) = (
+            m.cluster.id.clone(),
+            cd_name(&self.plan, &self.bundle),
+            self.ns.clone(),
+        );
         let mut dump = self.bundle.open_file("db/dump.sql")?;
         let size = self.bundle.entry("db/dump.sql").map(|e| e.size).unwrap_or(0);
         progress(&format!(
@@ -1506,7 +1552,15 @@ impl Importer<'_> {
                 schema_version: Some(&schema),
             };
             let mut checked = restore::Checked::default();
-            let r = restore::write_stream(DUMP_FILE, &mut dump, &scope, &expect, &updates, w, &mut checked);
+            let r = restore::write_stream(
+                DUMP_FILE,
+                &mut dump,
+                &scope,
+                &expect,
+                &|c| kube_key_sql(&cid, &cdn, &ns, c),
+                w,
+                &mut checked,
+            );
             let failed = r.is_err();
             *slot.lock().unwrap_or_else(|p| p.into_inner()) = (checked, r.err());
             match failed {
@@ -2202,24 +2256,79 @@ mod tests {
 
     #[test]
     fn kube_key_sql_quotes_values() {
-        let sql = kube_key_sql("c-1", "o'brien", "ns", &["ie-1".into(), "ie'2".into()]).unwrap();
+        let mut restored = restore::Checked::default();
+        restored.infra_env_ids.insert("ie-1".into());
+        restored.infra_env_ids.insert("ie'2".into());
+        restored.host_keys.insert(("h'1".into(), "ie-1".into()));
+        let sql = kube_key_sql("c-1", "o'brien", "ns", &restored).unwrap();
         assert!(sql.contains(
-            "UPDATE public.clusters SET kube_key_name = 'o''brien', kube_key_namespace = 'ns' WHERE id = 'c-1';"
+            "UPDATE public.clusters SET kube_key_name = 'o''brien', kube_key_namespace = 'ns' WHERE id::text = 'c-1';"
         ));
+        assert!(
+            sql.contains(
+                "UPDATE public.infra_envs SET kube_key_namespace = 'ns' WHERE id::text IN ('ie''2', 'ie-1');"
+            ),
+            "{sql}"
+        );
         assert!(sql.contains(
-            "UPDATE public.infra_envs SET kube_key_namespace = 'ns' WHERE cluster_id = 'c-1' OR id IN ('ie-1', 'ie''2');"
-        ));
-        assert!(sql.contains(
-            "UPDATE public.hosts SET kube_key_namespace = 'ns' WHERE cluster_id = 'c-1' OR infra_env_id IN ('ie-1', 'ie''2');"
-        ));
-        let none = kube_key_sql("c", "n", "ns", &[]).unwrap();
-        assert!(none.contains("WHERE cluster_id = 'c';\n"), "{none}");
+            "UPDATE public.hosts SET kube_key_namespace = 'ns' WHERE (id::text, infra_env_id::text) IN (('h''1', 'ie-1'));"
+        ), "{sql}");
+        let none = kube_key_sql("c", "n", "ns", &restore::Checked::default()).unwrap();
+        assert!(
+            none.contains("WHERE id::text = 'c';\n")
+                && !none.contains("infra_envs")
+                && !none.contains("hosts"),
+            "{none}"
+        );
         assert!(sql_literal("a\0b").is_err());
         assert_eq!(
             sql_literal(r"a\b").unwrap(),
             r"'a\b'",
             "backslash is literal in standard strings"
         );
+    }
+
+    /// The UPDATEs key only the rows the stream restored, never rows the manifest merely lists
+    /// (a lying manifest naming another cluster's infra-env must not take its rows over).
+    #[test]
+    fn kube_keys_touch_only_restored_rows() {
+        let cid = "c0ffee00-0000-0000-0000-000000000001";
+        let ie = "1e000000-0000-0000-0000-000000000001";
+        let victim = "be000000-0000-0000-0000-000000000666";
+        let dump = format!(
+            "--\n-- PostgreSQL database dump\n--\n\nSET client_encoding = 'UTF8';\n\
+             COPY public.clusters (id, name) FROM stdin;\n{cid}\tc\n\\.\n\
+             COPY public.infra_envs (id, cluster_id, name) FROM stdin;\n{ie}\t{cid}\tc\n\\.\n\
+             COPY public.hosts (id, infra_env_id, cluster_id) FROM stdin;\nh1\t{ie}\t{cid}\n\\.\n"
+        );
+        let listed = vec![ie.to_string(), victim.to_string()];
+        let scope = restore::Scope::new(cid, &listed);
+        let mut out = Vec::new();
+        let mut c = restore::Checked::default();
+        restore::write_stream(
+            "d",
+            &mut dump.as_bytes(),
+            &scope,
+            &restore::Expect::default(),
+            &|c| kube_key_sql(cid, "c", "ns", c),
+            &mut out,
+            &mut c,
+        )
+        .unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(!out.contains(victim), "{out}");
+        assert!(out.contains(&format!("WHERE id::text IN ('{ie}');")), "{out}");
+        assert!(
+            out.contains("IN (('h1', '1e000000-0000-0000-0000-000000000001'));"),
+            "{out}"
+        );
+        // And import refuses such a manifest before any change.
+        let e = check_listed_rows(&listed, &["h1".into()], &c).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(e.to_string().contains(victim), "{e}");
+        let e = check_listed_rows(&listed[..1], &["h2".into()], &c).unwrap_err();
+        assert!(e.to_string().contains("h2"), "{e}");
+        check_listed_rows(&listed[..1], &["h1".into()], &c).unwrap();
     }
 
     #[test]

@@ -93,6 +93,10 @@ pub struct Checked {
     pub sha256: String,
     /// Bytes read.
     pub bytes: u64,
+    /// `id`s of the `infra_envs` rows restored (unescaped).
+    pub infra_env_ids: BTreeSet<String>,
+    /// `(id, infra_env_id)` of the `hosts` rows restored (unescaped; hosts' primary key).
+    pub host_keys: BTreeSet<(String, String)>,
     /// COPY blocks sent: (table, first line, last line) of the stream, 1-based, as psql
     /// numbers its input lines (`psql:<stdin>:N:`).
     blocks: Vec<(String, u64, u64)>,
@@ -180,7 +184,12 @@ impl Owner {
         let needed: &[(&str, Option<usize>)] = match h.table.as_str() {
             "clusters" => &[("id", o.id)],
             "infra_envs" => &[("id", o.id), ("cluster_id", o.cluster_id)],
-            "hosts" | "events" => &[("cluster_id", o.cluster_id), ("infra_env_id", o.infra_env_id)],
+            "hosts" => &[
+                ("id", o.id),
+                ("cluster_id", o.cluster_id),
+                ("infra_env_id", o.infra_env_id),
+            ],
+            "events" => &[("cluster_id", o.cluster_id), ("infra_env_id", o.infra_env_id)],
             _ => &[("cluster_id", o.cluster_id)],
         };
         for (c, i) in needed {
@@ -196,6 +205,12 @@ impl Owner {
             }
         }
         Ok(o)
+    }
+
+    /// Field `i` of a row, unescaped as the server reads it (None: no such column or NULL).
+    fn value(&self, fields: &[&[u8]], i: Option<usize>) -> Option<String> {
+        i.and_then(|i| fields.get(i))
+            .and_then(|f| dump::unescape_copy(&String::from_utf8_lossy(f)))
     }
 
     /// Ok(true) the row is the cluster's; Ok(false) a soft-deleted row of another one (left
@@ -214,10 +229,12 @@ impl Owner {
                 let id = val(self.id);
                 (ours(id.as_deref()), format!("id {:?}", id.unwrap_or_default()))
             }
+            // Bound to this cluster or late-binding (no cluster), and listed in the manifest:
+            // a listed id does not let another cluster's infra-env through.
             "infra_envs" => {
                 let id = val(self.id);
                 (
-                    ours(cid) || in_set(id.clone()),
+                    (cid.is_none() || ours(cid)) && in_set(id.clone()),
                     format!(
                         "infra-env {:?} of cluster {:?}",
                         id.unwrap_or_default(),
@@ -225,7 +242,19 @@ impl Owner {
                     ),
                 )
             }
-            "hosts" | "events" => {
+            // A host is in one of the cluster's infra-envs, and of this cluster or of none yet.
+            "hosts" => {
+                let ie = val(self.infra_env_id);
+                (
+                    (cid.is_none() || ours(cid)) && in_set(ie.clone()),
+                    format!(
+                        "cluster_id {:?}, infra_env_id {:?}",
+                        cid.unwrap_or(""),
+                        ie.unwrap_or_default()
+                    ),
+                )
+            }
+            "events" => {
                 let ie = val(self.infra_env_id);
                 (
                     ours(cid) || (cid.is_none() && in_set(ie.clone())),
@@ -248,18 +277,133 @@ impl Owner {
     }
 }
 
+/// Whether a COPY row holds a backslash-period that is not an escaped backslash followed by a
+/// period: PostgreSQL's end-of-data marker, which ends the block early (the rest of the rows
+/// would be lost or read as SQL).
+pub fn has_end_marker(row: &[u8]) -> bool {
+    let mut i = 0;
+    while i < row.len() {
+        if row[i] == b'\\' {
+            if row.get(i + 1) == Some(&b'.') {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+/// A SQL string literal (`'…'`, quotes doubled; standard_conforming_strings is on in the
+/// stream). Errors: [`Error::InvalidInput`] for a NUL, which PostgreSQL text cannot hold.
+pub fn sql_literal(s: &str) -> Result<String, Error> {
+    if s.contains('\0') {
+        return Err(invalid(
+            "bundle",
+            format!("{s:?}: NUL in a value written to the database"),
+        ));
+    }
+    Ok(format!("'{}'", s.replace('\'', "''")))
+}
+
+/// The dollar-quote tag of [`verify_sql`]'s `DO` block.
+const VERIFY_TAG: &str = "$agent_day2_verify$";
+
+/// The `DO` block that checks, inside the restore transaction, that each restored table now
+/// holds exactly as many rows of the cluster as the stream restored (`checked.rows`), with
+/// the owner rules of the checks: `clusters` by id, `infra_envs` by the restored ids, `hosts`
+/// by the restored `(id, infra_env_id)` keys, `events` by cluster id or (no cluster and) one
+/// of the restored infra-envs, the other tables by cluster id. A difference (rows dropped by
+/// the server, or rows of the cluster already there) raises an exception: with psql's
+/// ON_ERROR_STOP the transaction is never committed.
+/// Errors: [`Error::InvalidInput`] for a value that cannot be quoted.
+pub fn verify_sql(scope: &Scope, checked: &Checked) -> Result<String, Error> {
+    let cid = sql_literal(&scope.cluster_id)?;
+    let list = |col: &str, v: Vec<String>| match v.is_empty() {
+        true => "false".to_string(),
+        false => format!("{col} IN ({})", v.join(", ")),
+    };
+    let ie_in = |col: &str| -> Result<String, Error> {
+        Ok(list(
+            col,
+            checked
+                .infra_env_ids
+                .iter()
+                .map(|s| sql_literal(s))
+                .collect::<Result<_, _>>()?,
+        ))
+    };
+    let hosts = list(
+        "(id::text, infra_env_id::text)",
+        checked
+            .host_keys
+            .iter()
+            .map(|(a, b)| Ok(format!("({}, {})", sql_literal(a)?, sql_literal(b)?)))
+            .collect::<Result<_, Error>>()?,
+    );
+    let mut body = String::new();
+    for (table, n) in &checked.rows {
+        let cond = match table.as_str() {
+            "clusters" => format!("id::text = {cid}"),
+            "infra_envs" => ie_in("id::text")?,
+            "hosts" => hosts.clone(),
+            "events" => format!(
+                "cluster_id::text = {cid} OR (coalesce(cluster_id::text, '') = '' AND {})",
+                ie_in("infra_env_id::text")?
+            ),
+            _ => format!("cluster_id::text = {cid}"),
+        };
+        body.push_str(&format!(
+            "  SELECT count(*) INTO n FROM public.\"{table}\" WHERE {cond};\n  \
+             IF n <> {n} THEN RAISE EXCEPTION 'agent-day2 migrate: table {table} holds % rows of \
+             the cluster after the restore, {n} were restored', n; END IF;\n"
+        ));
+    }
+    if body.contains(VERIFY_TAG) {
+        return Err(invalid(
+            "bundle file db/dump.sql",
+            "a restored id holds the text $agent_day2_verify$",
+        ));
+    }
+    Ok(format!(
+        "DO {VERIFY_TAG}\nDECLARE n bigint;\nBEGIN\n{body}END\n{VERIFY_TAG};\n"
+    ))
+}
+
 /// Checks a dump as [`write_stream`] does, sending nothing (export checks the dump it puts in a
 /// bundle with it). Errors: as [`write_stream`].
-pub fn check_dump(what: &str, r: &mut dyn Read, scope: &Scope) -> Result<Checked, Error> {
+pub fn check_dump(
+    what: &str,
+    r: &mut dyn Read,
+    scope: &Scope,
+    expect: &Expect<'_>,
+) -> Result<Checked, Error> {
     let mut checked = Checked::default();
-    let (expect, sink) = (Expect::default(), &mut std::io::sink());
-    run(what, r, scope, &expect, "", sink, false, &mut checked)?;
+    let sink = &mut std::io::sink();
+    run(
+        what,
+        r,
+        scope,
+        expect,
+        &|_| Ok(String::new()),
+        sink,
+        false,
+        &mut checked,
+    )?;
     Ok(checked)
 }
 
+/// The SQL a caller adds after the COPYs, made from what was restored (e.g. the kube-key
+/// UPDATEs of exactly the restored rows).
+pub type Updates<'a> = &'a dyn Fn(&Checked) -> Result<String, Error>;
+
 /// Writes the restore stream of the dump `r` to `w` (see the module doc): `BEGIN;`, settings,
-/// the checked COPY blocks, `updates` (SQL made by the caller, e.g. the kube-key UPDATEs),
-/// the `events` sequence set after the greatest restored id, `COMMIT;`.
+/// the checked COPY blocks, `updates(checked)` (SQL made by the caller from the restored rows,
+/// e.g. the kube-key UPDATEs), a check that the target now holds exactly as many rows of the
+/// cluster per table as were restored ([`verify_sql`]: a `DO` block raising an exception,
+/// so psql's ON_ERROR_STOP rolls the transaction back), the `events` sequence set after the
+/// greatest restored id, `COMMIT;`.
 ///
 /// On a refused input the stream ends with `ROLLBACK;` (after closing an open COPY block with
 /// `\.`), so what was sent is undone, and the error is returned. Checks at the end: `expect`'s
@@ -275,7 +419,7 @@ pub fn write_stream(
     r: &mut dyn Read,
     scope: &Scope,
     expect: &Expect<'_>,
-    updates: &str,
+    updates: Updates<'_>,
     w: &mut dyn Write,
     checked: &mut Checked,
 ) -> Result<(), Error> {
@@ -304,7 +448,7 @@ fn run(
     r: &mut dyn Read,
     scope: &Scope,
     expect: &Expect<'_>,
-    updates: &str,
+    updates: Updates<'_>,
     w: &mut dyn Write,
     send: bool,
     checked: &mut Checked,
@@ -351,7 +495,7 @@ fn body(
     hashing: &mut Hashing<&mut dyn Read>,
     scope: &Scope,
     expect: &Expect<'_>,
-    updates: &str,
+    updates: Updates<'_>,
     out: &mut Out<'_>,
     send: bool,
     checked: &mut Checked,
@@ -368,7 +512,6 @@ fn body(
     if send {
         out.put(b"BEGIN;\n")?;
     }
-    let mut encoding = None::<String>;
     let mut settings_sent = false;
     // The block being read: its header, whether it is sent, its owner columns.
     let mut block: Option<(CopyHeader, bool, Option<Owner>)> = None;
@@ -428,6 +571,18 @@ fn body(
                     *checked.skipped_tables.entry(table).or_insert(0) += 1;
                     continue;
                 }
+                if std::str::from_utf8(raw).is_err() {
+                    return Err(bad(
+                        "the row is not valid UTF-8 (the stream is sent as UTF8)".into()
+                    ));
+                }
+                if has_end_marker(raw) {
+                    return Err(bad(
+                        "an unescaped backslash-period in COPY data, which ends the block early on \
+                         the server (pg_dump writes a backslash as two)"
+                            .into(),
+                    ));
+                }
                 if raw.contains(&b'\r') || raw.contains(&0) {
                     return Err(bad(
                         "a carriage return or NUL byte in COPY data (pg_dump writes them as \\r and \
@@ -464,8 +619,19 @@ fn body(
                         )))
                     }
                 }
-                if h.table == "clusters" {
-                    has_cluster = true;
+                match h.table.as_str() {
+                    "clusters" => has_cluster = true,
+                    "infra_envs" => {
+                        if let Some(id) = owner.value(&fields, owner.id) {
+                            checked.infra_env_ids.insert(id);
+                        }
+                    }
+                    "hosts" => {
+                        let id = owner.value(&fields, owner.id).unwrap_or_default();
+                        let ie = owner.value(&fields, owner.infra_env_id).unwrap_or_default();
+                        checked.host_keys.insert((id, ie));
+                    }
+                    _ => {}
                 }
                 *checked.rows.entry(table).or_insert(0) += 1;
                 out.put(raw)?;
@@ -473,14 +639,19 @@ fn body(
             }
             None => match dump::classify_line(what, lineno, raw.strip_suffix(b"\r").unwrap_or(raw))? {
                 Statement::Ignored => {}
+                // Only UTF8: under another client encoding the server reads the row bytes
+                // differently from the owner checks here (e.g. SJIS's multi-byte characters
+                // swallow a following backslash or tab).
                 Statement::ClientEncoding(e) => {
-                    if settings_sent && encoding.as_deref() != Some(e.as_str()) {
+                    if !e.eq_ignore_ascii_case("UTF8") {
                         return Err(invalid(
                             what,
-                            format!("line {lineno}: client_encoding changes after the data started"),
+                            format!(
+                                "line {lineno}: client_encoding {e:?}: only UTF8 dumps are restored \
+                                 (pg_dump of assisted-service's UTF8 database writes UTF8)"
+                            ),
                         ));
                     }
-                    encoding = Some(e);
                 }
                 Statement::Copy(h) => {
                     for c in &h.columns {
@@ -512,13 +683,7 @@ fn body(
                     }
                     let owner = Owner::of(what, lineno, &h)?;
                     if !settings_sent {
-                        let enc = encoding.clone().unwrap_or_else(|| "UTF8".into());
-                        out.put(
-                            format!(
-                                "SET client_encoding = '{enc}';\nSET standard_conforming_strings = on;\n"
-                            )
-                            .as_bytes(),
-                        )?;
+                        out.put(b"SET client_encoding = 'UTF8';\nSET standard_conforming_strings = on;\n")?;
                         settings_sent = true;
                     }
                     let cols: Vec<String> = h.columns.iter().map(|c| format!("\"{c}\"")).collect();
@@ -578,10 +743,12 @@ fn body(
         ));
     }
     if send {
+        let updates = updates(checked)?;
         out.put(updates.as_bytes())?;
         if !updates.is_empty() && !updates.ends_with('\n') {
             out.put(b"\n")?;
         }
+        out.put(verify_sql(scope, checked)?.as_bytes())?;
         if events_restored {
             out.put(
                 format!(
@@ -648,7 +815,7 @@ mod tests {
         w: &mut dyn Write,
     ) -> Result<Checked, Error> {
         let mut c = Checked::default();
-        write_stream(what, r, scope, expect, updates, w, &mut c).map(|_| c)
+        write_stream(what, r, scope, expect, &|_| Ok(updates.to_string()), w, &mut c).map(|_| c)
     }
 
     fn stream(d: &str) -> (Result<Checked, Error>, String) {
@@ -680,9 +847,10 @@ mod tests {
              COPY public.\"events\" (\"id\", \"cluster_id\", \"infra_env_id\", \"message\", \"deleted_at\") FROM stdin;\n\
              1\t{CID}\t\\N\tinstalled\\tok\t\\N\n2\t\\N\t{LATE}\timage\t\\N\n\\.\n\
              COPY public.\"api_vips\" (\"cluster_id\", \"ip\") FROM stdin;\n{CID}\t192.168.111.5\n\\.\n\
-             UPDATE public.clusters SET kube_key_name = 'x';\n\
+             UPDATE public.clusters SET kube_key_name = 'x';\n{}\
              SELECT pg_catalog.setval('public.events_id_seq', COALESCE((SELECT max(id) FROM public.events), 1));\n\
-             COMMIT;\n"
+             COMMIT;\n",
+            verify_sql(&scope(), &c).unwrap()
         );
         assert_eq!(out, want);
         assert_eq!(c.rows["clusters"], 1);
@@ -713,7 +881,7 @@ mod tests {
         );
         assert_eq!(c.copy_error("psql: error: connection to server failed"), None);
         // Validation only: the same findings, nothing written.
-        let v = check_dump("d", &mut d.as_bytes(), &scope()).unwrap();
+        let v = check_dump("d", &mut d.as_bytes(), &scope(), &Expect::default()).unwrap();
         assert_eq!(v.rows, c.rows);
     }
 
@@ -794,7 +962,7 @@ mod tests {
                 !out.contains(needle) && !out.contains("COMMIT") && out.ends_with("ROLLBACK;\n"),
                 "{needle}: {out}"
             );
-            let e = check_dump("d", &mut bad.as_bytes(), &scope()).unwrap_err();
+            let e = check_dump("d", &mut bad.as_bytes(), &scope(), &Expect::default()).unwrap_err();
             assert_eq!(e.exit_code(), 3);
         }
         // The pg_dump-only message for a meta-command.
@@ -948,6 +1116,130 @@ mod tests {
             assert!(e.to_string().contains(needle), "{needle}: {e}");
             assert!(!out.contains("drop table") && !out.contains("COMMIT"), "{out}");
         }
+    }
+
+    /// Only UTF8 is restored: under SJIS the server reads a 0x81-0x9f lead byte and the next
+    /// byte (a backslash or tab) as one character, so it would see other fields than the checks.
+    #[test]
+    fn only_utf8_dumps_and_rows_are_restored() {
+        let d = dump();
+        for enc in ["SJIS", "LATIN1", "sql_ascii", "EUC_JP"] {
+            let (r, out) = stream(&d.replacen("'UTF8'", &format!("'{enc}'"), 1));
+            let e = r.unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+            assert!(e.to_string().contains("only UTF8"), "{enc}: {e}");
+            assert!(!out.contains("COMMIT") && !out.contains(enc), "{out}");
+        }
+        let (r, out) = stream(&d.replacen("'UTF8'", "'utf8'", 1));
+        r.unwrap();
+        assert!(out.contains("SET client_encoding = 'UTF8';"), "{out}");
+        // Not valid UTF-8 (an SJIS lead byte before the field separator).
+        let bad = d
+            .replacen("\t192.168.111.5", "\u{1}\t192.168.111.5", 1)
+            .into_bytes();
+        let pos = bad.windows(2).position(|w| w == b"\x01\t").unwrap();
+        let mut bad = bad;
+        bad[pos] = 0x83;
+        let mut out = Vec::new();
+        let e = ws("d", &mut &bad[..], &scope(), &Expect::default(), "", &mut out).unwrap_err();
+        assert!(e.to_string().contains("not valid UTF-8"), "{e}");
+        assert!(String::from_utf8_lossy(&out).ends_with("ROLLBACK;\n"));
+    }
+
+    /// A backslash-period inside a row would end the COPY on the server and drop the rest.
+    #[test]
+    fn an_end_marker_inside_a_row_is_refused() {
+        let d = dump();
+        for (to, refused) in [
+            ("\t192.168.111.5\\.\n", true),
+            ("\t192.168\\.111.5\n", true),
+            ("\t192.168.111.5\\\\.\n", false),
+            ("\t192.168.111.5\\\\\\.\n", true),
+        ] {
+            let (r, out) = stream(&d.replacen("\t192.168.111.5\n", to, 1));
+            match refused {
+                true => {
+                    let e = r.unwrap_err();
+                    assert!(e.to_string().contains("backslash-period"), "{to:?}: {e}");
+                    assert!(out.ends_with("ROLLBACK;\n"));
+                }
+                false => {
+                    r.unwrap();
+                }
+            }
+        }
+        assert!(has_end_marker(b"a\\."));
+        assert!(!has_end_marker(b"a\\\\."));
+        assert!(!has_end_marker(b"a.b"));
+    }
+
+    /// A listed infra-env id does not let another cluster's infra-env or host through.
+    #[test]
+    fn listed_ids_do_not_admit_other_clusters_rows() {
+        let other = "0be00000-0000-0000-0000-000000000099";
+        let d = dump();
+        for (from, to) in [
+            (
+                format!("{IE}\t{CID}\tagent-cluster\n"),
+                format!("{IE}\t{other}\tagent-cluster\n"),
+            ),
+            (format!("{LATE}\t\\N\tlate\n"), format!("{LATE}\t{other}\tlate\n")),
+            (format!("h2\t{LATE}\t{CID}\n"), format!("h2\t{LATE}\t{other}\n")),
+            (format!("h1\t{IE}\t{CID}\n"), format!("h1\tnot-listed\t{CID}\n")),
+            (format!("2\t\\N\t{LATE}"), format!("2\t{other}\t{LATE}")),
+        ] {
+            assert!(d.contains(&from), "{from}");
+            let (r, out) = stream(&d.replacen(&from, &to, 1));
+            let e = r.unwrap_err();
+            assert!(
+                e.to_string().contains("not of this bundle's cluster"),
+                "{to}: {e}"
+            );
+            assert!(!out.contains("COMMIT"), "{out}");
+        }
+    }
+
+    /// The count check runs inside the transaction, after the UPDATEs, and names each table
+    /// with the number restored.
+    #[test]
+    fn restored_counts_are_verified_before_commit() {
+        let (r, out) = stream(&dump());
+        let c = r.unwrap();
+        assert_eq!(
+            c.infra_env_ids,
+            [IE.to_string(), LATE.to_string()].into_iter().collect()
+        );
+        assert_eq!(c.host_keys.len(), 3);
+        let v = verify_sql(&scope(), &c).unwrap();
+        let (upd, do_at, commit) = (
+            out.find("UPDATE").unwrap(),
+            out.find("DO $agent_day2_verify$").unwrap(),
+            out.find("COMMIT;").unwrap(),
+        );
+        assert!(upd < do_at && do_at < commit, "{out}");
+        assert!(
+            v.contains("FROM public.\"hosts\" WHERE (id::text, infra_env_id::text) IN"),
+            "{v}"
+        );
+        assert!(
+            v.contains(&format!(
+                "IF n <> 3 THEN RAISE EXCEPTION 'agent-day2 migrate: table hosts"
+            )),
+            "{v}"
+        );
+        assert!(
+            v.contains(&format!(
+                "FROM public.\"clusters\" WHERE id::text = '{CID}';\n  IF n <> 1 "
+            )),
+            "{v}"
+        );
+        assert!(
+            v.contains("FROM public.\"api_vips\" WHERE cluster_id::text"),
+            "{v}"
+        );
+        let mut c2 = c.clone();
+        c2.infra_env_ids.insert("x$agent_day2_verify$".into());
+        assert!(verify_sql(&scope(), &c2).is_err());
     }
 
     #[test]
