@@ -31,6 +31,17 @@ use agent_day2_sim::harness::{enter_netns, TestCluster};
 use cluster::*;
 use serde_json::{json, Value};
 
+/// Enters a private network namespace (or returns from the test, saying why not) and starts
+/// [`cluster`] of the scenario; gives its [`Work`] and the cluster.
+macro_rules! cluster_or_skip {
+    ($scenario:expr) => {{
+        netns_or_skip!();
+        let w = Work::new();
+        let c = cluster($scenario, &w);
+        (w, c)
+    }};
+}
+
 /// `add-nodes --nodes-config nc --dir dir` and `extra` flags.
 fn add_nc(c: &TestCluster, w: &Work, nc: &Path, dir: &Path, extra: &[&str]) -> Output {
     let mut a = vec![
@@ -45,7 +56,7 @@ fn add_nc(c: &TestCluster, w: &Work, nc: &Path, dir: &Path, extra: &[&str]) -> O
 }
 
 /// `add-nodes` of worker-0 by flags (`--mac-address`, `--hostname`) with `--dir dir` and `extra`.
-fn add_w0(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Output {
+fn add_w0_cmd(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Command {
     let mut a = vec![
         "add-nodes",
         "--mac-address",
@@ -56,13 +67,36 @@ fn add_w0(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Output {
         dir.to_str().unwrap(),
     ];
     a.extend_from_slice(extra);
-    plugin(c, w, &a)
+    plugin_cmd(c, w, &a)
 }
 
-/// Asserts that `o` exited with `code` and said `needle` on stderr.
-fn assert_fails(o: &Output, code: i32, needle: &str) {
-    assert_eq!(o.status.code(), Some(code), "{}", text(o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(o));
+/// Runs [`add_w0_cmd`] to the end.
+fn add_w0(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Output {
+    add_w0_cmd(c, w, dir, extra).output().unwrap()
+}
+
+/// A runtime for pushing to Debian's docker-registry, or None (the reason printed) when it is
+/// not installed.
+fn registry_runtime_or_skip() -> Option<tokio::runtime::Runtime> {
+    if !Path::new(support::REGISTRY_BIN).exists() {
+        eprintln!(
+            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
+            support::REGISTRY_BIN
+        );
+        return None;
+    }
+    Some(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap(),
+    )
+}
+
+/// nodes-config.yaml of worker-0 (DHCP) with `bootArtifactsBaseURL: url`.
+fn pxe_nodes_config(w: &Work, url: &str) -> PathBuf {
+    let body = format!("bootArtifactsBaseURL: {url}\n{}", nodes_config(&[dhcp_host(W0)]));
+    w.write("nodes-config.yaml", &body)
 }
 
 /// The auth Secret add-nodes writes for monitor.
@@ -179,9 +213,7 @@ fn assert_ready(c: &TestCluster, (h, _, ip): (&str, &str, &str)) {
 
 #[test]
 fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let nc = w.write(
         "nodes-config.yaml",
         &nodes_config(&[static_host(W0, 24), dhcp_host(W1)]),
@@ -315,9 +347,7 @@ fn base64_decode(s: &str) -> Vec<u8> {
 
 #[test]
 fn config_image_boots_in_appliance_mode() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
     let o = add_nc(&c, &w, &nc, &w.out(), &["--config-image", "-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -340,16 +370,8 @@ fn config_image_boots_in_appliance_mode() {
 
 #[test]
 fn pxe_files_with_an_ipxe_script() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("fips: true\n", &w);
-    let nc = w.write(
-        "nodes-config.yaml",
-        &format!(
-            "bootArtifactsBaseURL: http://192.168.111.1:8000/pxe\n{}",
-            nodes_config(&[dhcp_host(W0)])
-        ),
-    );
+    let (w, c) = cluster_or_skip!("fips: true\n");
+    let nc = pxe_nodes_config(&w, "http://192.168.111.1:8000/pxe");
     let o = add_nc(
         &c,
         &w,
@@ -408,9 +430,7 @@ fn pxe_files_with_an_ipxe_script() {
 
 #[test]
 fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let nc = w.write("nodes-config.yaml", &nodes_config(&[dhcp_host(W0)]));
     let o = add_nc(&c, &w, &nc, &w.out(), &["--pxe"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -440,13 +460,7 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
         "{out}"
     );
     // The flag overrides the file's bootArtifactsBaseURL and gives the .ipxe script.
-    let nc = w.write(
-        "nodes-config.yaml",
-        &format!(
-            "bootArtifactsBaseURL: http://192.168.111.1:9/old\n{}",
-            nodes_config(&[dhcp_host(W0)])
-        ),
-    );
+    let nc = pxe_nodes_config(&w, "http://192.168.111.1:9/old");
     let o = add_nc(
         &c,
         &w,
@@ -503,9 +517,7 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
 
 #[test]
 fn dry_run_writes_nothing_and_redacts() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
     let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
@@ -585,9 +597,7 @@ fn batch_records_or_none(c: &TestCluster) -> Vec<Value> {
 
 #[test]
 fn batch_list_and_delete() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let o = plugin(&c, &w, &["add-nodes", "batch", "list"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("No batch records"));
@@ -695,9 +705,7 @@ fn batch_list_and_delete() {
 
 #[test]
 fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     // Material issued 30 h ago with a 48 h life: 18 h left, less than half.
     let old = agent_day2::auth::generate(
         Duration::from_secs(48 * 3600),
@@ -955,9 +963,7 @@ fn scenario_dual_stack_ipv6_static_host() {
 
 #[test]
 fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("multiArch: true\n", &w);
+    let (w, c) = cluster_or_skip!("multiArch: true\n");
     let nc = w.write(
         "nodes-config.yaml",
         &format!("cpuArchitecture: arm64\n{}", nodes_config(&[dhcp_host(W0)])),
@@ -998,9 +1004,7 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
 
 #[test]
 fn validation_errors_exit_3_with_every_message() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let nc = w.write(
         "nodes-config.yaml",
         "hosts:\n- hostname: Worker_0\n  role: master\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:aa:00:30\"\n- hostname: master-0\n  interfaces:\n  - name: eth0\n    macAddress: \"52:54:00:AA:00:30\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      ipv4: {enabled: true, dhcp: false, address: [{ip: 127.0.0.1, prefix-length: 8}]}\n- hostname: w2\n  interfacs: []\n",
@@ -1090,9 +1094,7 @@ fn validation_errors_exit_3_with_every_message() {
 
 #[test]
 fn bad_base_isos_are_refused_clearly() {
-    netns_or_skip!();
-    let w = Work::new();
-    let c = cluster("", &w);
+    let (w, c) = cluster_or_skip!("");
     let add = |extra: &[&str], out: &str| add_w0(&c, &w, &w.path(out), extra);
     // Not CoreOS: an ISO9660 image without the embed area.
     let plain = w.path("plain.iso");
@@ -1450,17 +1452,9 @@ fn agent_day2_sim_sha(b: &[u8]) -> String {
 #[test]
 fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     netns_or_skip!();
-    if !Path::new(support::REGISTRY_BIN).exists() {
-        eprintln!(
-            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
-            support::REGISTRY_BIN
-        );
+    let Some(rt) = registry_runtime_or_skip() else {
         return;
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    };
     let mut reg = support::Registry::start("192.168.111.6:5000", support::RegistryOpts::default());
     let (release, api) = rt.block_on(push_release(&reg.pusher(None)));
     let c = TestCluster::start(&format!("releaseImage: \"{release}\"\n")).unwrap();
@@ -1497,17 +1491,9 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
 #[test]
 fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it() {
     netns_or_skip!();
-    if !Path::new(support::REGISTRY_BIN).exists() {
-        eprintln!(
-            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
-            support::REGISTRY_BIN
-        );
+    let Some(rt) = registry_runtime_or_skip() else {
         return;
-    }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    };
     let opts = support::RegistryOpts {
         tls: None,
         user: Some(("day2".into(), "s3cret".into())),
@@ -1561,25 +1547,9 @@ fn a_base_iso_download_answered_503_twice_is_retried() {
         .parse()
         .unwrap();
     let proxy = support::FlakyProxy::start("192.168.111.7:3128", files, 2);
-    let o = Command::new(BIN)
-        .args([
-            "add-nodes",
-            "--mac-address",
-            W0.1,
-            "--hostname",
-            W0.0,
-            "--dir",
-            w.out().to_str().unwrap(),
-            "-o",
-            "json",
-        ])
-        .env("KUBECONFIG", &c.kubeconfig)
-        .env("XDG_CACHE_HOME", w.cache())
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
+    let o = add_w0_cmd(&c, &w, &w.out(), &["-o", "json"])
         .env("HTTP_PROXY", format!("http://{}", proxy.addr))
         .env("http_proxy", format!("http://{}", proxy.addr))
-        .stdin(Stdio::null())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));

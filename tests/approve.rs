@@ -186,6 +186,14 @@ fn conditions(c: &TestCluster, name: &str) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// The message of a CSR's first condition.
+fn condition_message(c: &TestCluster, name: &str) -> String {
+    csr_obj(c, name)["status"]["conditions"][0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn issued(c: &TestCluster, name: &str) -> bool {
     csr_obj(c, name)["status"]["certificate"]
         .as_str()
@@ -435,12 +443,7 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
 
     // stdin not a terminal, no --yes: exit 2 and the message says what to do.
     let o = plugin(&c, &w, &["approve"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--yes"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 2, "--yes");
     pristine();
 
     // Dry run: the table with both verdicts, exit 7 (a rejected CSR), nothing changed.
@@ -539,10 +542,7 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
         conditions(&c, &good),
         [("Approved".to_string(), "AgentDay2Approved".to_string())]
     );
-    let msg = csr_obj(&c, &good)["status"]["conditions"][0]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let msg = condition_message(&c, &good);
     assert!(
         msg.contains("worker-0") && msg.contains("node-bootstrapper"),
         "{msg}"
@@ -599,10 +599,7 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
         conditions(&c, &foreign),
         [("Denied".to_string(), "AgentDay2Denied".to_string())]
     );
-    let msg = csr_obj(&c, &foreign)["status"]["conditions"][0]["message"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let msg = condition_message(&c, &foreign);
     assert!(
         msg.contains("ip-san-not-node-address") && msg.contains("10.0.0.9"),
         "{msg}"
@@ -662,12 +659,7 @@ fn dhcp_host_needs_its_address_given() {
     assert!(conditions(&c, &serving).is_empty());
 
     let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-9=192.168.111.39"]);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("worker-9 is in no batch record"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 3, "worker-9 is in no batch record");
     let o = plugin(&c, &w, &["approve", "--yes", "--node", "worker-1=not-an-ip"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
@@ -698,12 +690,7 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     add_two_workers(&c, &w);
 
     let o = plugin(&c, &w, &["approve", "--yes", "--watch", "--timeout", "0"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("--timeout"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 2, "--timeout");
 
     let evil = post_client_csr(&c, &w, "evil\x1b[31mname\nX", "worker-1");
     let good = post_client_csr(&c, &w, "good-client-worker-0", "worker-0");

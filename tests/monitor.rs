@@ -9,43 +9,29 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+#[macro_use]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use agent_day2_sim::harness::TestCluster;
+use cluster::*;
 use serde_json::{json, Value};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
 const SWAGGER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../shared/upstream/assisted-service/swagger.yaml"
 );
 
-macro_rules! netns_or_skip {
-    () => {
-        if let Err(why) = enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// A simulated cluster whose release payload add-nodes reads from the plugin's per-digest cache
-/// (as tests/add_nodes.rs `seed_release`), and a work directory.
+/// ([`seed_release`], x86_64), and a work directory.
 struct Env {
     c: TestCluster,
-    tmp: tempfile::TempDir,
+    w: Work,
 }
 
 impl Env {
@@ -54,66 +40,35 @@ impl Env {
     }
     fn with_scenario(scenario: &str) -> Env {
         let c = TestCluster::start(scenario).unwrap();
-        let tmp = tempfile::tempdir().unwrap();
-        let e = Env { c, tmp };
-        e.seed_release();
-        e
+        let w = Work::new();
+        seed_release(&c, &w, &["x86_64"]);
+        Env { c, w }
     }
     fn path(&self, n: &str) -> PathBuf {
-        self.tmp.path().join(n)
+        self.w.path(n)
     }
     fn cmd(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .env("KUBECONFIG", &self.c.kubeconfig)
-            .env("XDG_CACHE_HOME", self.path("cache"))
-            .env_remove("HTTPS_PROXY")
-            .env_remove("https_proxy")
-            .env_remove("HTTP_PROXY")
-            .env_remove("http_proxy")
-            .stdin(Stdio::null());
-        cmd
+        plugin_cmd(&self.c, &self.w, args)
     }
     fn plugin(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
     fn kubectl_json(&self, args: &[&str]) -> Value {
-        let o = self.c.kubectl(args);
-        assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
-        serde_json::from_slice(&o.stdout).unwrap()
+        kubectl_json(&self.c, args)
     }
-    fn seed_release(&self) {
-        let cv = self.kubectl_json(&["get", "clusterversion", "version", "-o", "json"]);
-        let release = cv["status"]["history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|h| h["state"] == "Completed")
-            .and_then(|h| h["image"].as_str())
-            .unwrap()
-            .to_string();
-        let digest = release.rsplit_once('@').unwrap().1.to_string();
-        let img = |n: char| {
-            format!(
-                "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-                n.to_string().repeat(64)
-            )
-        };
-        let imgs = json!({"apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'), "machineOsImages": null});
-        let dir = self.path("cache").join("agent-day2/releases");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join(format!("{digest}.json")),
-            json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
-        )
-        .unwrap();
+
+    /// `monitor args --poll-interval 100ms --timeout timeout` to the end.
+    fn monitor(&self, args: &[&str], timeout: &str) -> Output {
+        let mut a = vec!["monitor"];
+        a.extend_from_slice(args);
+        a.extend(["--poll-interval", "100ms", "--timeout", timeout]);
+        self.plugin(&a)
     }
 
     /// add-nodes for `hosts` (nodes-config text), extra flags; returns the report.
     fn add_nodes(&self, hosts: &[String], extra: &[&str]) -> Value {
-        let nc = self.path("nodes-config.yaml");
-        std::fs::write(&nc, format!("hosts:\n{}", hosts.join(""))).unwrap();
-        let out = self.path("out");
+        let nc = self.w.write("nodes-config.yaml", &nodes_config(hosts));
+        let out = self.w.out();
         let mut args = vec![
             "add-nodes",
             "--nodes-config",
@@ -137,69 +92,54 @@ impl Env {
     }
 
     fn batch_records(&self) -> Vec<Value> {
-        let l = self.kubectl_json(&[
-            "-n",
-            "openshift-agent-day2",
-            "get",
-            "configmaps",
-            "-l",
-            "agent-day2.openshift.io/batch",
-            "-o",
-            "json",
-        ]);
-        l["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|cm| serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap())
-            .collect()
+        batch_records(&self.c)
     }
 
     /// Starts `agent-day2-sim boot` of `image` for `nodes` (MAC=IP) with extra flags; output
     /// goes to a log file.
     fn boot(&self, image: &[&str], nodes: &[(&str, &str, &str)], extra: &[&str]) -> Boot {
         let log = self.path(&format!("boot-{}.log", nodes.first().map(|n| n.0).unwrap_or("x")));
-        let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
-        cmd.arg("boot").arg("--dir").arg(&self.c.dir).args(image);
-        for (_, mac, ip) in nodes {
-            cmd.arg("--node").arg(format!("{mac}={ip}"));
-        }
-        cmd.args(["--stage-delay-ms", "300", "--timeout", "300s"])
-            .args(extra)
-            .stdin(Stdio::null())
+        let mut cmd = boot_cmd(&self.c, image, nodes, 300, "300s");
+        cmd.args(extra)
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(log.with_extension("err")).unwrap());
-        Boot(cmd.spawn().unwrap(), log)
+        Boot {
+            _child: Kid(cmd.spawn().unwrap()),
+            log,
+        }
+    }
+
+    /// Starts `args` (a monitor command line, output captured), then after `delay_ms` boots
+    /// `image` for `nodes`; returns monitor's output and the boot (for its log).
+    fn monitor_while_booting(
+        &self,
+        args: &[&str],
+        delay_ms: u64,
+        image: &[&str],
+        nodes: &[(&str, &str, &str)],
+    ) -> (Output, Boot) {
+        let mon = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let boot = self.boot(image, nodes, &[]);
+        (mon.wait_with_output().unwrap(), boot)
     }
 }
 
-struct Boot(Child, PathBuf);
+/// A running `agent-day2-sim boot` and its log file (stdout; stderr beside it as .err).
+struct Boot {
+    _child: Kid,
+    log: PathBuf,
+}
 impl Boot {
     fn log(&self) -> String {
-        std::fs::read_to_string(&self.1).unwrap_or_default()
-            + &std::fs::read_to_string(self.1.with_extension("err")).unwrap_or_default()
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+            + &std::fs::read_to_string(self.log.with_extension("err")).unwrap_or_default()
     }
-}
-impl Drop for Boot {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn static_host(h: &str, mac: &str, ip: &str) -> String {
-    let (fam, prefix) = if ip.contains(':') {
-        ("ipv6", 64)
-    } else {
-        ("ipv4", 24)
-    };
-    format!(
-        "- hostname: {h}\n  rootDeviceHints:\n    deviceName: /dev/vda\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n  networkConfig:\n    interfaces:\n    - name: eth0\n      type: ethernet\n      state: up\n      mac-address: \"{mac}\"\n      {fam}:\n        enabled: true\n        dhcp: false\n        address:\n        - ip: \"{ip}\"\n          prefix-length: {prefix}\n"
-    )
-}
-
-fn dhcp_host(h: &str, mac: &str) -> String {
-    format!("- hostname: {h}\n  interfaces:\n  - name: eth0\n    macAddress: \"{mac}\"\n")
 }
 
 /// JSON events of `-o json` stdout (every line must parse).
@@ -262,9 +202,6 @@ fn approve_by_hand(env: &Env, signer: &'static str) -> (Arc<AtomicBool>, std::th
     (stop, h)
 }
 
-const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
-const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
-
 // ------------------------------------------------------------------------------------------
 
 /// Two nodes (one static, one DHCP followed through --ip-addresses) go all the way under
@@ -275,7 +212,7 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     netns_or_skip!();
     let env = Env::new();
     let r = env.add_nodes(
-        &[static_host(W0.0, W0.1, W0.2), dhcp_host(W1.0, W1.1)],
+        &[static_host(W0, 24), dhcp_host(W1)],
         &["--node-labels", "zone=a"],
     );
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
@@ -283,8 +220,8 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
     assert_eq!(before[0]["hosts"][1]["ipSource"], "unknown");
 
     let ips = format!("{},{}", W0.2, W1.2);
-    let mon = env
-        .cmd(&[
+    let (o, boot) = env.monitor_while_booting(
+        &[
             "monitor",
             "--approve",
             "--yes",
@@ -296,14 +233,11 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
             "100ms",
             "--timeout",
             "180s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let boot = env.boot(&["--iso", &iso], &[W0, W1], &[]);
-    let o = mon.wait_with_output().unwrap();
+        ],
+        1500,
+        &["--iso", &iso],
+        &[W0, W1],
+    );
     assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
     for (h, _, ip) in [W0, W1] {
@@ -381,7 +315,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     let ok = ("w-ok", "52:54:00:aa:00:43", "192.168.111.43");
     let hosts: Vec<String> = [val, bad, never, ok]
         .iter()
-        .map(|(h, m, i)| static_host(h, m, i))
+        .map(|&n| static_host(n, 24))
         .collect();
     let r = env.add_nodes(&hosts, &[]);
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
@@ -395,17 +329,15 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
 
     // Install failure: 6, with the reason, and the logs gathered.
     let logs = env.path("logs");
-    let o = env.plugin(&[
-        "monitor",
-        "--node",
-        &format!("w-bad={}", bad.2),
-        "--gather",
-        logs.to_str().unwrap(),
-        "--poll-interval",
-        "100ms",
-        "--timeout",
+    let o = env.monitor(
+        &[
+            "--node",
+            &format!("w-bad={}", bad.2),
+            "--gather",
+            logs.to_str().unwrap(),
+        ],
         "60s",
-    ]);
+    );
     assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     eprintln!("monitor of a failed install:\n{}", text(&o));
@@ -437,17 +369,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     assert!(out.contains(&saved.display().to_string()), "{}", text(&o));
 
     // A failing validation: its message, then 5 at the timeout.
-    let o = env.plugin(&[
-        "monitor",
-        "--ip-addresses",
-        val.2,
-        "-o",
-        "json",
-        "--poll-interval",
-        "100ms",
-        "--timeout",
-        "4s",
-    ]);
+    let o = env.monitor(&["--ip-addresses", val.2, "-o", "json"], "4s");
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let evs = events(&o);
     let v = evs
@@ -462,15 +384,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     assert!(v["message"].as_str().unwrap().contains("ntp-synced"));
 
     // Never booted: says so, 5.
-    let o = env.plugin(&[
-        "monitor",
-        "--ip-addresses",
-        never.2,
-        "--poll-interval",
-        "100ms",
-        "--timeout",
-        "2s",
-    ]);
+    let o = env.monitor(&["--ip-addresses", never.2], "2s");
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout)
@@ -522,24 +436,9 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
 
     // An unknown batch is a clear error.
     let o = env.plugin(&["monitor", "--batch", "batch-nosuch"]);
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("\"batch-nosuch\" not found"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 4, "\"batch-nosuch\" not found");
     // The whole batch (--batch, no anchors): 6, 5 and 7 apply; the lowest, 5, wins.
-    let o = env.plugin(&[
-        "monitor",
-        "--batch",
-        r["batch"].as_str().unwrap(),
-        "-o",
-        "json",
-        "--poll-interval",
-        "100ms",
-        "--timeout",
-        "4s",
-    ]);
+    let o = env.monitor(&["--batch", r["batch"].as_str().unwrap(), "-o", "json"], "4s");
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let evs = events(&o);
     let s = evs.last().unwrap();
@@ -583,13 +482,18 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
             )
         })
         .collect();
-    let hosts: Vec<String> = nodes.iter().map(|(h, m, i)| static_host(h, m, i)).collect();
+    let hosts: Vec<String> = nodes.iter().map(|(h, m, i)| static_host((h, m, i), 24)).collect();
     let t = Instant::now();
     env.add_nodes(&hosts, &["--pxe"]);
     eprintln!("add-nodes for 100 hosts: {:.1}s", t.elapsed().as_secs_f64());
     let bound = 8;
-    let mon = env
-        .cmd(&[
+    let refs: Vec<(&str, &str, &str)> = nodes
+        .iter()
+        .map(|(h, m, i)| (h.as_str(), m.as_str(), i.as_str()))
+        .collect();
+    let pxe = env.path("out").join("boot-artifacts");
+    let (o, boot) = env.monitor_while_booting(
+        &[
             "monitor",
             "-o",
             "json",
@@ -599,19 +503,11 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
             &bound.to_string(),
             "--timeout",
             "45s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
-    let refs: Vec<(&str, &str, &str)> = nodes
-        .iter()
-        .map(|(h, m, i)| (h.as_str(), m.as_str(), i.as_str()))
-        .collect();
-    let pxe = env.path("out").join("boot-artifacts");
-    let boot = env.boot(&["--pxe-dir", pxe.to_str().unwrap()], &refs, &[]);
-    let o = mon.wait_with_output().unwrap();
+        ],
+        1000,
+        &["--pxe-dir", pxe.to_str().unwrap()],
+        &refs,
+    );
     // Nobody approves: every node ends with its client CSR pending → 7.
     assert_eq!(o.status.code(), Some(7), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
@@ -926,7 +822,7 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
     netns_or_skip!();
     let env = Env::new();
     let never = ("w-never", "52:54:00:aa:00:50", "192.168.111.50");
-    env.add_nodes(&[static_host(never.0, never.1, never.2)], &[]);
+    env.add_nodes(&[static_host(never, 24)], &[]);
 
     // On a terminal: the live table (rows redrawn on stderr) and the final table, no lines.
     let cmd = format!("{BIN} monitor --timeout 2s --poll-interval 100ms");
@@ -954,27 +850,13 @@ fn token_expiry_is_warned_and_the_live_table_shows_on_a_terminal() {
 
     // Usage: --approve needs --yes without a terminal; --yes needs --approve; no yaml stream.
     let o = env.plugin(&["monitor", "--approve"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("pass --yes"),
-        "{}",
-        text(&o)
-    );
+    assert_fails(&o, 2, "pass --yes");
     assert_eq!(env.plugin(&["monitor", "--yes"]).status.code(), Some(2));
     assert_eq!(env.plugin(&["monitor", "-o", "yaml"]).status.code(), Some(2));
     assert_eq!(env.plugin(&["monitor", "--timeout", "0"]).status.code(), Some(2));
 
     // The token expires in 3 s, before --timeout: warned, then the unbooted node fails.
-    let cms = env.kubectl_json(&[
-        "-n",
-        "openshift-agent-day2",
-        "get",
-        "configmaps",
-        "-l",
-        "agent-day2.openshift.io/batch",
-        "-o",
-        "json",
-    ]);
+    let cms = env.kubectl_json(BATCH_CONFIGMAPS);
     let mut cm = cms["items"][0].clone();
     let mut rec: Value = serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap();
     let soon = time::OffsetDateTime::now_utc() + time::Duration::seconds(3);
@@ -1222,10 +1104,10 @@ fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
         );
         return;
     }
-    let r = env.add_nodes(&[static_host(v6.0, v6.1, v6.2)], &[]);
+    let r = env.add_nodes(&[static_host(v6, 64)], &[]);
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
-    let mon = env
-        .cmd(&[
+    let (o, boot) = env.monitor_while_booting(
+        &[
             "monitor",
             "--approve",
             "--yes",
@@ -1235,14 +1117,11 @@ fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
             "100ms",
             "--timeout",
             "120s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let boot = env.boot(&["--iso", &iso], &[v6], &[]);
-    let o = mon.wait_with_output().unwrap();
+        ],
+        1500,
+        &["--iso", &iso],
+        &[v6],
+    );
     assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
     let evs = events(&o);
     let st = stages_of(&evs, v6.0);

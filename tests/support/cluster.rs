@@ -86,6 +86,12 @@ pub fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
     plugin_cmd(c, w, args).output().unwrap()
 }
 
+/// Asserts that `o` exited with `code` and said `needle` on stderr.
+pub fn assert_fails(o: &Output, code: i32, needle: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", text(o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(needle), "{}", text(o));
+}
+
 /// stdout parsed as one JSON document (panics with the output when it is not).
 pub fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", text(o)))
