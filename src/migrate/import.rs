@@ -782,6 +782,8 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
         counts: Counts::default(),
         agents: 0,
         kind_tally: None,
+        run_id: record::run_id(),
+        record_rv: None,
     };
     let deadline_err = || {
         Error::Timeout(format!(
@@ -830,6 +832,10 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
             .unwrap_or_else(|_| Err(deadline_err())),
         None => work.await,
     };
+    if result.is_err() {
+        // Let go of the record so the next run need not wait for it to go stale.
+        imp.release().await;
+    }
     let summary = match result {
         Ok(s) => s,
         // Our own deadline: printed here, since Error::Timeout's hint is about single requests.
@@ -852,6 +858,8 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
 struct Checked {
     /// This bundle's record on cluster 0, if any.
     existing: Option<Record>,
+    /// The record's resourceVersion as read (None: no record yet), for the locked writes.
+    record_rv: Option<String>,
     /// Where the database is.
     db: Db,
     /// Whether the database must be restored.
@@ -881,6 +889,10 @@ struct Importer<'a> {
     agents: u32,
     /// Objects of the kind being applied: (kind, [created, unchanged, replaced]).
     kind_tally: Option<(&'static str, [u32; 3])>,
+    /// This run's holder id ([`record::run_id`]): the record is the import's lock.
+    run_id: String,
+    /// The record's resourceVersion last read or written by this run.
+    record_rv: Option<String>,
 }
 
 /// A progress line on stderr, escaped (it carries names from the bundle and the cluster).
@@ -901,9 +913,11 @@ impl Importer<'_> {
         // 1. checks before any change.
         let Checked {
             existing,
+            record_rv,
             db,
             restore,
         } = self.checks().await?;
+        self.record_rv = record_rv;
 
         // 2. namespace and record.
         self.ensure_namespace().await?;
@@ -1069,7 +1083,10 @@ impl Importer<'_> {
         };
         let found = restore::check_dump(DUMP_FILE, &mut dump, &scope, &expect)?;
         check_listed_rows(&m.cluster.infra_env_ids, &m.cluster.host_ids, &found)?;
-        let existing = self.existing_record().await?;
+        let (existing, record_rv) = match self.existing_record().await? {
+            Some((r, rv)) => (Some(r), rv),
+            None => (None, None),
+        };
         self.check_namespace(existing.as_ref()).await?;
         self.check_crds().await?;
         self.check_conflicts(existing.as_ref()).await?;
@@ -1082,6 +1099,7 @@ impl Importer<'_> {
         let restore = self.db_state(&db, existing.as_ref()).await?;
         Ok(Checked {
             existing,
+            record_rv,
             db,
             restore,
         })
@@ -1228,18 +1246,86 @@ impl Importer<'_> {
         s
     }
 
-    async fn save_record(&self) -> Result<(), Error> {
-        let rec = self.rec();
-        record::write(&self.target.client, &self.ns, rec)
-            .await
-            .map_err(|e| {
-                classify(
-                    e,
-                    "write",
-                    ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
-                    &self.target,
-                )
-            })
+    /// Err when `r` (read from cluster 0) is another bundle's, or this bundle's held by another
+    /// run that may still be going.
+    fn lock_error(&self, r: &Record) -> Result<(), Error> {
+        let resource = ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME);
+        if !r.is_of(self.bundle.checksum()) {
+            return Err(Error::BadObject {
+                resource,
+                message: other_bundle_message(r, &self.bundle, &self.ns),
+            });
+        }
+        let now = time::OffsetDateTime::now_utc();
+        if let Some(why) = r.held_by_other(&self.run_id, now, record::STALE_AFTER) {
+            return Err(Error::BadObject {
+                resource,
+                message: format!("another import is in progress ({why})"),
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes the record as this run's lock: only over the version this run read or wrote
+    /// last (created when there was none). Someone else's write in between (another import)
+    /// is re-read and reported ([`Importer::lock_error`]); exit 4.
+    async fn save_record(&mut self) -> Result<(), Error> {
+        let resource = ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME);
+        let run_id = self.run_id.clone();
+        let rec = self.record.as_mut().expect("record");
+        rec.holder = Some(run_id);
+        rec.heartbeat = Some(record::now_rfc3339());
+        rec.released = false;
+        let rec = rec.clone();
+        match record::write_if(&self.target.client, &self.ns, &rec, self.record_rv.as_deref()).await {
+            Ok(rv) => {
+                self.record_rv = rv;
+                Ok(())
+            }
+            Err(record::WriteError::Kube(e)) => Err(classify(e, "write", resource, &self.target)),
+            Err(record::WriteError::Conflict) => {
+                let now = match record::read(&self.target.client, &self.ns).await {
+                    Ok(Some((r, _))) => Some(r),
+                    _ => None,
+                };
+                if let Some(r) = &now {
+                    self.lock_error(r)?;
+                }
+                Err(Error::BadObject {
+                    resource,
+                    message: format!(
+                        "another import is in progress or was: the record changed while this run held it \
+                         (now {}); run the import again",
+                        match &now {
+                            Some(r) => format!(
+                                "held by {}, started {}",
+                                r.holder.as_deref().unwrap_or("?"),
+                                r.started
+                            ),
+                            None => "deleted".into(),
+                        }
+                    ),
+                })
+            }
+        }
+    }
+
+    /// After a failed run: marks the record released (best effort, only over this run's own
+    /// last write), so the next run takes over at once.
+    async fn release(&mut self) {
+        let Some(rv) = self.record_rv.clone() else {
+            return;
+        };
+        let Some(rec) = self.record.as_mut() else {
+            return;
+        };
+        if rec.phase == Phase::Complete {
+            return;
+        }
+        rec.released = true;
+        rec.heartbeat = Some(record::now_rfc3339());
+        let rec = rec.clone();
+        let _ = record::write_if(&self.target.client, &self.ns, &rec, Some(&rv)).await;
     }
 
     /// Records `step` (writing the record when it is new) and honours the test hook.
@@ -1337,14 +1423,15 @@ impl Importer<'_> {
         }
     }
 
-    async fn existing_record(&self) -> Result<Option<Record>, Error> {
+    /// This bundle's record and its resourceVersion. Errors: another bundle's record, or this
+    /// bundle's held by another run that may still be going ([`Record::held_by_other`]): exit 4.
+    async fn existing_record(&self) -> Result<Option<(Record, Option<String>)>, Error> {
         match record::read(&self.target.client, &self.ns).await {
             Ok(None) => Ok(None),
-            Ok(Some((r, _))) if r.is_of(self.bundle.checksum()) => Ok(Some(r)),
-            Ok(Some((r, _))) => Err(Error::BadObject {
-                resource: ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME),
-                message: other_bundle_message(&r, &self.bundle, &self.ns),
-            }),
+            Ok(Some((r, cm))) => {
+                self.lock_error(&r)?;
+                Ok(Some((r, cm.metadata.resource_version)))
+            }
             Err(record::ReadError::Bad(e)) => Err(e),
             Err(record::ReadError::Kube(e)) => Err(classify(
                 e,

@@ -75,6 +75,63 @@ pub struct Record {
     /// node 0 apart in messages. Absent in records of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bundle_created: Option<String>,
+    /// The run holding the record while in progress ([`run_id`]: host, pid, process start,
+    /// random part). The record is the lock of an import: see [`Record::held_by_other`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    /// When the holder last wrote the record (each step; RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<String>,
+    /// The holder ended (an error or `--timeout`) and let go: the next run may take over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
+}
+
+/// An in-progress record whose holder has not written it for this long may be taken over
+/// by another run (an import writes the record after every step; the longest step, the
+/// database restore of a large dump, takes minutes).
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// This process's holder id: `host:pid:start:random`, where `start` is the process start time
+/// (field 22 of /proc/self/stat, clock ticks since boot) so a reused pid is told apart.
+pub fn run_id() -> String {
+    let pid = std::process::id();
+    format!(
+        "{}:{pid}:{}:{}",
+        host_name(),
+        proc_start(pid).unwrap_or_default(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Field 22 (starttime) of /proc/PID/stat, None when the process does not exist.
+fn proc_start(pid: u32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command (field 2) is in parentheses and may hold spaces: split after its last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19).map(str::to_string)
+}
+
+/// Whether `holder` ([`run_id`]) is a process of this host that no longer runs (its pid is
+/// gone or now another process). Holders of other hosts: false (not known).
+pub fn holder_gone(holder: &str) -> bool {
+    let mut p = holder.split(':');
+    let (Some(host), Some(pid), Some(start)) = (p.next(), p.next(), p.next()) else {
+        return false;
+    };
+    if host.is_empty() || host != host_name() {
+        return false;
+    }
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    proc_start(pid).as_deref() != Some(start)
 }
 
 impl Record {
@@ -97,7 +154,42 @@ impl Record {
             pvc: None,
             assisted_service: None,
             bundle_created: None,
+            holder: None,
+            heartbeat: None,
+            released: false,
         }
+    }
+
+    /// When this in-progress record is held by a run other than `me` that may still be running,
+    /// why (for "another import is in progress (…)"); None when it may be taken over: complete,
+    /// ours, released, without holder (earlier versions), its holder a process of this host that
+    /// is gone, or its heartbeat older than `stale_after` (or unreadable) at `now`.
+    pub fn held_by_other(
+        &self,
+        me: &str,
+        now: time::OffsetDateTime,
+        stale_after: std::time::Duration,
+    ) -> Option<String> {
+        if self.phase == Phase::Complete || self.released {
+            return None;
+        }
+        let holder = self.holder.as_deref()?;
+        if holder == me || holder_gone(holder) {
+            return None;
+        }
+        let beat = self.heartbeat.as_deref().and_then(|t| {
+            time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
+        })?;
+        if now - beat > stale_after {
+            return None;
+        }
+        Some(format!(
+            "started {}, held by {holder}, last update {}; it can be taken over once it has not \
+             updated the record for {} minutes",
+            self.started,
+            self.heartbeat.as_deref().unwrap_or("?"),
+            stale_after.as_secs() / 60
+        ))
     }
 
     /// Whether this record is of the bundle with checksum `sha`.
@@ -210,6 +302,68 @@ pub async fn write(client: &Client, namespace: &str, rec: &Record) -> Result<(),
     Ok(())
 }
 
+/// Writes `rec` as the lock: with `resource_version` None it creates the ConfigMap (409
+/// AlreadyExists when someone else did); else it replaces the one read at that
+/// resourceVersion (409 Conflict when it changed since), keeping its other keys and labels.
+/// Returns the new resourceVersion. Errors: [`WriteError::Conflict`] when another writer came
+/// first (re-read), else the kube error.
+pub async fn write_if(
+    client: &Client,
+    namespace: &str,
+    rec: &Record,
+    resource_version: Option<&str>,
+) -> Result<Option<String>, WriteError> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+    let want = rec.to_config_map(namespace);
+    let Some(rv) = resource_version else {
+        let made = crate::kube_write::create_strict(client, &(), Some(namespace), &want).await?;
+        return Ok(made.metadata.resource_version);
+    };
+    let mut cm = api.get(RECORD_NAME).await?;
+    if cm.metadata.resource_version.as_deref() != Some(rv) {
+        return Err(WriteError::Conflict);
+    }
+    let data = cm.data.get_or_insert_with(Default::default);
+    data.extend(want.data.unwrap_or_default());
+    cm.metadata
+        .labels
+        .get_or_insert_with(Default::default)
+        .insert(RECORD_LABEL.into(), "true".into());
+    cm.metadata.managed_fields = None;
+    let req = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/configmaps"))
+        .replace(
+            RECORD_NAME,
+            &crate::kube_write::post_params(),
+            serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?,
+        )
+        .map_err(kube::Error::BuildRequest)?;
+    // The body carries the resourceVersion read: the API server refuses (409) a replace of a
+    // record changed in between.
+    let done = client
+        .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
+        .await?;
+    Ok(done.metadata.resource_version)
+}
+
+/// Why [`write_if`] failed.
+#[derive(Debug)]
+pub enum WriteError {
+    /// Someone else created or changed the record since it was read (HTTP 409, or a
+    /// resourceVersion that moved): re-read it.
+    Conflict,
+    /// Any other failure of the request.
+    Kube(kube::Error),
+}
+
+impl From<kube::Error> for WriteError {
+    fn from(e: kube::Error) -> WriteError {
+        match &e {
+            kube::Error::Api(s) if s.code == 409 => WriteError::Conflict,
+            _ => WriteError::Kube(e),
+        }
+    }
+}
+
 /// Current time as RFC 3339 UTC with seconds (`2026-12-01T13:25:36Z`).
 pub fn now_rfc3339() -> String {
     let now = time::OffsetDateTime::now_utc()
@@ -239,6 +393,65 @@ mod tests {
         assert_eq!(back.steps_done, vec!["db", "crs"]);
         assert!(back.is_of("ab12"), "checksums compare case-insensitively");
         assert!(!back.is_of("ab13"));
+    }
+
+    /// The record is the lock: another live holder with a fresh heartbeat keeps it; released,
+    /// stale, complete, holder-less and our own records do not; a holder of this host whose
+    /// process is gone does not either.
+    #[test]
+    fn a_record_is_held_until_released_stale_or_its_holder_is_gone() {
+        let now = time::OffsetDateTime::now_utc();
+        let stale = STALE_AFTER;
+        let mut r = Record::new("x", "c", "n", serde_json::Value::Null);
+        assert_eq!(
+            r.held_by_other("me", now, stale),
+            None,
+            "no holder (earlier versions)"
+        );
+        r.holder = Some("elsewhere.example:42:123:abcd".into());
+        r.heartbeat = Some(now_rfc3339());
+        let why = r.held_by_other("me", now, stale).expect("held");
+        assert!(
+            why.contains("held by elsewhere.example:42:123:abcd") && why.contains("15 minutes"),
+            "{why}"
+        );
+        assert_eq!(
+            r.held_by_other("elsewhere.example:42:123:abcd", now, stale),
+            None,
+            "ours"
+        );
+        let later = now + time::Duration::minutes(16);
+        assert_eq!(r.held_by_other("me", later, stale), None, "stale");
+        let mut rel = r.clone();
+        rel.released = true;
+        assert_eq!(rel.held_by_other("me", now, stale), None, "released");
+        let mut done = r.clone();
+        done.complete();
+        assert_eq!(done.held_by_other("me", now, stale), None, "complete");
+        // This process is alive: held; a pid of this host that is not running: gone.
+        let mine = run_id();
+        assert!(!holder_gone(&mine), "{mine}");
+        r.holder = Some(mine.clone());
+        assert!(r.held_by_other("another-run", now, stale).is_some());
+        let mut p = mine.split(':');
+        let (host, pid) = (p.next().unwrap(), p.next().unwrap());
+        assert!(
+            holder_gone(&format!("{host}:{pid}:999999999999:x")),
+            "pid reused by another start"
+        );
+        assert!(holder_gone(&format!("{host}:4000000:1:x")), "no such pid");
+        assert!(
+            !holder_gone("other-host-name:4000000:1:x"),
+            "other hosts are not judged"
+        );
+        // The fields round-trip, and are absent from a record that never had them.
+        let back = Record::from_config_map(&r.to_config_map("ns")).unwrap();
+        assert_eq!(back.holder.as_deref(), Some(mine.as_str()));
+        let plain = serde_json::to_string(&Record::new("x", "c", "n", serde_json::Value::Null)).unwrap();
+        assert!(
+            !plain.contains("holder") && !plain.contains("released"),
+            "{plain}"
+        );
     }
 
     #[test]
