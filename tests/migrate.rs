@@ -1057,6 +1057,107 @@ fn restore_keys_only_its_rows_and_verifies_counts() {
     assert_eq!(sql(&url, "SELECT count(*) FROM api_vips"), "1");
 }
 
+/// The record is the import's lock: an in-progress record held by another run that may still
+/// be going (another host, fresh heartbeat) makes a second import exit 4 before any change,
+/// `--dry-run` too; once its heartbeat is older than 15 minutes the next run takes over and
+/// completes.
+#[test]
+fn a_second_import_is_refused_while_another_holds_the_record() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let b = bundle.to_str().unwrap();
+    let out = e
+        .cmd(&["migrate", "import", b])
+        .env(STOP, "namespace")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let crs: Vec<Value> =
+        serde_json::from_slice(&std::fs::read(bundle.join("crs/crs.json")).unwrap()).unwrap();
+    let ns = crs
+        .iter()
+        .find(|o| o["kind"] == "ClusterDeployment")
+        .and_then(|o| o["metadata"]["name"].as_str())
+        .unwrap()
+        .to_string();
+    let set_holder = |heartbeat: &str| {
+        let mut cm = e.kubectl_json(&[
+            "get",
+            "configmap",
+            "agent-day2-migration",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+        ]);
+        let mut r: Value = serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap();
+        assert_eq!(r["released"], true, "a stopped run lets go: {r}");
+        r["released"] = false.into();
+        r["holder"] = "another-host.example:4242:1:feedbeef".into();
+        r["heartbeat"] = heartbeat.into();
+        cm["data"]["record.json"] = serde_json::to_string(&r).unwrap().into();
+        let o = e.cluster.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    set_holder(&now);
+    for extra in [&[][..], &["--dry-run"][..]] {
+        let mut args = vec!["migrate", "import", b];
+        args.extend_from_slice(extra);
+        let out = e.cmd(&args).env(STOP, "namespace").output().unwrap();
+        assert_eq!(out.status.code(), Some(4), "{extra:?}: {}", text(&out));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("another import is in progress") && err.contains("another-host.example:4242"),
+            "{err}"
+        );
+    }
+    // The refused runs changed nothing: the record is still the other holder's.
+    let cm = e.kubectl_json(&[
+        "get",
+        "configmap",
+        "agent-day2-migration",
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
+    assert!(cm["data"]["record.json"]
+        .as_str()
+        .unwrap()
+        .contains("another-host.example:4242"));
+    // Released again (a stopped run), then stale: taken over.
+    let mut cm2 = cm.clone();
+    let mut r: Value = serde_json::from_str(cm2["data"]["record.json"].as_str().unwrap()).unwrap();
+    r["released"] = true.into();
+    cm2["data"]["record.json"] = serde_json::to_string(&r).unwrap().into();
+    let o = e.cluster.kubectl_stdin(&["replace", "-f", "-"], &cm2.to_string());
+    assert!(o.status.success(), "{}", text(&o));
+    let old = (time::OffsetDateTime::now_utc() - time::Duration::minutes(20))
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+    set_holder(&old);
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let cm = e.kubectl_json(&[
+        "get",
+        "configmap",
+        "agent-day2-migration",
+        "-n",
+        &ns,
+        "-o",
+        "json",
+    ]);
+    let r: Value = serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap();
+    assert_eq!(r["phase"], "complete");
+    assert_ne!(r["holder"], "another-host.example:4242:1:feedbeef");
+}
+
 /// A real kill (SIGKILL) while the database restore is under way, then a re-run: completes,
 /// nothing duplicated (row counts equal to the source), every Agent there once.
 #[test]
