@@ -42,6 +42,24 @@ macro_rules! cluster_or_skip {
     }};
 }
 
+/// As [`cluster_or_skip`], but always without a registry: the component images (x86_64) from
+/// the plugin's cache ([`seed_release`]), the base ISO from the coreos-bootimages stream.
+macro_rules! seeded_cluster_or_skip {
+    ($scenario:expr) => {{
+        netns_or_skip!();
+        let c = TestCluster::start($scenario).unwrap();
+        let w = Work::new();
+        seed_release(&c, &w, &["x86_64"]);
+        (w, c)
+    }};
+}
+
+/// Where a successful run's (`-o json`) base ISO came from (`baseIso.source` of the report).
+fn base_iso_source(o: &Output) -> Value {
+    assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    json_of(o)["baseIso"]["source"].clone()
+}
+
 /// `add-nodes --nodes-config nc --dir dir` and `extra` flags.
 fn add_nc(c: &TestCluster, w: &Work, nc: &Path, dir: &Path, extra: &[&str]) -> Output {
     let mut a = vec![
@@ -1127,16 +1145,12 @@ fn bad_base_isos_are_refused_clearly() {
     assert!(!w.path("o3").join("node.x86_64.iso").exists());
     // A good --base-iso works and is named in the report.
     let o = add(&["--base-iso", good.to_str().unwrap(), "-o", "json"], "o4");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(json_of(&o)["baseIso"]["source"], "file");
+    assert_eq!(base_iso_source(&o), "file");
 }
 
 #[test]
 fn a_corrupt_cache_entry_is_replaced() {
-    netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
-    let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let (w, c) = seeded_cluster_or_skip!("");
     let cm = kubectl_json(
         &c,
         &[
@@ -1484,8 +1498,7 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     reg.stop();
     let nc2 = w.write("nc2.yaml", &nodes_config(&[dhcp_host(W1)]));
     let o = add_nc(&c, &w, &nc2, &w.path("out2"), &["--insecure", "-o", "json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(json_of(&o)["baseIso"]["source"], "cache");
+    assert_eq!(base_iso_source(&o), "cache");
 }
 
 #[test]
@@ -1528,16 +1541,12 @@ fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it(
             "json",
         ],
     );
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(json_of(&o)["baseIso"]["source"], "machine-os-images");
+    assert_eq!(base_iso_source(&o), "machine-os-images");
 }
 
 #[test]
 fn a_base_iso_download_answered_503_twice_is_retried() {
-    netns_or_skip!();
-    let c = TestCluster::start("").unwrap();
-    let w = Work::new();
-    seed_release(&c, &w, &["x86_64"]);
+    let (w, c) = seeded_cluster_or_skip!("");
     // The download goes through HTTP_PROXY (the stream URL is http://): a proxy in front of the
     // simulator's file server that answers 503 to the first two requests.
     let files: std::net::SocketAddr = c
@@ -1552,8 +1561,7 @@ fn a_base_iso_download_answered_503_twice_is_retried() {
         .env("http_proxy", format!("http://{}", proxy.addr))
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(json_of(&o)["baseIso"]["source"], "download");
+    assert_eq!(base_iso_source(&o), "download");
     assert_eq!(proxy.failed.load(std::sync::atomic::Ordering::SeqCst), 2);
     assert!(proxy.forwarded.load(std::sync::atomic::Ordering::SeqCst) >= 1);
     assert!(

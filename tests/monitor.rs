@@ -613,6 +613,18 @@ fn check_model(sw: &Value, def: &str, obj: &Value, path: &str) {
     }
 }
 
+/// GET `url` with the watcher token (assisted-service's `Watcher-Authorization` header); the
+/// answer parsed as JSON.
+async fn watcher_get(http: &reqwest::Client, url: &str, token: &str) -> Value {
+    let r = http
+        .get(url)
+        .header("Watcher-Authorization", token)
+        .send()
+        .await
+        .unwrap();
+    r.json().await.unwrap()
+}
+
 #[test]
 fn requests_and_the_simulators_answers_follow_swagger() {
     use agent_day2::assisted::{self, Client, Limiter};
@@ -746,17 +758,12 @@ fn requests_and_the_simulators_answers_follow_swagger() {
             assert_eq!(h.status, step.status);
             assert_eq!(h.macs(), vec!["52:54:00:aa:00:30"]);
             // Raw answer against swagger's models.
-            let raw: Value = http
-                .get(format!(
-                    "{origin}/api/assisted-install/v2/clusters?with_hosts=true"
-                ))
-                .header("Watcher-Authorization", &facts.watcher_token)
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let raw = watcher_get(
+                &http,
+                &format!("{origin}/api/assisted-install/v2/clusters?with_hosts=true"),
+                &facts.watcher_token,
+            )
+            .await;
             for (i, cl) in raw.as_array().unwrap().iter().enumerate() {
                 check_model(&sw, "cluster", cl, &format!("clusters[{i}]"));
                 let inv: Value = serde_json::from_str(cl["hosts"][0]["inventory"].as_str().unwrap()).unwrap();
@@ -774,15 +781,12 @@ fn requests_and_the_simulators_answers_follow_swagger() {
         let evs = c.list_events(&cid, &hid, 2).await.unwrap();
         assert_eq!(evs.len(), 2);
         assert_eq!(evs[0].severity, "error", "newest first: {evs:?}");
-        let raw: Value = http
-            .get(format!("{origin}/api/assisted-install/v2/events?host_id={hid}"))
-            .header("Watcher-Authorization", &facts.watcher_token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let raw = watcher_get(
+            &http,
+            &format!("{origin}/api/assisted-install/v2/events?host_id={hid}"),
+            &facts.watcher_token,
+        )
+        .await;
         for (i, e) in raw.as_array().unwrap().iter().enumerate() {
             check_model(&sw, "event", e, &format!("events[{i}]"));
         }
