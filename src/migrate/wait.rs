@@ -66,6 +66,14 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             .max(Duration::from_millis(1));
         let res = tokio::time::timeout(bound, poll).await.ok();
         match res {
+            // Only a record import writes (its label) counts; see the README's limits.
+            Some(Ok(Some((_, cm)))) if !has_record_label(&cm) => say(
+                format!(
+                    "{rref} has no label {}=true: not a record migrate import wrote; waiting",
+                    record::RECORD_LABEL
+                ),
+                &mut last_cause,
+            ),
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
                 crate::emit(&format!(
                     "cluster 0 holds the data of cluster {} ({}): import complete at {}\n",
@@ -145,5 +153,35 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
         }
         let nap = remaining.map_or(interval, |r| r.min(interval));
         tokio::time::sleep(nap).await;
+    }
+}
+
+/// Whether the ConfigMap carries the record label (`agent-day2.openshift.io/migration=true`)
+/// that import sets.
+pub fn has_record_label(cm: &k8s_openapi::api::core::v1::ConfigMap) -> bool {
+    cm.metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(record::RECORD_LABEL))
+        .is_some_and(|v| v == "true")
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_labelled_config_map_is_a_record() {
+        let r = record::Record::new("x", "c", "n", serde_json::Value::Null);
+        let mut cm = r.to_config_map("ns");
+        assert!(has_record_label(&cm));
+        cm.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert(record::RECORD_LABEL.into(), "false".into());
+        assert!(!has_record_label(&cm));
+        cm.metadata.labels = None;
+        assert!(!has_record_label(&cm));
     }
 }
