@@ -574,3 +574,94 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     );
     assert_eq!(names(&outdir), vec!["bundle"]);
 }
+
+/// Node 0's REST answer and its database must agree on what import keys and names: a dump whose
+/// cluster name, infra-env name or host ids differ from the REST answer is refused (exit 3)
+/// and nothing is kept.
+#[test]
+fn rest_and_dump_that_disagree_are_refused() {
+    skip_unless_ready!();
+    let tmp = tempfile::tempdir().unwrap();
+    let (pg, n0) = start_source(tmp.path(), "n0", &[]);
+    let db = pg.url("installer");
+    let plain = tmp.path().join("plain.sql");
+    let st = Command::new("pg_dump")
+        .args(["--data-only", "--no-owner", "--no-privileges", "-d", &db, "-f"])
+        .arg(&plain)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let dump = std::fs::read_to_string(&plain).unwrap();
+    // Replaces `from` by `to` in the rows of `table`'s COPY block only.
+    let edit = |table: &str, from: &str, to: &str| -> String {
+        let mut out = String::new();
+        let mut inside = false;
+        let mut hit = false;
+        for l in dump.split_inclusive('\n') {
+            if l.starts_with(&format!("COPY public.{table} ")) {
+                inside = true;
+            } else if l == "\\.\n" {
+                inside = false;
+            } else if inside && l.contains(from) && !hit {
+                out.push_str(&l.replace(from, to));
+                hit = true;
+                continue;
+            }
+            out.push_str(l);
+        }
+        assert!(hit, "{from} not in table {table}");
+        out
+    };
+    let cname = sql(&db, "SELECT name FROM clusters");
+    let iename = sql(&db, "SELECT name FROM infra_envs ORDER BY id LIMIT 1");
+    let host = sql(
+        &db,
+        "SELECT id FROM hosts WHERE deleted_at IS NULL ORDER BY id LIMIT 1",
+    );
+    let outdir = tmp.path().join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    for (table, from, to, needle) in [
+        (
+            "clusters",
+            format!("\t{cname}\t"),
+            "\tother-name\t".to_string(),
+            "cluster name",
+        ),
+        (
+            "infra_envs",
+            format!("\t{iename}\t"),
+            "\tother-ie\t".to_string(),
+            "infra-env",
+        ),
+        (
+            "hosts",
+            host.clone(),
+            "eeeeeeee-0000-0000-0000-000000000001".to_string(),
+            "hosts in only one",
+        ),
+    ] {
+        let f = tmp.path().join(format!("{table}.sql"));
+        std::fs::write(&f, edit(table, &from, &to)).unwrap();
+        let o = export(
+            &n0,
+            &n0.token_file,
+            &["--db-dump", f.to_str().unwrap()],
+            &outdir.join("b"),
+        );
+        assert_eq!(o.status.code(), Some(3), "{table}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("node 0's REST answer and its database disagree") && err.contains(needle),
+            "{table}: {err}"
+        );
+        assert_eq!(names(&outdir), Vec::<String>::new(), "nothing kept");
+    }
+    // The untouched dump passes.
+    let o = export(
+        &n0,
+        &n0.token_file,
+        &["--db-dump", plain.to_str().unwrap()],
+        &outdir.join("b"),
+    );
+    assert!(o.status.success(), "{}", text(&o));
+}

@@ -147,6 +147,11 @@ pub fn check_rel_path(rel: &str) -> Result<(), Error> {
     if rel.contains('\0') || rel.contains('\\') {
         return Err(bad("NUL or backslash"));
     }
+    // Names come from node 0 (manifest file names, ids): a newline or escape sequence in a
+    // file name would forge lines of the listings and messages that show it.
+    if rel.chars().any(char::is_control) {
+        return Err(bad("a control character"));
+    }
     for part in rel.split('/') {
         if part.is_empty() || part == "." || part == ".." {
             return Err(bad("empty, `.` or `..` component"));
@@ -810,6 +815,13 @@ mod tests {
         assert!(
             is_safe_component("openshift-x.yaml") && !is_safe_component("a/b") && !is_safe_component("..")
         );
+        // Control characters (a newline forging a listing line, an escape sequence): refused.
+        for bad in ["x\ny.yaml", "x\ry", "x\u{1b}[31m", "x\u{7f}", "x\u{85}"] {
+            assert!(!is_safe_component(bad), "{bad:?}");
+            let e = check_rel_path(&format!("manifests/c/{bad}")).unwrap_err();
+            assert_eq!(e.exit_code(), 3);
+            assert!(e.to_string().contains("control character"), "{e}");
+        }
     }
 
     fn expect_invalid(dir: &Path, needle: &str) {
