@@ -209,6 +209,15 @@ fn boot_and_approve(
     (status.code(), out, approved.len())
 }
 
+/// Boots worker-0 from `image_args` with [`boot_and_approve`]: boot ends well, its client and
+/// serving CSRs are the two approved, and the Node is Ready at its address.
+fn boot_w0_joins(c: &TestCluster, w: &Work, image_args: &[&str]) {
+    let (code, out, approved) = boot_and_approve(c, w, image_args, &[W0]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(approved, 2);
+    assert_ready(c, W0);
+}
+
 fn assert_ready(c: &TestCluster, (h, _, ip): (&str, &str, &str)) {
     let n = kubectl_json(c, &["get", "node", h, "-o", "json"]);
     let ready = n["status"]["conditions"]
@@ -380,10 +389,7 @@ fn config_image_boots_in_appliance_mode() {
     );
     f.rewind().unwrap();
     assert_eq!(batch_records(&c)[0]["outputKind"], "config-image");
-    let (code, out, approved) = boot_and_approve(&c, &w, &["--config-image", img.to_str().unwrap()], &[W0]);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(approved, 2);
-    assert_ready(&c, W0);
+    boot_w0_joins(&c, &w, &["--config-image", img.to_str().unwrap()]);
 }
 
 #[test]
@@ -440,10 +446,7 @@ fn pxe_files_with_an_ipxe_script() {
     assert!(initrd.len() > 1000);
     // PXE-boot a machine as the iPXE script says (files taken from its directory).
     let ipxe_path = ba.join("node.x86_64.ipxe");
-    let (code, out, approved) = boot_and_approve(&c, &w, &["--ipxe", ipxe_path.to_str().unwrap()], &[W0]);
-    assert_eq!(code, Some(0), "{out}");
-    assert_eq!(approved, 2);
-    assert_ready(&c, W0);
+    boot_w0_joins(&c, &w, &["--ipxe", ipxe_path.to_str().unwrap()]);
 }
 
 #[test]
