@@ -478,7 +478,7 @@ fn scan_body(
         return Err(invalid(
             what,
             format!(
-                "the COPY block of {} has no end (`\\.`): the dump is cut short; make it again",
+                "the COPY block of {} has no end-of-data line (a backslash and a period): the dump is cut short; make it again",
                 h.key()
             ),
         ));

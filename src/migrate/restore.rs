@@ -585,8 +585,8 @@ fn body(
                 }
                 if raw.contains(&b'\r') || raw.contains(&0) {
                     return Err(bad(
-                        "a carriage return or NUL byte in COPY data (pg_dump writes them as \\r and \
-                         escapes NUL never appears)"
+                        "a carriage return or NUL byte in COPY data (pg_dump writes a carriage \
+                         return as an escape and never writes NUL)"
                             .into(),
                     ));
                 }
@@ -706,7 +706,7 @@ fn body(
         return Err(invalid(
             what,
             format!(
-                "the COPY block of {} has no end (`\\.`): the dump is cut short; make it again",
+                "the COPY block of {} has no end-of-data line (a backslash and a period): the dump is cut short; make it again",
                 h.key()
             ),
         ));
@@ -1240,6 +1240,23 @@ mod tests {
         let mut c2 = c.clone();
         c2.infra_env_ids.insert("x$agent_day2_verify$".into());
         assert!(verify_sql(&scope(), &c2).is_err());
+    }
+
+    /// Our own wording carries no backslash (the error line escapes each as two, which read as
+    /// a doubled one): cut short, CR, end marker.
+    #[test]
+    fn fixed_messages_show_no_doubled_backslash() {
+        let d = dump();
+        let cut = &d[..d.find("h3\t").unwrap()];
+        for bad in [
+            cut.to_string(),
+            d.replacen("\t192.168.111.5\n", "\t192.168.111.5\r\n", 1),
+            d.replacen("\t192.168.111.5\n", "\t192.168\\.111.5\n", 1),
+        ] {
+            let e = stream(&bad).0.unwrap_err().to_string();
+            let shown = crate::output::escape_for_display(&e, 4000);
+            assert!(!shown.contains('\\'), "{shown}");
+        }
     }
 
     #[test]
