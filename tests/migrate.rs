@@ -1284,6 +1284,87 @@ fn crafted(bundle: &Path, to: &Path, edit: impl FnOnce(String) -> String) {
     reseal(to);
 }
 
+/// Resealed bundles that lie in their manifest (a schema version other than the dump's, an
+/// infra-env id of another cluster, with an InfraEnv CR for it) or whose dump is not UTF8 or
+/// would end a COPY early: import exits 3 before the first change (no namespace), `--dry-run`
+/// too, and cluster 0's database is untouched.
+#[test]
+fn lying_manifests_and_encodings_are_refused_before_any_change() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let before = counts(&e.dst_url());
+    let manifest_edit = |to: &Path, edit: &dyn Fn(&mut Value)| {
+        copy_dir(&bundle, to);
+        let mp = to.join("manifest.json");
+        let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+        edit(&mut m);
+        std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+        reseal(to);
+    };
+    let victim = "be000000-0000-0000-0000-000000000666";
+    let mut cases: Vec<(&str, PathBuf, &str)> = Vec::new();
+    let p = e.path("schema");
+    manifest_edit(&p, &|m| m["source"]["schema_version"] = "20230101000000".into());
+    cases.push(("schema", p, "schema version"));
+    let p = e.path("ie");
+    manifest_edit(&p, &|m| {
+        m["cluster"]["infra_env_ids"]
+            .as_array_mut()
+            .unwrap()
+            .push(victim.into());
+        m["counts"]["infra_envs"] = (m["counts"]["infra_envs"].as_u64().unwrap() + 1).into();
+    });
+    // With an InfraEnv CR for it, as a lying node 0's export would make.
+    let cp = p.join("crs/crs.json");
+    let mut crs: Vec<Value> = serde_json::from_slice(&std::fs::read(&cp).unwrap()).unwrap();
+    let mut ie = crs.iter().find(|o| o["kind"] == "InfraEnv").unwrap().clone();
+    ie["metadata"]["name"] = "victim-ie".into();
+    ie["spec"]["nmStateConfigLabelSelector"] =
+        serde_json::json!({"matchLabels": {"infraenvs.agent-install.openshift.io": "victim-ie"}});
+    crs.push(ie);
+    std::fs::write(&cp, serde_json::to_vec_pretty(&crs).unwrap()).unwrap();
+    reseal(&p);
+    cases.push(("ie", p, victim));
+    let p = e.path("sjis");
+    crafted(&bundle, &p, |d| {
+        d.replacen(
+            "SET client_encoding = 'UTF8';",
+            "SET client_encoding = 'SJIS';",
+            1,
+        )
+    });
+    cases.push(("sjis", p, "only UTF8"));
+    let p = e.path("marker");
+    crafted(&bundle, &p, |d| {
+        let i = d.find("COPY public.api_vips").unwrap();
+        let j = i + d[i..].find('\n').unwrap() + 1;
+        let k = j + d[j..].find('\n').unwrap();
+        format!("{}\\.{}", &d[..k], &d[k..])
+    });
+    cases.push(("marker", p, "backslash-period"));
+    for (name, dir, needle) in &cases {
+        let ns = format!("lying-{name}");
+        let d = dir.to_str().unwrap();
+        for extra in [&["--dry-run"][..], &[][..]] {
+            let mut args = vec!["migrate", "import", d, "-n", &ns];
+            args.extend_from_slice(extra);
+            let out = e.plugin(&args);
+            assert_eq!(out.status.code(), Some(3), "{name} {extra:?}: {}", text(&out));
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains(needle),
+                "{name}: {}",
+                text(&out)
+            );
+        }
+        let o = e.cluster.kubectl(&["get", "namespace", &ns]);
+        assert!(!o.status.success(), "{name}: namespace made before the refusal");
+        assert_eq!(counts(&e.dst_url()), before, "{name}: rows changed");
+    }
+}
+
 /// A resealed bundle whose dump carries psql meta-commands and SQL outside COPY data, rows of
 /// another cluster, a case-bypassed `migrations` block, or data the server refuses: import exits
 /// 3, runs none of it (the `\!` target file is never created) and leaves cluster 0's database as
