@@ -271,37 +271,6 @@ pub enum ReadError {
     Bad(Error),
 }
 
-/// Writes `rec` (creates the ConfigMap, or replaces it keeping other keys and labels).
-pub async fn write(client: &Client, namespace: &str, rec: &Record) -> Result<(), kube::Error> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-    let want = rec.to_config_map(namespace);
-    match api.get_opt(RECORD_NAME).await? {
-        None => {
-            crate::kube_write::create_strict(client, &(), Some(namespace), &want).await?;
-        }
-        Some(mut cm) => {
-            let data = cm.data.get_or_insert_with(Default::default);
-            data.extend(want.data.unwrap_or_default());
-            cm.metadata
-                .labels
-                .get_or_insert_with(Default::default)
-                .insert(RECORD_LABEL.into(), "true".into());
-            cm.metadata.managed_fields = None;
-            let req = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/configmaps"))
-                .replace(
-                    RECORD_NAME,
-                    &crate::kube_write::post_params(),
-                    serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?,
-                )
-                .map_err(kube::Error::BuildRequest)?;
-            client
-                .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
-                .await?;
-        }
-    }
-    Ok(())
-}
-
 /// Writes `rec` as the lock: with `resource_version` None it creates the ConfigMap (409
 /// AlreadyExists when someone else did); else it replaces the one read at that
 /// resourceVersion (409 Conflict when it changed since), keeping its other keys and labels.
