@@ -915,6 +915,7 @@ fn large_bundle_timing() {
 /// stream cut before its end (import killed mid-restore) must leave nothing behind. Checked on a
 /// real server with the real psql: with `-1` psql commits what it read; ours does not.
 #[test]
+#[allow(clippy::result_large_err)] // the closures handed to write_stream
 fn a_restore_stream_cut_short_commits_nothing() {
     if let Some(why) = postgres::unavailable() {
         eprintln!("skipped: {why}");
@@ -970,6 +971,7 @@ fn a_restore_stream_cut_short_commits_nothing() {
 /// that lists another cluster's infra-env does not take its rows over), and the count check
 /// in the transaction rolls everything back when the target holds other rows of the cluster.
 #[test]
+#[allow(clippy::result_large_err)] // the closures handed to write_stream
 fn restore_keys_only_its_rows_and_verifies_counts() {
     if let Some(why) = postgres::unavailable() {
         eprintln!("skipped: {why}");

@@ -1222,9 +1222,7 @@ mod tests {
             "{v}"
         );
         assert!(
-            v.contains(&format!(
-                "IF n <> 3 THEN RAISE EXCEPTION 'agent-day2 migrate: table hosts"
-            )),
+            v.contains("IF n <> 3 THEN RAISE EXCEPTION 'agent-day2 migrate: table hosts"),
             "{v}"
         );
         assert!(
