@@ -19,7 +19,7 @@ need_pkgs() {
 ensure_packages() {
   # command package ...
   need_pkgs jq jq openssl openssl ip iproute2 unshare util-linux xz xz-utils \
-    isoinfo genisoimage xorriso xorriso \
+    isoinfo genisoimage xorriso xorriso cpio cpio \
     docker-registry docker-registry
   command -v kubectl >/dev/null 2>&1 || need_pkgs kubectl kubernetes-client
   # migrate tests: a real PostgreSQL server (initdb/pg_ctl) plus psql/pg_dump.
