@@ -3,11 +3,21 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=$(mktemp -d)
-trap 'kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null; rm -rf "$dir"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 # --registry: a real registry (docker-registry on 192.168.111.6:5000, TLS from the simulator's CA,
 # credentials in the cluster's pull secret) holds the release payload the cluster names, so
 # add-nodes reads the component images and the machine-os-images ISO from it, as from quay.io.
-"$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "$@" >"$dir/sim.log" 2>&1 &
+# migrate (second part) needs the assisted-service CRDs (../shared/upstream, public reference data
+# kept beside the repository) and real PostgreSQL servers run as the postgres user (root only).
+crds="$root/../shared/upstream/crds"
+migrate_extra=()
+if [ -d "$crds" ] && [ "$(id -u)" = 0 ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  "$root/target/debug/agent-day2-sim" postgres --dir "$dir/dst-db" >"$dir/dst-db.log" 2>&1 &
+  for _ in $(seq 1 300); do [ -f "$dir/dst-db/ready" ] && break; sleep 0.1; done
+  [ -f "$dir/dst-db/ready" ] || { cat "$dir/dst-db.log" >&2; exit 1; }
+  migrate_extra=(--crds "$crds" --assisted-db-url "$(cat "$dir/dst-db/url")")
+fi
+"$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
 sim=$!
 for _ in $(seq 1 300); do [ -f "$dir/ready" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
@@ -54,3 +64,24 @@ step kubectl agent-day2 monitor --approve --yes --ip-addresses 192.168.111.30,19
 wait "$boot"
 step kubectl get csr
 step kubectl get nodes -o wide
+
+# --- migrate (seed 001): node 0's ephemeral assisted-service data onto this cluster (cluster 0).
+if [ ${#migrate_extra[@]} -eq 0 ]; then
+  echo
+  echo "migrate part skipped: needs root, Debian's postgresql and ../shared/upstream/crds"
+  exit 0
+fi
+# node 0 after a finished compact install: its own database and REST v2 on 192.168.111.20:8090.
+"$root/target/debug/agent-day2-sim" postgres --dir "$dir/src-db" >"$dir/src-db.log" 2>&1 &
+for _ in $(seq 1 300); do [ -f "$dir/src-db/ready" ] && break; sleep 0.1; done
+"$root/target/debug/agent-day2-sim" node0 --dir "$dir/node0" --listen 192.168.111.20:8090 \
+    --db-url "$(cat "$dir/src-db/url")" >"$dir/node0.log" 2>&1 &
+for _ in $(seq 1 600); do [ -f "$dir/node0/ready" ] && break; sleep 0.1; done
+[ -f "$dir/node0/ready" ] || { cat "$dir/node0.log" >&2; exit 1; }
+step kubectl agent-day2 migrate export --from "$(cat "$dir/node0/ready")" \
+    --token-file "$dir/node0/user-token" --db-url "$(cat "$dir/src-db/url")" --out "$dir/bundle"
+step kubectl agent-day2 migrate import "$dir/bundle" --dry-run
+step kubectl agent-day2 migrate import "$dir/bundle"
+step kubectl agent-day2 migrate status "$dir/bundle"
+step kubectl agent-day2 migrate wait "$dir/bundle" --timeout 1m
+step kubectl get clusterdeployments,agentclusterinstalls,infraenvs,agents -n agent-cluster
