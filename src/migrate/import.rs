@@ -1058,6 +1058,7 @@ impl Importer<'_> {
         }
         let already = self.rec().phase == Phase::Complete;
         if !already {
+            self.ensure_still_held().await?;
             let rec = self.record.as_mut().expect("record");
             rec.complete();
             rec.pvc = Some(PVC_NAME.into());
@@ -1260,7 +1261,10 @@ impl Importer<'_> {
         if let Some(why) = r.held_by_other(&self.run_id, now, record::STALE_AFTER) {
             return Err(Error::BadObject {
                 resource,
-                message: format!("another import is in progress ({why})"),
+                message: format!(
+                    "another import is in progress ({why}); {}",
+                    record::manual_release_hint(&self.ns)
+                ),
             });
         }
         Ok(())
@@ -1307,6 +1311,28 @@ impl Importer<'_> {
                     ),
                 })
             }
+        }
+    }
+
+    /// Re-reads the record and checks it is still this run's lock ([`record::lock_lost`]),
+    /// before the database restore and before `complete`: a run whose heartbeat was thought
+    /// stale and taken over stops here. Errors: lost, or the read failed: exit 4.
+    async fn ensure_still_held(&self) -> Result<(), Error> {
+        let resource = ResourceRef::namespaced("ConfigMap", &self.ns, record::RECORD_NAME);
+        let now = match record::read(&self.target.client, &self.ns).await {
+            Ok(r) => r,
+            Err(record::ReadError::Bad(e)) => return Err(e),
+            Err(record::ReadError::Kube(e)) => return Err(classify(e, "read", resource, &self.target)),
+        };
+        let now = now
+            .as_ref()
+            .map(|(r, cm)| (r, cm.metadata.resource_version.as_deref()));
+        match record::lock_lost(&self.run_id, self.record_rv.as_deref(), now) {
+            None => Ok(()),
+            Some(why) => Err(Error::BadObject {
+                resource,
+                message: format!("{why}; this run stops here (the holder now carries on; run the import again if it fails)"),
+            }),
         }
     }
 
@@ -1614,6 +1640,7 @@ impl Importer<'_> {
             progress("database already restored by this bundle's import");
             return self.step_done("db").await;
         }
+        self.ensure_still_held().await?;
         let t = Instant::now();
         let m = &self.bundle.manifest;
         let (cid, cdn, ns) = (

@@ -92,16 +92,42 @@ pub struct Record {
 /// database restore of a large dump, takes minutes).
 pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// This process's holder id: `host:pid:start:random`, where `start` is the process start time
-/// (field 22 of /proc/self/stat, clock ticks since boot) so a reused pid is told apart.
+/// This process's holder id: `host:pid:start:random:machine`, where `start` is the process
+/// start time (field 22 of /proc/self/stat, clock ticks since boot) so a reused pid is told
+/// apart, and `machine` is [`machine_id`] (boot id and pid namespace), so a holder is judged by
+/// its pid only on the machine and in the pid namespace it ran in (host names are shared by
+/// containers and `localhost` machines). Holders written by earlier versions lack `machine`.
 pub fn run_id() -> String {
     let pid = std::process::id();
     format!(
-        "{}:{pid}:{}:{}",
+        "{}:{pid}:{}:{}:{}",
         host_name(),
         proc_start(pid).unwrap_or_default(),
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
+        &uuid::Uuid::new_v4().simple().to_string()[..8],
+        machine_id()
     )
+}
+
+/// `BOOTID.PIDNS`: this boot's id (/proc/sys/kernel/random/boot_id, a UUID, new at every boot
+/// of every machine) and the inode of this process's pid namespace (/proc/self/ns/pid), the
+/// scope in which a pid means one process. Empty when either cannot be read.
+pub fn machine_id() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    // The link reads `pid:[4026531836]`.
+    let ns = std::fs::read_link("/proc/self/ns/pid")
+        .ok()
+        .and_then(|l| {
+            let l = l.to_string_lossy().into_owned();
+            let inner = l.strip_prefix("pid:[")?.strip_suffix(']')?.to_string();
+            Some(inner)
+        })
+        .unwrap_or_default();
+    if boot.is_empty() || ns.is_empty() || boot.contains(':') {
+        return String::new();
+    }
+    format!("{boot}.{ns}")
 }
 
 fn host_name() -> String {
@@ -118,20 +144,63 @@ fn proc_start(pid: u32) -> Option<String> {
     rest.split_whitespace().nth(19).map(str::to_string)
 }
 
-/// Whether `holder` ([`run_id`]) is a process of this host that no longer runs (its pid is
-/// gone or now another process). Holders of other hosts: false (not known).
+/// Whether `holder` ([`run_id`]) is a process of this machine and pid namespace (its
+/// `machine` part equals [`machine_id`]) that no longer runs (its pid is gone or now another
+/// process). Holders of other machines, and holders without a `machine` part (earlier
+/// versions, which named only the host): false (not known; the heartbeat rule decides).
 pub fn holder_gone(holder: &str) -> bool {
     let mut p = holder.split(':');
-    let (Some(host), Some(pid), Some(start)) = (p.next(), p.next(), p.next()) else {
+    let (Some(_host), Some(pid), Some(start), Some(_random), Some(machine)) =
+        (p.next(), p.next(), p.next(), p.next(), p.next())
+    else {
         return false;
     };
-    if host.is_empty() || host != host_name() {
+    let mine = machine_id();
+    if mine.is_empty() || machine != mine {
         return false;
     }
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
     proc_start(pid).as_deref() != Some(start)
+}
+
+/// Whether this run (holder `me`, which last wrote the record at resourceVersion `my_rv`)
+/// lost the lock: `now` is the record read back with its resourceVersion (None: deleted).
+/// None when the record is unchanged since this run read or last wrote it (same
+/// resourceVersion); else Some(why): deleted, another run's (a take-over of a heartbeat
+/// thought stale), or changed by someone else.
+pub fn lock_lost(me: &str, my_rv: Option<&str>, now: Option<(&Record, Option<&str>)>) -> Option<String> {
+    let Some((r, rv)) = now else {
+        return Some("the record was deleted while this run held it".into());
+    };
+    // Unchanged since this run read it (a resumed run takes over the record it judged free)
+    // or wrote it last: still this run's.
+    if my_rv.is_some() && rv == my_rv {
+        return None;
+    }
+    match r.holder.as_deref() {
+        Some(h) if h != me => Some(format!(
+            "the lock was taken over by {h} (heartbeat {})",
+            r.heartbeat.as_deref().unwrap_or("?")
+        )),
+        _ => Some("the record changed while this run held it (someone else wrote it)".into()),
+    }
+}
+
+/// A heartbeat further than this in the future (a holder with a wrong clock, or a hand-edited
+/// record) is not trusted: the record may be taken over as if it had none.
+pub const FUTURE_SKEW: std::time::Duration = std::time::Duration::from_secs(2 * 60);
+
+/// How to clear a lock by hand (for refusals): mark the record released. Deleting the record
+/// is not the way once the database was restored: a run without a record then finds the
+/// cluster's rows and refuses to restore over them.
+pub fn manual_release_hint(namespace: &str) -> String {
+    format!(
+        "when sure that no import runs, let the next run take over by setting \"released\": true in \
+         {RECORD_KEY} (kubectl -n {namespace} edit configmap {RECORD_NAME}); do not delete the record \
+         (it holds the steps done; without it a re-run refuses the restored database)"
+    )
 }
 
 impl Record {
@@ -162,8 +231,9 @@ impl Record {
 
     /// When this in-progress record is held by a run other than `me` that may still be running,
     /// why (for "another import is in progress (…)"); None when it may be taken over: complete,
-    /// ours, released, without holder (earlier versions), its holder a process of this host that
-    /// is gone, or its heartbeat older than `stale_after` (or unreadable) at `now`.
+    /// ours, released, without holder (earlier versions), its holder a process of this machine
+    /// that is gone ([`holder_gone`]), or its heartbeat older than `stale_after`, more than
+    /// [`FUTURE_SKEW`] ahead of `now`, or unreadable.
     pub fn held_by_other(
         &self,
         me: &str,
@@ -180,7 +250,7 @@ impl Record {
         let beat = self.heartbeat.as_deref().and_then(|t| {
             time::OffsetDateTime::parse(t, &time::format_description::well_known::Rfc3339).ok()
         })?;
-        if now - beat > stale_after {
+        if now - beat > stale_after || beat - now > FUTURE_SKEW {
             return None;
         }
         Some(format!(
@@ -404,14 +474,46 @@ mod tests {
         assert!(r.held_by_other("another-run", now, stale).is_some());
         let mut p = mine.split(':');
         let (host, pid) = (p.next().unwrap(), p.next().unwrap());
+        let machine = machine_id();
         assert!(
-            holder_gone(&format!("{host}:{pid}:999999999999:x")),
+            !machine.is_empty() && mine.ends_with(&format!(":{machine}")),
+            "{mine}"
+        );
+        assert!(
+            holder_gone(&format!("{host}:{pid}:999999999999:x:{machine}")),
             "pid reused by another start"
         );
-        assert!(holder_gone(&format!("{host}:4000000:1:x")), "no such pid");
         assert!(
-            !holder_gone("other-host-name:4000000:1:x"),
-            "other hosts are not judged"
+            holder_gone(&format!("{host}:4000000:1:x:{machine}")),
+            "no such pid"
+        );
+        assert!(
+            holder_gone(&format!("other-host-name:4000000:1:x:{machine}")),
+            "the machine decides, not the host name"
+        );
+        // The same host name on another machine (or in another pid namespace): not judged,
+        // even though that pid is not running here.
+        assert!(
+            !holder_gone(&format!(
+                "{host}:4000000:1:x:00000000-0000-0000-0000-000000000000.1"
+            )),
+            "another machine with our host name"
+        );
+        // Holders of earlier versions (no machine part) stay readable and are not judged.
+        assert!(
+            !holder_gone(&format!("{host}:4000000:1:x")),
+            "earlier format, our host name"
+        );
+        let mut old = r.clone();
+        old.holder = Some(format!("{host}:4000000:1:x"));
+        assert!(
+            old.held_by_other("me", now, stale).is_some(),
+            "fresh heartbeat keeps it"
+        );
+        assert_eq!(
+            old.held_by_other("me", now + time::Duration::minutes(16), stale),
+            None,
+            "the heartbeat rule still applies"
         );
         // The fields round-trip, and are absent from a record that never had them.
         let back = Record::from_config_map(&r.to_config_map("ns")).unwrap();
@@ -420,6 +522,58 @@ mod tests {
         assert!(
             !plain.contains("holder") && !plain.contains("released"),
             "{plain}"
+        );
+    }
+
+    /// A run re-reads the record before the database restore and before `complete`: another
+    /// holder, a deleted record or someone else's write mean the lock is lost.
+    #[test]
+    fn a_lost_lock_is_noticed() {
+        let mut r = Record::new("x", "c", "n", serde_json::Value::Null);
+        r.holder = Some("me".into());
+        assert_eq!(
+            lock_lost("me", Some("7"), Some((&r, Some("7")))),
+            None,
+            "still ours"
+        );
+        assert!(lock_lost("me", Some("7"), None).unwrap().contains("deleted"));
+        let why = lock_lost("me", Some("7"), Some((&r, Some("9")))).unwrap();
+        assert!(why.contains("someone else wrote it"), "{why}");
+        r.holder = Some("other:1:2:3:m".into());
+        r.heartbeat = Some("2026-12-01T10:00:00Z".into());
+        let why = lock_lost("me", Some("7"), Some((&r, Some("9")))).unwrap();
+        assert!(why.contains("the lock was taken over by other:1:2:3:m"), "{why}");
+        assert_eq!(
+            lock_lost("me", Some("9"), Some((&r, Some("9")))),
+            None,
+            "read by this run (a resume) and unchanged since"
+        );
+        assert!(lock_lost("me", None, Some((&r, None))).is_some(), "never read");
+    }
+
+    /// A heartbeat more than FUTURE_SKEW ahead is not trusted (else it would block every
+    /// import until it + 15 minutes); a small clock skew is.
+    #[test]
+    fn a_heartbeat_in_the_future_does_not_hold_the_record() {
+        let now = time::OffsetDateTime::now_utc();
+        let fmt = |t: time::OffsetDateTime| t.format(&time::format_description::well_known::Rfc3339).unwrap();
+        let mut r = Record::new("x", "c", "n", serde_json::Value::Null);
+        r.holder = Some("elsewhere.example:42:123:abcd:b.1".into());
+        r.heartbeat = Some("2999-01-01T00:00:00Z".into());
+        assert_eq!(r.held_by_other("me", now, STALE_AFTER), None, "far future");
+        r.heartbeat = Some(fmt(now + time::Duration::minutes(3)));
+        assert_eq!(r.held_by_other("me", now, STALE_AFTER), None, "3 minutes ahead");
+        r.heartbeat = Some(fmt(now + time::Duration::seconds(90)));
+        assert!(
+            r.held_by_other("me", now, STALE_AFTER).is_some(),
+            "90 s skew is tolerated"
+        );
+        let hint = manual_release_hint("ns1");
+        assert!(
+            hint.contains("kubectl -n ns1 edit configmap agent-day2-migration")
+                && hint.contains("\"released\": true")
+                && hint.contains("do not delete"),
+            "{hint}"
         );
     }
 
