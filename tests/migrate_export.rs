@@ -656,6 +656,40 @@ fn rest_and_dump_that_disagree_are_refused() {
         );
         assert_eq!(names(&outdir), Vec::<String>::new(), "nothing kept");
     }
+    // A host row REST does not list, not bound to the cluster (cluster_id NULL) but in one of
+    // its infra-envs: import would restore it, so it is compared too.
+    let cid = sql(&db, "SELECT id FROM clusters");
+    let mut unbound = String::new();
+    let mut inside = false;
+    let mut added = false;
+    for l in dump.split_inclusive('\n') {
+        unbound.push_str(l);
+        if l.starts_with("COPY public.hosts ") {
+            inside = true;
+        } else if inside && !added && l.starts_with(&host) && l.contains(&format!("\t{cid}\t")) {
+            unbound.push_str(
+                &l.replacen(&host, "eeeeeeee-0000-0000-0000-000000000002", 1)
+                    .replacen(&format!("\t{cid}\t"), "\t\\N\t", 1),
+            );
+            added = true;
+        }
+    }
+    assert!(added, "no hosts row of {host} bound to {cid}");
+    let f = tmp.path().join("unbound.sql");
+    std::fs::write(&f, &unbound).unwrap();
+    let o = export(
+        &n0,
+        &n0.token_file,
+        &["--db-dump", f.to_str().unwrap()],
+        &outdir.join("b"),
+    );
+    assert_eq!(o.status.code(), Some(3), "unbound: {}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("hosts in only one") && err.contains("eeeeeeee-0000-0000-0000-000000000002"),
+        "unbound: {err}"
+    );
+    assert_eq!(names(&outdir), Vec::<String>::new(), "nothing kept");
     // The untouched dump passes.
     let o = export(
         &n0,

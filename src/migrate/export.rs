@@ -930,19 +930,12 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         .map(|h| (str_of(h, "id").to_string(), str_of(h, "infra_env_id").to_string()))
         .collect();
     let rest_ies: std::collections::BTreeSet<String> = ie_ids.iter().cloned().collect();
-    let dump_hosts_live: std::collections::BTreeSet<(String, String)> = hrows
-        .iter()
-        .filter(|r| live(r) && r.get("cluster_id").cloned().flatten().as_deref() == Some(cid.as_str()))
-        .map(|r| {
-            (
-                r.get("id").cloned().flatten().unwrap_or_default(),
-                r.get("infra_env_id").cloned().flatten().unwrap_or_default(),
-            )
-        })
-        .collect();
+    // Every live host import would restore (also those in the cluster's infra-envs not bound
+    // to it yet), not only the rows with this cluster_id.
+    let dump_hosts_live = &checked.live_host_keys;
     let missing_ie: Vec<&String> = rest_ies.difference(&checked.infra_env_ids).collect();
     let missing_h: Vec<String> = rest_hosts
-        .symmetric_difference(&dump_hosts_live)
+        .symmetric_difference(dump_hosts_live)
         .map(|(h, ie)| format!("{h} (infra-env {ie})"))
         .collect();
     // Names: the CRs are named from REST, import keys the rows by them.

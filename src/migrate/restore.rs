@@ -97,6 +97,9 @@ pub struct Checked {
     pub infra_env_ids: BTreeSet<String>,
     /// `(id, infra_env_id)` of the `hosts` rows restored (unescaped; hosts' primary key).
     pub host_keys: BTreeSet<(String, String)>,
+    /// The [`Checked::host_keys`] whose row is not soft-deleted (`deleted_at` NULL): the hosts
+    /// node 0's REST API lists (manifest `cluster.host_ids`).
+    pub live_host_keys: BTreeSet<(String, String)>,
     /// COPY blocks sent: (table, first line, last line) of the stream, 1-based, as psql
     /// numbers its input lines (`psql:<stdin>:N:`).
     blocks: Vec<(String, u64, u64)>,
@@ -629,6 +632,9 @@ fn body(
                     "hosts" => {
                         let id = owner.value(&fields, owner.id).unwrap_or_default();
                         let ie = owner.value(&fields, owner.infra_env_id).unwrap_or_default();
+                        if owner.value(&fields, owner.deleted_at).is_none() {
+                            checked.live_host_keys.insert((id.clone(), ie.clone()));
+                        }
                         checked.host_keys.insert((id, ie));
                     }
                     _ => {}
