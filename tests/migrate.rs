@@ -1347,6 +1347,37 @@ fn lying_manifests_and_encodings_are_refused_before_any_change() {
         format!("{}\\.{}", &d[..k], &d[k..])
     });
     cases.push(("marker", p, "backslash-period"));
+    // Extra hosts rows in a listed infra-env: one whose id holds the dollar-quote tag of the
+    // restore's verification block (refused when that block is built, which checks() does
+    // too), and one unlisted and unbound (cluster_id NULL), which the manifest does not list.
+    let extra_host = |to: &Path, id: &str, unbind: bool| {
+        crafted(&bundle, to, |d| {
+            let i = d.find("COPY public.hosts ").unwrap();
+            let j = i + d[i..].find('\n').unwrap() + 1;
+            let k = j + d[j..].find('\n').unwrap() + 1;
+            let row = &d[j..k];
+            let old_id = row.split('\t').next().unwrap();
+            let mut new_row = row.replacen(old_id, id, 1);
+            if unbind {
+                let m: Value =
+                    serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+                let cid = m["cluster"]["id"].as_str().unwrap();
+                assert!(new_row.contains(&format!("\t{cid}\t")), "{new_row}");
+                new_row = new_row.replacen(&format!("\t{cid}\t"), "\t\\N\t", 1);
+            }
+            format!("{}{new_row}{}", &d[..k], &d[k..])
+        })
+    };
+    let p = e.path("tag");
+    extra_host(&p, "be000000-0000-0000-0000-0000000$agent_day2_verify$", false);
+    cases.push(("tag", p, "$agent_day2_verify$"));
+    let p = e.path("unlisted");
+    extra_host(&p, "be000000-0000-0000-0000-000000000777", true);
+    cases.push((
+        "unlisted",
+        p,
+        "host be000000-0000-0000-0000-000000000777 is restored but not listed",
+    ));
     for (name, dir, needle) in &cases {
         let ns = format!("lying-{name}");
         let d = dir.to_str().unwrap();

@@ -534,6 +534,45 @@ pub fn check_listed_rows(
     })
 }
 
+/// What the restore would write must be what the manifest says: the live hosts it restores
+/// are exactly `host_ids` (no unlisted host row, e.g. one without cluster in a listed
+/// infra-env), and per restored table the rows restored plus the soft-deleted rows of other
+/// clusters left out are the dump's rows of `manifest_rows` (`counts.rows`). Errors:
+/// [`Error::InvalidInput`] (exit 3) naming the differences.
+pub fn check_restored_counts(
+    host_ids: &[String],
+    manifest_rows: &std::collections::BTreeMap<String, u64>,
+    found: &restore::Checked,
+) -> Result<(), Error> {
+    let listed: std::collections::BTreeSet<&str> = host_ids.iter().map(String::as_str).collect();
+    let restored: std::collections::BTreeSet<&str> =
+        found.live_host_keys.iter().map(|(id, _)| id.as_str()).collect();
+    let mut diffs: Vec<String> = restored
+        .difference(&listed)
+        .map(|h| format!("host {h} is restored but not listed"))
+        .collect();
+    for (t, n) in &found.rows {
+        let left_out = found.skipped_deleted.get(t).copied().unwrap_or(0);
+        let want = manifest_rows.get(t).copied();
+        if want != Some(n + left_out) {
+            diffs.push(format!(
+                "table {t}: {n} rows restored and {left_out} left out, the manifest counts {}",
+                want.map_or("none".to_string(), |w| w.to_string())
+            ));
+        }
+    }
+    if diffs.is_empty() {
+        return Ok(());
+    }
+    Err(Error::InvalidInput {
+        field: "bundle manifest.json".into(),
+        message: crate::output::display(&format!(
+            "db/dump.sql does not hold what the manifest lists: {}; the manifest and the dump are              not from the same export",
+            diffs.join("; ")
+        )),
+    })
+}
+
 /// The bundle's dump as errors name it.
 const DUMP_FILE: &str = "bundle file db/dump.sql";
 
@@ -1084,6 +1123,17 @@ impl Importer<'_> {
         };
         let found = restore::check_dump(DUMP_FILE, &mut dump, &scope, &expect)?;
         check_listed_rows(&m.cluster.infra_env_ids, &m.cluster.host_ids, &found)?;
+        // The SQL the restore stream adds after the rows (the verification block, the kube keys)
+        // is built from what the dump holds: built here too, so whatever it refuses (an id
+        // holding the block's dollar-quote tag, a NUL) is refused before any change.
+        restore::verify_sql(&scope, &found)?;
+        kube_key_sql(
+            &m.cluster.id,
+            &cd_name(&self.plan, &self.bundle),
+            &self.ns,
+            &found,
+        )?;
+        check_restored_counts(&m.cluster.host_ids, &m.counts.rows, &found)?;
         let (existing, record_rv) = match self.existing_record().await? {
             Some((r, rv)) => (Some(r), rv),
             None => (None, None),
@@ -2202,6 +2252,56 @@ pub fn write_tar(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An unlisted live host (one without cluster in a listed infra-env) or counts that differ
+    /// from the manifest's are refused; soft-deleted rows left out and soft-deleted hosts are
+    /// not a difference.
+    #[test]
+    fn restored_rows_must_be_what_the_manifest_lists() {
+        let mut found = restore::Checked::default();
+        found.rows.insert("hosts".into(), 3);
+        found.rows.insert("events".into(), 5);
+        found.skipped_deleted.insert("events".into(), 2);
+        for (h, ie) in [("h1", "ie"), ("h2", "ie")] {
+            found.host_keys.insert((h.into(), ie.into()));
+            found.live_host_keys.insert((h.into(), ie.into()));
+        }
+        found.host_keys.insert(("gone".into(), "ie".into()));
+        let rows: std::collections::BTreeMap<String, u64> = [
+            ("hosts".to_string(), 3),
+            ("events".to_string(), 7),
+            ("migrations".to_string(), 9),
+        ]
+        .into();
+        let listed = vec!["h1".to_string(), "h2".to_string()];
+        check_restored_counts(&listed, &rows, &found).unwrap();
+        let mut extra = found.clone();
+        extra.live_host_keys.insert(("intruder".into(), "ie".into()));
+        let e = check_restored_counts(&listed, &rows, &extra).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        assert!(
+            e.to_string().contains("host intruder is restored but not listed"),
+            "{e}"
+        );
+        let mut more = found.clone();
+        more.rows.insert("hosts".into(), 4);
+        let e = check_restored_counts(&listed, &rows, &more)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("table hosts: 4 rows restored and 0 left out, the manifest counts 3"),
+            "{e}"
+        );
+        let mut unknown = found.clone();
+        unknown.rows.insert("agents".into(), 1);
+        let e = check_restored_counts(&listed, &rows, &unknown)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("table agents: 1 rows restored and 0 left out, the manifest counts none"),
+            "{e}"
+        );
+    }
 
     fn crs() -> Vec<Value> {
         serde_json::from_value(json!([
