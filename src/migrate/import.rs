@@ -657,6 +657,18 @@ pub fn is_system_namespace(ns: &str) -> bool {
         || ns.starts_with("open-cluster-management")
 }
 
+/// What to check when no import is found in namespace `ns` (`explicit`: given with `-n`, else
+/// the default, the cluster's name); shared by `migrate wait` and `migrate status`.
+pub fn namespace_hint(ns: &str, explicit: bool) -> String {
+    if explicit {
+        format!("namespace {ns} is the one given with -n; it must be the one import used")
+    } else {
+        format!(
+            "namespace {ns} is the default (the cluster's name); if the import ran with -n, pass the same -n"
+        )
+    }
+}
+
 /// Label import puts on a Namespace it creates (value `true`): a default namespace that exists
 /// without it (and without this bundle's record) is someone else's.
 pub const NAMESPACE_LABEL: &str = record::RECORD_LABEL;
@@ -713,7 +725,7 @@ pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) 
         lines.push(format!(
             "Database: restore db/dump.sql ({rows} rows in {tables} tables; table migrations is left \
              out, cluster 0 keeps its own; schema {}) into cluster 0's assisted-service PostgreSQL in \
-             one transaction; kube_key_name/kube_key_namespace of cluster {} set to {}/{ns}",
+             one transaction; kube_key_namespace/kube_key_name of cluster {} set to {ns}/{}",
             m.source.schema_version,
             m.cluster.id,
             cd_name(plan, bundle)
@@ -791,6 +803,12 @@ pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
     let (ns, explicit_ns) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
+    if explicit_ns && is_system_namespace(&ns) {
+        eprintln!(
+            "warning: -n {ns} is a system namespace; the import puts the cluster's credentials \
+             Secrets (kubeconfig, kubeadmin password, pull secret) there"
+        );
+    }
     let plan = plan(&crs, &ns, bundle.checksum())?;
     if args.dry_run {
         let esc = |s: &str| crate::output::escape_for_display(s, 2000);

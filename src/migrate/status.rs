@@ -70,6 +70,9 @@ pub struct StatusDoc {
     pub cluster_name: String,
     /// Namespace looked at.
     pub namespace: String,
+    /// Whether the namespace was given with `-n` (else the default, the cluster's name).
+    #[serde(skip)]
+    pub namespace_explicit: bool,
     /// The record (None: no import of any bundle there).
     pub record: Option<Record>,
     /// Whether the record is of this bundle.
@@ -89,7 +92,7 @@ pub struct StatusDoc {
 pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error> {
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let (ns, _) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
+    let (ns, explicit) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
     let plan = plan(&crs, &ns, bundle.checksum())?;
     let target = kube.resolve().await?;
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
@@ -176,6 +179,7 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         cluster_id: bundle.manifest.cluster.id.clone(),
         cluster_name: bundle.manifest.cluster.name.clone(),
         namespace: ns.clone(),
+        namespace_explicit: explicit,
         record_is_this_bundle: rec.as_ref().is_some_and(|r| r.is_of(bundle.checksum())),
         record: rec,
         objects,
@@ -270,14 +274,35 @@ pub fn table(d: &StatusDoc) -> String {
         s.push_str(&format!("warning: {}\n", display(e)));
     }
     let diff = d.differing();
-    if diff.is_empty() {
+    let all = || d.objects.values().chain(d.rows.values());
+    let total = all().count();
+    let unknown = all().filter(|c| c.cluster.is_none()).count();
+    let unread = format!("{unknown} of {total} counts could not be read (see warnings)");
+    if diff.is_empty() && unknown == 0 {
         s.push_str("Every count read on cluster 0 equals the bundle's.\n");
+    } else if diff.is_empty() {
+        s.push_str(&format!(
+            "{unread}; the {} read equal the bundle's.\n",
+            total - unknown
+        ));
     } else {
         s.push_str(&format!(
             "{} count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): {}; \
-             table counts include other clusters' rows\n",
+             table counts include other clusters' rows{}\n",
             diff.len(),
-            display(&diff.join(", "))
+            display(&diff.join(", ")),
+            if unknown == 0 {
+                String::new()
+            } else {
+                format!("; {unread}")
+            }
+        ));
+    }
+    if d.record.is_none() {
+        s.push_str(&format!(
+            "hint: no import record in namespace {}: {}\n",
+            display(&d.namespace),
+            display(&super::import::namespace_hint(&d.namespace, d.namespace_explicit))
         ));
     }
     s
@@ -294,6 +319,7 @@ mod tests {
             cluster_id: "c1".into(),
             cluster_name: "ostest".into(),
             namespace: "ostest".into(),
+            namespace_explicit: false,
             record: None,
             record_is_this_bundle: false,
             objects: BTreeMap::from([(
@@ -315,15 +341,18 @@ mod tests {
         };
         let t = table(&d);
         assert!(t.contains("no import yet"), "{t}");
+        let hint = "hint: no import record in namespace ostest: namespace ostest is the default \
+                    (the cluster's name); if the import ran with -n, pass the same -n";
+        assert!(t.trim_end().ends_with(hint), "{t}");
         assert!(
             t.lines()
                 .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["object", "Agent", "3", "2", "≠", "3"]),
             "{t}"
         );
         assert!(
-            t.trim_end().ends_with(
+            t.contains(
                 "1 count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): object Agent; \
-                 table counts include other clusters' rows"
+                 table counts include other clusters' rows; 1 of 2 counts could not be read (see warnings)\n"
             ),
             "{t}"
         );
@@ -331,9 +360,9 @@ mod tests {
         same.objects.get_mut("Agent").unwrap().cluster = Some(3);
         let t = table(&same);
         assert!(!t.contains('≠'), "{t}");
+        assert!(!t.contains("Every count read"), "{t}");
         assert!(
-            t.trim_end()
-                .ends_with("Every count read on cluster 0 equals the bundle's."),
+            t.contains("1 of 2 counts could not be read (see warnings); the 1 read equal the bundle's.\n"),
             "{t}"
         );
         assert!(
@@ -342,5 +371,31 @@ mod tests {
             "{t}"
         );
         assert!(t.contains("warning: table events: boom"), "{t}");
+        // Every count read, a record there, -n given: no hint, and the plain last line.
+        same.rows.get_mut("events").unwrap().cluster = Some(300);
+        same.namespace_explicit = true;
+        same.record = Some(
+            serde_json::from_value(serde_json::json!({
+                "bundle_sha256": "abc", "cluster_id": "c1", "cluster_name": "ostest",
+                "phase": "complete", "started": "t0", "completed": "t1"
+            }))
+            .unwrap(),
+        );
+        same.record_is_this_bundle = true;
+        let t = table(&same);
+        assert!(!t.contains("hint:"), "{t}");
+        assert!(
+            t.trim_end()
+                .ends_with("Every count read on cluster 0 equals the bundle's."),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn explicit_namespace_hint_names_the_flag() {
+        assert_eq!(
+            crate::migrate::import::namespace_hint("x", true),
+            "namespace x is the one given with -n; it must be the one import used"
+        );
     }
 }

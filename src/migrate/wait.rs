@@ -133,13 +133,7 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
         let remaining = timeout.map(|t| t.saturating_sub(start.elapsed()));
         if remaining.is_some_and(|r| r.is_zero()) {
             // Printed here: Error::Timeout's hint is about single API requests.
-            let hint = if explicit {
-                format!("namespace {ns} is the one given with -n; it must be the one import used")
-            } else {
-                format!(
-                    "namespace {ns} is the default (the cluster's name); if the import ran with -n, pass the same -n"
-                )
-            };
+            let hint = super::import::namespace_hint(&ns, explicit);
             let esc = |t: &str| crate::output::escape_for_display(t, 4000);
             eprintln!(
                 "error: {}\n  hint: {}",
