@@ -158,7 +158,9 @@ fn init_logging(v: u8) {
     // frames carry the database restore (pull secret, credentials) of `migrate import`.
     let filter = ["tungstenite=off", "tokio_tungstenite=off"]
         .iter()
-        .fold(filter, |f, d| f.add_directive(d.parse().expect("static directive")));
+        .fold(filter, |f, d| {
+            f.add_directive(d.parse().expect("static directive"))
+        });
     if v >= 6 {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -320,10 +320,19 @@ fn viewer_context_shows_missing_permissions() {
     assert!(!t.contains("get clusterversions"), "{t}");
     // Permissions only migrate needs are counted per subcommand, not listed one by one.
     assert!(t.lines().any(|l| l.starts_with("migrate import: ")), "{t}");
-    assert!(t.contains("(ClusterRole agent-day2-migrate in deploy/rbac.yaml"), "{t}");
-    assert!(!t.contains("create pods/exec"), "migrate-only permission listed:\n{t}");
+    assert!(
+        t.contains("(ClusterRole agent-day2-migrate in deploy/rbac.yaml"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("create pods/exec"),
+        "migrate-only permission listed:\n{t}"
+    );
     let lines = t.lines().filter(|l| l.contains("migrate")).count();
-    assert!(lines <= 4, "migrate's missing permissions take {lines} lines:\n{t}");
+    assert!(
+        lines <= 4,
+        "migrate's missing permissions take {lines} lines:\n{t}"
+    );
     assert!(text(&out.stderr)
         .contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
 }
