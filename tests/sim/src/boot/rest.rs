@@ -299,19 +299,11 @@ impl NodeApi {
 
     /// Handles one request.
     pub fn handle(&self, req: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
-        let path = req.uri().path().trim_end_matches('/').to_string();
-        let query: BTreeMap<String, String> = req
-            .uri()
-            .query()
-            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
-        let Some(rest) = path.strip_prefix(BASE) else {
-            return error(
-                StatusCode::NOT_FOUND,
-                format!("path {path} not found (the API is under {BASE})"),
-            );
+        let (path, query) = match split_request(req) {
+            Ok(v) => v,
+            Err(r) => return r,
         };
-        let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+        let segs = segments(&path);
         use Scheme::*;
         let ie = self.facts.infra_env_id.as_str();
         let cl = self.ai_cluster_id.as_str();
@@ -435,7 +427,7 @@ impl NodeApi {
             );
         }
         if let Err((code, msg)) = self.authorize(req, schemes) {
-            return infra_error(code, msg);
+            return infra_error(code, &msg);
         }
         handler()
     }
@@ -483,7 +475,37 @@ impl NodeApi {
     }
 }
 
-fn ok_json(v: &Value) -> Response<Full<Bytes>> {
+/// The path (without a trailing `/`) and the query of a request to the v2 API; a path outside
+/// [`BASE`] is answered 404 (the `Err` response). Shared by this node API and `node0`.
+pub(crate) fn split_request<B>(
+    req: &Request<B>,
+) -> Result<(String, BTreeMap<String, String>), Response<Full<Bytes>>> {
+    let path = req.uri().path().trim_end_matches('/').to_string();
+    let query = req
+        .uri()
+        .query()
+        .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .unwrap_or_default();
+    if !path.starts_with(BASE) {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            format!("path {path} not found (the API is under {BASE})"),
+        ));
+    }
+    Ok((path, query))
+}
+
+/// The non-empty segments of `path` after [`BASE`] (`["clusters", "<id>", "logs"]`).
+pub(crate) fn segments(path: &str) -> Vec<&str> {
+    path.strip_prefix(BASE)
+        .unwrap_or(path)
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A 200 answer with a JSON body.
+pub(crate) fn ok_json(v: &Value) -> Response<Full<Bytes>> {
     Response::builder()
         .status(StatusCode::OK)
         .header("Content-Type", "application/json")
@@ -492,7 +514,7 @@ fn ok_json(v: &Value) -> Response<Full<Bytes>> {
 }
 
 /// swagger `error`.
-fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
+pub(crate) fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
     let body = json!({"kind": "Error", "id": code.as_u16(), "href": "", "code": code.as_u16().to_string(), "reason": reason});
     Response::builder()
         .status(code)
@@ -501,12 +523,13 @@ fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
         .unwrap()
 }
 
-fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
+/// swagger `error` 404 for `what id`.
+pub(crate) fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
     error(StatusCode::NOT_FOUND, format!("{what} {id} not found"))
 }
 
 /// swagger `infra_error` (401/403).
-fn infra_error(code: StatusCode, message: String) -> Response<Full<Bytes>> {
+pub(crate) fn infra_error(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
     let body = json!({"code": code.as_u16(), "message": message});
     Response::builder()
         .status(code)

@@ -42,9 +42,10 @@ use serde_json::{json, Map, Value};
 
 use super::seed::BASE_TIME;
 use super::Snapshot;
+use crate::boot::rest::{error, infra_error, not_found, ok_json, segments, split_request};
 
 /// API prefix (swagger `basePath` + `/v2`).
-pub const BASE: &str = "/api/assisted-install/v2";
+pub use crate::boot::rest::BASE;
 
 /// Downloadable files of one cluster.
 #[derive(Default)]
@@ -386,17 +387,9 @@ impl Node0Api {
 
     /// Answers one request.
     pub fn handle(&self, req: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
-        let path = req.uri().path().trim_end_matches('/').to_string();
-        let q: BTreeMap<String, String> = req
-            .uri()
-            .query()
-            .map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
-            .unwrap_or_default();
-        let Some(rest) = path.strip_prefix(BASE) else {
-            return error(
-                StatusCode::NOT_FOUND,
-                format!("path {path} not found (the API is under {BASE})"),
-            );
+        let (path, q) = match split_request(req) {
+            Ok(v) => v,
+            Err(r) => return r,
         };
         if !self.authorized(req) {
             let msg = if req.headers().contains_key("Authorization") {
@@ -412,7 +405,7 @@ impl Node0Api {
                 format!("method {} is not allowed on {path}", req.method()),
             );
         }
-        let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+        let segs = segments(&path);
         let truthy = |k: &str| q.get(k).is_some_and(|v| v.is_empty() || v == "true");
         let qs = |k: &str| q.get(k).map(String::as_str).unwrap_or("");
         match segs.as_slice() {
@@ -576,14 +569,6 @@ impl Node0Api {
     }
 }
 
-fn ok_json(v: &Value) -> Response<Full<Bytes>> {
-    Response::builder()
-        .status(StatusCode::OK)
-        .header("Content-Type", "application/json")
-        .body(Full::new(Bytes::from(v.to_string())))
-        .unwrap()
-}
-
 fn file(data: &[u8], name: &str) -> Response<Full<Bytes>> {
     Response::builder()
         .status(StatusCode::OK)
@@ -593,32 +578,8 @@ fn file(data: &[u8], name: &str) -> Response<Full<Bytes>> {
         .unwrap()
 }
 
-/// swagger `error`.
-fn error(code: StatusCode, reason: String) -> Response<Full<Bytes>> {
-    let body = json!({"kind": "Error", "id": code.as_u16(), "href": "", "code": code.as_u16().to_string(), "reason": reason});
-    Response::builder()
-        .status(code)
-        .header("Content-Type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
-}
-
 fn bad_request(reason: String) -> Response<Full<Bytes>> {
     error(StatusCode::BAD_REQUEST, reason)
-}
-
-fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
-    error(StatusCode::NOT_FOUND, format!("{what} {id} not found"))
-}
-
-/// swagger `infra_error` (401).
-fn infra_error(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
-    let body = json!({"code": code.as_u16(), "message": message});
-    Response::builder()
-        .status(code)
-        .header("Content-Type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap()
 }
 
 /// Serves `api` on `listener` until the process ends. With `die_after = Some(n)`: the process
