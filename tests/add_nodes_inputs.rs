@@ -3,71 +3,22 @@
 //! leave no secrets behind, unbounded files, bad flag values and unusable output paths are
 //! refused with the exit codes of design.md and the flag named.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_day2_sim::harness::{enter_netns, TestCluster};
-use serde_json::{json, Value};
+use agent_day2_sim::harness::TestCluster;
+use serde_json::json;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
 const W0: (&str, &str) = ("worker-0", "52:54:00:aa:00:30");
 
-macro_rules! netns_or_skip {
-    () => {
-        if let Err(why) = enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+#[macro_use]
+#[path = "support/cluster.rs"]
+mod cluster;
+use cluster::{plugin, plugin_cmd, text, Work, BIN};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-struct Work {
-    tmp: tempfile::TempDir,
-}
-
-impl Work {
-    fn new() -> Work {
-        Work {
-            tmp: tempfile::tempdir().unwrap(),
-        }
-    }
-    fn cache(&self) -> PathBuf {
-        self.tmp.path().join("cache")
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.tmp.path().join(name)
-    }
-}
-
-fn command(c: &TestCluster, w: &Work, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.args(args)
-        .env("KUBECONFIG", &c.kubeconfig)
-        .env("XDG_CACHE_HOME", w.cache())
-        .env_remove("HTTPS_PROXY")
-        .env_remove("https_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("http_proxy")
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
-    command(c, w, args).output().unwrap()
 }
 
 /// `add-nodes` for one DHCP host (flags), output in `w/<out>`, plus `extra`.
@@ -84,36 +35,6 @@ fn add(c: &TestCluster, w: &Work, out: &str, extra: &[&str]) -> Output {
     ];
     a.extend_from_slice(extra);
     plugin(c, w, &a)
-}
-
-/// The plugin's per-release-digest cache entry, so a run gets its component images without a
-/// registry (as tests/add_nodes.rs `seed_release`).
-fn seed_release(c: &TestCluster, w: &Work) {
-    let o = c.kubectl(&["get", "clusterversion", "version", "-o", "json"]);
-    let cv: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let release = cv["status"]["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|h| h["state"] == "Completed")
-        .and_then(|h| h["image"].as_str())
-        .unwrap()
-        .to_string();
-    let digest = release.rsplit_once('@').unwrap().1.to_string();
-    let img = |n: char| {
-        format!(
-            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
-            n.to_string().repeat(64)
-        )
-    };
-    let imgs = json!({"apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'), "machineOsImages": null});
-    let dir = w.cache().join("agent-day2/releases");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join(format!("{digest}.json")),
-        json!({"releaseImage": release, "platforms": {"x86_64": imgs}}).to_string(),
-    )
-    .unwrap();
 }
 
 /// Names in `dir` (and its boot-artifacts/) that are temporary files of ours.
@@ -140,7 +61,7 @@ fn interrupted_writes_leave_no_secrets_behind() {
     netns_or_skip!();
     let w = Work::new();
     let c = TestCluster::start("").unwrap();
-    seed_release(&c, &w);
+    cluster::seed_release(&c, &w, &["x86_64"]);
     // A CoreOS-like base ISO padded to 1.5 GB (sparse): copying and hashing it takes seconds.
     let base = w.path("big.iso");
     agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
@@ -153,7 +74,7 @@ fn interrupted_writes_leave_no_secrets_behind() {
 
     for (sig, code) in [("-INT", 130), ("-TERM", 143)] {
         let out = w.path(&format!("out{code}"));
-        let mut child = command(
+        let mut child = plugin_cmd(
             &c,
             &w,
             &[
@@ -382,7 +303,7 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
     netns_or_skip!();
     let w = Work::new();
     let c = TestCluster::start("").unwrap();
-    seed_release(&c, &w);
+    cluster::seed_release(&c, &w, &["x86_64"]);
     let base = w.path("base.iso");
     agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
     let b = base.to_str().unwrap();
@@ -415,7 +336,7 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
     std::fs::create_dir(&small).unwrap();
     let iso_len = std::fs::metadata(&base).unwrap().len();
     let kib = (iso_len / 2 / 1024).max(64);
-    let mut cmd = command(&c, &w, &[]);
+    let mut cmd = plugin_cmd(&c, &w, &[]);
     let script = format!("mount -t tmpfs -o size={kib}k tmpfs \"$1\" || exit 99; shift; exec \"$@\"");
     let o = Command::new("unshare")
         .args([
