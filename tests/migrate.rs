@@ -22,7 +22,9 @@ use agent_day2_sim::postgres::{self, Postgres};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+#[path = "support/cluster.rs"]
+mod cluster;
+use cluster::{text, BIN};
 
 fn skip() -> Option<String> {
     if let Err(why) = enter_netns() {
@@ -44,15 +46,6 @@ macro_rules! skip_unless_ready {
             return;
         }
     };
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// Source (node 0) and target (cluster 0) of one migration.

@@ -17,7 +17,9 @@ use agent_day2_sim::harness::{enter_netns, Node0};
 use agent_day2_sim::postgres::{self, Postgres};
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
+#[path = "support/cluster.rs"]
+mod cluster;
+use cluster::{text, BIN};
 
 fn skip() -> Option<String> {
     if let Err(why) = enter_netns() {
@@ -33,15 +35,6 @@ macro_rules! skip_unless_ready {
             return;
         }
     };
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 fn plugin(args: &[&str]) -> Output {

@@ -1,11 +1,12 @@
 //! Test helpers shared by the end-to-end tests of add-nodes, approve and monitor
-//! (tests/add_nodes.rs, tests/approve.rs, tests/monitor.rs): the built plugin run against the
+//! (tests/add_nodes.rs, tests/approve.rs, tests/monitor.rs; the migrate and add_nodes_inputs
+//! tests take a few pieces): the built plugin run against the
 //! simulated cluster (agent-day2-sim) in a private network namespace, the release payload made
 //! readable for add-nodes, nodes-config text, batch records, and `agent-day2-sim boot`.
 //! Included by each of those test crates with `#[macro_use] #[path = "support/cluster.rs"] mod
 //! cluster;`; each uses a part.
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
