@@ -1536,25 +1536,6 @@ fn a_crafted_dump_runs_nothing_and_restores_nothing() {
     assert!(!out_dir.exists() && !pwned.exists());
 }
 
-/// Rewrites `dir`'s manifest file list and checksum after an edit (an edited bundle that is
-/// self-consistent, as anyone holding it can make one).
-fn reseal_bundle(dir: &Path) {
-    let mp = dir.join("manifest.json");
-    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
-    for f in m["files"].as_array_mut().unwrap() {
-        let bytes = std::fs::read(dir.join(f["path"].as_str().unwrap())).unwrap();
-        f["sha256"] = Value::from(hex::encode(Sha256::digest(&bytes)));
-        f["size"] = Value::from(bytes.len() as u64);
-    }
-    let raw = serde_json::to_vec_pretty(&m).unwrap();
-    std::fs::write(&mp, &raw).unwrap();
-    std::fs::write(
-        dir.join("manifest.json.sha256"),
-        format!("{}\n", hex::encode(Sha256::digest(&raw))),
-    )
-    .unwrap();
-}
-
 /// A copy of `bundle` at `to` with crs/crs.json (and the manifest, as JSON) edited, resealed.
 fn crafted_crs(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>, &mut Value)) {
     copy_dir(bundle, to);
@@ -1565,7 +1546,7 @@ fn crafted_crs(bundle: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Value>, &mut
     edit(&mut crs, &mut m);
     std::fs::write(&cp, serde_json::to_vec_pretty(&crs).unwrap()).unwrap();
     std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-    reseal_bundle(to);
+    reseal(to);
 }
 
 /// The reviews' findings, end to end: crafted (resealed) crs.json sets are refused with exit 3
