@@ -20,6 +20,7 @@ pub mod files;
 pub mod ignition;
 pub mod info;
 pub mod iso;
+pub mod k8s_names;
 pub mod kube_flags;
 pub mod kube_write;
 pub mod migrate;

@@ -837,17 +837,5 @@ fn attr_name(oid: &str) -> String {
         .unwrap_or_else(|| oid.to_string())
 }
 
-/// Kubernetes node names: a lowercase RFC 1123 subdomain (≤ 253 characters, labels of
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` up to 63 characters).
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
-}
+/// Kubernetes node names: a lowercase RFC 1123 subdomain ([`crate::k8s_names`]).
+pub use crate::k8s_names::is_dns1123_subdomain;

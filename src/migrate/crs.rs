@@ -87,24 +87,7 @@ pub fn dns1123_label(name: &str) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
-/// Whether `name` is a DNS-1123 label (Kubernetes `IsDNS1123Label`: 1-63 characters of
-/// `[a-z0-9-]`, starting and ending alphanumeric).
-pub fn is_dns1123_label(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 63
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-}
-
-/// Whether `name` is a DNS-1123 subdomain (Kubernetes `IsDNS1123Subdomain`: at most 253
-/// characters, DNS-1123 labels joined by `.`): the names of Secrets, ClusterImageSets and most
-/// custom resources.
-pub fn is_dns1123_subdomain(name: &str) -> bool {
-    name.len() <= 253 && name.split('.').all(is_dns1123_label)
-}
+pub use crate::k8s_names::{is_dns1123_label, is_dns1123_subdomain};
 
 /// The names of one cluster's CRs: the naming rules of this module, used by [`build`] and by
 /// [`check_set`] (import accepts only what export makes).
