@@ -70,8 +70,17 @@ pub struct BundleSource {
     pub url: String,
     /// How the dump was made: `db-url`, `db-container` or `db-dump`.
     pub db_source: String,
-    /// The greatest `migrations.id` of the dump (assisted-service's gormigrate schema version).
+    /// The greatest `migrations.id` of the dump (longest, then greatest as text). Kept for
+    /// readers of older bundles and as a cross-check of the dump; it is no version order:
+    /// assisted-service's id `21211125182200` (a typo for 2021) is the greatest on every real
+    /// database since late 2021 (research/node0-real.md §2), so import compares
+    /// [`Self::migration_ids`] and the dump's columns instead.
     pub schema_version: String,
+    /// Every `migrations.id` of the dump (gormigrate's applied migrations of node 0's
+    /// assisted-service), sorted and unique. Empty in bundles of earlier versions: import then
+    /// takes the dump's ids as they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub migration_ids: Vec<String>,
 }
 
 /// `manifest.cluster`: the assisted cluster as its REST API showed it.
@@ -706,7 +715,8 @@ mod tests {
             source: BundleSource {
                 url: "http://192.168.111.20:8090".into(),
                 db_source: "db-dump".into(),
-                schema_version: "20240617140000".into(),
+                schema_version: "21211125182200".into(),
+                migration_ids: vec!["20201019194303".into(), "21211125182200".into()],
             },
             cluster: BundleCluster {
                 id: "c1".into(),
@@ -778,6 +788,24 @@ mod tests {
         let tmp = w.temp_path().to_path_buf();
         assert!(matches!(w.commit(manifest()), Err(Error::Usage(_))));
         assert!(!tmp.exists(), "temp dir removed after a refused commit");
+    }
+
+    #[test]
+    fn migration_ids_round_trip_and_older_manifests_still_read() {
+        let m = manifest();
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(
+            v["source"]["migration_ids"],
+            serde_json::json!(["20201019194303", "21211125182200"])
+        );
+        let back: BundleManifest = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(back, m);
+        // A manifest written before the field existed has none: read as empty.
+        let mut old = v;
+        old["source"].as_object_mut().unwrap().remove("migration_ids");
+        let back: BundleManifest = serde_json::from_value(old).unwrap();
+        assert!(back.source.migration_ids.is_empty());
+        assert_eq!(back.source.schema_version, "21211125182200");
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! non-empty table, each followed by the rows in COPY text format (one row per line, columns
 //! separated by a tab) and ended by a line `\.` (PostgreSQL docs, "COPY", "Text Format"; and
 //! pg_dump's plain format). What migrate needs from it:
-//! - [`summarize`]: rows per table and the schema version (the greatest `migrations.id`, which
-//!   assisted-service's gormigrate keeps; research/migration.md §5);
+//! - [`summarize`]: rows per table, the `migrations` ids (assisted-service's gormigrate keeps
+//!   one row per applied migration; research/migration.md §5, node0-real.md §2) and the
+//!   greatest of them;
 //! - [`classify_line`]: the lines outside COPY data, of which only pg_dump's own are accepted
 //!   (the restore stream is built from the parsed COPY data: [`super::restore`]);
 //! - [`column_values`]: one column of a table's rows, unescaped ([`unescape_copy`]); export
@@ -15,7 +16,7 @@
 //! is refused with [`Error::InvalidInput`] saying how to make the right one ([`DUMP_COMMAND`]);
 //! a dump that also creates tables (no `--data-only`) is refused as well.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Read};
 
 use crate::error::Error;
@@ -57,8 +58,13 @@ pub struct DumpSummary {
     /// Rows per table (key as [`CopyHeader::key`]); tables pg_dump wrote a COPY block for,
     /// also empty ones (pg_dump writes a block for every table).
     pub rows: BTreeMap<String, u64>,
-    /// The greatest `id` of table `migrations`; None when the dump has no such rows.
+    /// The greatest `id` of table `migrations` (longest, then greatest as text); None when the
+    /// dump has no such rows. Not a version order on real data: see [`Self::migration_ids`].
     pub schema_version: Option<String>,
+    /// Every `id` of table `migrations` (unescaped): the gormigrate migrations node 0's
+    /// assisted-service applied. Real ids include typos (`21211125182200`, `2021115162400`),
+    /// so only the set says which migrations a database has (research/node0-real.md §2).
+    pub migration_ids: BTreeSet<String>,
     /// Bytes read.
     pub bytes: u64,
 }
@@ -460,8 +466,9 @@ fn scan_body(
                                 Some(cur) => (id.len(), id.as_str()) > (cur.len(), cur.as_str()),
                             };
                             if newer {
-                                sum.schema_version = Some(id);
+                                sum.schema_version = Some(id.clone());
                             }
+                            sum.migration_ids.insert(id);
                         }
                     }
                 }
@@ -665,6 +672,10 @@ SELECT pg_catalog.setval('public.events_id_seq', 300, true);
             ]
         );
         assert_eq!(s.schema_version.as_deref(), Some("20240617140000"));
+        assert_eq!(
+            s.migration_ids.iter().map(String::as_str).collect::<Vec<_>>(),
+            vec!["20230101000000", "20240617140000", "9"]
+        );
         assert_eq!(s.bytes, DUMP.len() as u64);
     }
 
@@ -790,6 +801,7 @@ SELECT pg_catalog.setval('public.events_id_seq', 300, true);
         );
         let s = summarize("d", &mut Cursor::new(d)).unwrap();
         assert_eq!(s.schema_version.as_deref(), Some("29990101000000"));
+        assert!(s.migration_ids.contains("29990101000000"));
         assert_eq!(s.rows["migrations"], 4);
         assert!(is_plain_ident("kube_key_name") && is_plain_ident("_x1"));
         for bad in ["", "Id", "1a", "id); drop table x; --", "a-b", &"a".repeat(64)] {

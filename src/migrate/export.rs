@@ -1,8 +1,8 @@
 //! `migrate export`: node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle.
 //!
 //! Reads, over the REST v2 API at `--from` (notes/migrate-contract.md "Node 0"; swagger paths
-//! under `/api/assisted-install/v2`, userAuth `Authorization: Bearer <token>` from
-//! `--token-file`): the cluster with its hosts, the infra-envs and their hosts, every event
+//! under `/api/assisted-install/v2`, userAuth `Authorization: <token>` (the bare token, as
+//! assisted-service's agent-installer-local authentication reads it) from `--token-file`): the cluster with its hosts, the infra-envs and their hosts, every event
 //! page (cluster and infra-env events, 1000 per page, ascending), the logs archive (streamed to
 //! disk), the credentials (kubeconfig, kubeconfig-noingress, kubeadmin-password and the
 //! credentials object), install-config.yaml and metadata.json, and the custom manifests. The
@@ -37,7 +37,8 @@ const MAX_DUMP: u64 = 1 << 40;
 pub enum DbSource {
     /// `--db-url URL`: the local `pg_dump` reaches the database.
     Url(String),
-    /// `--db-container NAME`: `podman exec NAME pg_dump ...` on node 0.
+    /// `--db-container NAME`: `podman exec NAME pg_dump -h localhost ...` on node 0 (node 0's
+    /// assisted-db container listens on localhost, its socket is in /tmp only).
     Container(String),
     /// `--db-dump FILE`: a dump made by hand.
     File(std::path::PathBuf),
@@ -92,7 +93,8 @@ impl DbSource {
             DbSource::Container(n) => {
                 let mut v = vec!["exec".to_string(), n.clone(), "pg_dump".into()];
                 v.extend(base);
-                v.extend(["-U", "admin", "-d", "installer"].map(String::from));
+                // start_db.sh: socket only in /tmp (-k /tmp); it connects with -h localhost itself.
+                v.extend(["-h", "localhost", "-U", "admin", "-d", "installer"].map(String::from));
                 Some(("podman".into(), v))
             }
             DbSource::File(_) => None,
@@ -318,7 +320,10 @@ impl Source {
         let shown = url.split('?').next().unwrap_or(&url).to_string();
         let mut req = self.http.get(&url);
         if let Some(t) = &self.token {
-            req = req.header("Authorization", format!("Bearer {t}"));
+            // The bare token: assisted-service reads userAuth with go-openapi's APIKeyAuth (the
+            // header value as it is) and its jwt parser refuses a "bearer " prefix with a 401
+            // (pkg/auth/agent_local_authenticator.go, local_authenticator.go validateToken).
+            req = req.header("Authorization", t.as_str());
         }
         let resp = req.send().await.map_err(|e| unreachable(&shown, &e))?;
         let status = resp.status().as_u16();
@@ -920,6 +925,7 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         &super::restore::Expect {
             sha256: None,
             schema_version: Some(&schema_version),
+            migration_ids: None,
         },
     )?;
     // What import will restore and key must be what the REST API lists: node 0's REST answer
@@ -1018,6 +1024,7 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
             url: origin.clone(),
             db_source: db.name().into(),
             schema_version: schema_version.clone(),
+            migration_ids: summary.migration_ids.iter().cloned().collect(),
         },
         cluster: BundleCluster {
             id: cid.clone(),
@@ -1048,10 +1055,11 @@ pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
         crate::output::display(str_of(&cluster, "name"))
     );
     text.push_str(&format!(
-        "  hosts {}, infra-envs {}, events {events}, database rows {rows} in {} tables (schema {schema_version})\n",
+        "  hosts {}, infra-envs {}, events {events}, database rows {rows} in {} tables ({} migrations)\n",
         hosts.len(),
         ie_ids.len(),
-        summary.rows.len()
+        summary.rows.len(),
+        summary.migration_ids.len()
     ));
     text.push_str(&format!(
         "  {files} files, {}; checksum sha256:{checksum}\n",
@@ -1100,7 +1108,7 @@ mod tests {
         let (p, v) = d.command().unwrap();
         assert_eq!(
             format!("{p} {}", v.join(" ")),
-            "podman exec assisted-db pg_dump --data-only --no-owner --no-privileges -U admin -d installer"
+            "podman exec assisted-db pg_dump --data-only --no-owner --no-privileges -h localhost -U admin -d installer"
         );
         let d = DbSource::Url("postgres://u@h/installer".into());
         assert_eq!(

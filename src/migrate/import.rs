@@ -4,8 +4,9 @@
 //! 1. checks, before any change: the bundle (checksums), the CRDs (missing ones named, or
 //!    `--wait-for-crds`), conflicts (a ClusterDeployment, AgentClusterInstall, InfraEnv or
 //!    Agent of this cluster that this bundle's import did not create), the assisted-service
-//!    database (found by label, or `--db-url`), its schema version against the dump's, and
-//!    whether it already holds this cluster;
+//!    database (found by label, or `--db-url`), its schema against the dump's (every column of
+//!    the dump's COPY blocks and every migration id of the dump must be there:
+//!    [`check_target_schema`]), and whether it already holds this cluster;
 //! 2. namespace, then the completion record `in-progress` ([`super::record`]);
 //! 3. Secrets, ClusterImageSet;
 //! 4. the database restore in one transaction (`BEGIN;` … `COMMIT;` around it, stdin = the dump
@@ -27,6 +28,7 @@
 //! Test hook: `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` stops the run (exit 1) right after that
 //! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -600,12 +602,69 @@ fn restore_note(c: &restore::Checked) -> String {
     s
 }
 
-/// Compares migration ids (gormigrate: `YYYYMMDDhhmmss`): numerically when both are numbers,
-/// else as text.
-pub fn schema_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    match (a.trim().parse::<u128>(), b.trim().parse::<u128>()) {
-        (Ok(x), Ok(y)) => x.cmp(&y),
-        _ => a.trim().cmp(b.trim()),
+/// What cluster 0's database must have for the dump to restore, checked before any change
+/// (pure): (a) every column of each restored table's COPY block (`found.columns`) is a column
+/// of that table there (`target_columns`: table → its columns, from
+/// `information_schema.columns`), else the COPY would fail mid-restore; (b) every migration id
+/// of the dump (`found.migration_ids`) is one of the target's (`target_ids`, its `migrations`
+/// table): a migration node 0's assisted-service applied and cluster 0's did not means cluster
+/// 0's is the older build. Neither compares `max(id)`: real ids include typos
+/// (`21211125182200`), so the greatest id is the same on every database since 2021
+/// (research/node0-real.md §2). Errors: [`Error::InvalidInput`] (exit 3) naming the tables and
+/// columns, or the ids, that cluster 0 lacks; both as [`Error::Many`] when both fail.
+pub fn check_target_schema(
+    found: &restore::Checked,
+    target_ids: &BTreeSet<String>,
+    target_columns: &BTreeMap<String, BTreeSet<String>>,
+) -> Result<(), Error> {
+    const UPGRADE: &str = "upgrade the multicluster engine on cluster 0 so that its assisted-service is at \
+                           least node 0's version, wait until it has started once, then import again";
+    let mut errors = Vec::new();
+    let mut lacking = Vec::new();
+    for (table, cols) in &found.columns {
+        let have = target_columns.get(table);
+        let missing: Vec<&str> = cols
+            .iter()
+            .filter(|c| !have.is_some_and(|h| h.contains(*c)))
+            .map(String::as_str)
+            .collect();
+        match have {
+            None => lacking.push(format!("table {table} does not exist")),
+            Some(_) if !missing.is_empty() => {
+                lacking.push(format!("table {table} lacks {}", missing.join(", ")))
+            }
+            Some(_) => {}
+        }
+    }
+    if !lacking.is_empty() {
+        errors.push(Error::InvalidInput {
+            field: DUMP_FILE.into(),
+            message: format!(
+                "cluster 0's assisted-service is older than node 0's: its database lacks columns the \
+                 dump holds ({}), so the restore would fail; nothing was changed; {UPGRADE}",
+                lacking.join("; ")
+            ),
+        });
+    }
+    let newer: Vec<&str> = found
+        .migration_ids
+        .difference(target_ids)
+        .map(String::as_str)
+        .collect();
+    if !newer.is_empty() {
+        errors.push(Error::InvalidInput {
+            field: format!("{DUMP_FILE} (table migrations)"),
+            message: crate::output::display(&format!(
+                "node 0's assisted-service is newer than cluster 0's: the dump's schema has migrations \
+                 cluster 0's database lacks: {}; nothing was changed; {UPGRADE}",
+                newer.join(", ")
+            )),
+        });
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(Error::Many(errors)),
     }
 }
 
@@ -724,9 +783,10 @@ pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) 
         let (rows, tables) = restored_rows(&m.counts.rows);
         lines.push(format!(
             "Database: restore db/dump.sql ({rows} rows in {tables} tables; table migrations is left \
-             out, cluster 0 keeps its own; schema {}) into cluster 0's assisted-service PostgreSQL in \
-             one transaction; kube_key_namespace/kube_key_name of cluster {} set to {ns}/{}",
-            m.source.schema_version,
+             out, cluster 0 keeps its own and must hold the dump's {} migration ids) into cluster 0's \
+             assisted-service PostgreSQL in one transaction; kube_key_namespace/kube_key_name of \
+             cluster {} set to {ns}/{}",
+            m.counts.rows.get("migrations").copied().unwrap_or(0),
             m.cluster.id,
             cd_name(plan, bundle)
         ));
@@ -1138,6 +1198,7 @@ impl Importer<'_> {
         let expect = restore::Expect {
             sha256: sha.as_deref(),
             schema_version: Some(&m.source.schema_version),
+            migration_ids: Some(&m.source.migration_ids),
         };
         let found = restore::check_dump(DUMP_FILE, &mut dump, &scope, &expect)?;
         check_listed_rows(&m.cluster.infra_env_ids, &m.cluster.host_ids, &found)?;
@@ -1164,7 +1225,7 @@ impl Importer<'_> {
             None => exec::find_assisted_db(&self.target).await?,
         };
         progress(&format!("assisted-service database: {}", db.describe()));
-        self.check_schema(&db).await?;
+        self.check_schema(&db, &found).await?;
         let restore = self.db_state(&db, existing.as_ref()).await?;
         Ok(Checked {
             existing,
@@ -1615,50 +1676,70 @@ impl Importer<'_> {
         }
     }
 
-    async fn check_schema(&self, db: &Db) -> Result<(), Error> {
-        let lines = db
-            .query(Some(&self.target), "SELECT max(id) FROM public.migrations")
+    /// Reads cluster 0's `migrations` ids and the columns of the dump's restored tables and
+    /// refuses what [`check_target_schema`] refuses. Errors: [`Error::Api`] (exit 4) when they
+    /// cannot be read or `migrations` is empty (assisted-service has not created its schema).
+    async fn check_schema(&self, db: &Db, found: &restore::Checked) -> Result<(), Error> {
+        let pg = || ResourceRef {
+            kind: "PostgreSQL".into(),
+            namespace: None,
+            name: Some(db.describe()),
+        };
+        let ids: BTreeSet<String> = db
+            .query(Some(&self.target), "SELECT id FROM public.migrations")
             .await
             .map_err(|e| match e {
                 Error::Api { message, .. } => Error::Api {
-                    verb: "read the schema version of".into(),
-                    resource: ResourceRef {
-                        kind: "PostgreSQL".into(),
-                        namespace: None,
-                        name: Some(db.describe()),
-                    },
+                    verb: "read the migrations of".into(),
+                    resource: pg(),
                     message: format!(
                         "{message} (has assisted-service on cluster 0 started once and created its schema?)"
                     ),
                 },
                 other => other,
-            })?;
-        let target_v = lines.first().map(|s| s.trim().to_string()).unwrap_or_default();
-        let dump_v = self.bundle.manifest.source.schema_version.trim().to_string();
-        if target_v.is_empty() {
+            })?
+            .into_iter()
+            .filter(|l| !l.is_empty())
+            .collect();
+        if ids.is_empty() {
             return Err(Error::Api {
-                verb: "read the schema version of".into(),
-                resource: ResourceRef {
-                    kind: "PostgreSQL".into(),
-                    namespace: None,
-                    name: Some(db.describe()),
-                },
+                verb: "read the migrations of".into(),
+                resource: pg(),
                 message: "table migrations is empty: assisted-service on cluster 0 has not created its \
                           schema yet; wait until it has started once"
                     .into(),
             });
         }
-        if !dump_v.is_empty() && schema_cmp(&dump_v, &target_v) == std::cmp::Ordering::Greater {
-            return Err(Error::InvalidInput {
-                field: "bundle manifest.json source.schema_version".into(),
-                message: format!(
-                    "the dump's schema {dump_v} is newer than cluster 0's {target_v}: restoring it \
-                     into an older assisted-service is refused; upgrade the multicluster engine on \
-                     cluster 0 first"
-                ),
-            });
+        let tables: Vec<String> = found
+            .columns
+            .keys()
+            .map(|t| sql_literal(t))
+            .collect::<Result<_, _>>()?;
+        let mut columns: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        if !tables.is_empty() {
+            let lines = db
+                .query(
+                    Some(&self.target),
+                    &format!(
+                        "SELECT table_name || '|' || column_name FROM information_schema.columns \
+                         WHERE table_schema = 'public' AND table_name IN ({})",
+                        tables.join(", ")
+                    ),
+                )
+                .await?;
+            for l in lines {
+                if let Some((t, c)) = l.split_once('|') {
+                    columns.entry(t.to_string()).or_default().insert(c.to_string());
+                }
+            }
         }
-        progress(&format!("schema: dump {dump_v}, cluster 0 {target_v}"));
+        check_target_schema(found, &ids, &columns)?;
+        progress(&format!(
+            "schema: cluster 0 has every column of the dump's {} tables and its {} migrations ({} of its own)",
+            found.columns.len(),
+            found.migration_ids.len(),
+            ids.len()
+        ));
         Ok(())
     }
 
@@ -1726,12 +1807,14 @@ impl Importer<'_> {
         let scope = restore::Scope::new(&m.cluster.id, &m.cluster.infra_env_ids);
         let sha = self.bundle.entry("db/dump.sql").map(|e| e.sha256.clone());
         let schema = m.source.schema_version.clone();
+        let migration_ids = m.source.migration_ids.clone();
         let found = std::sync::Arc::new(std::sync::Mutex::new((restore::Checked::default(), None)));
         let slot = found.clone();
         let producer = Producer::spawn(move |w| {
             let expect = restore::Expect {
                 sha256: sha.as_deref(),
                 schema_version: Some(&schema),
+                migration_ids: Some(&migration_ids),
             };
             let mut checked = restore::Checked::default();
             let r = restore::write_stream(
@@ -2564,12 +2647,41 @@ mod tests {
     }
 
     #[test]
-    fn schema_versions_compare_as_numbers() {
-        use std::cmp::Ordering::*;
-        assert_eq!(schema_cmp("20240617140000", "20240617140000"), Equal);
-        assert_eq!(schema_cmp("20250101000000", "20240617140000"), Greater);
-        assert_eq!(schema_cmp("9", "10"), Less);
-        assert_eq!(schema_cmp("b", "a"), Greater);
+    fn target_schema_must_hold_the_dumps_columns_and_migrations() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        let mut found = restore::Checked::default();
+        found.columns.insert("clusters".into(), vec!["id".into(), "primary_ip_stack".into()]);
+        found.columns.insert("hosts".into(), vec!["id".into(), "timestamp".into()]);
+        // The real typo ids: the greatest is the same on both sides, the sets are not.
+        found.migration_ids = set(&["2021115162400", "20251217120000", "21211125182200"]);
+        let mut cols = BTreeMap::new();
+        cols.insert("clusters".to_string(), set(&["id", "primary_ip_stack", "extra"]));
+        cols.insert("hosts".to_string(), set(&["id", "timestamp"]));
+        let ids = set(&["2021115162400", "20251216120000", "20251217120000", "21211125182200"]);
+        check_target_schema(&found, &ids, &cols).unwrap();
+        // (a) a column the target lacks, and a table it lacks altogether.
+        let mut older = cols.clone();
+        older.get_mut("clusters").unwrap().remove("primary_ip_stack");
+        let e = check_target_schema(&found, &ids, &older).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let s = e.to_string();
+        assert!(s.contains("table clusters lacks primary_ip_stack"), "{s}");
+        assert!(s.contains("cluster 0's assisted-service is older than node 0's"), "{s}");
+        assert!(!s.contains("hosts"), "{s}");
+        older.remove("hosts");
+        let s = check_target_schema(&found, &ids, &older).unwrap_err().to_string();
+        assert!(s.contains("table hosts does not exist"), "{s}");
+        // (b) a migration the target lacks, though max(id) is equal on both sides.
+        let lacking = set(&["2021115162400", "20251216120000", "21211125182200"]);
+        let e = check_target_schema(&found, &lacking, &cols).unwrap_err();
+        assert_eq!(e.exit_code(), 3);
+        let s = e.to_string();
+        assert!(s.contains("lacks: 20251217120000"), "{s}");
+        assert!(!s.contains("2021115162400"), "only the missing ids: {s}");
+        // Both: both are said.
+        let e = check_target_schema(&found, &lacking, &older).unwrap_err();
+        assert!(matches!(&e, Error::Many(v) if v.len() == 2), "{e}");
+        assert_eq!(e.exit_code(), 3);
     }
 
     #[test]

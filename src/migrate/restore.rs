@@ -89,6 +89,11 @@ pub struct Checked {
     pub skipped_deleted: BTreeMap<String, u64>,
     /// The greatest `migrations.id` (None without rows there).
     pub schema_version: Option<String>,
+    /// Every `migrations.id` of the dump (unescaped; [`dump::DumpSummary::migration_ids`]).
+    pub migration_ids: BTreeSet<String>,
+    /// The columns of each restored table's COPY block, in the dump's order (table as
+    /// [`RESTORED_TABLES`] names it): what the target's tables must have.
+    pub columns: BTreeMap<String, Vec<String>>,
     /// Lowercase hex sha256 of every byte read.
     pub sha256: String,
     /// Bytes read.
@@ -139,6 +144,9 @@ pub struct Expect<'a> {
     pub sha256: Option<&'a str>,
     /// The manifest's `source.schema_version` (None or empty: not checked).
     pub schema_version: Option<&'a str>,
+    /// The manifest's `source.migration_ids` (None or empty, as in bundles of earlier
+    /// versions: not checked); else the dump's set of `migrations.id` must be exactly these.
+    pub migration_ids: Option<&'a [String]>,
 }
 
 fn invalid(what: &str, message: impl Into<String>) -> Error {
@@ -565,8 +573,9 @@ fn body(
                                 Some(cur) => (id.len(), id.as_str()) > (cur.len(), cur.as_str()),
                             };
                             if newer {
-                                checked.schema_version = Some(id);
+                                checked.schema_version = Some(id.clone());
                             }
+                            checked.migration_ids.insert(id);
                         }
                     }
                 }
@@ -701,7 +710,8 @@ fn body(
                     if key == "events" {
                         events_restored = true;
                     }
-                    checked.rows.insert(key, 0);
+                    checked.rows.insert(key.clone(), 0);
+                    checked.columns.insert(key, h.columns.clone());
                     block = Some((h, true, Some(owner)));
                 }
             },
@@ -736,6 +746,23 @@ fn body(
                     "its schema version (greatest migrations.id) is {:?}, the manifest says {want}",
                     checked.schema_version.as_deref().unwrap_or("")
                 ),
+            ));
+        }
+    }
+    if let Some(want) = expect.migration_ids.filter(|v| !v.is_empty()) {
+        let want: BTreeSet<String> = want.iter().cloned().collect();
+        if checked.migration_ids != want {
+            let only = |a: &BTreeSet<String>, b: &BTreeSet<String>| {
+                a.difference(b).cloned().collect::<Vec<_>>().join(", ")
+            };
+            return Err(invalid(
+                what,
+                crate::output::display(&format!(
+                    "the ids of its migrations table differ from the manifest's source.migration_ids: only in \
+                     the dump [{}], only in the manifest [{}]",
+                    only(&checked.migration_ids, &want),
+                    only(&want, &checked.migration_ids)
+                )),
             ));
         }
     }
@@ -1274,6 +1301,7 @@ mod tests {
             &Expect {
                 sha256: Some(&"0".repeat(64)),
                 schema_version: None,
+                migration_ids: None,
             },
             "",
             &mut out,
@@ -1289,17 +1317,37 @@ mod tests {
             "{out}"
         );
         let sha = hex::encode(Sha256::digest(d.as_bytes()));
+        let ids = ["20230101000000".to_string(), "20240617140000".to_string()];
         let ok = Expect {
             sha256: Some(&sha),
             schema_version: Some("20240617140000"),
+            migration_ids: Some(&ids),
         };
-        ws("d", &mut d.as_bytes(), &scope(), &ok, "", &mut Vec::new()).unwrap();
+        let c = ws("d", &mut d.as_bytes(), &scope(), &ok, "", &mut Vec::new()).unwrap();
+        assert_eq!(c.migration_ids, ids.iter().cloned().collect());
+        assert_eq!(c.columns["clusters"], vec!["id", "name", "primary", "deleted_at"]);
+        assert!(!c.columns.contains_key("migrations"), "not restored: no target columns needed");
         let newer = Expect {
             schema_version: Some("20230101000000"),
-            ..ok
+            ..ok.clone()
         };
         let e = ws("d", &mut d.as_bytes(), &scope(), &newer, "", &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("schema version"), "{e}");
+        // The manifest's migration ids must be the dump's, both ways.
+        for other in [&ids[..1], &["20230101000000".to_string(), "20240617140000".to_string(), "x".into()][..]] {
+            let lying = Expect {
+                migration_ids: Some(other),
+                ..ok.clone()
+            };
+            let e = ws("d", &mut d.as_bytes(), &scope(), &lying, "", &mut Vec::new()).unwrap_err();
+            assert!(e.to_string().contains("source.migration_ids"), "{e}");
+        }
+        // An older manifest without them: not checked.
+        let old = Expect {
+            migration_ids: Some(&[]),
+            ..ok.clone()
+        };
+        ws("d", &mut d.as_bytes(), &scope(), &old, "", &mut Vec::new()).unwrap();
         // Without this cluster's row.
         let other = Scope::new("0be00000-0000-0000-0000-000000000099", &[]);
         let only_vips =
