@@ -2650,14 +2650,23 @@ mod tests {
     fn target_schema_must_hold_the_dumps_columns_and_migrations() {
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
         let mut found = restore::Checked::default();
-        found.columns.insert("clusters".into(), vec!["id".into(), "primary_ip_stack".into()]);
-        found.columns.insert("hosts".into(), vec!["id".into(), "timestamp".into()]);
+        found
+            .columns
+            .insert("clusters".into(), vec!["id".into(), "primary_ip_stack".into()]);
+        found
+            .columns
+            .insert("hosts".into(), vec!["id".into(), "timestamp".into()]);
         // The real typo ids: the greatest is the same on both sides, the sets are not.
         found.migration_ids = set(&["2021115162400", "20251217120000", "21211125182200"]);
         let mut cols = BTreeMap::new();
         cols.insert("clusters".to_string(), set(&["id", "primary_ip_stack", "extra"]));
         cols.insert("hosts".to_string(), set(&["id", "timestamp"]));
-        let ids = set(&["2021115162400", "20251216120000", "20251217120000", "21211125182200"]);
+        let ids = set(&[
+            "2021115162400",
+            "20251216120000",
+            "20251217120000",
+            "21211125182200",
+        ]);
         check_target_schema(&found, &ids, &cols).unwrap();
         // (a) a column the target lacks, and a table it lacks altogether.
         let mut older = cols.clone();
@@ -2666,7 +2675,10 @@ mod tests {
         assert_eq!(e.exit_code(), 3);
         let s = e.to_string();
         assert!(s.contains("table clusters lacks primary_ip_stack"), "{s}");
-        assert!(s.contains("cluster 0's assisted-service is older than node 0's"), "{s}");
+        assert!(
+            s.contains("cluster 0's assisted-service is older than node 0's"),
+            "{s}"
+        );
         assert!(!s.contains("hosts"), "{s}");
         older.remove("hosts");
         let s = check_target_schema(&found, &ids, &older).unwrap_err().to_string();

@@ -1326,7 +1326,10 @@ mod tests {
         let c = ws("d", &mut d.as_bytes(), &scope(), &ok, "", &mut Vec::new()).unwrap();
         assert_eq!(c.migration_ids, ids.iter().cloned().collect());
         assert_eq!(c.columns["clusters"], vec!["id", "name", "primary", "deleted_at"]);
-        assert!(!c.columns.contains_key("migrations"), "not restored: no target columns needed");
+        assert!(
+            !c.columns.contains_key("migrations"),
+            "not restored: no target columns needed"
+        );
         let newer = Expect {
             schema_version: Some("20230101000000"),
             ..ok.clone()
@@ -1334,7 +1337,14 @@ mod tests {
         let e = ws("d", &mut d.as_bytes(), &scope(), &newer, "", &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("schema version"), "{e}");
         // The manifest's migration ids must be the dump's, both ways.
-        for other in [&ids[..1], &["20230101000000".to_string(), "20240617140000".to_string(), "x".into()][..]] {
+        for other in [
+            &ids[..1],
+            &[
+                "20230101000000".to_string(),
+                "20240617140000".to_string(),
+                "x".into(),
+            ][..],
+        ] {
             let lying = Expect {
                 migration_ids: Some(other),
                 ..ok.clone()

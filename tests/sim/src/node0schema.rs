@@ -14,24 +14,65 @@
 //! live in their own tables, and fields the simulator never sets are left out.
 //!
 //! `migrations (id varchar(255) primary key)` is gormigrate's table: one row per applied
-//! migration, the greatest id is the schema version.
+//! migration. Its ids are those of the real assisted-service at 063b2579 ([`REAL_MIGRATIONS`],
+//! research/node0-real.md §2), typos included: `2021115162400` (13 digits) and
+//! `21211125182200` (year 2121) make `max(id)` the same on every real database since 2021, so
+//! the schema "version" here is the newest migration by the date it was written
+//! ([`schema_version`]), and a newer or older assisted-service build is a different set of ids
+//! ([`create`]).
 
 use anyhow::Context;
 
-/// Schema version used when none is given (the id of a real assisted-service migration).
-pub const DEFAULT_SCHEMA_VERSION: &str = "20240617140000";
+/// The simulated schema's version when none is given: the newest migration by date of
+/// assisted-service at 063b2579 (`20260413120000`, set_events_autovacuum_settings).
+pub const DEFAULT_SCHEMA_VERSION: &str = "20260413120000";
 
-/// Migration ids (real assisted-service migration ids, ascending) filled into `migrations`
-/// below the requested schema version.
-pub const KNOWN_MIGRATIONS: &[&str] = &[
-    "20210713123129",
-    "20211222094200",
-    "20220325130000",
-    "20230309113400",
-    "20231005120000",
-    "20240322140000",
-    "20240617140000",
+/// The gormigrate ids a fresh database of assisted-service at 063b2579 holds (all 26,
+/// research/node0-real.md §2, read back from a database its migrations made), each with the
+/// date (`YYYYMMDDhhmmss`) it was written: the id itself, except the two typos, whose date is
+/// their file's name (`20211115162400_modify_events_id.go`, `20211125182200_change_hosts_pkey.go`).
+pub const REAL_MIGRATIONS: &[(&str, &str)] = &[
+    ("20201019194303", "20201019194303"),
+    ("20201202140700", "20201202140700"),
+    ("20210218160100", "20210218160100"),
+    ("20210223090000", "20210223090000"),
+    ("20210822134659", "20210822134659"),
+    ("20210825135341", "20210825135341"),
+    ("20211108163809", "20211108163809"),
+    ("2021115162400", "20211115162400"),
+    ("21211125182200", "20211125182200"),
+    ("20220113152127", "20220113152127"),
+    ("20220221193600", "20220221193600"),
+    ("20220325125504", "20220325125504"),
+    ("20220527210238", "20220527210238"),
+    ("20221031103047", "20221031103047"),
+    ("20221110174000", "20221110174000"),
+    ("20230629113604", "20230629113604"),
+    ("20231010101010", "20231010101010"),
+    ("20231219105000", "20231219105000"),
+    ("20240918161800", "20240918161800"),
+    ("20241122160000", "20241122160000"),
+    ("20250115120000", "20250115120000"),
+    ("20250728120000", "20250728120000"),
+    ("20251023201000", "20251023201000"),
+    ("20251216120000", "20251216120000"),
+    ("20251217120000", "20251217120000"),
+    ("20260413120000", "20260413120000"),
 ];
+
+/// The date a migration id stands for: its [`REAL_MIGRATIONS`] date, else the id itself.
+pub fn migration_date(id: &str) -> &str {
+    REAL_MIGRATIONS
+        .iter()
+        .find(|(i, _)| *i == id)
+        .map(|(_, d)| *d)
+        .unwrap_or(id)
+}
+
+/// Orders dates given as digits: by length, then as text (so numerically).
+fn date_key(d: &str) -> (usize, &str) {
+    (d.len(), d)
+}
 
 /// Every data table [`create`] makes (not `migrations`), in creation order.
 pub const TABLES: &[&str] = &[
@@ -271,11 +312,14 @@ CREATE TABLE migrations (
 "#;
 
 /// Creates every table of [`TABLES`] plus `migrations` in the database at `url` (one
-/// transaction), fills `migrations` with the [`KNOWN_MIGRATIONS`] below `schema_version` and
-/// `schema_version` itself (so `SELECT max(id) FROM migrations` = `schema_version`), and gives
-/// every table and sequence to the database's owner (as assisted-service's own user owns them).
+/// transaction) and gives every table and sequence to the database's owner (as
+/// assisted-service's own user owns them). `migrations` gets the ids of an assisted-service
+/// build whose newest migration is of date `schema_version`: the [`REAL_MIGRATIONS`] of that
+/// date or earlier, plus `schema_version` itself when no real migration has that date (a
+/// migration of a build newer than 063b2579). So [`DEFAULT_SCHEMA_VERSION`] gives the real 26
+/// ids, `20250115120000` an older build's 21, `20990101000000` the 26 and one more.
 ///
-/// `schema_version`: digits (a gormigrate id such as `20240617140000`). Errors: another
+/// `schema_version`: digits (a gormigrate id such as `20260413120000`). Errors: another
 /// version format, the tables exist already, or psql's error.
 pub fn create(url: &str, schema_version: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -284,13 +328,7 @@ pub fn create(url: &str, schema_version: &str) -> anyhow::Result<()> {
     );
     let mut sql = String::from("BEGIN;\n");
     sql.push_str(DDL);
-    let mut ids: Vec<&str> = KNOWN_MIGRATIONS
-        .iter()
-        .copied()
-        .filter(|m| (m.len(), *m) < (schema_version.len(), schema_version))
-        .collect();
-    ids.push(schema_version);
-    for id in ids {
+    for id in migration_ids_of(schema_version) {
         sql.push_str(&format!("INSERT INTO migrations (id) VALUES ('{id}');\n"));
     }
     sql.push_str(
@@ -311,10 +349,36 @@ COMMIT;
     Ok(())
 }
 
-/// The schema version of the database at `url`: `SELECT max(id) FROM migrations`.
+/// The `migrations` ids [`create`] writes for `schema_version` (see there), in date order.
+pub fn migration_ids_of(schema_version: &str) -> Vec<String> {
+    let mut ids: Vec<String> = REAL_MIGRATIONS
+        .iter()
+        .filter(|(_, d)| date_key(d) <= date_key(schema_version))
+        .map(|(i, _)| i.to_string())
+        .collect();
+    if !REAL_MIGRATIONS.iter().any(|(_, d)| *d == schema_version) {
+        ids.push(schema_version.to_string());
+    }
+    ids
+}
+
+/// The ids in `migrations` of the database at `url`, sorted as text.
+pub fn migration_ids(url: &str) -> anyhow::Result<Vec<String>> {
+    let v = crate::postgres::psql(url, "SELECT id FROM migrations ORDER BY id")?;
+    Ok(v.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+}
+
+/// The schema version of the database at `url`: the newest date ([`migration_date`]) of its
+/// `migrations` ids (not `max(id)`, which the typo id `21211125182200` holds on every real
+/// database). Empty when `migrations` is.
 pub fn schema_version(url: &str) -> anyhow::Result<String> {
-    let v = crate::postgres::psql(url, "SELECT max(id) FROM migrations")?;
-    Ok(v.trim().to_string())
+    let ids = migration_ids(url)?;
+    Ok(ids
+        .iter()
+        .map(|i| migration_date(i))
+        .max_by(|a, b| date_key(a).cmp(&date_key(b)))
+        .unwrap_or("")
+        .to_string())
 }
 
 /// Whether the database at `url` has the `clusters` table already.

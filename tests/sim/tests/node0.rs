@@ -126,10 +126,33 @@ fn postgres_runs_two_servers_with_the_schema_and_stops_on_drop() {
         node0schema::schema_version(&b.url("installer")).unwrap(),
         "20250101000000"
     );
-    // Known ids below the version are there too; none above it.
-    let ids = lines(&a.url("installer"), "SELECT id FROM migrations ORDER BY id");
-    assert!(ids.len() > 1, "{ids:?}");
-    assert!(ids.iter().all(|i| i.as_str() <= "20240617140000"), "{ids:?}");
+    // The real ids of that date or earlier (typos included), plus the version itself when it
+    // is no real migration's date; none written later.
+    let ids = node0schema::migration_ids(&a.url("installer")).unwrap();
+    assert_eq!(ids.len(), 19, "18 real ones and the version: {ids:?}");
+    assert!(ids.contains(&"2021115162400".to_string()), "{ids:?}");
+    assert!(ids.contains(&"21211125182200".to_string()), "{ids:?}");
+    assert!(ids.contains(&"20240617140000".to_string()), "{ids:?}");
+    assert!(!ids.contains(&"20241122160000".to_string()), "{ids:?}");
+    assert!(ids.iter().all(|i| (
+        node0schema::migration_date(i).len(),
+        node0schema::migration_date(i)
+    ) <= (14, "20240617140000")));
+    // max(id) is the typo on both, whatever the version: it says nothing.
+    for db in [a.url("installer"), b.url("installer")] {
+        assert_eq!(sql(&db, "SELECT max(id) FROM migrations"), "21211125182200");
+    }
+    // The default is assisted-service 063b2579's 26 ids exactly.
+    let c = a.create_db("current", "admin").map(|_| a.url("current")).unwrap();
+    node0schema::create(&c, node0schema::DEFAULT_SCHEMA_VERSION).unwrap();
+    let mut real: Vec<String> = node0schema::REAL_MIGRATIONS
+        .iter()
+        .map(|(i, _)| i.to_string())
+        .collect();
+    real.sort();
+    assert_eq!(real.len(), 26);
+    assert_eq!(node0schema::migration_ids(&c).unwrap(), real);
+    assert_eq!(node0schema::schema_version(&c).unwrap(), "20260413120000");
     assert!(node0schema::create(&a.url("installer"), "2024-06").is_err());
     assert!(
         node0schema::create(&a.url("installer"), "20240617140000").is_err(),
@@ -221,20 +244,91 @@ fn node0_rest_answers_match_the_database_rows() {
     let tok = n0.token();
     assert!(!tok.is_empty());
     use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::metadata(&n0.token_file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600);
-    let bearer = format!("Bearer {tok}");
-    let auth = Some(bearer.as_str());
+    for f in [
+        n0.token_file.clone(),
+        n0.dir.join(agent_day2_sim::node0::KEY_FILE),
+    ] {
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{}", f.display());
+    }
+    let auth = Some(tok.as_str());
 
-    // userAuth: no header or another token → 401.
+    // userAuth as assisted-service's agent-installer-local auth judges it: the bare token.
+    assert_eq!(get(&n0.url, "/clusters", auth).unwrap().status, 200);
+    let claims: Value = {
+        use base64::Engine;
+        let p = tok.split('.').nth(1).unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(p)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(
+        claims,
+        serde_json::json!({"auth_scheme": "userAuth"}),
+        "install-workflow token: no exp"
+    );
+    // No header: go-openapi's 401.
     let r = get(&n0.url, "/clusters", None).unwrap();
     assert_eq!(r.status, 401);
     assert_eq!(r.json()["code"], 401);
-    assert_eq!(
-        get(&n0.url, "/clusters", Some("Bearer nope")).unwrap().status,
-        401
-    );
+    assert_eq!(r.json()["message"], "unauthenticated for invalid credentials");
     assert_eq!(get(&n0.url, "/events?cluster_id=x", None).unwrap().status, 401);
+    // The right token behind "Bearer " (any case): jwt v4's refusal, 401.
+    for prefix in ["Bearer ", "bearer ", "BEARER "] {
+        let r = get(&n0.url, "/clusters", Some(&format!("{prefix}{tok}"))).unwrap();
+        assert_eq!(r.status, 401, "{prefix}");
+        let m = r.json()["message"].as_str().unwrap().to_string();
+        assert!(m.contains("tokenstring should not contain 'bearer '"), "{m}");
+    }
+    let mint = |claims: Value| agent_day2_sim::node0::mint_token(&n0.dir, &claims).unwrap();
+    let status_and_text = |t: &str| {
+        let r = get(&n0.url, "/clusters", Some(t)).unwrap();
+        let j = r.json();
+        let text = j
+            .get("message")
+            .or(j.get("reason"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        (r.status, text)
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    // Not a JWT, or signed by another key: 401.
+    assert_eq!(status_and_text("nope").0, 401);
+    let other = agent_day2_sim::boot::jwt::sign(
+        &serde_json::json!({"auth_scheme": "userAuth"}),
+        &rcgen::KeyPair::generate().unwrap().serialize_der(),
+    )
+    .unwrap();
+    let (st, m) = status_and_text(&other);
+    assert_eq!(st, 401, "{m}");
+    assert!(m.starts_with("Failed to parse token: "), "{m}");
+    // Expired (add-nodes tokens carry exp): 401; one still valid: 200.
+    let (st, m) = status_and_text(&mint(
+        serde_json::json!({"auth_scheme": "userAuth", "exp": now - 5}),
+    ));
+    assert_eq!((st, m.trim()), (401, "Failed to parse token: Token is expired"));
+    let (st, m) = status_and_text(&mint(
+        serde_json::json!({"auth_scheme": "userAuth", "exp": now + 600}),
+    ));
+    assert_eq!(st, 200, "{m}");
+    // The authorizer: another persona's scheme → 403; no auth_scheme (e.g. a `sub` claim) →
+    // 500; an empty one → 400.
+    let (st, m) = status_and_text(&mint(serde_json::json!({"auth_scheme": "agentAuth"})));
+    assert_eq!(
+        (st, m.as_str()),
+        (403, "authClaim agentAuth is unauthorized to access")
+    );
+    let (st, m) = status_and_text(&mint(serde_json::json!({"sub": "userAuth"})));
+    assert_eq!((st, m.as_str()), (500, "malformed auth_scheme claim"));
+    let (st, m) = status_and_text(&mint(serde_json::json!({"auth_scheme": ""})));
+    assert_eq!(st, 400, "{m}");
 
     // The database.
     assert_eq!(node0schema::schema_version(&db).unwrap(), "20240617140000");
@@ -492,9 +586,9 @@ fn die_after_requests_closes_the_port() {
         &["--die-after-requests", "3"],
     )
     .unwrap();
-    let bearer = format!("Bearer {}", n0.token());
+    let tok = n0.token();
     for _ in 0..3 {
-        assert_eq!(get(&n0.url, "/clusters", Some(&bearer)).unwrap().status, 200);
+        assert_eq!(get(&n0.url, "/clusters", Some(&tok)).unwrap().status, 200);
     }
     let st = n0
         .wait_exit(Duration::from_secs(10))
@@ -529,18 +623,18 @@ fn benchmark_sized_source_fills_fast() {
         "3",
         "three masters, workers after"
     );
-    let bearer = format!("Bearer {}", n0.token());
+    let tok = n0.token();
     let cid = sql(&db, "SELECT id FROM clusters");
     let r = get(
         &n0.url,
         &format!("/events?cluster_id={cid}&limit=1000&offset=9500"),
-        Some(&bearer),
+        Some(&tok),
     )
     .unwrap();
     assert_eq!(r.header("Event-Count").as_deref(), Some("10000"));
     assert_eq!(r.json().as_array().unwrap().len(), 500);
     let ie = sql(&db, "SELECT id FROM infra_envs");
-    let hs = get(&n0.url, &format!("/infra-envs/{ie}/hosts"), Some(&bearer))
+    let hs = get(&n0.url, &format!("/infra-envs/{ie}/hosts"), Some(&tok))
         .unwrap()
         .json();
     assert_eq!(hs.as_array().unwrap().len(), 50);
@@ -570,8 +664,8 @@ fn node0_serves_an_already_filled_database_as_is_and_fails_clearly_without_one()
     .unwrap();
     assert_eq!(sql(&db, "SELECT count(*) FROM hosts"), "2");
     assert_eq!(sql(&db, "SELECT count(*) FROM events"), "9");
-    let bearer = format!("Bearer {}", n0.token());
-    let c = get(&n0.url, "/clusters?with_hosts=true", Some(&bearer))
+    let tok = n0.token();
+    let c = get(&n0.url, "/clusters?with_hosts=true", Some(&tok))
         .unwrap()
         .json();
     assert_eq!(c[0]["hosts"].as_array().unwrap().len(), 2);

@@ -9,9 +9,13 @@
 //!    built from those rows, so they agree with the database (same ids, names, counts). The
 //!    rows are read once: changes to the database after start are not served.
 //! 3. The REST v2 API ([`rest`]) serves on `--listen` under `/api/assisted-install/v2`, every
-//!    endpoint behind userAuth (`Authorization: Bearer <token>`); the token (an ES256 JWT with
-//!    `sub: userAuth`) is written to `DIR/user-token` (mode 0600), then `DIR/ready` holds the
-//!    base URL (`http://IP:PORT`, one line).
+//!    endpoint behind userAuth judged as the real agent-installer-local auth does
+//!    ([`rest::authorize`]: `Authorization: <token>`, the bare token; claim `auth_scheme`
+//!    `userAuth`). A signing key is made at start and kept in `DIR/auth-key.pk8` (PKCS#8 DER,
+//!    mode 0600, the agent installer's private key: [`mint_token`] signs other tokens with it);
+//!    the user token (ES256 JWT `{"auth_scheme":"userAuth"}`, no `exp`, as the install
+//!    workflow's) is written to `DIR/user-token` (mode 0600), then `DIR/ready` holds the base
+//!    URL (`http://IP:PORT`, one line).
 //!
 //! `--die-after-requests N`: once N requests have been answered the process exits (status 0,
 //! port closed), standing for node 0 going away mid-export.
@@ -48,7 +52,8 @@ pub struct Node0Args {
     /// Number of events.
     #[arg(long, default_value_t = 300)]
     pub events: usize,
-    /// Greatest id in `migrations` when the tables are created here.
+    /// Date of the newest migration of node 0's assisted-service build when the tables are
+    /// created here (`migrations` gets that build's ids: [`crate::node0schema::create`]).
     #[arg(long, default_value = crate::node0schema::DEFAULT_SCHEMA_VERSION)]
     pub schema_version: String,
     /// Exit (closing the port) after answering this many requests.
@@ -130,14 +135,34 @@ pub fn prepare_db(args: &Node0Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A fresh userAuth token (ES256 JWT, `sub: userAuth`, signed by a key made here).
-fn user_token() -> anyhow::Result<String> {
-    let k = rcgen::KeyPair::generate()?;
-    crate::boot::jwt::sign(
-        &serde_json::json!({"sub": "userAuth", "iss": "agent-day2-sim node0"}),
-        &k.serialize_der(),
-    )
-    .map_err(anyhow::Error::msg)
+/// The signing key's file in `--dir` (PKCS#8 DER, mode 0600).
+pub const KEY_FILE: &str = "auth-key.pk8";
+
+/// Creates `path` with mode 0600 holding `data` (replacing an old file: temp file + rename).
+fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(data)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Signs `claims` (a JSON object) with the key of the node 0 simulator whose `--dir` is `dir`
+/// (`DIR/auth-key.pk8`): an ES256 JWT that simulator verifies, e.g.
+/// `{"auth_scheme":"agentAuth"}` or `{"auth_scheme":"userAuth","exp":1}` for tests of its
+/// refusals. Errors: no key file (the simulator has not started), or a key that is not P-256.
+pub fn mint_token(dir: &std::path::Path, claims: &Value) -> anyhow::Result<String> {
+    let p = dir.join(KEY_FILE);
+    let der = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
+    crate::boot::jwt::sign(claims, &der).map_err(anyhow::Error::msg)
 }
 
 /// Runs the command (blocking; a tokio runtime of its own). Returns the exit status.
@@ -157,18 +182,13 @@ fn run(args: Node0Args) -> anyhow::Result<()> {
     prepare_db(&args)?;
     let snap = read_snapshot(&args.db_url)?;
     anyhow::ensure!(!snap.clusters.is_empty(), "the source database holds no cluster");
-    let token = user_token()?;
-    let tok_path = args.dir.join("user-token");
-    let _ = std::fs::remove_file(&tok_path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tok_path)
-        .with_context(|| format!("writing {}", tok_path.display()))?;
-    f.write_all(token.as_bytes())?;
-    drop(f);
-    let api = Arc::new(rest::Node0Api::new(snap, token));
+    // The agent installer's key pair: the public half is what assisted-service verifies with.
+    let k = rcgen::KeyPair::generate()?;
+    let public = crate::boot::jwt::public_key(&k.public_key_pem()).map_err(anyhow::Error::msg)?;
+    write_private(&args.dir.join(KEY_FILE), &k.serialize_der())?;
+    let token = mint_token(&args.dir, &serde_json::json!({"auth_scheme": "userAuth"}))?;
+    write_private(&args.dir.join("user-token"), token.as_bytes())?;
+    let api = Arc::new(rest::Node0Api::new(snap, public));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,9 +1,10 @@
 //! node 0's assisted-service REST v2 API (swagger `../shared/upstream/assisted-service/swagger.yaml`)
 //! as far as `migrate export` reads it, built from the database rows of a [`super::Snapshot`].
 //!
-//! Every endpoint needs userAuth: header `Authorization: Bearer <token>` (the `Bearer ` prefix
-//! is optional, as in assisted-service's local auth); a missing or other token → 401
-//! `infra_error`. Endpoints (all GET, under [`BASE`]):
+//! Every endpoint needs userAuth, judged as assisted-service with `AUTH_TYPE=agent-installer-local`
+//! judges it ([`authorize`]): the header `Authorization` holds the bare token (go-openapi's
+//! APIKeyAuth passes the value on as it is), an ES256 JWT signed by the agent installer's key
+//! whose claim `auth_scheme` is `userAuth`. Endpoints (all GET, under [`BASE`]):
 //!
 //! | path | answer |
 //! |---|---|
@@ -63,9 +64,11 @@ struct ClusterFiles {
     logs_host: BTreeMap<String, Vec<u8>>,
 }
 
-/// The API state: swagger objects made from the snapshot, plus the token.
+/// The API state: swagger objects made from the snapshot, plus the key tokens are checked with.
 pub struct Node0Api {
-    token: String,
+    /// The agent installer's public key (uncompressed P-256 point), as assisted-service gets it
+    /// in `EC_PUBLIC_KEY_PEM`.
+    key: Vec<u8>,
     /// Cluster objects without hosts, by id (in row order).
     clusters: Vec<(String, Value)>,
     infra_envs: Vec<Value>,
@@ -335,8 +338,9 @@ impl ClusterFiles {
 }
 
 impl Node0Api {
-    /// Builds every answer from `snap`; `token` is the only accepted userAuth token.
-    pub fn new(snap: Snapshot, token: String) -> Node0Api {
+    /// Builds every answer from `snap`; tokens are verified with `key` (the uncompressed P-256
+    /// point of the signing key, e.g. from [`crate::boot::jwt::public_key`]).
+    pub fn new(snap: Snapshot, key: Vec<u8>) -> Node0Api {
         let hosts: Vec<Value> = snap.hosts.iter().map(host_json).collect();
         let events: Vec<Value> = snap.events.iter().map(event_json).collect();
         let mut files = BTreeMap::new();
@@ -352,7 +356,7 @@ impl Node0Api {
             })
             .collect();
         Node0Api {
-            token,
+            key,
             clusters,
             infra_envs: snap.infra_envs.iter().map(infra_env_json).collect(),
             hosts,
@@ -376,28 +380,15 @@ impl Node0Api {
         Some(c)
     }
 
-    fn authorized(&self, req: &Request<hyper::body::Incoming>) -> bool {
-        let Some(v) = req.headers().get("Authorization").and_then(|v| v.to_str().ok()) else {
-            return false;
-        };
-        let t = v.trim();
-        let t = t.strip_prefix("Bearer ").unwrap_or(t).trim();
-        !self.token.is_empty() && t == self.token
-    }
-
     /// Answers one request.
     pub fn handle(&self, req: &Request<hyper::body::Incoming>) -> Response<Full<Bytes>> {
         let (path, q) = match split_request(req) {
             Ok(v) => v,
             Err(r) => return r,
         };
-        if !self.authorized(req) {
-            let msg = if req.headers().contains_key("Authorization") {
-                "Failed to parse token: token signature is invalid"
-            } else {
-                "unauthenticated for invalid credentials (send the header Authorization)"
-            };
-            return infra_error(StatusCode::UNAUTHORIZED, msg);
+        let value = req.headers().get("Authorization").map(|v| v.as_bytes());
+        if let Err(refusal) = authorize(value, &self.key, now_unix()) {
+            return refusal.response();
         }
         if req.method() != Method::GET {
             return error(
@@ -569,6 +560,121 @@ impl Node0Api {
     }
 }
 
+/// Why [`authorize`] refused a request: the status and body assisted-service answers with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// 401, 403, 400 or 500.
+    pub status: u16,
+    /// The swagger model of the body: `infra_error` (`{code: int, message}`) for the
+    /// authenticator's and the 403, `error` (`{code: "500", reason, ...}`) for the authorizer's
+    /// 400/500.
+    pub infra: bool,
+    /// `message` / `reason`.
+    pub text: String,
+}
+
+impl Refusal {
+    fn infra(status: u16, text: impl Into<String>) -> Refusal {
+        Refusal {
+            status,
+            infra: true,
+            text: text.into(),
+        }
+    }
+
+    /// The HTTP answer.
+    pub fn response(&self) -> Response<Full<Bytes>> {
+        let code = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if self.infra {
+            infra_error(code, &self.text)
+        } else {
+            error(code, self.text.clone())
+        }
+    }
+}
+
+fn now_unix() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Judges a userAuth request as assisted-service 063b2579 does with
+/// `AUTH_TYPE=agent-installer-local` (`value`: the `Authorization` header's bytes, None when
+/// absent; `key`: the P-256 point of `EC_PUBLIC_KEY_PEM`; `now`: Unix seconds):
+/// - the authenticator (`pkg/auth/agent_local_authenticator.go`, `CreateAuthenticator` =
+///   go-openapi `security.APIKeyAuth`): no header or an empty one → 401 `unauthenticated for
+///   invalid credentials` (go-openapi's); otherwise the whole value (surrounding whitespace
+///   trimmed, as Go's header parsing does) is the token for `validateToken`
+///   (`local_authenticator.go`: golang-jwt v4, ES256 only, claims validated), whose refusal is
+///   401 `Failed to parse token: <reason>` — `tokenstring should not contain 'bearer '` for a
+///   `Bearer ` prefix (any case), a bad signature, another algorithm, `Token is expired` for an
+///   `exp` in the past (`Token used before issued` / `Token is not valid yet` for `iat` / `nbf`
+///   in the future);
+/// - the authorizer (`agent_local_authz_handler.go` `agentInstallerAuthorizer`, the route's
+///   scheme `userAuth`): claim `auth_scheme` not a string (e.g. missing) → 500 `malformed
+///   auth_scheme claim`; empty → 400 `token missing authClaim or endpoint is missing
+///   authScheme`; another scheme → 403 `authClaim <scheme> is unauthorized to access`.
+pub fn authorize(value: Option<&[u8]>, key: &[u8], now: i64) -> Result<(), Refusal> {
+    let token = value
+        .map(|v| String::from_utf8_lossy(v).trim().to_string())
+        .unwrap_or_default();
+    if token.is_empty() {
+        return Err(Refusal::infra(401, "unauthenticated for invalid credentials"));
+    }
+    let parse = |reason: &str| Refusal::infra(401, format!("Failed to parse token: {reason}\n"));
+    if token.to_ascii_lowercase().starts_with("bearer ") {
+        return Err(parse("tokenstring should not contain 'bearer '"));
+    }
+    let claims = crate::boot::jwt::verify(&token, key).map_err(|e| parse(&e))?;
+    // golang-jwt v4 MapClaims.Valid: a time claim that is present must be a number (0 counts
+    // as absent); exp must lie after now, iat and nbf not after now; the last failure is said.
+    let now = now as f64;
+    let fails = |k: &str, bad: &dyn Fn(f64) -> bool| match claims.get(k) {
+        None => false,
+        Some(v) => match v.as_f64() {
+            Some(t) if t == 0.0 => false,
+            Some(t) => bad(t),
+            None => true,
+        },
+    };
+    let mut reason = None;
+    if fails("exp", &|t| now >= t) {
+        reason = Some("Token is expired");
+    }
+    if fails("iat", &|t| now < t) {
+        reason = Some("Token used before issued");
+    }
+    if fails("nbf", &|t| now < t) {
+        reason = Some("Token is not valid yet");
+    }
+    if let Some(r) = reason {
+        return Err(parse(r));
+    }
+    let scheme = match claims.get("auth_scheme") {
+        Some(Value::String(s)) => s.as_str(),
+        _ => {
+            return Err(Refusal {
+                status: 500,
+                infra: false,
+                text: "malformed auth_scheme claim".into(),
+            })
+        }
+    };
+    if scheme.is_empty() {
+        return Err(Refusal {
+            status: 400,
+            infra: false,
+            text: "token missing authClaim or endpoint is missing authScheme".into(),
+        });
+    }
+    if scheme != "userAuth" {
+        return Err(Refusal::infra(
+            403,
+            format!("authClaim {scheme} is unauthorized to access"),
+        ));
+    }
+    Ok(())
+}
+
 fn file(data: &[u8], name: &str) -> Response<Full<Bytes>> {
     Response::builder()
         .status(StatusCode::OK)
@@ -619,5 +725,60 @@ pub async fn serve(listener: tokio::net::TcpListener, api: Arc<Node0Api>, die_af
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
                 .await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_claims_are_judged_as_golang_jwt_v4_does() {
+        let k = rcgen::KeyPair::generate().unwrap();
+        let key = crate::boot::jwt::public_key(&k.public_key_pem()).unwrap();
+        let tok = |c: Value| crate::boot::jwt::sign(&c, &k.serialize_der()).unwrap();
+        let now = 1_800_000_000;
+        let judge = |c: Value| authorize(Some(tok(c).as_bytes()), &key, now).map_err(|r| (r.status, r.text));
+        let ok = |extra: Value| {
+            let mut c = json!({"auth_scheme": "userAuth"});
+            c.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            judge(c)
+        };
+        assert_eq!(ok(json!({})), Ok(()));
+        assert_eq!(ok(json!({"exp": now + 1, "iat": now, "nbf": now})), Ok(()));
+        // exp == now is expired (now must be before it); 0 counts as absent.
+        let expired = Err((401, "Failed to parse token: Token is expired\n".to_string()));
+        assert_eq!(ok(json!({"exp": now})), expired);
+        assert_eq!(ok(json!({"exp": 0})), Ok(()));
+        // A present time claim that is no number fails.
+        assert_eq!(ok(json!({"exp": "tomorrow"})), expired);
+        assert_eq!(ok(json!({"exp": null})), expired);
+        assert_eq!(
+            ok(json!({"iat": now + 60})),
+            Err((
+                401,
+                "Failed to parse token: Token used before issued\n".to_string()
+            ))
+        );
+        // Several failures: the last one checked is said (exp, iat, nbf).
+        assert_eq!(
+            ok(json!({"exp": now - 1, "nbf": now + 60})),
+            Err((401, "Failed to parse token: Token is not valid yet\n".to_string()))
+        );
+        // The header value is trimmed as Go reads it; an empty one is no header.
+        let t = tok(json!({"auth_scheme": "userAuth"}));
+        assert_eq!(authorize(Some(format!("  {t} ").as_bytes()), &key, now), Ok(()));
+        assert_eq!(authorize(Some(b"  "), &key, now).unwrap_err().status, 401);
+        assert_eq!(
+            authorize(Some(format!("bEaReR {t}").as_bytes()), &key, now)
+                .unwrap_err()
+                .status,
+            401
+        );
+        // A non-string auth_scheme is malformed (500, swagger error), not another scheme.
+        let r = judge(json!({"auth_scheme": 1})).unwrap_err();
+        assert_eq!(r, (500, "malformed auth_scheme claim".to_string()));
     }
 }
