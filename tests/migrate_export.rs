@@ -147,6 +147,12 @@ fn export_writes_a_private_verified_bundle_that_matches_the_database() {
         m.source.schema_version,
         sql(&db, "SELECT max(id) FROM migrations")
     );
+    // Every migration id, the typos too (the greatest says nothing: it is always 21211125182200).
+    let mut want_ids = agent_day2_sim::node0schema::migration_ids(&db).unwrap();
+    want_ids.sort();
+    assert_eq!(m.source.migration_ids, want_ids);
+    assert!(m.source.migration_ids.contains(&"2021115162400".to_string()));
+    assert_eq!(m.source.schema_version, "21211125182200");
     assert_eq!(m.source.db_source, "db-url");
     assert_eq!(m.counts.hosts, 4);
     let mut hosts = m.cluster.host_ids.clone();
@@ -287,6 +293,19 @@ fn export_writes_a_private_verified_bundle_that_matches_the_database() {
         vec!["bundle"],
         "nothing left by the refused export"
     );
+    // A token of node 0's key for another persona (agentAuth): 403, exit 4, says which one.
+    let agent = tmp.path().join("agent-token");
+    let t =
+        agent_day2_sim::node0::mint_token(&n0.dir, &serde_json::json!({"auth_scheme": "agentAuth"})).unwrap();
+    std::fs::write(&agent, t).unwrap();
+    let o = export(&n0, &agent, &["--db-url", &db], &out2);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("HTTP 403") && err.contains("authClaim agentAuth") && err.contains("not the user token"),
+        "{err}"
+    );
+    assert_eq!(names(&outdir), vec!["bundle"]);
 
     // No database flag: usage error explaining the three.
     let o = plugin(&[
@@ -459,8 +478,11 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     assert_eq!(names(&outdir), vec!["bundle"], "temporary bundle removed");
     drop(hang);
 
-    // --db-container: `podman exec NAME pg_dump ... -U admin -d installer`, here through a
-    // stand-in podman that records its arguments and runs the real pg_dump against the source.
+    // --db-container: `podman exec NAME pg_dump ... -h localhost -U admin -d installer`, here
+    // through a stand-in podman that records its arguments and runs the real pg_dump as node
+    // 0's assisted-db container would: the server listens on localhost (`--net host`) with its
+    // socket only in its own directory (start_db.sh: `-k /tmp`), nothing in libpq's default
+    // socket directory, no PGHOST set; PGPORT stands for the container's default port.
     let fake = tmp.path().join("fakebin");
     std::fs::create_dir(&fake).unwrap();
     let argv = tmp.path().join("podman-argv");
@@ -468,7 +490,7 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
         fake.join("podman"),
         format!(
             "#!/bin/sh\necho \"$@\" > {}\n[ \"$1\" = exec ] || exit 99\nshift 2\n\
-             PGHOST=127.0.0.1 PGPORT={} exec \"$@\"\n",
+             unset PGHOST PGHOSTADDR PGSERVICE PGDATABASE\nPGPORT={} exec \"$@\"\n",
             argv.display(),
             pg.port()
         ),
@@ -476,6 +498,32 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     .unwrap();
     std::fs::set_permissions(fake.join("podman"), std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    // The stand-in refuses what the container refuses: pg_dump without -h finds no socket.
+    let o = Command::new(fake.join("podman"))
+        .args([
+            "exec",
+            "assisted-db",
+            "pg_dump",
+            "--data-only",
+            "-U",
+            "admin",
+            "-d",
+            "installer",
+        ])
+        .env("PATH", &path)
+        .env("PGHOST", "127.0.0.1")
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "pg_dump without -h reached the database: {}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("socket"),
+        "{}",
+        text(&o)
+    );
     let out4 = outdir.join("b4");
     let o = Command::new(BIN)
         .args(["migrate", "export", "--from", &n0.url, "--token-file"])
@@ -489,7 +537,7 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
         std::fs::read_to_string(&argv).unwrap().trim(),
-        "exec assisted-db pg_dump --data-only --no-owner --no-privileges -U admin -d installer"
+        "exec assisted-db pg_dump --data-only --no-owner --no-privileges -h localhost -U admin -d installer"
     );
     let b4 = Bundle::open(&out4).unwrap();
     assert_eq!(b4.manifest.source.db_source, "db-container");
