@@ -132,6 +132,7 @@ fn build_with(
         infra_env_id: Uuid::new_v4(),
         ssh_key: ssh.map(String::from),
         cpu_architecture: None,
+        base_iso_url: None,
     })?;
     let json = ignition::to_json(&cfg);
     Ok(Built {
@@ -214,9 +215,29 @@ fn contract_default_cluster_one_dhcp_host() {
     assert!(file(&b, "/etc/containers/registries.conf").is_none());
     assert_eq!(file(&b, "/etc/chrony.conf"), b.model.chrony_conf);
     assert!(file(&b, "/etc/chrony.conf").unwrap().contains("192.168.111.1"));
+    // The client's importCluster reads networking.userManagedNetworking (nested).
+    let imp: Value =
+        serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/import-cluster-config.json").unwrap()).unwrap();
+    assert_eq!(imp, serde_json::json!({"networking": {"userManagedNetworking": false}}));
+    // The service starts only with OS_IMAGES, from the cluster's CoreOS stream.
+    let images = file(&b, "/usr/local/share/assisted-service/images.env").unwrap();
+    let os: Value = serde_json::from_str(images.lines().find_map(|l| l.strip_prefix("OS_IMAGES=")).unwrap()).unwrap();
+    let iso = b.model.base_iso_for("x86_64").unwrap();
+    assert_eq!(os[0]["url"], iso.location.as_str());
+    assert_eq!(os[0]["openshift_version"], "4.18");
+    assert_eq!(os[0]["cpu_architecture"], "x86_64");
+    // The agent's token travels as PULL_SECRET_TOKEN in rendezvous-host.env; no AGENT_AUTH_TOKEN.
+    let rdv = file(&b, "/etc/assisted/rendezvous-host.env").unwrap();
+    assert!(rdv.contains(&format!("PULL_SECRET_TOKEN={}\n", b.auth.agent_token)), "{rdv}");
+    let svc = file(&b, "/usr/local/share/assisted-service/assisted-service.env").unwrap();
+    assert!(!svc.contains("AGENT_AUTH_TOKEN"), "{svc}");
+    // The database container runs as postgres (PostgreSQL refuses root).
+    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
+    assert!(parsed.units["assisted-service-db.service"].text.contains("--user=postgres"));
     // Secret files are 0600, scripts 0755.
     for p in [
         "/root/.docker/config.json",
+        "/etc/assisted/rendezvous-host.env",
         "/usr/local/share/assisted-service/assisted-service.env",
         "/etc/assisted/manifests/pull-secret.yaml",
         "/usr/local/share/assisted-service/assisted-db.env",
@@ -226,7 +247,6 @@ fn contract_default_cluster_one_dhcp_host() {
     assert_eq!(mode(&b, "/usr/local/bin/add-node.sh"), 0o755);
     assert_eq!(mode(&b, "/etc/assisted/add-nodes.env"), 0o644);
     // No network config → no pre-NetworkManager unit and no keyfiles.
-    let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     assert!(!parsed.units.contains_key("pre-network-manager-config.service"));
     assert!(parsed.under("/etc/assisted/network/").next().is_none());
     assert_eq!(parsed.version, "3.2.0");
@@ -422,6 +442,7 @@ fn same_inputs_give_the_same_config() {
         infra_env_id: id,
         ssh_key: None,
         cpu_architecture: None,
+        base_iso_url: None,
     };
     assert_eq!(
         ignition::to_json(&ignition::build(&inputs).unwrap()),
@@ -639,6 +660,7 @@ fn upstream_node_joiner_acceptance() {
             infra_env_id: Uuid::new_v4(),
             ssh_key: nc["sshKey"].as_str().map(String::from),
             cpu_architecture: nc["cpuArchitecture"].as_str().map(String::from),
+            base_iso_url: None,
         })
         .unwrap_or_else(|e| panic!("{name}: build failed: {e}"));
         let json = ignition::to_json(&cfg);
@@ -836,6 +858,7 @@ fn redaction_hides_every_secret() {
         infra_env_id: Uuid::nil(),
         ssh_key: None,
         cpu_architecture: None,
+        base_iso_url: None,
     };
     let dbg = format!("{inputs:?}");
     assert!(
@@ -954,10 +977,8 @@ hosts:
             .trim(),
         "deviceName: /dev/vda"
     );
-    assert_eq!(
-        file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").unwrap(),
-        ""
-    );
+    // No hints, no file (upstream omits it; the client then leaves the disk to the service).
+    assert!(file(&b, "/etc/assisted/hostconfig/worker-1/root-device-hints.yaml").is_none());
 }
 
 #[test]

@@ -332,6 +332,10 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         infra_env_id,
         ssh_key: cfg.ssh_key.clone(),
         cpu_architecture: Some(arch.clone()),
+        base_iso_url: args.base_iso.as_ref().map(|p| {
+            let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            format!("file://{}", abs.display())
+        }),
     };
     let ign = ignition::build(&inputs)?;
     let ign_json = ignition::to_json(&ign);

@@ -7,21 +7,24 @@
 //! [`redacted`] is the `--dry-run` view with every secret file's contents replaced by
 //! `<redacted>`.
 //!
-//! Layout of the files (paths are interface facts, research/node-image.md §5):
-//! * `/etc/assisted/add-nodes.env`, `rendezvous-host.env`, `clusterconfig/{import-cluster-config,
-//!   worker-ignition-endpoint}.json`, `manifests/*.yaml`, `hostconfig/<host>/…`,
-//!   `hostnames/<mac>`, `network/<host>/…`;
-//! * `/usr/local/share/assisted-service/{assisted-service,images,assisted-db}.env`;
-//! * `/etc/containers/registries.conf`, CA anchors under `/etc/pki/ca-trust/source/anchors/`
-//!   (RHCOS runs `update-ca-trust` at boot when that directory has files), `/etc/chrony.conf`,
-//!   the proxy as systemd's default environment, `/root/.docker/config.json`;
+//! Layout of the files (paths are interface facts: node-contract.md,
+//! research/node-contract-upstream.md §1):
+//! * the env files of [`env`]: `/etc/assisted/{add-nodes,rendezvous-host}.env`,
+//!   `/usr/local/share/assisted-service/{assisted-service,images,agent-images,assisted-db}.env`;
+//! * `/etc/assisted/clusterconfig/{import-cluster-config,worker-ignition-endpoint}.json`,
+//!   `manifests/*.yaml`, `hostconfig/<host>/…`, `hostnames/<mac>`, `network/<host>/…`, and the
+//!   empty `extra-manifests/` the client mounts;
+//! * `/etc/containers/registries.conf`, `containers.conf` (empty `infra_image`), CA anchors
+//!   under `/etc/pki/ca-trust/source/anchors/` (RHCOS runs `update-ca-trust` at boot when that
+//!   directory has files), `/etc/chrony.conf`, the proxy as systemd's default environment,
+//!   `/root/.docker/config.json`;
 //! * units and scripts of [`units`].
 //!
-//! Secret files (pull secret, tokens, database password) have mode 0600; scripts 0755; the
-//! rest 0644. Contents are inline `data:` URLs, percent-encoded text rather than base64 or
+//! Files holding a secret (pull secret, tokens, keyfiles, proxy credentials) have mode 0600; scripts 0755; the rest 0644. Contents are inline `data:` URLs, percent-encoded text rather than base64 or
 //! per-file gzip: the whole config is xz-compressed into the ISO's 256 KiB embed area, and
 //! plain text compresses best there.
 
+pub mod env;
 pub mod registries;
 pub mod units;
 
@@ -29,9 +32,8 @@ use std::collections::BTreeSet;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use ignition_config::v3_2::{Config, File, Passwd, Resource, Storage, Systemd, Unit, User};
+use ignition_config::v3_2::{Config, Directory, File, Passwd, Resource, Storage, Systemd, Unit, User};
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use crate::auth::AuthMaterial;
@@ -167,6 +169,9 @@ pub struct NodeImageInputs<'a> {
     /// `cpuArchitecture` of the nodes-config (x86_64/amd64, aarch64/arm64, …); `None` = the
     /// control plane's.
     pub cpu_architecture: Option<String>,
+    /// Where the base ISO came from when the cluster's CoreOS stream has none for the
+    /// architecture (`--base-iso`: a `file://` URL); recorded in the service's `OS_IMAGES`.
+    pub base_iso_url: Option<String>,
 }
 
 impl std::fmt::Debug for NodeImageInputs<'_> {
@@ -184,6 +189,7 @@ impl std::fmt::Debug for NodeImageInputs<'_> {
             .field("infra_env_id", &self.infra_env_id)
             .field("ssh_key", &self.ssh_key)
             .field("cpu_architecture", &self.cpu_architecture)
+            .field("base_iso_url", &self.base_iso_url)
             .finish()
     }
 }
@@ -210,9 +216,28 @@ pub fn data_url(data: &[u8]) -> String {
     out
 }
 
-struct Files(Vec<File>);
+/// Files and directories of the config.
+struct Files(Vec<File>, Vec<Directory>);
 
 impl Files {
+    /// Appends `data` to `path` (created when absent), as Ignition's `append` does.
+    fn append(&mut self, path: impl Into<String>, data: impl AsRef<[u8]>, mode: i64) {
+        let mut f = File::new(path.into());
+        f.append = Some(vec![Resource {
+            source: Some(data_url(data.as_ref())),
+            ..Default::default()
+        }]);
+        f.mode = Some(mode);
+        self.0.push(f);
+    }
+
+    /// An empty directory (mode 0755).
+    fn dir(&mut self, path: impl Into<String>) {
+        let mut d = Directory::new(path.into());
+        d.mode = Some(MODE_SCRIPT);
+        self.1.push(d);
+    }
+
     fn add(&mut self, path: impl Into<String>, data: impl AsRef<[u8]>, mode: i64) {
         let mut f = File::new(path.into());
         f.contents = Some(Resource {
@@ -402,32 +427,17 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         }
     }
 
-    let mut files = Files(Vec::new());
+    let mut files = Files(Vec::new(), Vec::new());
     let api_dns = format!("api.{}.{}", id.name, id.base_domain);
 
-    // --- Cluster identity and mode. Exactly these four lines: upstream's acceptance data
-    // matches the whole file.
-    files.add(
-        units::ADD_NODES_ENV,
-        format!(
-            "CLUSTER_ID={}\nCLUSTER_NAME={}\nCLUSTER_API_VIP_DNS_NAME={api_dns}\nAUTH_TOKEN_EXPIRY={}\n",
-            id.id,
-            id.name,
-            inputs.auth.expiry_rfc3339()
-        ),
-        MODE_PUBLIC,
-    );
-    files.add(
-        units::RENDEZVOUS_ENV,
-        format!("NODE_ZERO_IP=127.0.0.1\nSERVICE_BASE_URL={SERVICE_BASE_URL}\nIMAGE_SERVICE_BASE_URL={IMAGE_SERVICE_BASE_URL}\nWORKFLOW_TYPE=addnodes\n"),
-        MODE_PUBLIC,
-    );
     // User-managed networking on platforms none and external (OCPBUGS-43513): there the
     // cluster has no API/ingress VIPs the host's validations could check.
     let umn = matches!(c.platform.kind.to_ascii_lowercase().as_str(), "none" | "external");
+    // The client's importCluster reads `networking.userManagedNetworking` and requires the
+    // file (cmd/agentbasedinstaller/import.go); a flat object would be parsed and ignored.
     files.add(
         "/etc/assisted/clusterconfig/import-cluster-config.json",
-        format!("{{\"userManagedNetworking\": {umn}}}\n"),
+        format!("{}\n", json!({"networking": {"userManagedNetworking": umn}})),
         MODE_PUBLIC,
     );
     let mut endpoint = Map::new();
@@ -488,22 +498,23 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             macs.join("\n") + "\n",
             MODE_PUBLIC,
         );
-        let hints = match &h.root_device_hints {
-            Some(v) if v.as_object().is_some_and(|o| !o.is_empty()) => yaml(v, "rootDeviceHints")?,
-            _ => String::new(),
-        };
-        files.add(format!("{base}/root-device-hints.yaml"), hints, MODE_PUBLIC);
+        // No hints, no file: the client's LoadHostConfigs then leaves the disk choice to the
+        // service, as upstream does.
+        if let Some(v) = h
+            .root_device_hints
+            .as_ref()
+            .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+        {
+            files.add(format!("{base}/root-device-hints.yaml"), yaml(v, "rootDeviceHints")?, MODE_PUBLIC);
+        }
         files.add(
             format!("{base}/role"),
             format!("{}\n", if h.role.is_empty() { "worker" } else { &h.role }),
             MODE_PUBLIC,
         );
         for mac in &macs {
-            files.add(
-                format!("/etc/assisted/hostnames/{mac}"),
-                format!("{}\n", h.hostname),
-                MODE_PUBLIC,
-            );
+            // The hostname with no newline, as upstream writes it.
+            files.add(format!("/etc/assisted/hostnames/{mac}"), &h.hostname, MODE_PUBLIC);
         }
         if !h.keyfiles.is_empty() {
             with_network = true;
@@ -565,6 +576,9 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             ("NO_PROXY", &p.no_proxy),
         ] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+                // systemd expands `%` specifiers in DefaultEnvironment=: a literal `%` (in a
+                // percent-encoded proxy password) must be written `%%`.
+                let v = v.replace('%', "%%");
                 env.push(format!("\"{k}={v}\" \"{}={v}\"", k.to_ascii_lowercase()));
             }
         }
@@ -579,44 +593,58 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         }
     }
 
-    // --- Auth and images.
+    // --- The env files of the units, the service and the client (env.rs).
     let a = inputs.auth;
-    files.add(
-        units::SERVICE_ENV,
-        format!(
-            "AUTH_TYPE=agent-installer-local\nEC_PUBLIC_KEY_PEM={}\nAGENT_AUTH_TOKEN={}\nUSER_AUTH_TOKEN={}\nWATCHER_AUTH_TOKEN={}\nINFRA_ENV_ID={}\nSERVICE_BASE_URL={SERVICE_BASE_URL}\nIMAGE_SERVICE_BASE_URL={IMAGE_SERVICE_BASE_URL}\nDEPLOY_TARGET=onprem\nSTORAGE=filesystem\nENABLE_UPGRADE_AGENT=false\n",
-            // One line: the agent installer passes the PEM base64-encoded.
-            STANDARD.encode(&a.public_key_pem),
-            a.agent_token,
-            a.user_token,
-            a.watcher_token,
-            inputs.infra_env_id.hyphenated(),
+    let os_image = match c.base_iso_for(&arch) {
+        Some(iso) => {
+            let version = iso.release.clone().unwrap_or_else(|| c.version.current.clone());
+            (iso.location, version)
+        }
+        None => (
+            inputs.base_iso_url.clone().unwrap_or_default(),
+            c.version.current.clone(),
         ),
-        MODE_SECRET,
-    );
-    files.add(
-        units::IMAGES_ENV,
-        format!(
-            "RELEASE_IMAGE={}\nOPENSHIFT_VERSION={}\nSERVICE_IMAGE={}\nAGENT_DOCKER_IMAGE={}\nINSTALLER_IMAGE={}\nAGENT_INSTALLER_UTILS_IMAGE={}\n",
-            c.version.release_image,
-            c.version.current,
-            inputs.images.api_server,
-            inputs.images.node_agent,
-            inputs.images.orchestrator,
-            inputs.images.utils,
-        ),
+    };
+    if os_image.0.is_empty() {
+        return Err(invalid(
+            "coreos-bootimages",
+            format!("the cluster's CoreOS stream has no {arch} live ISO, which the node's assisted-service needs in OS_IMAGES; give --base-iso"),
+        ));
+    }
+    let release_mirror = crate::registry::mirrors::pull_candidates(&c.version.release_image, &c.mirrors)
+        .ok()
+        .and_then(|cands| cands.into_iter().find(|p| p.mirror).map(|p| p.image));
+    let expiry = a.expiry_rfc3339();
+    let env_inputs = env::EnvInputs {
+        cluster_id: &id.id,
+        cluster_name: &id.name,
+        api_dns_name: &api_dns,
+        token_expiry: &expiry,
+        public_key_pem_b64: env::pem_b64(&a.public_key_pem),
+        agent_token: &a.agent_token,
+        user_token: &a.user_token,
+        watcher_token: &a.watcher_token,
+        infra_env_id: inputs.infra_env_id.hyphenated().to_string(),
+        release_image: &c.version.release_image,
+        openshift_version: &c.version.current,
+        cpu_architecture: &arch,
+        os_image,
+        release_image_mirror: release_mirror,
+        public_registries: registries::public_registries(&c.mirrors),
+        service_image: &inputs.images.api_server,
+        agent_image: &inputs.images.node_agent,
+        installer_image: &inputs.images.orchestrator,
+        utils_image: &inputs.images.utils,
+    };
+    for f in env::env_files(&env_inputs) {
+        files.add(f.path, f.text(), f.mode);
+    }
+    // podman's default pause image would be pulled from a public registry by `pod create`;
+    // empty, podman builds a local one (upstream appends the same, AGENT-286).
+    files.append(
+        "/etc/containers/containers.conf",
+        "\n[engine]\ninfra_image = \"\"\n",
         MODE_PUBLIC,
-    );
-    // The database listens on loopback only; its password is derived from the private key
-    // so equal inputs give equal images, and is as secret as the key.
-    let db_pass =
-        hex::encode(&Sha256::digest(format!("agent-day2 db\n{}", a.private_key_pem).as_bytes())[..16]);
-    files.add(
-        units::DB_ENV,
-        format!(
-            "DB_HOST=127.0.0.1\nDB_PORT=5432\nDB_USER=admin\nDB_PASS={db_pass}\nDB_NAME=installer\nPOSTGRESQL_DATABASE=installer\nPOSTGRESQL_USER=admin\nPOSTGRESQL_PASSWORD={db_pass}\n"
-        ),
-        MODE_SECRET,
     );
     files.add(units::PODMAN_AUTH, format!("{}\n", ps), MODE_SECRET);
 
@@ -646,8 +674,10 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         users: Some(vec![core]),
         ..Default::default()
     });
+    files.dir(units::EXTRA_MANIFESTS_DIR);
     cfg.storage = Some(Storage {
         files: Some(files.0),
+        directories: Some(files.1),
         ..Default::default()
     });
     cfg.systemd = Some(Systemd { units: Some(units) });

@@ -29,6 +29,30 @@ fn toml_str(s: &str) -> String {
     out
 }
 
+/// `PUBLIC_CONTAINER_REGISTRIES` of the node's assisted-service: the registries whose images
+/// need no pull-secret entry. Without mirrors `quay.io` (where the release lives); with
+/// mirrors the hosts of the mirrored sources, each once, in the cluster's order (what the
+/// agent installer passes: the host pulls those through its mirrors).
+pub fn public_registries(m: &Mirrors) -> String {
+    let mut hosts: Vec<String> = Vec::new();
+    for e in m
+        .digest_mirrors
+        .iter()
+        .chain(&m.tag_mirrors)
+        .chain(&m.legacy_content_sources)
+    {
+        let host = e.source.trim_start_matches("*.").split('/').next().unwrap_or("").to_string();
+        if !host.is_empty() && !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.is_empty() {
+        "quay.io".to_string()
+    } else {
+        hosts.join(",")
+    }
+}
+
 #[derive(Default)]
 struct Source {
     location: String,

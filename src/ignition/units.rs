@@ -1,26 +1,34 @@
 //! The systemd units and scripts of the day-2 live system (node-contract.md "Units (roles)",
-//! research/node-image.md §5): written from the roles, not copied from any template.
+//! research/node-contract-upstream.md §1.3): written from the roles and the operational facts
+//! the real consumers rely on, not copied from any template.
 //!
 //! Order of a boot (every unit `After=` what it needs):
 //! `pre-network-manager-config` (keyfiles by MAC, before NetworkManager) →
-//! `set-hostname` (name by MAC) → `assisted-service-pod` → `assisted-service-db` →
-//! `assisted-service` (REST on :8090) → `agent-import-cluster` (POST /v2/clusters/import) →
-//! `agent-register-infraenv` → `agent` (discovery agent) and `apply-host-config` (root device,
-//! role) → `agent-add-node` (install once the host is `known`). `agent-auth-token-status`
-//! runs on its own and shows a console message once the token has expired.
+//! `set-hostname` (name by MAC) → `assisted-service-pod` → `assisted-service-db` (PostgreSQL
+//! as the `postgres` user: it refuses to run as root) → `assisted-service` (REST on :8090, the
+//! image's default command) → `agent-import-cluster` (once: every import makes a new cluster
+//! ID) → `agent-register-infraenv` → `agent` (the discovery agent, copied out of its image and
+//! run on the host as upstream does) and `apply-host-config` (root device, role) →
+//! `agent-add-node` (install once the host is `known`). `agent-auth-token-status` checks every
+//! 5 s whether the token has expired and says so on the console.
+//!
+//! The agent-based-installer client reads its inputs inside its container at fixed paths
+//! (`cmd/agentbasedinstaller/client/main.go` defaults): `/manifests/*.yaml`,
+//! `/clusterconfig/*.json`, `/extra-manifests`, `/etc/assisted/hostconfig`; the units bind-mount
+//! them there.
 
-/// Environment files the units read (paths are node-contract facts).
-pub const SERVICE_ENV: &str = "/usr/local/share/assisted-service/assisted-service.env";
-/// Component image pull specs (not secret).
-pub const IMAGES_ENV: &str = "/usr/local/share/assisted-service/images.env";
-/// Database settings of the local assisted-service (secret: its password).
-pub const DB_ENV: &str = "/usr/local/share/assisted-service/assisted-db.env";
-/// Day-2 marker and cluster identity.
-pub const ADD_NODES_ENV: &str = "/etc/assisted/add-nodes.env";
-/// Rendezvous settings (the node is its own rendezvous host).
-pub const RENDEZVOUS_ENV: &str = "/etc/assisted/rendezvous-host.env";
+pub use super::env::{
+    ADD_NODES_ENV, AGENT_IMAGES_ENV, DB_ENV, IMAGES_ENV, RENDEZVOUS_ENV, SERVICE_ENV,
+};
+
 /// The pull secret for podman (root's legacy auth file, which podman reads).
 pub const PODMAN_AUTH: &str = "/root/.docker/config.json";
+/// The live system's CA bundle (the cluster's trust bundle and mirror CAs are anchors of it),
+/// mounted into the service and client containers as upstream does.
+pub const CA_BUNDLE: &str = "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem";
+/// Extra manifests directory the client's `importCluster`/`registerCluster` read (empty for
+/// day 2, but it must exist to be mounted).
+pub const EXTRA_MANIFESTS_DIR: &str = "/etc/assisted/extra-manifests";
 
 /// A unit: name, contents (enabled through its `[Install]` section).
 pub struct UnitText {
@@ -40,17 +48,40 @@ pub struct Script {
 
 const INSTALL: &str = "\n[Install]\nWantedBy=multi-user.target\n";
 
-/// `podman run` of a one-shot `agent-installer-client` command from the API server image,
-/// with the service's env (tokens, InfraEnv ID) and the manifests/cluster config read-only.
-fn client_run(cmd: &str) -> String {
-    format!(
-        "/usr/bin/podman run --rm --net host --authfile {PODMAN_AUTH} --env-file {SERVICE_ENV} --env-file {IMAGES_ENV} --env-file {ADD_NODES_ENV} --env-file {RENDEZVOUS_ENV} -v /etc/assisted:/etc/assisted:z,ro ${{SERVICE_IMAGE}} /usr/local/bin/agent-installer-client {cmd}"
-    )
+/// `EnvironmentFile=` lines of the units that run the client or talk to the service: the
+/// identity, the tokens and URLs, the service settings and the component images.
+fn env_lines() -> String {
+    [ADD_NODES_ENV, RENDEZVOUS_ENV, SERVICE_ENV, AGENT_IMAGES_ENV]
+        .iter()
+        .map(|f| format!("EnvironmentFile={f}\n"))
+        .collect()
 }
+
+/// `podman run` of one `agent-installer-client` subcommand from the API server image, on the
+/// host network (`configure` keeps the host whose MAC is on this machine), with `mounts`
+/// (`-v` arguments) and the variables `envs` passed from the unit's environment.
+fn client_run(cmd: &str, mounts: &[&str], envs: &[&str]) -> String {
+    let mut s = format!(
+        "/usr/bin/podman run --rm --net host --authfile {PODMAN_AUTH} -v {CA_BUNDLE}:{CA_BUNDLE}:ro"
+    );
+    for m in mounts {
+        s.push_str(" -v ");
+        s.push_str(m);
+    }
+    for e in envs {
+        s.push_str(" --env ");
+        s.push_str(e);
+    }
+    s.push_str(&format!(" ${{SERVICE_IMAGE}} /usr/local/bin/agent-installer-client {cmd}"));
+    s
+}
+
+const WAIT: &str = "ExecStartPre=/usr/local/bin/wait-for-assisted-service.sh\n";
 
 /// The units; `with_network` adds `pre-network-manager-config.service` (only images with
 /// NMState keyfiles need it).
 pub fn units(with_network: bool) -> Vec<UnitText> {
+    let env = env_lines();
     let mut out = vec![
         UnitText {
             name: "assisted-service-pod.service",
@@ -61,40 +92,66 @@ pub fn units(with_network: bool) -> Vec<UnitText> {
         UnitText {
             name: "assisted-service-db.service",
             contents: format!(
-                "[Unit]\nDescription=Database of the local assisted-service\nRequires=assisted-service-pod.service\nAfter=assisted-service-pod.service\n\n[Service]\nEnvironmentFile={IMAGES_ENV}\nExecStartPre=-/usr/bin/podman rm --force assisted-db\nExecStart=/usr/bin/podman run --name assisted-db --pod assisted-service --authfile {PODMAN_AUTH} --env-file {DB_ENV} ${{SERVICE_IMAGE}} /bin/bash start_db.sh\nExecStop=/usr/bin/podman stop --ignore assisted-db\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
+                "[Unit]\nDescription=Database of the local assisted-service\nRequires=assisted-service-pod.service\nAfter=assisted-service-pod.service\n\n[Service]\nEnvironmentFile={AGENT_IMAGES_ENV}\nExecStartPre=-/usr/bin/podman rm --force assisted-db\nExecStart=/usr/bin/podman run --name assisted-db --pod assisted-service --user=postgres --authfile {PODMAN_AUTH} --env-file {DB_ENV} ${{SERVICE_IMAGE}} /bin/bash start_db.sh\nExecStop=/usr/bin/podman stop --ignore assisted-db\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
             ),
         },
         UnitText {
             name: "assisted-service.service",
             contents: format!(
-                "[Unit]\nDescription=Local assisted-service REST API (:8090) of this day-2 host\nRequires=assisted-service-db.service\nAfter=assisted-service-db.service\n\n[Service]\nEnvironmentFile={IMAGES_ENV}\nExecStartPre=-/usr/bin/podman rm --force assisted-service-api\nExecStart=/usr/bin/podman run --name assisted-service-api --pod assisted-service --authfile {PODMAN_AUTH} --env-file {SERVICE_ENV} --env-file {DB_ENV} --env-file {IMAGES_ENV} --env-file {RENDEZVOUS_ENV} -v /etc/assisted:/etc/assisted:z,ro -v {PODMAN_AUTH}:{PODMAN_AUTH}:z,ro ${{SERVICE_IMAGE}} /assisted-service\nExecStop=/usr/bin/podman stop --ignore assisted-service-api\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
+                "[Unit]\nDescription=Local assisted-service REST API (:8090) of this day-2 host\nRequires=assisted-service-db.service\nAfter=assisted-service-db.service\n\n[Service]\nEnvironmentFile={AGENT_IMAGES_ENV}\nExecStartPre=-/usr/bin/podman rm --force assisted-service-api\nExecStart=/usr/bin/podman run --name assisted-service-api --pod assisted-service --authfile {PODMAN_AUTH} -v {CA_BUNDLE}:{CA_BUNDLE}:ro --env-file {RENDEZVOUS_ENV} --env-file {SERVICE_ENV} --env-file {IMAGES_ENV} --env-file {AGENT_IMAGES_ENV} ${{SERVICE_IMAGE}}\nExecStop=/usr/bin/podman stop --ignore assisted-service-api\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
             ),
         },
         UnitText {
             name: "agent-import-cluster.service",
             contents: format!(
-                "[Unit]\nDescription=Import the cluster into the local assisted-service (POST /v2/clusters/import, ignition endpoint, networking mode)\nConditionPathExists={ADD_NODES_ENV}\nRequires=assisted-service.service\nAfter=assisted-service.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironmentFile={IMAGES_ENV}\nExecStart={}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
-                client_run("importCluster")
+                "[Unit]\nDescription=Import the cluster into the local assisted-service (once), with its ignition endpoint and networking mode\nConditionPathExists={ADD_NODES_ENV}\nRequires=assisted-service.service\nAfter=assisted-service.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n{env}{WAIT}ExecStart=/usr/local/bin/import-cluster-once.sh {}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
+                client_run(
+                    "importCluster",
+                    &[
+                        "/etc/assisted/clusterconfig:/clusterconfig:ro",
+                        "/etc/assisted/manifests:/manifests:ro",
+                        "/etc/assisted/extra-manifests:/extra-manifests:ro",
+                    ],
+                    &[
+                        "SERVICE_BASE_URL",
+                        "OPENSHIFT_INSTALL_RELEASE_IMAGE_MIRROR",
+                        "CLUSTER_ID",
+                        "CLUSTER_NAME",
+                        "CLUSTER_API_VIP_DNS_NAME",
+                        "USER_AUTH_TOKEN",
+                    ],
+                )
             ),
         },
         UnitText {
             name: "agent-register-infraenv.service",
             contents: format!(
-                "[Unit]\nDescription=Register the InfraEnv of /etc/assisted/manifests\nRequires=agent-import-cluster.service\nAfter=agent-import-cluster.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironmentFile={IMAGES_ENV}\nExecStart={}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
-                client_run("registerInfraEnv")
+                "[Unit]\nDescription=Register the InfraEnv (and NMStateConfigs) of /etc/assisted/manifests\nRequires=agent-import-cluster.service\nAfter=agent-import-cluster.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n{env}{WAIT}ExecStart={}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
+                client_run(
+                    "registerInfraEnv",
+                    &["/etc/assisted/manifests:/manifests:ro"],
+                    &["SERVICE_BASE_URL", "USER_AUTH_TOKEN"],
+                )
             ),
         },
         UnitText {
             name: "agent.service",
             contents: format!(
-                "[Unit]\nDescription=Discovery agent: registers this host and runs the pre-flight validations\nRequires=agent-register-infraenv.service\nAfter=agent-register-infraenv.service set-hostname.service\n\n[Service]\nEnvironmentFile={IMAGES_ENV}\nEnvironmentFile={SERVICE_ENV}\nExecStartPre=-/usr/bin/podman rm --force agent\nExecStart=/usr/bin/podman run --name agent --privileged --net host --pid host --authfile {PODMAN_AUTH} -v /:/host:rslave -v /var/log:/var/log -v /run/systemd/journal/socket:/run/systemd/journal/socket -v /etc/pki:/etc/pki:ro -e PULL_SECRET_TOKEN=${{AGENT_AUTH_TOKEN}} ${{AGENT_DOCKER_IMAGE}} /usr/bin/agent --url http://127.0.0.1:8090 --infra-env-id ${{INFRA_ENV_ID}} --agent-version ${{AGENT_DOCKER_IMAGE}} --insecure=true\nExecStop=/usr/bin/podman stop --ignore agent\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
+                "[Unit]\nDescription=Discovery agent: registers this host and runs the pre-flight validations\nRequires=agent-register-infraenv.service\nAfter=agent-register-infraenv.service set-hostname.service\n\n[Service]\n{env}ExecStartPre=/usr/bin/podman run --rm --privileged --authfile {PODMAN_AUTH} -v /usr/local/bin:/hostbin ${{AGENT_DOCKER_IMAGE}} cp /usr/bin/agent /hostbin/agent\nExecStart=/usr/local/bin/agent --url ${{SERVICE_BASE_URL}} --infra-env-id ${{INFRA_ENV_ID}} --agent-version ${{AGENT_DOCKER_IMAGE}} --insecure=true\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
             ),
         },
         UnitText {
             name: "apply-host-config.service",
             contents: format!(
-                "[Unit]\nDescription=Apply this host's config from /etc/assisted/hostconfig (root device hints, role; matched by MAC)\nRequires=agent-register-infraenv.service\nAfter=agent-register-infraenv.service agent.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nEnvironmentFile={IMAGES_ENV}\nExecStart={}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
-                client_run("configure")
+                "[Unit]\nDescription=Apply this host's config from /etc/assisted/hostconfig (root device hints, role; matched by MAC)\nRequires=agent-register-infraenv.service\nAfter=agent-register-infraenv.service agent.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n{env}{WAIT}ExecStartPre=/usr/bin/mkdir -p /run/agent-installer\nExecStart={}\nRestart=on-failure\nRestartSec=10\n{INSTALL}",
+                client_run(
+                    "configure",
+                    &[
+                        "/etc/assisted/hostconfig:/etc/assisted/hostconfig:ro",
+                        "/run/agent-installer:/var/run/agent-installer:z",
+                    ],
+                    &["SERVICE_BASE_URL", "INFRA_ENV_ID", "WORKFLOW_TYPE", "USER_AUTH_TOKEN"],
+                )
             ),
         },
         UnitText {
@@ -106,13 +163,13 @@ pub fn units(with_network: bool) -> Vec<UnitText> {
         UnitText {
             name: "agent-add-node.service",
             contents: format!(
-                "[Unit]\nDescription=Start this host's installation once the local assisted-service reports it known\nConditionPathExists={ADD_NODES_ENV}\nRequires=agent.service apply-host-config.service\nAfter=agent.service apply-host-config.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/bin/add-node.sh\nRestart=on-failure\nRestartSec=30\n{INSTALL}"
+                "[Unit]\nDescription=Start this host's installation once the local assisted-service reports it known\nConditionPathExists={ADD_NODES_ENV}\nRequires=agent.service apply-host-config.service\nAfter=agent.service apply-host-config.service\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\n{env}{WAIT}ExecStart=/usr/local/bin/add-node.sh\nRestart=on-failure\nRestartSec=30\n{INSTALL}"
             ),
         },
         UnitText {
             name: "agent-auth-token-status.service",
             contents: format!(
-                "[Unit]\nDescription=Show on the console when this image's auth token has expired\nConditionPathExists={ADD_NODES_ENV}\nBefore=getty.target\n\n[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/usr/local/bin/agent-auth-token-status.sh\n{INSTALL}"
+                "[Unit]\nDescription=Show on the console when this image's auth token has expired\nConditionPathExists={ADD_NODES_ENV}\nBefore=getty.target\n\n[Service]\nEnvironmentFile={ADD_NODES_ENV}\nExecStart=/usr/local/bin/agent-auth-token-status.sh\nRestart=on-failure\nRestartSec=5\n{INSTALL}"
             ),
         },
     ];
@@ -133,9 +190,8 @@ pub fn units(with_network: bool) -> Vec<UnitText> {
 /// `machine_config_pool_name`. `POOL` is substituted by the builder.
 const ADD_NODE: &str = r#"#!/bin/bash
 # Starts this host's day-2 installation once its local assisted-service reports it "known".
+# Its unit's EnvironmentFile= lines give SERVICE_BASE_URL, USER_AUTH_TOKEN and INFRA_ENV_ID.
 set -euo pipefail
-source /etc/assisted/rendezvous-host.env
-source /usr/local/share/assisted-service/assisted-service.env
 api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
 pool="@POOL@"
 say() { echo "add-node: $*" >&2; }
@@ -188,17 +244,61 @@ echo "set-hostname: no MAC of this machine is listed in /etc/assisted/hostnames;
 "#;
 
 const TOKEN_STATUS: &str = r#"#!/bin/bash
-# Tells the operator on the console when this image's auth token has expired: the local
-# assisted-service then refuses every request and the host cannot join.
-source /etc/assisted/add-nodes.env
-expiry=$(date -d "$AUTH_TOKEN_EXPIRY" +%s) || exit 0
-if [ "$(date +%s)" -ge "$expiry" ]; then
-  msg="\e[1;31mThe auth token of this node image expired at ${AUTH_TOKEN_EXPIRY}: this host cannot join the cluster.\nCreate a new image with 'oc agent-day2 add-nodes' and boot it.\e[0m"
-  mkdir -p /etc/issue.d
-  printf '%b\n' "$msg" >/etc/issue.d/90-agent-day2-token.issue
-  printf '%b\n' "$msg" >/dev/console
-  agetty --reload 2>/dev/null || true
+# Tells the operator on the console once this image's auth token has expired: the local
+# assisted-service then refuses every request and the host cannot join. Checks every 5 s
+# (the clock may still be corrected by NTP after boot); AUTH_TOKEN_EXPIRY comes from the
+# unit's EnvironmentFile (add-nodes.env).
+issue=/etc/issue.d/90-agent-day2-token.issue
+expiry=$(date -d "$AUTH_TOKEN_EXPIRY" +%s) || {
+  echo "agent-auth-token-status: AUTH_TOKEN_EXPIRY '$AUTH_TOKEN_EXPIRY' is not a time" >&2; exit 1; }
+while :; do
+  if [ "$(date +%s)" -ge "$expiry" ]; then
+    if [ ! -e "$issue" ]; then
+      msg="\e[1;31mThe auth token of this node image expired at ${AUTH_TOKEN_EXPIRY}: this host cannot join the cluster.\nCreate a new image with 'oc agent-day2 add-nodes' and boot it.\e[0m"
+      mkdir -p /etc/issue.d
+      printf '%b\n' "$msg" >"$issue"
+      printf '%b\n' "$msg" >/dev/console 2>/dev/null || true
+      agetty --reload 2>/dev/null || true
+    fi
+  elif [ -e "$issue" ]; then
+    rm -f "$issue"
+    agetty --reload 2>/dev/null || true
+  fi
+  sleep 5
+done
+"#;
+
+const WAIT_FOR_SERVICE: &str = r#"#!/bin/bash
+# Waits until the local assisted-service answers an authenticated request. SERVICE_BASE_URL
+# and USER_AUTH_TOKEN come from the calling unit's EnvironmentFile= lines.
+api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
+until curl -fsS -o /dev/null -H "Authorization: ${USER_AUTH_TOKEN}" "$api/clusters"; do
+  echo "wait-for-assisted-service: $api does not answer yet" >&2
+  sleep 5
+done
+"#;
+
+const IMPORT_ONCE: &str = r#"#!/bin/bash
+# Runs the command in its arguments (the client's importCluster) unless the local
+# assisted-service already holds this cluster: every import makes a new cluster ID, and a
+# second cluster makes registerInfraEnv fail ("found multiple clusters"). A run that stopped
+# between the import and its update gets the networking mode and ignition endpoint applied
+# again. CLUSTER_ID, SERVICE_BASE_URL and USER_AUTH_TOKEN come from the unit's environment.
+set -euo pipefail
+api="${SERVICE_BASE_URL%/}/api/assisted-install/v2"
+cfg=/etc/assisted/clusterconfig
+id=$(curl -fsS -H "Authorization: ${USER_AUTH_TOKEN}" "$api/clusters" |
+  jq -r --arg c "$CLUSTER_ID" '[.[] | select(.openshift_cluster_id == $c)][0].id // empty')
+if [ -z "$id" ]; then
+  exec "$@"
 fi
+body=$(jq -c '{user_managed_networking: .networking.userManagedNetworking}' "$cfg/import-cluster-config.json")
+if [ -s "$cfg/worker-ignition-endpoint.json" ]; then
+  body=$(jq -c --slurpfile e "$cfg/worker-ignition-endpoint.json" '. + {ignition_endpoint: $e[0]}' <<<"$body")
+fi
+curl -fsS -o /dev/null -X PATCH -H "Authorization: ${USER_AUTH_TOKEN}" -H 'Content-Type: application/json' \
+  -d "$body" "$api/clusters/$id"
+echo "import-cluster: cluster $CLUSTER_ID is already imported (ID $id); its settings were applied again"
 "#;
 
 const PRE_NETWORK: &str = r#"#!/bin/bash
@@ -245,6 +345,14 @@ pub fn scripts(with_network: bool) -> Vec<Script> {
         Script {
             path: "/usr/local/bin/agent-auth-token-status.sh",
             contents: TOKEN_STATUS,
+        },
+        Script {
+            path: "/usr/local/bin/wait-for-assisted-service.sh",
+            contents: WAIT_FOR_SERVICE,
+        },
+        Script {
+            path: "/usr/local/bin/import-cluster-once.sh",
+            contents: IMPORT_ONCE,
         },
     ];
     if with_network {

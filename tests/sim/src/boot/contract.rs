@@ -1,21 +1,34 @@
 //! The node contract (`shared/docs/node-contract.md`), checked on a parsed Ignition config.
 //!
-//! This is written from the contract document and the agent-installer facts it cites
-//! (`research/node-image.md` §5, upstream `node-joiner-testdata/*.txt`), not from the plugin's
-//! Ignition builder, so a config that passes has what the real images read. Every missing or
-//! wrong item is collected (not just the first), each as one line
-//! `node contract: <path> <what is wrong>`.
-//!
-//! Names this check fixes where the contract names only a role (the plugin must use them):
-//! * assisted-service environment: `/usr/local/share/assisted-service/assisted-service.env`
-//!   with `EC_PUBLIC_KEY_PEM` (PEM, or base64 of the PEM as the agent installer passes it),
-//!   `AGENT_AUTH_TOKEN`, `USER_AUTH_TOKEN`, `WATCHER_AUTH_TOKEN` (ES256 JWTs signed by that
-//!   key, `sub` = `agentAuth` / `userAuth` / `watcherAuth` as assisted-service's
-//!   `AgentLocalAuthzHandler` requires) and `INFRA_ENV_ID`;
-//! * component images: in any `*.env` under `/usr/local/share/assisted-service/` or
-//!   `/etc/assisted/`: [`IMAGE_KEYS`];
+//! Each rule is what a real consumer of the image reads, with the code that reads it (the
+//! real code is the judge; where it can run, `agent-day2-sim run-node` runs it on the image):
+//! * assisted-service (`cmd/main.go` Options, envconfig): it reads the env files its unit
+//!   passes with `--env-file` (the check reads that list from `assisted-service.service`), and
+//!   exits at start without `OS_IMAGES` ("OS_IMAGES list is empty"; `internal/versions/
+//!   osimages.go` needs openshift_version, cpu_architecture, url, version in each entry) or
+//!   without `IMAGE_SERVICE_BASE_URL`; `AUTH_TYPE=agent-installer-local` with
+//!   `EC_PUBLIC_KEY_PEM` (base64 of the PEM, `pkg/auth/agent_local_authenticator.go`),
+//!   `USER_AUTH_TOKEN`, `WATCHER_AUTH_TOKEN`; `HW_VALIDATOR_REQUIREMENTS` with a `default`
+//!   entry for workers (`internal/hardware/validator.go`: the default `[]` fails every host's
+//!   hardware validation); `INSTALLER_IMAGE` and `AGENT_DOCKER_IMAGE` (the instruction
+//!   manager's defaults are public images);
+//! * tokens: ES256 JWTs signed by that key whose `auth_scheme` is agentAuth / userAuth /
+//!   watcherAuth (`agent_local_authz_handler.go` answers 500 without it) and with no `iat`
+//!   (golang-jwt v4 refuses a token "used before issued" while the node's clock is behind);
+//!   the agent's token is `PULL_SECRET_TOKEN` in `rendezvous-host.env` (upstream's agent and
+//!   add-node read it there);
+//! * the agent-based-installer client (`cmd/agentbasedinstaller/client/main.go` defaults): it
+//!   reads `/manifests/*.yaml` and `/clusterconfig/*.json` inside its container, so the units
+//!   that run `importCluster` and `registerInfraEnv` bind-mount them; `importCluster` needs
+//!   `import-cluster-config.json` shaped `{"networking":{"userManagedNetworking":bool}}`
+//!   (`cmd/agentbasedinstaller/import.go`);
+//! * the database: `start_db.sh` runs PostgreSQL, which refuses to run as root, so its unit
+//!   runs the container `--user=postgres`;
 //! * units: [`UNITS`] (names of the agent installer's units), enabled, ordered `After=` what
 //!   they need.
+//!
+//! Every missing or wrong item is collected (not just the first), each as one line
+//! `node contract: <path> <what is wrong>`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -27,22 +40,11 @@ use super::ignition::{env_file, unit_directive, Config};
 /// `usr/local/share/assisted-service/assisted-service.env`).
 pub const SERVICE_ENV: &str = "/usr/local/share/assisted-service/assisted-service.env";
 
-/// Component image roles and the env keys accepted for each (first one preferred).
+/// Component image roles and the env keys the units and the service read them from.
 pub const IMAGE_KEYS: &[(&str, &[&str])] = &[
-    (
-        "release image",
-        &["RELEASE_IMAGE", "OPENSHIFT_INSTALL_RELEASE_IMAGE"],
-    ),
-    (
-        "assisted-service API server image",
-        &["SERVICE_IMAGE", "ASSISTED_SERVICE_IMAGE"],
-    ),
-    ("node agent image", &["AGENT_DOCKER_IMAGE", "AGENT_IMAGE"]),
-    ("installer (orchestrator) image", &["INSTALLER_IMAGE"]),
-    (
-        "agent-installer-utils image",
-        &["AGENT_INSTALLER_UTILS_IMAGE", "UTILS_IMAGE"],
-    ),
+    ("assisted-service API server image", &["SERVICE_IMAGE"]),
+    ("node agent image (the service's AGENT_DOCKER_IMAGE)", &["AGENT_DOCKER_IMAGE"]),
+    ("installer (orchestrator) image (the service's INSTALLER_IMAGE)", &["INSTALLER_IMAGE"]),
 ];
 
 /// Units by role: (name, role, units it must be ordered `After=`, required always).
@@ -207,7 +209,7 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     const RENDEZVOUS: &str = "/etc/assisted/rendezvous-host.env";
     match cfg.text(RENDEZVOUS) {
         None => c.miss(format!(
-            "{RENDEZVOUS} is missing (NODE_ZERO_IP, SERVICE_BASE_URL, IMAGE_SERVICE_BASE_URL, WORKFLOW_TYPE)"
+            "{RENDEZVOUS} is missing (NODE_ZERO_IP, SERVICE_BASE_URL, IMAGE_SERVICE_BASE_URL, WORKFLOW_TYPE, PULL_SECRET_TOKEN, USER_AUTH_TOKEN)"
         )),
         Some(t) => {
             let env = env_file(&t);
@@ -216,7 +218,10 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 ("SERVICE_BASE_URL", Some("http://127.0.0.1:8090/")),
                 ("IMAGE_SERVICE_BASE_URL", None),
                 ("WORKFLOW_TYPE", Some("addnodes")),
+                ("PULL_SECRET_TOKEN", None),
+                ("USER_AUTH_TOKEN", None),
             ];
+            f.agent_token = env.get("PULL_SECRET_TOKEN").cloned().unwrap_or_default();
             for (key, value) in want {
                 match (env.get(key), value) {
                     (None, _) => c.miss(format!("{RENDEZVOUS} lacks {key}")),
@@ -234,9 +239,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
         None => c.miss(format!("{IMPORT} is missing")),
         Some(b) => match serde_json::from_slice::<Value>(b) {
             Err(e) => c.miss(format!("{IMPORT} is not JSON: {e}")),
-            Ok(v) => match v.get("userManagedNetworking").and_then(|u| u.as_bool()) {
+            Ok(v) => match v.pointer("/networking/userManagedNetworking").and_then(|u| u.as_bool()) {
                 Some(u) => f.user_managed_networking = u,
-                None => c.miss(format!("{IMPORT} lacks the boolean userManagedNetworking")),
+                None => c.miss(format!(
+                    "{IMPORT} lacks the boolean networking.userManagedNetworking (the client reads only that; a flat userManagedNetworking is ignored)"
+                )),
             },
         },
     }
@@ -436,8 +443,10 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
         if macs.is_empty() && cfg.files.contains_key(&format!("{base}/mac_addresses")) {
             c.miss(format!("{base}/mac_addresses lists no MAC"));
         }
-        if !cfg.files.contains_key(&format!("{base}/root-device-hints.yaml")) {
-            c.miss(format!("{base}/root-device-hints.yaml is missing"));
+        if let Some(t) = cfg.text(&format!("{base}/root-device-hints.yaml")) {
+            if serde_saphyr::from_str::<Value>(&t).is_err() {
+                c.miss(format!("{base}/root-device-hints.yaml is not YAML"));
+            }
         }
         let role = cfg.text(&format!("{base}/role")).map(|r| r.trim().to_string());
         match role.as_deref() {
@@ -496,48 +505,133 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
         }
     }
 
-    // --- Auth and images.
-    match cfg.text(SERVICE_ENV) {
-        None => c.miss(format!(
-            "{SERVICE_ENV} is missing (EC_PUBLIC_KEY_PEM, AGENT_AUTH_TOKEN, USER_AUTH_TOKEN, WATCHER_AUTH_TOKEN, INFRA_ENV_ID)"
-        )),
-        Some(t) => {
-            let env = env_file(&t);
-            for key in ["EC_PUBLIC_KEY_PEM", "AGENT_AUTH_TOKEN", "USER_AUTH_TOKEN", "WATCHER_AUTH_TOKEN", "INFRA_ENV_ID"] {
-                if env.get(key).is_none_or(|v| v.is_empty()) {
-                    c.miss(format!("{SERVICE_ENV} lacks {key}"));
+    // --- What the service reads: the env files its unit passes with --env-file.
+    let service_unit = cfg.units.get("assisted-service.service");
+    let env_files: Vec<String> = service_unit
+        .map(|u| {
+            let words = unit_directive(&u.text, "ExecStart");
+            let mut out = Vec::new();
+            let mut it = words.iter();
+            while let Some(w) = it.next() {
+                if let Some(p) = w.strip_prefix("--env-file=") {
+                    out.push(p.to_string());
+                } else if w == "--env-file" {
+                    if let Some(p) = it.next() {
+                        out.push(p.to_string());
+                    }
                 }
             }
-            f.agent_token = env.get("AGENT_AUTH_TOKEN").cloned().unwrap_or_default();
-            f.user_token = env.get("USER_AUTH_TOKEN").cloned().unwrap_or_default();
-            f.watcher_token = env.get("WATCHER_AUTH_TOKEN").cloned().unwrap_or_default();
-            f.infra_env_id = env.get("INFRA_ENV_ID").cloned().unwrap_or_default();
-            if !f.infra_env_id.is_empty() && !is_uuid(&f.infra_env_id) {
-                c.miss(format!("{SERVICE_ENV} INFRA_ENV_ID {:?} is not a UUID", f.infra_env_id));
+            out
+        })
+        .unwrap_or_default();
+    if service_unit.is_some() && env_files.is_empty() {
+        c.miss("systemd unit assisted-service.service passes no --env-file: the service would start without its settings");
+    }
+    let mut service_env: BTreeMap<String, String> = BTreeMap::new();
+    for p in &env_files {
+        match cfg.text(p) {
+            Some(t) => service_env.extend(env_file(&t)),
+            None => c.miss(format!("{p} is missing (assisted-service.service passes it with --env-file)")),
+        }
+    }
+    let svc = "the env files of assisted-service.service";
+    let need = |c: &mut Check, key: &str, why: &str| -> Option<String> {
+        match service_env.get(key).filter(|v| !v.is_empty()) {
+            Some(v) => Some(v.clone()),
+            None => {
+                c.miss(format!("{svc} lack {key} ({why})"));
+                None
             }
-            if let Some(pem) = env.get("EC_PUBLIC_KEY_PEM").filter(|p| !p.is_empty()) {
-                match super::jwt::public_key(pem) {
-                    Err(e) => c.miss(format!("{SERVICE_ENV} EC_PUBLIC_KEY_PEM: {e}")),
-                    Ok(key) => {
-                        for (var, sub, tok) in [
-                            ("AGENT_AUTH_TOKEN", "agentAuth", &f.agent_token),
-                            ("USER_AUTH_TOKEN", "userAuth", &f.user_token),
-                            ("WATCHER_AUTH_TOKEN", "watcherAuth", &f.watcher_token),
-                        ] {
-                            if tok.is_empty() {
-                                continue;
+        }
+    };
+    match need(&mut c, "AUTH_TYPE", "the agent installer's local token auth") {
+        Some(v) if v != "agent-installer-local" => c.miss(format!("{svc} set AUTH_TYPE={v:?}, expected \"agent-installer-local\"")),
+        _ => {}
+    }
+    need(&mut c, "IMAGE_SERVICE_BASE_URL", "the service exits at start without it");
+    if let Some(v) = need(&mut c, "OS_IMAGES", "the service exits at start: \"OS_IMAGES list is empty\"") {
+        match serde_json::from_str::<Value>(&v) {
+            Ok(Value::Array(list)) if !list.is_empty() => {
+                for (i, e) in list.iter().enumerate() {
+                    for k in ["openshift_version", "cpu_architecture", "url", "version"] {
+                        if str_at(e, &format!("/{k}")).is_none() {
+                            c.miss(format!("{svc}: OS_IMAGES[{i}] lacks {k}"));
+                        }
+                    }
+                }
+            }
+            _ => c.miss(format!("{svc}: OS_IMAGES is not a non-empty JSON list")),
+        }
+    }
+    if let Some(v) = need(&mut c, "HW_VALIDATOR_REQUIREMENTS", "with the default [] every host's hardware validation fails and no host becomes known") {
+        let ok = serde_json::from_str::<Value>(&v).ok().and_then(|r| {
+            r.as_array()?
+                .iter()
+                .find(|e| e["version"] == "default")
+                .map(|e| e["worker"]["cpu_cores"].is_u64() && e["worker"]["ram_mib"].is_u64())
+        });
+        if ok != Some(true) {
+            c.miss(format!("{svc}: HW_VALIDATOR_REQUIREMENTS has no \"default\" entry with worker cpu_cores and ram_mib"));
+        }
+    }
+    for key in ["DB_HOST", "DB_PORT", "DB_USER", "DB_NAME"] {
+        need(&mut c, key, "the service's database connection");
+    }
+    f.user_token = need(&mut c, "USER_AUTH_TOKEN", "it verifies userAuth requests against it").unwrap_or_default();
+    f.watcher_token = need(&mut c, "WATCHER_AUTH_TOKEN", "it verifies watcherAuth requests against it").unwrap_or_default();
+    f.infra_env_id = need(&mut c, "INFRA_ENV_ID", "the InfraEnv the client registers").unwrap_or_default();
+    if !f.infra_env_id.is_empty() && !is_uuid(&f.infra_env_id) {
+        c.miss(format!("{svc}: INFRA_ENV_ID {:?} is not a UUID", f.infra_env_id));
+    }
+    if let Some(pem) = need(&mut c, "EC_PUBLIC_KEY_PEM", "the key that verifies every token") {
+        match super::jwt::public_key(&pem) {
+            Err(e) => c.miss(format!("{svc}: EC_PUBLIC_KEY_PEM: {e}")),
+            Ok(key) => {
+                for (var, scheme, tok) in [
+                    ("PULL_SECRET_TOKEN (rendezvous-host.env)", "agentAuth", &f.agent_token),
+                    ("USER_AUTH_TOKEN", "userAuth", &f.user_token),
+                    ("WATCHER_AUTH_TOKEN", "watcherAuth", &f.watcher_token),
+                ] {
+                    if tok.is_empty() {
+                        continue;
+                    }
+                    match super::jwt::verify(tok, &key) {
+                        Err(e) => c.miss(format!("{var}: {e}")),
+                        Ok(claims) => {
+                            let got = claims.get("auth_scheme").and_then(|s| s.as_str());
+                            if got != Some(scheme) {
+                                c.miss(format!("{var} has auth_scheme {got:?}, expected {scheme:?} (the service answers 500 \"malformed auth_scheme claim\" or 403 otherwise)"));
                             }
-                            match super::jwt::verify(tok, &key) {
-                                Err(e) => c.miss(format!("{SERVICE_ENV} {var}: {e}")),
-                                Ok(claims) => {
-                                    let got = claims.get("sub").and_then(|s| s.as_str()).unwrap_or("");
-                                    if got != sub {
-                                        c.miss(format!("{SERVICE_ENV} {var} has sub {got:?}, expected {sub:?} (assisted-service authorizes by it)"));
-                                    }
-                                }
+                            if claims.contains_key("iat") {
+                                c.miss(format!("{var} carries iat: the service refuses it while the node's clock is behind the signer's (\"Token used before issued\")"));
                             }
                         }
                     }
+                }
+            }
+        }
+    }
+    if let Some(u) = cfg.units.get("assisted-service-db.service") {
+        let exec = unit_directive(&u.text, "ExecStart").join(" ");
+        if exec.contains("start_db.sh") && !(exec.contains("--user=postgres") || exec.contains("--user postgres")) {
+            c.miss("systemd unit assisted-service-db.service runs start_db.sh as root: PostgreSQL refuses to (run the container --user=postgres)");
+        }
+    }
+    for (unit, sub, mounts) in [
+        ("agent-import-cluster.service", "importCluster", &[":/clusterconfig", ":/manifests"][..]),
+        ("agent-register-infraenv.service", "registerInfraEnv", &[":/manifests"][..]),
+    ] {
+        if let Some(u) = cfg.units.get(unit) {
+            let exec = unit_directive(&u.text, "ExecStart").join(" ");
+            if !exec.contains(sub) {
+                c.miss(format!("systemd unit {unit} does not run agent-installer-client {sub}"));
+            }
+            for m in mounts {
+                let bound = exec.split_whitespace().any(|w| {
+                    w.split(':').nth(1).is_some_and(|dst| format!(":{dst}") == *m)
+                });
+                if !bound {
+                    c.miss(format!("systemd unit {unit} does not bind-mount {} into the client's container (it reads its inputs there)", &m[1..]));
                 }
             }
         }
@@ -563,6 +657,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 c.miss(format!("{k}={v:?} ({role}) is not an image pull spec"))
             }
             Some(_) => {}
+        }
+    }
+    for key in ["INSTALLER_IMAGE", "AGENT_DOCKER_IMAGE"] {
+        if service_unit.is_some() && service_env.get(key).is_none_or(|v| v.is_empty()) {
+            c.miss(format!("{svc} lack {key}: the service would send its public default image to the host"));
         }
     }
     const PODMAN_AUTH: &str = "/root/.docker/config.json";
