@@ -392,9 +392,11 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
             "rows of {t}"
         );
     }
+    let mut own = node0schema::migration_ids_of(node0schema::DEFAULT_SCHEMA_VERSION);
+    own.sort();
     assert_eq!(
-        sql(&e.dst_url(), "SELECT max(id) FROM migrations"),
-        node0schema::DEFAULT_SCHEMA_VERSION,
+        node0schema::migration_ids(&e.dst_url()).unwrap(),
+        own,
         "the target keeps its migrations"
     );
     assert_eq!(
@@ -806,11 +808,131 @@ fn refused_before_the_crds_exist_and_for_a_newer_schema() {
     let o = e.cluster.kubectl(&["delete", "agent", host, "-n", "elsewhere"]);
     assert!(o.status.success(), "{}", text(&o));
 
+    // node 0's build has a migration cluster 0's lacks (max(id) is 21211125182200 on both).
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("20990101000000") && err.contains("newer"), "{err}");
+    assert!(
+        err.contains("node 0's assisted-service is newer than cluster 0's")
+            && err.contains("lacks: 20990101000000;"),
+        "{err}"
+    );
     assert_eq!(counts(&e.dst_url()), before);
+}
+
+/// Cluster 0's assisted-service older than node 0's: a table of cluster 0's database without a
+/// column the dump's COPY block names, or a `migrations` table without one of the dump's ids,
+/// is refused (exit 3, naming them) by `--dry-run` and by the import before any change — no
+/// namespace, no Secret, no ClusterImageSet, no row; with both back as they were the same
+/// bundle imports.
+#[test]
+fn an_older_cluster_0_schema_is_refused_before_any_change() {
+    skip_unless_ready!();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "export: {}", text(&out));
+    let b = bundle.to_str().unwrap();
+    let dump = std::fs::read_to_string(bundle.join("db/dump.sql")).unwrap();
+    let header = |t: &str| {
+        dump.lines()
+            .find(|l| l.starts_with(&format!("COPY public.{t} (")))
+            .unwrap_or_else(|| panic!("no COPY block of {t}"))
+            .to_string()
+    };
+    assert!(
+        header("clusters").contains(" control_plane_count,"),
+        "{}",
+        header("clusters")
+    );
+    assert!(header("hosts").contains(" node_labels,"), "{}", header("hosts"));
+    let before = counts(&e.dst_url());
+    let untouched = |what: &str| {
+        let o = e.cluster.kubectl(&["get", "namespace", "agent-cluster"]);
+        assert!(!o.status.success(), "{what}: namespace made before the refusal");
+        let o = e.cluster.kubectl(&["get", "secrets", "-A", "-o", "name"]);
+        let secrets = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            !secrets.contains("agent-cluster-pull-secret") && !secrets.contains("agent-cluster-admin"),
+            "{what}: {secrets}"
+        );
+        let o = e.cluster.kubectl(&["get", "clusterimagesets", "-o", "name"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "",
+            "{what}: ClusterImageSet made"
+        );
+        // (migrations is what the test itself changes)
+        let rows = |mut c: BTreeMap<String, u64>| {
+            c.remove("migrations");
+            c
+        };
+        assert_eq!(
+            rows(counts(&e.dst_url())),
+            rows(before.clone()),
+            "{what}: rows changed"
+        );
+    };
+    let refused = |needles: &[&str], what: &str| {
+        for extra in [&["--dry-run"][..], &[][..]] {
+            let mut args = vec!["migrate", "import", b];
+            args.extend_from_slice(extra);
+            let out = e.plugin(&args);
+            assert_eq!(out.status.code(), Some(3), "{what} {extra:?}: {}", text(&out));
+            let err = String::from_utf8_lossy(&out.stderr);
+            for n in needles {
+                assert!(err.contains(n), "{what} {extra:?}: {n:?} in {err}");
+            }
+            untouched(what);
+        }
+    };
+
+    // (a) Columns the target lacks (as cluster 0's older build would: columns are added every
+    // few months), in two tables.
+    sql(
+        &e.dst_url(),
+        "ALTER TABLE clusters DROP COLUMN control_plane_count; ALTER TABLE hosts DROP COLUMN node_labels",
+    );
+    refused(
+        &[
+            "cluster 0's assisted-service is older than node 0's",
+            "table clusters lacks control_plane_count",
+            "table hosts lacks node_labels",
+            "nothing was changed",
+        ],
+        "columns",
+    );
+    sql(
+        &e.dst_url(),
+        "ALTER TABLE clusters ADD COLUMN control_plane_count bigint; ALTER TABLE hosts ADD COLUMN node_labels text",
+    );
+
+    // (b) A migration of the dump the target has not applied.
+    sql(&e.dst_url(), "DELETE FROM migrations WHERE id = '20251217120000'");
+    assert_eq!(
+        sql(&e.dst_url(), "SELECT max(id) FROM migrations"),
+        sql(&e.src_url(), "SELECT max(id) FROM migrations"),
+        "max(id) cannot tell them apart"
+    );
+    refused(&["lacks: 20251217120000;", "table migrations"], "migrations");
+    sql(
+        &e.dst_url(),
+        "INSERT INTO migrations (id) VALUES ('20251217120000')",
+    );
+
+    // Both back: the same bundle imports.
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("schema: cluster 0 has every column"),
+        "{}",
+        text(&out)
+    );
+    let (src, dst) = (counts(&e.src_url()), counts(&e.dst_url()));
+    for t in node0schema::TABLES {
+        assert_eq!(src[*t], dst[*t], "rows of {t}");
+    }
 }
 
 /// The printed unit passes `systemd-analyze verify` (the plugin path replaced by one that
@@ -1279,8 +1401,9 @@ fn crafted(bundle: &Path, to: &Path, edit: impl FnOnce(String) -> String) {
     reseal(to);
 }
 
-/// Resealed bundles that lie in their manifest (a schema version other than the dump's, an
-/// infra-env id of another cluster, with an InfraEnv CR for it) or whose dump is not UTF8 or
+/// Resealed bundles that lie in their manifest (a schema version or migration ids other than
+/// the dump's, an infra-env id of another cluster, with an InfraEnv CR for it), whose dump has a
+/// migration cluster 0 lacks (manifest agreeing), or whose dump is not UTF8 or
 /// would end a COPY early: import exits 3 before the first change (no namespace), `--dry-run`
 /// too, and cluster 0's database is untouched.
 #[test]
@@ -1304,6 +1427,30 @@ fn lying_manifests_and_encodings_are_refused_before_any_change() {
     let p = e.path("schema");
     manifest_edit(&p, &|m| m["source"]["schema_version"] = "20230101000000".into());
     cases.push(("schema", p, "schema version"));
+    let p = e.path("ids");
+    manifest_edit(&p, &|m| {
+        m["source"]["migration_ids"].as_array_mut().unwrap().pop();
+    });
+    cases.push(("ids", p, "source.migration_ids"));
+    // A dump (and a manifest agreeing with it) with a migration cluster 0 has not applied.
+    let p = e.path("newer");
+    crafted(&bundle, &p, |d| {
+        d.replacen(
+            "COPY public.migrations (id) FROM stdin;\n",
+            "COPY public.migrations (id) FROM stdin;\n20300101000000\n",
+            1,
+        )
+    });
+    let mp = p.join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+    m["source"]["migration_ids"]
+        .as_array_mut()
+        .unwrap()
+        .push("20300101000000".into());
+    m["counts"]["rows"]["migrations"] = (m["counts"]["rows"]["migrations"].as_u64().unwrap() + 1).into();
+    std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    reseal(&p);
+    cases.push(("newer", p, "lacks: 20300101000000;"));
     let p = e.path("ie");
     manifest_edit(&p, &|m| {
         m["cluster"]["infra_env_ids"]
@@ -1727,7 +1874,7 @@ fn crafted_sets_namespaces_dry_run_and_messages() {
         "{so}"
     );
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("schema: dump"),
+        String::from_utf8_lossy(&out.stderr).contains("schema: cluster 0 has every column of the dump's"),
         "the schema was read"
     );
     assert!(so.contains("table migrations is left out"), "{so}");
