@@ -10,6 +10,7 @@ pub mod kubeconfig;
 pub mod netns;
 pub mod node0;
 pub mod node0schema;
+pub mod noderun;
 pub mod pki;
 pub mod postgres;
 pub mod registry;

@@ -99,6 +99,31 @@ enum Cmd {
     /// stays in the foreground; SIGINT/SIGTERM stops the server (DIR stays). Meant for
     /// `agent-day2-sim netns`: anyone who reaches the address gets in.
     Postgres(PostgresArgs),
+    /// Boot day-2 machines from a node image against the REAL assisted-service and its
+    /// agent-based-installer client (scripts/real-components.sh builds them): lays the
+    /// Ignition into a root per machine (own network/mount/PID namespaces, a veth with the
+    /// machine's MAC and IP) and runs its units in systemd order with podman, the discovery
+    /// agent and hostnamectl stood in. Prints the service's module@version first. Exit 0 when
+    /// --until started on every machine, 5 on --timeout, 6 when it failed (unit named).
+    RunNode(agent_day2_sim::noderun::RunNodeArgs),
+    /// (internal) One run-node machine, as PID 1 of its namespaces.
+    #[command(hide = true)]
+    NodeMachine {
+        #[arg(long)]
+        spec: PathBuf,
+    },
+    /// (internal) The podman stand-in inside a run-node machine.
+    #[command(hide = true)]
+    Podman {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// (internal) The discovery agent stand-in inside a run-node machine.
+    #[command(hide = true)]
+    DiscoveryAgent {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -207,8 +232,19 @@ fn run_postgres(a: PostgresArgs) -> i32 {
 }
 
 fn main() {
+    // The stand-ins take their arguments verbatim (podman's own flags, e.g. `--version`).
+    let raw: Vec<String> = std::env::args().collect();
+    match raw.get(1).map(String::as_str) {
+        Some("podman") => std::process::exit(agent_day2_sim::noderun::podman::main(&raw[2..])),
+        Some("discovery-agent") => std::process::exit(agent_day2_sim::noderun::agent::main(&raw[2..])),
+        _ => {}
+    }
     let cli = Cli::parse();
     match cli.cmd {
+        Cmd::RunNode(args) => std::process::exit(agent_day2_sim::noderun::run(args)),
+        Cmd::NodeMachine { spec } => std::process::exit(agent_day2_sim::noderun::machine::main(&spec)),
+        Cmd::Podman { args } => std::process::exit(agent_day2_sim::noderun::podman::main(&args)),
+        Cmd::DiscoveryAgent { args } => std::process::exit(agent_day2_sim::noderun::agent::main(&args)),
         Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
         Cmd::Postgres(args) => std::process::exit(run_postgres(args)),
         Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {

@@ -1,0 +1,952 @@
+//! One simulated machine, run as PID 1 of its own PID namespace (and in its own network, mount,
+//! UTS and IPC namespaces, made by `unshare` for [`super::run`]): network up, root built, the
+//! Ignition laid into it, then the units run ([`Executor`]).
+//!
+//! The root (a tmpfs at `<machine dir>/root`, seen only inside this mount namespace):
+//! `/etc`, `/usr`, `/var`, `/root`, `/opt`, `/home`, `/srv` are overlays whose lower layer is the
+//! host's directory and whose upper layer (a tmpfs) gets the Ignition's files, so the host's
+//! programs and the node's files sit at the paths the units name and every write stays in the
+//! machine; `/tmp` and `/run` are fresh tmpfs; `/proc` is this PID namespace's, `/sys` this
+//! network namespace's (so `/sys/class/net/*/address` shows the machine's MAC); every other
+//! top-level entry of the host is bind-mounted as it is. The stand-ins ([`super::podman`],
+//! the discovery agent, `hostnamectl`) are installed into the upper layer over
+//! `/usr/bin/podman`, `/usr/bin/hostnamectl` (`/usr/bin/agent` lives in the node-agent image).
+//! Commands run chrooted to that root; the runner itself keeps the host view for the journal.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::CString;
+use std::io::{BufRead, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::systemd::{self, ExecLine, Kind, Planned, State, Timing};
+use super::Spec;
+
+/// Inside the machine: where the runner keeps its own files (machine.json, podman state,
+/// notify sockets, the image base).
+pub const RUN_DIR: &str = "/run/agent-day2-sim";
+/// Inside the machine: the simulator binary (a bind of the host's).
+pub const SIM_EXE: &str = "/usr/libexec/agent-day2-sim/agent-day2-sim";
+/// Inside the machine: the real binaries (a bind of `--bin-dir`).
+pub const REAL_BIN: &str = "/usr/libexec/agent-day2-sim/real";
+/// Inside the machine: libnmstate of the real binaries' build (`<bin>/../nmstate/lib`).
+pub const NMSTATE_LIB: &str = "/usr/libexec/agent-day2-sim/nmstate";
+/// Inside the machine: the pristine host directories the container images are built from.
+pub const IMAGE_BASE: &str = "/run/agent-day2-sim/image-base";
+
+fn cstr(p: &Path) -> CString {
+    CString::new(p.as_os_str().as_encoded_bytes()).expect("path without NUL")
+}
+
+/// mount(2) with an error naming what was mounted where.
+pub fn mount(
+    src: &str,
+    target: &Path,
+    fstype: &str,
+    flags: libc::c_ulong,
+    data: Option<&str>,
+) -> Result<(), String> {
+    let s = CString::new(src).unwrap();
+    let t = cstr(target);
+    let f = CString::new(fstype).unwrap();
+    let d = data.map(|d| CString::new(d).unwrap());
+    // SAFETY: valid NUL-terminated strings for the duration of the call.
+    let r = unsafe {
+        libc::mount(
+            s.as_ptr(),
+            t.as_ptr(),
+            if fstype.is_empty() {
+                std::ptr::null()
+            } else {
+                f.as_ptr()
+            },
+            flags,
+            d.as_ref()
+                .map(|d| d.as_ptr() as *const libc::c_void)
+                .unwrap_or(std::ptr::null()),
+        )
+    };
+    if r != 0 {
+        return Err(format!(
+            "mount {src} on {} ({fstype}{}): {}",
+            target.display(),
+            data.map(|d| format!(", {d}")).unwrap_or_default(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// Bind-mounts `src` (file or directory, recursively) onto `dst`, creating `dst`.
+pub fn bind(src: &Path, dst: &Path, read_only: bool) -> Result<(), String> {
+    let meta = std::fs::metadata(src).map_err(|e| format!("bind source {}: {e}", src.display()))?;
+    if meta.is_dir() {
+        std::fs::create_dir_all(dst).map_err(|e| format!("mkdir {}: {e}", dst.display()))?;
+    } else {
+        if let Some(p) = dst.parent() {
+            std::fs::create_dir_all(p).map_err(|e| format!("mkdir {}: {e}", p.display()))?;
+        }
+        if !dst.exists() {
+            std::fs::write(dst, b"").map_err(|e| format!("create {}: {e}", dst.display()))?;
+        }
+    }
+    let s = src.to_string_lossy().into_owned();
+    mount(&s, dst, "", libc::MS_BIND | libc::MS_REC, None)?;
+    if read_only {
+        mount(
+            "none",
+            dst,
+            "",
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_REC,
+            None,
+        )?;
+    }
+    Ok(())
+}
+
+/// Top-level host directories the machine gets as overlays (host lower, machine upper).
+pub const OVERLAID: &[&str] = &["etc", "usr", "var", "root", "opt", "home", "srv"];
+
+/// Builds the machine root at `root` (see the module docs); `layers` is a directory for the
+/// overlays' upper and work dirs. Must run in a private mount namespace.
+pub fn build_root(root: &Path, layers: &Path, fresh_proc: bool) -> Result<(), String> {
+    mount("tmpfs", root, "tmpfs", 0, Some("mode=0755"))?;
+    std::fs::create_dir_all(layers).map_err(|e| format!("mkdir {}: {e}", layers.display()))?;
+    mount("tmpfs", layers, "tmpfs", 0, Some("mode=0700"))?;
+    let rd = std::fs::read_dir("/").map_err(|e| format!("read /: {e}"))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let src = Path::new("/").join(&name);
+        let dst = root.join(&name);
+        let meta = std::fs::symlink_metadata(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+        if meta.file_type().is_symlink() {
+            let t = std::fs::read_link(&src).map_err(|e| format!("{}: {e}", src.display()))?;
+            std::os::unix::fs::symlink(&t, &dst).map_err(|e| format!("symlink {}: {e}", dst.display()))?;
+            continue;
+        }
+        match name.as_str() {
+            "proc" => {
+                std::fs::create_dir_all(&dst).ok();
+                if fresh_proc {
+                    mount(
+                        "proc",
+                        &dst,
+                        "proc",
+                        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                        None,
+                    )?;
+                } else {
+                    bind(&src, &dst, false)?;
+                }
+            }
+            "sys" => {
+                std::fs::create_dir_all(&dst).ok();
+                mount(
+                    "sysfs",
+                    &dst,
+                    "sysfs",
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    None,
+                )?;
+            }
+            "tmp" => {
+                std::fs::create_dir_all(&dst).ok();
+                mount("tmpfs", &dst, "tmpfs", 0, Some("mode=1777"))?;
+            }
+            "run" => {
+                std::fs::create_dir_all(&dst).ok();
+                mount("tmpfs", &dst, "tmpfs", 0, Some("mode=0755"))?;
+            }
+            n if OVERLAID.contains(&n) && meta.is_dir() => {
+                let up = layers.join("upper").join(n);
+                let wk = layers.join("work").join(n);
+                std::fs::create_dir_all(&up).map_err(|e| format!("mkdir {}: {e}", up.display()))?;
+                std::fs::create_dir_all(&wk).map_err(|e| format!("mkdir {}: {e}", wk.display()))?;
+                std::fs::create_dir_all(&dst).ok();
+                mount(
+                    "overlay",
+                    &dst,
+                    "overlay",
+                    0,
+                    Some(&format!(
+                        "lowerdir=/{n},upperdir={},workdir={}",
+                        up.display(),
+                        wk.display()
+                    )),
+                )?;
+            }
+            _ if meta.is_dir() => bind(&src, &dst, false)?,
+            _ => {} // plain files at / are not part of a live system
+        }
+    }
+    Ok(())
+}
+
+fn write_file(root: &Path, path: &str, mode: u32, data: &[u8]) -> Result<(), String> {
+    let p = root.join(path.trim_start_matches('/'));
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
+    }
+    let _ = std::fs::remove_file(&p);
+    std::fs::write(&p, data).map_err(|e| format!("write {path}: {e}"))?;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("chmod {path}: {e}"))
+}
+
+/// The `hostnamectl` stand-in: `set-hostname NAME` (also `hostname NAME`) sets the UTS name and
+/// /etc/hostname; a bare call or `status` prints the name. Anything else fails, naming it.
+const HOSTNAMECTL: &str = r#"#!/bin/sh
+# hostnamectl stand-in of agent-day2-sim run-node (no systemd-hostnamed here).
+case "${1:-status}" in
+  set-hostname|hostname)
+    [ -n "${2:-}" ] || { echo "hostnamectl: $1 needs a name" >&2; exit 1; }
+    [ "$1" = hostname ] && [ -z "${2:-}" ] && { hostname; exit 0; }
+    hostname "$2" && printf '%s\n' "$2" >/etc/hostname ;;
+  status|--static|--transient) hostname ;;
+  *) echo "hostnamectl stand-in (agent-day2-sim run-node): '$*' is not supported" >&2; exit 1 ;;
+esac
+"#;
+
+/// Lays the Ignition's files and units into the root, the stand-ins, `/etc/hosts` entries and
+/// the runner's own files (machine.json for the agent, runner.json for podman).
+fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for (path, (mode, data)) in &spec.files {
+        let bytes = b64.decode(data).map_err(|e| format!("{path}: {e}"))?;
+        write_file(root, path, *mode, &bytes)?;
+    }
+    // Ignition writes units to /etc/systemd/system (with drop-ins merged in our text).
+    for (name, (_, text)) in &spec.units {
+        let p = format!("/etc/systemd/system/{name}");
+        if !spec.files.contains_key(&p) {
+            write_file(root, &p, 0o644, text.as_bytes())?;
+        }
+    }
+    bind(&spec.exe, &root.join(SIM_EXE.trim_start_matches('/')), true)?;
+    bind(&spec.bin_dir, &root.join(REAL_BIN.trim_start_matches('/')), true)?;
+    let nm = spec.bin_dir.join("../nmstate/lib");
+    if nm.is_dir() {
+        bind(&nm, &root.join(NMSTATE_LIB.trim_start_matches('/')), true)?;
+    }
+    write_file(
+        root,
+        "/usr/bin/podman",
+        0o755,
+        format!("#!/bin/sh\n# podman stand-in of agent-day2-sim run-node\nexec {SIM_EXE} podman \"$@\"\n")
+            .as_bytes(),
+    )?;
+    write_file(root, "/usr/bin/hostnamectl", 0o755, HOSTNAMECTL.as_bytes())?;
+    write_file(root, "/etc/hostname", 0o644, b"localhost\n")?;
+    // The live system's CA bundle at RHEL's path (RHCOS has it; Debian keeps it elsewhere).
+    let bundle = root.join("etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem");
+    if !bundle.exists() {
+        let deb = std::fs::read("/etc/ssl/certs/ca-certificates.crt").unwrap_or_default();
+        write_file(
+            root,
+            "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+            0o644,
+            &deb,
+        )?;
+    }
+    let mut hosts =
+        String::from("127.0.0.1 localhost localhost.localdomain\n::1 localhost localhost.localdomain\n");
+    for (n, ip) in &spec.hosts {
+        hosts.push_str(&format!("{ip} {n}\n"));
+    }
+    write_file(root, "/etc/hosts", 0o644, hosts.as_bytes())?;
+    // The image base: the host's pristine directories (the container images are RHEL; these
+    // stand for their OS layer).
+    let base = root.join(IMAGE_BASE.trim_start_matches('/'));
+    for d in ["usr", "etc"] {
+        bind(&Path::new("/").join(d), &base.join(d), true)?;
+    }
+    let machine = serde_json::json!({
+        "mac": spec.mac, "ip": spec.ip.to_string(), "prefix": spec.prefix, "gateway": spec.gateway.to_string(),
+        "ifname": spec.ifname, "hardware": spec.hardware, "time_scale": spec.time_scale,
+    });
+    write_file(
+        root,
+        &format!("{RUN_DIR}/machine.json"),
+        0o644,
+        machine.to_string().as_bytes(),
+    )?;
+    let runner = serde_json::json!({"images": spec.images, "real_bin": REAL_BIN, "sim_exe": SIM_EXE});
+    write_file(
+        root,
+        &format!("{RUN_DIR}/runner.json"),
+        0o644,
+        runner.to_string().as_bytes(),
+    )?;
+    Ok(())
+}
+
+fn sh(args: &[&str]) -> Result<(), String> {
+    let o = Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .map_err(|e| format!("{}: {e}", args[0]))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{}`: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+/// `agent-day2-sim node-machine --spec FILE`: the machine's PID 1. Returns the exit code.
+pub fn main(spec_path: &Path) -> i32 {
+    let spec: Spec = match std::fs::read(spec_path)
+        .map_err(|e| e.to_string())
+        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
+    {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("node-machine: {}: {e}", spec_path.display());
+            return 1;
+        }
+    };
+    let label = spec.label.clone();
+    // Wait for the parent to move our interface in.
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    let net = || -> Result<(), String> {
+        let cidr = format!("{}/{}", spec.ip, spec.prefix);
+        sh(&["ip", "link", "set", "lo", "up"])?;
+        sh(&["ip", "addr", "add", &cidr, "dev", &spec.ifname])?;
+        sh(&["ip", "link", "set", &spec.ifname, "up"])?;
+        sh(&[
+            "ip",
+            "route",
+            "add",
+            "default",
+            "via",
+            &spec.gateway.to_string(),
+            "dev",
+            &spec.ifname,
+        ])
+    };
+    if let Err(e) = net() {
+        eprintln!("{label}: network setup failed: {e}");
+        return 1;
+    }
+    let name = CString::new("localhost").unwrap();
+    // SAFETY: valid buffer; we are in our own UTS namespace.
+    unsafe { libc::sethostname(name.as_ptr(), 9) };
+    let root = spec.dir.join("root");
+    if let Err(e) = build_root(&root, &spec.dir.join("layers"), true).and_then(|()| lay_out(&spec, &root)) {
+        eprintln!("{label}: cannot build the machine root: {e}");
+        return 1;
+    }
+    println!(
+        "{label}: booted: {} {} {}/{} (gw {}), {} CPUs, {} GiB RAM, disk /dev/vda {} GiB",
+        spec.ifname,
+        spec.mac,
+        spec.ip,
+        spec.prefix,
+        spec.gateway,
+        spec.hardware.cpus,
+        spec.hardware.memory_bytes >> 30,
+        spec.hardware.disk_bytes >> 30
+    );
+    let mut ex = match Executor::new(&spec, root) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("{label}: {e}");
+            return 6;
+        }
+    };
+    ex.run()
+}
+
+/// Per-unit run state.
+struct Run {
+    plan: Planned,
+    kind: Kind,
+    state: State,
+    failures: u32,
+    /// Commands still to run in this start, in order (pre, main, post).
+    queue: Vec<(Phase, ExecLine)>,
+    /// The process running now and its phase.
+    current: Option<(i32, Phase, bool)>,
+    /// Main process of a simple/notify unit (running).
+    main_pid: Option<i32>,
+    restart_at: Option<Instant>,
+    notify: Option<std::os::unix::net::UnixDatagram>,
+    notify_deadline: Option<Instant>,
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Pre,
+    Main,
+    Post,
+}
+
+/// Runs a machine's transaction: see [`systemd`].
+pub struct Executor {
+    label: String,
+    root: PathBuf,
+    journal: PathBuf,
+    units: BTreeMap<String, Run>,
+    manager_env: BTreeMap<String, String>,
+    timing: Timing,
+    t0: Instant,
+    until: String,
+    stay: bool,
+    timeout: Duration,
+    goal_reached: bool,
+}
+
+impl Executor {
+    /// Plans the transaction. Errors: a unit of an unsupported `Type=`.
+    pub fn new(spec: &Spec, root: PathBuf) -> Result<Executor, String> {
+        let (plan, external) = systemd::transaction(&spec.units);
+        let manager_env = systemd::manager_env(&root)?;
+        let mut units = BTreeMap::new();
+        for (n, p) in plan {
+            let kind = systemd::kind(&p.file)?;
+            units.insert(
+                n,
+                Run {
+                    plan: p,
+                    kind,
+                    state: State::Waiting,
+                    failures: 0,
+                    queue: vec![],
+                    current: None,
+                    main_pid: None,
+                    restart_at: None,
+                    notify: None,
+                    notify_deadline: None,
+                    env: BTreeMap::new(),
+                },
+            );
+        }
+        let label = spec.label.clone();
+        println!(
+            "{label}: {} units in the boot transaction: {}",
+            units.len(),
+            units.keys().cloned().collect::<Vec<_>>().join(" ")
+        );
+        let ext: Vec<&String> = external.iter().filter(|e| !e.ends_with(".target")).collect();
+        if !ext.is_empty() {
+            println!(
+                "{label}: provided by the live system (counted as started, not simulated): {}",
+                ext.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+            );
+        }
+        if !units.contains_key(&spec.until) {
+            return Err(format!(
+                "the goal unit {} is not in the boot transaction (not enabled and not pulled in by an enabled unit)",
+                spec.until
+            ));
+        }
+        Ok(Executor {
+            label,
+            journal: spec.dir.join("journal"),
+            root,
+            units,
+            manager_env,
+            timing: Timing {
+                restart_scale: spec.time_scale,
+                max_failures: spec.max_failures.max(1),
+                notify_timeout: Duration::from_secs(90),
+            },
+            t0: Instant::now(),
+            until: spec.until.clone(),
+            stay: spec.stay,
+            timeout: Duration::from_secs_f64(spec.timeout_secs),
+            goal_reached: false,
+        })
+    }
+
+    fn say(&self, unit: &str, msg: &str) {
+        println!("{}: {} {unit}: {msg}", self.label, systemd::stamp(self.t0));
+        let _ = std::io::stdout().flush();
+    }
+
+    fn journal_path(&self, unit: &str) -> PathBuf {
+        self.journal.join(format!("{unit}.log"))
+    }
+
+    fn journal_tail(&self, unit: &str, n: usize) {
+        let text = std::fs::read_to_string(self.journal_path(unit)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let from = lines.len().saturating_sub(n);
+        println!(
+            "{}: journal of {unit} (last {} lines):",
+            self.label,
+            lines.len() - from
+        );
+        for l in &lines[from..] {
+            println!("{}:   | {l}", self.label);
+        }
+    }
+
+    /// Spawns one command of `unit` chrooted to the machine root; returns its pid.
+    fn spawn(
+        &self,
+        unit: &str,
+        line: &ExecLine,
+        env: &BTreeMap<String, String>,
+        notify: Option<&str>,
+    ) -> Result<i32, String> {
+        let program = if line.program.starts_with('/') {
+            line.program.clone()
+        } else {
+            systemd::EXEC_SEARCH
+                .iter()
+                .map(|d| format!("{d}/{}", line.program))
+                .find(|p| self.root.join(p.trim_start_matches('/')).is_file())
+                .ok_or_else(|| {
+                    format!(
+                        "status=203/EXEC: {} not found in {}",
+                        line.program,
+                        systemd::EXEC_SEARCH.join(":")
+                    )
+                })?
+        };
+        if !self.root.join(program.trim_start_matches('/')).exists() {
+            return Err(format!("status=203/EXEC: {program}: No such file or directory"));
+        }
+        let mut j = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.journal_path(unit))
+            .map_err(|e| format!("journal: {e}"))?;
+        let _ = writeln!(j, "-- {} {}", systemd::stamp(self.t0), line.argv.join(" "));
+        let j2 = j.try_clone().map_err(|e| format!("journal: {e}"))?;
+        let mut cmd = Command::new(&program);
+        cmd.arg0(&line.argv[0])
+            .args(&line.argv[1..])
+            .env_clear()
+            .envs(env)
+            .env("INVOCATION_ID", format!("{:032x}", self.t0.elapsed().as_nanos()))
+            .stdin(Stdio::null())
+            .stdout(j)
+            .stderr(j2);
+        if let Some(n) = notify {
+            cmd.env("NOTIFY_SOCKET", n);
+        }
+        let root = cstr(&self.root);
+        // SAFETY: chroot/chdir/setsid are async-signal-safe; no allocation after fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::chroot(root.as_ptr()) != 0 || libc::chdir(c"/".as_ptr()) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("status=203/EXEC: {program}: {e}"))?;
+        Ok(child.id() as i32)
+    }
+
+    fn start(&mut self, name: &str) {
+        let r = &self.units[name];
+        match systemd::conditions(&r.plan.file, &self.root) {
+            Ok(Some(why)) => {
+                self.say(name, &format!("skipped: {why}"));
+                self.units.get_mut(name).unwrap().state = State::Skipped(why);
+                return;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                self.say(name, &format!("FAILED: {e}"));
+                self.units.get_mut(name).unwrap().state = State::Failed(e);
+                return;
+            }
+        }
+        let env = match systemd::unit_env(&r.plan.file, &self.root, &self.manager_env) {
+            Ok(e) => e,
+            Err(e) => return self.failed(name, &e),
+        };
+        let mut queue = Vec::new();
+        let mut bad = None;
+        for (phase, key) in [
+            (Phase::Pre, "ExecStartPre"),
+            (Phase::Main, "ExecStart"),
+            (Phase::Post, "ExecStartPost"),
+        ] {
+            for v in r.plan.file.service_all(key) {
+                match systemd::parse_exec(&v, name, &env) {
+                    Ok(l) => queue.push((phase, l)),
+                    Err(e) => bad = Some(format!("{key}: {e}")),
+                }
+            }
+        }
+        if let Some(e) = bad {
+            return self.failed(name, &e);
+        }
+        if !queue.iter().any(|(p, _)| *p == Phase::Main) {
+            return self.failed(name, "no ExecStart= (systemd refuses the unit)");
+        }
+        let notify = if r.kind == Kind::Notify {
+            let p = self
+                .root
+                .join(RUN_DIR.trim_start_matches('/'))
+                .join(format!("notify/{name}"));
+            let _ = std::fs::create_dir_all(p.parent().unwrap());
+            let _ = std::fs::remove_file(&p);
+            std::os::unix::net::UnixDatagram::bind(&p).ok().inspect(|s| {
+                let _ = s.set_nonblocking(true);
+            })
+        } else {
+            None
+        };
+        let failures = r.failures;
+        let u = self.units.get_mut(name).unwrap();
+        u.env = env;
+        u.queue = queue;
+        u.state = State::Activating;
+        u.notify = notify;
+        u.notify_deadline = None;
+        u.restart_at = None;
+        self.say(
+            name,
+            &if failures == 0 {
+                "starting".to_string()
+            } else {
+                format!("starting again (after {failures} failure(s))")
+            },
+        );
+        self.next_command(name);
+    }
+
+    /// Runs the next queued command of `name`, or completes the start.
+    fn next_command(&mut self, name: &str) {
+        loop {
+            let u = self.units.get_mut(name).unwrap();
+            if u.queue.is_empty() {
+                break;
+            }
+            // A simple/notify unit's ExecStartPost waits for readiness; oneshot runs in order.
+            let (phase, line) = u.queue.remove(0);
+            let env = u.env.clone();
+            let kind = u.kind;
+            let notify_path = if phase == Phase::Main && kind == Kind::Notify {
+                Some(format!("{RUN_DIR}/notify/{name}"))
+            } else {
+                None
+            };
+            match self.spawn(name, &line, &env, notify_path.as_deref()) {
+                Ok(pid) => {
+                    self.say(
+                        name,
+                        &format!("{:?} {} (pid {pid})", phase, line.argv.join(" "))
+                            .replace("Main ", "ExecStart ")
+                            .replace("Pre ", "ExecStartPre ")
+                            .replace("Post ", "ExecStartPost "),
+                    );
+                    let u = self.units.get_mut(name).unwrap();
+                    if phase == Phase::Main && kind != Kind::Oneshot {
+                        u.main_pid = Some(pid);
+                        u.current = None;
+                        if kind == Kind::Simple {
+                            self.activated(name);
+                        } else {
+                            let t = self.timing.notify_timeout;
+                            self.units.get_mut(name).unwrap().notify_deadline = Some(Instant::now() + t);
+                            return;
+                        }
+                        continue;
+                    }
+                    u.current = Some((pid, phase, line.ignore_failure));
+                    return;
+                }
+                Err(e) => {
+                    if line.ignore_failure {
+                        self.say(name, &format!("{e} (ignored: '-')"));
+                        continue;
+                    }
+                    return self.failed(name, &e);
+                }
+            }
+        }
+        let u = &self.units[name];
+        if u.kind == Kind::Oneshot && u.state == State::Activating {
+            let remain = u
+                .plan
+                .file
+                .service_last("RemainAfterExit")
+                .map(systemd::parse_bool)
+                .unwrap_or(false);
+            let u = self.units.get_mut(name).unwrap();
+            u.state = if remain { State::Active } else { State::Finished };
+            self.say(
+                name,
+                if remain {
+                    "finished: active (exited)"
+                } else {
+                    "finished: inactive (dead)"
+                },
+            );
+            if name == self.until {
+                self.goal();
+            }
+        }
+    }
+
+    fn activated(&mut self, name: &str) {
+        let u = self.units.get_mut(name).unwrap();
+        if u.state == State::Activating {
+            u.state = State::Active;
+        }
+        self.say(name, "active (running)");
+        if name == self.until {
+            self.goal();
+        }
+    }
+
+    fn goal(&mut self) {
+        if !self.goal_reached {
+            self.goal_reached = true;
+            println!(
+                "{}: {} GOAL reached: {} started successfully",
+                self.label,
+                systemd::stamp(self.t0),
+                self.until
+            );
+        }
+    }
+
+    fn kill_unit(&mut self, name: &str) {
+        let u = self.units.get_mut(name).unwrap();
+        for pid in [u.main_pid.take(), u.current.take().map(|c| c.0)]
+            .into_iter()
+            .flatten()
+        {
+            // SAFETY: plain kill of the process group we made (setsid).
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+
+    fn failed(&mut self, name: &str, why: &str) {
+        self.kill_unit(name);
+        let u = self.units.get_mut(name).unwrap();
+        u.failures += 1;
+        u.queue.clear();
+        let n = u.failures;
+        let restart = systemd::restarts_on_failure(&u.plan.file);
+        let sec = systemd::restart_sec(&u.plan.file).mul_f64(self.timing.restart_scale);
+        self.say(name, &format!("FAILED ({why}); failure {n}"));
+        self.journal_tail(name, 12);
+        let u = self.units.get_mut(name).unwrap();
+        if restart && n < self.timing.max_failures {
+            u.state = State::Activating;
+            u.restart_at = Some(Instant::now() + sec);
+            self.say(
+                name,
+                &format!("scheduled restart in {:.1}s (Restart=)", sec.as_secs_f64()),
+            );
+        } else {
+            let reason = if restart {
+                format!("{why}; given up after {n} failed starts")
+            } else {
+                why.to_string()
+            };
+            u.state = State::Failed(reason);
+        }
+    }
+
+    fn exited(&mut self, pid: i32, status: i32) {
+        let Some(name) = self
+            .units
+            .iter()
+            .find(|(_, u)| u.current.map(|c| c.0) == Some(pid) || u.main_pid == Some(pid))
+            .map(|(n, _)| n.clone())
+        else {
+            return; // an orphan reparented to us
+        };
+        let desc = describe(status);
+        let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        let u = self.units.get_mut(&name).unwrap();
+        if u.main_pid == Some(pid) {
+            u.main_pid = None;
+            let always = u.plan.file.service_last("Restart") == Some("always");
+            self.say(&name, &format!("main process exited, {desc}"));
+            if ok && !always {
+                let u = self.units.get_mut(&name).unwrap();
+                u.state = State::Finished;
+                return;
+            }
+            return self.failed(&name, &format!("main process {desc}"));
+        }
+        let (_, phase, ignore) = u.current.take().unwrap();
+        if !ok && !ignore {
+            return self.failed(
+                &name,
+                &format!("{phase:?} command {desc}")
+                    .replace("Main", "ExecStart")
+                    .replace("Pre", "ExecStartPre")
+                    .replace("Post", "ExecStartPost"),
+            );
+        }
+        if !ok {
+            self.say(&name, &format!("{desc} (ignored: '-')"));
+        }
+        self.next_command(&name);
+    }
+
+    fn poll_notify(&mut self) {
+        let names: Vec<String> = self.units.keys().cloned().collect();
+        for n in names {
+            let u = self.units.get_mut(&n).unwrap();
+            let Some(dl) = u.notify_deadline else { continue };
+            let mut buf = [0u8; 4096];
+            let mut ready = false;
+            if let Some(s) = &u.notify {
+                while let Ok(k) = s.recv(&mut buf) {
+                    if String::from_utf8_lossy(&buf[..k]).lines().any(|l| l == "READY=1") {
+                        ready = true;
+                    }
+                }
+            }
+            if ready {
+                u.notify_deadline = None;
+                self.activated(&n);
+                self.next_command(&n);
+            } else if Instant::now() > dl {
+                u.notify_deadline = None;
+                self.failed(&n, "start timeout: no READY=1 on NOTIFY_SOCKET (Type=notify)");
+            }
+        }
+    }
+
+    /// The loop; returns the exit code (see [`super`]).
+    pub fn run(&mut self) -> i32 {
+        loop {
+            // Reap every child (we are PID 1: orphans come here too).
+            loop {
+                let mut st = 0;
+                // SAFETY: plain waitpid.
+                let pid = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+                if pid <= 0 {
+                    break;
+                }
+                self.exited(pid, st);
+            }
+            self.poll_notify();
+            let now = Instant::now();
+            let due: Vec<String> = self
+                .units
+                .iter()
+                .filter(|(_, u)| u.restart_at.is_some_and(|t| t <= now))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in due {
+                self.start(&n);
+            }
+            let ready: Vec<String> = self
+                .units
+                .iter()
+                .filter(|(_, u)| u.state == State::Waiting)
+                .filter(|(_, u)| u.plan.after.iter().all(|a| self.units[a].state.settled()))
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in ready {
+                let failed_req = self.units[&n]
+                    .plan
+                    .requires
+                    .iter()
+                    .find(|r| {
+                        matches!(self.units[*r].state, State::Failed(_))
+                            && self.units[&n].plan.after.contains(*r)
+                    })
+                    .cloned();
+                if let Some(r) = failed_req {
+                    let why = format!("dependency failed: {r}");
+                    self.say(&n, &format!("FAILED ({why})"));
+                    self.units.get_mut(&n).unwrap().state = State::Failed(why);
+                } else {
+                    self.start(&n);
+                }
+            }
+            if self.goal_reached && !self.stay {
+                return 0;
+            }
+            if let State::Failed(why) = &self.units[&self.until].state {
+                println!(
+                    "{}: {} GOAL FAILED: {} failed: {why}",
+                    self.label,
+                    systemd::stamp(self.t0),
+                    self.until
+                );
+                self.print_failures();
+                return 6;
+            }
+            if self.t0.elapsed() > self.timeout {
+                let open: Vec<String> = self
+                    .units
+                    .iter()
+                    .filter(|(_, u)| !u.state.settled() || u.state == State::Waiting)
+                    .map(|(n, u)| {
+                        format!(
+                            "{n} ({})",
+                            if u.state == State::Waiting {
+                                "waiting"
+                            } else {
+                                "activating"
+                            }
+                        )
+                    })
+                    .collect();
+                println!(
+                    "{}: {} TIMEOUT after {:?}: {} not reached; not started: {}",
+                    self.label,
+                    systemd::stamp(self.t0),
+                    self.timeout,
+                    self.until,
+                    open.join(", ")
+                );
+                for (n, u) in &self.units {
+                    if matches!(u.state, State::Activating) {
+                        self.journal_tail(n, 15);
+                    }
+                }
+                return 5;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn print_failures(&self) {
+        let failed: BTreeSet<&String> = self
+            .units
+            .iter()
+            .filter(|(_, u)| matches!(u.state, State::Failed(_)))
+            .map(|(n, _)| n)
+            .collect();
+        for (n, u) in &self.units {
+            if let State::Failed(why) = &u.state {
+                println!("{}: failed unit {n}: {why}", self.label);
+            }
+        }
+        let _ = failed;
+    }
+}
+
+/// "exit status 1" / "killed by signal 9".
+pub fn describe(status: i32) -> String {
+    if libc::WIFEXITED(status) {
+        format!("status={}/exit", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("wait status {status:#x}")
+    }
+}

@@ -1,0 +1,613 @@
+//! `agent-day2-sim run-node`: boots a node image's Ignition against the REAL assisted-service
+//! and its agent-based-installer client (built by `scripts/real-components.sh`).
+//!
+//! The judge of the node side must be the real consumer code, not a second reading of our own
+//! notes. So nothing here checks the Ignition against a contract: each machine lays the
+//! Ignition's files into a root of its own and runs the enabled units in systemd order
+//! ([`systemd`]), every command as the unit writes it. What the live system itself would
+//! provide is stood in for, and only that:
+//!
+//! - the machine ([`machine`]): its own network, mount, UTS, IPC and PID namespaces; one
+//!   veth interface carrying its MAC and IP (the peer stays in the caller's namespace, which
+//!   reaches the machine's `:8090`), loopback for `127.0.0.1`; a root where `/etc`, `/usr`,
+//!   `/var`, `/root`, `/opt`, `/home` are overlays of the host's directories with the Ignition's
+//!   files on top, `/tmp` and `/run` fresh, `/sys` of the machine's network namespace;
+//! - `podman` ([`podman`]): maps the release payload's component images (`--image ROLE=REF`)
+//!   to the real binaries and runs them in a container root of the image's layout with the
+//!   unit's `--env-file`/`-e`/`-v`/`--user`; a command or image it cannot map fails loudly;
+//! - the discovery agent ([`agent`]): registers the host through the real REST API and answers
+//!   the real service's next-step instructions with what a machine of the given hardware would
+//!   report;
+//! - `hostnamectl` (sets the UTS name and `/etc/hostname`).
+//!
+//! Output: `assisted-service: github.com/openshift/assisted-service@<version>` first (from
+//! the binaries' `versions` file), then one line per unit event per machine
+//! (`worker-0: [   1.20s] assisted-service.service: started (pid 41)`) and the journal of every
+//! failure. Exit: 0 when `--until` is reached on every machine (with `--stay`: after
+//! SIGTERM/SIGINT); 2 usage; 3 unreadable image; 5 `--timeout` (the units not started are
+//! named); 6 the `--until` unit failed or cannot start (the failing unit named); 1 anything else.
+
+pub mod agent;
+pub mod machine;
+pub mod podman;
+pub mod systemd;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::Ipv4Addr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::boot::{embed, ignition, source};
+
+/// Environment variable naming the directory of the real binaries.
+pub const BIN_ENV: &str = "AGENT_DAY2_REAL_BIN";
+/// The pinned commit of `tests/real/go.mod` (the default binaries' directory name).
+pub const PINNED_COMMIT: &str = "063b257950f7";
+/// Component roles `--image` takes, with the release payload tag each stands for.
+pub const ROLES: [(&str, &str); 2] = [
+    ("api-server", "agent-installer-api-server"),
+    ("node-agent", "agent-installer-node-agent"),
+];
+
+/// Flags of `agent-day2-sim run-node`. Exactly one image source.
+#[derive(Debug, Clone, clap::Args)]
+#[command(group(clap::ArgGroup::new("image").required(true).multiple(false).args(["iso", "config_image", "pxe_dir", "initrd"])))]
+pub struct RunNodeArgs {
+    /// The node ISO (CoreOS live ISO with the Ignition embedded).
+    #[arg(long)]
+    pub iso: Option<PathBuf>,
+    /// PXE files as `add-nodes --pxe` writes them (the initrd carries the Ignition).
+    #[arg(long, value_name = "DIR")]
+    pub pxe_dir: Option<PathBuf>,
+    /// PXE: the initrd holding the Ignition archive (with --kernel and --rootfs).
+    #[arg(long, requires_all = ["kernel", "rootfs"])]
+    pub initrd: Option<PathBuf>,
+    /// PXE: the kernel.
+    #[arg(long, requires = "initrd")]
+    pub kernel: Option<PathBuf>,
+    /// PXE: the rootfs.
+    #[arg(long, requires = "initrd")]
+    pub rootfs: Option<PathBuf>,
+    /// Appliance config image (`agent_configimage`, config.gz).
+    #[arg(long)]
+    pub config_image: Option<PathBuf>,
+    /// A machine: MAC=IP[/PREFIX] (repeatable; prefix default 24), e.g.
+    /// 52:54:00:aa:00:30=192.168.111.30/24.
+    #[arg(long = "node", value_name = "MAC=IP[/PREFIX]", required = true)]
+    pub nodes: Vec<String>,
+    /// Directory of the real binaries (`assisted-service`, `agent-installer-client`,
+    /// `versions`); default $AGENT_DAY2_REAL_BIN, else scripts/real-components.sh's output
+    /// (`${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/<commit>/bin`).
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+    /// A release payload component image: ROLE=PULLSPEC, ROLE one of api-server
+    /// (agent-installer-api-server), node-agent (agent-installer-node-agent). Repeatable;
+    /// podman refuses every image not given here.
+    #[arg(long = "image", value_name = "ROLE=PULLSPEC")]
+    pub images: Vec<String>,
+    /// Working directory (per machine: journal/, spec.json); created if missing.
+    #[arg(long)]
+    pub work: PathBuf,
+    /// Boot goal: the unit that must start successfully on every machine.
+    #[arg(long, default_value = "agent-add-node.service")]
+    pub until: String,
+    /// Keep the machines running after the goal (until SIGTERM/SIGINT).
+    #[arg(long)]
+    pub stay: bool,
+    /// Give up after this long (exit 5).
+    #[arg(long, default_value = "10m", value_parser = crate::boot::parse_duration)]
+    pub timeout: Duration,
+    /// Factor applied to every `RestartSec=` and to the agent's instruction interval
+    /// (1: as written).
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Failed starts after which a restarting unit is given up.
+    #[arg(long, default_value_t = 4)]
+    pub max_failures: u32,
+    /// Default gateway of the machines (an address of the caller's namespace).
+    #[arg(long, default_value = "192.168.111.1")]
+    pub gateway: Ipv4Addr,
+    /// Name of the machine's network interface.
+    #[arg(long, default_value = "enp1s0")]
+    pub ifname: String,
+    /// Site DNS: NAME=IP entries put into the machines' /etc/hosts (repeatable).
+    #[arg(long = "dns", value_name = "NAME=IP")]
+    pub dns: Vec<String>,
+    /// Hardware of each machine: CPU cores.
+    #[arg(long, default_value_t = 8)]
+    pub cpus: u32,
+    /// Hardware: memory in GiB.
+    #[arg(long, default_value_t = 16)]
+    pub memory_gib: u64,
+    /// Hardware: the disk /dev/vda in GiB.
+    #[arg(long, default_value_t = 120)]
+    pub disk_gib: u64,
+}
+
+/// One machine as the parent hands it to its namespace child (`spec.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spec {
+    /// Label for output lines (the MAC until the machine has its hostname).
+    pub label: String,
+    pub mac: String,
+    pub ip: Ipv4Addr,
+    pub prefix: u8,
+    pub gateway: Ipv4Addr,
+    pub ifname: String,
+    /// Absolute path → (mode, contents base64).
+    pub files: BTreeMap<String, (u32, String)>,
+    /// Unit name → (Ignition `enabled`, text).
+    pub units: BTreeMap<String, (Option<bool>, String)>,
+    /// Directory of the real binaries (host path).
+    pub bin_dir: PathBuf,
+    /// Image pull spec → role.
+    pub images: BTreeMap<String, String>,
+    /// The simulator binary (host path), bound into the machine for podman and the agent.
+    pub exe: PathBuf,
+    /// This machine's directory (host path): journal/, root/ (its mount point).
+    pub dir: PathBuf,
+    pub until: String,
+    pub stay: bool,
+    pub timeout_secs: f64,
+    pub time_scale: f64,
+    pub max_failures: u32,
+    pub hosts: Vec<(String, String)>,
+    pub hardware: Hardware,
+}
+
+/// What the machine is made of (the discovery agent reports it).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Hardware {
+    pub cpus: u32,
+    pub memory_bytes: u64,
+    pub disk_bytes: u64,
+    /// SMBIOS system UUID (derived from the MAC): the agent's host ID.
+    pub system_uuid: String,
+}
+
+/// The binaries' directory: `--bin-dir`, else $AGENT_DAY2_REAL_BIN, else
+/// scripts/real-components.sh's default output.
+pub fn default_bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(BIN_ENV) {
+        return PathBuf::from(d);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
+        });
+    cache.join("agent-day2/real").join(PINNED_COMMIT).join("bin")
+}
+
+/// The `assisted-service: <module>@<version>` line of the binaries' `versions` file, reduced
+/// to module@version. Errors name the missing file and the script that makes it.
+pub fn service_version(bin: &Path) -> Result<String, String> {
+    let v = bin.join("versions");
+    let text = std::fs::read_to_string(&v).map_err(|e| {
+        format!(
+            "{}: {e}: build the real components with scripts/real-components.sh (or give --bin-dir / ${BIN_ENV})",
+            v.display()
+        )
+    })?;
+    for b in ["assisted-service", "agent-installer-client"] {
+        if !bin.join(b).is_file() {
+            return Err(format!(
+                "{} is missing (scripts/real-components.sh builds it)",
+                bin.join(b).display()
+            ));
+        }
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("assisted-service: "))
+        .and_then(|r| r.split_whitespace().next())
+        .map(String::from)
+        .ok_or_else(|| format!("{}: no 'assisted-service: <module>@<version>' line", v.display()))
+}
+
+/// The Ignition (raw JSON bytes) of the image source the flags name, plus where it came from.
+fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), (i32, Vec<String>)> {
+    if let Some(iso) = &a.iso {
+        let mut f =
+            std::fs::File::open(iso).map_err(|e| (3, vec![format!("cannot open {}: {e}", iso.display())]))?;
+        let (bytes, area) =
+            embed::read_ignition(&mut f).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
+        let cfg = ignition::parse(&bytes).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
+        return Ok((
+            bytes,
+            cfg,
+            format!("{} (embed area {})", iso.display(), area.path),
+        ));
+    }
+    if let Some(img) = &a.config_image {
+        let l = source::from_config_image(img, None)?;
+        return Ok((Vec::new(), l.cfg, l.from));
+    }
+    let set = if let Some(d) = &a.pxe_dir {
+        source::pxe_dir(d)?
+    } else {
+        source::PxeSet {
+            kernel: a.kernel.clone().unwrap_or_default(),
+            initrds: vec![a.initrd.clone().unwrap_or_default()],
+            rootfs: a.rootfs.clone().unwrap_or_default(),
+            ipxe: None,
+        }
+    };
+    let l = source::from_pxe(&set)?;
+    // The modes: read config.ign out of the initrds again (from_pxe keeps only contents).
+    let mut initrd = Vec::new();
+    for p in &set.initrds {
+        let b = std::fs::read(p).map_err(|e| (3, vec![format!("{}: {e}", p.display())]))?;
+        initrd.extend_from_slice(&b);
+        initrd.resize(initrd.len().div_ceil(4) * 4, 0);
+    }
+    let raw = embed::unpack_archives(&initrd, "initrd")
+        .ok()
+        .and_then(|m| m.get("config.ign").cloned())
+        .unwrap_or_default();
+    Ok((raw, l.cfg, l.from))
+}
+
+/// File modes of `storage.files` (Ignition default 0644). Without the JSON (appliance config
+/// image), scripts under /usr/local/bin get 0755 as the installer's loader leaves them.
+fn modes(raw: &[u8], cfg: &ignition::Config) -> BTreeMap<String, u32> {
+    let mut out: BTreeMap<String, u32> = cfg
+        .files
+        .keys()
+        .map(|p| {
+            let m = if raw.is_empty() && p.starts_with("/usr/local/bin/") {
+                0o755
+            } else {
+                0o644
+            };
+            (p.clone(), m)
+        })
+        .collect();
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(raw) {
+        for f in v
+            .pointer("/storage/files")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(p), Some(m)) = (
+                f.get("path").and_then(|p| p.as_str()),
+                f.get("mode").and_then(|m| m.as_u64()),
+            ) {
+                out.insert(p.to_string(), m as u32);
+            }
+        }
+    }
+    out
+}
+
+/// A stable SMBIOS-like UUID from a MAC (the agent uses the system UUID as the host ID).
+pub fn uuid_for_mac(mac: &str) -> String {
+    use sha2::Digest;
+    let h = sha2::Sha256::digest(format!("system-uuid-{}", mac.to_ascii_lowercase()));
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&h[..16]);
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let x = hex::encode(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &x[0..8],
+        &x[8..12],
+        &x[12..16],
+        &x[16..20],
+        &x[20..32]
+    )
+}
+
+fn parse_node(n: &str) -> Result<(String, Ipv4Addr, u8), String> {
+    let (mac, rest) = n
+        .split_once('=')
+        .ok_or_else(|| format!("--node {n:?}: expected MAC=IP[/PREFIX]"))?;
+    let (ip, prefix) = rest.split_once('/').unwrap_or((rest, "24"));
+    let ip: Ipv4Addr = ip
+        .parse()
+        .map_err(|_| format!("--node {n:?}: {ip:?} is not an IPv4 address"))?;
+    let prefix: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|p| *p <= 32)
+        .ok_or_else(|| format!("--node {n:?}: bad prefix {prefix:?}"))?;
+    let m = mac.to_ascii_lowercase();
+    let ok = m.split(':').count() == 6
+        && m.split(':')
+            .all(|o| o.len() == 2 && u8::from_str_radix(o, 16).is_ok());
+    if !ok {
+        return Err(format!("--node {n:?}: {mac:?} is not a MAC address"));
+    }
+    Ok((m, ip, prefix))
+}
+
+/// Writes `v` as JSON to `p` (mode 0600: the spec holds the image's tokens) via a temporary
+/// file and a rename.
+pub fn write_private_json<T: Serialize>(p: &Path, v: &T) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = p.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    f.write_all(&serde_json::to_vec(v)?)?;
+    drop(f);
+    std::fs::rename(&tmp, p)
+}
+
+fn ip_cmd(args: &[&str]) -> Result<(), String> {
+    let o = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run ip: {e} (install iproute2)"))?;
+    if o.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`ip {}`: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        ))
+    }
+}
+
+fn netns_inode(pid: &str) -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}/ns/net"))
+        .ok()
+        .map(|m| m.ino())
+}
+
+/// Runs `run-node`; returns the exit code.
+pub fn run(a: RunNodeArgs) -> i32 {
+    let bin = a.bin_dir.clone().unwrap_or_else(default_bin_dir);
+    let version = match service_version(&bin) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: the real assisted-service is not available: {e}");
+            return 1;
+        }
+    };
+    println!("assisted-service: {version}");
+    let mut images = BTreeMap::new();
+    for i in &a.images {
+        let Some((role, spec)) = i.split_once('=') else {
+            eprintln!("error: --image {i:?}: expected ROLE=PULLSPEC");
+            return 2;
+        };
+        if !ROLES.iter().any(|(r, _)| *r == role) {
+            eprintln!(
+                "error: --image {i:?}: unknown role {role:?} (roles: {})",
+                ROLES.map(|(r, t)| format!("{r} = {t}")).join(", ")
+            );
+            return 2;
+        }
+        images.insert(spec.to_string(), role.to_string());
+    }
+    let mut machines = Vec::new();
+    for n in &a.nodes {
+        match parse_node(n) {
+            Ok(m) => machines.push(m),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
+    }
+    let mut hosts = Vec::new();
+    for d in &a.dns {
+        match d.split_once('=') {
+            Some((n, ip)) if ip.parse::<std::net::IpAddr>().is_ok() => {
+                hosts.push((n.to_string(), ip.to_string()))
+            }
+            _ => {
+                eprintln!("error: --dns {d:?}: expected NAME=IP");
+                return 2;
+            }
+        }
+    }
+    let (raw, cfg, from) = match raw_ignition(&a) {
+        Ok(x) => x,
+        Err((code, lines)) => {
+            for l in lines {
+                eprintln!("error: {l}");
+            }
+            return code;
+        }
+    };
+    for p in &cfg.problems {
+        eprintln!("warning: Ignition: {p}");
+    }
+    let modes = modes(&raw, &cfg);
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let files: BTreeMap<String, (u32, String)> = cfg
+        .files
+        .iter()
+        .map(|(p, d)| (p.clone(), (modes.get(p).copied().unwrap_or(0o644), b64.encode(d))))
+        .collect();
+    let mut units: BTreeMap<String, (Option<bool>, String)> = BTreeMap::new();
+    for (n, u) in &cfg.units {
+        if u.mask {
+            continue;
+        }
+        units.insert(n.clone(), (u.enabled, u.text.clone()));
+    }
+    eprintln!(
+        "run-node: {} machine(s) from {from}: {} files, {} units ({} enabled)",
+        machines.len(),
+        files.len(),
+        units.len(),
+        units.values().filter(|(e, _)| *e == Some(true)).count()
+    );
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the simulator binary: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::create_dir_all(&a.work) {
+        eprintln!("error: cannot create --work {}: {e}", a.work.display());
+        return 1;
+    }
+    let mut kids = Vec::new();
+    for (i, (mac, ip, prefix)) in machines.iter().enumerate() {
+        let dir = a.work.join(format!("machine-{}", mac.replace(':', "")));
+        let _ = std::fs::create_dir_all(dir.join("journal"));
+        let _ = std::fs::create_dir_all(dir.join("root"));
+        let spec = Spec {
+            label: mac.clone(),
+            mac: mac.clone(),
+            ip: *ip,
+            prefix: *prefix,
+            gateway: a.gateway,
+            ifname: a.ifname.clone(),
+            files: files.clone(),
+            units: units.clone(),
+            bin_dir: bin.clone(),
+            images: images.clone(),
+            exe: exe.clone(),
+            dir: dir.clone(),
+            until: a.until.clone(),
+            stay: a.stay,
+            timeout_secs: a.timeout.as_secs_f64(),
+            time_scale: a.time_scale,
+            max_failures: a.max_failures,
+            hosts: hosts.clone(),
+            hardware: Hardware {
+                cpus: a.cpus,
+                memory_bytes: a.memory_gib << 30,
+                disk_bytes: a.disk_gib << 30,
+                system_uuid: uuid_for_mac(mac),
+            },
+        };
+        let spec_path = dir.join("spec.json");
+        if let Err(e) = write_private_json(&spec_path, &spec) {
+            eprintln!("error: {}: {e}", spec_path.display());
+            return 1;
+        }
+        let mut cmd = Command::new("unshare");
+        cmd.args([
+            "--fork",
+            "--pid",
+            "--net",
+            "--mount",
+            "--uts",
+            "--ipc",
+            "--propagation",
+            "private",
+            "--kill-child",
+            "--",
+        ])
+        .arg(&exe)
+        .arg("node-machine")
+        .arg("--spec")
+        .arg(&spec_path)
+        .stdin(Stdio::piped());
+        // SAFETY: prctl in the forked child before exec; async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: cannot run unshare (util-linux): {e}");
+                return 1;
+            }
+        };
+        let pid = child.id().to_string();
+        let own = netns_inode("self");
+        let t = Instant::now();
+        while netns_inode(&pid) == own && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let host_if = format!("nr{}x{}", i, child.id() % 100_000);
+        let mut setup = vec![ip_cmd(&[
+            "link", "add", &host_if, "type", "veth", "peer", "name", &a.ifname, "address", mac, "netns", &pid,
+        ])];
+        setup.push(ip_cmd(&["link", "set", &host_if, "up"]));
+        setup.push(ip_cmd(&[
+            "route",
+            "replace",
+            &format!("{ip}/32"),
+            "dev",
+            &host_if,
+            "table",
+            "local",
+        ]));
+        let gw_local = Command::new("ip")
+            .args(["-o", "addr", "show"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).contains(&format!("inet {}/", a.gateway)))
+            .unwrap_or(false);
+        if !gw_local {
+            setup.push(ip_cmd(&[
+                "addr",
+                "add",
+                &format!("{}/32", a.gateway),
+                "dev",
+                &host_if,
+            ]));
+        }
+        if let Some(Err(e)) = setup.into_iter().find(|r| r.is_err()) {
+            eprintln!("error: machine {mac}: network setup: {e}");
+            return 1;
+        }
+        kids.push((mac.clone(), child));
+    }
+    for (_, k) in kids.iter_mut() {
+        if let Some(mut s) = k.stdin.take() {
+            let _ = s.write_all(b"go\n");
+        }
+    }
+    // SIGTERM/SIGINT: stop the machines (their PID namespaces die with them).
+    static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    extern "C" fn on_signal(_: libc::c_int) {
+        STOP.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let mut codes: BTreeMap<String, i32> = BTreeMap::new();
+    while codes.len() < kids.len() {
+        if STOP.load(std::sync::atomic::Ordering::SeqCst) {
+            for (_, k) in kids.iter_mut() {
+                let _ = k.kill();
+            }
+        }
+        for (mac, k) in kids.iter_mut() {
+            if codes.contains_key(mac) {
+                continue;
+            }
+            if let Ok(Some(st)) = k.try_wait() {
+                codes.insert(mac.clone(), st.code().unwrap_or(1));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stopped = STOP.load(std::sync::atomic::Ordering::SeqCst);
+    let mut code = 0;
+    for (mac, c) in &codes {
+        if *c != 0 && !(stopped && a.stay) {
+            eprintln!("run-node: machine {mac} ended with exit {c}");
+            if code == 0 || *c == 5 {
+                code = *c;
+            }
+        }
+    }
+    code
+}
