@@ -741,7 +741,7 @@ fn psql_in_the_assisted_service_pod() {
             "{}",
             String::from_utf8_lossy(&err)
         );
-        assert_eq!(String::from_utf8_lossy(&out), "20240617140000\n");
+        assert_eq!(String::from_utf8_lossy(&out), "21211125182200\n");
         let p = pods
             .exec(
                 ASSISTED_POD,
