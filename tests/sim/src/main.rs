@@ -1,7 +1,7 @@
 //! `agent-day2-sim`: the simulated OpenShift cluster for agent-day2's tests and demo.
 //!
 //! - `agent-day2-sim up --dir DIR [--listen IP:PORT] [--scenario FILE] [--base-iso ISO] [--crds DIR]... [--registry [ADDR]]
-//!   [--assisted-db-url URL [--assisted-schema-version V]] [--volumes-dir DIR]`
+//!   [--assisted-db-url URL [--assisted-schema-version V]] [--volumes-dir DIR] [--real-apiserver [BIN_DIR]]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
 //! - `agent-day2-sim node0 --dir DIR --listen IP:PORT --db-url URL [--hosts N] [--events N]
@@ -73,6 +73,13 @@ enum Cmd {
         /// DIR/<namespace>/<claim>/ (default: <--dir>/volumes).
         #[arg(long, value_name = "DIR")]
         volumes_dir: Option<PathBuf>,
+        /// Serve the cluster from the REAL etcd, kube-apiserver (Node,RBAC authorization,
+        /// NodeRestriction) and kube-controller-manager (CSR signing only) in BIN_DIR (default:
+        /// $AGENT_DAY2_REAL_KUBE_BIN, else where `scripts/real-components.sh kube` builds them)
+        /// instead of the simulator's own API server. Not yet with --registry,
+        /// --assisted-db-url or a scenario's `forbidden` switches.
+        #[arg(long, value_name = "BIN_DIR", num_args = 0..=1)]
+        real_apiserver: Option<Option<PathBuf>>,
     },
     /// Run CMD in a new private network namespace (root: `unshare -n`; otherwise a user
     /// namespace too, like `unshare -rn`) whose loopback carries 192.168.111.0/24 and
@@ -271,6 +278,7 @@ fn main() {
             assisted_db_url,
             assisted_schema_version,
             volumes_dir,
+            real_apiserver,
         } => {
             let _ = tracing_subscriber::fmt()
                 .with_env_filter(
@@ -296,6 +304,8 @@ fn main() {
                 assisted_db_url,
                 assisted_schema_version: Some(assisted_schema_version),
                 volumes_dir,
+                real_apiserver: real_apiserver
+                    .map(|d| d.unwrap_or_else(agent_day2_sim::api::real::default_kube_bin_dir)),
             };
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)

@@ -15,5 +15,6 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod real;
 pub mod up;
 pub mod validation;

@@ -47,10 +47,14 @@ pub struct UpOptions {
     /// `--volumes-dir DIR`: contents of the PersistentVolumeClaims (`DIR/<namespace>/<claim>/`)
     /// as pod exec's `tar` sees them; default `<dir>/volumes`.
     pub volumes_dir: Option<PathBuf>,
+    /// `--real-apiserver [BIN_DIR]`: run the real etcd, kube-apiserver and
+    /// kube-controller-manager from BIN_DIR instead of the home-made API server (see
+    /// [`super::real`]); None: the home-made server.
+    pub real_apiserver: Option<PathBuf>,
 }
 
 /// Go architecture name → CoreOS name.
-fn coreos_arch(go: &str) -> &str {
+pub(crate) fn coreos_arch(go: &str) -> &str {
     match go {
         "amd64" => "x86_64",
         "arm64" => "aarch64",
@@ -138,7 +142,7 @@ fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
 
 /// The seed's own `omit` rule (`seed::omitted`): the resource may carry a group suffix
 /// (`machineconfigs.machineconfiguration.openshift.io/99-worker-ssh`).
-fn seed_omit_matches(spec: &str, o: &Value) -> bool {
+pub(crate) fn seed_omit_matches(spec: &str, o: &Value) -> bool {
     let kind = o["kind"].as_str().unwrap_or("");
     let ns = o["metadata"]["namespace"].as_str().unwrap_or("");
     let name = o["metadata"]["name"].as_str().unwrap_or("");
@@ -173,8 +177,66 @@ pub fn ensure_assisted_schema(url: &str, version: &str) -> anyhow::Result<Option
     Ok(Some(version.to_string()))
 }
 
+/// Lays the base ISO into `DIR/files/` (`--base-iso`, else the simulated one for `arch`, a
+/// CoreOS architecture name) and serves that folder over HTTP (`--files-listen`, else
+/// `client_ip`:8080 if free, else a free port). Returns the ISO's facts and the file server's
+/// base URL. Errors: the ISO cannot be copied or built, the address cannot be bound.
+pub(crate) async fn serve_base_iso(
+    opts: &UpOptions,
+    client_ip: IpAddr,
+    arch: &str,
+) -> anyhow::Result<(BaseIsoInfo, String)> {
+    let files_root = opts.dir.join("files");
+    std::fs::create_dir_all(&files_root)?;
+    let base_iso: BaseIsoInfo = match &opts.base_iso {
+        Some(p) => {
+            let file_name = p
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("base.iso")
+                .to_string();
+            let dest = files_root.join(&file_name);
+            let _ = std::fs::remove_file(&dest);
+            if std::fs::hard_link(p, &dest).is_err() {
+                std::fs::copy(p, &dest)
+                    .with_context(|| format!("cannot copy {} to {}", p.display(), dest.display()))?;
+            }
+            let (sha256, size) = sha256_file(&dest)?;
+            BaseIsoInfo {
+                path: dest,
+                file_name,
+                sha256,
+                size,
+            }
+        }
+        None => {
+            let name = crate::baseiso::iso_file_name(arch);
+            crate::baseiso::build_base_iso(&files_root.join(&name), arch)?
+        }
+    };
+    let files_listener = match opts.files_listen {
+        Some(a) => tokio::net::TcpListener::bind(a)
+            .await
+            .with_context(|| format!("cannot listen on {a}"))?,
+        None => match tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 8080)).await {
+            Ok(l) => l,
+            Err(_) => tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 0)).await?,
+        },
+    };
+    let files_base_url = format!("http://{}", files_listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = crate::files::serve_files(files_listener, files_root).await {
+            eprintln!("agent-day2-sim: file server stopped: {e:#}");
+        }
+    });
+    Ok((base_iso, files_base_url))
+}
+
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
+    if let Some(bins) = opts.real_apiserver.clone() {
+        return super::real::run(opts, bins).await;
+    }
     let assisted_db = match &opts.assisted_db_url {
         Some(u) => Some(super::exec::AssistedDb::parse(u).context("--assisted-db-url")?),
         None => None,
@@ -282,50 +344,8 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     }
 
     // Base ISO and file server.
-    let files_root = opts.dir.join("files");
-    std::fs::create_dir_all(&files_root)?;
     let arch = coreos_arch(&scenario.architecture).to_string();
-    let base_iso: BaseIsoInfo = match &opts.base_iso {
-        Some(p) => {
-            let file_name = p
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("base.iso")
-                .to_string();
-            let dest = files_root.join(&file_name);
-            let _ = std::fs::remove_file(&dest);
-            if std::fs::hard_link(p, &dest).is_err() {
-                std::fs::copy(p, &dest)
-                    .with_context(|| format!("cannot copy {} to {}", p.display(), dest.display()))?;
-            }
-            let (sha256, size) = sha256_file(&dest)?;
-            BaseIsoInfo {
-                path: dest,
-                file_name,
-                sha256,
-                size,
-            }
-        }
-        None => {
-            let name = crate::baseiso::iso_file_name(&arch);
-            crate::baseiso::build_base_iso(&files_root.join(&name), &arch)?
-        }
-    };
-    let files_listener = match opts.files_listen {
-        Some(a) => tokio::net::TcpListener::bind(a)
-            .await
-            .with_context(|| format!("cannot listen on {a}"))?,
-        None => match tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 8080)).await {
-            Ok(l) => l,
-            Err(_) => tokio::net::TcpListener::bind(SocketAddr::new(client_ip, 0)).await?,
-        },
-    };
-    let files_base_url = format!("http://{}", files_listener.local_addr()?);
-    tokio::spawn(async move {
-        if let Err(e) = crate::files::serve_files(files_listener, files_root).await {
-            eprintln!("agent-day2-sim: file server stopped: {e:#}");
-        }
-    });
+    let (base_iso, files_base_url) = serve_base_iso(&opts, client_ip, &arch).await?;
 
     // The registry with the release payload, before the seed: the seed names its true digest.
     let registry = match opts.registry {

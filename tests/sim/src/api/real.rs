@@ -1,0 +1,1190 @@
+//! `agent-day2-sim up --real-apiserver`: the simulated cluster on the REAL control plane
+//! (issue 12) instead of the home-made API server of [`super::server`].
+//!
+//! Processes (children of `up`, killed when it stops, and by the kernel if it dies:
+//! `PR_SET_PDEATHSIG`), each logging to `DIR/<name>.log`:
+//!
+//! - `etcd` on loopback (`127.0.0.1`, two free ports), data in `DIR/etcd/` (emptied first),
+//!   `--unsafe-no-fsync` (a test cluster, thrown away with its directory);
+//! - `kube-apiserver` on the simulator's API address (`--listen`, inside the test's network
+//!   namespace) with the flags of [`apiserver_args`]: serving certificate for the API names,
+//!   client CA and token file, `--authorization-mode=Node,RBAC`, the default admission plugins
+//!   plus `NodeRestriction`, the service-account keys;
+//! - `kube-controller-manager` with only the CSR signing controller (`--controllers=csrsigning`,
+//!   never `csrapproving`: approving is the plugin's job), signing with the cluster's kubelet
+//!   signer, which in the simulator is its one CA ([`crate::pki`]).
+//!
+//! The binaries come from `scripts/real-components.sh kube` ([`default_kube_bin_dir`]); the
+//! OpenShift CRDs from the openshift/api module that script fetched (`BIN/openshift-api`).
+//! Identities: `system:admin` (client certificate, `system:masters`), the node-bootstrapper
+//! service account and `viewer` (tokens of `--token-auth-file`), bound by [`identities`] to
+//! what the home-made server lets them do ([`super::authz`]).
+
+use crate::pki::Ca;
+use anyhow::{anyhow, bail, Context};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiCapabilities, ApiResource, Scope};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the directory of the real control-plane binaries
+/// (`kube-apiserver`, `kube-controller-manager`, `etcd`, `versions`, `openshift-api/`).
+pub const KUBE_BIN_ENV: &str = "AGENT_DAY2_REAL_KUBE_BIN";
+
+/// The wrapper module that pins the control plane (`tests/real/kube/go.mod`), read at build time
+/// so the simulator looks where `scripts/real-components.sh kube` builds.
+const WRAPPER_GO_MOD: &str = include_str!("../../../real/kube/go.mod");
+
+/// The context of `DIR/kubeconfig` used to seed the cluster.
+const ADMIN_CONTEXT: &str = "admin";
+
+/// Name of the ClusterRole (and its binding) that gives user `viewer` what the home-made
+/// server's viewer may do: get/list/watch every served resource but core Secrets.
+pub const VIEWER_ROLE: &str = "agent-day2-sim:viewer";
+
+/// The `k8s.io/kubernetes` version `tests/real/kube/go.mod` requires, e.g. `v1.31.14`.
+pub fn pinned_kubernetes() -> &'static str {
+    WRAPPER_GO_MOD
+        .lines()
+        .map(str::trim)
+        .filter_map(|l| l.strip_prefix("require ").map(str::trim).or(Some(l)))
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("k8s.io/kubernetes"))
+                .then(|| w.next())
+                .flatten()
+        })
+        .filter(|v| v.starts_with('v'))
+        .unwrap_or("unknown")
+}
+
+/// The binaries' directory: $AGENT_DAY2_REAL_KUBE_BIN, else where `scripts/real-components.sh
+/// kube` puts them: `${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/kube-<version>/bin`.
+pub fn default_kube_bin_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os(KUBE_BIN_ENV) {
+        return PathBuf::from(d);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
+        });
+    cache
+        .join("agent-day2/real")
+        .join(format!("kube-{}", pinned_kubernetes()))
+        .join("bin")
+}
+
+/// Checks that `dir` holds the three binaries and the `versions` file; returns that file's text.
+///
+/// Errors name the missing file and the command that builds it.
+pub fn check_kube_bins(dir: &Path) -> Result<String, String> {
+    for b in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+        if !dir.join(b).is_file() {
+            return Err(format!(
+                "{} is missing: build the real control plane with `scripts/real-components.sh kube` (or set ${KUBE_BIN_ENV})",
+                dir.join(b).display()
+            ));
+        }
+    }
+    std::fs::read_to_string(dir.join("versions")).map_err(|e| {
+        format!(
+            "{}: {e}: build the real control plane with `scripts/real-components.sh kube`",
+            dir.join("versions").display()
+        )
+    })
+}
+
+/// A child process of the control plane; SIGTERM, then SIGKILL after 10 s, on drop.
+struct Proc {
+    name: &'static str,
+    child: Child,
+    log: PathBuf,
+}
+
+impl Proc {
+    /// Starts `bin args…` with stdout and stderr appended to `log`. The child gets SIGKILL if
+    /// this process dies (`PR_SET_PDEATHSIG`), so a killed simulator leaves no etcd behind.
+    fn spawn(name: &'static str, bin: &Path, args: &[String], log: PathBuf) -> anyhow::Result<Proc> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(f.try_clone()?)
+            .stderr(f);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .with_context(|| format!("cannot start {} ({})", name, bin.display()))?;
+        Ok(Proc { name, child, log })
+    }
+
+    /// The last `n` lines of its log.
+    fn log_tail(&self, n: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Err with its log when it has exited.
+    fn check_running(&mut self) -> anyhow::Result<()> {
+        if let Ok(Some(st)) = self.child.try_wait() {
+            bail!(
+                "{} exited with {st}; the end of {}:\n{}",
+                self.name,
+                self.log.display(),
+                self.log_tail(40)
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(Some(_)) = self.child.try_wait() {
+            return;
+        }
+        // SAFETY: kill with the pid of our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The running control plane. Dropping it stops kube-controller-manager, kube-apiserver, then
+/// etcd.
+pub struct ControlPlane {
+    /// In start order (etcd first); stopped in reverse.
+    procs: Vec<Proc>,
+    /// Admin client (`system:admin`, `system:masters`).
+    pub client: kube::Client,
+    /// What `BIN/versions` says was built.
+    pub versions: String,
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        while let Some(p) = self.procs.pop() {
+            drop(p);
+        }
+    }
+}
+
+impl ControlPlane {
+    /// Err with the process's log when one of them has exited.
+    pub fn check_running(&mut self) -> anyhow::Result<()> {
+        for p in &mut self.procs {
+            p.check_running()?;
+        }
+        Ok(())
+    }
+}
+
+/// One line of kube-apiserver's `--token-auth-file` (`token,user,uid,"group1,group2"`).
+#[derive(Debug, Clone)]
+pub struct StaticToken {
+    pub token: String,
+    pub user: String,
+    pub uid: String,
+    /// Without `system:authenticated` (the server adds it).
+    pub groups: Vec<String>,
+}
+
+/// What [`start`] needs.
+pub struct StartOptions<'a> {
+    /// The simulator's `--dir`: logs, `etcd/`, `pki/` go there.
+    pub dir: &'a Path,
+    /// [`default_kube_bin_dir`] or `--kube-bin-dir`.
+    pub bin_dir: &'a Path,
+    /// The cluster CA: client CA, kubelet signer and issuer of the serving certificate.
+    pub ca: &'a Ca,
+    /// The API address (`--bind-address`, `--secure-port`, `--advertise-address`).
+    pub listen: SocketAddr,
+    /// DNS SANs of the serving certificate besides the in-cluster names (`api.<cluster>.<domain>`, …).
+    pub api_names: Vec<String>,
+    /// Service networks (`--service-cluster-ip-range`, at most one per IP family).
+    pub service_cidrs: Vec<String>,
+    /// `--token-auth-file` contents.
+    pub tokens: Vec<StaticToken>,
+    /// The admin kubeconfig text (context `admin`), for the seeding client.
+    pub admin_kubeconfig: &'a str,
+}
+
+/// A free TCP port on `ip` (bound, read and released: the caller binds it right away).
+fn free_port(ip: IpAddr) -> anyhow::Result<u16> {
+    let l =
+        TcpListener::bind(SocketAddr::new(ip, 0)).with_context(|| format!("cannot bind a port on {ip}"))?;
+    Ok(l.local_addr()?.port())
+}
+
+/// Writes `data` to `path` with `mode` through a temporary file and rename.
+fn write_file(path: &Path, data: &str, mode: u32) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(data.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+}
+
+/// The first address of a service network (`172.30.0.0/16` → `172.30.0.1`): the `kubernetes`
+/// Service's ClusterIP, which kube-apiserver's serving certificate must name.
+pub fn first_service_ip(cidr: &str) -> Option<IpAddr> {
+    let (net, _) = cidr.split_once('/')?;
+    match net.parse::<IpAddr>().ok()? {
+        IpAddr::V4(a) => Some(IpAddr::V4(Ipv4Addr::from(u32::from(a).wrapping_add(1)))),
+        IpAddr::V6(a) => Some(IpAddr::V6(std::net::Ipv6Addr::from(
+            u128::from(a).wrapping_add(1),
+        ))),
+    }
+}
+
+/// etcd's flags: one member on loopback.
+pub fn etcd_args(data_dir: &Path, client_port: u16, peer_port: u16) -> Vec<String> {
+    let client = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    vec![
+        "--name=sim".into(),
+        format!("--data-dir={}", data_dir.display()),
+        format!("--listen-client-urls={client}"),
+        format!("--advertise-client-urls={client}"),
+        format!("--listen-peer-urls={peer}"),
+        format!("--initial-advertise-peer-urls={peer}"),
+        format!("--initial-cluster=sim={peer}"),
+        "--unsafe-no-fsync=true".into(),
+        "--log-level=warn".into(),
+    ]
+}
+
+/// Paths of the files in `DIR/pki` that the flags name.
+pub struct PkiFiles {
+    pub ca_crt: PathBuf,
+    pub ca_key: PathBuf,
+    pub serving_crt: PathBuf,
+    pub serving_key: PathBuf,
+    pub sa_pub: PathBuf,
+    pub sa_key: PathBuf,
+    pub tokens: PathBuf,
+    pub kcm_kubeconfig: PathBuf,
+}
+
+impl PkiFiles {
+    fn in_dir(d: &Path) -> PkiFiles {
+        PkiFiles {
+            ca_crt: d.join("ca.crt"),
+            ca_key: d.join("ca.key"),
+            serving_crt: d.join("apiserver.crt"),
+            serving_key: d.join("apiserver.key"),
+            sa_pub: d.join("sa.pub"),
+            sa_key: d.join("sa.key"),
+            tokens: d.join("tokens.csv"),
+            kcm_kubeconfig: d.join("kube-controller-manager.kubeconfig"),
+        }
+    }
+}
+
+/// kube-apiserver's flags. `etcd` is the client URL; the service-account issuer is
+/// OpenShift's (`https://kubernetes.default.svc`). With a loopback API address the `kubernetes`
+/// Endpoints cannot name it (the reconciler refuses loopback), so `--endpoint-reconciler-type=none`.
+pub fn apiserver_args(
+    p: &PkiFiles,
+    listen: SocketAddr,
+    etcd: &str,
+    service_cidrs: &[String],
+    cert_dir: &Path,
+) -> Vec<String> {
+    let mut a = vec![
+        format!("--etcd-servers={etcd}"),
+        format!("--bind-address={}", listen.ip()),
+        format!("--secure-port={}", listen.port()),
+        format!("--advertise-address={}", listen.ip()),
+        format!("--cert-dir={}", cert_dir.display()),
+        format!("--tls-cert-file={}", p.serving_crt.display()),
+        format!("--tls-private-key-file={}", p.serving_key.display()),
+        format!("--client-ca-file={}", p.ca_crt.display()),
+        format!("--token-auth-file={}", p.tokens.display()),
+        "--authorization-mode=Node,RBAC".into(),
+        // Added to the default-on plugins (CertificateApproval, CertificateSigning,
+        // CertificateSubjectRestriction, ServiceAccount, … stay on).
+        "--enable-admission-plugins=NodeRestriction".into(),
+        "--service-account-issuer=https://kubernetes.default.svc".into(),
+        format!("--service-account-key-file={}", p.sa_pub.display()),
+        format!("--service-account-signing-key-file={}", p.sa_key.display()),
+        format!("--service-cluster-ip-range={}", service_cidrs.join(",")),
+        "--allow-privileged=true".into(),
+        "--profiling=false".into(),
+    ];
+    if listen.ip().is_loopback() {
+        a.push("--endpoint-reconciler-type=none".into());
+    }
+    a
+}
+
+/// kube-controller-manager's flags: the CSR signing controller only, signing with the CA.
+pub fn controller_manager_args(p: &PkiFiles) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", p.kcm_kubeconfig.display()),
+        "--controllers=csrsigning".into(),
+        format!("--cluster-signing-cert-file={}", p.ca_crt.display()),
+        format!("--cluster-signing-key-file={}", p.ca_key.display()),
+        "--leader-elect=false".into(),
+        "--secure-port=0".into(),
+        "--use-service-account-credentials=true".into(),
+    ]
+}
+
+/// GET http://127.0.0.1:PORT/health until etcd answers `"health":"true"` (30 s).
+fn wait_etcd(proc_: &mut Proc, port: u16) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        proc_.check_running()?;
+        let ok = (|| -> std::io::Result<bool> {
+            let mut s = TcpStream::connect_timeout(
+                &SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_secs(1),
+            )?;
+            s.set_read_timeout(Some(Duration::from_secs(2)))?;
+            s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+            let mut body = String::new();
+            s.read_to_string(&mut body)?;
+            Ok(body.contains("\"health\":\"true\""))
+        })()
+        .unwrap_or(false);
+        if ok {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "etcd not healthy after 30 s; the end of {}:\n{}",
+                proc_.log.display(),
+                proc_.log_tail(40)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The admin client from the kubeconfig text.
+async fn admin_client(kubeconfig: &str) -> anyhow::Result<kube::Client> {
+    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).context("the admin kubeconfig")?;
+    let opts = kube::config::KubeConfigOptions {
+        context: Some(ADMIN_CONTEXT.into()),
+        ..Default::default()
+    };
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
+        .await
+        .context("the admin kubeconfig")?;
+    kube::Client::try_from(cfg).context("building the admin client")
+}
+
+/// A raw GET as admin; the body text.
+pub async fn get_raw(client: &kube::Client, path: &str) -> Result<String, kube::Error> {
+    let req = http::Request::get(path)
+        .body(Vec::new())
+        .map_err(kube::Error::HttpError)?;
+    client.request_text(req).await
+}
+
+/// Starts etcd, kube-apiserver (until `/readyz` answers ok as admin, 120 s) and
+/// kube-controller-manager.
+///
+/// Errors: a binary missing ([`check_kube_bins`]), a process exiting or not ready in time (the
+/// end of its log is in the message).
+pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
+    let versions = check_kube_bins(o.bin_dir).map_err(|e| anyhow!(e))?;
+    let pki_dir = o.dir.join("pki");
+    std::fs::create_dir_all(&pki_dir)?;
+    std::fs::set_permissions(&pki_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))?;
+    let p = PkiFiles::in_dir(&pki_dir);
+    write_file(&p.ca_crt, &o.ca.cert_pem, 0o644)?;
+    write_file(&p.ca_key, &o.ca.key_pem, 0o600)?;
+    let mut dns: Vec<String> = vec![
+        "localhost".into(),
+        "kubernetes".into(),
+        "kubernetes.default".into(),
+        "kubernetes.default.svc".into(),
+        "kubernetes.default.svc.cluster.local".into(),
+        "openshift".into(),
+        "openshift.default".into(),
+        "openshift.default.svc".into(),
+        "openshift.default.svc.cluster.local".into(),
+    ];
+    dns.extend(o.api_names.iter().cloned());
+    let mut ips = vec![o.listen.ip(), IpAddr::V4(Ipv4Addr::LOCALHOST)];
+    ips.extend(o.service_cidrs.iter().filter_map(|c| first_service_ip(c)));
+    ips.dedup();
+    let serving = o.ca.issue_server(&dns, &ips)?;
+    write_file(&p.serving_crt, &serving.cert_pem, 0o644)?;
+    write_file(&p.serving_key, &serving.key_pem, 0o600)?;
+    let sa = rcgen::KeyPair::generate()?;
+    write_file(&p.sa_pub, &sa.public_key_pem(), 0o644)?;
+    write_file(&p.sa_key, &sa.serialize_pem(), 0o600)?;
+    let mut csv = String::new();
+    for t in &o.tokens {
+        for f in [&t.token, &t.user, &t.uid] {
+            if f.contains(',') || f.contains('"') || f.contains('\n') {
+                bail!("token file: {f:?} may not contain a comma, quote or newline");
+            }
+        }
+        csv.push_str(&format!(
+            "{},{},{},\"{}\"\n",
+            t.token,
+            t.user,
+            t.uid,
+            t.groups.join(",")
+        ));
+    }
+    write_file(&p.tokens, &csv, 0o600)?;
+    // The controller manager's own identity: the user RBAC's bootstrap policy binds to
+    // ClusterRole system:kube-controller-manager (it then acts per controller as its service
+    // account, --use-service-account-credentials).
+    let kcm = o.ca.issue_client("system:kube-controller-manager", &[])?;
+    let api_url = format!("https://{}", o.listen);
+    write_file(
+        &p.kcm_kubeconfig,
+        &crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
+            cluster_name: "sim",
+            server: &api_url,
+            ca_pem: &o.ca.cert_pem,
+            admin_cert_pem: &kcm.cert_pem,
+            admin_key_pem: &kcm.key_pem,
+            bootstrapper_token: "unused",
+            viewer_token: "unused",
+        }),
+        0o600,
+    )?;
+
+    let mut procs = Vec::new();
+    // etcd.
+    let data = o.dir.join("etcd");
+    if data.exists() {
+        std::fs::remove_dir_all(&data).with_context(|| format!("cannot empty {}", data.display()))?;
+    }
+    let (cport, pport) = (
+        free_port(IpAddr::V4(Ipv4Addr::LOCALHOST))?,
+        free_port(IpAddr::V4(Ipv4Addr::LOCALHOST))?,
+    );
+    let mut etcd = Proc::spawn(
+        "etcd",
+        &o.bin_dir.join("etcd"),
+        &etcd_args(&data, cport, pport),
+        o.dir.join("etcd.log"),
+    )?;
+    wait_etcd(&mut etcd, cport)?;
+    procs.push(etcd);
+
+    // kube-apiserver.
+    let args = apiserver_args(
+        &p,
+        o.listen,
+        &format!("http://127.0.0.1:{cport}"),
+        &o.service_cidrs,
+        &pki_dir,
+    );
+    procs.push(Proc::spawn(
+        "kube-apiserver",
+        &o.bin_dir.join("kube-apiserver"),
+        &args,
+        o.dir.join("kube-apiserver.log"),
+    )?);
+    let client = admin_client(o.admin_kubeconfig).await?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        for pr in &mut procs {
+            pr.check_running()?;
+        }
+        match get_raw(&client, "/readyz").await {
+            Ok(t) if t.trim() == "ok" => break,
+            r => {
+                if Instant::now() > deadline {
+                    let last = procs.last().map(|p| p.log_tail(40)).unwrap_or_default();
+                    bail!("kube-apiserver not ready after 120 s (last answer {r:?}); the end of its log:\n{last}");
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // kube-controller-manager.
+    procs.push(Proc::spawn(
+        "kube-controller-manager",
+        &o.bin_dir.join("kube-controller-manager"),
+        &controller_manager_args(&p),
+        o.dir.join("kube-controller-manager.log"),
+    )?);
+    let mut cp = ControlPlane {
+        procs,
+        client,
+        versions,
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cp.check_running()?;
+    Ok(cp)
+}
+
+/// `(resource, capabilities)` of `apiVersion`/`kind` from the server's discovery.
+async fn resolve(client: &kube::Client, obj: &Value) -> anyhow::Result<(ApiResource, ApiCapabilities)> {
+    let av = obj["apiVersion"].as_str().unwrap_or("");
+    let kind = obj["kind"].as_str().unwrap_or("");
+    let (group, version) = match av.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", av),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .with_context(|| format!("apiVersion {av} kind {kind}: not served by the real kube-apiserver"))
+}
+
+fn api_for(
+    client: &kube::Client,
+    ar: &ApiResource,
+    caps: &ApiCapabilities,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    match (caps.scope.clone(), ns) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+        (Scope::Namespaced, None) => Api::default_namespaced_with(client.clone(), ar),
+        (Scope::Cluster, _) => Api::all_with(client.clone(), ar),
+    }
+}
+
+/// What the real server said about one object it refused.
+fn refusal(what: &str, obj: &Value, e: &kube::Error) -> String {
+    let kind = obj["kind"].as_str().unwrap_or("?");
+    let ns = obj["metadata"]["namespace"]
+        .as_str()
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    let msg = match e {
+        kube::Error::Api(s) => format!("{} {}: {}", s.code, s.reason, s.message),
+        other => other.to_string(),
+    };
+    format!("{what} {kind} {ns}{name}: {msg}")
+}
+
+/// Creates `obj` as admin (an existing one of the same name is replaced, keeping nothing of
+/// it), then, when it carries a `status` and the resource has the status subresource, writes
+/// the status through it (as the component owning it would). Errors: the server's refusal,
+/// naming the object.
+pub async fn apply(client: &kube::Client, obj: &Value) -> anyhow::Result<()> {
+    let (ar, caps) = resolve(client, obj).await?;
+    let ns = obj["metadata"]["namespace"].as_str();
+    let api = api_for(client, &ar, &caps, ns);
+    let mut dynobj: DynamicObject = serde_json::from_value(obj.clone())
+        .with_context(|| format!("{} {}: not an object", obj["kind"], obj["metadata"]["name"]))?;
+    let name = dynobj.metadata.name.clone().unwrap_or_default();
+    let pp = PostParams::default();
+    let created = match api.create(&pp, &dynobj).await {
+        Ok(c) => c,
+        Err(kube::Error::Api(s)) if s.code == 409 && !name.is_empty() => {
+            let cur = api
+                .get(&name)
+                .await
+                .map_err(|e| anyhow!(refusal("get", obj, &e)))?;
+            dynobj.metadata.resource_version = cur.metadata.resource_version.clone();
+            api.replace(&name, &pp, &dynobj)
+                .await
+                .map_err(|e| anyhow!(refusal("replace", obj, &e)))?
+        }
+        Err(e) => bail!(refusal("create", obj, &e)),
+    };
+    let has_status_sub = caps.subresources.iter().any(|(s, _)| s.plural == "status");
+    if let (Some(status), true) = (obj.get("status"), has_status_sub) {
+        let mut v = serde_json::to_value(&created)?;
+        v["status"] = status.clone();
+        let cname = created.metadata.name.clone().unwrap_or_default();
+        let with_status: DynamicObject = serde_json::from_value(v)?;
+        api.replace_status(&cname, &pp, &with_status)
+            .await
+            .map_err(|e| anyhow!(refusal("status of", obj, &e)))?;
+    }
+    Ok(())
+}
+
+/// The CRD of `group`/`kind` from the openshift/api module tree `root`: the feature-set
+/// `Default` variant where there are several (`…-Default.crd.yaml`), else the one file without
+/// a feature-set suffix. None when the module has no CRD for it.
+pub fn openshift_crd(root: &Path, group: &str, kind: &str) -> anyhow::Result<Option<Value>> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.to_string_lossy().ends_with(".crd.yaml") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let kind_line = format!("kind: {kind}\n");
+    let group_line = format!("group: {group}\n");
+    let rank = |p: &Path| {
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if n.ends_with("-Default.crd.yaml") {
+            0
+        } else if [
+            "CustomNoUpgrade",
+            "DevPreviewNoUpgrade",
+            "TechPreviewNoUpgrade",
+            "OKD",
+        ]
+        .iter()
+        .any(|s| n.contains(&format!("-{s}.")))
+        {
+            2
+        } else {
+            1
+        }
+    };
+    let mut best: Option<(i32, Value)> = None;
+    for f in files {
+        let r = rank(&f);
+        if r == 2 || best.as_ref().is_some_and(|(b, _)| *b <= r) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).with_context(|| format!("cannot read {}", f.display()))?;
+        if !text.contains(&kind_line) || !text.contains(&group_line) {
+            continue;
+        }
+        for doc in super::up::parse_docs(&text).with_context(|| format!("{}", f.display()))? {
+            if doc["kind"] == "CustomResourceDefinition"
+                && doc["spec"]["group"] == group
+                && doc["spec"]["names"]["kind"] == kind
+            {
+                best = Some((r, doc));
+                break;
+            }
+        }
+    }
+    Ok(best.map(|(_, d)| d))
+}
+
+/// Creates the CRDs (each replaces one of the same name) and waits (30 s) until each kind is
+/// served. Errors: a refused CRD or one never served, by name.
+pub async fn install_crds(client: &kube::Client, crds: &[Value]) -> anyhow::Result<()> {
+    for c in crds {
+        let mut c = c.clone();
+        // A CRD's status is the server's; the files carry an empty one.
+        if let Some(m) = c.as_object_mut() {
+            m.remove("status");
+        }
+        apply(client, &c).await?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for c in crds {
+        let group = c["spec"]["group"].as_str().unwrap_or("");
+        let kind = c["spec"]["names"]["kind"].as_str().unwrap_or("");
+        let Some(version) = c["spec"]["versions"]
+            .as_array()
+            .and_then(|vs| vs.iter().find(|v| v["served"] == true))
+            .and_then(|v| v["name"].as_str())
+        else {
+            continue;
+        };
+        let probe = json!({"apiVersion": format!("{group}/{version}"), "kind": kind});
+        loop {
+            match resolve(client, &probe).await {
+                Ok(_) => break,
+                Err(e) if Instant::now() > deadline => {
+                    bail!("CRD {}: not served after 30 s: {e:#}", c["metadata"]["name"])
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every served `(group, plural)` of the main resources (no subresources), from discovery.
+pub async fn served_resources(client: &kube::Client) -> anyhow::Result<Vec<(String, String)>> {
+    let d = kube::Discovery::new(client.clone())
+        .run()
+        .await
+        .context("discovery as admin")?;
+    let mut out = BTreeSet::new();
+    for g in d.groups() {
+        for (ar, _) in g.recommended_resources() {
+            out.insert((ar.group.clone(), ar.plural.clone()));
+        }
+        // Resources served only in a non-preferred version count too.
+        for v in g.versions() {
+            for (ar, _) in g.versioned_resources(v) {
+                out.insert((ar.group.clone(), ar.plural.clone()));
+            }
+        }
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// The RBAC objects that give the simulator's identities, on the real server, what
+/// [`super::authz`] lets them do on the home-made one:
+///
+/// - the node-bootstrapper service account: ClusterRole `system:node-bootstrapper` (Kubernetes'
+///   bootstrap policy: create/get/list/watch CSRs), as OpenShift binds it;
+/// - user `viewer`: [`VIEWER_ROLE`], get/list/watch every resource in `served` but core Secrets
+///   (RBAC cannot subtract, so the resources are listed one by one).
+///
+/// `system:admin` needs nothing (`system:masters`); nodes are judged by the Node authorizer.
+pub fn identities(served: &[(String, String)]) -> Vec<Value> {
+    let mut by_group: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (g, p) in served {
+        if !(g.is_empty() && p == "secrets") {
+            by_group.entry(g.as_str()).or_default().push(p.as_str());
+        }
+    }
+    let rules: Vec<Value> = by_group
+        .into_iter()
+        .map(|(g, ps)| json!({"apiGroups": [g], "resources": ps, "verbs": ["get", "list", "watch"]}))
+        .collect();
+    vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system:node-bootstrapper"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node-bootstrapper"},
+            "subjects": [{"kind": "ServiceAccount", "name": "node-bootstrapper", "namespace": "openshift-machine-config-operator"}],
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": VIEWER_ROLE},
+            "rules": rules,
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": VIEWER_ROLE},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": VIEWER_ROLE},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "viewer"}],
+        }),
+    ]
+}
+
+/// The order objects are created in: Namespaces, then ServiceAccounts, then the rest (a
+/// namespaced object needs its Namespace, a Pod its ServiceAccount), each group in seed order.
+pub fn creation_order(objects: Vec<Value>) -> Vec<Value> {
+    let rank = |o: &Value| match o["kind"].as_str() {
+        Some("Namespace") => 0,
+        Some("ServiceAccount") => 1,
+        _ => 2,
+    };
+    let mut v: Vec<(usize, Value)> = objects.into_iter().map(|o| (rank(&o), o)).collect();
+    v.sort_by_key(|(r, _)| *r);
+    v.into_iter().map(|(_, o)| o).collect()
+}
+
+/// What Kubernetes controllers not run here would have made for the seed: a Namespace for every
+/// namespace an object names that the seed does not create (the namespace controller's
+/// callers would have), and the `default` ServiceAccount of each namespace (the
+/// serviceaccount controller's; the ServiceAccount admission plugin refuses Pods without it),
+/// plus each ServiceAccount a Pod names.
+pub fn implied_objects(objects: &[Value]) -> Vec<Value> {
+    let mut have: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for o in objects {
+        have.insert((
+            o["kind"].as_str().unwrap_or("").to_string(),
+            o["metadata"]["namespace"].as_str().unwrap_or("").to_string(),
+            o["metadata"]["name"].as_str().unwrap_or("").to_string(),
+        ));
+    }
+    let mut want: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for o in objects {
+        let ns = o["metadata"]["namespace"].as_str().unwrap_or("");
+        let own_ns = if o["kind"] == "Namespace" {
+            o["metadata"]["name"].as_str().unwrap_or("")
+        } else {
+            ns
+        };
+        if !own_ns.is_empty() {
+            want.insert(("Namespace".into(), String::new(), own_ns.to_string()));
+            want.insert(("ServiceAccount".into(), own_ns.to_string(), "default".into()));
+        }
+        if o["kind"] == "Pod" {
+            if let Some(sa) = o["spec"]["serviceAccountName"].as_str().filter(|s| !s.is_empty()) {
+                want.insert(("ServiceAccount".into(), ns.to_string(), sa.to_string()));
+            }
+        }
+    }
+    // The server makes these itself.
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        want.remove(&("Namespace".into(), String::new(), ns.to_string()));
+    }
+    want.into_iter()
+        .filter(|k| !have.contains(k))
+        .map(|(kind, ns, name)| {
+            let mut meta = json!({"name": name});
+            if !ns.is_empty() {
+                meta["namespace"] = json!(ns);
+            }
+            json!({"apiVersion": "v1", "kind": kind, "metadata": meta})
+        })
+        .collect()
+}
+
+/// `up --real-apiserver BIN_DIR`: the same cluster as [`super::up::run`] (scenario, PKI, base
+/// ISO and file server, seed, `DIR/kubeconfig` with contexts admin / bootstrapper / viewer,
+/// `DIR/ca.crt`, `DIR/ready` written last), served by the real control plane. Runs until
+/// SIGINT/SIGTERM, or fails when one of the processes exits.
+///
+/// Not yet with the real server (refused up front, naming the option): `--registry`,
+/// `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint) and the
+/// scenario's `forbidden` switches (RBAC cannot refuse `system:masters`).
+/// Errors: those, a missing binary, a process that fails, an object the server refuses.
+pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()> {
+    if opts.registry.is_some() {
+        bail!("--registry is not supported with --real-apiserver yet; drop one of them");
+    }
+    if opts.assisted_db_url.is_some() {
+        bail!("--assisted-db-url is not supported with --real-apiserver yet (pod exec needs the simulated kubelet); drop one of them");
+    }
+    let scenario = match &opts.scenario {
+        Some(p) => crate::scenario::Scenario::load(p)?,
+        None => crate::scenario::Scenario::default(),
+    };
+    if !scenario.forbidden.is_empty() {
+        bail!(
+            "the scenario's `forbidden` switches are not supported with --real-apiserver (RBAC cannot refuse system:masters); remove them or run without --real-apiserver"
+        );
+    }
+    check_kube_bins(&bins).map_err(|e| anyhow!(e))?;
+    std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
+    let _ = std::fs::remove_file(opts.dir.join("ready"));
+
+    // The API address: kube-apiserver cannot pick its own port, so take a free one.
+    let listen = opts
+        .listen
+        .unwrap_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
+    let ip = if listen.ip().is_unspecified() {
+        IpAddr::V4(Ipv4Addr::LOCALHOST)
+    } else {
+        listen.ip()
+    };
+    let port = if listen.port() == 0 {
+        free_port(ip).with_context(|| {
+            format!("--listen {listen} (inside `agent-day2-sim netns`, 192.168.111.0/24 is local)")
+        })?
+    } else {
+        listen.port()
+    };
+    let listen = SocketAddr::new(ip, port);
+    let api_url = format!("https://{listen}");
+
+    let ca = Ca::generate("agent-day2-sim-ca")?;
+    let admin = ca.issue_client("system:admin", &["system:masters"])?;
+    let boot_token = super::server::new_token(24);
+    let viewer_token = super::server::new_token(24);
+    let kc = crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
+        cluster_name: &scenario.name,
+        server: &api_url,
+        ca_pem: &ca.cert_pem,
+        admin_cert_pem: &admin.cert_pem,
+        admin_key_pem: &admin.key_pem,
+        bootstrapper_token: &boot_token,
+        viewer_token: &viewer_token,
+    });
+
+    // Base ISO, file server, seed objects (as the home-made server seeds them).
+    let arch = super::up::coreos_arch(&scenario.architecture).to_string();
+    let (base_iso, files_base_url) = super::up::serve_base_iso(&opts, ip, &arch).await?;
+    let ctx = crate::seed::SeedContext {
+        api_url: api_url.clone(),
+        files_base_url: files_base_url.clone(),
+        base_iso,
+        ca_pem: ca.cert_pem.clone(),
+    };
+    // The seed includes the scenario's `objects` and `objectsDir` and applies `omit`.
+    let objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, None)?;
+    // Every `omit` entry must name something (as `up` checks): a typo would leave the object in.
+    {
+        let all = crate::seed::seed_objects_with_registry(
+            &crate::scenario::Scenario {
+                omit: Vec::new(),
+                ..scenario.clone()
+            },
+            &ctx,
+            None,
+        )?;
+        for (i, spec) in scenario.omit.iter().enumerate() {
+            if !all.iter().any(|o| super::up::seed_omit_matches(spec, o)) {
+                return Err(anyhow::Error::new(crate::scenario::ScenarioError(format!(
+                    "scenario: omit[{i}]: {spec:?} names no seeded or scenario object (resource/name or resource/namespace/name, plural resource)"
+                ))));
+            }
+        }
+    }
+    let service_cidrs: Vec<String> = objects
+        .iter()
+        .find(|o| o["kind"] == "Network" && o["apiVersion"] == "config.openshift.io/v1")
+        .and_then(|o| o["spec"]["serviceNetwork"].as_array())
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .filter(|v: &Vec<String>| !v.is_empty())
+        .unwrap_or_else(|| vec!["172.30.0.0/16".into()]);
+
+    // The control plane.
+    let mut cp = start(StartOptions {
+        dir: &opts.dir,
+        bin_dir: &bins,
+        ca: &ca,
+        listen,
+        api_names: vec![
+            format!("api.{}.{}", scenario.name, scenario.base_domain),
+            format!("api-int.{}.{}", scenario.name, scenario.base_domain),
+        ],
+        service_cidrs,
+        tokens: vec![
+            StaticToken {
+                token: boot_token.clone(),
+                user: super::authz::NODE_BOOTSTRAPPER.into(),
+                uid: "node-bootstrapper".into(),
+                groups: vec![
+                    "system:serviceaccounts".into(),
+                    "system:serviceaccounts:openshift-machine-config-operator".into(),
+                ],
+            },
+            StaticToken {
+                token: viewer_token.clone(),
+                user: "viewer".into(),
+                uid: "viewer".into(),
+                groups: Vec::new(),
+            },
+        ],
+        admin_kubeconfig: &kc,
+    })
+    .await?;
+    let client = cp.client.clone();
+
+    // CRDs: openshift/api's for the OpenShift kinds the seed uses (the permissive definition
+    // only where the module has none), then every --crds folder's (they replace them).
+    let api_root = bins.join("openshift-api");
+    let mut crds = Vec::new();
+    let mut permissive = Vec::new();
+    for (g, v, k, p, short, status) in super::registry::PERMISSIVE_OPENSHIFT {
+        match openshift_crd(&api_root, g, k)? {
+            Some(c) => crds.push(c),
+            None => {
+                permissive.push(format!("{p}.{g}"));
+                crds.push(super::registry::permissive_crd(g, v, k, p, short, *status));
+            }
+        }
+    }
+    for dir in &opts.crds {
+        for (file, doc) in super::up::load_yaml_dir(dir)? {
+            if doc["kind"] == "CustomResourceDefinition" {
+                let name = doc["metadata"]["name"].clone();
+                crds.retain(|c| c["metadata"]["name"] != name);
+                crds.push(doc);
+                let _ = file;
+            }
+        }
+    }
+    if !permissive.is_empty() {
+        eprintln!(
+            "agent-day2-sim: {} has no CRD for {}: served with a permissive schema",
+            api_root.display(),
+            permissive.join(", ")
+        );
+    }
+    install_crds(&client, &crds).await?;
+
+    // The seed, then the identities' RBAC.
+    let mut all = implied_objects(&objects);
+    all.extend(objects);
+    let mut refused = Vec::new();
+    for o in creation_order(all) {
+        if let Err(e) = apply(&client, &o).await {
+            refused.push(format!("{e:#}"));
+        }
+    }
+    if !refused.is_empty() {
+        bail!(
+            "the real kube-apiserver refused {} seed object(s):\n  {}",
+            refused.len(),
+            refused.join("\n  ")
+        );
+    }
+    let served = served_resources(&client).await?;
+    for o in identities(&served) {
+        apply(&client, &o).await?;
+    }
+    cp.check_running()?;
+
+    // Client files; DIR/ready last.
+    std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
+    crate::kubeconfig::write_private(&opts.dir.join("kubeconfig"), &kc)?;
+    let ready_tmp = opts.dir.join(".ready.tmp");
+    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n"))?;
+    std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
+    eprintln!(
+        "agent-day2-sim: real kube-apiserver {api_url}, files {files_base_url}, kubeconfig {}",
+        opts.dir.join("kubeconfig").display()
+    );
+    for l in cp.versions.lines() {
+        eprintln!("agent-day2-sim:   {l}");
+    }
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let result = loop {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => break Ok(()),
+            _ = term.recv() => break Ok(()),
+            _ = tick.tick() => {
+                if let Err(e) = cp.check_running() {
+                    break Err(e);
+                }
+            }
+        }
+    };
+    let _ = std::fs::remove_file(opts.dir.join("ready"));
+    drop(cp);
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinned_version_comes_from_the_wrapper() {
+        let v = pinned_kubernetes();
+        assert!(v.starts_with("v1."), "{v}");
+        assert!(
+            default_kube_bin_dir()
+                .to_string_lossy()
+                .contains(&format!("kube-{v}"))
+                || std::env::var_os(KUBE_BIN_ENV).is_some()
+        );
+    }
+
+    #[test]
+    fn first_service_ips() {
+        assert_eq!(
+            first_service_ip("172.30.0.0/16"),
+            Some("172.30.0.1".parse().unwrap())
+        );
+        assert_eq!(first_service_ip("fd02::/112"), Some("fd02::1".parse().unwrap()));
+        assert_eq!(first_service_ip("nonsense"), None);
+    }
+
+    #[test]
+    fn implied_namespaces_and_service_accounts() {
+        let objs = vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "openshift-config"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "mce"}, "spec": {"serviceAccountName": "svc"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kube-system"}}),
+        ];
+        let got: Vec<String> = implied_objects(&objs)
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{}/{}",
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["namespace"].as_str().unwrap_or(""),
+                    o["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                "Namespace//mce",
+                "ServiceAccount/kube-system/default",
+                "ServiceAccount/mce/default",
+                "ServiceAccount/mce/svc",
+                "ServiceAccount/openshift-config/default",
+            ]
+        );
+        let order: Vec<String> = creation_order(objs)
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(order[0], "Namespace");
+    }
+
+    #[test]
+    fn viewer_role_lists_everything_but_secrets() {
+        let served = vec![
+            (String::new(), "secrets".to_string()),
+            (String::new(), "nodes".to_string()),
+            (
+                "certificates.k8s.io".to_string(),
+                "certificatesigningrequests".to_string(),
+            ),
+        ];
+        let objs = identities(&served);
+        let role = objs.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
+        let text = role["rules"].to_string();
+        assert!(!text.contains("secrets"), "{text}");
+        assert!(
+            text.contains("\"nodes\"") && text.contains("certificatesigningrequests"),
+            "{text}"
+        );
+        for r in role["rules"].as_array().unwrap() {
+            assert_eq!(r["verbs"], json!(["get", "list", "watch"]));
+        }
+    }
+
+    #[test]
+    fn apiserver_flags() {
+        let p = PkiFiles::in_dir(Path::new("/d"));
+        let a = apiserver_args(
+            &p,
+            "192.168.111.5:6443".parse().unwrap(),
+            "http://127.0.0.1:1",
+            &["172.30.0.0/16".into()],
+            Path::new("/d"),
+        );
+        assert!(a.contains(&"--authorization-mode=Node,RBAC".to_string()));
+        assert!(a.contains(&"--enable-admission-plugins=NodeRestriction".to_string()));
+        assert!(!a.iter().any(|f| f.starts_with("--endpoint-reconciler-type")));
+        let lo = apiserver_args(
+            &p,
+            "127.0.0.1:6443".parse().unwrap(),
+            "http://127.0.0.1:1",
+            &["172.30.0.0/16".into()],
+            Path::new("/d"),
+        );
+        assert!(lo.contains(&"--endpoint-reconciler-type=none".to_string()));
+        let k = controller_manager_args(&p);
+        assert!(k.contains(&"--controllers=csrsigning".to_string()));
+        assert!(!k.iter().any(|f| f.contains("csrapproving")));
+    }
+}
