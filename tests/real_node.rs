@@ -73,6 +73,28 @@ fn api(ip: &str, path: &str, header: &str, token: &str) -> (u16, String) {
     (c.trim().parse().unwrap_or(0), b.to_string())
 }
 
+/// Keeps the work directory (journals, spec) when AGENT_DAY2_KEEP_WORK is set, for debugging.
+fn keep(w: Work) {
+    if std::env::var_os("AGENT_DAY2_KEEP_WORK").is_some() {
+        eprintln!("kept {}", w.tmp.keep().display());
+    }
+}
+
+/// Prints where the journals are when the test fails (and AGENT_DAY2_KEEP_WORK keeps them).
+struct KeepOnPanic(PathBuf);
+impl Drop for KeepOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() && std::env::var_os("AGENT_DAY2_KEEP_WORK").is_some() {
+            let _ = Command::new("cp")
+                .arg("-a")
+                .arg(&self.0)
+                .arg("/tmp/real-node-failed")
+                .status();
+            eprintln!("journals copied to /tmp/real-node-failed");
+        }
+    }
+}
+
 /// A running `run-node` (killed when dropped) and its collected output.
 struct Node {
     kid: Kid,
@@ -122,8 +144,8 @@ fn run_node(w: &Work, iso: &Path, nodes: &[(&str, &str, &str)], extra: &[&str]) 
     cmd.args(["--image", &format!("api-server={}", component('1'))]);
     cmd.args(["--image", &format!("node-agent={}", component('2'))]);
     cmd.args(["--time-scale", "0.1", "--timeout", "8m", "--stay"]);
-    cmd.args(["--dns", "api.ostest.test.metalkube.org=192.168.111.5"]);
-    cmd.args(["--dns", "api-int.ostest.test.metalkube.org=192.168.111.5"]);
+    cmd.args(["--dns", "api.ostest.example.com=192.168.111.5"]);
+    cmd.args(["--dns", "api-int.ostest.example.com=192.168.111.5"]);
     cmd.args(extra);
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -189,6 +211,7 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
     let cfg = iso_ignition(&iso);
     let (agent, user, watcher) = tokens(&cfg);
     let mut node = run_node(&w, &iso, &[W0], &[]);
+    let _keep = KeepOnPanic(w.path(""));
     assert!(
         node.text()
             .contains("assisted-service: github.com/openshift/assisted-service@")
@@ -227,4 +250,5 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
         "agent token on a user route: {code} {body}"
     );
     drop(node);
+    keep(w);
 }

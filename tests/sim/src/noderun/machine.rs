@@ -215,6 +215,12 @@ esac
 fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
+    for (path, mode) in &spec.dirs {
+        let p = root.join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(&p).map_err(|e| format!("mkdir {path}: {e}"))?;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(*mode))
+            .map_err(|e| format!("chmod {path}: {e}"))?;
+    }
     for (path, (mode, data)) in &spec.files {
         let bytes = b64.decode(data).map_err(|e| format!("{path}: {e}"))?;
         write_file(root, path, *mode, &bytes)?;
@@ -241,6 +247,15 @@ fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
     )?;
     write_file(root, "/usr/bin/hostnamectl", 0o755, HOSTNAMECTL.as_bytes())?;
     write_file(root, "/etc/hostname", 0o644, b"localhost\n")?;
+    // RHCOS's default chrony configuration, unless the Ignition brings one.
+    if !spec.files.contains_key("/etc/chrony.conf") {
+        write_file(
+            root,
+            "/etc/chrony.conf",
+            0o644,
+            b"pool 2.rhel.pool.ntp.org iburst\ndriftfile /var/lib/chrony/drift\nmakestep 1.0 3\nrtcsync\n",
+        )?;
+    }
     // The live system's CA bundle at RHEL's path (RHCOS has it; Debian keeps it elsewhere).
     let bundle = root.join("etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem");
     if !bundle.exists() {

@@ -141,6 +141,9 @@ pub struct Spec {
     pub ifname: String,
     /// Absolute path → (mode, contents base64).
     pub files: BTreeMap<String, (u32, String)>,
+    /// `storage.directories`: absolute path → mode.
+    #[serde(default)]
+    pub dirs: BTreeMap<String, u32>,
     /// Unit name → (Ignition `enabled`, text).
     pub units: BTreeMap<String, (Option<bool>, String)>,
     /// Directory of the real binaries (host path).
@@ -279,6 +282,27 @@ fn modes(raw: &[u8], cfg: &ignition::Config) -> BTreeMap<String, u32> {
                 f.get("mode").and_then(|m| m.as_u64()),
             ) {
                 out.insert(p.to_string(), m as u32);
+            }
+        }
+    }
+    out
+}
+
+/// `storage.directories` of the Ignition JSON: path → mode (Ignition's default 0755).
+fn directories(raw: &[u8]) -> BTreeMap<String, u32> {
+    let mut out = BTreeMap::new();
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(raw) {
+        for d in v
+            .pointer("/storage/directories")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(p) = d.get("path").and_then(|p| p.as_str()) {
+                out.insert(
+                    p.to_string(),
+                    d.get("mode").and_then(|m| m.as_u64()).unwrap_or(0o755) as u32,
+                );
             }
         }
     }
@@ -427,6 +451,7 @@ pub fn run(a: RunNodeArgs) -> i32 {
         eprintln!("warning: Ignition: {p}");
     }
     let modes = modes(&raw, &cfg);
+    let dirs = directories(&raw);
     use base64::Engine;
     let b64 = base64::engine::general_purpose::STANDARD;
     let files: BTreeMap<String, (u32, String)> = cfg
@@ -472,6 +497,7 @@ pub fn run(a: RunNodeArgs) -> i32 {
             gateway: a.gateway,
             ifname: a.ifname.clone(),
             files: files.clone(),
+            dirs: dirs.clone(),
             units: units.clone(),
             bin_dir: bin.clone(),
             images: images.clone(),

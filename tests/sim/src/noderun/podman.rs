@@ -615,23 +615,24 @@ fn run(args: &[String]) -> Result<i32, Fail> {
             );
         }
     }
-    // Network: the machine's (host), directly or through a host-network pod.
-    match (&o.pod, o.net.as_deref()) {
-        (_, Some("host")) => {}
+    // Network: the machine's (host), directly or through a host-network pod; any other mode
+    // gets a network namespace of its own with only loopback (a bridge container cannot reach
+    // the machine's 127.0.0.1:8090 nor see its MACs either; it has no outbound NAT here).
+    let private_net = match (&o.pod, o.net.as_deref()) {
+        (_, Some("host")) => false,
         (Some(p), None) => {
             let rec = std::fs::read_to_string(record("pods", p))
                 .map_err(|_| (125, format!("no pod with name or ID {p} found: no such pod")))?;
-            if !rec.contains("network=host") {
-                return fail(125, format!("pod {p} does not use the host network ({}); the stand-in runs containers on the machine's network only", rec.trim()));
-            }
+            !rec.contains("network=host")
         }
-        (_, net) => {
+        (_, Some("none")) | (None, None) | (_, Some("bridge")) | (_, Some("private")) => true,
+        (_, Some(other)) => {
             return fail(
                 125,
-                format!("network mode {:?}: the stand-in runs containers on the machine's network only (--net host or a --network host pod)", net.unwrap_or("default (bridge)")),
+                format!("network mode {other:?} is not supported by the stand-in (host, bridge, none)"),
             )
         }
-    }
+    };
     let name = o
         .name
         .clone()
@@ -678,6 +679,16 @@ fn run(args: &[String]) -> Result<i32, Fail> {
         );
     }
     mount("none", Path::new("/"), "", libc::MS_REC | libc::MS_PRIVATE, None).map_err(|e| (125, e))?;
+    if private_net {
+        // SAFETY: single-threaded.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            return fail(
+                125,
+                format!("unshare(CLONE_NEWNET): {}", std::io::Error::last_os_error()),
+            );
+        }
+        let _ = Command::new("ip").args(["link", "set", "lo", "up"]).status();
+    }
     let cdir = state_dir().join("roots").join(&name);
     let root = cdir.join("root");
     std::fs::create_dir_all(&root).map_err(|e| (125, e.to_string()))?;
@@ -929,8 +940,6 @@ fn build_image_root(role: &str, root: &Path, layer: &Path, with_db: bool) -> Res
     for d in ["var/tmp", "var/log", "root", "home"] {
         std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
     }
-    let sim = Path::new(super::machine::SIM_EXE);
-    bind(sim, &root.join(sim.strip_prefix("/").unwrap()), true)?;
     let real = Path::new(super::machine::REAL_BIN);
     match role {
         "api-server" => {
@@ -985,6 +994,8 @@ fn build_image_root(role: &str, root: &Path, layer: &Path, with_db: bool) -> Res
             }
         }
         "node-agent" => {
+            let sim = Path::new(super::machine::SIM_EXE);
+            bind(sim, &root.join(sim.strip_prefix("/").unwrap()), true)?;
             let agent = root.join("usr/bin/agent");
             std::fs::write(&agent, format!("#!/bin/sh\n# discovery agent stand-in of agent-day2-sim run-node\nexec {} discovery-agent \"$@\"\n", super::machine::SIM_EXE))
                 .map_err(|e| e.to_string())?;
