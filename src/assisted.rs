@@ -6,7 +6,7 @@
 //! serves it on `http://<ip>:8090` (research/node-image.md §6; IPv6 in brackets).
 //!
 //! Operations used, each with the security scheme swagger allows and the token we send
-//! (tokens from Secret openshift-agent-day2/agent-day2-auth, [`crate::auth`]):
+//! (tokens from Secret openshift-config/agent-auth-token, [`crate::auth`]):
 //!
 //! | operation | method, path | scheme (header) |
 //! |---|---|---|

@@ -22,8 +22,8 @@ use crate::error::{Error, ResourceRef, Result};
 use crate::kube_flags::KubeTarget;
 use crate::kube_write::{create_strict, with_strict_validation, FIELD_MANAGER};
 
-/// Our namespace (same as the auth Secret's).
-pub const NAMESPACE: &str = crate::auth::SECRET_NAMESPACE;
+/// Our namespace ([`crate::permissions::OWN_NAMESPACE`]).
+pub const NAMESPACE: &str = crate::permissions::OWN_NAMESPACE;
 /// Label on every batch ConfigMap; its value is the batch name.
 pub const LABEL: &str = "agent-day2.openshift.io/batch";
 /// The data key holding the JSON record.

@@ -123,7 +123,7 @@ pub struct CompleteArgs {
 const MONITOR_LONG: &str = "\
 Follow every node of the batch records (or --batch NAME, or the hosts at --ip-addresses /
 --node NAME=IP) through: its live assisted-service API reachable (http://IP:8090, watcher token
-from Secret openshift-agent-day2/agent-day2-auth) -> host registered -> pre-flight validations
+from Secret openshift-config/agent-auth-token) -> host registered -> pre-flight validations
 (each failing one with its message) -> installing (stage, percent) -> rebooting -> client CSR
 pending -> node joined -> Ready -> serving CSR pending -> serving certificate issued. Node names
 come from the batch records, not reverse DNS. A DHCP host's address is given with
@@ -238,9 +238,9 @@ or PXE files (--pxe), or an appliance config image (--config-image); and a batch
 namespace openshift-agent-day2 that `approve` and `monitor` use.
 
 Reads the cluster (as `info`), validates the nodes config against it (every error at once,
-each naming its field), reuses the auth tokens in Secret openshift-agent-day2/agent-day2-auth
-while more than half their life is left and they last at least half of --token-ttl (else, or
-with --new-token, or an explicit --token-ttl other than theirs, makes new ones), reads the
+each naming its field), reuses the node tokens in Secret openshift-config/agent-auth-token (where
+`oc adm node-image` keeps them) unless they expire within 24 h, last less than half of
+--token-ttl or longer than an explicit one, or --new-token is given (then makes new ones), reads the
 release payload's component images through the registry (the cluster's pull secret, mirrors
 and CAs), takes the base ISO from --base-iso, the cache ($XDG_CACHE_HOME/agent-day2/isos,
 sha256 checked on every use), the release's machine-os-images, or the coreos-bootimages stream
@@ -376,9 +376,9 @@ pub struct AddNodesArgs {
     /// MachineConfigPool the hosts join, e.g. --pool infra (default worker).
     #[arg(long, value_name = "NAME")]
     pub pool: Option<String>,
-    /// Lifetime of new node tokens (default 48h). Stored tokens are reused while more than half
-    /// their life is left and they last at least half of this; given explicitly and different
-    /// from the stored tokens' lifetime, new tokens are made, e.g. --token-ttl 72h.
+    /// Lifetime of new node tokens (default 48h). Stored tokens are reused while they last at
+    /// least 24 h more and at least half of this; given explicitly, also not longer than this
+    /// (else new tokens are made), e.g. --token-ttl 72h.
     #[arg(long, value_name = "DURATION")]
     pub token_ttl: Option<String>,
     /// Make new node tokens now instead of reusing the stored ones; images made before keep

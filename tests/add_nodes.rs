@@ -23,6 +23,8 @@ mod support;
 #[macro_use]
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/tokens.rs"]
+mod tokens;
 #[path = "support/upstream.rs"]
 mod upstream;
 
@@ -30,6 +32,7 @@ use agent_day2_sim::boot::ignition as sim_ignition;
 use agent_day2_sim::harness::{enter_netns, TestCluster};
 use cluster::*;
 use serde_json::{json, Value};
+use tokens::{oc_adm_node_image_secret, ALL_TOKEN_KEYS};
 
 /// Enters a private network namespace (or returns from the test, saying why not) and starts
 /// [`cluster`] of the scenario; gives its [`Work`] and the cluster.
@@ -117,20 +120,45 @@ fn pxe_nodes_config(w: &Work, url: &str) -> PathBuf {
     w.write("nodes-config.yaml", &body)
 }
 
-/// The auth Secret add-nodes writes for monitor.
+/// The node tokens' Secret add-nodes writes for monitor, where `oc adm node-image` keeps it.
 fn auth_secret(c: &TestCluster) -> Value {
     kubectl_json(
         c,
         &[
             "-n",
-            "openshift-agent-day2",
+            "openshift-config",
             "get",
             "secret",
-            "agent-day2-auth",
+            "agent-auth-token",
             "-o",
             "json",
         ],
     )
+}
+
+/// A Secret value of `s` (its `data`, base64-decoded) as text.
+fn secret_str(s: &Value, key: &str) -> String {
+    String::from_utf8(base64_decode(
+        s["data"][key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no data.{key}: {s}")),
+    ))
+    .unwrap()
+}
+
+/// The image's token and key settings: (PULL_SECRET_TOKEN of rendezvous-host.env, USER_AUTH_TOKEN,
+/// WATCHER_AUTH_TOKEN, EC_PUBLIC_KEY_PEM of assisted-service.env).
+fn iso_tokens(iso: &Path) -> [String; 4] {
+    let ign = iso_ignition(iso);
+    let env = |p: &str| sim_ignition::env_file(&ign.text(p).unwrap_or_else(|| panic!("{p} missing")));
+    let rdv = env("/etc/assisted/rendezvous-host.env");
+    let svc = env("/usr/local/share/assisted-service/assisted-service.env");
+    [
+        rdv["PULL_SECRET_TOKEN"].clone(),
+        svc["USER_AUTH_TOKEN"].clone(),
+        svc["WATCHER_AUTH_TOKEN"].clone(),
+        svc["EC_PUBLIC_KEY_PEM"].clone(),
+    ]
 }
 
 /// Where a first run takes the base ISO from: the release's machine-os-images when the
@@ -308,15 +336,35 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     assert_eq!(b["createdBy"], "system:admin");
     assert_eq!(b["architecture"], "x86_64");
     assert_eq!(b["pool"], "worker");
-    // The auth Secret for monitor, whose tokens are the ones in the ISO.
+    // The node tokens' Secret for monitor (where oc adm node-image keeps it), whose tokens
+    // and key are the ones in the ISO.
     let s = auth_secret(&c);
-    let b64 = |v: &Value| String::from_utf8(base64_decode(v.as_str().unwrap())).unwrap();
-    let ign = iso_ignition(&iso);
-    let env = sim_ignition::env_file(
-        &ign.text("/usr/local/share/assisted-service/assisted-service.env")
-            .unwrap(),
+    assert_eq!(s["type"], "Opaque");
+    assert_eq!(s["metadata"]["annotations"]["expiresAt"], r["token"]["expiresAt"]);
+    assert!(s["metadata"]["annotations"]["updatedAt"].is_string());
+    assert_eq!(
+        iso_tokens(&iso),
+        [
+            "agentAuthToken",
+            "userAuthToken",
+            "watcherAuthToken",
+            "authTokenPublicKey"
+        ]
+        .map(|k| secret_str(&s, k))
     );
-    assert_eq!(env["AGENT_AUTH_TOKEN"], b64(&s["data"]["agentAuthToken"]));
+    let mut keys: Vec<&String> = s["data"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "agentAuthToken",
+            "authTokenPublicKey",
+            "userAuthToken",
+            "watcherAuthToken"
+        ],
+        "no private key"
+    );
+    let ign = iso_ignition(&iso);
     assert_eq!(
         sim_ignition::env_file(&ign.text("/etc/assisted/add-nodes.env").unwrap())["AUTH_TOKEN_EXPIRY"],
         r["token"]["expiresAt"].as_str().unwrap()
@@ -570,7 +618,7 @@ fn dry_run_writes_nothing_and_redacts() {
     );
     assert!(!w.out().exists(), "no --dir created");
     assert!(batch_records_or_none(&c).is_empty());
-    let s = c.kubectl(&["-n", "openshift-agent-day2", "get", "secret", "agent-day2-auth"]);
+    let s = c.kubectl(&["-n", "openshift-config", "get", "secret", "agent-auth-token"]);
     assert!(!s.status.success(), "no Secret written");
     // JSON carries the redacted Ignition as data; validation still runs (exit 3 on errors).
     let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run", "-o", "json"]);
@@ -724,94 +772,286 @@ fn batch_list_and_delete() {
     assert!(String::from_utf8_lossy(&o.stdout).is_empty(), "{}", text(&o));
 }
 
+/// A Secret written the way `oc adm node-image` writes it is reused: the ISO carries its
+/// tokens and key, and a node booted from it joins (the simulated node API judges the tokens
+/// with the key, as the real service does). One that expires within 24 h is replaced, and so
+/// is the older single-token layout, each saying why.
 #[test]
-fn tokens_are_renewed_when_less_than_half_their_life_is_left() {
+fn tokens_of_oc_adm_node_image_are_reused_until_they_expire_within_24h() {
     let (w, c) = cluster_or_skip!("");
-    // Material issued 30 h ago with a 48 h life: 18 h left, less than half.
-    let old = agent_day2::auth::generate(
-        Duration::from_secs(48 * 3600),
-        std::time::SystemTime::now() - Duration::from_secs(30 * 3600),
-    )
-    .unwrap();
-    let ns = c.kubectl(&["create", "namespace", "openshift-agent-day2"]);
-    assert!(ns.status.success(), "{}", text(&ns));
-    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"}, "stringData": old.to_secret_data()});
-    let o = c.kubectl_stdin(&["create", "-f", "-"], &secret.to_string());
+    let theirs = oc_adm_node_image_secret(&c, Duration::from_secs(40 * 3600), ALL_TOKEN_KEYS);
+    let before = auth_secret(&c);
+    let o = add_w0(&c, &w, &w.out(), &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json_of(&o);
+    assert_eq!(r["token"]["reused"], true, "{r}");
+    assert_eq!(
+        r["token"]["expiresAt"],
+        before["metadata"]["annotations"]["expiresAt"]
+    );
+    let iso = w.out().join("node.x86_64.iso");
+    assert_eq!(
+        iso_tokens(&iso),
+        theirs,
+        "the ISO carries oc adm node-image's tokens and key"
+    );
+    let after = auth_secret(&c);
+    assert_eq!(
+        after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "Secret untouched"
+    );
+    assert_eq!(
+        sim_ignition::env_file(&iso_ignition(&iso).text("/etc/assisted/add-nodes.env").unwrap())
+            ["AUTH_TOKEN_EXPIRY"],
+        r["token"]["expiresAt"].as_str().unwrap()
+    );
+
+    // 20 h left: within 24 h, replaced (the installer's threshold), saying why.
+    let o = c.kubectl(&["-n", "openshift-config", "delete", "secret", "agent-auth-token"]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = add_w0(&c, &w, &w.out(), &["--token-ttl", "72h", "-o", "json"]);
+    let old = oc_adm_node_image_secret(&c, Duration::from_secs(20 * 3600), ALL_TOKEN_KEYS);
+    let before = auth_secret(&c);
+    let o = add_w0(&c, &w, &w.path("second"), &["-o", "json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let r = json_of(&o);
     assert_eq!(r["token"]["reused"], false);
-    assert!(r["token"]["hoursLeft"].as_u64().unwrap() >= 71);
+    assert!(
+        r["token"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("they expire within 24h"),
+        "{r}"
+    );
+    assert!(r["token"]["hoursLeft"].as_u64().unwrap() >= 47);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("less than half their life left: 17h 5")
-            && err.contains(&format!(
-                "images made before keep working until their own tokens expire at {}",
-                old.expiry_rfc3339()
-            )),
+        err.contains("new node tokens are made instead of reusing those in Secret openshift-config/agent-auth-token: they expire within 24h"),
         "{err}"
     );
     let s = auth_secret(&c);
     assert_ne!(
-        String::from_utf8(base64_decode(s["data"]["agentAuthToken"].as_str().unwrap())).unwrap(),
-        old.agent_token,
-        "Secret updated"
+        s["metadata"]["resourceVersion"],
+        before["metadata"]["resourceVersion"]
     );
+    assert_ne!(secret_str(&s, "agentAuthToken"), old[0]);
+    assert_eq!(s["metadata"]["annotations"]["expiresAt"], r["token"]["expiresAt"]);
+    assert_ne!(s["metadata"]["annotations"]["updatedAt"], "");
+    let pem = String::from_utf8(base64_decode(&secret_str(&s, "authTokenPublicKey"))).unwrap();
+    assert!(pem.starts_with("-----BEGIN EC PUBLIC KEY-----\n"), "{pem}");
+    let iso2 = w.path("second").join("node.x86_64.iso");
     assert_eq!(
-        String::from_utf8(base64_decode(s["data"]["expiresAt"].as_str().unwrap())).unwrap(),
-        r["token"]["expiresAt"].as_str().unwrap()
+        iso_tokens(&iso2),
+        [
+            "agentAuthToken",
+            "userAuthToken",
+            "watcherAuthToken",
+            "authTokenPublicKey"
+        ]
+        .map(|k| secret_str(&s, k))
     );
 
-    // The rule for the runs that follow (README "Node tokens").
+    // The single-token layout (agent token and key only) cannot serve monitor: replaced.
+    let o = c.kubectl(&["-n", "openshift-config", "delete", "secret", "agent-auth-token"]);
+    assert!(o.status.success(), "{}", text(&o));
+    oc_adm_node_image_secret(
+        &c,
+        Duration::from_secs(40 * 3600),
+        &["agentAuthToken", "authTokenPublicKey"],
+    );
+    let o = add_w0(&c, &w, &w.path("third"), &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json_of(&o)["token"]["reused"], false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("Secret openshift-config/agent-auth-token key userAuthToken: is missing: the Secret has the single-token layout of older oc adm node-image versions")
+            && err.contains("new tokens are made and replace them"),
+        "{err}"
+    );
+    let s = auth_secret(&c);
+    assert_eq!(
+        secret_str(&s, "userAuthToken"),
+        iso_tokens(&w.path("third").join("node.x86_64.iso"))[1]
+    );
+
+    // The first ISO, made with oc adm node-image's tokens, boots and joins.
+    boot_w0_joins(&c, &w, &["--iso", iso.to_str().unwrap()]);
+}
+
+/// The reuse rule for the runs that follow (README "Node tokens").
+#[test]
+fn token_reuse_rule_across_runs() {
+    let (w, c) = cluster_or_skip!("");
     let out = w.out();
     let run = |extra: &[&str]| {
-        let o = add_w0(&c, &w, &out, &[&["--force"], extra].concat());
+        let o = add_w0(&c, &w, &out, &[&["--force", "-o", "json"], extra].concat());
         assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", text(&o));
-        o
+        (json_of(&o), String::from_utf8_lossy(&o.stderr).into_owned())
     };
-    // Default run: the 72 h tokens are fresh and last longer than 24 h: reused.
-    let o = run(&["-o", "json"]);
-    let d = json_of(&o);
+    let (first, _) = run(&[]);
+    assert_eq!(first["token"]["reused"], false);
+    assert_eq!(first["token"]["reason"], Value::Null, "nothing stored yet");
+    assert!(first["token"]["hoursLeft"].as_u64().unwrap() >= 47);
+    // Default run: 48 h left, more than 24 h: reused.
+    let (d, _) = run(&[]);
     assert_eq!(d["token"]["reused"], true, "{d}");
-    assert_eq!(d["token"]["expiresAt"], r["token"]["expiresAt"]);
-    // An explicit --token-ttl that differs makes new tokens, saying why.
-    let o = run(&["--token-ttl", "1h"]);
-    let t = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(d["token"]["expiresAt"], first["token"]["expiresAt"]);
+    // Same or a longer lifetime they can still give (48 h left of 72 h asked: over half): reused.
+    assert_eq!(run(&["--token-ttl", "48h"]).0["token"]["reused"], true);
+    assert_eq!(run(&["--token-ttl", "72h"]).0["token"]["reused"], true);
+    // A lifetime they cannot give: 48 h left is under half of 120 h.
+    let (d, _) = run(&["--token-ttl", "120h"]);
+    assert_eq!(d["token"]["reused"], false);
     assert!(
-        t.contains("59m left, new: --token-ttl 1h differs from their lifetime of 72h")
-            || t.contains("(1h left, new: --token-ttl 1h differs from their lifetime of 72h"),
-        "{}",
-        text(&o)
+        d["token"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("less than half of the 120h a new token would get"),
+        "{d}"
     );
-    assert!(!t.contains("0h left"), "{t}");
-    // The next default run does not reuse a token with under an hour left.
-    let o = run(&["-o", "json"]);
-    let d = json_of(&o);
+    // A shorter lifetime than they last: new short tokens.
+    let (d, err) = run(&["--token-ttl", "2h"]);
+    assert_eq!(d["token"]["reused"], false);
+    assert!(
+        d["token"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("longer than the --token-ttl 2h asked for"),
+        "{d}"
+    );
+    assert!(
+        err.contains(
+            "monitor (which uses the tokens in the Secret) can no longer reach nodes booted from them"
+        ),
+        "{err}"
+    );
+    // The next default run does not reuse tokens that expire within 24 h.
+    let (d, _) = run(&[]);
     assert_eq!(d["token"]["reused"], false, "{d}");
     assert!(
         d["token"]["reason"]
             .as_str()
             .unwrap()
-            .contains("left, less than half of the 48h a new token would get"),
+            .starts_with("they expire within 24h"),
         "{d}"
     );
-    assert!(d["token"]["hoursLeft"].as_u64().unwrap() >= 47);
-    // Same lifetime given explicitly: reused; --new-token: new, and older images named.
-    let o = run(&["--token-ttl", "48h", "-o", "json"]);
-    assert_eq!(json_of(&o)["token"]["reused"], true);
-    let o = run(&["--new-token", "-o", "json"]);
-    let n = json_of(&o);
+    // --new-token: new, and older images named.
+    let (n, err) = run(&["--new-token"]);
     assert_eq!(n["token"]["reused"], false);
     assert_eq!(n["token"]["reason"], "--new-token was given");
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains(&format!(
+        err.contains(&format!(
             "images made before keep working until their own tokens expire at {}",
             d["token"]["expiresAt"].as_str().unwrap()
         )),
+        "{err}"
+    );
+}
+
+/// A cluster that has the Secret of earlier agent-day2 versions (tokens with `sub`, which the
+/// node's service refuses) gets new material in openshift-config/agent-auth-token, told once;
+/// the old Secret stays for monitor, which falls back to it while the new one is missing.
+#[test]
+fn the_old_token_secret_is_migrated() {
+    let (w, c) = cluster_or_skip!("");
+    let ns = c.kubectl(&["create", "namespace", "openshift-agent-day2"]);
+    assert!(ns.status.success(), "{}", text(&ns));
+    // The old layout: PEM `PUBLIC KEY`, a PKCS#8 private key, tokens {sub, iat, exp}, times as data.
+    let k = rcgen::KeyPair::generate().unwrap();
+    let now = std::time::SystemTime::now();
+    let unix = |t: std::time::SystemTime| t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let exp = now + Duration::from_secs(40 * 3600);
+    let tok = |sub: &str| {
+        agent_day2_sim::boot::jwt::sign(
+            &json!({"sub": sub, "iat": unix(now), "exp": unix(exp)}),
+            &k.serialize_der(),
+        )
+        .unwrap()
+    };
+    let old = json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"},
+        "stringData": {
+            "authTokenPublicKey": k.public_key_pem(), "authTokenPrivateKey": k.serialize_pem(),
+            "agentAuthToken": tok("agentAuth"), "userAuthToken": tok("userAuth"), "watcherAuthToken": tok("watcherAuth"),
+            "issuedAt": agent_day2::auth::rfc3339(now), "expiresAt": agent_day2::auth::rfc3339(exp),
+        },
+    });
+    let o = c.kubectl_stdin(&["create", "-f", "-"], &old.to_string());
+    assert!(o.status.success(), "{}", text(&o));
+
+    // monitor before any new batch: the new Secret is missing, the old one is used, saying so.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "monitor",
+            "--ip-addresses",
+            "127.0.0.2",
+            "--timeout",
+            "1s",
+            "-o",
+            "json",
+        ],
+    );
+    let t = text(&o);
+    assert!(
+        t.contains("Secret openshift-config/agent-auth-token does not exist: the nodes are followed with the tokens of Secret openshift-agent-day2/agent-day2-auth"),
+        "{t}"
+    );
+    assert!(!t.contains("not found"), "{t}");
+
+    let migrated = "openshift-agent-day2/agent-day2-auth holds node tokens of earlier agent-day2 versions, whose claim sub the node's assisted-service refuses";
+    let o = add_w0(&c, &w, &w.out(), &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json_of(&o);
+    assert_eq!(r["token"]["reused"], false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches(migrated).count(), 1, "{err}");
+    assert!(
+        err.contains("kept in Secret openshift-config/agent-auth-token"),
+        "{err}"
+    );
+    // The new Secret has new tokens with auth_scheme; the ISO carries them; the old one stays.
+    let s = auth_secret(&c);
+    let agent = secret_str(&s, "agentAuthToken");
+    let claims =
+        agent_day2::auth::verify_token(&agent, &secret_str(&s, "authTokenPublicKey"), "agentAuth", now)
+            .unwrap();
+    assert!(
+        claims.get("sub").is_none() && claims.get("iat").is_none(),
+        "{claims:?}"
+    );
+    assert_eq!(iso_tokens(&w.out().join("node.x86_64.iso"))[0], agent);
+    let o = c.kubectl(&["-n", "openshift-agent-day2", "get", "secret", "agent-day2-auth"]);
+    assert!(
+        o.status.success(),
+        "the old Secret stays for monitor: {}",
+        text(&o)
+    );
+    // Said once: the next run reuses the new Secret's tokens without a word about the old one.
+    let o = add_w0(&c, &w, &w.out(), &["--force", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(json_of(&o)["token"]["reused"], true);
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("earlier agent-day2 versions"),
         "{}",
         text(&o)
     );
+    // monitor now reads the new Secret: no fallback message.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "monitor",
+            "--ip-addresses",
+            "127.0.0.2",
+            "--timeout",
+            "1s",
+            "-o",
+            "json",
+        ],
+    );
+    assert!(!text(&o).contains("does not exist"), "{}", text(&o));
 }
 
 // ------------------------------------------------------------------------------------------

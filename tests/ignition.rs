@@ -7,9 +7,8 @@
 //!   validator);
 //! * upstream's node-joiner acceptance files (`../shared/upstream/node-joiner-testdata/*.txt`),
 //!   parsed here and asserted on our Ignition;
-//! * tokens verified with the public key, the reuse rule, and redaction.
+//! * tokens as the node's service takes them (claims, base64 PEM key), and redaction.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_day2::auth::{self, AuthMaterial};
@@ -217,23 +216,33 @@ fn contract_default_cluster_one_dhcp_host() {
     assert!(file(&b, "/etc/chrony.conf").unwrap().contains("192.168.111.1"));
     // The client's importCluster reads networking.userManagedNetworking (nested).
     let imp: Value =
-        serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/import-cluster-config.json").unwrap()).unwrap();
-    assert_eq!(imp, serde_json::json!({"networking": {"userManagedNetworking": false}}));
+        serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/import-cluster-config.json").unwrap())
+            .unwrap();
+    assert_eq!(
+        imp,
+        serde_json::json!({"networking": {"userManagedNetworking": false}})
+    );
     // The service starts only with OS_IMAGES, from the cluster's CoreOS stream.
     let images = file(&b, "/usr/local/share/assisted-service/images.env").unwrap();
-    let os: Value = serde_json::from_str(images.lines().find_map(|l| l.strip_prefix("OS_IMAGES=")).unwrap()).unwrap();
+    let os: Value =
+        serde_json::from_str(images.lines().find_map(|l| l.strip_prefix("OS_IMAGES=")).unwrap()).unwrap();
     let iso = b.model.base_iso_for("x86_64").unwrap();
     assert_eq!(os[0]["url"], iso.location.as_str());
     assert_eq!(os[0]["openshift_version"], "4.18");
     assert_eq!(os[0]["cpu_architecture"], "x86_64");
     // The agent's token travels as PULL_SECRET_TOKEN in rendezvous-host.env; no AGENT_AUTH_TOKEN.
     let rdv = file(&b, "/etc/assisted/rendezvous-host.env").unwrap();
-    assert!(rdv.contains(&format!("PULL_SECRET_TOKEN={}\n", b.auth.agent_token)), "{rdv}");
+    assert!(
+        rdv.contains(&format!("PULL_SECRET_TOKEN={}\n", b.auth.agent_token)),
+        "{rdv}"
+    );
     let svc = file(&b, "/usr/local/share/assisted-service/assisted-service.env").unwrap();
     assert!(!svc.contains("AGENT_AUTH_TOKEN"), "{svc}");
     // The database container runs as postgres (PostgreSQL refuses root).
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
-    assert!(parsed.units["assisted-service-db.service"].text.contains("--user=postgres"));
+    assert!(parsed.units["assisted-service-db.service"]
+        .text
+        .contains("--user=postgres"));
     // Secret files are 0600, scripts 0755.
     for p in [
         "/root/.docker/config.json",
@@ -692,102 +701,70 @@ fn upstream_node_joiner_acceptance() {
 // ------------------------------------------------------------------------------------------
 // Auth material.
 
+/// The tokens as the node's service takes them (claims, key form), judged by the simulator's
+/// own reading of assisted-service (`boot::jwt`, written from `pkg/auth/agent_local_*.go`),
+/// not by the plugin's verifier alone. The Secret forms are unit-tested in src/auth.rs.
 #[test]
-fn tokens_verify_with_the_public_key_and_carry_sub_and_times() {
+fn tokens_carry_auth_scheme_and_exp_only_and_the_simulated_service_accepts_them() {
+    use agent_day2_sim::boot::jwt;
     let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
     let a = auth::generate(Duration::from_secs(48 * 3600), t0).unwrap();
-    assert!(a.public_key_pem.starts_with("-----BEGIN PUBLIC KEY-----\n") && !a.public_key_pem.contains('\r'));
-    assert!(a.private_key_pem.starts_with("-----BEGIN PRIVATE KEY-----\n"));
-    // The simulator's independent verifier (x509-parser SPKI + ring) accepts them too.
-    let key = agent_day2_sim::boot::jwt::public_key(&a.public_key_pem).unwrap();
-    for (tok, sub) in [
-        (&a.agent_token, "agentAuth"),
-        (&a.user_token, "userAuth"),
-        (&a.watcher_token, "watcherAuth"),
+    assert!(
+        a.public_key_pem.starts_with("-----BEGIN EC PUBLIC KEY-----\n") && !a.public_key_pem.contains('\r')
+    );
+    // EC_PUBLIC_KEY_PEM is base64 of the PEM; the simulated service decodes it as the real one.
+    let key = jwt::public_key(&a.public_key_b64()).unwrap();
+    let now = 1_800_000_000i64;
+    let exp = now + 48 * 3600;
+    for (tok, scheme) in [
+        (&a.agent_token, auth::SCHEME_AGENT),
+        (&a.user_token, auth::SCHEME_USER),
+        (&a.watcher_token, auth::SCHEME_WATCHER),
     ] {
-        let c = auth::verify_token(tok, &a.public_key_pem).unwrap();
-        assert_eq!(c["sub"], sub);
-        assert_eq!(c["iat"], 1_800_000_000i64);
-        assert_eq!(c["exp"], 1_800_000_000i64 + 48 * 3600);
-        assert_eq!(agent_day2_sim::boot::jwt::verify(tok, &key).unwrap()["sub"], sub);
+        let c = auth::verify_token(tok, &a.public_key_b64(), scheme, t0).unwrap();
+        assert_eq!(
+            Value::Object(c),
+            serde_json::json!({"auth_scheme": scheme, "exp": exp})
+        );
+        assert_eq!(
+            jwt::judge(&[(scheme, Some(tok.as_bytes()))], &key, now),
+            Ok(scheme)
+        );
+        // Still accepted by a node whose clock is a day behind ours (no iat to refuse).
+        assert_eq!(
+            jwt::judge(&[(scheme, Some(tok.as_bytes()))], &key, now - 86400),
+            Ok(scheme)
+        );
+        // Refused once expired, and on another scheme's route.
+        assert_eq!(
+            jwt::judge(&[(scheme, Some(tok.as_bytes()))], &key, exp)
+                .unwrap_err()
+                .status,
+            401
+        );
+        let other = if scheme == auth::SCHEME_USER {
+            auth::SCHEME_WATCHER
+        } else {
+            auth::SCHEME_USER
+        };
+        assert_eq!(
+            jwt::judge(&[(other, Some(tok.as_bytes()))], &key, now)
+                .unwrap_err()
+                .status,
+            403
+        );
     }
     assert_eq!(a.expiry_rfc3339(), "2027-01-17T08:00:00Z");
-    // Another key does not verify them; a changed payload does not verify.
+    // Another key does not verify them.
     let other = auth::generate(auth::DEFAULT_TTL, t0).unwrap();
-    assert!(auth::verify_token(&a.agent_token, &other.public_key_pem)
-        .unwrap_err()
-        .contains("does not verify"));
-    let mut parts: Vec<&str> = a.user_token.split('.').collect();
-    let forged = base64::Engine::encode(
-        &base64::engine::general_purpose::URL_SAFE_NO_PAD,
-        r#"{"sub":"agentAuth","exp":9999999999}"#,
-    );
-    parts[1] = &forged;
-    assert!(auth::verify_token(&parts.join("."), &a.public_key_pem).is_err());
-    assert!(auth::generate(Duration::ZERO, t0).is_err());
-}
-
-#[test]
-fn reuse_while_more_than_half_the_life_is_left() {
-    let t0 = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-    let ttl = Duration::from_secs(48 * 3600);
-    let a = auth::generate(ttl, t0).unwrap();
-    let at = |h: u64| t0 + Duration::from_secs(h * 3600);
-    assert_eq!(a.remaining_life_fraction(t0), 1.0);
-    assert!(a.should_reuse(t0));
-    assert!(a.should_reuse(at(23)));
-    assert_eq!(a.remaining_life_fraction(at(24)), 0.5);
-    assert!(!a.should_reuse(at(24)), "exactly half left: make new material");
-    assert!(!a.should_reuse(at(47)));
-    assert!(!a.is_expired(at(47)) && a.is_expired(at(48)));
-    assert_eq!(a.remaining_life_fraction(at(100)), 0.0);
-    assert_eq!(a.remaining_life_fraction(t0 - Duration::from_secs(3600)), 1.0);
-}
-
-#[test]
-fn secret_data_round_trip_and_tampering() {
-    let a = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
-    let data = a.to_secret_data();
-    assert_eq!(data.len(), 7);
-    let bytes: BTreeMap<String, Vec<u8>> = data
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
-        .collect();
-    let back = AuthMaterial::from_secret_data(&bytes).unwrap();
-    assert_eq!(back, a);
+    let okey = jwt::public_key(&other.public_key_b64()).unwrap();
     assert_eq!(
-        (auth::SECRET_NAMESPACE, auth::SECRET_NAME),
-        ("openshift-agent-day2", "agent-day2-auth")
+        jwt::judge(&[("agentAuth", Some(a.agent_token.as_bytes()))], &okey, now)
+            .unwrap_err()
+            .text,
+        "Failed to parse token: crypto/ecdsa: verification error\n"
     );
-
-    let mut missing = bytes.clone();
-    missing.remove(auth::keys::WATCHER_TOKEN);
-    let e = AuthMaterial::from_secret_data(&missing).unwrap_err().to_string();
-    assert_eq!(e, "Secret openshift-agent-day2/agent-day2-auth key watcherAuthToken: is missing (delete the Secret to have new material made)");
-    // A private key of another pair.
-    let other = auth::generate(auth::DEFAULT_TTL, now()).unwrap();
-    let mut mixed = bytes.clone();
-    mixed.insert(
-        auth::keys::PRIVATE_KEY.into(),
-        other.private_key_pem.clone().into_bytes(),
-    );
-    assert!(AuthMaterial::from_secret_data(&mixed)
-        .unwrap_err()
-        .to_string()
-        .contains("authTokenPrivateKey: does not belong"));
-    // Tokens swapped between personas.
-    let mut swapped = bytes.clone();
-    swapped.insert(auth::keys::AGENT_TOKEN.into(), a.user_token.clone().into_bytes());
-    assert!(AuthMaterial::from_secret_data(&swapped)
-        .unwrap_err()
-        .to_string()
-        .contains("agentAuthToken: token has sub \"userAuth\""));
-    let mut badtime = bytes;
-    badtime.insert(auth::keys::EXPIRES_AT.into(), b"tomorrow".to_vec());
-    assert!(AuthMaterial::from_secret_data(&badtime)
-        .unwrap_err()
-        .to_string()
-        .contains("expiresAt: \"tomorrow\" is not an RFC 3339 time"));
+    assert!(auth::generate(Duration::ZERO, t0).is_err());
 }
 
 #[test]
@@ -817,17 +794,10 @@ fn redaction_hides_every_secret() {
         .as_str()
         .unwrap()
         .to_string();
-    let pem_body: String = b
-        .auth
-        .private_key_pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
     for (what, secret) in [
         ("agent token", b.auth.agent_token.as_str()),
         ("user token", &b.auth.user_token),
         ("watcher token", &b.auth.watcher_token),
-        ("private key", &pem_body[..40]),
         ("pull secret auth", &auth_b64),
         ("proxy password", "user:pw@"),
     ] {
@@ -836,15 +806,14 @@ fn redaction_hides_every_secret() {
             b.json.contains(secret)
                 || ignition::files(&b.cfg)
                     .iter()
-                    .any(|(_, d, _)| String::from_utf8_lossy(d).contains(secret))
-                || what == "private key",
+                    .any(|(_, d, _)| String::from_utf8_lossy(d).contains(secret)),
             "{what} not in the config"
         );
         // ... and in neither the redacted view nor Debug.
         assert!(!red.contains(secret), "{what} in the redacted config");
         assert!(!debug.contains(secret), "{what} in Debug");
     }
-    assert!(debug.contains("<redacted>") && debug.contains("BEGIN PUBLIC KEY"));
+    assert!(debug.contains("<redacted>") && debug.contains("BEGIN EC PUBLIC KEY"));
     // The builder's inputs do not print the pull secret either.
     let imgs = images();
     let hosts = [dhcp_host("w", "52:54:00:aa:00:30")];
@@ -866,8 +835,6 @@ fn redaction_hides_every_secret() {
         "{dbg}"
     );
     assert!(red.contains("data:,<redacted>"));
-    // The private key is never in the node's config at all (the node only verifies).
-    assert!(!b.json.contains(&pem_body[..40]));
     // The public parts stay visible.
     assert!(red.contains("CLUSTER_NAME=ostest"));
 }

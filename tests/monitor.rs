@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 #[macro_use]
 #[path = "support/cluster.rs"]
 mod cluster;
+#[path = "support/tokens.rs"]
+mod tokens;
 
 use agent_day2_sim::harness::TestCluster;
 use cluster::*;
@@ -300,6 +302,64 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
         4,
         "a client and a serving approval per node: {approvals:?}"
     );
+}
+
+/// Either tool's tokens: an ISO made while Secret openshift-config/agent-auth-token holds
+/// tokens written the way `oc adm node-image` writes them carries those, and monitor follows
+/// the node with them to Ready (the simulated node API judges them with the image's key, as
+/// assisted-service's agent-installer-local auth does).
+#[test]
+fn monitor_follows_a_node_with_the_tokens_oc_adm_node_image_wrote() {
+    netns_or_skip!();
+    let env = Env::new();
+    let theirs =
+        tokens::oc_adm_node_image_secret(&env.c, Duration::from_secs(40 * 3600), tokens::ALL_TOKEN_KEYS);
+    let r = env.add_nodes(&[static_host(W0, 24)], &[]);
+    assert_eq!(r["token"]["reused"], true, "{r}");
+    let iso = r["files"][0]["path"].as_str().unwrap().to_string();
+    let (o, boot) = env.monitor_while_booting(
+        &[
+            "monitor",
+            "--approve",
+            "--yes",
+            "-o",
+            "json",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "180s",
+        ],
+        1000,
+        &["--iso", &iso],
+        &[W0],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}
+boot:
+{}",
+        text(&o),
+        boot.log()
+    );
+    let st = stages_of(&events(&o), W0.0);
+    for want in ["registered", "installing", "done"] {
+        assert!(st.iter().any(|s| s == want), "{want} missing in {st:?}");
+    }
+    // The watcher token monitor used is oc adm node-image's (the ISO's EC key verifies it).
+    let s = env.kubectl_json(&[
+        "-n",
+        "openshift-config",
+        "get",
+        "secret",
+        "agent-auth-token",
+        "-o",
+        "json",
+    ]);
+    let watcher = s["data"]["watcherAuthToken"].as_str().unwrap();
+    use base64::Engine;
+    let watcher = base64::engine::general_purpose::STANDARD.decode(watcher).unwrap();
+    assert_eq!(String::from_utf8(watcher).unwrap(), theirs[2]);
 }
 
 /// A failing validation (message shown, exit 5), a failed install (exit 6, logs gathered), a
@@ -690,17 +750,16 @@ fn requests_and_the_simulators_answers_follow_swagger() {
             .unwrap()
             .port();
         let addr: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let exp = time::OffsetDateTime::now_utc().unix_timestamp() + 3600;
-        let tok = |sub: &str| {
-            use base64::Engine;
-            let e = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-            format!(
-                "{}.{}.sig",
-                e(r#"{"alg":"ES256"}"#),
-                e(&format!(r#"{{"sub":"{sub}","exp":{exp}}}"#))
-            )
+        // Tokens as add-nodes makes them; the simulated API judges them with the public key
+        // as the real service does (signature, exp, auth_scheme).
+        let m = agent_day2::auth::generate(Duration::from_secs(3600), std::time::SystemTime::now()).unwrap();
+        let tok = |scheme: &str| match scheme {
+            "agentAuth" => m.agent_token.clone(),
+            "userAuth" => m.user_token.clone(),
+            _ => m.watcher_token.clone(),
         };
         let facts = Facts {
+            ec_public_key: agent_day2_sim::boot::jwt::public_key(&m.public_key_b64()).unwrap(),
             cluster_id: "c37c9544-4320-4380-9d8b-0753a4d9ea57".into(),
             cluster_name: "ostest".into(),
             api_dns_name: "api.ostest.example.com".into(),
@@ -976,8 +1035,7 @@ fn fake_api_401(
                     let mut l = list("ConfigMapList", "v1");
                     l["items"] = json!([batch_cm.clone()]);
                     (200, l)
-                } else if path.starts_with("/api/v1/namespaces/openshift-agent-day2/secrets/agent-day2-auth")
-                {
+                } else if path.starts_with("/api/v1/namespaces/openshift-config/secrets/agent-auth-token") {
                     (200, secret.clone())
                 } else if path.starts_with("/apis/certificates.k8s.io/v1/certificatesigningrequests") {
                     (
@@ -1036,7 +1094,7 @@ fn a_401_while_watching_reads_the_kubeconfig_again_once() {
         .into_iter()
         .map(|(k, v)| (k, json!(base64::engine::general_purpose::STANDARD.encode(v))))
         .collect();
-    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-day2-auth", "namespace": "openshift-agent-day2"}, "type": "Opaque", "data": data});
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "agent-auth-token", "namespace": "openshift-config", "annotations": auth.secret_annotations(std::time::SystemTime::now())}, "type": "Opaque", "data": data});
     std::fs::write(&kubeconfig, "placeholder").unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let (port, h) = fake_api_401(kubeconfig.clone(), cm, secret, stop.clone());

@@ -7,7 +7,7 @@
 //!    refused with exit 4 as `info` does);
 //! 3. the nodes config ([`nodes_config`]: parse and validation errors all at once, exit 3;
 //!    warnings on stderr, including hosts an earlier unexpired batch already has);
-//! 4. auth material: Secret `openshift-agent-day2/agent-day2-auth` reused by the rule of
+//! 4. auth material: Secret `openshift-config/agent-auth-token` reused by the rule of
 //!    [`token::reuse_decision`], else a new key and tokens ([`crate::auth`]);
 //! 5. component images from the release payload ([`crate::registry`], cached per digest);
 //! 6. the Ignition ([`ignition`]) and its compressed archive, measured against the 256 KiB of
@@ -594,7 +594,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     // --- 9. cluster writes
     batch::ensure_namespace(target).await?;
     if !auth.reused {
-        save_auth(target, &auth.material, auth.secret_exists).await?;
+        save_auth(target, &auth, now).await?;
     }
     let rel = |p: &Path| p.strip_prefix(&args.dir).unwrap_or(p).display().to_string();
     let name = batch::new_name(now);

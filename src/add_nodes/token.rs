@@ -1,26 +1,37 @@
 //! The node tokens' Secret on the cluster for `add-nodes`: whether the stored material is
 //! reused ([`reuse_decision`]), reading it ([`auth_material`]) and writing it back
 //! ([`save_auth`]). The material itself (keys, tokens, the Secret's data) is [`crate::auth`].
+//!
+//! The Secret is the one `oc adm node-image` keeps, `openshift-config/agent-auth-token`
+//! (installer `pkg/asset/agent/gencrypto/authconfig.go`), so either tool reuses the other's
+//! tokens by the same rule. A cluster that only has the Secret of earlier agent-day2 versions
+//! (`openshift-agent-day2/agent-day2-auth`) gets new material in the new Secret: the old tokens
+//! carry `sub`, which the node's assisted-service refuses. The old Secret is left in place for
+//! `monitor`, which follows the batches made with it.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use base64::Engine;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, ObjectMeta, Patch};
+use k8s_openapi::ByteString;
+use kube::api::{Api, ObjectMeta, PostParams};
 
 use super::{invalid, report};
 use crate::auth::{self, AuthMaterial};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube_flags::KubeTarget;
-use crate::kube_write::{create_strict, patch_params};
+use crate::kube_write::{create_strict, FIELD_MANAGER};
 
 /// Auth material for this batch and where it came from.
 pub(super) struct Auth {
+    /// The material the image carries.
     pub(super) material: AuthMaterial,
+    /// Taken from the Secret (nothing to write).
     pub(super) reused: bool,
-    pub(super) secret_exists: bool,
+    /// The Secret as read, when it exists (replaced with its resourceVersion, so a concurrent
+    /// writer makes the replace fail instead of being overwritten).
+    pub(super) existing: Option<Secret>,
     /// Why the stored tokens were not reused (None when reused or there were none).
     pub(super) reason: Option<String>,
 }
@@ -29,10 +40,14 @@ fn auth_ref() -> ResourceRef {
     ResourceRef::namespaced("Secret", auth::SECRET_NAMESPACE, auth::SECRET_NAME)
 }
 
+fn legacy_ref() -> ResourceRef {
+    ResourceRef::namespaced("Secret", auth::LEGACY_SECRET_NAMESPACE, auth::LEGACY_SECRET_NAME)
+}
+
 /// What this run asks of the tokens.
 #[derive(Debug, Clone, Copy)]
 pub struct TokenRequest {
-    /// `--token-ttl` (or [`DEFAULT_TTL`]).
+    /// `--token-ttl` (or [`super::DEFAULT_TTL`]).
     pub ttl: Duration,
     /// `--token-ttl` was given on the command line.
     pub explicit: bool,
@@ -40,24 +55,22 @@ pub struct TokenRequest {
     pub new_token: bool,
 }
 
-/// Whether stored tokens (signed at `issued`, expiring at `expires`) serve a run at `now` that
-/// asks for `req`. The rule (README "Node tokens"):
+/// Whether stored tokens expiring at `expires` serve a run at `now` that asks for `req`. The
+/// rule (README "Node tokens"), which for a default run is `oc adm node-image`'s:
 /// - `--new-token` never reuses;
-/// - an explicit `--token-ttl` that differs from the stored tokens' lifetime makes new ones
-///   (the user asked for that lifetime);
-/// - otherwise they are reused while strictly more than half of their own life is left
-///   (auth's [`AuthMaterial::should_reuse`], as node-joiner reuses its token until 24 h of 48
-///   are left) AND they expire no earlier than `now + ttl/2`, so a short-lived token from an
-///   earlier `--token-ttl 1h` run is not handed to a default 48 h run.
+/// - tokens that have expired, or expire within [`auth::REUSE_MARGIN`] (24 h), are replaced
+///   (installer `authconfig.go` regenerates once now is past `exp - 24h`);
+/// - they must last at least half of the lifetime a new token would get (`ttl/2`), so a run
+///   asking for `--token-ttl 96h` does not get tokens with 30 h left;
+/// - with an explicit `--token-ttl`, they must not last longer than asked (a short lifetime is
+///   asked for a reason; tokens of a default 48 h run are not handed to a `--token-ttl 2h` run).
 ///
 /// `Err` says why not, for the warning.
 pub fn reuse_decision(
-    issued: SystemTime,
     expires: SystemTime,
     now: SystemTime,
     req: &TokenRequest,
 ) -> std::result::Result<(), String> {
-    let life = expires.duration_since(issued).unwrap_or_default();
     let left = expires.duration_since(now).unwrap_or_default();
     let h = report::human_duration;
     if req.new_token {
@@ -66,18 +79,11 @@ pub fn reuse_decision(
     if left.is_zero() {
         return Err(format!("they expired at {}", auth::rfc3339(expires)));
     }
-    if left.as_secs() * 2 <= life.as_secs() {
+    if left < auth::REUSE_MARGIN {
         return Err(format!(
-            "they have less than half their life left: {} of {}",
-            h(left),
-            h(life)
-        ));
-    }
-    if req.explicit && life != req.ttl {
-        return Err(format!(
-            "--token-ttl {} differs from their lifetime of {}",
-            h(req.ttl),
-            h(life)
+            "they expire within 24h (at {}, {} left)",
+            auth::rfc3339(expires),
+            h(left)
         ));
     }
     if left < req.ttl / 2 {
@@ -87,9 +93,34 @@ pub fn reuse_decision(
             h(req.ttl)
         ));
     }
+    if req.explicit && left > req.ttl {
+        return Err(format!(
+            "they last {} more, longer than the --token-ttl {} asked for",
+            h(left),
+            h(req.ttl)
+        ));
+    }
     Ok(())
 }
 
+fn decoded(s: &Secret) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, String>) {
+    let data = s
+        .data
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    (data, s.metadata.annotations.clone().unwrap_or_default())
+}
+
+/// The material for this run: the stored one when [`reuse_decision`] allows, else new (made
+/// here, written by [`save_auth`] later). Warns (stderr and `warnings`) when stored tokens
+/// are replaced, when the stored Secret cannot be used, and once when the cluster only has
+/// the Secret of earlier agent-day2 versions.
+///
+/// Errors: reading the Secret fails (forbidden, unreachable: exit 4 naming it), `--token-ttl`
+/// out of range (exit 3).
 pub(super) async fn auth_material(
     target: &KubeTarget,
     req: &TokenRequest,
@@ -102,33 +133,36 @@ pub(super) async fn auth_material(
         .get_opt(auth::SECRET_NAME)
         .await
         .map_err(|e| classify(e, "read", auth_ref(), target))?;
-    let secret_exists = existing.is_some();
     let mut warn = |w: String| {
         eprintln!("warning: {w}");
         warnings.push(w);
     };
-    let old = match existing.and_then(|s| s.data) {
-        Some(d) => {
-            let data: BTreeMap<String, Vec<u8>> = d.into_iter().map(|(k, v)| (k, v.0)).collect();
-            match AuthMaterial::from_secret_data(&data) {
+    let verb = if dry_run { "would be made" } else { "are made" };
+    let old = match &existing {
+        Some(s) => {
+            let (data, ann) = decoded(s);
+            match AuthMaterial::from_secret_data(&data, &ann) {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    warn(format!("{e}; new tokens are made and replace it"));
+                    warn(format!("{e}; new tokens {verb} and replace them"));
                     None
                 }
             }
         }
-        None => None,
+        None => {
+            migration_notice(target, verb, &mut warn).await;
+            None
+        }
     };
     let mut reason = None;
     if let Some(m) = &old {
-        match reuse_decision(m.issued_at, m.expires_at, now, req) {
+        match reuse_decision(m.expires_at, now, req) {
             Ok(()) => {
-                tracing::info!(expires = %m.expiry_rfc3339(), "reusing the node tokens");
+                tracing::info!(expires = %m.expiry_rfc3339(), secret = %auth_ref(), "reusing the node tokens");
                 return Ok(Auth {
                     material: m.clone(),
                     reused: true,
-                    secret_exists,
+                    existing,
                     reason: None,
                 });
             }
@@ -141,7 +175,6 @@ pub(super) async fn auth_material(
     })?;
     if let (Some(m), Some(why)) = (&old, &reason) {
         let when = m.expiry_rfc3339();
-        let verb = if dry_run { "would be made" } else { "are made" };
         if m.is_expired(now) {
             warn(format!("the node tokens in {} expired at {when}: new tokens {verb}; images made with them no longer work (make new ones)", auth_ref()));
         } else {
@@ -154,45 +187,99 @@ pub(super) async fn auth_material(
     Ok(Auth {
         material,
         reused: false,
-        secret_exists,
+        existing,
         reason,
     })
 }
 
-pub(super) async fn save_auth(target: &KubeTarget, m: &AuthMaterial, exists: bool) -> Result<()> {
+/// When the new Secret is missing but the one of earlier agent-day2 versions exists, says
+/// (once: from the next run on the new Secret exists) that its tokens cannot be reused. A
+/// failure to read the old Secret only shows in the log: it decides nothing.
+async fn migration_notice(target: &KubeTarget, verb: &str, warn: &mut impl FnMut(String)) {
+    let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::LEGACY_SECRET_NAMESPACE);
+    match api.get_opt(auth::LEGACY_SECRET_NAME).await {
+        Ok(Some(_)) => warn(format!(
+            "{} holds node tokens of earlier agent-day2 versions, whose claim sub the node's assisted-service refuses (HTTP 500 \"malformed auth_scheme claim\"): new tokens {verb} and kept in {}, where oc adm node-image keeps them; the old Secret stays for monitor to follow the batches made with it (delete it once they have joined)",
+            legacy_ref(),
+            auth_ref()
+        )),
+        Ok(None) => {}
+        Err(e) => tracing::debug!(error = %e, secret = %legacy_ref(), "cannot read the old auth Secret"),
+    }
+}
+
+/// Writes new material into Secret `openshift-config/agent-auth-token` at `now`: data keys
+/// [`auth::keys`] and annotations `expiresAt`/`updatedAt` ([`AuthMaterial::secret_annotations`]),
+/// type Opaque. An existing Secret is replaced with the resourceVersion it was read with
+/// (keys and annotations of others kept), so a concurrent writer (another add-nodes, `oc adm
+/// node-image`) makes this fail with a conflict instead of being overwritten; a new one is
+/// created (labelled `app.kubernetes.io/managed-by: agent-day2`).
+///
+/// Errors: the API refuses (forbidden: exit 4 naming the Secret and verb; conflict: says to
+/// run again).
+pub(super) async fn save_auth(target: &KubeTarget, a: &Auth, now: SystemTime) -> Result<()> {
+    let m = &a.material;
     let data = m.to_secret_data();
-    let labels = BTreeMap::from([(
-        "app.kubernetes.io/managed-by".to_string(),
-        "agent-day2".to_string(),
-    )]);
-    if exists {
-        let b64 = base64::engine::general_purpose::STANDARD;
-        let enc: serde_json::Map<String, serde_json::Value> = data
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(b64.encode(v))))
-            .collect();
-        let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
-        let patch = serde_json::json!({"metadata": {"labels": labels}, "data": enc});
-        api.patch(auth::SECRET_NAME, &patch_params(), &Patch::Merge(&patch))
-            .await
-            .map(|_| ())
-            .map_err(|e| classify(e, "update", auth_ref(), target))
-    } else {
-        let s = Secret {
-            metadata: ObjectMeta {
-                name: Some(auth::SECRET_NAME.into()),
-                namespace: Some(auth::SECRET_NAMESPACE.into()),
-                labels: Some(labels),
+    let notes = m.secret_annotations(now);
+    let api: Api<Secret> = Api::namespaced(target.client.clone(), auth::SECRET_NAMESPACE);
+    match &a.existing {
+        Some(old) => {
+            let mut s = old.clone();
+            let d = s.data.get_or_insert_with(BTreeMap::new);
+            for (k, v) in data {
+                d.insert(k, ByteString(v.into_bytes()));
+            }
+            s.string_data = None;
+            s.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .extend(notes);
+            s.metadata.managed_fields = None;
+            let pp = PostParams {
+                dry_run: false,
+                field_manager: Some(FIELD_MANAGER.into()),
+            };
+            api.replace(auth::SECRET_NAME, &pp, &s)
+                .await
+                .map(|_| ())
+                .map_err(|e| match e {
+                    kube::Error::Api(st) if st.code == 409 => Error::Api {
+                        verb: "update".into(),
+                        resource: auth_ref(),
+                        message: format!(
+                            "it changed while add-nodes ran (another add-nodes or oc adm node-image wrote it): {}; run add-nodes again, it reads the new tokens",
+                            st.message
+                        ),
+                    },
+                    e => classify(e, "update", auth_ref(), target),
+                })
+        }
+        None => {
+            let labels = BTreeMap::from([(
+                "app.kubernetes.io/managed-by".to_string(),
+                "agent-day2".to_string(),
+            )]);
+            let s = Secret {
+                metadata: ObjectMeta {
+                    name: Some(auth::SECRET_NAME.into()),
+                    namespace: Some(auth::SECRET_NAMESPACE.into()),
+                    labels: Some(labels),
+                    annotations: Some(notes),
+                    ..Default::default()
+                },
+                type_: Some("Opaque".into()),
+                data: Some(
+                    data.into_iter()
+                        .map(|(k, v)| (k, ByteString(v.into_bytes())))
+                        .collect(),
+                ),
                 ..Default::default()
-            },
-            type_: Some("Opaque".into()),
-            string_data: Some(data),
-            ..Default::default()
-        };
-        create_strict(&target.client, &(), Some(auth::SECRET_NAMESPACE), &s)
-            .await
-            .map(|_| ())
-            .map_err(|e| classify(e, "create", auth_ref(), target))
+            };
+            create_strict(&target.client, &(), Some(auth::SECRET_NAMESPACE), &s)
+                .await
+                .map(|_| ())
+                .map_err(|e| classify(e, "create", auth_ref(), target))
+        }
     }
 }
 
@@ -210,20 +297,21 @@ mod tests {
             new_token: false,
         };
         // 48 h token, 1 h old: 47 h left.
-        let (iss, exp, now) = (t0, t0 + h(48), t0 + h(1));
-        assert!(reuse_decision(iss, exp, now, &req(48, false)).is_ok());
+        let (exp, now) = (t0 + h(48), t0 + h(1));
+        assert!(reuse_decision(exp, now, &req(48, false)).is_ok());
+        assert!(reuse_decision(exp, now, &req(48, true)).is_ok(), "same ttl given");
+        // A shorter explicit lifetime than they have left: new ones.
+        let e = reuse_decision(exp, now, &req(2, true)).unwrap_err();
         assert!(
-            reuse_decision(iss, exp, now, &req(48, true)).is_ok(),
-            "same ttl given"
-        );
-        let e = reuse_decision(iss, exp, now, &req(1, true)).unwrap_err();
-        assert!(
-            e.contains("--token-ttl 1h differs from their lifetime of 48h"),
+            e.contains("they last 47h more, longer than the --token-ttl 2h asked for"),
             "{e}"
         );
-        assert!(reuse_decision(iss, exp, now, &req(72, true)).is_err());
+        // A longer one they cannot give: 47 h < 96 h / 2.
+        let e = reuse_decision(exp, now, &req(96, true)).unwrap_err();
+        assert!(e.contains("only 47h left, less than half of the 96h"), "{e}");
+        // 72 h asked, 47 h left: more than half of 72 h, and not longer than asked.
+        assert!(reuse_decision(exp, now, &req(72, true)).is_ok());
         let e = reuse_decision(
-            iss,
             exp,
             now,
             &TokenRequest {
@@ -233,15 +321,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("--new-token"), "{e}");
-        // 30 h old: less than half left.
-        let e = reuse_decision(iss, exp, t0 + h(30), &req(48, false)).unwrap_err();
-        assert!(e.contains("less than half their life left: 18h of 48h"), "{e}");
-        // A 1 h token 10 minutes old has most of its life, but 50 m is less than 24 h.
-        let ten_min = t0 + Duration::from_secs(600);
-        let e = reuse_decision(t0, t0 + h(1), ten_min, &req(48, false)).unwrap_err();
-        assert!(e.contains("only 50m left, less than half of the 48h"), "{e}");
-        assert!(reuse_decision(t0, t0 + h(1), ten_min, &req(1, true)).is_ok());
-        let e = reuse_decision(iss, exp, t0 + h(49), &req(48, false)).unwrap_err();
+        // 24 h left: still reused (the installer regenerates once now is after exp - 24 h);
+        // 1 s less: not.
+        let s = Duration::from_secs(1);
+        assert!(reuse_decision(exp, exp - h(24), &req(48, false)).is_ok());
+        let e = reuse_decision(exp, exp - h(24) + s, &req(48, false)).unwrap_err();
+        assert!(e.contains("they expire within 24h"), "{e}");
+        let e = reuse_decision(exp, t0 + h(30), &req(48, false)).unwrap_err();
+        assert!(e.contains("expire within 24h") && e.contains("18h left"), "{e}");
+        let e = reuse_decision(exp, t0 + h(49), &req(48, false)).unwrap_err();
         assert!(e.contains("expired"), "{e}");
+        // An explicit long lifetime: 100 h tokens with 90 h left serve --token-ttl 100h.
+        assert!(reuse_decision(t0 + h(100), t0 + h(10), &req(100, true)).is_ok());
     }
 }

@@ -111,32 +111,111 @@ fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
     }
 }
 
-/// Reads the auth Secret (the node tokens). Errors: exit 4 naming the Secret.
-async fn read_auth(target: &KubeTarget) -> Result<AuthMaterial> {
-    let api: ::kube::Api<Secret> =
-        ::kube::Api::namespaced(target.client.clone(), crate::auth::SECRET_NAMESPACE);
-    let r = ResourceRef::namespaced("Secret", crate::auth::SECRET_NAMESPACE, crate::auth::SECRET_NAME);
-    let s = api.get(crate::auth::SECRET_NAME).await.map_err(|e| {
-        match classify(e, "read", r.clone(), target) {
-            Error::NotFound { resource, .. } => Error::NotFound {
-                resource,
-                why: Some(
-                    "it holds the node tokens add-nodes made; run `oc agent-day2 add-nodes` first".into(),
-                ),
-            },
-            other => other,
+/// The node tokens `monitor` calls the nodes' API with: those of Secret
+/// `openshift-config/agent-auth-token` (written by add-nodes or `oc adm node-image`), and
+/// those of the Secret earlier agent-day2 versions wrote (`openshift-agent-day2/agent-day2-auth`)
+/// for the batches made with them.
+struct NodeTokens {
+    /// The current Secret's material; when that Secret does not exist, the old one's.
+    main: AuthMaterial,
+    /// `main` comes from the old Secret (the current one does not exist).
+    main_is_legacy: bool,
+    /// The old Secret's material, when `main` is the current one and the old one exists.
+    legacy: Option<AuthMaterial>,
+}
+
+impl NodeTokens {
+    /// The material for nodes of a batch whose record says its tokens expire at
+    /// `token_expires_at` (None: a node of no batch): the old Secret's when that is the one
+    /// whose expiry the batch recorded (and the current one's is not), else `main`. The bool
+    /// says whether the old Secret's was chosen.
+    fn for_batch(&self, token_expires_at: Option<&str>) -> (&AuthMaterial, bool) {
+        let exp = token_expires_at.and_then(crate::auth::parse_rfc3339);
+        match &self.legacy {
+            Some(l) if exp == Some(l.expires_at) && exp != Some(self.main.expires_at) => (l, true),
+            _ => (&self.main, self.main_is_legacy),
         }
-    })?;
-    let data: BTreeMap<String, Vec<u8>> = s
+    }
+}
+
+fn secret_data(s: Secret) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, String>) {
+    let ann = s.metadata.annotations.unwrap_or_default();
+    let data = s
         .data
         .unwrap_or_default()
         .into_iter()
         .map(|(k, v)| (k, v.0))
         .collect();
-    AuthMaterial::from_secret_data(&data).map_err(|e| Error::BadObject {
-        resource: r,
-        message: e.to_string(),
-    })
+    (data, ann)
+}
+
+/// Reads the node tokens ([`NodeTokens`]). The current Secret must be readable (missing is
+/// fine when the old one exists); the old one is read only for the fallback, and when the
+/// current one exists a failure to read or parse it is logged, not fatal.
+///
+/// Errors (exit 4 naming the Secret): neither Secret exists, the current one cannot be read
+/// or is malformed, or only the old one exists and it is malformed.
+async fn read_auth(target: &KubeTarget) -> Result<NodeTokens> {
+    use crate::auth::{LEGACY_SECRET_NAME, LEGACY_SECRET_NAMESPACE, SECRET_NAME, SECRET_NAMESPACE};
+    let r = ResourceRef::namespaced("Secret", SECRET_NAMESPACE, SECRET_NAME);
+    let lr = ResourceRef::namespaced("Secret", LEGACY_SECRET_NAMESPACE, LEGACY_SECRET_NAME);
+    let api: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), SECRET_NAMESPACE);
+    let current = match api
+        .get_opt(SECRET_NAME)
+        .await
+        .map_err(|e| classify(e, "read", r.clone(), target))?
+    {
+        None => None,
+        Some(s) => {
+            let (data, ann) = secret_data(s);
+            Some(
+                AuthMaterial::from_secret_data(&data, &ann).map_err(|e| Error::BadObject {
+                    resource: r.clone(),
+                    message: format!("{e}; run `oc agent-day2 add-nodes` to have new node tokens made (images made before cannot be followed)"),
+                })?,
+            )
+        }
+    };
+    let lapi: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), LEGACY_SECRET_NAMESPACE);
+    let legacy = match lapi.get_opt(LEGACY_SECRET_NAME).await {
+        Ok(None) => None,
+        Ok(Some(s)) => match AuthMaterial::from_legacy_secret_data(&secret_data(s).0) {
+            Ok(m) => Some(m),
+            Err(e) if current.is_some() => {
+                tracing::warn!(error = %e, "the old node tokens cannot be used; batches made with them are followed with the current ones");
+                None
+            }
+            Err(e) => {
+                return Err(Error::BadObject {
+                    resource: lr,
+                    message: e.to_string(),
+                })
+            }
+        },
+        Err(e) if current.is_some() => {
+            tracing::debug!(error = %e, secret = %lr, "cannot read the old auth Secret");
+            None
+        }
+        Err(e) => return Err(classify(e, "read", lr, target)),
+    };
+    match (current, legacy) {
+        (Some(main), legacy) => Ok(NodeTokens {
+            main,
+            main_is_legacy: false,
+            legacy,
+        }),
+        (None, Some(main)) => Ok(NodeTokens {
+            main,
+            main_is_legacy: true,
+            legacy: None,
+        }),
+        (None, None) => Err(Error::NotFound {
+            resource: r,
+            why: Some(
+                "it holds the node tokens add-nodes (or oc adm node-image) made; run `oc agent-day2 add-nodes` first".into(),
+            ),
+        }),
+    }
 }
 
 /// What one poll (or a failure follow-up) tells the loop.
@@ -659,13 +738,30 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
             ));
         }
     }
-    if auth.is_expired(now) {
-        warnings.push(format!(
-            "the node tokens in Secret {}/{} expired at {}",
-            crate::auth::SECRET_NAMESPACE,
-            crate::auth::SECRET_NAME,
-            auth.expiry_rfc3339()
-        ));
+    match auth.main_is_legacy {
+        false if auth.main.is_expired(now) => warnings.push(format!(
+            "the node tokens in Secret {} expired at {}",
+            crate::auth::secret_ref(),
+            auth.main.expiry_rfc3339()
+        )),
+        false => {}
+        true => warnings.push(format!(
+            "Secret {} does not exist: the nodes are followed with the tokens of Secret {}, which earlier agent-day2 versions wrote (the next add-nodes makes the new Secret)",
+            crate::auth::secret_ref(),
+            crate::auth::legacy_secret_ref()
+        )),
+    }
+    if !auth.main_is_legacy {
+        for b in &batches {
+            if auth.for_batch(Some(&b.token_expires_at)).1 {
+                warnings.push(format!(
+                    "batch {}: made with the tokens of Secret {} (earlier agent-day2 versions): its nodes are followed with those; later batches use Secret {}",
+                    b.name,
+                    crate::auth::legacy_secret_ref(),
+                    crate::auth::secret_ref()
+                ));
+            }
+        }
     }
 
     let approver = if args.approve {
@@ -727,11 +823,19 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     for (i, t) in m.tracks.iter().enumerate() {
         match t.ip {
             Some(ip) => {
+                let tokens = auth
+                    .for_batch(
+                        t.batch
+                            .as_ref()
+                            .and_then(|b| batches.iter().find(|r| &r.name == b))
+                            .map(|r| r.token_expires_at.as_str()),
+                    )
+                    .0;
                 let c = assisted::Client::new(
                     http.clone(),
                     assisted::origin_for(ip),
-                    &auth.watcher_token,
-                    &auth.user_token,
+                    &tokens.watcher_token,
+                    &tokens.user_token,
                     limiter.clone(),
                 );
                 let stop = Arc::new(AtomicBool::new(false));
@@ -1058,6 +1162,46 @@ fn humanize(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Batches made with the old Secret's tokens are followed with those; every other batch
+    /// (and a node of no batch) with the current Secret's; only the old one: it for all.
+    #[test]
+    fn node_tokens_per_batch() {
+        let t = |h: u64| std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + h * 3600);
+        let cur = crate::auth::generate(Duration::from_secs(48 * 3600), t(0)).unwrap();
+        let old = crate::auth::generate(Duration::from_secs(30 * 3600), t(0)).unwrap();
+        let both = NodeTokens {
+            main: cur.clone(),
+            main_is_legacy: false,
+            legacy: Some(old.clone()),
+        };
+        let (m, legacy) = both.for_batch(Some(&old.expiry_rfc3339()));
+        assert!(legacy && m.watcher_token == old.watcher_token);
+        let (m, legacy) = both.for_batch(Some(&cur.expiry_rfc3339()));
+        assert!(!legacy && m.watcher_token == cur.watcher_token);
+        assert!(!both.for_batch(Some("2099-01-01T00:00:00Z")).1);
+        assert!(!both.for_batch(None).1);
+        assert!(!both.for_batch(Some("not a time")).1);
+        // Same expiry in both: the current Secret's.
+        let same = NodeTokens {
+            main: cur.clone(),
+            main_is_legacy: false,
+            legacy: Some(AuthMaterial {
+                expires_at: cur.expires_at,
+                ..old.clone()
+            }),
+        };
+        assert_eq!(
+            same.for_batch(Some(&cur.expiry_rfc3339())).0.user_token,
+            cur.user_token
+        );
+        let only_old = NodeTokens {
+            main: old.clone(),
+            main_is_legacy: true,
+            legacy: None,
+        };
+        assert!(only_old.for_batch(Some(&cur.expiry_rfc3339())).1);
+    }
 
     #[test]
     fn node_flags_and_durations() {
