@@ -85,13 +85,16 @@ fn p(
 /// migrate wait). Each (verb, group, resource, subresource, namespace, name) appears once.
 ///
 /// The list follows the API calls the code makes:
-/// - info, add-nodes: the cluster facts (src/cluster.rs), the batch records and the
-///   `agent-day2-auth` Secret in [`OWN_NAMESPACE`] (src/batch.rs, src/add_nodes).
+/// - info, add-nodes: the cluster facts (src/cluster.rs), the batch records in
+///   [`OWN_NAMESPACE`] (src/batch.rs), the node tokens' Secret `agent-auth-token` in
+///   `openshift-config` (read, created or replaced; src/add_nodes/token.rs) and the old
+///   `agent-day2-auth` read.
 /// - approve: Infrastructure and Network `cluster` (the API names and networks a serving
 ///   certificate must not claim, src/approve `read_policy`), CSRs, Nodes, the batch records
 ///   (read, listed, watched by `--watch`, updated with each approval). No Secret.
 /// - monitor: CSRs and Nodes (watched; Nodes labelled), the batch records (read, listed,
-///   updated with learnt addresses), Secret `agent-day2-auth` read for the node tokens; with
+///   updated with learnt addresses), Secret `openshift-config/agent-auth-token` read for the
+///   node tokens and the old `agent-day2-auth` for batches made with it; with
 ///   `--approve` also what approve needs.
 /// - migrate: [`migrate_permissions`].
 pub fn required_permissions() -> Vec<Permission> {
@@ -169,18 +172,42 @@ pub fn required_permissions() -> Vec<Permission> {
             &["info", "add-nodes", "approve", "monitor"],
         ),
         p("create", "", "namespaces", None, None, ADD),
-        // add-nodes writes the batch record and the agent-day2-auth Secret.
-        p("create", "", "secrets", own, None, ADD),
-        p("get", "", "secrets", own, None, ADD),
-        p("update", "", "secrets", own, None, ADD),
-        // monitor reads the node tokens of agent-day2-auth (never writes it).
+        // The node tokens, where oc adm node-image keeps them (src/add_nodes/token.rs):
+        // add-nodes reads Secret agent-auth-token, replaces it (PUT) or creates it (RBAC
+        // cannot limit create by name); monitor reads it (src/monitor, never writes it).
+        p(
+            "get",
+            "",
+            "secrets",
+            Some(crate::auth::SECRET_NAMESPACE),
+            Some(crate::auth::SECRET_NAME),
+            &["add-nodes", "monitor"],
+        ),
+        p(
+            "create",
+            "",
+            "secrets",
+            Some(crate::auth::SECRET_NAMESPACE),
+            None,
+            ADD,
+        ),
+        p(
+            "update",
+            "",
+            "secrets",
+            Some(crate::auth::SECRET_NAMESPACE),
+            Some(crate::auth::SECRET_NAME),
+            ADD,
+        ),
+        // The Secret of earlier agent-day2 versions, read only: add-nodes says its tokens are
+        // replaced, monitor follows the batches made with them.
         p(
             "get",
             "",
             "secrets",
             own,
-            Some(crate::auth::SECRET_NAME),
-            &["monitor"],
+            Some(crate::auth::LEGACY_SECRET_NAME),
+            &["add-nodes", "monitor"],
         ),
         p("create", "", "configmaps", own, None, ADD),
         p("get", "", "configmaps", own, None, BATCH_RW),
@@ -481,7 +508,7 @@ mod tests {
     }
 
     /// approve and monitor write no Secret (they read batch records; monitor reads the
-    /// node tokens of `agent-day2-auth` by name).
+    /// node tokens of `agent-auth-token` and the old `agent-day2-auth` by name).
     #[test]
     fn approve_and_monitor_write_no_secret() {
         for p in required_permissions() {
@@ -490,12 +517,40 @@ mod tests {
             }
             assert!(!p.needed_by.iter().any(|c| c == "approve"), "{}", p.describe());
             if p.needed_by.iter().any(|c| c == "monitor") {
-                assert_eq!(
-                    p.describe(),
-                    "get secrets/agent-day2-auth -n openshift-agent-day2"
+                assert!(
+                    [
+                        "get secrets/agent-auth-token -n openshift-config",
+                        "get secrets/agent-day2-auth -n openshift-agent-day2"
+                    ]
+                    .contains(&p.describe().as_str()),
+                    "{}",
+                    p.describe()
                 );
             }
         }
+    }
+
+    /// add-nodes keeps the tokens in the Secret oc adm node-image uses and writes no other
+    /// Secret; the only unnamed Secret verb is create (RBAC cannot name what is created).
+    #[test]
+    fn add_nodes_writes_only_the_node_tokens_secret() {
+        let mut got: Vec<String> = required_permissions()
+            .into_iter()
+            .filter(|p| p.resource == "secrets" && p.needed_by.iter().any(|c| c == "add-nodes"))
+            .map(|p| p.describe())
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                "create secrets -n openshift-config",
+                "get secrets/agent-auth-token -n openshift-config",
+                "get secrets/agent-day2-auth -n openshift-agent-day2",
+                "get secrets/pull-secret -n openshift-config",
+                "get secrets/worker-user-data-managed -n openshift-machine-api",
+                "update secrets/agent-auth-token -n openshift-config",
+            ]
+        );
     }
 
     #[test]

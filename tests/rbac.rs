@@ -176,6 +176,60 @@ fn the_roles_grant_no_more_than_their_job() {
     assert!(!granted(&docs, "agent-day2-add-nodes", &p));
     let p = perm("get", "", "secrets", None, Some("kube-system"), None);
     assert!(!granted(&docs, "agent-day2-approve", &p));
+    // The node tokens' Secret in openshift-config (where oc adm node-image keeps it): add-nodes
+    // reads and replaces that one only, and may create Secrets there (RBAC cannot name what
+    // is created) but not read, change or delete other ones; approve/monitor only read it.
+    let cfg = Some("openshift-config");
+    let tokens = Some("agent-auth-token");
+    for verb in ["get", "update"] {
+        assert!(
+            granted(
+                &docs,
+                "agent-day2-add-nodes",
+                &perm(verb, "", "secrets", None, cfg, tokens)
+            ),
+            "{verb}"
+        );
+    }
+    assert!(granted(
+        &docs,
+        "agent-day2-add-nodes",
+        &perm("create", "", "secrets", None, cfg, None)
+    ));
+    for (verb, name) in [
+        ("update", "pull-secret"),
+        ("patch", "pull-secret"),
+        ("delete", "agent-auth-token"),
+        ("get", "etcd-client"),
+    ] {
+        let p = perm(verb, "", "secrets", None, cfg, Some(name));
+        assert!(!granted(&docs, "agent-day2-add-nodes", &p), "{verb} {name}");
+    }
+    assert!(granted(
+        &docs,
+        "agent-day2-approve",
+        &perm("get", "", "secrets", None, cfg, tokens)
+    ));
+    for verb in ["create", "update", "patch", "delete", "list"] {
+        let p = perm(verb, "", "secrets", None, cfg, tokens);
+        assert!(!granted(&docs, "agent-day2-approve", &p), "{verb}");
+    }
+    assert!(!granted(
+        &docs,
+        "agent-day2-approve",
+        &perm("get", "", "secrets", None, cfg, Some("pull-secret"))
+    ));
+    // add-nodes no longer writes Secrets in its own namespace; it reads the old token Secret.
+    let own = Some("openshift-agent-day2");
+    assert!(granted(
+        &docs,
+        "agent-day2-add-nodes",
+        &perm("get", "", "secrets", None, own, Some("agent-day2-auth"))
+    ));
+    for verb in ["create", "update", "delete"] {
+        let p = perm(verb, "", "secrets", None, own, Some("agent-day2-auth"));
+        assert!(!granted(&docs, "agent-day2-add-nodes", &p), "{verb}");
+    }
     // Nothing deletes nodes.
     let p = perm("delete", "", "nodes", None, None, Some("worker-1"));
     assert!(!granted(&docs, "agent-day2-approve", &p));
@@ -184,7 +238,8 @@ fn the_roles_grant_no_more_than_their_job() {
 }
 
 /// approve and monitor create no batch record and write no Secret: they read the records
-/// and update them, and monitor reads `agent-day2-auth` only (src/approve, src/monitor).
+/// and update them, and monitor reads in openshift-agent-day2 only the old token Secret
+/// `agent-day2-auth` (src/approve, src/monitor).
 #[test]
 fn approve_role_writes_no_secret_and_reads_only_the_auth_one() {
     let docs = docs();
