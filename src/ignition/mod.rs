@@ -280,12 +280,17 @@ fn yaml(v: &Value, what: &str) -> Result<String, Error> {
     serde_saphyr::to_string(v).map_err(|e| Error::Unexpected(format!("cannot write {what} as YAML: {e}")))
 }
 
-/// The MCS URL for `pool`: the cluster's worker URL with its last path element replaced
-/// (`https://api-int.<name>.<domain>:22623/config/<pool>`).
-fn mcs_url(base: &str, pool: &str) -> String {
-    match base.rfind("/config/") {
-        Some(i) => format!("{}/config/{pool}", &base[..i]),
-        None => format!("{}/config/{pool}", base.trim_end_matches('/')),
+/// The MCS endpoint as assisted-service wants it in the cluster's `ignition_endpoint.url`: the
+/// cluster's worker URL without its pool (`https://api-int.<name>.<domain>:22623/config`).
+/// The service appends the host's pool itself (`internal/host/hostutil/host_utils.go`
+/// `GetIgnitionEndpointAndCert`: `path.Join(url.Path, poolName)`, the host's
+/// `machine_config_pool_name` or its role), so a URL ending in `/config/worker` would be asked
+/// for `/config/worker/worker`, which the MCS does not serve.
+fn mcs_base_url(url: &str) -> String {
+    match url.rfind("/config/") {
+        Some(i) => format!("{}/config", &url[..i]),
+        None if url.trim_end_matches('/').ends_with("/config") => url.trim_end_matches('/').to_string(),
+        None => format!("{}/config", url.trim_end_matches('/')),
     }
 }
 
@@ -443,7 +448,7 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     let mut endpoint = Map::new();
     endpoint.insert(
         "url".into(),
-        Value::String(mcs_url(&c.machine_config_server.url, &pool)),
+        Value::String(mcs_base_url(&c.machine_config_server.url)),
     );
     if let Some(ca) = c
         .machine_config_server
@@ -950,15 +955,16 @@ mod tests {
     }
 
     #[test]
-    fn mcs_url_for_pool() {
-        assert_eq!(
-            mcs_url("https://api-int.a.b:22623/config/worker", "infra"),
-            "https://api-int.a.b:22623/config/infra"
-        );
-        assert_eq!(
-            mcs_url("https://api-int.a.b:22623", "worker"),
-            "https://api-int.a.b:22623/config/worker"
-        );
+    fn mcs_endpoint_is_the_base_without_the_pool() {
+        for u in [
+            "https://api-int.a.b:22623/config/worker",
+            "https://api-int.a.b:22623/config/infra",
+            "https://api-int.a.b:22623/config",
+            "https://api-int.a.b:22623/config/",
+            "https://api-int.a.b:22623",
+        ] {
+            assert_eq!(mcs_base_url(u), "https://api-int.a.b:22623/config", "{u}");
+        }
     }
 
     #[test]

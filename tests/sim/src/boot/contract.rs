@@ -257,8 +257,10 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             Ok(v) => {
                 match str_at(&v, "/url") {
                     None => c.miss(format!("{ENDPOINT} lacks url")),
-                    Some(u) if !(u.starts_with("https://") && u.ends_with("/config/worker")) => {
-                        c.miss(format!("{ENDPOINT} url {u:?} is not https://…/config/worker"))
+                    // assisted-service appends the host's pool to this URL
+                    // (hostutil.GetIgnitionEndpointAndCert: path.Join(url.Path, poolName)).
+                    Some(u) if !(u.starts_with("https://") && u.ends_with("/config")) => {
+                        c.miss(format!("{ENDPOINT} url {u:?} is not https://…/config (the service appends the pool)"))
                     }
                     _ => {}
                 }
