@@ -18,9 +18,12 @@ const INFRA_ENV_ID: &str = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b";
 const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
 const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
 
-/// Tokens of the three personas, signed by a key made here.
+/// Tokens of the three auth schemes, signed by a key made here (claims as the installer signs
+/// them: `auth_scheme` and `exp`).
 struct Tokens {
     pub_pem: String,
+    /// PKCS#8 DER of the signing key, to mint other tokens.
+    key_der: Vec<u8>,
     agent: String,
     user: String,
     watcher: String,
@@ -29,15 +32,11 @@ struct Tokens {
 fn tokens() -> Tokens {
     let k = rcgen::KeyPair::generate().unwrap();
     let exp = time::OffsetDateTime::now_utc().unix_timestamp() + 48 * 3600;
-    let t = |sub: &str| {
-        jwt::sign(
-            &json!({"sub": sub, "infra_env_id": INFRA_ENV_ID, "exp": exp}),
-            &k.serialize_der(),
-        )
-        .unwrap()
-    };
+    let t =
+        |scheme: &str| jwt::sign(&json!({"auth_scheme": scheme, "exp": exp}), &k.serialize_der()).unwrap();
     Tokens {
         pub_pem: k.public_key_pem(),
+        key_der: k.serialize_der(),
         agent: t("agentAuth"),
         user: t("userAuth"),
         watcher: t("watcherAuth"),
@@ -406,6 +405,58 @@ fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
         Some(("Watcher-Authorization", &tok.agent)),
     );
     assert_eq!(st, 403, "an agent token is not a watcher token");
+    // As the real service judges (pkg/auth/agent_local_authenticator.go,
+    // agent_local_authz_handler.go): any token the image's key signed passes, not only the
+    // image's own strings; `sub` without `auth_scheme` is a 500; `Bearer ` is not stripped; a
+    // future iat (the node's clock behind the signer's) and another key are 401s.
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let mint = |c: Value| jwt::sign(&c, &tok.key_der).unwrap();
+    let watcher_get = |t: &str| {
+        let (st, body) = http_get(
+            ip1,
+            &format!("{base}/clusters"),
+            Some(("Watcher-Authorization", t)),
+        );
+        (st, serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null))
+    };
+    assert_eq!(watcher_get(&mint(json!({"auth_scheme": "watcherAuth"}))).0, 200);
+    let (st, v) = watcher_get(&mint(json!({"sub": "watcherAuth", "exp": now + 3600})));
+    assert_eq!(
+        (st, v["reason"].as_str()),
+        (500, Some("malformed auth_scheme claim")),
+        "{v}"
+    );
+    let (st, v) = watcher_get(&format!("Bearer {}", tok.watcher));
+    assert_eq!(st, 401);
+    assert_eq!(
+        v["message"],
+        "Failed to parse token: tokenstring should not contain 'bearer '\n"
+    );
+    let (st, v) = watcher_get(&mint(json!({"auth_scheme": "watcherAuth", "iat": now + 600})));
+    assert_eq!(
+        (st, v["message"].as_str()),
+        (401, Some("Failed to parse token: Token used before issued\n"))
+    );
+    let (st, v) = watcher_get(&mint(json!({"auth_scheme": "watcherAuth", "exp": now - 1})));
+    assert_eq!(
+        (st, v["message"].as_str()),
+        (401, Some("Failed to parse token: Token is expired\n"))
+    );
+    let other = rcgen::KeyPair::generate().unwrap();
+    let foreign = jwt::sign(&json!({"auth_scheme": "watcherAuth"}), &other.serialize_der()).unwrap();
+    let (st, v) = watcher_get(&foreign);
+    assert_eq!(
+        (st, v["message"].as_str()),
+        (
+            401,
+            Some("Failed to parse token: crypto/ecdsa: verification error\n")
+        )
+    );
+    let (st, v) = watcher_get(&tok.user);
+    assert_eq!(
+        (st, v["message"].as_str()),
+        (403, Some("authClaim userAuth is unauthorized to access"))
+    );
     // With the right tokens: the swagger models.
     let (st, body) = http_get(
         ip1,

@@ -112,6 +112,9 @@ pub struct Facts {
     pub agent_token: String,
     pub user_token: String,
     pub watcher_token: String,
+    /// The P-256 point of `EC_PUBLIC_KEY_PEM`: what the node's API verifies tokens with
+    /// (empty when the key is missing or unreadable; then every token is refused).
+    pub ec_public_key: Vec<u8>,
     /// `AUTH_TOKEN_EXPIRY` as given (RFC 3339).
     pub token_expiry: String,
     pub release_image: String,
@@ -589,6 +592,7 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
         match super::jwt::public_key(&pem) {
             Err(e) => c.miss(format!("{svc}: EC_PUBLIC_KEY_PEM: {e}")),
             Ok(key) => {
+                f.ec_public_key = key.clone();
                 for (var, scheme, tok) in [
                     ("PULL_SECRET_TOKEN (rendezvous-host.env)", "agentAuth", &f.agent_token),
                     ("USER_AUTH_TOKEN", "userAuth", &f.user_token),

@@ -2,12 +2,13 @@
 //! under `/api/assisted-install/v2` (paths, models and security from assisted-service
 //! `swagger.yaml`).
 //!
-//! Auth (assisted-service `pkg/auth/agent_local_authz_handler.go`, agent-installer local auth):
-//! each endpoint allows some security schemes (swagger `security`); a scheme reads its header
-//! (`agentAuth` → `X-Secret-Key`, `userAuth` → `Authorization`, `watcherAuth` →
-//! `Watcher-Authorization`; a `Bearer ` prefix is dropped), and the token must be the persona
-//! token of that scheme (JWT `sub` = scheme). No usable header or an unknown/expired token →
-//! 401 `infra_error`; a known token of another persona → 403.
+//! Auth (agent-installer local auth, [`super::jwt`]): each endpoint allows some security schemes
+//! (swagger `security`); a scheme reads its header (`agentAuth` → `X-Secret-Key`, `userAuth` →
+//! `Authorization`, `watcherAuth` → `Watcher-Authorization`; the whole value is the token, a
+//! `Bearer ` prefix is refused), the token must verify with the image's `EC_PUBLIC_KEY_PEM`
+//! and pass golang-jwt's time checks (401 otherwise), and its `auth_scheme` must be the
+//! scheme's (500 without one, 403 for another), as `pkg/auth/agent_local_authenticator.go`
+//! and `agent_local_authz_handler.go` decide.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -232,69 +233,21 @@ impl NodeApi {
         })
     }
 
-    /// Classifies the request's credentials for an endpoint that allows `schemes`.
+    /// Judges the request's credentials for an endpoint whose swagger `security` allows
+    /// `schemes` (in swagger order) as the node's assisted-service does ([`super::jwt::judge`]):
+    /// any token signed by the image's `EC_PUBLIC_KEY_PEM` key with the route's `auth_scheme`
+    /// passes, whichever image it came from.
     fn authorize(
         &self,
         req: &Request<hyper::body::Incoming>,
         schemes: &[Scheme],
-    ) -> Result<(), (StatusCode, String)> {
-        let f = &self.facts;
-        let personas = [
-            (Scheme::Agent, &f.agent_token),
-            (Scheme::User, &f.user_token),
-            (Scheme::Watcher, &f.watcher_token),
-        ];
-        let mut saw_header = false;
-        let mut other_persona = None;
-        for scheme in schemes {
-            let Some(value) = req.headers().get(scheme.header()).and_then(|v| v.to_str().ok()) else {
-                continue;
-            };
-            saw_header = true;
-            let token = value.trim();
-            let token = token.strip_prefix("Bearer ").unwrap_or(token).trim();
-            match personas
-                .iter()
-                .find(|(_, t)| !t.is_empty() && t.as_str() == token)
-            {
-                None => {}
-                Some((p, t)) => {
-                    if let Some(exp) = super::jwt::expiry(t) {
-                        if exp < time::OffsetDateTime::now_utc().unix_timestamp() {
-                            return Err((
-                                StatusCode::UNAUTHORIZED,
-                                "Failed to parse token: token is expired".into(),
-                            ));
-                        }
-                    }
-                    if p == scheme {
-                        return Ok(());
-                    }
-                    other_persona = Some((p.name(), scheme.name()));
-                }
-            }
-        }
-        if let Some((claim, scheme)) = other_persona {
-            return Err((
-                StatusCode::FORBIDDEN,
-                format!("authClaim {claim} is unauthorized to access. authScheme ={scheme}"),
-            ));
-        }
-        let allowed: Vec<&str> = schemes.iter().map(|s| s.header()).collect();
-        if saw_header {
-            Err((
-                StatusCode::UNAUTHORIZED,
-                "Failed to parse token: token signature is invalid".into(),
-            ))
-        } else {
-            Err((
-                StatusCode::UNAUTHORIZED,
-                format!(
-                    "unauthenticated for invalid credentials (send one of the headers {})",
-                    allowed.join(", ")
-                ),
-            ))
-        }
+    ) -> Result<(), super::jwt::Refusal> {
+        let values: Vec<(&str, Option<&[u8]>)> = schemes
+            .iter()
+            .map(|s| (s.name(), req.headers().get(s.header()).map(|v| v.as_bytes())))
+            .collect();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        super::jwt::judge(&values, &self.facts.ec_public_key, now).map(|_| ())
     }
 
     /// Handles one request.
@@ -426,8 +379,8 @@ impl NodeApi {
                 format!("method {} is not allowed on {path}", req.method()),
             );
         }
-        if let Err((code, msg)) = self.authorize(req, schemes) {
-            return infra_error(code, &msg);
+        if let Err(refusal) = self.authorize(req, schemes) {
+            return refusal_response(&refusal);
         }
         handler()
     }
@@ -528,13 +481,12 @@ pub(crate) fn not_found(what: &str, id: &str) -> Response<Full<Bytes>> {
     error(StatusCode::NOT_FOUND, format!("{what} {id} not found"))
 }
 
-/// swagger `infra_error` (401/403).
-pub(crate) fn infra_error(code: StatusCode, message: &str) -> Response<Full<Bytes>> {
-    let body = json!({"code": code.as_u16(), "message": message});
+/// The answer to a refused request: its status and body ([`super::jwt::Refusal::body`]).
+pub(crate) fn refusal_response(r: &super::jwt::Refusal) -> Response<Full<Bytes>> {
     Response::builder()
-        .status(code)
+        .status(StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
         .header("Content-Type", "application/json")
-        .body(Full::new(Bytes::from(body.to_string())))
+        .body(Full::new(Bytes::from(r.body().to_string())))
         .unwrap()
 }
 
@@ -583,5 +535,170 @@ impl Server {
     pub async fn stop(self) {
         let _ = self.stop.send(true);
         let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// GET `path` with `headers` on 127.0.0.1:`port`; (status, JSON body or Null).
+    fn get(port: u16, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut req = format!("GET {BASE}{path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n");
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        req.push_str("\r\n");
+        s.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let out = String::from_utf8_lossy(&raw);
+        let status = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
+    /// The node API over HTTP judges credentials as assisted-service's agent-installer-local
+    /// auth does (`pkg/auth/agent_local_authenticator.go`, `agent_local_authz_handler.go`): any
+    /// token the image's key signed, by the scheme of the header that authenticated; the
+    /// refusals with the service's status codes and bodies.
+    #[test]
+    fn credentials_are_judged_as_the_real_service_does() {
+        let k = rcgen::KeyPair::generate().unwrap();
+        let mint = |c: Value| super::super::jwt::sign(&c, &k.serialize_der()).unwrap();
+        let facts = Facts {
+            cluster_id: "c37c9544-4320-4380-9d8b-0753a4d9ea57".into(),
+            infra_env_id: derived_uuid("ie"),
+            ec_public_key: super::super::jwt::public_key(&k.public_key_pem()).unwrap(),
+            ..Default::default()
+        };
+        let plan = super::super::stages::plan("worker-0", &Default::default());
+        let api = Arc::new(NodeApi {
+            facts: Arc::new(facts),
+            hostname: "worker-0".into(),
+            mac: "52:54:00:aa:00:30".into(),
+            ip: "127.0.0.1".parse().unwrap(),
+            ai_cluster_id: derived_uuid("ai"),
+            host_id: derived_uuid("host"),
+            created_at: now(),
+            state: Mutex::new(HostState {
+                step: plan[0].clone(),
+                events: vec![],
+                status_updated_at: now(),
+                stage_started_at: now(),
+            }),
+        });
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = rt
+            .block_on(Server::start(SocketAddr::from(([127, 0, 0, 1], port)), api))
+            .unwrap();
+        let t = time::OffsetDateTime::now_utc().unix_timestamp();
+        let watcher = mint(json!({"auth_scheme": "watcherAuth", "exp": t + 3600}));
+        let user = mint(json!({"auth_scheme": "userAuth", "exp": t + 3600}));
+        let w = |tok: &str| get(port, "/clusters", &[("Watcher-Authorization", tok)]);
+        assert_eq!(w(&watcher).0, 200);
+        // Minted here, not the image's: signed by its key, so it passes.
+        assert_eq!(w(&mint(json!({"auth_scheme": "watcherAuth"}))).0, 200);
+        assert_eq!(
+            w(&mint(json!({"sub": "watcherAuth", "exp": t + 3600}))),
+            (
+                500,
+                json!({"code": "500", "href": "", "id": 500, "kind": "Error", "reason": "malformed auth_scheme claim"})
+            )
+        );
+        assert_eq!(
+            w(&user),
+            (
+                403,
+                json!({"code": 403, "message": "authClaim userAuth is unauthorized to access"})
+            )
+        );
+        assert_eq!(
+            w(&format!("Bearer {watcher}")),
+            (
+                401,
+                json!({"code": 401, "message": "Failed to parse token: tokenstring should not contain 'bearer '\n"})
+            )
+        );
+        let ahead = mint(json!({"auth_scheme": "watcherAuth", "iat": t + 600}));
+        assert_eq!(
+            w(&ahead).1["message"],
+            "Failed to parse token: Token used before issued\n"
+        );
+        let expired = mint(json!({"auth_scheme": "watcherAuth", "exp": t - 1}));
+        assert_eq!(
+            w(&expired).1["message"],
+            "Failed to parse token: Token is expired\n"
+        );
+        let other = rcgen::KeyPair::generate().unwrap();
+        let foreign =
+            super::super::jwt::sign(&json!({"auth_scheme": "watcherAuth"}), &other.serialize_der()).unwrap();
+        assert_eq!(
+            w(&foreign),
+            (
+                401,
+                json!({"code": 401, "message": "Failed to parse token: crypto/ecdsa: verification error\n"})
+            )
+        );
+        assert_eq!(
+            get(port, "/clusters", &[]),
+            (
+                401,
+                json!({"code": 401, "message": "unauthenticated for invalid credentials"})
+            )
+        );
+        // The route's first scheme that authenticates is the one authorized: userAuth first.
+        let both = [
+            ("Authorization", user.as_str()),
+            ("Watcher-Authorization", watcher.as_str()),
+        ];
+        assert_eq!(get(port, "/clusters", &both).0, 200);
+        let crossed = [
+            ("Authorization", watcher.as_str()),
+            ("Watcher-Authorization", watcher.as_str()),
+        ];
+        assert_eq!(get(port, "/clusters", &crossed).0, 403);
+        // The logs take userAuth only: a watcher token under Watcher-Authorization is no credential.
+        let cid = derived_uuid("ai");
+        assert_eq!(
+            get(
+                port,
+                &format!("/clusters/{cid}/logs"),
+                &[("Watcher-Authorization", &watcher)]
+            )
+            .0,
+            401
+        );
+        assert_eq!(
+            get(
+                port,
+                &format!("/clusters/{cid}/logs"),
+                &[("Authorization", &user)]
+            )
+            .0,
+            200
+        );
+        let ie = derived_uuid("ie");
+        let agent = mint(json!({"auth_scheme": "agentAuth"}));
+        assert_eq!(
+            get(
+                port,
+                &format!("/infra-envs/{ie}/hosts"),
+                &[("X-Secret-Key", &agent)]
+            )
+            .0,
+            200
+        );
+        rt.block_on(server.stop());
     }
 }

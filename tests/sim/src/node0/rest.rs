@@ -43,7 +43,7 @@ use serde_json::{json, Map, Value};
 
 use super::seed::BASE_TIME;
 use super::Snapshot;
-use crate::boot::rest::{error, infra_error, not_found, ok_json, segments, split_request};
+use crate::boot::rest::{error, not_found, ok_json, segments, split_request};
 
 /// API prefix (swagger `basePath` + `/v2`).
 pub use crate::boot::rest::BASE;
@@ -388,7 +388,7 @@ impl Node0Api {
         };
         let value = req.headers().get("Authorization").map(|v| v.as_bytes());
         if let Err(refusal) = authorize(value, &self.key, now_unix()) {
-            return refusal.response();
+            return crate::boot::rest::refusal_response(&refusal);
         }
         if req.method() != Method::GET {
             return error(
@@ -560,38 +560,8 @@ impl Node0Api {
     }
 }
 
-/// Why [`authorize`] refused a request: the status and body assisted-service answers with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
-    /// 401, 403, 400 or 500.
-    pub status: u16,
-    /// The swagger model of the body: `infra_error` (`{code: int, message}`) for the
-    /// authenticator's and the 403, `error` (`{code: "500", reason, ...}`) for the authorizer's
-    /// 400/500.
-    pub infra: bool,
-    /// `message` / `reason`.
-    pub text: String,
-}
-
-impl Refusal {
-    fn infra(status: u16, text: impl Into<String>) -> Refusal {
-        Refusal {
-            status,
-            infra: true,
-            text: text.into(),
-        }
-    }
-
-    /// The HTTP answer.
-    pub fn response(&self) -> Response<Full<Bytes>> {
-        let code = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        if self.infra {
-            infra_error(code, &self.text)
-        } else {
-            error(code, self.text.clone())
-        }
-    }
-}
+/// Why [`authorize`] refused a request (the node API's judge, [`crate::boot::jwt`]).
+pub use crate::boot::jwt::Refusal;
 
 fn now_unix() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
@@ -614,65 +584,7 @@ fn now_unix() -> i64 {
 ///   auth_scheme claim`; empty → 400 `token missing authClaim or endpoint is missing
 ///   authScheme`; another scheme → 403 `authClaim <scheme> is unauthorized to access`.
 pub fn authorize(value: Option<&[u8]>, key: &[u8], now: i64) -> Result<(), Refusal> {
-    let token = value
-        .map(|v| String::from_utf8_lossy(v).trim().to_string())
-        .unwrap_or_default();
-    if token.is_empty() {
-        return Err(Refusal::infra(401, "unauthenticated for invalid credentials"));
-    }
-    let parse = |reason: &str| Refusal::infra(401, format!("Failed to parse token: {reason}\n"));
-    if token.to_ascii_lowercase().starts_with("bearer ") {
-        return Err(parse("tokenstring should not contain 'bearer '"));
-    }
-    let claims = crate::boot::jwt::verify(&token, key).map_err(|e| parse(&e))?;
-    // golang-jwt v4 MapClaims.Valid: a time claim that is present must be a number (0 counts
-    // as absent); exp must lie after now, iat and nbf not after now; the last failure is said.
-    let now = now as f64;
-    let fails = |k: &str, bad: &dyn Fn(f64) -> bool| match claims.get(k) {
-        None => false,
-        Some(v) => match v.as_f64() {
-            Some(t) if t == 0.0 => false,
-            Some(t) => bad(t),
-            None => true,
-        },
-    };
-    let mut reason = None;
-    if fails("exp", &|t| now >= t) {
-        reason = Some("Token is expired");
-    }
-    if fails("iat", &|t| now < t) {
-        reason = Some("Token used before issued");
-    }
-    if fails("nbf", &|t| now < t) {
-        reason = Some("Token is not valid yet");
-    }
-    if let Some(r) = reason {
-        return Err(parse(r));
-    }
-    let scheme = match claims.get("auth_scheme") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => {
-            return Err(Refusal {
-                status: 500,
-                infra: false,
-                text: "malformed auth_scheme claim".into(),
-            })
-        }
-    };
-    if scheme.is_empty() {
-        return Err(Refusal {
-            status: 400,
-            infra: false,
-            text: "token missing authClaim or endpoint is missing authScheme".into(),
-        });
-    }
-    if scheme != "userAuth" {
-        return Err(Refusal::infra(
-            403,
-            format!("authClaim {scheme} is unauthorized to access"),
-        ));
-    }
-    Ok(())
+    crate::boot::jwt::judge(&[("userAuth", value)], key, now).map(|_| ())
 }
 
 fn file(data: &[u8], name: &str) -> Response<Full<Bytes>> {
@@ -748,10 +660,11 @@ mod tests {
         };
         assert_eq!(ok(json!({})), Ok(()));
         assert_eq!(ok(json!({"exp": now + 1, "iat": now, "nbf": now})), Ok(()));
-        // exp == now is expired (now must be before it); 0 counts as absent.
+        // exp == now is expired (now must be before it); 0 passes golang-jwt (absent there)
+        // but not the authenticator's own exp check.
         let expired = Err((401, "Failed to parse token: Token is expired\n".to_string()));
         assert_eq!(ok(json!({"exp": now})), expired);
-        assert_eq!(ok(json!({"exp": 0})), Ok(()));
+        assert_eq!(ok(json!({"exp": 0})).unwrap_err().0, 401);
         // A present time claim that is no number fails.
         assert_eq!(ok(json!({"exp": "tomorrow"})), expired);
         assert_eq!(ok(json!({"exp": null})), expired);
