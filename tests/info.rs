@@ -308,6 +308,10 @@ fn viewer_context_shows_missing_permissions() {
     assert!(t.contains("Missing permissions"), "{t}");
     for needle in [
         "get secrets/pull-secret -n openshift-config",
+        // The node tokens' Secret, where oc adm node-image keeps it.
+        "get secrets/agent-auth-token -n openshift-config",
+        "update secrets/agent-auth-token -n openshift-config",
+        "create secrets -n openshift-config",
         "create namespaces",
         "update certificatesigningrequests.certificates.k8s.io/approval",
         "approve signers.certificates.k8s.io/kubernetes.io/kubelet-serving",
