@@ -1,23 +1,29 @@
-//! `add-nodes`: the main job. Wires the modules together in this order (issue 3):
+//! `add-nodes`: the main job. The flags are resolved once into a [`Plan`] ([`plan`]: every
+//! flag check, before any cluster work; nothing after it sees clap types), then `make` runs
+//! these steps, each a function of the plan and the previous steps' results (issue 3):
 //!
-//! 1. flags (no cluster yet): `--token-ttl`, `--node-labels`, `--boot-artifacts-base-url`,
-//!    output names, `--dir` writable (checked, not created: a run that fails validation leaves
-//!    no directory) and the outputs not already there (unless `--force`);
-//! 2. the cluster ([`cluster::fetch`] → [`ClusterModel`]; < 4.18 or an unsupported platform is
-//!    refused with exit 4 as `info` does);
-//! 3. the nodes config ([`nodes_config`]: parse and validation errors all at once, exit 3;
-//!    warnings on stderr, including hosts an earlier unexpired batch already has);
+//! 1. flags ([`Plan::from_args`], no cluster yet): `--token-ttl`, `--node-labels`,
+//!    `--boot-artifacts-base-url`, output names, `--dir` writable (checked, not created: a run
+//!    that fails validation leaves no directory);
+//! 2. the cluster (`read_cluster`: [`cluster::fetch`] → [`ClusterModel`]; < 4.18 or an
+//!    unsupported platform is refused with exit 4 as `info` does);
+//! 3. the hosts (`validate_hosts`: the nodes config, [`nodes_config`]: parse and validation
+//!    errors all at once, exit 3; warnings on stderr, including hosts an earlier unexpired batch
+//!    already has; `--pool` on the cluster; the outputs not already there unless `--force`);
 //! 4. auth material: Secret `openshift-config/agent-auth-token` reused by the rule of
 //!    [`token::reuse_decision`], else a new key and tokens ([`crate::auth`]);
-//! 5. component images from the release payload ([`crate::registry`], cached per digest);
-//! 6. the Ignition ([`ignition`]) and its compressed archive, measured against the 256 KiB of
-//!    RHCOS live ISOs before any download;
-//! 7. the base ISO ([`crate::base_iso`]; not for `--config-image`), and the archive measured
-//!    against its actual embed area before anything is written;
-//! 8. `--dir` created (0700) if missing, the outputs staged under temporary names (mode 0600;
-//!    `boot-artifacts/` 0700);
-//! 9. the cluster writes: namespace, auth Secret (when new), the batch record ([`batch`]);
-//! 10. the staged outputs renamed into place without replacing (unless `--force`).
+//! 5. component images from the release payload (`component_images`, [`crate::registry`],
+//!    cached per digest);
+//! 6. the Ignition (`node_image`, pure: [`ignition`]) and its compressed archive, measured
+//!    against the 256 KiB of RHCOS live ISOs before any download;
+//! 7. the base ISO (`base_image`, [`crate::base_iso`]; not for `--config-image`), and the
+//!    archive measured against its actual embed area before anything is written;
+//! 8. `--dir` created (0700) if missing, the outputs staged under temporary names
+//!    (`write_files`; mode 0600, `boot-artifacts/` 0700);
+//! 9. the cluster writes (`cluster_writes`): namespace, auth Secret (when new), the batch
+//!    record ([`batch`]);
+//! 10. the staged outputs renamed into place without replacing unless `--force` (`into_place`),
+//!     and the report (`report`, pure).
 //!
 //! A failure before step 10 leaves nothing under the final names (staged files are removed);
 //! a failure in step 10 removes the batch record again. `--dry-run` stops after step 7 and
@@ -28,6 +34,7 @@
 //! area of RHCOS live ISOs is assumed).
 
 mod flag_checks;
+pub mod plan;
 pub mod report;
 mod token;
 
@@ -47,9 +54,11 @@ use crate::error::{Error, ResourceRef, Result};
 use crate::ignition::{self, NodeImageInputs};
 use crate::iso::{self, IsoError};
 use crate::kube_flags::KubeTarget;
-use crate::nodes_config::{self, FlagsHost, NodesConfig, Origin, ValidatedHost};
+use crate::nodes_config::{self, NodesConfig, Origin, ValidatedHost};
 use crate::output;
 use crate::registry::{RegistryContext, ReleasePayload};
+use plan::{check_base_url, probe_dir, NodesSource, Plan};
+pub use plan::{parse_labels, parse_ttl};
 use report::{AddNodesReport, ClusterSummary, FileSummary, HostSummary, IgnitionSize, TokenSummary};
 use token::{auth_material, save_auth};
 pub use token::{reuse_decision, TokenRequest};
@@ -102,7 +111,11 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if let Some(AddNodesCommand::Batch(b)) = &args.command {
         return batch_command(target, b).await;
     }
-    match make(target, args).await {
+    let made = match Plan::from_args(args) {
+        Ok(plan) => make(target, &plan).await,
+        Err(e) => Err(e),
+    };
+    match made {
         Err(e)
             if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table =>
         {
@@ -162,54 +175,42 @@ fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
     output::render(format, &doc, String::new)
 }
 
-async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
+/// Steps 2-10 of the module doc for a resolved [`Plan`]; returns what to print on stdout.
+async fn make(target: &KubeTarget, plan: &Plan) -> Result<String> {
     let now = SystemTime::now();
-    let kind = if args.pxe {
-        OutputKind::Pxe
-    } else if args.config_image {
-        OutputKind::ConfigImage
-    } else {
-        OutputKind::Iso
-    };
+    if !plan.dry_run {
+        crate::tempfiles::remove_stale_with_warning(&[plan.dir.clone(), plan.dir.join(PXE_DIR)]);
+    }
+    let mut warnings: Vec<String> = Vec::new();
+    let model = read_cluster(target, &mut warnings).await?;
+    let hosts = validate_hosts(target, plan, &model, now, &mut warnings).await?;
+    let auth = auth_material(target, &plan.token, now, plan.dry_run, &mut warnings).await?;
+    let (reg, images) = component_images(target, plan, &model, &hosts.arch).await?;
+    let node = node_image(plan, &model, &hosts, &auth, &images, uuid::Uuid::new_v4())?;
+    let base = base_image(plan, &model, &hosts, &images, &reg, &node, &mut warnings).await?;
+    let mut rep = report(plan, &model, &hosts, &auth, &node, &base, now);
+    if plan.dry_run {
+        return dry_run_report(plan, rep, &model, &hosts, &images, &base, &node, warnings);
+    }
+    prepare_dir(&plan.dir)?;
+    let staged = write_files(plan, &hosts, &node, &base, now)?;
+    let name = cluster_writes(target, plan, &model, &hosts, &auth, &staged, now).await?;
+    rep.files = into_place(target, plan, staged, &name).await?;
+    rep.batch = Some(name);
+    rep.warnings = warnings;
+    output::render(plan.output, &rep, || report::render_table(&rep))
+}
 
-    // --- 1. flags
-    let ttl = parse_ttl(args.token_ttl.as_deref().unwrap_or(DEFAULT_TTL))?;
-    let base_url_flag = match &args.boot_artifacts_base_url {
-        Some(u) => Some(check_base_url(u, "--boot-artifacts-base-url")?),
-        None => None,
-    };
-    let node_labels = parse_labels(args.node_labels.as_deref())?;
-    flag_checks::check_node_labels(&node_labels)?;
-    flag_checks::check_kargs(&args.kargs)?;
-    if let Some(p) = &args.pool {
-        flag_checks::check_pool_name(p)?;
-    }
-    if let Some(n) = &args.output_name {
-        flag_checks::check_output_name(n)?;
-    }
-    flag_checks::check_cache_root()?;
-    if let Some(n) = &args.output_name {
-        if kind == OutputKind::Pxe {
-            return Err(Error::Usage("--output-name names the ISO or the config image; PXE file names are fixed (node.<arch>-vmlinuz, ...)".into()));
-        }
-        if n.is_empty() || n.contains('/') || n.starts_with('.') || n.contains('\0') {
-            return Err(invalid("--output-name", format!("{n:?} is not a plain file name (no '/', not starting with '.'); put the directory in --dir")));
-        }
-    }
-    if kind == OutputKind::ConfigImage && !args.kargs.is_empty() {
-        return Err(Error::Usage("--karg cannot be used with --config-image: appliance machines boot their disk image, whose kernel arguments the config image cannot change".into()));
-    }
-    if kind == OutputKind::ConfigImage && args.base_iso.is_some() {
-        return Err(Error::Usage("--base-iso is not used with --config-image (the config image is not bootable and needs no base ISO)".into()));
-    }
-    // Checked now (before any cluster work), created only when writing (step 8): a run that
-    // fails validation leaves no directory behind.
-    if !args.dry_run {
-        check_dir(&args.dir)?;
-        crate::tempfiles::remove_stale_with_warning(&[args.dir.clone(), args.dir.join(PXE_DIR)]);
-    }
+/// Prints a warning on stderr and keeps it for the report.
+fn warn(w: String, list: &mut Vec<String>) {
+    eprintln!("warning: {w}");
+    list.push(w);
+}
 
-    // --- 2. the cluster
+/// Step 2: the cluster ([`cluster::fetch`] → [`ClusterModel`]); one it cannot add nodes to
+/// (< 4.18, unsupported platform) is exit 4 as `info` says. Warns about the model's warnings
+/// and an upgrade in progress.
+async fn read_cluster(target: &KubeTarget, warnings: &mut Vec<String>) -> Result<ClusterModel> {
     let objects = cluster::fetch(target).await?;
     let model = ClusterModel::from_objects(&objects)?;
     if !model.can_add_nodes() {
@@ -217,13 +218,8 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             reasons: model.problems.clone(),
         });
     }
-    let mut warnings: Vec<String> = Vec::new();
-    let warn = |w: String, list: &mut Vec<String>| {
-        eprintln!("warning: {w}");
-        list.push(w);
-    };
     for w in &model.warnings {
-        warn(w.clone(), &mut warnings);
+        warn(w.clone(), warnings);
     }
     if let Some(u) = &model.version.upgrade_in_progress {
         warn(
@@ -231,13 +227,40 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 "an upgrade to {} is in progress: the image is made for the Completed release {} ({}); the nodes join at that version and are upgraded with the cluster",
                 u.version, model.version.current, model.version.release_image
             ),
-            &mut warnings,
+            warnings,
         );
     }
+    Ok(model)
+}
 
-    // --- 3. the nodes config
-    let (cfg, parse_errors) = read_nodes_config(args)?;
-    let mut validated = nodes_config::validate(&cfg, &model);
+/// The hosts of this run as step 3 leaves them.
+struct Hosts {
+    /// The nodes config as read (SSH key, root device hints, NMState documents).
+    cfg: NodesConfig,
+    /// Its hosts, validated against the cluster.
+    hosts: Vec<ValidatedHost>,
+    /// CoreOS architecture of the image.
+    arch: String,
+    /// Where the PXE files will be served (`--boot-artifacts-base-url`, else the nodes
+    /// config's `bootArtifactsBaseURL`); None for other outputs.
+    base_url: Option<String>,
+    /// The output paths.
+    names: OutputNames,
+}
+
+/// Step 3: the nodes config read and validated against the cluster (every error at once,
+/// exit 3), the architecture, `--pool` against the cluster's MachineConfigPools, the PXE base
+/// URL, earlier batches with the same hosts (warnings), and the output paths (not there
+/// already unless `--force`).
+async fn validate_hosts(
+    target: &KubeTarget,
+    plan: &Plan,
+    model: &ClusterModel,
+    now: SystemTime,
+    warnings: &mut Vec<String>,
+) -> Result<Hosts> {
+    let (cfg, parse_errors) = read_nodes_config(&plan.nodes)?;
+    let mut validated = nodes_config::validate(&cfg, model);
     let source = match &cfg.origin {
         Origin::File(p) => p.clone(),
         Origin::Flags => "flags".into(),
@@ -246,51 +269,37 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     validated.errors = nodes_config::merge_errors(parse_errors, std::mem::take(&mut validated.errors));
     let (vhosts, vwarnings) = validated.into_result(&source)?;
     for w in vwarnings {
-        warn(w.to_string(), &mut warnings);
+        warn(w.to_string(), warnings);
     }
-    let arch = vhosts
-        .first()
-        .map(|h| h.arch.clone())
-        .filter(|a| !a.is_empty())
-        .unwrap_or_else(|| {
-            normalize_arch(
-                cfg.cpu_architecture
-                    .as_deref()
-                    .unwrap_or(&model.architecture.control_plane),
-            )
-        });
-    let pool = args
-        .pool
-        .clone()
-        .unwrap_or_else(|| ignition::DEFAULT_POOL.to_string());
-    if pool != ignition::DEFAULT_POOL {
-        check_pool(target, &pool, &mut warnings).await?;
+    let arch = image_arch(&vhosts, cfg.cpu_architecture.as_deref(), model);
+    if plan.pool != ignition::DEFAULT_POOL {
+        check_pool(target, &plan.pool, warnings).await?;
     }
     // --boot-artifacts-base-url overrides the nodes-config's bootArtifactsBaseURL.
-    let base_url = match (base_url_flag, &cfg.boot_artifacts_base_url) {
-        (Some(u), _) => Some(u),
-        (None, Some(u)) if kind == OutputKind::Pxe => Some(check_base_url(u, "bootArtifactsBaseURL")?),
+    let base_url = match (&plan.base_url, &cfg.boot_artifacts_base_url) {
+        (Some(u), _) => Some(u.clone()),
+        (None, Some(u)) if plan.kind == OutputKind::Pxe => Some(check_base_url(u, "bootArtifactsBaseURL")?),
         _ => None,
     };
-    if kind == OutputKind::Pxe && base_url.is_none() {
+    if plan.kind == OutputKind::Pxe && base_url.is_none() {
         warn(
             format!(
                 "no bootArtifactsBaseURL in the nodes config and no --boot-artifacts-base-url: no node.{arch}.ipxe script is written, and the kernel command line needs coreos.live.rootfs_url=<where you serve node.{arch}-rootfs.img> (shown in Kargs with a placeholder)"
             ),
-            &mut warnings,
+            warnings,
         );
     }
-    warn_earlier_batches(target, &vhosts, now, &mut warnings).await;
-    let mut names = OutputNames::new(&args.dir, kind, &arch, args.output_name.as_deref());
-    if kind == OutputKind::Pxe && base_url.is_some() {
+    warn_earlier_batches(target, &vhosts, now, warnings).await;
+    let mut names = OutputNames::new(&plan.dir, plan.kind, &arch, plan.output_name.as_deref());
+    if plan.kind == OutputKind::Pxe && base_url.is_some() {
         names
             .finals
-            .push(args.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
+            .push(plan.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
     }
-    if !args.dry_run && args.force {
+    if !plan.dry_run && plan.force {
         flag_checks::check_force_targets(names.finals())?;
     }
-    if !args.dry_run && !args.force {
+    if !plan.dry_run && !plan.force {
         if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
             return Err(invalid(
                 p.display().to_string(),
@@ -298,24 +307,63 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             ));
         }
     }
+    Ok(Hosts {
+        cfg,
+        hosts: vhosts,
+        arch,
+        base_url,
+        names,
+    })
+}
 
-    // --- 4. auth material
-    let wanted = TokenRequest {
-        ttl,
-        explicit: args.token_ttl.is_some(),
-        new_token: args.new_token,
-    };
-    let auth = auth_material(target, &wanted, now, args.dry_run, &mut warnings).await?;
+/// The image's CoreOS architecture: the first host's, else the nodes config's
+/// `cpuArchitecture`, else the control plane's.
+fn image_arch(hosts: &[ValidatedHost], cfg_arch: Option<&str>, model: &ClusterModel) -> String {
+    hosts
+        .first()
+        .map(|h| h.arch.clone())
+        .filter(|a| !a.is_empty())
+        .unwrap_or_else(|| normalize_arch(cfg_arch.unwrap_or(&model.architecture.control_plane)))
+}
 
-    // --- 5. component images
-    let mut reg = RegistryContext::from_cluster(&model, args.registry_config.clone(), args.insecure);
-    reg.arch = arch.clone();
+/// Step 5: the agent-installer component images from the release payload, through the
+/// registry context of the cluster (pull secret or `--registry-config`, mirrors, CAs).
+async fn component_images(
+    target: &KubeTarget,
+    plan: &Plan,
+    model: &ClusterModel,
+    arch: &str,
+) -> Result<(RegistryContext, crate::registry::ComponentImages)> {
+    let mut reg = RegistryContext::from_cluster(model, plan.registry_config.clone(), plan.insecure);
+    reg.arch = arch.to_string();
     reg.request_timeout = target.request_timeout;
     let images = ReleasePayload::component_images(&model.version.release_image, &reg).await?;
+    Ok((reg, images))
+}
 
-    // --- 6. Ignition and its archive
-    let hosts = ignition::host_specs(&cfg, &vhosts);
-    let infra_env_id = uuid::Uuid::new_v4();
+/// The node's Ignition as step 6 makes it.
+struct NodeImage {
+    ign: ignition_config::v3_2::Config,
+    /// Its JSON (what the archive holds).
+    json: String,
+    /// The compressed archive embedded in the ISO or the PXE initrd.
+    archive: Vec<u8>,
+    /// `fips=1` (FIPS clusters) and the `--karg`s, in that order.
+    extra_kargs: Vec<String>,
+}
+
+/// Step 6 (pure): the Ignition of the hosts and its compressed archive, refused (exit 3) when
+/// an ISO made from a real RHCOS live ISO (256 KiB embed area) could not hold it; a
+/// `--base-iso` is measured exactly in step 7.
+fn node_image(
+    plan: &Plan,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    auth: &token::Auth,
+    images: &crate::registry::ComponentImages,
+    infra_env_id: uuid::Uuid,
+) -> Result<NodeImage> {
+    let specs = ignition::host_specs(&hosts.cfg, &hosts.hosts);
     let comp = ignition::ComponentImages {
         api_server: images.api_server.clone(),
         node_agent: images.node_agent.clone(),
@@ -323,43 +371,76 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         utils: images.utils.clone(),
     };
     let inputs = NodeImageInputs {
-        cluster: &model,
-        hosts: &hosts,
+        cluster: model,
+        hosts: &specs,
         auth: &auth.material,
         images: &comp,
         pull_secret: &model.pull_secret.0,
-        pool: Some(pool.clone()),
+        pool: Some(plan.pool.clone()),
         infra_env_id,
-        ssh_key: cfg.ssh_key.clone(),
-        cpu_architecture: Some(arch.clone()),
-        base_iso_url: args.base_iso.as_ref().map(|p| {
+        ssh_key: hosts.cfg.ssh_key.clone(),
+        cpu_architecture: Some(hosts.arch.clone()),
+        base_iso_url: plan.base_iso.as_ref().map(|p| {
             let abs = std::path::absolute(p).unwrap_or_else(|_| p.clone());
             format!("file://{}", abs.display())
         }),
     };
     let ign = ignition::build(&inputs)?;
-    let ign_json = ignition::to_json(&ign);
-    let archive = iso::ignition_archive(ign_json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
+    let json = ignition::to_json(&ign);
+    let archive = iso::ignition_archive(json.as_bytes(), &[]).map_err(|e| iso_error(e, None))?;
     let mut extra_kargs: Vec<String> = Vec::new();
     if model.fips {
         extra_kargs.push("fips=1".into());
     }
-    extra_kargs.extend(args.kargs.iter().cloned());
-
+    extra_kargs.extend(plan.kargs.iter().cloned());
     // Measured before any base ISO download: real RHCOS live ISOs hold 256 KiB; a base ISO
-    // with another area size is checked exactly below.
-    if kind == OutputKind::Iso && args.base_iso.is_none() && archive.len() as u64 > RHCOS_EMBED_AREA {
+    // with another area size is checked exactly in step 7.
+    if plan.kind == OutputKind::Iso && plan.base_iso.is_none() && archive.len() as u64 > RHCOS_EMBED_AREA {
         return Err(too_large(&ign, archive.len(), RHCOS_EMBED_AREA, None));
     }
+    Ok(NodeImage {
+        ign,
+        json,
+        archive,
+        extra_kargs,
+    })
+}
 
-    // --- 7. the base ISO
-    let base = if kind == OutputKind::ConfigImage {
+/// The base image as step 7 finds it.
+struct BaseImage {
+    /// The base ISO (None for `--config-image`, and in a dry run without one at hand).
+    file: Option<BaseIsoFile>,
+    /// Where its Ignition and kargs areas are (ISO and PXE with a base ISO).
+    layout: Option<iso::EmbedPlan>,
+    /// Room for the archive (ISO only; 256 KiB assumed without a base ISO).
+    area: Option<u64>,
+    /// The ISO's kernel arguments with the extra ones appended (None: unchanged).
+    iso_kargs: Option<String>,
+    /// The PXE kernel command line.
+    pxe_kargs: Option<String>,
+}
+
+/// Step 7: the base ISO ([`base_iso::resolve`]; none for `--config-image`; a dry run
+/// downloads nothing), its embed areas, and the archive measured against its actual area
+/// before anything is written.
+async fn base_image(
+    plan: &Plan,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    images: &crate::registry::ComponentImages,
+    reg: &RegistryContext,
+    node: &NodeImage,
+    warnings: &mut Vec<String>,
+) -> Result<BaseImage> {
+    let kind = plan.kind;
+    let arch = &hosts.arch;
+    let file = if kind == OutputKind::ConfigImage {
         None
     } else {
         let req = base_iso::Request {
             arch: arch.clone(),
-            explicit: args.base_iso.clone(),
-            stream: model.base_iso_for(&arch),
+            explicit: plan.base_iso.clone(),
+            stream: model.base_iso_for(arch),
             machine_os_images: images.machine_os_images.clone(),
             release_digest: model
                 .version
@@ -367,58 +448,77 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 .rsplit_once('@')
                 .map(|(_, d)| d.to_string()),
             cache_root: None,
-            offline: args.dry_run,
+            offline: plan.dry_run,
             extra_ca_pems: reg.extra_ca_pems.clone(),
-            insecure: args.insecure,
+            insecure: plan.insecure,
             retry: reg.retry.clone(),
         };
         let mut w = Vec::new();
-        let r = base_iso::resolve(&req, Some(&reg), &mut w).await;
+        let r = base_iso::resolve(&req, Some(reg), &mut w).await;
         for x in w {
-            warn(x, &mut warnings);
+            warn(x, warnings);
         }
         r?
     };
-
-    let plan = match (&base, kind) {
+    let layout = match (&file, kind) {
         (Some(b), OutputKind::Iso | OutputKind::Pxe) => {
             Some(iso::plan_file(&b.path).map_err(|e| iso_error(e, Some(b)))?)
         }
         _ => None,
     };
-    let area = match (kind, &plan) {
+    let area = match (kind, &layout) {
         (OutputKind::Iso, Some(p)) => Some(p.ignition_area.length),
         (OutputKind::Iso, None) => Some(RHCOS_EMBED_AREA),
         _ => None,
     };
     if let Some(area) = area {
-        if archive.len() as u64 > area {
+        if node.archive.len() as u64 > area {
             return Err(too_large(
-                &ign,
-                archive.len(),
+                &node.ign,
+                node.archive.len(),
                 area,
-                plan.as_ref().map(|p| p.ignition_file.as_str()),
+                layout.as_ref().map(|p| p.ignition_file.as_str()),
             ));
         }
     }
-    let iso_kargs = match (kind, &plan) {
+    let iso_kargs = match (kind, &layout) {
         (OutputKind::Iso, Some(p)) => p
-            .kargs_appending(&extra_kargs)
-            .map_err(|e| iso_error(e, base.as_ref()))?,
+            .kargs_appending(&node.extra_kargs)
+            .map_err(|e| iso_error(e, file.as_ref()))?,
         _ => None,
     };
-    let pxe_kargs = match (kind, &plan) {
+    let pxe_kargs = match (kind, &layout) {
         (OutputKind::Pxe, Some(p)) => Some(
-            iso::pxe::pxe_kargs(p, &arch, base_url.as_deref(), &extra_kargs)
-                .map_err(|e| iso_error(e, base.as_ref()))?,
+            iso::pxe::pxe_kargs(p, arch, hosts.base_url.as_deref(), &node.extra_kargs)
+                .map_err(|e| iso_error(e, file.as_ref()))?,
         ),
         _ => None,
     };
+    Ok(BaseImage {
+        file,
+        layout,
+        area,
+        iso_kargs,
+        pxe_kargs,
+    })
+}
 
-    let mut rep = AddNodesReport {
+/// The report (pure): what is made, for whom, with which tokens, and what to do next; its
+/// files, batch and warnings are filled in by the caller.
+fn report(
+    plan: &Plan,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    auth: &token::Auth,
+    node: &NodeImage,
+    base: &BaseImage,
+    now: SystemTime,
+) -> AddNodesReport {
+    let (kind, arch) = (plan.kind, &hosts.arch);
+    AddNodesReport {
         api_version: "agent-day2/v1",
         kind: "AddNodesReport",
-        dry_run: args.dry_run,
+        dry_run: plan.dry_run,
         cluster: ClusterSummary {
             name: model.cluster.name.clone(),
             id: model.cluster.id.clone(),
@@ -428,20 +528,24 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             architecture: arch.clone(),
             api_url: model.cluster.api_url.clone(),
         },
-        hosts: vhosts.iter().map(host_summary).collect(),
-        base_iso: base.clone(),
+        hosts: hosts.hosts.iter().map(host_summary).collect(),
+        base_iso: base.file.clone(),
         output_kind: kind.name().into(),
         files: Vec::new(),
         kargs: match kind {
             // Without a base URL the rootfs URL is the user's to fill in: a placeholder that
             // names the file, so the line is complete apart from where it is served.
-            OutputKind::Pxe if base_url.is_none() => pxe_kargs.clone().map(|k| {
-                format!("{k} coreos.live.rootfs_url=<where-you-serve>/{}", iso::pxe::file_names(&arch)[2])
+            OutputKind::Pxe if hosts.base_url.is_none() => base.pxe_kargs.clone().map(|k| {
+                format!("{k} coreos.live.rootfs_url=<where-you-serve>/{}", iso::pxe::file_names(arch)[2])
             }),
-            OutputKind::Pxe => pxe_kargs.clone(),
-            _ => (!extra_kargs.is_empty()).then(|| extra_kargs.join(" ")),
+            OutputKind::Pxe => base.pxe_kargs.clone(),
+            _ => (!node.extra_kargs.is_empty()).then(|| node.extra_kargs.join(" ")),
         },
-        ignition: IgnitionSize { config_bytes: ign_json.len(), archive_bytes: archive.len(), area_bytes: area },
+        ignition: IgnitionSize {
+            config_bytes: node.json.len(),
+            archive_bytes: node.archive.len(),
+            area_bytes: base.area,
+        },
         token: {
             // Whole seconds, as the tokens' times are: a new 48 h token shows 48h, not 47h 59m.
             let now_s = std::time::UNIX_EPOCH
@@ -459,39 +563,68 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         batch: None,
         warnings: Vec::new(),
         secrets_notice: "the files hold the cluster's pull secret and the node tokens (mode 0600): keep them private, delete them once the nodes joined".into(),
-        next_steps: next_steps(kind, &names, &arch, &auth.material.expiry_rfc3339(), base_url.as_deref()),
+        next_steps: next_steps(
+            kind,
+            &hosts.names,
+            arch,
+            &auth.material.expiry_rfc3339(),
+            hosts.base_url.as_deref(),
+        ),
         ignition_files: Vec::new(),
-    };
-
-    if args.dry_run {
-        rep.files = names
-            .finals()
-            .iter()
-            .map(|p| FileSummary {
-                path: p.display().to_string(),
-                size: dry_run_size(kind, base.as_ref()),
-                sha256: String::new(),
-            })
-            .collect();
-        if base.is_none() && kind != OutputKind::ConfigImage {
-            rep.base_iso_plan = Some(match (&images.machine_os_images, model.base_iso_for(&arch)) {
-                (Some(m), _) => format!("not cached: would be read from the release's machine-os-images {m} (or the coreos-bootimages stream); nothing is downloaded in a dry run"),
-                (None, Some(b)) => format!("not cached: would be downloaded from {} (sha256 {}); nothing is downloaded in a dry run", b.location, b.sha256),
-                (None, None) => "none found: give --base-iso FILE".into(),
-            });
-        }
-        rep.ignition_files = ignition_listing(&ign);
-        rep.warnings = warnings;
-        return dry_run_output(args.output, &rep, &ign);
     }
-    prepare_dir(&args.dir)?;
+}
 
-    // --- 8. stage the outputs
-    let staged = match kind {
+/// `--dry-run` ends here: the files that would be written (sizes when known), where the base
+/// ISO would come from, the Ignition's files, the warnings.
+#[allow(clippy::too_many_arguments)]
+fn dry_run_report(
+    plan: &Plan,
+    mut rep: AddNodesReport,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    images: &crate::registry::ComponentImages,
+    base: &BaseImage,
+    node: &NodeImage,
+    warnings: Vec<String>,
+) -> Result<String> {
+    let kind = plan.kind;
+    rep.files = hosts
+        .names
+        .finals()
+        .iter()
+        .map(|p| FileSummary {
+            path: p.display().to_string(),
+            size: dry_run_size(kind, base.file.as_ref()),
+            sha256: String::new(),
+        })
+        .collect();
+    if base.file.is_none() && kind != OutputKind::ConfigImage {
+        rep.base_iso_plan = Some(match (&images.machine_os_images, model.base_iso_for(&hosts.arch)) {
+            (Some(m), _) => format!("not cached: would be read from the release's machine-os-images {m} (or the coreos-bootimages stream); nothing is downloaded in a dry run"),
+            (None, Some(b)) => format!("not cached: would be downloaded from {} (sha256 {}); nothing is downloaded in a dry run", b.location, b.sha256),
+            (None, None) => "none found: give --base-iso FILE".into(),
+        });
+    }
+    rep.ignition_files = ignition_listing(&node.ign);
+    rep.warnings = warnings;
+    dry_run_output(plan.output, &rep, &node.ign)
+}
+
+/// Step 8: the outputs written under temporary names next to their final ones (mode 0600;
+/// `boot-artifacts/` 0700), removed again if anything later fails.
+fn write_files(
+    plan: &Plan,
+    hosts: &Hosts,
+    node: &NodeImage,
+    base: &BaseImage,
+    now: SystemTime,
+) -> Result<Staged> {
+    let names = &hosts.names;
+    Ok(match plan.kind {
         OutputKind::Iso => {
             let (b, p) = (
-                base.as_ref().expect("ISO has a base"),
-                plan.as_ref().expect("ISO has a plan"),
+                base.file.as_ref().expect("ISO has a base"),
+                base.layout.as_ref().expect("ISO has a plan"),
             );
             let tmp = names.staging_file(&names.finals()[0]);
             let guard = Cleanup::new(vec![tmp.clone()]);
@@ -499,8 +632,8 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 &b.path,
                 &tmp,
                 p,
-                &archive,
-                iso_kargs.as_deref(),
+                &node.archive,
+                base.iso_kargs.as_deref(),
                 iso::WriteOptions {
                     force: false,
                     sha256: true,
@@ -520,10 +653,10 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         }
         OutputKind::Pxe => {
             let (b, p) = (
-                base.as_ref().expect("PXE has a base"),
-                plan.as_ref().expect("PXE has a plan"),
+                base.file.as_ref().expect("PXE has a base"),
+                base.layout.as_ref().expect("PXE has a plan"),
             );
-            let pxe_dir = args.dir.join(PXE_DIR);
+            let pxe_dir = plan.dir.join(PXE_DIR);
             // 0700 like --dir: the files hold the pull secret (an existing directory is left
             // as it is, never chmod-ed).
             std::fs::DirBuilder::new()
@@ -538,12 +671,12 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 .map_err(|e| dir_error(&stage, e))?;
             let guard = Cleanup::new(vec![stage.clone()]);
             let opts = iso::pxe::PxeOptions {
-                arch: arch.clone(),
-                base_url: base_url.clone(),
-                extra_kargs: extra_kargs.clone(),
+                arch: hosts.arch.clone(),
+                base_url: hosts.base_url.clone(),
+                extra_kargs: node.extra_kargs.clone(),
                 force: false,
             };
-            let files = iso::pxe::write_pxe_files(&b.path, &stage, p, &archive, &opts)
+            let files = iso::pxe::write_pxe_files(&b.path, &stage, p, &node.archive, &opts)
                 .map_err(|e| iso_error(e, Some(b)))?;
             let mut moves = Vec::new();
             let mut srcs = vec![files.initrd, files.kernel, files.rootfs];
@@ -567,7 +700,7 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             let tmp = names.staging_file(&names.finals()[0]);
             let guard = Cleanup::new(vec![tmp.clone()]);
             let mtime = iso::config_image::unix_secs(now);
-            let files = ignition::files(&ign);
+            let files = ignition::files(&node.ign);
             let cpio: Vec<iso::cpio::CpioFile<'_>> = files
                 .iter()
                 .map(|(path, data, mode)| iso::cpio::CpioFile {
@@ -589,32 +722,70 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
                 dir: None,
             }
         }
-    };
+    })
+}
 
-    // --- 9. cluster writes
+/// Step 9: the cluster writes: our namespace, the node tokens' Secret (when new), the batch
+/// record. Returns the batch name.
+async fn cluster_writes(
+    target: &KubeTarget,
+    plan: &Plan,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    auth: &token::Auth,
+    staged: &Staged,
+    now: SystemTime,
+) -> Result<String> {
     batch::ensure_namespace(target).await?;
     if !auth.reused {
-        save_auth(target, &auth, now).await?;
+        save_auth(target, auth, now).await?;
     }
-    let rel = |p: &Path| p.strip_prefix(&args.dir).unwrap_or(p).display().to_string();
     let name = batch::new_name(now);
-    let rec = BatchRecord {
+    let rec = batch_record(
+        plan,
+        model,
+        hosts,
+        &name,
+        now,
+        batch::whoami(target).await,
+        &auth.material.expiry_rfc3339(),
+        staged,
+    );
+    batch::create(target, &rec).await?;
+    Ok(name)
+}
+
+/// The batch record of this run (pure).
+#[allow(clippy::too_many_arguments)]
+fn batch_record(
+    plan: &Plan,
+    model: &ClusterModel,
+    hosts: &Hosts,
+    name: &str,
+    now: SystemTime,
+    created_by: String,
+    token_expires_at: &str,
+    staged: &Staged,
+) -> BatchRecord {
+    let rel = |p: &Path| p.strip_prefix(&plan.dir).unwrap_or(p).display().to_string();
+    BatchRecord {
         api_version: batch::API_VERSION.into(),
         kind: batch::KIND.into(),
-        name: name.clone(),
+        name: name.to_string(),
         created_at: auth::rfc3339(now),
-        created_by: batch::whoami(target).await,
+        created_by,
         cluster_id: model.cluster.id.clone(),
         release_image: model.version.release_image.clone(),
         version: model.version.current.clone(),
-        architecture: arch.clone(),
-        pool: pool.clone(),
-        node_labels: node_labels.clone(),
-        output_kind: kind.name().into(),
+        architecture: hosts.arch.clone(),
+        pool: plan.pool.clone(),
+        node_labels: plan.node_labels.clone(),
+        output_kind: plan.kind.name().into(),
         files: staged.moves.iter().map(|m| rel(&m.1)).collect(),
         image_sha256: staged.moves[0].3.clone(),
-        token_expires_at: auth.material.expiry_rfc3339(),
-        hosts: vhosts
+        token_expires_at: token_expires_at.to_string(),
+        hosts: hosts
+            .hosts
             .iter()
             .map(|h| BatchHost {
                 hostname: h.hostname.clone(),
@@ -628,10 +799,17 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             })
             .collect(),
         approvals: vec![],
-    };
-    batch::create(target, &rec).await?;
+    }
+}
 
-    // --- 10. into place
+/// Step 10: the staged outputs renamed into place without replacing (unless `--force`); on a
+/// failure the batch record `name` is removed again. Returns the files written.
+async fn into_place(
+    target: &KubeTarget,
+    plan: &Plan,
+    staged: Staged,
+    name: &str,
+) -> Result<Vec<FileSummary>> {
     let written: Vec<FileSummary> = staged
         .moves
         .iter()
@@ -641,16 +819,13 @@ async fn make(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             sha256: sha.clone(),
         })
         .collect();
-    if let Err(e) = staged.commit(args.force) {
-        if let Err(d) = batch::delete(target, &name).await {
+    if let Err(e) = staged.commit(plan.force) {
+        if let Err(d) = batch::delete(target, name).await {
             eprintln!("warning: could not remove batch record {name} after the failure: {d}");
         }
         return Err(e);
     }
-    rep.files = written;
-    rep.batch = Some(name);
-    rep.warnings = warnings;
-    output::render(args.output, &rep, || report::render_table(&rep))
+    Ok(written)
 }
 
 use std::os::unix::fs::DirBuilderExt;
@@ -798,28 +973,6 @@ fn next_steps(
 /// Default `--token-ttl` (the agent installer's 48 h, [`auth::DEFAULT_TTL`]).
 pub const DEFAULT_TTL: &str = "48h";
 
-/// `--boot-artifacts-base-url` / `bootArtifactsBaseURL`: an absolute http(s) URL without
-/// spaces, query or fragment (it is joined with file names in the `.ipxe` script and the
-/// kernel command line).
-fn check_base_url(u: &str, field: &str) -> Result<String> {
-    let ok_scheme = u.starts_with("http://") || u.starts_with("https://");
-    let host = u
-        .split_once("://")
-        .map(|(_, r)| r.split('/').next().unwrap_or(""))
-        .unwrap_or("");
-    if !ok_scheme
-        || host.is_empty()
-        || u.chars().any(|c| c.is_whitespace() || c.is_control())
-        || u.contains(['?', '#'])
-    {
-        return Err(invalid(
-            field,
-            format!("{u:?} is not an http:// or https:// URL of a directory (no spaces, query or fragment), e.g. http://192.168.111.1:8000/pxe"),
-        ));
-    }
-    Ok(u.trim_end_matches('/').to_string())
-}
-
 fn host_summary(h: &ValidatedHost) -> HostSummary {
     HostSummary {
         hostname: h.hostname.clone(),
@@ -833,126 +986,6 @@ fn host_summary(h: &ValidatedHost) -> HostSummary {
     }
 }
 
-/// `--token-ttl`: a Go-style duration (`48h`, `90m`, `2h30m`), at least 1 h (a node needs time
-/// to boot and install), at most 8760 h.
-pub fn parse_ttl(s: &str) -> Result<Duration> {
-    let d = crate::kube_flags::parse_duration(s)
-        .map_err(|e| invalid("--token-ttl", format!("{s:?}: {e}; e.g. 48h")))?
-        .ok_or_else(|| invalid("--token-ttl", format!("{s:?} is zero; give e.g. 48h")))?;
-    if d < Duration::from_secs(3600) || d > Duration::from_secs(8760 * 3600) {
-        return Err(invalid(
-            "--token-ttl",
-            format!("{s:?} is outside 1h..8760h; nodes need time to boot and install, e.g. 48h"),
-        ));
-    }
-    Ok(d)
-}
-
-/// `--node-labels k=v,k2=v2`: Kubernetes label keys (optional DNS-subdomain prefix `/`, name of
-/// at most 63 `[A-Za-z0-9._-]` starting and ending alphanumeric) and values (empty or the same
-/// name rule). `node-role.kubernetes.io/*` other than worker-like roles is allowed: the kubelet
-/// cannot set it, approve applies it.
-pub fn parse_labels(s: Option<&str>) -> Result<BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    let Some(s) = s.filter(|s| !s.trim().is_empty()) else {
-        return Ok(out);
-    };
-    fn name_ok(n: &str) -> bool {
-        !n.is_empty()
-            && n.len() <= 63
-            && n.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
-            && n.as_bytes()[0].is_ascii_alphanumeric()
-            && n.as_bytes()[n.len() - 1].is_ascii_alphanumeric()
-    }
-    fn prefix_ok(p: &str) -> bool {
-        !p.is_empty()
-            && p.len() <= 253
-            && p.split('.').all(|l| {
-                !l.is_empty()
-                    && l.len() <= 63
-                    && l.bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                    && !l.starts_with('-')
-                    && !l.ends_with('-')
-            })
-    }
-    for item in s.split(',') {
-        let item = item.trim();
-        let (k, v) = item.split_once('=').ok_or_else(|| {
-            invalid(
-                "--node-labels",
-                format!("{item:?} is not KEY=VALUE, e.g. --node-labels zone=a,rack=r1"),
-            )
-        })?;
-        let key_ok = match k.split_once('/') {
-            Some((p, n)) => prefix_ok(p) && name_ok(n),
-            None => name_ok(k),
-        };
-        if !key_ok {
-            return Err(invalid("--node-labels", format!("{k:?} is not a Kubernetes label key ([prefix/]name, name of at most 63 letters, digits, '-', '_', '.')")));
-        }
-        if !v.is_empty() && !name_ok(v) {
-            return Err(invalid("--node-labels", format!("value {v:?} of {k:?} is not a Kubernetes label value (at most 63 letters, digits, '-', '_', '.', starting and ending alphanumeric)")));
-        }
-        if out.insert(k.to_string(), v.to_string()).is_some() {
-            return Err(invalid("--node-labels", format!("{k:?} is given twice")));
-        }
-    }
-    Ok(out)
-}
-
-/// `--dir` before any work: an existing writable directory, or a missing one whose nearest
-/// existing ancestor is a writable directory (created later by [`prepare_dir`]). Creates
-/// nothing that stays.
-fn check_dir(dir: &Path) -> Result<()> {
-    if dir.exists() {
-        return probe_dir(dir, dir);
-    }
-    let mut anc = dir.parent();
-    while let Some(a) = anc {
-        let a = if a.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            a
-        };
-        if a.exists() {
-            if !a.is_dir() {
-                return Err(invalid(
-                    "--dir",
-                    format!(
-                        "cannot write to {}: {} is not a directory; choose a directory you can write to",
-                        dir.display(),
-                        a.display()
-                    ),
-                ));
-            }
-            return probe_dir(a, dir);
-        }
-        anc = a.parent();
-    }
-    Ok(())
-}
-
-/// A file can be created in `at` (removed at once); errors name `dir` (`--dir`).
-fn probe_dir(at: &Path, dir: &Path) -> Result<()> {
-    if !at.is_dir() {
-        return Err(invalid("--dir", format!("{} is not a directory", at.display())));
-    }
-    let probe = at.join(format!(".agent-day2-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(dir_error(dir, e)),
-    }
-}
-
 /// `--dir`: created (0700) when missing, must be a writable directory. Never chmod-ed.
 fn prepare_dir(dir: &Path) -> Result<()> {
     if !dir.exists() {
@@ -962,21 +995,7 @@ fn prepare_dir(dir: &Path) -> Result<()> {
             .create(dir)
             .map_err(|e| dir_error(dir, e))?;
     }
-    if !dir.is_dir() {
-        return Err(invalid("--dir", format!("{} is not a directory", dir.display())));
-    }
-    let probe = dir.join(format!(".agent-day2-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(dir_error(dir, e)),
-    }
+    probe_dir(dir, dir)
 }
 
 fn dir_error(dir: &Path, e: std::io::Error) -> Error {
@@ -991,30 +1010,16 @@ fn dir_error(dir: &Path, e: std::io::Error) -> Error {
 
 /// The nodes config and, for a file, its parse errors (validated together with the rest:
 /// [`nodes_config::parse_partial`]).
-fn read_nodes_config(args: &AddNodesArgs) -> Result<(NodesConfig, Vec<nodes_config::FieldError>)> {
+fn read_nodes_config(source: &NodesSource) -> Result<(NodesConfig, Vec<nodes_config::FieldError>)> {
     let cwd = std::env::current_dir().map_err(|e| Error::Io {
         path: ".".into(),
         source: e,
     })?;
-    if let Some(mac) = &args.mac_address {
-        let f = FlagsHost {
-            mac: mac.clone(),
-            hostname: args.hostname.clone(),
-            network_config_path: args.network_config_path.clone(),
-            root_device_hints: args.root_device_hints.clone(),
-            cpu_architecture: args.cpu_architecture.clone(),
-            ssh_key_path: args.ssh_key_path.clone(),
-        };
-        return Ok((nodes_config::from_flags(&f, &cwd)?, Vec::new()));
-    }
-    let (path, field) = match &args.nodes_config {
-        Some(p) => (p.clone(), "--nodes-config"),
-        None => (
-            args.dir.join("nodes-config.yaml"),
-            "--nodes-config (default DIR/nodes-config.yaml)",
-        ),
+    let (path, field) = match source {
+        NodesSource::Flags(f) => return Ok((nodes_config::from_flags(f, &cwd)?, Vec::new())),
+        NodesSource::File { path, field } => (path, *field),
     };
-    let text = crate::files::read_input_file(&path, crate::files::MAX_NODES_CONFIG, field).map_err(|e| {
+    let text = crate::files::read_input_file(path, crate::files::MAX_NODES_CONFIG, field).map_err(|e| {
         invalid(
             field,
             format!(
@@ -1022,7 +1027,7 @@ fn read_nodes_config(args: &AddNodesArgs) -> Result<(NodesConfig, Vec<nodes_conf
             ),
         )
     })?;
-    Ok(nodes_config::parse_partial(&text, &path)?)
+    Ok(nodes_config::parse_partial(&text, path)?)
 }
 
 /// `--pool NAME` must name an existing MachineConfigPool (else the node would fetch
@@ -1430,22 +1435,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ttl_and_labels() {
-        assert_eq!(parse_ttl("48h").unwrap(), Duration::from_secs(48 * 3600));
-        assert!(parse_ttl("10m").unwrap_err().to_string().contains("--token-ttl"));
-        assert!(parse_ttl("x").is_err());
-        let l = parse_labels(Some("zone=a, node-role.kubernetes.io/infra=,example.com/rack=r1")).unwrap();
-        assert_eq!(l["zone"], "a");
-        assert_eq!(l["node-role.kubernetes.io/infra"], "");
-        assert_eq!(l["example.com/rack"], "r1");
-        for bad in ["zone", "-a=b", "a=b c", "a=1,a=2", "Ex.com/x=1"] {
-            let e = parse_labels(Some(bad)).unwrap_err();
-            assert_eq!(e.exit_code(), 3, "{bad}");
-            assert!(e.to_string().starts_with("--node-labels: "), "{e}");
-        }
-    }
-
-    #[test]
     fn earlier_unexpired_batches_with_the_same_host_warn() {
         let host = ValidatedHost {
             hostname: "worker-0".into(),
@@ -1506,12 +1495,6 @@ mod tests {
         let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None);
         assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
         assert!(without[2].contains("monitor --approve") && without[2].contains("approve --watch"));
-        assert!(check_base_url("ftp://x/y", "--boot-artifacts-base-url").is_err());
-        assert!(check_base_url("http:///y", "f").is_err());
-        assert_eq!(
-            check_base_url("http://h:8000/pxe/", "f").unwrap(),
-            "http://h:8000/pxe"
-        );
     }
 
     #[test]
