@@ -390,6 +390,29 @@ fn netns_inode(pid: &str) -> Option<u64> {
         .map(|m| m.ino())
 }
 
+/// A private copy of the running simulator binary in `work` (`agent-day2-sim`, mode 0755,
+/// written via a temporary file and a rename), which the machines run and bind into their
+/// containers. The shared build directory's binary is replaced by every rebuild, and a bind
+/// mount of a replaced (unlinked) file cannot be bound again: the node-agent container's
+/// root then failed with `mount …/agent-day2-sim … No such file or directory`. Copied from
+/// `/proc/self/exe`, so a binary replaced before this call still gives the running program.
+pub fn private_exe(work: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let dst = work.join("agent-day2-sim");
+    let tmp = work.join(".agent-day2-sim.tmp");
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::copy("/proc/self/exe", &tmp)
+        .and_then(|_| std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)))
+        .and_then(|_| std::fs::rename(&tmp, &dst))
+        .map_err(|e| {
+            format!(
+                "cannot copy the simulator binary to {}: {e} (is --work writable?)",
+                dst.display()
+            )
+        })?;
+    Ok(dst)
+}
+
 /// Runs `run-node`; returns the exit code.
 pub fn run(a: RunNodeArgs) -> i32 {
     let bin = a.bin_dir.clone().unwrap_or_else(default_bin_dir);
@@ -473,17 +496,17 @@ pub fn run(a: RunNodeArgs) -> i32 {
         units.len(),
         units.values().filter(|(e, _)| *e == Some(true)).count()
     );
-    let exe = match std::env::current_exe() {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("error: cannot find the simulator binary: {e}");
-            return 1;
-        }
-    };
     if let Err(e) = std::fs::create_dir_all(&a.work) {
         eprintln!("error: cannot create --work {}: {e}", a.work.display());
         return 1;
     }
+    let exe = match private_exe(&a.work) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
     let mut kids = Vec::new();
     for (i, (mac, ip, prefix)) in machines.iter().enumerate() {
         let dir = a.work.join(format!("machine-{}", mac.replace(':', "")));
