@@ -76,7 +76,7 @@ enum Cmd {
         /// Serve the cluster from the REAL etcd, kube-apiserver (Node,RBAC authorization,
         /// NodeRestriction) and kube-controller-manager (CSR signing only) in BIN_DIR (default:
         /// $AGENT_DAY2_REAL_KUBE_BIN, else where `scripts/real-components.sh kube` builds them)
-        /// instead of the simulator's own API server. Not yet with --registry,
+        /// instead of the simulator's own API server. Not yet with
         /// --assisted-db-url or a scenario's `forbidden` switches.
         #[arg(long, value_name = "BIN_DIR", num_args = 0..=1)]
         real_apiserver: Option<Option<PathBuf>>,

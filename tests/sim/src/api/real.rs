@@ -420,7 +420,43 @@ pub async fn get_raw(client: &kube::Client, path: &str) -> Result<String, kube::
     client.request_text(req).await
 }
 
-/// Starts etcd, kube-apiserver (until `/readyz` answers ok as admin, 120 s) and
+/// `GET /readyz` without credentials (anonymous may read it: `system:public-info-viewer`),
+/// verifying the serving certificate against `ca_pem` for the IP address: (status, body).
+/// Polled so, the wait leaves no client error log behind while the server starts.
+async fn readyz(addr: SocketAddr, ca_pem: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(c?)?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg));
+    let tcp = tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(addr)).await??;
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let mut tls = connector.connect(name, tcp).await?;
+    tls.write_all(b"GET /readyz HTTP/1.0\r\nHost: kubernetes\r\n\r\n")
+        .await?;
+    let mut buf = Vec::new();
+    // The server closes after an HTTP/1.0 answer; a missing close_notify is no error here.
+    let _ = tokio::time::timeout(Duration::from_secs(5), tls.read_to_end(&mut buf)).await;
+    let text = String::from_utf8_lossy(&buf);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| anyhow!("no HTTP status in the answer to GET /readyz"))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Starts etcd, kube-apiserver (until `/readyz` answers ok, 120 s) and
 /// kube-controller-manager.
 ///
 /// Errors: a binary missing ([`check_kube_bins`]), a process exiting or not ready in time (the
@@ -528,8 +564,8 @@ pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
         for pr in &mut procs {
             pr.check_running()?;
         }
-        match get_raw(&client, "/readyz").await {
-            Ok(t) if t.trim() == "ok" => break,
+        match readyz(o.listen, &o.ca.cert_pem).await {
+            Ok((200, t)) if t.trim() == "ok" => break,
             r => {
                 if Instant::now() > deadline {
                     let last = procs.last().map(|p| p.log_tail(40)).unwrap_or_default();
@@ -599,11 +635,45 @@ fn refusal(what: &str, obj: &Value, e: &kube::Error) -> String {
     format!("{what} {kind} {ns}{name}: {msg}")
 }
 
+/// The paths (`spec.platformSpec.none`, `status.conditions[0].reason`) of fields `sent` has
+/// and `got` lacks: what the server dropped (a structural schema prunes unknown fields). Null
+/// values are not counted (the server drops them by design); arrays are compared element by
+/// element only when both have the same length.
+pub fn dropped_fields(sent: &Value, got: &Value, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    match (sent, got) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                if v.is_null() {
+                    continue;
+                }
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                match b.get(k) {
+                    None => out.push(path),
+                    Some(w) => out.extend(dropped_fields(v, w, &path)),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                out.extend(dropped_fields(v, w, &format!("{prefix}[{i}]")));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Creates `obj` as admin (an existing one of the same name is replaced, keeping nothing of
 /// it), then, when it carries a `status` and the resource has the status subresource, writes
-/// the status through it (as the component owning it would). Errors: the server's refusal,
-/// naming the object.
-pub async fn apply(client: &kube::Client, obj: &Value) -> anyhow::Result<()> {
+/// the status through it (as the component owning it would). Returns the paths of the fields
+/// the server dropped ([`dropped_fields`]; metadata not compared). Errors: the server's
+/// refusal, naming the object.
+pub async fn apply(client: &kube::Client, obj: &Value) -> anyhow::Result<Vec<String>> {
     let (ar, caps) = resolve(client, obj).await?;
     let ns = obj["metadata"]["namespace"].as_str();
     let api = api_for(client, &ar, &caps, ns);
@@ -626,16 +696,25 @@ pub async fn apply(client: &kube::Client, obj: &Value) -> anyhow::Result<()> {
         Err(e) => bail!(refusal("create", obj, &e)),
     };
     let has_status_sub = caps.subresources.iter().any(|(s, _)| s.plural == "status");
+    let mut got = serde_json::to_value(&created)?;
     if let (Some(status), true) = (obj.get("status"), has_status_sub) {
-        let mut v = serde_json::to_value(&created)?;
+        let mut v = got.clone();
         v["status"] = status.clone();
         let cname = created.metadata.name.clone().unwrap_or_default();
         let with_status: DynamicObject = serde_json::from_value(v)?;
-        api.replace_status(&cname, &pp, &with_status)
+        let after = api
+            .replace_status(&cname, &pp, &with_status)
             .await
             .map_err(|e| anyhow!(refusal("status of", obj, &e)))?;
+        got = serde_json::to_value(&after)?;
     }
-    Ok(())
+    let mut sent = obj.clone();
+    if let Some(m) = sent.as_object_mut() {
+        for k in ["apiVersion", "kind", "metadata"] {
+            m.remove(k);
+        }
+    }
+    Ok(dropped_fields(&sent, &got, ""))
 }
 
 /// The CRD of `group`/`kind` from the openshift/api module tree `root`: the feature-set
@@ -708,7 +787,14 @@ pub async fn install_crds(client: &kube::Client, crds: &[Value]) -> anyhow::Resu
         if let Some(m) = c.as_object_mut() {
             m.remove("status");
         }
-        apply(client, &c).await?;
+        let dropped = apply(client, &c).await?;
+        if !dropped.is_empty() {
+            eprintln!(
+                "agent-day2-sim: the real kube-apiserver dropped from CRD {}: {}",
+                c["metadata"]["name"],
+                dropped.join(", ")
+            );
+        }
     }
     let deadline = Instant::now() + Duration::from_secs(30);
     for c in crds {
@@ -863,18 +949,16 @@ pub fn implied_objects(objects: &[Value]) -> Vec<Value> {
 /// `DIR/ca.crt`, `DIR/ready` written last), served by the real control plane. Runs until
 /// SIGINT/SIGTERM, or fails when one of the processes exits.
 ///
-/// Not yet with the real server (refused up front, naming the option): `--registry`,
-/// `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint) and the
+/// With `--registry`, the same container registry as the home-made mode
+/// ([`super::up::start_registry`]). Not yet with the real server (refused up front, naming the
+/// option): `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint) and the
 /// scenario's `forbidden` switches (RBAC cannot refuse `system:masters`).
 /// Errors: those, a missing binary, a process that fails, an object the server refuses.
 pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()> {
-    if opts.registry.is_some() {
-        bail!("--registry is not supported with --real-apiserver yet; drop one of them");
-    }
     if opts.assisted_db_url.is_some() {
         bail!("--assisted-db-url is not supported with --real-apiserver yet (pod exec needs the simulated kubelet); drop one of them");
     }
-    let scenario = match &opts.scenario {
+    let mut scenario = match &opts.scenario {
         Some(p) => crate::scenario::Scenario::load(p)?,
         None => crate::scenario::Scenario::default(),
     };
@@ -923,6 +1007,12 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     // Base ISO, file server, seed objects (as the home-made server seeds them).
     let arch = super::up::coreos_arch(&scenario.architecture).to_string();
     let (base_iso, files_base_url) = super::up::serve_base_iso(&opts, ip, &arch).await?;
+    // The registry with the release payload, before the seed: the seed names its true digest.
+    let registry = match opts.registry {
+        Some(addr) => Some(super::up::start_registry(addr, &opts.dir, &ca, &mut scenario, &base_iso).await?),
+        None => None,
+    };
+    let seed_registry = registry.as_ref().map(|r| &r.seed);
     let ctx = crate::seed::SeedContext {
         api_url: api_url.clone(),
         files_base_url: files_base_url.clone(),
@@ -930,7 +1020,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         ca_pem: ca.cert_pem.clone(),
     };
     // The seed includes the scenario's `objects` and `objectsDir` and applies `omit`.
-    let objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, None)?;
+    let objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, seed_registry)?;
     // Every `omit` entry must name something (as `up` checks): a typo would leave the object in.
     {
         let all = crate::seed::seed_objects_with_registry(
@@ -939,7 +1029,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
                 ..scenario.clone()
             },
             &ctx,
-            None,
+            seed_registry,
         )?;
         for (i, spec) in scenario.omit.iter().enumerate() {
             if !all.iter().any(|o| super::up::seed_omit_matches(spec, o)) {
@@ -1028,8 +1118,16 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     all.extend(objects);
     let mut refused = Vec::new();
     for o in creation_order(all) {
-        if let Err(e) = apply(&client, &o).await {
-            refused.push(format!("{e:#}"));
+        match apply(&client, &o).await {
+            Ok(dropped) if !dropped.is_empty() => eprintln!(
+                "agent-day2-sim: warning: the real kube-apiserver dropped from {} {}{}: {} (not in its schema)",
+                o["kind"].as_str().unwrap_or("?"),
+                o["metadata"]["namespace"].as_str().map(|n| format!("{n}/")).unwrap_or_default(),
+                o["metadata"]["name"].as_str().unwrap_or("?"),
+                dropped.join(", ")
+            ),
+            Ok(_) => {}
+            Err(e) => refused.push(format!("{e:#}")),
         }
     }
     if !refused.is_empty() {
@@ -1041,7 +1139,15 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     }
     let served = served_resources(&client).await?;
     for o in identities(&served) {
-        apply(&client, &o).await?;
+        let dropped = apply(&client, &o).await?;
+        if !dropped.is_empty() {
+            bail!(
+                "the real kube-apiserver dropped {} from {} {}",
+                dropped.join(", "),
+                o["kind"],
+                o["metadata"]["name"]
+            );
+        }
     }
     cp.check_running()?;
 
@@ -1049,7 +1155,14 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
     crate::kubeconfig::write_private(&opts.dir.join("kubeconfig"), &kc)?;
     let ready_tmp = opts.dir.join(".ready.tmp");
-    std::fs::write(&ready_tmp, format!("{api_url}\n{files_base_url}\n"))?;
+    let registry_line = registry
+        .as_ref()
+        .map(|r| format!("{}\n", r.process.url()))
+        .unwrap_or_default();
+    std::fs::write(
+        &ready_tmp,
+        format!("{api_url}\n{files_base_url}\n{registry_line}"),
+    )?;
     std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
     eprintln!(
         "agent-day2-sim: real kube-apiserver {api_url}, files {files_base_url}, kubeconfig {}",
@@ -1074,6 +1187,8 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     };
     let _ = std::fs::remove_file(opts.dir.join("ready"));
     drop(cp);
+    // Dropping the registry kills docker-registry.
+    drop(registry);
     result
 }
 
@@ -1091,6 +1206,16 @@ mod tests {
                 .contains(&format!("kube-{v}"))
                 || std::env::var_os(KUBE_BIN_ENV).is_some()
         );
+    }
+
+    #[test]
+    fn dropped_fields_are_named_by_path() {
+        let sent = json!({"spec": {"a": 1, "b": {"c": 2, "gone": 3}, "n": null, "l": [{"x": 1}, {"y": 2}]}, "extra": true});
+        let got = json!({"spec": {"a": 1, "b": {"c": 2}, "l": [{"x": 1}, {}], "defaulted": 5}});
+        let mut d = dropped_fields(&sent, &got, "");
+        d.sort();
+        assert_eq!(d, vec!["extra", "spec.b.gone", "spec.l[1].y"]);
+        assert!(dropped_fields(&got, &got, "").is_empty());
     }
 
     #[test]
