@@ -280,7 +280,7 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
     let mut ips = vec![client_ip, IpAddr::V4(Ipv4Addr::LOCALHOST)];
     ips.dedup();
-    let server_cert = ca.issue_server(&["localhost".into(), api_dns, api_int], &ips)?;
+    let server_cert = ca.issue_server(&["localhost".into(), api_dns, api_int.clone()], &ips)?;
     let admin = ca.issue_client("system:admin", &["system:masters"])?;
 
     let boot_token = new_token(24);
@@ -443,6 +443,22 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             .to_vec(),
     );
     tokio::spawn(srv.clone().run_signer());
+    // The machine-config server stand-in on the API's IP, port 22623 (see super::mcs); only on
+    // a routable address, and a port already taken (a second cluster in one namespace) leaves
+    // this cluster without one, said on stderr.
+    if !client_ip.is_loopback() {
+        let addr = SocketAddr::new(client_ip, super::mcs::MCS_PORT);
+        let cfg = super::mcs::McsConfig {
+            api_int: api_int.clone(),
+            ip: client_ip,
+            bootstrap_kubeconfig: super::mcs::bootstrap_kubeconfig(&api_int, local.port(), &ca.cert_pem, &boot_token),
+            ca_pem: ca.cert_pem.clone(),
+        };
+        match super::mcs::serve(srv.clone(), &ca, addr, cfg).await {
+            Ok(()) => eprintln!("agent-day2-sim: machine-config server https://{api_int}:{} ({addr})", super::mcs::MCS_PORT),
+            Err(e) => eprintln!("agent-day2-sim: warning: no machine-config server: {e:#}"),
+        }
+    }
     let srv2 = srv.clone();
     tokio::spawn(async move {
         loop {
