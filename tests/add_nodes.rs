@@ -772,6 +772,78 @@ fn batch_list_and_delete() {
     assert!(String::from_utf8_lossy(&o.stdout).is_empty(), "{}", text(&o));
 }
 
+/// Running add-nodes again for the same hosts (a lost image, another output kind) replaces the
+/// earlier batch that lists exactly them, instead of piling up batches and warnings; a batch
+/// that shares only some hosts stays, and `batch delete` then says who still expects them.
+#[test]
+fn rerunning_for_the_same_hosts_replaces_the_earlier_batch() {
+    let (w, c) = cluster_or_skip!("");
+    let o = add_w0(&c, &w, &w.out(), &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let first = json_of(&o)["batch"].as_str().unwrap().to_string();
+    // The dry run of the same hosts says it would replace it, and replaces nothing.
+    let o = add_w0(&c, &w, &w.path("out-dry"), &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("Replaces") && t.contains(&format!("batch {first}: listed exactly these hosts; its record would be deleted")),
+        "{t}"
+    );
+    assert_eq!(batch_records(&c).len(), 1);
+    // The real run: one batch again, the new one, and no warning about the old one.
+    let o = add_w0(&c, &w, &w.path("out2"), &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let r = json_of(&o);
+    assert_eq!(r["replacesBatches"], json!([first]), "{r}");
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("already in batch"),
+        "{}",
+        text(&o)
+    );
+    let recs = batch_records(&c);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let second = r["batch"].as_str().unwrap().to_string();
+    assert_eq!(recs[0]["name"], second.as_str());
+    assert_ne!(second, first);
+    // worker-0 again, on another machine: not the same hosts, so both batches stay (warned).
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--mac-address",
+            "52:54:00:aa:00:40",
+            "--hostname",
+            W0.0,
+            "--dir",
+            w.path("out3").to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let third = json_of(&o)["batch"].as_str().unwrap().to_string();
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!("hostname worker-0 is already in batch {second}")),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(batch_records(&c).len(), 2);
+    // Deleting one of them does not claim that approve and monitor forget worker-0.
+    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &second]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("batch {second} deleted: its hosts are still expected by another batch: worker-0 (batch {third}); approve and monitor go by that batch's record\n")
+    );
+    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &third, "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let d = json_of(&o);
+    assert_eq!(d["deleted"], json!([third]));
+    assert!(d.get("stillExpected").is_none(), "{d}");
+    assert!(batch_records_or_none(&c).is_empty());
+}
+
 /// A Secret written the way `oc adm node-image` writes it is reused: the ISO carries its
 /// tokens and key, and a node booted from it joins (the simulated node API judges the tokens
 /// with the key, as the real service does). One that expires within 24 h is replaced, and so

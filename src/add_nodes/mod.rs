@@ -38,7 +38,7 @@ pub mod plan;
 pub mod report;
 mod token;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -196,6 +196,7 @@ async fn make(target: &KubeTarget, plan: &Plan) -> Result<String> {
     let staged = write_files(plan, &hosts, &node, &base, now)?;
     let name = cluster_writes(target, plan, &model, &hosts, &auth, &staged, now).await?;
     rep.files = into_place(target, plan, staged, &name).await?;
+    rep.replaces_batches = delete_replaced(target, &hosts.replaced, &mut warnings).await;
     rep.batch = Some(name);
     rep.warnings = warnings;
     output::render(plan.output, &rep, || report::render_table(&rep))
@@ -246,6 +247,9 @@ struct Hosts {
     base_url: Option<String>,
     /// The output paths.
     names: OutputNames,
+    /// Earlier batches this run replaces ([`Overlaps::replaced`]), deleted once the new files
+    /// are in place.
+    replaced: Vec<String>,
 }
 
 /// Step 3: the nodes config read and validated against the cluster (every error at once,
@@ -289,7 +293,7 @@ async fn validate_hosts(
             warnings,
         );
     }
-    warn_earlier_batches(target, &vhosts, now, warnings).await;
+    let replaced = earlier_batches(target, &vhosts, now, warnings).await;
     let mut names = OutputNames::new(&plan.dir, plan.kind, &arch, plan.output_name.as_deref());
     if plan.kind == OutputKind::Pxe && base_url.is_some() {
         names
@@ -313,6 +317,7 @@ async fn validate_hosts(
         arch,
         base_url,
         names,
+        replaced,
     })
 }
 
@@ -561,6 +566,7 @@ fn report(
         },
         base_iso_plan: None,
         batch: None,
+        replaces_batches: hosts.replaced.clone(),
         warnings: Vec::new(),
         secrets_notice: "the files hold the cluster's pull secret and the node tokens (mode 0600): keep them private, delete them once the nodes joined".into(),
         next_steps: next_steps(
@@ -1100,42 +1106,73 @@ fn too_large(ign: &ignition_config::v3_2::Config, archive: usize, area: u64, fil
     )
 }
 
-/// Warns about hosts (by hostname or MAC) that an earlier batch whose tokens are still valid
-/// already expects: two images for one machine, or a name given twice. Never fails: the
-/// batch list is a courtesy check (a warning says when it cannot be read).
-async fn warn_earlier_batches(
+/// Reads the batch records and applies [`batch_overlaps`]: warns about the overlaps and gives
+/// the batches this run replaces. Never fails: the batch list is a courtesy check (a warning
+/// says when it cannot be read, and then nothing is replaced).
+async fn earlier_batches(
     target: &KubeTarget,
     hosts: &[ValidatedHost],
     now: SystemTime,
     warnings: &mut Vec<String>,
-) {
-    let mut warn = |w: String| {
-        eprintln!("warning: {w}");
-        warnings.push(w);
-    };
+) -> Vec<String> {
     let records = match batch::list(target).await {
         Ok(r) => r,
         Err(e) => {
-            warn(format!(
-                "cannot check the earlier batch records for these hosts: {e}"
-            ));
-            return;
+            warn(
+                format!("cannot check the earlier batch records for these hosts: {e}"),
+                warnings,
+            );
+            return Vec::new();
         }
     };
-    for w in earlier_batch_overlaps(hosts, records.iter().map(|(r, _)| r), now) {
-        warn(w);
+    let o = batch_overlaps(hosts, records.iter().map(|(r, _)| r), now);
+    for w in o.warnings {
+        warn(w, warnings);
     }
+    o.replaced
 }
 
-/// The overlap messages of [`warn_earlier_batches`] (pure, for tests).
-fn earlier_batch_overlaps<'a>(
+/// What the earlier batch records say about this run's hosts.
+#[derive(Debug, Default, PartialEq)]
+struct Overlaps {
+    /// Hosts (by hostname or MAC) that another unexpired batch already expects: two images for
+    /// one machine, or a name given twice.
+    warnings: Vec<String>,
+    /// Unexpired batches that this run replaces: each lists exactly this run's hosts (same
+    /// hostnames, same MACs) and has no approval recorded. A re-run for the same hosts (new
+    /// tokens, another output, a lost image) thus leaves one batch, not a pile of them whose
+    /// oldest `approve` would go by.
+    replaced: Vec<String>,
+}
+
+/// Whether `r` lists exactly `hosts`: the same hostnames, each with the same MACs (any case,
+/// any order).
+fn same_hosts(r: &BatchRecord, hosts: &[ValidatedHost]) -> bool {
+    let set =
+        |it: &mut dyn Iterator<Item = (&String, &Vec<String>)>| -> BTreeSet<(String, BTreeSet<String>)> {
+            it.map(|(h, m)| (h.clone(), m.iter().map(|m| m.to_ascii_lowercase()).collect()))
+                .collect()
+        };
+    r.hosts.len() == hosts.len()
+        && set(&mut r.hosts.iter().map(|h| (&h.hostname, &h.macs)))
+            == set(&mut hosts.iter().map(|h| (&h.hostname, &h.macs)))
+}
+
+/// The overlaps of this run's `hosts` with the unexpired batch `records` at `now` (pure):
+/// batches listing exactly these hosts with no approval are replaced (see [`Overlaps`]); any
+/// other batch sharing a hostname or MAC is a warning.
+fn batch_overlaps<'a>(
     hosts: &[ValidatedHost],
     records: impl Iterator<Item = &'a BatchRecord>,
     now: SystemTime,
-) -> Vec<String> {
-    let mut out = Vec::new();
+) -> Overlaps {
+    let mut out = Overlaps::default();
     for r in records {
         if auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now) {
+            continue;
+        }
+        if r.approvals.is_empty() && same_hosts(r, hosts) {
+            out.replaced.push(r.name.clone());
             continue;
         }
         for h in hosts {
@@ -1150,7 +1187,7 @@ fn earlier_batch_overlaps<'a>(
                     (false, Some(m)) => format!("MAC {m} of {} (as {})", h.hostname, old.hostname),
                     (false, None) => continue,
                 };
-                out.push(format!(
+                out.warnings.push(format!(
                     "{what} is already in batch {} (tokens valid until {}): if this replaces it, delete it with `oc agent-day2 add-nodes batch delete {}`; approve checks a node's CSRs against every batch that expects it",
                     r.name, r.token_expires_at, r.name
                 ));
@@ -1158,6 +1195,26 @@ fn earlier_batch_overlaps<'a>(
         }
     }
     out
+}
+
+/// After the new files are in place: deletes the batch records this run replaces; returns
+/// those deleted. A failure is a warning naming the command that finishes the job.
+async fn delete_replaced(
+    target: &KubeTarget,
+    replaced: &[String],
+    warnings: &mut Vec<String>,
+) -> Vec<String> {
+    let mut deleted = Vec::new();
+    for name in replaced {
+        match batch::delete(target, name).await {
+            Ok(()) => deleted.push(name.clone()),
+            Err(e) => warn(
+                format!("could not delete batch {name}, which this run replaces: {e}; delete it with `oc agent-day2 add-nodes batch delete {name}`"),
+                warnings,
+            ),
+        }
+    }
+    deleted
 }
 
 /// The size a dry run's file would have: an ISO is as large as its base (embedding changes
@@ -1279,6 +1336,77 @@ fn host_display(h: &BatchHost) -> String {
     }
 }
 
+/// A host of a deleted batch that other batches still list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StillExpected {
+    /// The deleted batch.
+    batch: String,
+    /// The host.
+    hostname: String,
+    /// The remaining batches that list it (oldest first).
+    by: Vec<String>,
+}
+
+/// For the batches `deleted` out of `before` (every record before the delete, oldest first):
+/// their hosts that a remaining batch still lists (pure). `approve` and `monitor` keep
+/// expecting those, by the remaining batch's record.
+fn still_expected(before: &[BatchRecord], deleted: &[String]) -> Vec<StillExpected> {
+    let remaining: Vec<&BatchRecord> = before.iter().filter(|r| !deleted.contains(&r.name)).collect();
+    let mut out = Vec::new();
+    for r in before.iter().filter(|r| deleted.contains(&r.name)) {
+        for h in &r.hosts {
+            let by: Vec<String> = remaining
+                .iter()
+                .filter(|o| o.hosts.iter().any(|x| x.hostname == h.hostname))
+                .map(|o| o.name.clone())
+                .collect();
+            if !by.is_empty() {
+                out.push(StillExpected {
+                    batch: r.name.clone(),
+                    hostname: h.hostname.clone(),
+                    by,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The line `batch delete` prints for the deleted batch `name`: which hosts approve and monitor
+/// no longer expect, and which another batch still lists (pure).
+fn delete_message(name: &str, before: Option<&[BatchRecord]>, still: &[StillExpected]) -> String {
+    const GONE: &str =
+        "(an image made for it still boots until its tokens expire, but its nodes' CSRs are not approved)";
+    let mine: Vec<&StillExpected> = still.iter().filter(|s| s.batch == name).collect();
+    if mine.is_empty() {
+        return format!("batch {name} deleted: approve and monitor no longer expect its nodes {GONE}\n");
+    }
+    let kept = mine
+        .iter()
+        .map(|s| format!("{} (batch {})", s.hostname, s.by.join(", batch ")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let gone: Vec<String> = before
+        .and_then(|b| b.iter().find(|r| r.name == name))
+        .map(|r| {
+            r.hosts
+                .iter()
+                .filter(|h| !mine.iter().any(|s| s.hostname == h.hostname))
+                .map(|h| h.hostname.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    if gone.is_empty() {
+        format!("batch {name} deleted: its hosts are still expected by another batch: {kept}; approve and monitor go by that batch's record\n")
+    } else {
+        format!(
+            "batch {name} deleted: approve and monitor no longer expect {} {GONE}; still expected by another batch: {kept}\n",
+            gone.join(", ")
+        )
+    }
+}
+
 /// `add-nodes batch [list|delete NAME...]`.
 async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
     match &b.command {
@@ -1385,6 +1513,12 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
         }
         Some(BatchCommand::Delete { names, output }) => {
             let format = output.unwrap_or(b.output);
+            // The records before deleting, to say which hosts other batches still expect (None
+            // when they cannot be listed: the plain message then).
+            let before: Option<Vec<BatchRecord>> = batch::list(target)
+                .await
+                .ok()
+                .map(|l| l.into_iter().map(|(r, _)| r).collect());
             let mut deleted = Vec::new();
             let mut errors = Vec::new();
             for name in names {
@@ -1393,24 +1527,32 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                     Err(e) => errors.push(e),
                 }
             }
+            let still = before
+                .as_deref()
+                .map(|b| still_expected(b, &deleted))
+                .unwrap_or_default();
             #[derive(Serialize)]
             #[serde(rename_all = "camelCase")]
             struct Deleted<'a> {
                 api_version: &'static str,
                 kind: &'static str,
                 deleted: &'a [String],
+                /// Hosts of a deleted batch that another batch still lists.
+                #[serde(skip_serializing_if = "<[StillExpected]>::is_empty")]
+                still_expected: &'a [StillExpected],
                 errors: Vec<String>,
             }
             let doc = Deleted {
                 api_version: batch::API_VERSION,
                 kind: "BatchDeleteResult",
                 deleted: &deleted,
+                still_expected: &still,
                 errors: errors.iter().map(ToString::to_string).collect(),
             };
             let out = output::render(format, &doc, || {
                 deleted
                     .iter()
-                    .map(|n| format!("batch {n} deleted: approve and monitor no longer expect its nodes (an image made for it still boots until its tokens expire, but its nodes' CSRs are not approved)\n"))
+                    .map(|n| delete_message(n, before.as_deref(), &still))
                     .collect()
             })?;
             if errors.is_empty() {
@@ -1472,7 +1614,9 @@ mod tests {
             rec("b-mac", "2026-11-30T11:00:00Z", "worker-9", "52:54:00:AA:00:30"),
             rec("b-other", "2026-11-30T11:00:00Z", "worker-5", "52:54:00:aa:00:55"),
         ];
-        let w = earlier_batch_overlaps(&[host], recs.iter(), now);
+        let o = batch_overlaps(std::slice::from_ref(&host), recs.iter(), now);
+        assert!(o.replaced.is_empty(), "{o:?}");
+        let w = o.warnings;
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(
             w[0].starts_with("hostname worker-0 is already in batch b-name"),
@@ -1482,6 +1626,145 @@ mod tests {
             w[1].starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"),
             "{w:?}"
         );
+    }
+
+    /// A record of `hosts` (hostname, MAC) expiring at `exp`.
+    fn record(name: &str, exp: &str, hosts: &[(&str, &str)]) -> BatchRecord {
+        BatchRecord {
+            api_version: batch::API_VERSION.into(),
+            kind: batch::KIND.into(),
+            name: name.into(),
+            created_at: "2026-11-29T00:00:00Z".into(),
+            created_by: "a".into(),
+            cluster_id: "c".into(),
+            release_image: "r".into(),
+            version: "4.18.1".into(),
+            architecture: "x86_64".into(),
+            pool: "worker".into(),
+            node_labels: BTreeMap::new(),
+            output_kind: "iso".into(),
+            files: vec![],
+            image_sha256: String::new(),
+            token_expires_at: exp.into(),
+            hosts: hosts
+                .iter()
+                .map(|(h, m)| BatchHost {
+                    hostname: h.to_string(),
+                    macs: vec![m.to_string()],
+                    ips: vec![],
+                    ip_source: "unknown".into(),
+                })
+                .collect(),
+            approvals: vec![],
+        }
+    }
+
+    fn vhost(h: &str, mac: &str) -> ValidatedHost {
+        ValidatedHost {
+            hostname: h.into(),
+            macs: vec![mac.into()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_live_batch_of_exactly_these_hosts_without_approvals_is_replaced() {
+        let now = auth::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
+        let live = "2026-11-30T11:00:00Z";
+        let hosts = [
+            vhost("worker-0", "52:54:00:aa:00:30"),
+            vhost("worker-1", "52:54:00:aa:00:31"),
+        ];
+        let same = record(
+            "b-same",
+            live,
+            &[
+                ("worker-1", "52:54:00:AA:00:31"),
+                ("worker-0", "52:54:00:aa:00:30"),
+            ],
+        );
+        let expired = record(
+            "b-expired",
+            "2026-11-29T11:00:00Z",
+            &[
+                ("worker-0", "52:54:00:aa:00:30"),
+                ("worker-1", "52:54:00:aa:00:31"),
+            ],
+        );
+        let subset = record("b-subset", live, &[("worker-0", "52:54:00:aa:00:30")]);
+        let other_mac = record(
+            "b-mac",
+            live,
+            &[
+                ("worker-0", "52:54:00:aa:00:99"),
+                ("worker-1", "52:54:00:aa:00:31"),
+            ],
+        );
+        let mut approved = same.clone();
+        approved.name = "b-approved".into();
+        approved.approvals.push(batch::Approval {
+            node: "worker-0".into(),
+            kind: "client".into(),
+            csr: "csr-1".into(),
+            at: "2026-11-29T01:00:00Z".into(),
+            by: "a".into(),
+        });
+        let recs = [same, expired, subset, other_mac, approved];
+        let o = batch_overlaps(&hosts, recs.iter(), now);
+        assert_eq!(o.replaced, ["b-same"], "{o:?}");
+        // The others still warn (the expired one says nothing).
+        for name in ["b-subset", "b-mac", "b-approved"] {
+            assert!(
+                o.warnings.iter().any(|w| w.contains(&format!("batch {name} "))),
+                "{name}: {o:?}"
+            );
+        }
+        assert!(
+            !o.warnings
+                .iter()
+                .any(|w| w.contains("b-same") || w.contains("b-expired")),
+            "{o:?}"
+        );
+    }
+
+    #[test]
+    fn batch_delete_says_which_hosts_another_batch_still_expects() {
+        let live = "2026-11-30T11:00:00Z";
+        let before = [
+            record("b-1", live, &[("worker-0", "m0"), ("worker-1", "m1")]),
+            record("b-2", live, &[("worker-0", "m0")]),
+            record("b-3", live, &[("worker-5", "m5")]),
+        ];
+        let deleted = ["b-1".to_string(), "b-3".to_string()];
+        let still = still_expected(&before, &deleted);
+        assert_eq!(
+            still,
+            [StillExpected {
+                batch: "b-1".into(),
+                hostname: "worker-0".into(),
+                by: vec!["b-2".into()]
+            }]
+        );
+        let m = delete_message("b-1", Some(&before), &still);
+        assert!(
+            m.starts_with("batch b-1 deleted: approve and monitor no longer expect worker-1 (")
+                && m.ends_with("; still expected by another batch: worker-0 (batch b-2)\n"),
+            "{m}"
+        );
+        let m = delete_message("b-3", Some(&before), &still);
+        assert!(
+            m.starts_with("batch b-3 deleted: approve and monitor no longer expect its nodes"),
+            "{m}"
+        );
+        // Deleting b-2 alone: its only host is still in b-1.
+        let still = still_expected(&before, &["b-2".to_string()]);
+        let m = delete_message("b-2", Some(&before), &still);
+        assert_eq!(
+            m,
+            "batch b-2 deleted: its hosts are still expected by another batch: worker-0 (batch b-1); approve and monitor go by that batch's record\n"
+        );
+        // Both batches of worker-0 deleted: nobody expects it any more.
+        assert!(still_expected(&before, &["b-1".to_string(), "b-2".to_string()]).is_empty());
     }
 
     #[test]

@@ -41,6 +41,11 @@ pub struct AddNodesReport {
     /// The batch record (None with `--dry-run`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub batch: Option<String>,
+    /// Earlier unexpired batches that listed exactly these hosts (same hostnames and MACs) and
+    /// had no approval recorded: this run replaces them (their records are deleted once the
+    /// new files are in place; with `--dry-run`, they would be).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces_batches: Vec<String>,
     /// Warnings (also printed on stderr).
     pub warnings: Vec<String>,
     /// What the files hold.
@@ -255,6 +260,25 @@ pub fn render_table(r: &AddNodesReport) -> String {
         rows.push((
             "Batch",
             format!("{b}  (ConfigMap in {})", crate::batch::NAMESPACE),
+        ));
+    }
+    if !r.replaces_batches.is_empty() {
+        rows.push((
+            "Replaces",
+            format!(
+                "{} {}: listed exactly these hosts; {} (approve and monitor go by the new batch)",
+                if r.replaces_batches.len() == 1 {
+                    "batch"
+                } else {
+                    "batches"
+                },
+                r.replaces_batches.join(", "),
+                if r.dry_run {
+                    "its record would be deleted"
+                } else {
+                    "its record was deleted"
+                }
+            ),
         ));
     }
     rows.push(("Secrets", r.secrets_notice.clone()));
