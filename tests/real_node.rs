@@ -146,6 +146,17 @@ fn run_node(w: &Work, iso: &Path, nodes: &[(&str, &str, &str)], extra: &[&str]) 
     cmd.args(["--time-scale", "0.1", "--timeout", "8m", "--stay"]);
     cmd.args(["--dns", "api.ostest.example.com=192.168.111.5"]);
     cmd.args(["--dns", "api-int.ostest.example.com=192.168.111.5"]);
+    // The site's wildcard `*.apps` record points at the ingress VIP; /etc/hosts has no
+    // wildcards, so the one name assisted-service resolves for it (its domain-resolution step
+    // asks for console-openshift-console.apps.<name>.<domain>). The cluster's DNS itself is
+    // outside what the simulator runs.
+    cmd.args([
+        "--dns",
+        &format!(
+            "console-openshift-console.apps.ostest.example.com={}",
+            agent_day2_sim::seed::INGRESS_VIP
+        ),
+    ]);
     cmd.args(extra);
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())

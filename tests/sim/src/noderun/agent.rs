@@ -165,7 +165,7 @@ fn inventory(m: &Value) -> Value {
     json!({
         "hostname": hostname(),
         "bmc_address": "0.0.0.0", "bmc_v6address": "::/0",
-        "boot": {"current_boot_mode": "uefi", "secure_boot_state": "Disabled", "device_type": "persistent"},
+        "boot": {"current_boot_mode": "uefi", "secure_boot_state": "Disabled", "device_type": hw["boot_device_type"].as_str().unwrap_or("ephemeral")},
         "cpu": {"architecture": "x86_64", "count": hw["cpus"], "frequency": 2400.0, "model_name": "Intel Xeon Processor (Icelake)",
                 "flags": ["fpu", "vme", "de", "pse", "tsc", "msr", "pae", "mce", "cx8", "apic", "sep", "mtrr", "pge", "mca", "cmov", "pat", "pse36", "clflush", "mmx", "fxsr", "sse", "sse2", "ss", "syscall", "nx", "pdpe1gb", "rdtscp", "lm", "constant_tsc", "rep_good", "nopl", "xtopology", "cpuid", "tsc_known_freq", "pni", "pclmulqdq", "vmx", "ssse3", "fma", "cx16", "pcid", "sse4_1", "sse4_2", "x2apic", "movbe", "popcnt", "aes", "xsave", "avx", "f16c", "rdrand", "hypervisor", "lahf_lm", "abm", "avx2", "avx512f"]},
         "memory": {"physical_bytes": hw["memory_bytes"], "usable_bytes": hw["memory_bytes"].as_u64().unwrap_or(0) / 100 * 97, "physical_bytes_method": "dmidecode"},

@@ -171,6 +171,17 @@ pub struct Hardware {
     pub disk_bytes: u64,
     /// SMBIOS system UUID (derived from the MAC): the agent's host ID.
     pub system_uuid: String,
+    /// The inventory's `boot.device_type`: `ephemeral` for a live system (node ISO, PXE: the
+    /// root file system is in memory), `persistent` for a system booted from its disk (the
+    /// appliance). assisted-service reads `persistent` as "install to the existing root"
+    /// (no disk speed check; `validateReleaseImageForDay2HostInstall` then needs the
+    /// cluster's release image).
+    #[serde(default = "ephemeral")]
+    pub boot_device_type: String,
+}
+
+fn ephemeral() -> String {
+    "ephemeral".into()
 }
 
 /// The binaries' directory: `--bin-dir`, else $AGENT_DAY2_REAL_BIN, else
@@ -537,6 +548,11 @@ pub fn run(a: RunNodeArgs) -> i32 {
                 memory_bytes: a.memory_gib << 30,
                 disk_bytes: a.disk_gib << 30,
                 system_uuid: uuid_for_mac(mac),
+                boot_device_type: if a.config_image.is_some() {
+                    "persistent".into()
+                } else {
+                    "ephemeral".into()
+                },
             },
         };
         let spec_path = dir.join("spec.json");
