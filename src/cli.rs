@@ -254,10 +254,13 @@ inside its own image, so an image works until its tokens expire. To stop a lost 
 adding a node, delete its batch (`add-nodes batch delete`) and do not approve CSRs of nodes you
 do not expect: a node joins only when its kubelet CSRs are approved.
 
-Exit status: 0 written; 2 bad flags; 3 invalid nodes config or flag value, a base ISO that is
-not a CoreOS live ISO, an Ignition too large for the ISO (use --pxe), an existing output
-without --force, an unwritable --dir; 4 cluster or registry access (unreachable, forbidden,
-missing objects, OpenShift older than 4.18, unsupported platform).";
+A MAC that belongs to a node that already joined, or to a host of another unexpired batch, is
+refused (exit 3, naming the node or batch) unless --reimage names the host.
+
+Exit status: 0 written; 2 bad flags; 3 invalid nodes config or flag value, a MAC already owned
+(see above), a base ISO that is not a CoreOS live ISO, an Ignition too large for the ISO (use
+--pxe), an existing output without --force, an unwritable --dir; 4 cluster or registry access
+(unreachable, forbidden, missing objects, OpenShift older than 4.18, unsupported platform).";
 
 const ADD_NODES_AFTER: &str = "\
 Examples:
@@ -385,6 +388,11 @@ pub struct AddNodesArgs {
     /// working until their own tokens expire.
     #[arg(long)]
     pub new_token: bool,
+    /// This host's machine is being re-imaged on purpose (repeatable): its MACs may belong to
+    /// a node that already joined or to a host of another unexpired batch (else exit 3 naming
+    /// the owner), e.g. --reimage worker-0.
+    #[arg(long, value_name = "HOSTNAME")]
+    pub reimage: Vec<String>,
     /// Labels for the nodes, saved on the batch record; `oc agent-day2 monitor` applies them
     /// when each Node appears, e.g. --node-labels zone=a,rack=r1.
     #[arg(long, value_name = "K=V,...")]

@@ -691,20 +691,38 @@ fn batch_list_and_delete() {
         !t.contains("((") && !t.contains("))"),
         "no nested parentheses: {t}"
     );
-    // A second batch for the same machine warns, naming the first.
-    let o = plugin(
-        &c,
-        &w,
-        &[
+    // A second batch for the same machine is refused, naming the first; on purpose
+    // (--reimage) it is made, with a warning naming the first.
+    let as_w7 = |extra: &[&str]| {
+        let out2 = w.path("out2");
+        let mut a = vec![
             "add-nodes",
             "--mac-address",
             W0.1,
             "--hostname",
             "worker-7",
             "--dir",
-            w.path("out2").to_str().unwrap(),
-        ],
+            out2.to_str().unwrap(),
+        ];
+        a.extend_from_slice(extra);
+        plugin(&c, &w, &a)
+    };
+    let o = as_w7(&[]);
+    assert_fails(
+        &o,
+        3,
+        &format!("--mac-address: \"52:54:00:aa:00:30\" is already the MAC of worker-0 in batch {name} ("),
     );
+    assert!(
+        text(&o).contains("or pass --reimage worker-7 if the machine is being re-imaged on purpose"),
+        "{}",
+        text(&o)
+    );
+    assert!(!w.path("out2").exists(), "nothing written");
+    assert_eq!(batch_records(&c).len(), 1);
+    let o = as_w7(&["--reimage", "worker-9"]);
+    assert_fails(&o, 3, "--reimage: \"worker-9\" is not a host of this run (worker-7)");
+    let o = as_w7(&["--reimage", "worker-7"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains(&format!(
@@ -739,6 +757,23 @@ fn batch_list_and_delete() {
         by_host(&l, "worker-0")["hostStates"][0]["node"],
         "not joined",
         "{l}"
+    );
+    // The machine joined as worker-7: an image naming it worker-8 is refused, naming the node
+    // (from a nodes-config file: the field path).
+    let nc = w.write(
+        "w8.yaml",
+        &nodes_config(&[dhcp_host(("worker-8", W0.1, ""))]),
+    );
+    let o = add_nc(&c, &w, &nc, &w.path("out3"), &[]);
+    assert_fails(
+        &o,
+        3,
+        &format!("hosts[0].interfaces[0].macAddress: \"52:54:00:aa:00:30\" belongs to node worker-7, which already joined the cluster (batch {second}): an image for worker-8 would make a second node of that machine; if it is being re-imaged on purpose, pass --reimage worker-8"),
+    );
+    assert!(
+        text(&o).contains(&format!("is already the MAC of worker-0 in batch {name} (")),
+        "every owner named: {}",
+        text(&o)
     );
     // Several names at once, one missing: the others are deleted, the missing one named.
     let o = plugin(

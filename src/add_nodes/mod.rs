@@ -275,6 +275,23 @@ async fn validate_hosts(
     for w in vwarnings {
         warn(w.to_string(), warnings);
     }
+    if let Some(n) = plan
+        .reimage
+        .iter()
+        .find(|n| !vhosts.iter().any(|h| &h.hostname == *n))
+    {
+        return Err(invalid(
+            "--reimage",
+            format!(
+                "{n:?} is not a host of this run ({}); name the hostname of the machine being re-imaged",
+                vhosts
+                    .iter()
+                    .map(|h| h.hostname.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     let arch = image_arch(&vhosts, cfg.cpu_architecture.as_deref(), model);
     if plan.pool != ignition::DEFAULT_POOL {
         check_pool(target, &plan.pool, warnings).await?;
@@ -293,7 +310,9 @@ async fn validate_hosts(
             warnings,
         );
     }
-    let replaced = earlier_batches(target, &vhosts, now, warnings).await;
+    let from_flags = cfg.origin == Origin::Flags;
+    let replaced =
+        earlier_batches(target, plan, model, &vhosts, (&source, from_flags), now, warnings).await?;
     let mut names = OutputNames::new(&plan.dir, plan.kind, &arch, plan.output_name.as_deref());
     if plan.kind == OutputKind::Pxe && base_url.is_some() {
         names
@@ -1106,15 +1125,20 @@ fn too_large(ign: &ignition_config::v3_2::Config, archive: usize, area: u64, fil
     )
 }
 
-/// Reads the batch records and applies [`batch_overlaps`]: warns about the overlaps and gives
-/// the batches this run replaces. Never fails: the batch list is a courtesy check (a warning
-/// says when it cannot be read, and then nothing is replaced).
+/// Reads the batch records and applies [`batch_overlaps`]: owned MACs are an error
+/// ([`Error::InvalidConfig`] naming each field, exit 3; `source` names the nodes config, and
+/// for hosts from flags the field is `--mac-address`), the overlaps are warned about, and the
+/// batches this run replaces are returned. The batch list is otherwise a courtesy check: when
+/// it cannot be read, a warning says so and nothing is checked or replaced.
 async fn earlier_batches(
     target: &KubeTarget,
+    plan: &Plan,
+    model: &ClusterModel,
     hosts: &[ValidatedHost],
+    (source, from_flags): (&str, bool),
     now: SystemTime,
     warnings: &mut Vec<String>,
-) -> Vec<String> {
+) -> Result<Vec<String>> {
     let records = match batch::list(target).await {
         Ok(r) => r,
         Err(e) => {
@@ -1122,21 +1146,43 @@ async fn earlier_batches(
                 format!("cannot check the earlier batch records for these hosts: {e}"),
                 warnings,
             );
-            return Vec::new();
+            return Ok(Vec::new());
         }
     };
-    let o = batch_overlaps(hosts, records.iter().map(|(r, _)| r), now);
+    let nodes: BTreeSet<String> = model.nodes.iter().map(|n| n.name.to_ascii_lowercase()).collect();
+    let o = batch_overlaps(hosts, records.iter().map(|(r, _)| r), now, &nodes, &plan.reimage);
+    if !o.errors.is_empty() {
+        let errors = o
+            .errors
+            .into_iter()
+            .map(|mut e| {
+                if from_flags {
+                    e.path = "--mac-address".into();
+                }
+                e
+            })
+            .collect();
+        return Err(Error::InvalidConfig(nodes_config::ConfigErrors {
+            source: source.to_string(),
+            errors,
+        }));
+    }
     for w in o.warnings {
         warn(w, warnings);
     }
-    o.replaced
+    Ok(o.replaced)
 }
 
 /// What the earlier batch records say about this run's hosts.
 #[derive(Debug, Default, PartialEq)]
 struct Overlaps {
-    /// Hosts (by hostname or MAC) that another unexpired batch already expects: two images for
-    /// one machine, or a name given twice.
+    /// MACs that belong to a node that already joined (a batch, expired or not, lists the MAC
+    /// for a hostname that is a Node now) or to a host of another unexpired batch, for hosts
+    /// `--reimage` does not name: one machine would become two nodes, or be expected by two
+    /// batches. Field paths `hosts[i].interfaces[j].macAddress`.
+    errors: Vec<nodes_config::FieldError>,
+    /// Hosts that another unexpired batch already expects by hostname only (a name given
+    /// twice), and the owned MACs that `--reimage` allows.
     warnings: Vec<String>,
     /// Unexpired batches that this run replaces: each lists exactly this run's hosts (same
     /// hostnames, same MACs) and has no approval recorded. A re-run for the same hosts (new
@@ -1158,39 +1204,84 @@ fn same_hosts(r: &BatchRecord, hosts: &[ValidatedHost]) -> bool {
             == set(&mut hosts.iter().map(|h| (&h.hostname, &h.macs)))
 }
 
-/// The overlaps of this run's `hosts` with the unexpired batch `records` at `now` (pure):
-/// batches listing exactly these hosts with no approval are replaced (see [`Overlaps`]); any
-/// other batch sharing a hostname or MAC is a warning.
+/// The overlaps of this run's `hosts` with the batch `records` at `now` (pure), given the
+/// names of the cluster's Nodes (`nodes`) and the hosts `--reimage` names: unexpired batches
+/// listing exactly these hosts with no approval are replaced (see [`Overlaps`]); a MAC that a
+/// joined node or another unexpired batch owns is an error, or a warning with `--reimage`; a
+/// hostname another unexpired batch lists with other MACs is a warning.
 fn batch_overlaps<'a>(
     hosts: &[ValidatedHost],
     records: impl Iterator<Item = &'a BatchRecord>,
     now: SystemTime,
+    nodes: &BTreeSet<String>,
+    reimage: &BTreeSet<String>,
 ) -> Overlaps {
     let mut out = Overlaps::default();
+    let joined = |name: &str| nodes.contains(&name.to_ascii_lowercase());
+    let mut seen_joined: BTreeSet<(String, String)> = BTreeSet::new();
     for r in records {
-        if auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now) {
-            continue;
-        }
-        if r.approvals.is_empty() && same_hosts(r, hosts) {
+        let live = !auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now);
+        if live && r.approvals.is_empty() && same_hosts(r, hosts) {
             out.replaced.push(r.name.clone());
             continue;
         }
-        for h in hosts {
+        for (i, h) in hosts.iter().enumerate() {
+            let again = reimage.contains(&h.hostname);
             for old in &r.hosts {
-                let mac = h
+                let owned = h
                     .macs
                     .iter()
-                    .find(|m| old.macs.iter().any(|o| o.eq_ignore_ascii_case(m)));
-                let what = match (old.hostname == h.hostname, mac) {
-                    (true, Some(m)) => format!("{} ({m})", h.hostname),
-                    (true, None) => format!("hostname {}", h.hostname),
-                    (false, Some(m)) => format!("MAC {m} of {} (as {})", h.hostname, old.hostname),
-                    (false, None) => continue,
+                    .enumerate()
+                    .find(|(_, m)| old.macs.iter().any(|o| o.eq_ignore_ascii_case(m)));
+                let Some((j, m)) = owned else {
+                    if live && old.hostname == h.hostname {
+                        out.warnings.push(format!(
+                            "hostname {} is already in batch {} (tokens valid until {}): if this replaces it, delete it with `oc agent-day2 add-nodes batch delete {}`; approve checks a node's CSRs against every batch that expects it",
+                            h.hostname, r.name, r.token_expires_at, r.name
+                        ));
+                    }
+                    continue;
                 };
-                out.warnings.push(format!(
-                    "{what} is already in batch {} (tokens valid until {}): if this replaces it, delete it with `oc agent-day2 add-nodes batch delete {}`; approve checks a node's CSRs against every batch that expects it",
-                    r.name, r.token_expires_at, r.name
-                ));
+                let path = format!("hosts[{i}].interfaces[{j}].macAddress");
+                if old.hostname != h.hostname && joined(&old.hostname) {
+                    if !seen_joined.insert((m.clone(), old.hostname.clone())) {
+                        continue;
+                    }
+                    if again {
+                        out.warnings.push(format!(
+                            "MAC {m} of {} belongs to node {}, which already joined (batch {}); --reimage {}: the machine is re-imaged on purpose, delete Node {} once it no longer runs it",
+                            h.hostname, old.hostname, r.name, h.hostname, old.hostname
+                        ));
+                    } else {
+                        out.errors.push(nodes_config::FieldError {
+                            path,
+                            message: format!(
+                                "\"{m}\" belongs to node {}, which already joined the cluster (batch {}): an image for {} would make a second node of that machine; if it is being re-imaged on purpose, pass --reimage {} (and delete Node {} once it no longer runs it)",
+                                old.hostname, r.name, h.hostname, h.hostname, old.hostname
+                            ),
+                        });
+                    }
+                } else if live {
+                    let what = if old.hostname == h.hostname {
+                        format!("{} ({m})", h.hostname)
+                    } else {
+                        format!("MAC {m} of {} (as {})", h.hostname, old.hostname)
+                    };
+                    if again {
+                        out.warnings.push(format!(
+                            "{what} is already in batch {} (tokens valid until {}); --reimage {}: the machine is re-imaged on purpose; approve checks a node's CSRs against every batch that expects it",
+                            r.name, r.token_expires_at, h.hostname
+                        ));
+                    } else {
+                        out.errors.push(nodes_config::FieldError {
+                            path,
+                            message: format!(
+                                "\"{m}\" is already the MAC of {} in batch {} (tokens valid until {}): one machine would be expected by two batches; delete that batch first (`oc agent-day2 add-nodes batch delete {}`), or pass --reimage {} if the machine is being re-imaged on purpose",
+                                old.hostname, r.name, r.token_expires_at, r.name, h.hostname
+                            ),
+                        });
+                    }
+                }
             }
         }
     }
@@ -1614,17 +1705,49 @@ mod tests {
             rec("b-mac", "2026-11-30T11:00:00Z", "worker-9", "52:54:00:AA:00:30"),
             rec("b-other", "2026-11-30T11:00:00Z", "worker-5", "52:54:00:aa:00:55"),
         ];
-        let o = batch_overlaps(std::slice::from_ref(&host), recs.iter(), now);
+        let none = BTreeSet::new();
+        let o = batch_overlaps(std::slice::from_ref(&host), recs.iter(), now, &none, &none);
         assert!(o.replaced.is_empty(), "{o:?}");
-        let w = o.warnings;
-        assert_eq!(w.len(), 2, "{w:?}");
+        // The hostname alone is a warning; the MAC of another live batch's host an error
+        // naming the batch; the expired batch and the unrelated one say nothing.
+        assert_eq!(o.warnings.len(), 1, "{o:?}");
         assert!(
-            w[0].starts_with("hostname worker-0 is already in batch b-name"),
-            "{w:?}"
+            o.warnings[0].starts_with("hostname worker-0 is already in batch b-name"),
+            "{o:?}"
         );
+        assert_eq!(o.errors.len(), 1, "{o:?}");
+        assert_eq!(o.errors[0].path, "hosts[0].interfaces[0].macAddress");
         assert!(
-            w[1].starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"),
-            "{w:?}"
+            o.errors[0].message.starts_with("\"52:54:00:aa:00:30\" is already the MAC of worker-9 in batch b-mac (tokens valid until 2026-11-30T11:00:00Z)")
+                && o.errors[0].message.contains("--reimage worker-0"),
+            "{o:?}"
+        );
+        // --reimage worker-0: the same overlap is a warning.
+        let again = BTreeSet::from(["worker-0".to_string()]);
+        let o = batch_overlaps(std::slice::from_ref(&host), recs.iter(), now, &none, &again);
+        assert!(o.errors.is_empty(), "{o:?}");
+        assert!(
+            o.warnings[1]
+                .starts_with("MAC 52:54:00:aa:00:30 of worker-0 (as worker-9) is already in batch b-mac"),
+            "{o:?}"
+        );
+        // worker-9 joined: the MAC belongs to that node, even by an expired batch.
+        let nodes = BTreeSet::from(["worker-9".to_string()]);
+        let mut expired = recs[2].clone();
+        expired.token_expires_at = "2026-11-29T11:00:00Z".into();
+        let o = batch_overlaps(std::slice::from_ref(&host), [expired].iter(), now, &nodes, &none);
+        assert_eq!(o.errors.len(), 1, "{o:?}");
+        assert!(
+            o.errors[0].message.starts_with("\"52:54:00:aa:00:30\" belongs to node worker-9, which already joined the cluster (batch b-mac)"),
+            "{o:?}"
+        );
+        let o = batch_overlaps(std::slice::from_ref(&host), recs.iter(), now, &nodes, &again);
+        assert!(o.errors.is_empty(), "{o:?}");
+        assert!(
+            o.warnings
+                .iter()
+                .any(|w| w.starts_with("MAC 52:54:00:aa:00:30 of worker-0 belongs to node worker-9")),
+            "{o:?}"
         );
     }
 
@@ -1710,21 +1833,21 @@ mod tests {
             by: "a".into(),
         });
         let recs = [same, expired, subset, other_mac, approved];
-        let o = batch_overlaps(&hosts, recs.iter(), now);
+        let none = BTreeSet::new();
+        let o = batch_overlaps(&hosts, recs.iter(), now, &none, &none);
         assert_eq!(o.replaced, ["b-same"], "{o:?}");
-        // The others still warn (the expired one says nothing).
-        for name in ["b-subset", "b-mac", "b-approved"] {
-            assert!(
-                o.warnings.iter().any(|w| w.contains(&format!("batch {name} "))),
-                "{name}: {o:?}"
-            );
-        }
-        assert!(
-            !o.warnings
+        // The others stay, their shared MACs named (the expired one says nothing).
+        let said = |name: &str| {
+            o.errors
                 .iter()
-                .any(|w| w.contains("b-same") || w.contains("b-expired")),
-            "{o:?}"
-        );
+                .map(|e| &e.message)
+                .chain(&o.warnings)
+                .any(|m| m.contains(&format!("batch {name} ")))
+        };
+        for name in ["b-subset", "b-mac", "b-approved"] {
+            assert!(said(name), "{name}: {o:?}");
+        }
+        assert!(!said("b-same") && !said("b-expired"), "{o:?}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! them (with [`super::flag_checks`]) before any cluster or registry work, and the steps of
 //! `make` read only the [`Plan`]. Nothing after this module sees a clap type.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::token::TokenRequest;
@@ -47,6 +47,9 @@ pub struct Plan {
     pub output: OutputFormat,
     /// Where the hosts come from.
     pub nodes: NodesSource,
+    /// `--reimage HOSTNAME`: hosts whose MACs may already belong to a joined node or to a
+    /// host of another live batch (the machine is being re-imaged on purpose).
+    pub reimage: BTreeSet<String>,
 }
 
 /// Where the hosts come from: one host from flags, or a nodes-config file.
@@ -67,7 +70,8 @@ impl Plan {
     /// Checks every flag, in this order (the order users see errors in): `--token-ttl`,
     /// `--boot-artifacts-base-url`, `--node-labels`, `--karg`, `--pool`, `--output-name`
     /// (length), the cache directory, `--output-name` with `--pxe` (exit 2) and as a plain
-    /// name, `--karg`/`--base-iso` with `--config-image` (exit 2), and `--dir` writable (not for a dry run; checked, not created: a run that fails later
+    /// name, `--karg`/`--base-iso` with `--config-image` (exit 2), `--reimage` names, and
+    /// `--dir` writable (not for a dry run; checked, not created: a run that fails later
     /// leaves no directory).
     ///
     /// Errors: exit 3 naming the flag ([`Error::InvalidInput`]), exit 2 for flags that do not
@@ -109,6 +113,7 @@ impl Plan {
         if kind == OutputKind::ConfigImage && args.base_iso.is_some() {
             return Err(Error::Usage("--base-iso is not used with --config-image (the config image is not bootable and needs no base ISO)".into()));
         }
+        let reimage = check_reimage(&args.reimage)?;
         if !args.dry_run {
             check_dir(&args.dir)?;
         }
@@ -155,8 +160,27 @@ impl Plan {
             force: args.force,
             output: args.output,
             nodes,
+            reimage,
         })
     }
+}
+
+/// `--reimage HOSTNAME` (repeatable): each a lowercase DNS-1123 subdomain (a hostname of the
+/// nodes config), given once. That it names a host of this run is checked with the hosts.
+fn check_reimage(names: &[String]) -> Result<BTreeSet<String>> {
+    let mut out = BTreeSet::new();
+    for n in names {
+        if !crate::k8s_names::is_dns1123_subdomain(n) {
+            return Err(invalid(
+                "--reimage",
+                format!("{n:?} is not a hostname (lowercase letters, digits, '-' and '.'); give the hostname of a host of this run, e.g. --reimage worker-0"),
+            ));
+        }
+        if !out.insert(n.clone()) {
+            return Err(invalid("--reimage", format!("{n:?} is given twice")));
+        }
+    }
+    Ok(out)
 }
 
 /// `--boot-artifacts-base-url` / `bootArtifactsBaseURL`: an absolute http(s) URL without
