@@ -442,7 +442,12 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
     // file (cmd/agentbasedinstaller/import.go); a flat object would be parsed and ignored.
     files.add(
         "/etc/assisted/clusterconfig/import-cluster-config.json",
-        format!("{}\n", json!({"networking": {"userManagedNetworking": umn}})),
+        // Indented, as upstream writes it (its acceptance data matches `"userManagedNetworking": true`).
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&json!({"networking": {"userManagedNetworking": umn}}))
+                .unwrap_or_default()
+        ),
         MODE_PUBLIC,
     );
     let mut endpoint = Map::new();

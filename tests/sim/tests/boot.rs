@@ -58,10 +58,10 @@ fn contract_files(tok: &Tokens) -> Vec<(String, String)> {
         ("/etc/assisted/add-nodes.env".into(), format!(
             "CLUSTER_ID={CLUSTER_ID}\nCLUSTER_NAME=ostest\nCLUSTER_API_VIP_DNS_NAME=api.ostest.example.com\nAUTH_TOKEN_EXPIRY=2099-01-01T00:00:00Z\n")),
         ("/etc/assisted/rendezvous-host.env".into(),
-            "NODE_ZERO_IP=127.0.0.1\nSERVICE_BASE_URL=http://127.0.0.1:8090/\nIMAGE_SERVICE_BASE_URL=http://127.0.0.1:8888/\nWORKFLOW_TYPE=addnodes\n".into()),
-        ("/etc/assisted/clusterconfig/import-cluster-config.json".into(), r#"{"userManagedNetworking": false}"#.into()),
+            format!("NODE_ZERO_IP=127.0.0.1\nSERVICE_BASE_URL=http://127.0.0.1:8090/\nIMAGE_SERVICE_BASE_URL=http://127.0.0.1:8888/\nPULL_SECRET_TOKEN={}\nUSER_AUTH_TOKEN={}\nWORKFLOW_TYPE=addnodes\n", tok.agent, tok.user)),
+        ("/etc/assisted/clusterconfig/import-cluster-config.json".into(), r#"{"networking": {"userManagedNetworking": false}}"#.into()),
         ("/etc/assisted/clusterconfig/worker-ignition-endpoint.json".into(),
-            r#"{"url":"https://api-int.ostest.example.com:22623/config/worker","ca_certificate":"LS0tLS1CRUdJTi..."}"#.into()),
+            r#"{"url":"https://api-int.ostest.example.com:22623/config","ca_certificate":"LS0tLS1CRUdJTi..."}"#.into()),
         ("/etc/assisted/manifests/cluster-image-set.yaml".into(),
             "apiVersion: hive.openshift.io/v1\nkind: ClusterImageSet\nmetadata:\n  name: openshift-4.18.12\nspec:\n  releaseImage: quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64\n".into()),
         ("/etc/assisted/manifests/pull-secret.yaml".into(), format!(
@@ -73,9 +73,11 @@ fn contract_files(tok: &Tokens) -> Vec<(String, String)> {
         ("/etc/containers/registries.conf".into(), "unqualified-search-registries = []\n".into()),
         ("/root/.docker/config.json".into(), pull.into()),
         ("/usr/local/share/assisted-service/assisted-service.env".into(), format!(
-            "AUTH_TYPE=agent-installer-local\nINFRA_ENV_ID={INFRA_ENV_ID}\nEC_PUBLIC_KEY_PEM={}\nAGENT_AUTH_TOKEN={}\nUSER_AUTH_TOKEN={}\nWATCHER_AUTH_TOKEN={}\n",
-            b64(&tok.pub_pem), tok.agent, tok.user, tok.watcher)),
+            "AUTH_TYPE=agent-installer-local\nINFRA_ENV_ID={INFRA_ENV_ID}\nEC_PUBLIC_KEY_PEM={}\nUSER_AUTH_TOKEN={}\nWATCHER_AUTH_TOKEN={}\nDB_HOST=127.0.0.1\nDB_PORT=5432\nDB_USER=admin\nDB_PASS=admin\nDB_NAME=installer\nHW_VALIDATOR_REQUIREMENTS=[{{\"version\":\"default\",\"worker\":{{\"cpu_cores\":2,\"ram_mib\":8192,\"disk_size_gb\":100}}}}]\n",
+            b64(&tok.pub_pem), tok.user, tok.watcher)),
         ("/usr/local/share/assisted-service/images.env".into(),
+            "IMAGE_SERVICE_BASE_URL=http://127.0.0.1:8888/\nOS_IMAGES=[{\"openshift_version\":\"4.18\",\"cpu_architecture\":\"x86_64\",\"url\":\"https://example.com/rhcos.iso\",\"version\":\"418.94.202501221327-0\"}]\n".into()),
+        ("/usr/local/share/assisted-service/agent-images.env".into(),
             "RELEASE_IMAGE=quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64\nSERVICE_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111\nAGENT_DOCKER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:2222222222222222222222222222222222222222222222222222222222222222\nINSTALLER_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:3333333333333333333333333333333333333333333333333333333333333333\nAGENT_INSTALLER_UTILS_IMAGE=quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:4444444444444444444444444444444444444444444444444444444444444444\n".into()),
     ];
     for (h, mac, _) in [W0, W1] {
@@ -102,12 +104,21 @@ fn units() -> Vec<(String, String)> {
         (name.to_string(), format!("[Unit]\nDescription={name}\nAfter={after}\n{extra}\n[Service]\nExecStart=/usr/local/bin/{name}.sh\n\n[Install]\nWantedBy=multi-user.target\n"))
     };
     vec![
-        u("assisted-service.service", "network-online.target", ""),
-        u("agent-import-cluster.service", "assisted-service.service", ""),
-        u(
-            "agent-register-infraenv.service",
-            "agent-import-cluster.service",
-            "",
+        (
+            "assisted-service-db.service".to_string(),
+            "[Unit]\nDescription=db\n[Service]\nExecStart=/usr/bin/podman run --user=postgres --env-file /usr/local/share/assisted-service/assisted-db.env ${SERVICE_IMAGE} /bin/bash start_db.sh\n\n[Install]\nWantedBy=multi-user.target\n".to_string(),
+        ),
+        (
+            "assisted-service.service".to_string(),
+            "[Unit]\nDescription=service\nAfter=network-online.target\n[Service]\nExecStart=/usr/bin/podman run --net host --env-file /etc/assisted/rendezvous-host.env --env-file /usr/local/share/assisted-service/assisted-service.env --env-file /usr/local/share/assisted-service/images.env --env-file /usr/local/share/assisted-service/agent-images.env ${SERVICE_IMAGE}\n\n[Install]\nWantedBy=multi-user.target\n".to_string(),
+        ),
+        (
+            "agent-import-cluster.service".to_string(),
+            "[Unit]\nDescription=import\nAfter=assisted-service.service\n[Service]\nExecStart=/usr/bin/podman run --net host -v /etc/assisted/clusterconfig:/clusterconfig -v /etc/assisted/manifests:/manifests ${SERVICE_IMAGE} /usr/local/bin/agent-installer-client importCluster\n\n[Install]\nWantedBy=multi-user.target\n".to_string(),
+        ),
+        (
+            "agent-register-infraenv.service".to_string(),
+            "[Unit]\nDescription=infraenv\nAfter=agent-import-cluster.service\n[Service]\nExecStart=/usr/bin/podman run --net host -v /etc/assisted/manifests:/manifests ${SERVICE_IMAGE} /usr/local/bin/agent-installer-client registerInfraEnv\n\n[Install]\nWantedBy=multi-user.target\n".to_string(),
         ),
         u("agent.service", "agent-register-infraenv.service", ""),
         u("apply-host-config.service", "agent-register-infraenv.service", ""),

@@ -392,11 +392,25 @@ pub fn appliance_disk_files() -> BTreeMap<String, Vec<u8>> {
         &[],
         "Before=NetworkManager.service\n",
     ));
+    units.push(("assisted-service-db.service", &[], ""));
+    // The commands of the roles the contract checks, as the installer's units run them
+    // (research/node-contract-upstream.md §1.3): the database as postgres, the service with its
+    // env files, the client with its inputs mounted. The rest run a script of the disk.
+    let exec = |name: &str| -> String {
+        let a = "/usr/local/share/assisted-service";
+        match name {
+            "assisted-service-db.service" => format!("/usr/bin/podman run --net host --user=postgres --name=assisted-db --env-file={a}/assisted-db.env ${{SERVICE_IMAGE}} /bin/bash start_db.sh"),
+            "assisted-service.service" => format!("/usr/bin/podman run --net host --name=service --env-file=/etc/assisted/rendezvous-host.env --env-file={a}/assisted-service.env --env-file={a}/images.env --env-file={a}/agent-images.env ${{SERVICE_IMAGE}}"),
+            "agent-import-cluster.service" => "/usr/bin/podman run --net host -v /etc/assisted/clusterconfig:/clusterconfig -v /etc/assisted/manifests:/manifests -v /etc/assisted/extra-manifests:/extra-manifests ${SERVICE_IMAGE} /usr/local/bin/agent-installer-client importCluster".into(),
+            "agent-register-infraenv.service" => "/usr/bin/podman run --net host -v /etc/assisted/manifests:/manifests ${SERVICE_IMAGE} /usr/local/bin/agent-installer-client registerInfraEnv".into(),
+            _ => format!("/usr/local/bin/{}.sh", name.trim_end_matches(".service")),
+        }
+    };
     for (name, after, extra) in units {
         let text = format!(
-            "[Unit]\nDescription={name} (appliance disk image)\nAfter={}\n{extra}\n[Service]\nType=oneshot\nExecStart=/usr/local/bin/{}.sh\n\n[Install]\nWantedBy=multi-user.target\n",
+            "[Unit]\nDescription={name} (appliance disk image)\nAfter={}\n{extra}\n[Service]\nType=oneshot\nExecStart={}\n\n[Install]\nWantedBy=multi-user.target\n",
             if after.is_empty() { "local-fs.target".to_string() } else { after.join(" ") },
-            name.trim_end_matches(".service"),
+            exec(name),
         );
         out.insert(format!("/etc/systemd/system/{name}"), text.into_bytes());
     }
