@@ -271,7 +271,7 @@ fn real_apiserver_serves_the_simulated_cluster() {
     }
 
     // The CSR signing controller signs an approved kubelet client CSR with the cluster's CA.
-    let csr = kubelet_client_csr("worker-9");
+    let (csr, node_key) = kubelet_client_csr("worker-9");
     let created = c.kubectl_stdin(&["--context", "bootstrapper", "create", "-f", "-"], &csr);
     assert!(created.status.success(), "{}", text(&created));
     let approved = c.kubectl(&["certificate", "approve", "csr-real-test"]);
@@ -296,11 +296,147 @@ fn real_apiserver_serves_the_simulated_cluster() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+
+    // With that certificate the node is `system:node:worker-9` (Node authorizer and
+    // NodeRestriction): it may register itself, not another node, and (upstream
+    // NodeRestriction) not with a node-role label.
+    let cert = c.kubectl(&[
+        "get",
+        "csr",
+        "csr-real-test",
+        "-o",
+        "jsonpath={.status.certificate}",
+    ]);
+    let node_kc = c.dir.join("worker-9.kubeconfig");
+    let ca = std::fs::read(c.dir.join("ca.crt")).unwrap();
+    std::fs::write(
+        &node_kc,
+        node_kubeconfig(
+            &c.api_url,
+            &ca,
+            std::str::from_utf8(&cert.stdout).unwrap().trim(),
+            &node_key,
+        ),
+    )
+    .unwrap();
+    let as_node = |args: &[&str], stdin: Option<&str>| {
+        let kc = node_kc.to_string_lossy().to_string();
+        let mut all = vec!["--kubeconfig", kc.as_str()];
+        all.extend_from_slice(args);
+        match stdin {
+            Some(s) => c.kubectl_stdin(&all, s),
+            None => c.kubectl(&all),
+        }
+    };
+    let who = as_node(
+        &["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"],
+        None,
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&who.stdout),
+        "system:node:worker-9",
+        "{}",
+        text(&who)
+    );
+    let labelled = as_node(&["create", "-f", "-"], Some(&node_yaml("worker-9", true)));
+    assert!(!labelled.status.success(), "{}", text(&labelled));
+    assert!(
+        String::from_utf8_lossy(&labelled.stderr)
+            .contains("is not allowed to set the following labels: node-role.kubernetes.io/worker"),
+        "{}",
+        text(&labelled)
+    );
+    let other = as_node(&["create", "-f", "-"], Some(&node_yaml("worker-8", false)));
+    assert!(!other.status.success(), "{}", text(&other));
+    let own = as_node(&["create", "-f", "-"], Some(&node_yaml("worker-9", false)));
+    assert!(own.status.success(), "{}", text(&own));
+    let patch_other = as_node(&["label", "node", "master-0", "x=y"], None);
+    assert!(!patch_other.status.success(), "{}", text(&patch_other));
+    // Its own status, through the status subresource, as the kubelet posts Ready: a PATCH
+    // without reading it first (the Node authorizer grants no `get nodes/status`, so `kubectl
+    // patch --subresource=status`, which reads first, is refused).
+    let refused = as_node(
+        &[
+            "patch",
+            "node",
+            "worker-9",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            "{}",
+        ],
+        None,
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("cannot get resource \"nodes/status\""),
+        "{}",
+        text(&refused)
+    );
+    patch_node_ready(&node_kc, "worker-9");
+    let got = c.kubectl(&[
+        "get",
+        "node",
+        "worker-9",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&got.stdout), "True", "{}", text(&got));
+}
+
+/// PATCHes (merge) `nodes/<name>/status` with a Ready condition, as that kubeconfig's user.
+fn patch_node_ready(kubeconfig: &std::path::Path, name: &str) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        let client = kube::Client::try_from(cfg).unwrap();
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+        let ready = serde_json::json!({"status": {"conditions": [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }]}});
+        nodes
+            .patch_status(
+                name,
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(&ready),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("PATCH nodes/{name}/status as the node: {e}"));
+    });
+}
+
+/// A Node object (YAML) named `name`, with the worker role label when `role`.
+fn node_yaml(name: &str, role: bool) -> String {
+    let role = if role {
+        "\n    node-role.kubernetes.io/worker: \"\""
+    } else {
+        ""
+    };
+    format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: {name}{role}\n")
+}
+
+/// A kubeconfig for the API at `server` with a client certificate (PEM) and its key (PEM).
+fn node_kubeconfig(server: &str, ca_pem: &[u8], cert_b64: &str, key_pem: &str) -> String {
+    use base64::Engine;
+    let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\nusers:\n- name: node\n  user:\n    client-certificate-data: {cert_b64}\n    client-key-data: {}\ncontexts:\n- name: node\n  context:\n    cluster: c\n    user: node\ncurrent-context: node\n",
+        b64(ca_pem),
+        b64(key_pem.as_bytes())
+    )
 }
 
 /// A CSR object (YAML) for `system:node:<node>`'s client certificate, signer
-/// `kubernetes.io/kube-apiserver-client-kubelet`, ECDSA P-256 as the kubelet makes it.
-fn kubelet_client_csr(node: &str) -> String {
+/// `kubernetes.io/kube-apiserver-client-kubelet`, ECDSA P-256 as the kubelet makes it; and the
+/// private key (PEM).
+fn kubelet_client_csr(node: &str) -> (String, String) {
     use base64::Engine;
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -310,7 +446,8 @@ fn kubelet_client_csr(node: &str) -> String {
     params.distinguished_name = dn;
     let pem = params.serialize_request(&key).unwrap().pem().unwrap();
     let b64 = base64::engine::general_purpose::STANDARD.encode(pem);
-    format!(
+    let csr = format!(
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: csr-real-test\nspec:\n  request: {b64}\n  signerName: kubernetes.io/kube-apiserver-client-kubelet\n  usages: [digital signature, client auth]\n"
-    )
+    );
+    (csr, key.serialize_pem())
 }
