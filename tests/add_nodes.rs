@@ -595,6 +595,15 @@ fn dry_run_writes_nothing_and_redacts() {
         t.contains("Would write") && t.contains("node.x86_64.iso") && t.contains("nothing was written"),
         "{t}"
     );
+    // Next names what a real run writes, not a file to boot that is not there.
+    let iso = w.out().join("node.x86_64.iso");
+    assert!(
+        t.contains(&format!(
+            "nothing was written: run again without --dry-run to write {}; then boot that file on the hosts",
+            iso.display()
+        )) && !t.contains(&format!("boot {}", iso.display())),
+        "{t}"
+    );
     // The plan, not the Ignition: files with modes and sizes, secrets marked, the static
     // host's keyfile shown for review.
     assert!(
@@ -1270,7 +1279,8 @@ fn scenario_platform_none_uses_user_managed_networking() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(j["userManagedNetworking"], true);
+    // Nested: the client's importCluster reads networking.userManagedNetworking only.
+    assert_eq!(j["networking"]["userManagedNetworking"], true);
 }
 
 #[test]
@@ -1289,9 +1299,12 @@ fn scenario_upgrade_in_progress_uses_the_completed_release() {
         .iter()
         .any(|x| x.as_str().unwrap().contains("4.19.2")));
     let ign = iso_ignition(&w.out().join("node.x86_64.iso"));
-    let images = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/images.env").unwrap());
+    let images = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/agent-images.env").unwrap());
     assert_eq!(images["RELEASE_IMAGE"], completed_release(&c));
     assert_eq!(images["OPENSHIFT_VERSION"], "4.18.12");
+    // The service's own release list names the completed release too.
+    let svc = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/assisted-service.env").unwrap());
+    assert!(svc["RELEASE_IMAGES"].contains(&completed_release(&c)), "{}", svc["RELEASE_IMAGES"]);
 }
 
 #[test]
@@ -1838,7 +1851,7 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     assert_eq!(r["cluster"]["releaseImage"], release);
     let iso = w.out().join("node.x86_64.iso");
     let ign = iso_ignition(&iso);
-    let env = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/images.env").unwrap());
+    let env = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/agent-images.env").unwrap());
     assert_eq!(env["SERVICE_IMAGE"], api);
     assert_eq!(env["RELEASE_IMAGE"], release);
     let (code, out, _) = boot_and_approve(&c, &w, &["--iso", iso.to_str().unwrap()], &[W0]);

@@ -594,6 +594,7 @@ fn report(
             arch,
             &auth.material.expiry_rfc3339(),
             hosts.base_url.as_deref(),
+            plan.dry_run,
         ),
         ignition_files: Vec::new(),
     }
@@ -964,29 +965,46 @@ impl OutputNames {
 }
 
 /// What to do next; for PXE it matches what was written (the `.ipxe` script only with a base
-/// URL). `monitor --approve` and `approve --watch` are the commands that finish the job.
+/// URL). `monitor --approve` and `approve --watch` are the commands that finish the job. A dry
+/// run wrote nothing, so its first step names what a real run writes instead of a file to boot.
 fn next_steps(
     kind: OutputKind,
     names: &OutputNames,
     arch: &str,
     expiry: &str,
     base_url: Option<&str>,
+    dry_run: bool,
 ) -> Vec<String> {
+    let (file, was) = if dry_run {
+        ("that file".to_string(), "would be")
+    } else {
+        (names.finals()[0].display().to_string(), "was")
+    };
     let first = match (kind, base_url) {
-        (OutputKind::Iso, _) => format!("boot {} on the hosts (virtual media, USB or a CD)", names.finals()[0].display()),
+        (OutputKind::Iso, _) => format!("boot {file} on the hosts (virtual media, USB or a CD)"),
         (OutputKind::Pxe, Some(url)) => format!(
             "serve the files of {} at {url} (the initrd holds the pull secret, so restrict who can fetch it), then PXE-boot the hosts with node.{arch}.ipxe (e.g. chain {}/node.{arch}.ipxe from iPXE)",
             names.dir.join(PXE_DIR).display(),
             url.trim_end_matches('/')
         ),
         (OutputKind::Pxe, None) => format!(
-            "serve the files of {} over HTTP (the initrd holds the pull secret, so restrict who can fetch it), then boot the hosts with kernel node.{arch}-vmlinuz, initrd node.{arch}-initrd.img and the kernel command line shown as Kargs, with <where-you-serve> replaced by the files' URL (no .ipxe script was written: give --boot-artifacts-base-url URL for one)",
+            "serve the files of {} over HTTP (the initrd holds the pull secret, so restrict who can fetch it), then boot the hosts with kernel node.{arch}-vmlinuz, initrd node.{arch}-initrd.img and the kernel command line shown as Kargs, with <where-you-serve> replaced by the files' URL (no .ipxe script {was} written: give --boot-artifacts-base-url URL for one)",
             names.dir.join(PXE_DIR).display()
         ),
         (OutputKind::ConfigImage, _) => format!(
-            "attach {} to each appliance machine as a CD or virtual media and boot it from its appliance disk",
-            names.finals()[0].display()
+            "attach {file} to each appliance machine as a CD or virtual media and boot it from its appliance disk"
         ),
+    };
+    let first = if dry_run {
+        let list = names
+            .finals()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("nothing was written: run again without --dry-run to write {list}; then {first}")
+    } else {
+        first
     };
     vec![
         first,
@@ -1893,14 +1911,42 @@ mod tests {
     #[test]
     fn pxe_next_steps_match_what_is_written() {
         let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "x86_64", None);
-        let with = next_steps(OutputKind::Pxe, &n, "x86_64", "T", Some("http://h/pxe"));
+        let with = next_steps(OutputKind::Pxe, &n, "x86_64", "T", Some("http://h/pxe"), false);
         assert!(
             with[0].contains("node.x86_64.ipxe") && with[0].contains("http://h/pxe"),
             "{with:?}"
         );
-        let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None);
+        let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None, false);
         assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
         assert!(without[2].contains("monitor --approve") && without[2].contains("approve --watch"));
+    }
+
+    #[test]
+    fn a_dry_runs_next_step_names_what_a_real_run_writes() {
+        let n = OutputNames::new(Path::new("out"), OutputKind::Iso, "x86_64", None);
+        let real = next_steps(OutputKind::Iso, &n, "x86_64", "T", None, false);
+        assert!(
+            real[0].starts_with("boot out/node.x86_64.iso on the hosts"),
+            "{real:?}"
+        );
+        let dry = next_steps(OutputKind::Iso, &n, "x86_64", "T", None, true);
+        assert_eq!(
+            dry[0],
+            "nothing was written: run again without --dry-run to write out/node.x86_64.iso; then boot that file on the hosts (virtual media, USB or a CD)"
+        );
+        let n = OutputNames::new(Path::new("out"), OutputKind::ConfigImage, "x86_64", None);
+        let dry = next_steps(OutputKind::ConfigImage, &n, "x86_64", "T", None, true);
+        assert!(
+            dry[0].contains("to write out/agentconfig.noarch.iso; then attach that file"),
+            "{dry:?}"
+        );
+        let n = OutputNames::new(Path::new("out"), OutputKind::Pxe, "x86_64", None);
+        let dry = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None, true);
+        assert!(
+            dry[0].contains("to write out/boot-artifacts/node.x86_64-initrd.img, ")
+                && dry[0].contains("no .ipxe script would be written"),
+            "{dry:?}"
+        );
     }
 
     #[test]
