@@ -1238,7 +1238,7 @@ fn batch_overlaps<'a>(
     let joined = |name: &str| nodes.contains(&name.to_ascii_lowercase());
     let mut seen_joined: BTreeSet<(String, String)> = BTreeSet::new();
     for r in records {
-        let live = !auth::parse_rfc3339(&r.token_expires_at).is_some_and(|t| t <= now);
+        let live = auth::parse_rfc3339(&r.token_expires_at).is_none_or(|t| t > now);
         if live && r.approvals.is_empty() && same_hosts(r, hosts) {
             out.replaced.push(r.name.clone());
             continue;
