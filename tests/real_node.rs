@@ -202,7 +202,7 @@ fn iso_for(scenario: &str, w: &Work, hosts: &[String]) -> (TestCluster, PathBuf)
     (c, w.out().join("node.x86_64.iso"))
 }
 
-/// The one cluster the node's service holds (GET /v2/clusters with the user token).
+/// The clusters the node's service holds (GET /v2/clusters with the user token).
 fn clusters(ip: &str, user: &str) -> Vec<Value> {
     let (code, body) = api(ip, "clusters", "Authorization", user);
     assert_eq!(code, 200, "GET /v2/clusters: {body}");
@@ -213,53 +213,204 @@ fn clusters(ip: &str, user: &str) -> Vec<Value> {
         .clone()
 }
 
-#[test]
-#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
-fn dhcp_host_reaches_installing_on_the_real_service() {
+/// The hosts of the node's InfraEnv (user token).
+fn hosts(ip: &str, infra: &str, user: &str) -> Vec<Value> {
+    let (code, body) = api(ip, &format!("infra-envs/{infra}/hosts"), "Authorization", user);
+    assert_eq!(code, 200, "GET hosts on {ip}: {body}");
+    serde_json::from_str::<Value>(&body)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Every validation result other than `success` the real service reported on the way, each
+/// once, in the order first seen: `IP validation-id status: message` (polled every 500 ms
+/// until dropped; printed for the record, the tests assert on the end state).
+struct Validations {
+    seen: Arc<Mutex<Vec<String>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Validations {
+    fn watch(ips: &[&str], infra: &str, user: &str) -> Validations {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s2, st2) = (seen.clone(), stop.clone());
+        let ips: Vec<String> = ips.iter().map(|s| s.to_string()).collect();
+        let (infra, user) = (infra.to_string(), user.to_string());
+        std::thread::spawn(move || {
+            while !st2.load(std::sync::atomic::Ordering::SeqCst) {
+                for ip in &ips {
+                    let (code, body) = api(ip, &format!("infra-envs/{infra}/hosts"), "Authorization", &user);
+                    if code != 200 {
+                        continue;
+                    }
+                    let hs: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                    for h in hs.as_array().into_iter().flatten() {
+                        let v: Value = h["validations_info"]
+                            .as_str()
+                            .and_then(|t| serde_json::from_str(t).ok())
+                            .unwrap_or(Value::Null);
+                        for r in v.as_object().into_iter().flat_map(|o| o.values()).flat_map(|l| l.as_array().cloned().unwrap_or_default()) {
+                            if r["status"] == "success" {
+                                continue;
+                            }
+                            let line = format!(
+                                "{ip} {} {}: {}",
+                                r["id"].as_str().unwrap_or(""),
+                                r["status"].as_str().unwrap_or(""),
+                                r["message"].as_str().unwrap_or("")
+                            );
+                            let mut s = s2.lock().unwrap();
+                            if !s.contains(&line) {
+                                s.push(line);
+                            }
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        Validations { seen, stop }
+    }
+}
+
+impl Drop for Validations {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let s = self.seen.lock().unwrap();
+        eprintln!("validations the real service did not pass on the way ({}):", s.len());
+        for l in s.iter() {
+            eprintln!("  {l}");
+        }
+    }
+}
+
+/// A booted node image: the cluster, the ISO's facts and the running machines.
+struct Booted {
+    c: TestCluster,
+    w: Work,
+    cfg: sim_ignition::Config,
+    agent: String,
+    user: String,
+    watcher: String,
+    infra: String,
+    node: Node,
+    validations: Validations,
+    /// From run-node's start to every machine's goal.
+    took: Duration,
+    _keep: KeepOnPanic,
+}
+
+/// add-nodes for `hosts` on a cluster of `scenario`, then `run-node` of the ISO on `machines`
+/// (with `extra` flags), waiting until every machine's add-node unit succeeded.
+fn boot(scenario: &str, hosts: &[String], machines: &[(&str, &str, &str)], extra: &[&str]) -> Booted {
     real_bin();
     let w = Work::new();
-    let (_c, iso) = iso_for("name: ostest\n", &w, &[dhcp_host(W0)]);
+    let (c, iso) = iso_for(scenario, &w, hosts);
     let cfg = iso_ignition(&iso);
     let (agent, user, watcher) = tokens(&cfg);
-    let mut node = run_node(&w, &iso, &[W0], &[]);
-    let _keep = KeepOnPanic(w.path(""));
-    assert!(
-        node.text()
-            .contains("assisted-service: github.com/openshift/assisted-service@")
-            || {
-                std::thread::sleep(Duration::from_secs(1));
-                node.text()
-                    .contains("assisted-service: github.com/openshift/assisted-service@")
-            },
-        "{}",
-        node.text()
-    );
-    node.wait_goal(1, Duration::from_secs(480));
-    let ip = W0.2;
-    // All three tokens on their headers.
-    let cl = clusters(ip, &user);
-    assert_eq!(cl.len(), 1, "exactly one imported cluster: {cl:?}");
-    let (code, body) = api(ip, "clusters", "Watcher-Authorization", &watcher);
-    assert_eq!(code, 200, "watcher token: {body}");
     let infra = env_of(
         &cfg,
         "/usr/local/share/assisted-service/assisted-service.env",
         "INFRA_ENV_ID",
     )
-    .unwrap();
-    let (code, body) = api(ip, &format!("infra-envs/{infra}/hosts"), "Authorization", &user);
-    assert_eq!(code, 200, "{body}");
-    let hosts: Value = serde_json::from_str(&body).unwrap();
-    let status = hosts[0]["status"].as_str().unwrap_or("");
+    .expect("INFRA_ENV_ID in assisted-service.env");
+    let t = Instant::now();
+    let mut node = run_node(&w, &iso, machines, extra);
+    let _keep = KeepOnPanic(w.path(""));
+    let ips: Vec<&str> = machines.iter().map(|m| m.2).collect();
+    let validations = Validations::watch(&ips, &infra, &user);
+    node.wait_goal(machines.len(), Duration::from_secs(480));
+    let took = t.elapsed();
+    eprintln!("run-node: {} machine(s) at their goal after {took:?}", machines.len());
     assert!(
-        status.starts_with("installing"),
-        "host status {status}: {hosts:#}"
+        node.text()
+            .contains("assisted-service: github.com/openshift/assisted-service@"),
+        "{}",
+        node.text()
     );
-    let (code, body) = api(ip, &format!("infra-envs/{infra}/hosts"), "X-Secret-Key", &agent);
-    assert!(
-        code == 200 || code == 401 || code == 403,
-        "agent token on a user route: {code} {body}"
+    Booted {
+        c,
+        w,
+        cfg,
+        agent,
+        user,
+        watcher,
+        infra,
+        node,
+        validations,
+        took,
+        _keep,
+    }
+}
+
+impl Booted {
+    /// The one host of the machine at `ip`, asserted `installing*` (the add-node unit's 202
+    /// moved it there), with its requested hostname and its MAC in the inventory.
+    fn installing_host(&self, (name, mac, ip): (&str, &str, &str)) -> Value {
+        let hs = hosts(ip, &self.infra, &self.user);
+        assert_eq!(hs.len(), 1, "one host in {ip}'s service: {hs:#?}");
+        let h = hs[0].clone();
+        let status = h["status"].as_str().unwrap_or("");
+        assert!(status.starts_with("installing"), "host status {status}: {h:#}");
+        assert_eq!(h["requested_hostname"], name, "{h:#}");
+        let inv: Value = serde_json::from_str(h["inventory"].as_str().unwrap_or("null")).unwrap();
+        let macs: Vec<&str> = inv["interfaces"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i["mac_address"].as_str())
+            .collect();
+        assert!(macs.contains(&mac), "{name}: inventory MACs {macs:?}");
+        h
+    }
+
+    fn finish(self) {
+        let Booted { node, w, validations, .. } = self;
+        drop(validations);
+        drop(node);
+        keep(w);
+    }
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn dhcp_host_reaches_installing_on_the_real_service() {
+    let b = boot("name: ostest\n", &[dhcp_host(W0)], &[W0], &[]);
+    let ip = W0.2;
+    // All three tokens on their headers.
+    let cl = clusters(ip, &b.user);
+    assert_eq!(cl.len(), 1, "exactly one imported cluster: {cl:?}");
+    assert_eq!(cl[0]["kind"], "AddHostsCluster", "{cl:?}");
+    let (code, body) = api(ip, "clusters", "Watcher-Authorization", &b.watcher);
+    assert_eq!(code, 200, "watcher token: {body}");
+    let (code, body) = api(ip, "clusters", "Authorization", &b.watcher);
+    // Measured: the real authorizer knows the token (its signature and auth_scheme pass) and
+    // refuses the scheme on a user route.
+    assert_eq!(code, 403, "the watcher token is not a user token: {body}");
+    assert!(body.contains("watcherAuth is unauthorized"), "{body}");
+    b.installing_host(W0);
+    let host_id = uuid_of(W0.1);
+    let (code, body) = api(
+        ip,
+        &format!("infra-envs/{}/hosts/{host_id}/instructions", b.infra),
+        "X-Secret-Key",
+        &b.agent,
     );
-    drop(node);
-    keep(w);
+    assert_eq!(code, 200, "agent token on the agent's route: {body}");
+    // v2ListHosts names agentAuth among its schemes (swagger), GET /v2/clusters does not.
+    let (code, body) = api(ip, &format!("infra-envs/{}/hosts", b.infra), "X-Secret-Key", &b.agent);
+    assert_eq!(code, 200, "agent token on v2ListHosts: {body}");
+    let (code, body) = api(ip, "clusters", "X-Secret-Key", &b.agent);
+    eprintln!("agent token on GET /v2/clusters: {code} {body}");
+    assert_eq!(code, 401, "agent token on a user-only route: {body}");
+    eprintln!("measured: boot to installing {:?}", b.took);
+    b.finish();
+}
+
+/// The host ID run-node's machine reports (its SMBIOS UUID, derived from the MAC).
+fn uuid_of(mac: &str) -> String {
+    agent_day2_sim::noderun::uuid_for_mac(mac)
 }
