@@ -147,6 +147,35 @@ fn real_apiserver_serves_the_simulated_cluster() {
         "{nodes}"
     );
 
+    // The machine-config server stand-in answers from the real server's MachineConfigs,
+    // including one created through the API after `up`.
+    let mc = "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-worker-real-test\n  labels:\n    machineconfiguration.openshift.io/role: worker\nspec:\n  config:\n    ignition:\n      version: 3.2.0\n    storage:\n      files:\n      - path: /etc/real-apiserver-test\n        mode: 420\n        contents:\n          source: data:,hello\n";
+    let made = c.kubectl_stdin(&["create", "-f", "-"], mc);
+    assert!(made.status.success(), "{}", text(&made));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = std::process::Command::new("curl")
+            .args(["-sS", "--max-time", "5", "--cacert"])
+            .arg(c.dir.join("ca.crt"))
+            .args(["--resolve", "api-int.ostest.example.com:22623:192.168.111.5"])
+            .args(["-H", "Accept: application/vnd.coreos.ignition+json;version=3.2.0"])
+            .arg("https://api-int.ostest.example.com:22623/config/worker")
+            .output()
+            .expect("curl");
+        let body = String::from_utf8_lossy(&o.stdout);
+        if body.contains("/etc/real-apiserver-test") {
+            assert!(body.contains("\"ignition\""), "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the MCS never served the new MachineConfig: {}\n{}",
+            text(&o),
+            c.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
     // The viewer may do on the real server what it may do on the home-made one.
     let viewer = UserInfo {
         name: "viewer".into(),

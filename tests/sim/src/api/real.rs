@@ -14,6 +14,9 @@
 //!   never `csrapproving`: approving is the plugin's job), signing with the cluster's kubelet
 //!   signer, which in the simulator is its one CA ([`crate::pki`]).
 //!
+//! The file server, the `--registry` and the machine-config server stand-in ([`super::mcs`],
+//! answering from a mirror of the real server's MachineConfigs) run as in the home-made mode.
+//!
 //! The binaries come from `scripts/real-components.sh kube` ([`default_kube_bin_dir`]); the
 //! OpenShift CRDs from the openshift/api module that script fetched (`BIN/openshift-api`).
 //! Identities: `system:admin` (client certificate, `system:masters`), the node-bootstrapper
@@ -944,6 +947,142 @@ pub fn implied_objects(objects: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// The MachineConfig kinds the machine-config server stand-in reads: (apiVersion, kind, plural).
+const MCS_KINDS: [(&str, &str, &str); 2] = [
+    (
+        "machineconfiguration.openshift.io/v1",
+        "MachineConfig",
+        "machineconfigs",
+    ),
+    (
+        "machineconfiguration.openshift.io/v1",
+        "MachineConfigPool",
+        "machineconfigpools",
+    ),
+];
+
+/// Copies the real server's MachineConfigs and MachineConfigPools into `mirror` (the store the
+/// machine-config server stand-in reads): each listed object replaces its copy, copies of
+/// objects gone from the server are removed. Errors: a list refused.
+async fn sync_machine_configs(client: &kube::Client, mirror: &super::server::Server) -> anyhow::Result<()> {
+    for (av, kind, _) in MCS_KINDS {
+        let probe = json!({"apiVersion": av, "kind": kind});
+        let (ar, _) = resolve(client, &probe).await?;
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let list = api
+            .list(&Default::default())
+            .await
+            .with_context(|| format!("listing {kind}s for the machine-config server"))?;
+        let mut names = BTreeSet::new();
+        for item in list.items {
+            let mut v = serde_json::to_value(&item)?;
+            v["apiVersion"] = json!(av);
+            v["kind"] = json!(kind);
+            if let Some(m) = v["metadata"].as_object_mut() {
+                for k in [
+                    "resourceVersion",
+                    "uid",
+                    "managedFields",
+                    "creationTimestamp",
+                    "generation",
+                ] {
+                    m.remove(k);
+                }
+            }
+            names.insert(item.metadata.name.clone().unwrap_or_default());
+            mirror.create_any(v)?;
+        }
+        let t = mirror.state.lock().unwrap().registry.by_kind(av, kind);
+        if let Some(t) = t {
+            let gone: Vec<String> = {
+                let st = mirror.state.lock().unwrap();
+                st.objects
+                    .get(&t.key())
+                    .map(|b| {
+                        b.keys()
+                            .map(|(_, n)| n.clone())
+                            .filter(|n| !names.contains(n))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            };
+            for n in gone {
+                let _ = mirror.delete(&t, None, &n);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Starts the machine-config server stand-in ([`super::mcs`], as `up` runs it) on `ip`:22623,
+/// answering from a mirror of the real server's MachineConfigs and pools, refreshed every 2 s.
+/// Only on a routable address; a port already taken is said on stderr, as `up` does. Returns
+/// the refreshing task (None when no server was started), to abort before the API stops.
+async fn start_mcs(
+    client: &kube::Client,
+    ca: &Ca,
+    ip: IpAddr,
+    api_int: &str,
+    api_port: u16,
+    boot_token: &str,
+    dir: &Path,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    use super::registry::{permissive_crd, Registry, PERMISSIVE_OPENSHIFT};
+    if ip.is_loopback() {
+        return Ok(None);
+    }
+    let mut reg = Registry::default();
+    for t in super::registry::builtins() {
+        reg.add(t);
+    }
+    let (tx, _) = tokio::sync::broadcast::channel(16);
+    let mirror = std::sync::Arc::new(super::server::Server {
+        state: std::sync::Mutex::new(super::store::State::new(reg)),
+        events: tx,
+        tokens: Default::default(),
+        forbidden: std::sync::Mutex::new(Vec::new()),
+        server_addr: format!("{ip}:{api_port}"),
+        ca_cert_pem: ca.cert_pem.clone(),
+        ca_key_pem: ca.key_pem.clone(),
+        exec: super::exec::ExecConfig {
+            assisted_db: None,
+            volumes_dir: dir.join("volumes"),
+        },
+    });
+    for (g, v, k, p, short, status) in PERMISSIVE_OPENSHIFT {
+        if *g == "machineconfiguration.openshift.io" {
+            mirror.create_any(permissive_crd(g, v, k, p, short, *status))?;
+        }
+    }
+    sync_machine_configs(client, &mirror).await?;
+    let addr = SocketAddr::new(ip, super::mcs::MCS_PORT);
+    let cfg = super::mcs::McsConfig {
+        api_int: api_int.to_string(),
+        ip,
+        bootstrap_kubeconfig: super::mcs::bootstrap_kubeconfig(api_int, api_port, &ca.cert_pem, boot_token),
+        ca_pem: ca.cert_pem.clone(),
+    };
+    match super::mcs::serve(mirror.clone(), ca, addr, cfg).await {
+        Ok(()) => eprintln!(
+            "agent-day2-sim: machine-config server https://{api_int}:{} ({addr}), from the real server's MachineConfigs",
+            super::mcs::MCS_PORT
+        ),
+        Err(e) => {
+            eprintln!("agent-day2-sim: warning: no machine-config server: {e:#}");
+            return Ok(None);
+        }
+    }
+    let client = client.clone();
+    Ok(Some(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if let Err(e) = sync_machine_configs(&client, &mirror).await {
+                tracing::warn!("machine-config server mirror: {e:#}");
+            }
+        }
+    })))
+}
+
 /// `up --real-apiserver BIN_DIR`: the same cluster as [`super::up::run`] (scenario, PKI, base
 /// ISO and file server, seed, `DIR/kubeconfig` with contexts admin / bootstrapper / viewer,
 /// `DIR/ca.crt`, `DIR/ready` written last), served by the real control plane. Runs until
@@ -1149,6 +1288,8 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
             );
         }
     }
+    let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
+    let mcs_mirror = start_mcs(&client, &ca, ip, &api_int, port, &boot_token, &opts.dir).await?;
     cp.check_running()?;
 
     // Client files; DIR/ready last.
@@ -1186,6 +1327,9 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         }
     };
     let _ = std::fs::remove_file(opts.dir.join("ready"));
+    if let Some(t) = mcs_mirror {
+        t.abort();
+    }
     drop(cp);
     // Dropping the registry kills docker-registry.
     drop(registry);
