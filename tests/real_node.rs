@@ -291,7 +291,6 @@ impl Drop for Validations {
 struct Booted {
     c: TestCluster,
     w: Work,
-    cfg: sim_ignition::Config,
     agent: String,
     user: String,
     watcher: String,
@@ -334,7 +333,6 @@ fn boot(scenario: &str, hosts: &[String], machines: &[(&str, &str, &str)], extra
     Booted {
         c,
         w,
-        cfg,
         agent,
         user,
         watcher,
@@ -413,4 +411,128 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
 /// The host ID run-node's machine reports (its SMBIOS UUID, derived from the MAC).
 fn uuid_of(mac: &str) -> String {
     agent_day2_sim::noderun::uuid_for_mac(mac)
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn two_hosts_from_one_iso_each_find_their_own_config() {
+    let b = boot(
+        "name: ostest\n",
+        &[dhcp_host(W0), dhcp_host(W1)],
+        &[W0, W1],
+        &[],
+    );
+    // Each machine runs its own assisted-service; each holds one cluster and only itself,
+    // under the hostname its MAC's host config names.
+    for m in [W0, W1] {
+        let cl = clusters(m.2, &b.user);
+        assert_eq!(cl.len(), 1, "{}: {cl:?}", m.0);
+        b.installing_host(m);
+    }
+    eprintln!("measured: two machines to installing {:?}", b.took);
+    b.finish();
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn static_ip_host_registers_its_nmstate_config_and_reaches_installing() {
+    let b = boot("name: ostest\n", &[static_host(W0, 24)], &[W0], &[]);
+    let ip = W0.2;
+    // The client registered the InfraEnv with the host's NMState (the service ran its own
+    // libnmstate validation on it); the InfraEnv keeps it with the MAC map.
+    let (code, body) = api(ip, &format!("infra-envs/{}", b.infra), "Authorization", &b.user);
+    assert_eq!(code, 200, "{body}");
+    let ie: Value = serde_json::from_str(&body).unwrap();
+    let snc = ie["static_network_config"].as_str().unwrap_or("");
+    assert!(snc.contains(ip) && snc.contains(W0.1), "static_network_config: {snc:?}");
+    b.installing_host(W0);
+    eprintln!("measured: static host to installing {:?}", b.took);
+    b.finish();
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn platform_none_cluster_is_imported_with_user_managed_networking() {
+    let b = boot("name: ostest\nplatform: None\n", &[dhcp_host(W0)], &[W0], &[]);
+    let cl = clusters(W0.2, &b.user);
+    assert_eq!(cl.len(), 1, "{cl:?}");
+    assert_eq!(cl[0]["user_managed_networking"], true, "{:#}", cl[0]);
+    b.installing_host(W0);
+    eprintln!("measured: platform none host to installing {:?}", b.took);
+    b.finish();
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn import_happens_once_across_a_restart_of_the_import_unit() {
+    let b = boot(
+        "name: ostest\n",
+        &[dhcp_host(W0)],
+        &[W0],
+        &["--interrupt", "agent-import-cluster.service"],
+    );
+    let text = b.node.text();
+    assert!(
+        text.contains("agent-import-cluster.service: ExecStart ended")
+            && text.contains("agent-import-cluster.service: starting again"),
+        "the import unit was interrupted and restarted:\n{text}"
+    );
+    let journal = std::fs::read_to_string(
+        b.w.path("run")
+            .join(format!("machine-{}", W0.1.replace(':', "")))
+            .join("journal/agent-import-cluster.service.log"),
+    )
+    .unwrap();
+    assert!(journal.contains("is already imported"), "second run: {journal}");
+    let cl = clusters(W0.2, &b.user);
+    assert_eq!(cl.len(), 1, "one cluster after the restart: {cl:?}");
+    b.installing_host(W0);
+    b.finish();
+}
+
+#[test]
+#[ignore = "needs the real assisted-service: scripts/real-components.sh"]
+fn monitor_reads_the_real_service_with_the_watcher_token() {
+    let b = boot("name: ostest\n", &[dhcp_host(W0)], &[W0], &[]);
+    b.installing_host(W0);
+    let o = plugin(
+        &b.c,
+        &b.w,
+        &[
+            "monitor",
+            "--ip-addresses",
+            W0.2,
+            "-o",
+            "json",
+            "--poll-interval",
+            "200ms",
+            "--timeout",
+            "15s",
+        ],
+    );
+    let evs: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(&o))))
+        .collect();
+    let stages: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["event"] == "stage" && e["node"] == W0.0)
+        .filter_map(|e| e["stage"].as_str())
+        .collect();
+    assert!(stages.contains(&"installing"), "stages {stages:?}\n{}", text(&o));
+    assert!(
+        evs.iter().any(|e| e["node"] == W0.0
+            && e["message"].as_str().unwrap_or("").contains("recorded on batch")),
+        "the DHCP host's address is recorded: {}",
+        text(&o)
+    );
+    // Nothing boots past installing here (the installation to disk is not simulated): monitor
+    // ends on its timeout (exit 5), not on a failed installation (6).
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    // The batch record now has the address monitor found.
+    let recs = batch_records(&b.c);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["hosts"][0]["ips"], serde_json::json!([W0.2]), "{:#}", recs[0]);
+    assert_eq!(recs[0]["hosts"][0]["ipSource"], "monitor", "{:#}", recs[0]);
+    b.finish();
 }

@@ -418,6 +418,8 @@ pub struct Executor {
     stay: bool,
     timeout: Duration,
     goal_reached: bool,
+    /// Units whose first ExecStart is reported killed as it ends (`run-node --interrupt`).
+    interrupt: BTreeSet<String>,
 }
 
 impl Executor {
@@ -480,6 +482,7 @@ impl Executor {
             stay: spec.stay,
             timeout: Duration::from_secs_f64(spec.timeout_secs),
             goal_reached: false,
+            interrupt: spec.interrupt.iter().cloned().collect(),
         })
     }
 
@@ -802,6 +805,12 @@ impl Executor {
             return self.failed(&name, &format!("main process {desc}"));
         }
         let (_, phase, ignore) = u.current.take().unwrap();
+        if phase == Phase::Main && self.interrupt.remove(&name) {
+            // The command did its work; the machine loses it at this moment (power cut,
+            // OOM kill) and systemd sees the kill, not the exit status.
+            self.say(&name, &format!("ExecStart ended ({desc}); reported killed (--interrupt)"));
+            return self.failed(&name, "ExecStart command killed by signal 9 (--interrupt)");
+        }
         if !ok && !ignore {
             return self.failed(
                 &name,

@@ -118,6 +118,11 @@ pub struct RunNodeArgs {
     /// Site DNS: NAME=IP entries put into the machines' /etc/hosts (repeatable).
     #[arg(long = "dns", value_name = "NAME=IP")]
     pub dns: Vec<String>,
+    /// Fault injection: the first run of UNIT's `ExecStart` is reported killed by SIGKILL as it
+    /// ends (its work done, its success lost, as after a power cut at that moment), so the
+    /// unit's `Restart=` decides what happens next (repeatable).
+    #[arg(long = "interrupt", value_name = "UNIT")]
+    pub interrupt: Vec<String>,
     /// Hardware of each machine: CPU cores.
     #[arg(long, default_value_t = 8)]
     pub cpus: u32,
@@ -161,6 +166,9 @@ pub struct Spec {
     pub max_failures: u32,
     pub hosts: Vec<(String, String)>,
     pub hardware: Hardware,
+    /// `--interrupt` units.
+    #[serde(default)]
+    pub interrupt: Vec<String>,
 }
 
 /// What the machine is made of (the discovery agent reports it).
@@ -543,6 +551,7 @@ pub fn run(a: RunNodeArgs) -> i32 {
             time_scale: a.time_scale,
             max_failures: a.max_failures,
             hosts: hosts.clone(),
+            interrupt: a.interrupt.clone(),
             hardware: Hardware {
                 cpus: a.cpus,
                 memory_bytes: a.memory_gib << 30,
