@@ -408,6 +408,31 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
     b.finish();
 }
 
+/// A file of the running machine with MAC `mac` (read through its PID 1's mount namespace:
+/// `/proc/<node-machine pid>/root` + the machine's root directory); None when absent.
+fn machine_file(b: &Booted, mac: &str, path: &str) -> Option<String> {
+    let dir = b.w.path("run").join(format!("machine-{}", mac.replace(':', "")));
+    let spec = dir.join("spec.json").to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmd
+            .split(|c| *c == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if args.iter().any(|a| a == "node-machine") && args.iter().any(|a| *a == spec) {
+            let p = e
+                .path()
+                .join("root")
+                .join(dir.join("root").strip_prefix("/").unwrap())
+                .join(path.trim_start_matches('/'));
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                return Some(t);
+            }
+        }
+    }
+    None
+}
+
 /// The host ID run-node's machine reports (its SMBIOS UUID, derived from the MAC).
 fn uuid_of(mac: &str) -> String {
     agent_day2_sim::noderun::uuid_for_mac(mac)
@@ -446,6 +471,13 @@ fn static_ip_host_registers_its_nmstate_config_and_reaches_installing() {
     let snc = ie["static_network_config"].as_str().unwrap_or("");
     assert!(snc.contains(ip) && snc.contains(W0.1), "static_network_config: {snc:?}");
     b.installing_host(W0);
+    // On the machine: pre-network-manager-config copied the host's keyfile (picked by MAC)
+    // and renamed the interface to the machine's (nodes-config says eth0, the machine has
+    // enp1s0). NetworkManager itself is not run here: run-node sets the address.
+    let kf = machine_file(&b, W0.1, "/etc/NetworkManager/system-connections/eth0.nmconnection")
+        .expect("the keyfile on the machine");
+    assert!(kf.contains("interface-name=enp1s0"), "{kf}");
+    assert!(kf.contains(&format!("{}/24", W0.2)), "{kf}");
     eprintln!("measured: static host to installing {:?}", b.took);
     b.finish();
 }

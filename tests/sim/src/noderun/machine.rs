@@ -247,6 +247,14 @@ fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
     )?;
     write_file(root, "/usr/bin/hostnamectl", 0o755, HOSTNAMECTL.as_bytes())?;
     write_file(root, "/etc/hostname", 0o644, b"localhost\n")?;
+    // NetworkManager's keyfile directory (RHCOS ships it, root-only; the host here may have no
+    // NetworkManager): the ISO's pre-network-manager-config copies the host's keyfiles there.
+    let nm = root.join("etc/NetworkManager/system-connections");
+    if !nm.is_dir() {
+        std::fs::create_dir_all(&nm).map_err(|e| format!("mkdir {}: {e}", nm.display()))?;
+        std::fs::set_permissions(&nm, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("chmod {}: {e}", nm.display()))?;
+    }
     // RHCOS's default chrony configuration, unless the Ignition brings one.
     if !spec.files.contains_key("/etc/chrony.conf") {
         write_file(
