@@ -375,9 +375,36 @@ fn yaml_syntax_error_has_position() {
         e[0].starts_with("nodes-config.yaml: not valid YAML: line "),
         "{e:?}"
     );
-    // Duplicate keys are refused by the YAML reader too.
-    let e = parse_errors("hosts: []\nhosts: []\n");
-    assert!(e[0].contains("duplicate mapping key"), "{e:?}");
+}
+
+/// A key given twice is an error at its field path with both lines, collected with the other
+/// parse errors, and no library option ("DuplicateKeyPolicy in Options") reaches the user.
+#[test]
+fn duplicate_keys_name_the_field_and_lines() {
+    let y = "hosts:\n  - hostname: worker-0\n    interfaces:\n      - name: eth0\n        macAddress: 52:54:00:aa:00:30\n        macAddress: 52:54:00:aa:00:31\n    colour: red\nhosts: []\n";
+    let e = parse_errors(y);
+    assert_eq!(
+        e,
+        vec![
+            "hosts[0].interfaces[0].macAddress: given twice (lines 5 and 6); keep one (YAML allows each key once per mapping)",
+            "hosts: given twice (lines 1 and 8); keep one (YAML allows each key once per mapping)",
+            "hosts[0].colour: unknown field; expected one of hostname, role, rootDeviceHints, interfaces, networkConfig, bmc",
+        ]
+    );
+    // Inside networkConfig too.
+    let e = parse_errors(&nmstate_host(
+        "        - name: eth0\n          type: ethernet\n          state: up\n          state: down\n",
+    ));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with("hosts[0].networkConfig.interfaces[0].state: given twice (lines "),
+        "{e:?}"
+    );
+    for bad in ["hosts: [\n", "hosts: *x\n", "hosts: 'x\n"] {
+        let e = parse_errors(bad);
+        assert!(e[0].starts_with("nodes-config.yaml: not valid YAML: line "), "{e:?}");
+        assert!(!e[0].contains("Option"), "{e:?}");
+    }
 }
 
 #[test]

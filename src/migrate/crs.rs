@@ -583,7 +583,7 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
             let config: Value = serde_saphyr::from_str(&h.network_yaml).map_err(|e| {
                 invalid(
                     &format!("infra-env {id} static_network_config[{n}].network_yaml"),
-                    format!("not YAML: {e}"),
+                    format!("not YAML: {}", crate::nodes_config::yaml::error_text(&e)),
                 )
             })?;
             let interfaces: Vec<Value> = h

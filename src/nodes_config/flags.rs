@@ -56,9 +56,17 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
         let full = resolve(p);
         match crate::files::read_input_file(&full, crate::files::MAX_KEY_FILE, "--network-config-path") {
             Err(e) => errors.push(FieldError::new("--network-config-path", e.to_string())),
-            Ok(text) => match serde_saphyr::from_str::<Value>(&text) {
-                Ok(v @ Value::Object(_)) => network_config = Some(v),
-                Ok(other) => errors.push(FieldError::new(
+            Ok(text) => match super::yaml::load(&text) {
+                Ok((v @ Value::Object(_), dups)) => {
+                    for d in dups {
+                        errors.push(FieldError::new(
+                            format!("--network-config-path {}", d.path),
+                            format!("{} (in {})", d.message(), full.display()),
+                        ));
+                    }
+                    network_config = Some(v);
+                }
+                Ok((other, _)) => errors.push(FieldError::new(
                     "--network-config-path",
                     format!(
                         "{} must hold an NMState mapping (interfaces, dns-resolver, routes), not {}",
@@ -72,15 +80,7 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                 )),
                 Err(e) => errors.push(FieldError::new(
                     "--network-config-path",
-                    format!(
-                        "{} is not valid YAML: {}",
-                        full.display(),
-                        e.to_string()
-                            .lines()
-                            .next()
-                            .unwrap_or("")
-                            .trim_start_matches("error: ")
-                    ),
+                    format!("{} is not valid YAML: {e}", full.display()),
                 )),
             },
         }

@@ -20,6 +20,7 @@
 mod flags;
 mod parse;
 mod validate;
+pub mod yaml;
 
 use std::fmt;
 

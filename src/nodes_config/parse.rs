@@ -43,8 +43,9 @@ pub(crate) const HINT_KEYS: [&str; 8] = [
 ///
 /// Errors: YAML syntax (path = `source`), a value of the wrong type (`hosts[0].hostname:
 /// expected a string, got 123; quote it`), and every unknown key at any level
-/// (`hosts[0].interfaces[0].macAdress: unknown field; did you mean "macAddress"?`). All are
-/// collected; nothing here looks at the cluster.
+/// (`hosts[0].interfaces[0].macAdress: unknown field; did you mean "macAddress"?`), a key
+/// given twice in one mapping (`hosts[0].interfaces[0].macAddress: given twice (lines 10 and
+/// 11); ...`, the first value is read). All are collected; nothing here looks at the cluster.
 pub fn parse(yaml: &str, source: &Path) -> Result<NodesConfig, ConfigErrors> {
     let (cfg, errors) = parse_partial(yaml, source)?;
     if errors.is_empty() {
@@ -71,20 +72,20 @@ pub fn parse_partial(yaml: &str, source: &Path) -> Result<(NodesConfig, Vec<Fiel
         source: src.clone(),
         errors,
     };
-    let doc: Value = match serde_saphyr::from_str(yaml) {
-        Ok(v) => v,
+    let (doc, duplicates) = match super::yaml::load(yaml) {
+        Ok(x) => x,
         Err(e) => {
-            // serde-saphyr appends a source snippet labelled `<input>`; the first line has
-            // the position and the reason.
-            let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ");
             return Err(fail(vec![FieldError::new(
                 &src,
-                format!("not valid YAML: {first}"),
+                format!("not valid YAML: {e}"),
             )]));
         }
     };
     let mut p = Parser::default();
+    // A repeated key: its first value is read; the error names the key's path and lines.
+    for d in duplicates {
+        p.err(d.path.clone(), d.message());
+    }
     let cfg = p.top(&doc, &src);
     if p.fatal {
         return Err(fail(p.errors));
