@@ -705,6 +705,9 @@ fn ssh_keys() {
     let ok = [
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3DQrIguLYojdb208ozgfB4TCUkUL3i2RwwJNaG8KyQ admin@example.com",
         "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPxkRKwkoV36zCjWY23No1u4oRUL76HTQpux78hup40o5e2lWblFBfd1LG3H+icUS3elCrTDd4/W8s3mV5vZZRo=",
+        // ssh-keygen -t rsa -b 2048 / -t ecdsa -b 384.
+        "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDQe+9fO0guVj00B9DKvoMvJqtl0Z/AzI0bkbARbDlSeQeLrkO7gVno+u3IJoFZqLT0opQkGVC5MJC5Ex0VFYaHAjLpCMF1wpWXwsb5C1i5+FieSB6zcFwu9esoJkp5E5uX7/DgDlJxj9IS9gqiCA+ohHb629ss2PCzVQAvg4yPu3au7S3lo8dUKPK/iX1qEmbmCOgRgDVSCn6k5O08JfIl313mOR9IAWJU3Z0AvLE90DnwbwuZWoHrChsvW8+Arr2JASyFF+yZZaHqDp6x2SJ3shQWHu665h3nubt4I7N8tALVijtg58KDyIinNb9HOaYHQkExiGC3E2OzC9+ciwIt ops@example.com",
+        "ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTItbmlzdHAzODQAAAAIbmlzdHAzODQAAABhBLl4GerxojU/e8su9J/kCqhEuOR5guZ6ovKbWO3JFekujQcpPTw5+uUPfArX0ab9S9IzjyV19XnWHVf7Y38e1EfIyKNxeA7n2X94Em74aK9rmPYb5xo+YFx94aT39rzKRA== x",
     ];
     for k in ok {
         assert_eq!(
@@ -717,10 +720,35 @@ fn ssh_keys() {
     let two = format!("sshKey: |\n  {}\n  {}\n{}", ok[0], ok[1], host(""));
     assert_eq!(errors(&two), Vec::<String>::new());
 
+    // Cut short: an ed25519 key missing its tail (it used to pass the length check and land
+    // in the image), an RSA key cut inside its modulus, and the second of three keys.
+    let cut_ed = &ok[0][..60];
+    let cut_rsa = &ok[2][..200];
+    for k in [cut_ed, cut_rsa] {
+        let e = errors(&format!("sshKey: {k}\n{}", host("")));
+        assert_eq!(e.len(), 1, "{k}: {e:?}");
+        assert!(e[0].starts_with("sshKey: \""), "{e:?}");
+        assert!(
+            e[0].ends_with("is not an OpenSSH public key: the key data is cut short or damaged; copy the whole line of the .pub file again (it is a single line)"),
+            "{e:?}"
+        );
+    }
+    let three = format!("sshKey: |\n  {}\n  {}\n\n  {}\n{}", ok[0], &ok[3][..100], ok[1], host(""));
+    let e = errors(&three);
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert!(
+        e[0].starts_with("sshKey: line 2: \"ecdsa-sha2-nistp384 AAAAE2VjZHNhLXNoYTIt…\" is not an OpenSSH public key: the key data is cut short"),
+        "{e:?}"
+    );
+    // A changed character in the middle (the key's own length prefix now wrong).
+    let mut damaged = ok[0].to_string();
+    damaged.replace_range(14..15, "B");
+    assert_eq!(errors(&format!("sshKey: {damaged}\n{}", host(""))).len(), 1, "{damaged}");
+
     let cases: Vec<(&str, &str)> = vec![
         ("not-a-key", "sshKey: \"not-a-key\" is not an OpenSSH public key: expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host"),
         ("ssh-dsa AAAA", "sshKey: \"ssh-dsa AAAA\" is not an OpenSSH public key: unknown key type \"ssh-dsa\"; expected ssh-ed25519, ssh-rsa or ecdsa-sha2-nistp256/384/521"),
-        ("ssh-ed25519 !!notbase64!!", "sshKey: \"ssh-ed25519 !!notbase64!!\" is not an OpenSSH public key: the key data is not base64"),
+        ("ssh-ed25519 !!notbase64!!", "sshKey: \"ssh-ed25519 !!notbase64!!\" is not an OpenSSH public key: the key data is not base64 (only A-Z, a-z, 0-9, +, / and = may appear)"),
         // An ECDSA blob labelled ed25519.
         ("ssh-rsa AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBPxkRKwkoV36zCjWY23No1u4oRUL76HTQpux78hup40o5e2lWblFBfd1LG3H+icUS3elCrTDd4/W8s3mV5vZZRo=",
          "sshKey: \"ssh-rsa AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYA…\" is not an OpenSSH public key: the key data is not a ssh-rsa key"),

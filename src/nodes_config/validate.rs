@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
-use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -387,17 +386,26 @@ impl V {
     }
 
     fn ssh_key(&mut self, text: &str, path: &str) {
-        let lines: Vec<&str> = text
+        // (1-based line number, line) of each key; blank lines and comments are skipped.
+        let lines: Vec<(usize, &str)> = text
             .lines()
             .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
             .collect();
         if lines.is_empty() {
             self.err(path, "empty; give an OpenSSH public key (the content of ~/.ssh/id_ed25519.pub) or leave sshKey out to use the cluster's");
         }
-        for l in lines {
+        let several = lines.len() > 1;
+        for (n, l) in lines {
             if let Err(m) = check_ssh_key(l) {
-                self.err(path, m);
+                // Several keys: say which line (of the sshKey value, or of the key file).
+                if several {
+                    self.err(path, format!("line {n}: {m}"));
+                } else {
+                    self.err(path, m);
+                }
             }
         }
     }
@@ -872,8 +880,15 @@ pub(crate) fn unusable_ip(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
-/// Checks one `authorized_keys`-style line: `<type> <base64> [comment]`, the blob's own type
-/// string equal to `<type>`.
+/// Checks one `authorized_keys`-style line, `<type> <base64> [comment]`, by parsing it as an
+/// OpenSSH public key (the `ssh-key` crate): the type must be one RHCOS's sshd accepts
+/// (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256/384/521`, `sk-…@openssh.com`), the base64
+/// data must decode to a whole key of that same type (length prefixes, Ed25519's 32 bytes,
+/// RSA's exponent and modulus, an ECDSA curve point) with nothing left over. A line cut short
+/// (a key pasted from a narrow terminal) fails here instead of landing in the image, where
+/// login as `core` would fail.
+///
+/// Err: what is wrong and what to do, quoting the start of the line (never a private key).
 pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     const TYPES: [&str; 7] = [
         "ssh-rsa",
@@ -884,7 +899,7 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
         "sk-ecdsa-sha2-nistp256@openssh.com",
         "sk-ssh-ed25519@openssh.com",
     ];
-    let shown = if line.len() > 40 {
+    let shown = if line.chars().count() > 40 {
         format!(
             "{}…",
             &line[..line.char_indices().nth(40).map(|(i, _)| i).unwrap_or(line.len())]
@@ -897,7 +912,7 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
         return Err("this is a private key; give the public key (the .pub file), and keep the private key out of the config".into());
     }
     let mut it = line.split_whitespace();
-    let (Some(ty), Some(b64)) = (it.next(), it.next()) else {
+    let (Some(ty), Some(_)) = (it.next(), it.next()) else {
         return bad("expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host");
     };
     if !TYPES.contains(&ty) {
@@ -906,17 +921,22 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
             q(ty)
         ));
     }
-    let Ok(blob) = base64::engine::general_purpose::STANDARD.decode(b64) else {
-        return bad("the key data is not base64");
-    };
-    let inner = blob
-        .get(..4)
-        .map(|l| u32::from_be_bytes([l[0], l[1], l[2], l[3]]) as usize)
-        .and_then(|n| blob.get(4..4 + n));
-    if inner != Some(ty.as_bytes()) || blob.len() < 4 + ty.len() + 8 {
-        return bad(&format!("the key data is not a {ty} key"));
+    let (_, data) = line.split_once(char::is_whitespace).unwrap_or_default();
+    let data = data.trim_start().split(char::is_whitespace).next().unwrap_or("");
+    if !data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')) {
+        return bad("the key data is not base64 (only A-Z, a-z, 0-9, +, / and = may appear)");
     }
-    Ok(())
+    match ssh_key::PublicKey::from_openssh(line) {
+        Ok(_) => Ok(()),
+        // The type in the text differs from the one inside the key data.
+        Err(ssh_key::Error::AlgorithmUnknown) => bad(&format!("the key data is not a {ty} key")),
+        Err(_) => bad(&format!(
+            "the key data is cut short or damaged; copy the whole line of the .pub file again \
+             (it is a single line)"
+        )),
+    }
+}
+
 }
 
 /// Drops serde's " at line N column M" (positions in our re-serialised JSON mean nothing to the
