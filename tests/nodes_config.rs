@@ -349,7 +349,7 @@ fn parse_errors_name_the_field() {
         (
             host("    rootDeviceHints:\n      minSizeGigabytes: -5\n      rotational: \"maybe\"\n"),
             vec![
-                "hosts[0].rootDeviceHints.minSizeGigabytes: expected a positive whole number of gigabytes, got the number -5",
+                "hosts[0].rootDeviceHints.minSizeGigabytes: expected a whole number of gigabytes (0 or more), got the number -5",
                 "hosts[0].rootDeviceHints.rotational: expected true or false, got the string \"maybe\"",
             ],
         ),
@@ -518,10 +518,8 @@ fn validation_errors_table() {
             host("    rootDeviceHints:\n      deviceName: sda\n"),
             vec!["hosts[0].rootDeviceHints.deviceName: \"sda\" must be a device path under /dev/, e.g. /dev/sda or /dev/disk/by-path/pci-0000:00:1f.2-ata-1".into()],
         ),
-        (
-            host("    rootDeviceHints:\n      minSizeGigabytes: 0\n"),
-            vec!["hosts[0].rootDeviceHints.minSizeGigabytes: 0 is not a size; give a positive whole number of gigabytes".into()],
-        ),
+        // 0 means "no minimum", as oc adm node-image and assisted-service read it.
+        (host("    rootDeviceHints:\n      minSizeGigabytes: 0\n"), vec![]),
         (
             host("    rootDeviceHints:\n      wwn: 0xZZ12\n"),
             vec!["hosts[0].rootDeviceHints.wwn: \"0xZZ12\" is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3".into()],
@@ -917,7 +915,7 @@ fn flag_errors_name_the_flag() {
         [
             "--root-device-hint: \"/dev/sda\" is not KEY:VALUE, e.g. deviceName:/dev/sda",
             "--root-device-hint: unknown hint \"devicename\"; did you mean \"deviceName\"?",
-            "--root-device-hint minSizeGigabytes: \"lots\" is not a positive whole number of gigabytes",
+            "--root-device-hint minSizeGigabytes: \"lots\" is not a whole number of gigabytes (0 or more)",
             "--root-device-hint rotational: \"maybe\" must be true or false",
         ]
     );

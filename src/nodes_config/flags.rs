@@ -38,7 +38,7 @@ pub struct FlagsHost {
 ///
 /// Errors name the flag: a file that cannot be read or parsed (`--network-config-path`,
 /// `--ssh-key-path`), a hint without `:` or with an unknown key (with "did you mean"), a
-/// `minSizeGigabytes` that is not a positive number, a `rotational` that is not true/false.
+/// `minSizeGigabytes` that is not a whole number (0 or more), a `rotational` that is not true/false.
 /// Everything else (MAC syntax, hostname, NMState compile, ...) is [`validate`](super::validate)'s
 /// job, which then also names the flags.
 pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors> {
@@ -116,7 +116,7 @@ pub fn from_flags(f: &FlagsHost, cwd: &Path) -> Result<NodesConfig, ConfigErrors
                 Ok(n) => hints.min_size_gigabytes = Some(n),
                 Err(_) => errors.push(FieldError::new(
                     "--root-device-hint minSizeGigabytes",
-                    format!("{} is not a positive whole number of gigabytes", q(val)),
+                    format!("{} is not a whole number of gigabytes (0 or more)", q(val)),
                 )),
             },
             "rotational" => match val.trim() {

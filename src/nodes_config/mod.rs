@@ -114,7 +114,8 @@ pub struct RootDeviceHints {
     /// `serialNumber`: disk serial number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial_number: Option<String>,
-    /// `minSizeGigabytes`: smallest acceptable disk size in GB (positive).
+    /// `minSizeGigabytes`: smallest acceptable disk size in GB; 0 means no minimum (metal3's
+    /// BareMetalHost schema has `minimum: 0`, assisted-service skips the check for 0).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_size_gigabytes: Option<u64>,
     /// `wwn`: World Wide Name, hex (`0x5000c500a0b1c2d3`).

@@ -335,7 +335,7 @@ impl Parser {
             Some(other) => self.err(
                 sp,
                 format!(
-                    "expected a positive whole number of gigabytes, got {}",
+                    "expected a whole number of gigabytes (0 or more), got {}",
                     kind_of(other)
                 ),
             ),

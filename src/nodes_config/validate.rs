@@ -79,7 +79,8 @@ impl Validated {
 /// - `interfaces`: at least one; `name` required and unique per host; `macAddress` six
 ///   hex octets, unicast, not all zero, unique across all hosts ignoring case;
 /// - `rootDeviceHints`: `deviceName` under `/dev/`, `hctl` four numbers `H:C:T:L`,
-///   `minSizeGigabytes` > 0, `wwn` hex (`0x` optional), strings non-empty;
+///   `wwn` hex (`0x` optional), strings non-empty (`minSizeGigabytes` 0 is accepted and means
+///   no minimum, as `oc adm node-image` and assisted-service read it: metal3 `minimum: 0`);
 /// - `networkConfig`: interface types nmstate knows (it would silently map others to
 ///   `unknown`), every interface parses with nmstate, the document compiles with nmstate
 ///   `gen_conf` (its message carried through), every NMState ethernet interface (and every
@@ -448,12 +449,6 @@ impl V {
                     format!("{} must be host:channel:target:lun numbers, e.g. 0:0:0:0", q(h)),
                 );
             }
-        }
-        if r.min_size_gigabytes == Some(0) {
-            self.err(
-                format!("{p}.minSizeGigabytes"),
-                "0 is not a size; give a positive whole number of gigabytes",
-            );
         }
         if let Some(w) = r.wwn.as_deref().filter(|d| !d.trim().is_empty()) {
             let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")).unwrap_or(w);
