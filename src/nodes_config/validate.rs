@@ -532,13 +532,13 @@ impl V {
                 parsed_ok = false;
                 continue;
             };
-            let iface = match serde_json::from_value::<nmstate::Interface>(raw.clone()) {
+            let iface = match read_reporting_unknown::<nmstate::Interface>(raw, &ipath, base_interface_keys) {
                 Ok(x) => x,
-                Err(e) => {
-                    self.err(
-                        &ipath,
-                        format!("nmstate cannot read it: {}", strip_position(&e.to_string())),
-                    );
+                Err((unknown, other)) => {
+                    self.errors.extend(unknown);
+                    if let Some(m) = other {
+                        self.err(&ipath, format!("nmstate cannot read it: {m}"));
+                    }
                     parsed_ok = false;
                     continue;
                 }
@@ -608,14 +608,15 @@ impl V {
         if !parsed_ok || self.errors.len() > before {
             return (statics, Vec::new());
         }
-        let json = nc.to_string();
-        let state = match nmstate::NetworkState::new_from_json(&json) {
+        // The whole document as nmstate reads it (NetworkState::new_from_json is this serde
+        // read): every unknown key outside the interfaces (dns-resolver, routes, ...) at once.
+        let state = match read_reporting_unknown::<nmstate::NetworkState>(nc, np, |_| Vec::new()) {
             Ok(s) => s,
-            Err(e) => {
-                self.err(
-                    np,
-                    format!("nmstate cannot read it: {}", clean_nmstate(&e.to_string())),
-                );
+            Err((unknown, other)) => {
+                self.errors.extend(unknown);
+                if let Some(m) = other {
+                    self.err(np, format!("nmstate cannot read it: {}", clean_nmstate(&m)));
+                }
                 return (statics, Vec::new());
             }
         };
@@ -932,6 +933,158 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     }
 }
 
+/// Deserialises `raw` as nmstate's `T`, reporting every unknown key, not only the first.
+///
+/// nmstate refuses unknown keys (serde `deny_unknown_fields`) one at a time, without saying
+/// where: `unknown field \`adress\`, expected one of \`enabled\`, ...`. Each such key is looked
+/// up in `raw` (the mapping holding it whose other keys best match the expected list, the
+/// deepest on a tie), reported at its path under `path`
+/// (`hosts[0].networkConfig.interfaces[0].ipv4.adress: unknown field; did you mean
+/// "address"?`), removed, and the read retried, as the top level of the nodes-config reports
+/// all of its unknown keys.
+///
+/// `flat_keys(path)` gives the keys to suggest from when serde names none (a key unknown to
+/// a struct that flattens another: nmstate's interfaces flatten their base interface).
+///
+/// Err: (the unknown-key errors, the first other error's text if the read failed for another
+/// reason too).
+fn read_reporting_unknown<T: serde::de::DeserializeOwned>(
+    raw: &Value,
+    path: &str,
+    flat_keys: impl Fn(&str) -> Vec<String>,
+) -> Result<T, (Vec<FieldError>, Option<String>)> {
+    let mut v = raw.clone();
+    let mut unknown = Vec::new();
+    // Each round removes one key: bounded by the document's size; the cap is a backstop.
+    for _ in 0..256 {
+        let msg = match serde_json::from_value::<T>(v.clone()) {
+            Ok(t) if unknown.is_empty() => return Ok(t),
+            Ok(_) => return Err((unknown, None)),
+            Err(e) => strip_position(&e.to_string()),
+        };
+        let Some((key, mut expected)) = unknown_field(&msg) else {
+            return Err((unknown, Some(msg)));
+        };
+        let Some(at) = remove_unknown(&mut v, &key, &expected) else {
+            return Err((unknown, Some(msg)));
+        };
+        if expected.is_empty() {
+            expected = flat_keys(&at);
+        }
+        let exp: Vec<&str> = expected.iter().map(String::as_str).collect();
+        let text = match super::did_you_mean(&key, &exp) {
+            Some(s) => format!("unknown field; did you mean {}?", q(s)),
+            None if exp.is_empty() => "unknown field".to_string(),
+            None => format!("unknown field; expected one of {}", exp.join(", ")),
+        };
+        let full = if at.is_empty() {
+            key.clone()
+        } else {
+            format!("{at}.{key}")
+        };
+        unknown.push(FieldError::new(format!("{path}.{full}"), text));
+    }
+    Err((unknown, None))
+}
+
+/// Keys an nmstate interface takes at its top level, for a key unknown there (`at` empty):
+/// through the flatten of nmstate's base interface serde names no expected keys. The base
+/// interface's keys (nmstate 2.2 `BaseInterface`), then the type sections (`ethernet`, `bond`'s
+/// `link-aggregation`, `vlan`, the bridges' `bridge`, ...).
+fn base_interface_keys(at: &str) -> Vec<String> {
+    const KEYS: [&str; 40] = [
+        "name", "profile-name", "description", "type", "driver", "state", "identifier",
+        "mac-address", "permanent-mac-address", "pci-address", "mtu", "min-mtu", "max-mtu",
+        "wait-ip", "ipv4", "ipv6", "mptcp", "controller", "accept-all-mac-addresses",
+        "copy-mac-from", "ovs-db", "802.1x", "lldp", "ethtool", "dispatch", "alt-names",
+        "ethernet", "veth", "link-aggregation", "vlan", "bridge", "vxlan", "mac-vlan",
+        "mac-vtap", "vrf", "infiniband", "ipvlan", "macsec", "hsr", "patch",
+    ];
+    if at.is_empty() {
+        KEYS.iter().map(|k| k.to_string()).collect()
+    } else {
+        Vec::new()
+    }
+}
+
+/// `unknown field \`x\`, expected one of \`a\`, \`b\`` (serde's wording) → (x, [a, b]).
+fn unknown_field(msg: &str) -> Option<(String, Vec<String>)> {
+    let rest = &msg[msg.find("unknown field `")? + "unknown field `".len()..];
+    let end = rest.find('`')?;
+    let key = rest[..end].to_string();
+    let expected = rest[end + 1..]
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    Some((key, expected))
+}
+
+/// Removes `key` from the mapping in `v` that holds it and whose other keys are most often in
+/// `expected` (deepest first on a tie); returns that mapping's path (`ipv4`, `bond.options`,
+/// `""` for `v` itself), None when no mapping holds `key`.
+fn remove_unknown(v: &mut Value, key: &str, expected: &[String]) -> Option<String> {
+    fn walk(v: &Value, path: String, depth: usize, key: &str, exp: &[String], out: &mut Vec<(usize, usize, String)>) {
+        match v {
+            Value::Object(m) => {
+                if m.contains_key(key) {
+                    let score = m.keys().filter(|k| exp.contains(k)).count();
+                    out.push((score, depth, path.clone()));
+                }
+                for (k, c) in m {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    walk(c, p, depth + 1, key, exp, out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    walk(c, format!("{path}[{i}]"), depth + 1, key, exp, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(v, String::new(), 0, key, expected, &mut found);
+    // Highest score, then deepest, then first in document order.
+    let (_, _, at) = found
+        .into_iter()
+        .enumerate()
+        .max_by_key(|(i, (score, depth, _))| (*score, *depth, std::cmp::Reverse(*i)))
+        .map(|(_, f)| f)?;
+    let mut cur = &mut *v;
+    for step in path_steps(&at) {
+        cur = match step {
+            Step::Key(k) => cur.get_mut(k)?,
+            Step::Index(i) => cur.get_mut(i)?,
+        };
+    }
+    cur.as_object_mut()?.remove(key)?;
+    Some(at)
+}
+
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// `a.b[2].c` → Key(a), Key(b), Index(2), Key(c). Keys containing `.` or `[` would split
+/// wrongly; nmstate's keys never do.
+fn path_steps(p: &str) -> Vec<Step<'_>> {
+    let mut out = Vec::new();
+    for part in p.split('.').filter(|s| !s.is_empty()) {
+        let (name, idx) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+        if !name.is_empty() {
+            out.push(Step::Key(name));
+        }
+        for i in idx.split('[') {
+            if let Ok(n) = i.trim_end_matches(']').parse() {
+                out.push(Step::Index(n));
+            }
+        }
+    }
+    out
 }
 
 /// Drops serde's " at line N column M" (positions in our re-serialised JSON mean nothing to the
