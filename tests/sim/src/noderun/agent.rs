@@ -9,7 +9,8 @@
 //! kernel of its network namespace), hostname, and the hardware run-node gave it (CPU cores,
 //! memory, one virtio disk `/dev/vda`). Domain names resolve through the machine's resolver
 //! (`getent ahosts`; run-node `--dns` fills /etc/hosts), the API connectivity check really
-//! downloads the Ignition from the URL the service names (with its CA). It never writes a
+//! downloads the Ignition from the URL the service names (with its CA) and reports it filtered
+//! as the real agent's `apivip_check` does. It never writes a
 //! status: the service's own validations decide. A step type it cannot answer is answered
 //! with exit code 1 and an error naming it (and logged).
 //!
@@ -184,6 +185,26 @@ fn inventory(m: &Value) -> Value {
     })
 }
 
+/// The worker Ignition as the real agent hands it to the service: `systemd.units` emptied,
+/// `storage.files` reduced to `/etc/kubernetes/manifests/coredns.yaml`,
+/// `/etc/kubernetes/manifests/keepalived.yaml` (the service reads their presence as managed
+/// networking) and `/etc/kubernetes/kubeconfig` (its server address), the rest kept.
+fn filter_ignition(ign: &Value) -> Value {
+    const KEEP: [&str; 3] = [
+        "/etc/kubernetes/manifests/coredns.yaml",
+        "/etc/kubernetes/manifests/keepalived.yaml",
+        "/etc/kubernetes/kubeconfig",
+    ];
+    let mut out = ign.clone();
+    if let Some(files) = out.pointer_mut("/storage/files").and_then(Value::as_array_mut) {
+        files.retain(|f| f["path"].as_str().is_some_and(|p| KEEP.contains(&p)));
+    }
+    if let Some(units) = out.pointer_mut("/systemd/units").and_then(Value::as_array_mut) {
+        units.clear();
+    }
+    out
+}
+
 fn resolve(name: &str) -> (Vec<String>, Vec<String>) {
     let o = Command::new("getent").args(["ahosts", name]).output();
     let mut v4 = vec![];
@@ -303,12 +324,20 @@ fn answer(step: &Value, m: &Value) -> (i64, String, String) {
                 let _ = std::fs::write(&ca_path, pem);
                 ca_path.clone()
             });
+            // As the real agent's apivip_check: 2xx with a JSON body, parsed as Ignition, then
+            // filtered to what the service reads (no units; files: only the on-prem networking
+            // static pods and the bootstrap kubeconfig; storage.luks kept).
             let r = match http("GET", &url, &headers, None, ca.as_deref()) {
-                Ok((200, body)) => json!({"is_success": true, "url": url, "ignition": body}),
+                Ok((code, body)) if (200..300).contains(&code) => match serde_json::from_str::<Value>(&body) {
+                    Ok(ign) if ign["ignition"]["version"].as_str().is_some_and(|v| v.starts_with("3.")) => {
+                        json!({"is_success": true, "url": url, "ignition": filter_ignition(&ign).to_string()})
+                    }
+                    _ => json!({"is_success": false, "url": url, "download_error": format!("response is not a valid ignition file:\n{}", body.chars().take(200).collect::<String>())}),
+                },
                 Ok((code, body)) => {
-                    json!({"is_success": false, "url": url, "download_error": format!("HTTP {code}: {}", body.chars().take(200).collect::<String>())})
+                    json!({"is_success": false, "url": url, "download_error": format!("ignition file download failed: bad status code: {code}. server response: {}", body.chars().take(200).collect::<String>())})
                 }
-                Err(e) => json!({"is_success": false, "url": url, "download_error": e}),
+                Err(e) => json!({"is_success": false, "url": url, "download_error": format!("ignition file download failed: request failed: {e}")}),
             };
             log(&format!(
                 "api-vip-connectivity-check {url}: {}",
