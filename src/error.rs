@@ -177,6 +177,12 @@ pub enum Error {
     /// Anything else; exit 1.
     #[error("{0}")]
     Unexpected(String),
+
+    /// `error` with a hint of the command that reports it instead of the generic one (e.g.
+    /// `info`'s 403s: the generic hint would tell to run `info`). Message and exit code are
+    /// `error`'s.
+    #[error("{error}")]
+    Hinted { error: Box<Error>, hint: String },
 }
 
 impl Error {
@@ -204,6 +210,7 @@ impl Error {
             | Error::ClusterUnsupported { .. } => exit::CLUSTER_ACCESS,
             Error::Timeout(_) => exit::TIMEOUT,
             Error::Io { .. } | Error::Unexpected(_) => exit::UNEXPECTED,
+            Error::Hinted { error, .. } => error.exit_code(),
         }
     }
 
@@ -214,7 +221,7 @@ impl Error {
             Error::Kubeconfig { .. } => {
                 Some("log in with `oc login`, or pass --kubeconfig / --context / --server".into())
             }
-            Error::KubeconfigEntry { hint, .. } => Some(hint.clone()),
+            Error::KubeconfigEntry { hint, .. } | Error::Hinted { hint, .. } => Some(hint.clone()),
             Error::Unreadable { .. } => Some(
                 "ask for read access to it (cluster-admin has it; the exact permissions are in README \
                  \"Permissions\"), or check the API server if it answered with an error"

@@ -121,6 +121,14 @@ pub struct InfoOutcome {
     pub error: Option<Error>,
 }
 
+/// `info`'s hint under a 403 when the permission check ran: the report lists what is missing.
+pub const FORBIDDEN_HINT: &str = "the \"Missing permissions\" part of the report above (permissions.missing \
+     with -o json) lists what your user lacks; ask for it, or use cluster-admin (README \"Permissions\")";
+
+/// `info`'s hint under a 403 when the permission check itself was refused.
+pub const FORBIDDEN_HINT_UNCHECKED: &str = "your user may not even ask which permissions it has \
+     (SelfSubjectAccessReview); ask for cluster-admin or the permissions in README \"Permissions\"";
+
 fn resource_of(e: &Error) -> Option<&ResourceRef> {
     match e {
         Error::Forbidden { resource, .. }
@@ -173,6 +181,23 @@ pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
             reasons: other_problems,
         });
     }
+    // A 403 here: the generic hint says "`oc agent-day2 info` shows what is missing", which is
+    // this command; point at the report instead.
+    let errors: Vec<Error> = errors
+        .into_iter()
+        .map(|e| match e {
+            Error::Forbidden { .. } => Error::Hinted {
+                error: Box::new(e),
+                hint: if perms.error.is_some() {
+                    FORBIDDEN_HINT_UNCHECKED.to_string()
+                } else {
+                    FORBIDDEN_HINT.to_string()
+                },
+            },
+            e => e,
+        })
+        .collect();
+    let mut errors = errors;
     let mut doc = ClusterInfo::new(model, perms);
     doc.errors = errors.iter().map(|e| e.to_string()).collect();
     let stdout = output::render(args.output, &doc, || render_table(&doc))?;
@@ -508,16 +533,42 @@ pub fn render_permissions(p: &PermissionReport) -> String {
             s.push('\n');
         }
     }
-    let mut per_command: std::collections::BTreeMap<&str, usize> = Default::default();
+    // Each permission counted once, so the lines add up to the total above: under the
+    // subcommand that needs the most of them (migrate status's reads are all migrate import's
+    // too), with how many of those the others share.
+    let mut needs: std::collections::BTreeMap<&str, usize> = Default::default();
     for m in &only_migrate {
         for c in &m.needed_by {
-            *per_command.entry(c.as_str()).or_default() += 1;
+            *needs.entry(c.as_str()).or_default() += 1;
         }
     }
-    for (command, n) in per_command {
+    // command → (count, other command → shared count)
+    type Shared<'a> = std::collections::BTreeMap<&'a str, usize>;
+    let mut per_command: std::collections::BTreeMap<&str, (usize, Shared)> = Default::default();
+    for m in &only_migrate {
+        let Some(home) = m
+            .needed_by
+            .iter()
+            .map(String::as_str)
+            .max_by_key(|c| (needs[c], std::cmp::Reverse(*c)))
+        else {
+            continue;
+        };
+        let e = per_command.entry(home).or_default();
+        e.0 += 1;
+        for other in m.needed_by.iter().filter(|c| c.as_str() != home) {
+            *e.1.entry(other.as_str()).or_default() += 1;
+        }
+    }
+    for (command, (n, shared)) in per_command {
+        let also: Vec<String> = shared
+            .iter()
+            .map(|(c, k)| format!("{k} of them also for {c}"))
+            .collect();
         s.push_str(&format!(
-            "{command}: {n} more permission{} missing (ClusterRole {} in deploy/rbac.yaml; -o json lists them)\n",
+            "{command}: {n} more permission{} missing{} (ClusterRole {} in deploy/rbac.yaml; -o json lists them)\n",
             if n == 1 { "" } else { "s" },
+            if also.is_empty() { String::new() } else { format!(", {}", also.join(", ")) },
             if command == "migrate wait" { "agent-day2-migrate-wait" } else { "agent-day2-migrate" },
         ));
     }

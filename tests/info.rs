@@ -339,6 +339,42 @@ fn viewer_context_shows_missing_permissions() {
     );
     assert!(text(&out.stderr)
         .contains("error: cannot read Secret openshift-config/pull-secret: forbidden for user \""));
+
+    // The counts add up: "Missing permissions (N of M checked)" is the table's rows plus the
+    // per-subcommand counts, each permission counted once (issue 15 §5).
+    let head = t.lines().find(|l| l.starts_with("Missing permissions (")).unwrap();
+    let n: usize = head["Missing permissions (".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let section: Vec<&str> = t
+        .lines()
+        .skip_while(|l| !l.starts_with("Missing permissions ("))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    let rows = section
+        .iter()
+        .filter(|l| !l.starts_with("migrate ") && !l.to_ascii_lowercase().starts_with("permission "))
+        .count();
+    let counted: usize = section
+        .iter()
+        .filter(|l| l.starts_with("migrate "))
+        .map(|l| {
+            let rest = l.split_once(": ").unwrap().1;
+            rest.split(' ').next().unwrap().parse::<usize>().unwrap()
+        })
+        .sum();
+    assert_eq!(rows + counted, n, "{rows} rows + {counted} counted != {n}:\n{t}");
+    // migrate status's permissions are all migrate import's too: not a line of their own.
+    assert!(!t.lines().any(|l| l.starts_with("migrate status: ")), "{t}");
+    assert!(t.contains("of them also for migrate status"), "{t}");
+    // The hint does not send the user to the command they just ran.
+    let e = text(&out.stderr);
+    assert!(!e.contains("`oc agent-day2 info` shows"), "{e}");
+    assert!(e.contains("the \"Missing permissions\" part of the report above"), "{e}");
 }
 
 /// A one-shot HTTP proxy stand-in on `addr`: records the first request line, then hangs up.
