@@ -625,6 +625,17 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     let out = e.plugin(&["migrate", "status", b, "-o", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The document style of every other command: apiVersion/kind, camelCase (issue 15 §5).
+    assert_eq!(st["apiVersion"], "agent-day2/v1", "{st}");
+    assert_eq!(st["kind"], "MigrateStatus", "{st}");
+    assert_eq!(st["recordIsThisBundle"], true, "{st}");
+    assert_eq!(st["record"]["bundleSha256"], r["bundle_sha256"], "{st}");
+    assert_eq!(st["record"]["phase"], "complete", "{st}");
+    for m in [&st, &st["record"]] {
+        for k in m.as_object().unwrap().keys() {
+            assert!(!k.contains('_'), "snake_case key {k:?} in {st}");
+        }
+    }
     for (k, c) in st["objects"].as_object().unwrap() {
         assert_eq!(c["bundle"], c["cluster"], "objects {k}");
     }

@@ -59,9 +59,17 @@ pub struct Count {
     pub cluster: Option<u64>,
 }
 
-/// The `-o json|yaml` document.
+/// The `-o json|yaml` document, in the style of every other command's: `apiVersion:
+/// agent-day2/v1`, `kind: MigrateStatus`, camelCase keys (`bundleSha256`, `recordIsThisBundle`;
+/// the record's fields too, see [`RecordView`]). Keys of `objects` (kinds), `rows` (table
+/// names) and the record's `counts` (the bundle manifest's) are data and stay as they are.
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct StatusDoc {
+    /// Always `agent-day2/v1`.
+    pub api_version: &'static str,
+    /// Always `MigrateStatus`.
+    pub kind: &'static str,
     /// Bundle checksum.
     pub bundle_sha256: String,
     /// Assisted cluster id and name.
@@ -73,7 +81,8 @@ pub struct StatusDoc {
     /// Whether the namespace was given with `-n` (else the default, the cluster's name).
     #[serde(skip)]
     pub namespace_explicit: bool,
-    /// The record (None: no import of any bundle there).
+    /// The record (None: no import of any bundle there), shown as [`RecordView`].
+    #[serde(serialize_with = "record_view")]
     pub record: Option<Record>,
     /// Whether the record is of this bundle.
     pub record_is_this_bundle: bool,
@@ -86,6 +95,76 @@ pub struct StatusDoc {
     /// Counts on cluster 0 that differ from the bundle's (`object Kind`, `table name`; see
     /// [`StatusDoc::differing`]), so that `-o json` says it too.
     pub differing: Vec<String>,
+}
+
+/// `apiVersion` of [`StatusDoc`].
+pub const API_VERSION: &str = "agent-day2/v1";
+/// `kind` of [`StatusDoc`].
+pub const KIND: &str = "MigrateStatus";
+
+/// The import record as `migrate status -o json|yaml` shows it: the fields of [`Record`]
+/// (which keeps its snake_case in the ConfigMap, where earlier versions wrote it so) in
+/// camelCase.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordView<'a> {
+    /// [`Record::bundle_sha256`].
+    pub bundle_sha256: &'a str,
+    /// [`Record::cluster_id`].
+    pub cluster_id: &'a str,
+    /// [`Record::cluster_name`].
+    pub cluster_name: &'a str,
+    /// [`Record::phase`]: in-progress | complete.
+    pub phase: record::Phase,
+    /// [`Record::steps_done`].
+    pub steps_done: &'a [String],
+    /// [`Record::started`] (RFC 3339 UTC).
+    pub started: &'a str,
+    /// [`Record::completed`] (RFC 3339 UTC).
+    pub completed: Option<&'a str>,
+    /// [`Record::counts`], as in the bundle's manifest.
+    pub counts: &'a serde_json::Value,
+    /// [`Record::pvc`].
+    pub pvc: Option<&'a str>,
+    /// [`Record::assisted_service`]: `{namespace, pod}`.
+    pub assisted_service: Option<&'a record::AssistedRef>,
+    /// [`Record::bundle_created`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle_created: Option<&'a str>,
+    /// [`Record::holder`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub holder: Option<&'a str>,
+    /// [`Record::heartbeat`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<&'a str>,
+    /// [`Record::released`].
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
+}
+
+impl<'a> From<&'a Record> for RecordView<'a> {
+    fn from(r: &'a Record) -> Self {
+        RecordView {
+            bundle_sha256: &r.bundle_sha256,
+            cluster_id: &r.cluster_id,
+            cluster_name: &r.cluster_name,
+            phase: r.phase,
+            steps_done: &r.steps_done,
+            started: &r.started,
+            completed: r.completed.as_deref(),
+            counts: &r.counts,
+            pvc: r.pvc.as_deref(),
+            assisted_service: r.assisted_service.as_ref(),
+            bundle_created: r.bundle_created.as_deref(),
+            holder: r.holder.as_deref(),
+            heartbeat: r.heartbeat.as_deref(),
+            released: r.released,
+        }
+    }
+}
+
+fn record_view<S: serde::Serializer>(r: &Option<Record>, s: S) -> Result<S::Ok, S::Error> {
+    r.as_ref().map(RecordView::from).serialize(s)
 }
 
 /// `migrate status`.
@@ -175,6 +254,8 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
         errors.push("database: restored through --db-url; row counts not read".into());
     }
     let mut doc = StatusDoc {
+        api_version: API_VERSION,
+        kind: KIND,
         bundle_sha256: bundle.checksum().to_string(),
         cluster_id: bundle.manifest.cluster.id.clone(),
         cluster_name: bundle.manifest.cluster.name.clone(),
@@ -315,6 +396,8 @@ mod tests {
     #[test]
     fn table_shows_counts_and_unknowns() {
         let d = StatusDoc {
+            api_version: API_VERSION,
+            kind: KIND,
             bundle_sha256: "abc".into(),
             cluster_id: "c1".into(),
             cluster_name: "ostest".into(),
@@ -389,6 +472,58 @@ mod tests {
                 .ends_with("Every count read on cluster 0 equals the bundle's."),
             "{t}"
         );
+    }
+
+    /// `-o json`: apiVersion/kind and camelCase like every other command's document, the
+    /// record's fields too; data keys (kinds, table names) unchanged.
+    #[test]
+    fn json_document_style() {
+        let rec: Record = serde_json::from_value(serde_json::json!({
+            "bundle_sha256": "abc", "cluster_id": "c1", "cluster_name": "ostest",
+            "phase": "in-progress", "started": "t0", "steps_done": ["restore"],
+            "counts": {"infra_envs": 1}, "assisted_service": {"namespace": "ns", "pod": "p"},
+            "holder": "h:1", "heartbeat": "t1"
+        }))
+        .unwrap();
+        let d = StatusDoc {
+            api_version: API_VERSION,
+            kind: KIND,
+            bundle_sha256: "abc".into(),
+            cluster_id: "c1".into(),
+            cluster_name: "ostest".into(),
+            namespace: "ostest".into(),
+            namespace_explicit: false,
+            record: Some(rec),
+            record_is_this_bundle: true,
+            objects: BTreeMap::from([("Agent".into(), Count { bundle: 1, cluster: Some(1) })]),
+            rows: BTreeMap::from([("infra_envs".into(), Count { bundle: 1, cluster: None })]),
+            errors: vec![],
+            differing: vec![],
+        };
+        let out = crate::output::render(crate::cli::OutputFormat::Json, &d, String::new).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["apiVersion"], "agent-day2/v1");
+        assert_eq!(v["kind"], "MigrateStatus");
+        let top: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            top,
+            [
+                "apiVersion", "kind", "bundleSha256", "clusterId", "clusterName", "namespace",
+                "record", "recordIsThisBundle", "objects", "rows", "errors", "differing"
+            ]
+        );
+        let r: Vec<&str> = v["record"].as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            r,
+            [
+                "bundleSha256", "clusterId", "clusterName", "phase", "stepsDone", "started",
+                "completed", "counts", "pvc", "assistedService", "holder", "heartbeat"
+            ]
+        );
+        assert_eq!(v["record"]["phase"], "in-progress");
+        assert_eq!(v["record"]["counts"]["infra_envs"], 1);
+        assert_eq!(v["rows"]["infra_envs"]["bundle"], 1);
+        assert_eq!(v["record"]["assistedService"]["pod"], "p");
     }
 
     #[test]
