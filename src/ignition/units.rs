@@ -320,11 +320,13 @@ for dir in /etc/assisted/network/*/; do
   [ -n "$found" ] || continue
   for f in "$dir"*.nmconnection; do
     out="/etc/NetworkManager/system-connections/${f##*/}"
-    install -m 0600 "$f" "$out"
+    # A keyfile that is not in place leaves the host on DHCP: fail loudly, never say "applied".
+    install -D -m 0600 "$f" "$out" || { echo "pre-network-manager-config: cannot write $out" >&2; exit 1; }
     while IFS='=' read -r mac name; do
       real=${local_if[$mac]:-}
       if [ -n "$real" ] && [ "$real" != "$name" ]; then
-        sed -i "s/^interface-name=${name}\$/interface-name=${real}/" "$out"
+        sed -i "s/^interface-name=${name}\$/interface-name=${real}/" "$out" ||
+          { echo "pre-network-manager-config: cannot rename $name to $real in $out" >&2; exit 1; }
       fi
     done <"$map"
   done
