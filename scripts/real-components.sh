@@ -69,6 +69,35 @@ build_assisted() {
   command -v go >/dev/null || { say "needs Go (go1.26 or newer) on PATH"; exit 1; }
   mkdir -p "$bin"
 
+  # --- assisted-service and its client.
+  work="$out/wrapper"
+  mkdir -p "$work"
+  cp "$wrapper" "$work/go.mod"
+  rm -f "$work/go.sum"
+  source_desc=
+  proxy_log="$out/proxy.log"
+  get_cmd=(go get "$module/cmd@$pseudo" "$module/cmd/agentbasedinstaller/client@$pseudo")
+  # Where the module comes from is decided first: a blocked group costs no build.
+  if (cd "$work" && retry 3 "${get_cmd[@]}") >"$proxy_log" 2>&1; then
+    source_kind=proxy
+  elif [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ]; then
+    source_kind=checkout
+    src=$AGENT_DAY2_ASSISTED_SERVICE_SRC
+    say "the module proxy refused $module@$pseudo ($(grep -m1 -o '40[0-9] [A-Za-z ]*' "$proxy_log" || echo 'see '"$proxy_log"))"
+    [ -f "$src/go.mod" ] && grep -q "^module $module\$" "$src/go.mod" ||
+      { say "$src is not a checkout of $module"; exit 1; }
+    if git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
+      head=$(git -C "$src" rev-parse HEAD)
+      case "$head" in "$commit"*) ;; *) say "$src is at $head, not the pinned $commit"; exit 1 ;; esac
+    fi
+  else
+    say "BLOCKED: the Go module proxy does not serve $module@$pseudo."
+    say "command: (cd $work && ${get_cmd[*]})"
+    sed 's/^/real-components:   /' "$proxy_log" >&2
+    say "set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of commit $commit to build from it instead."
+    exit 3
+  fi
+
   # --- libnmstate (cgo dependency of assisted-service's static network config generator).
   nm="$out/nmstate"
   if [ ! -e "$nm/lib/libnmstate.so.2" ]; then
@@ -97,40 +126,18 @@ build_assisted() {
   export CGO_CFLAGS="-I$nm/include"
   export CGO_LDFLAGS="-L$nm/lib -Wl,-rpath,$nm/lib"
 
-  # --- assisted-service and its client.
-  work="$out/wrapper"
-  mkdir -p "$work"
-  cp "$wrapper" "$work/go.mod"
-  rm -f "$work/go.sum"
-  source_desc=
-  proxy_log="$out/proxy.log"
-  get_cmd=(go get "$module/cmd@$pseudo" "$module/cmd/agentbasedinstaller/client@$pseudo")
-  if (cd "$work" && retry 3 "${get_cmd[@]}") >"$proxy_log" 2>&1; then
+  if [ "$source_kind" = proxy ]; then
     say "building from the module proxy ($module@$pseudo)"
     (cd "$work" &&
       go build -trimpath -o "$bin/assisted-service" "$module/cmd" &&
       go build -trimpath -o "$bin/agent-installer-client" "$module/cmd/agentbasedinstaller/client")
     source_desc="module proxy"
-  elif [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ]; then
-    src=$AGENT_DAY2_ASSISTED_SERVICE_SRC
-    say "the module proxy refused $module@$pseudo ($(grep -m1 -o '40[0-9] [A-Za-z ]*' "$proxy_log" || echo 'see '"$proxy_log"))"
+  else
     say "building from the checkout $src (-mod=vendor)"
-    [ -f "$src/go.mod" ] && grep -q "^module $module\$" "$src/go.mod" ||
-      { say "$src is not a checkout of $module"; exit 1; }
-    if git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
-      head=$(git -C "$src" rev-parse HEAD)
-      case "$head" in "$commit"*) ;; *) say "$src is at $head, not the pinned $commit"; exit 1 ;; esac
-    fi
     (cd "$src" &&
       go build -mod=vendor -trimpath -o "$bin/assisted-service" ./cmd &&
       go build -mod=vendor -trimpath -o "$bin/agent-installer-client" ./cmd/agentbasedinstaller/client)
     source_desc="checkout $src (vendor/)"
-  else
-    say "BLOCKED: the Go module proxy does not serve $module@$pseudo."
-    say "command: (cd $work && ${get_cmd[*]})"
-    sed 's/^/real-components:   /' "$proxy_log" >&2
-    say "set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of commit $commit to build from it instead."
-    exit 3
   fi
   {
     echo "assisted-service: $module@$pseudo (from the $source_desc; go $(go env GOVERSION))"

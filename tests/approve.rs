@@ -719,7 +719,7 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     assert!(
         found[0]["status"]["conditions"]
             .as_array()
-            .map_or(true, |a| a.is_empty()),
+            .is_none_or(|a| a.is_empty()),
         "evil CSR untouched: {:?}",
         found[0]
     );
@@ -736,3 +736,85 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     assert_eq!(row["requester"], username.as_str(), "{doc}");
     assert!(!doc.to_string().contains('…'), "{doc}");
 }
+
+/// A second client CSR for a node that joined: no "use --reissue" that leads nowhere. The hint
+/// says what does (a reinstalled machine: delete the old Node, then --reissue; otherwise the
+/// CSR is not the node's), `--reissue` alone is refused with that hint again (not only "node
+/// exists"), and following the hint gets the CSR approved.
+#[test]
+fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    add_nodes(&c, &w, &[static_host(W0, 24)]);
+    let first = post_client_csr(&c, &w, "first-client-worker-0", "worker-0");
+    let o = plugin(&c, &w, &["approve", "--yes"]);
+    assert!(
+        conditions(&c, &first).iter().any(|(t, _)| t == "Approved"),
+        "{}",
+        text(&o)
+    );
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-0"}});
+    let k = c.kubectl_stdin(&["create", "-f", "-"], &node.to_string());
+    assert!(k.status.success(), "{}", text(&k));
+    let second = post_client_csr(&c, &w, "second-client-worker-0", "worker-0");
+
+    let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let doc = json_of(&o);
+    let reasons = report_row(&doc, &second)["reasons"].as_array().unwrap().clone();
+    let msg = |code: &str| {
+        reasons
+            .iter()
+            .find(|r| r["code"] == code)
+            .and_then(|r| r["message"].as_str())
+            .unwrap_or_else(|| panic!("{code} in {reasons:?}"))
+            .to_string()
+    };
+    assert!(msg("node-exists").contains("worker-0"));
+    assert!(!msg("already-approved").contains("--reissue"), "{reasons:?}");
+    let hint = |o: &Output| -> String {
+        String::from_utf8_lossy(&o.stderr)
+            .lines()
+            .find(|l| {
+                l.starts_with(&format!(
+                    "hint: worker-0: client CSR {second}: Node worker-0 exists already"
+                ))
+            })
+            .unwrap_or_else(|| panic!("no hint: {}", text(o)))
+            .to_string()
+    };
+    let h = hint(&o);
+    assert!(
+        h.contains("`oc delete node worker-0`") && h.contains("--reissue worker-0"),
+        "{h}"
+    );
+    assert!(h.contains(&format!("`oc delete csr {second}`")), "{h}");
+    assert!(
+        doc["hints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("exists already")),
+        "{doc}"
+    );
+
+    // --reissue alone does not lift node-exists: refused, with the same hint again.
+    let o = plugin(&c, &w, &["approve", "--yes", "--reissue", "worker-0"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    hint(&o);
+    assert!(conditions(&c, &second).is_empty());
+
+    // Following the hint (a reinstalled machine): the old Node deleted, then --reissue.
+    let k = c.kubectl(&["delete", "node", "worker-0"]);
+    assert!(k.status.success(), "{}", text(&k));
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--yes", "--reissue", "worker-0", "-o", "json"],
+    );
+    let doc = json_of(&o);
+    assert_eq!(report_row(&doc, &second)["action"], "approved", "{}", text(&o));
+    assert!(conditions(&c, &second).iter().any(|(t, _)| t == "Approved"));
+}
+

@@ -71,7 +71,8 @@ pub struct Report {
     pub csrs: Vec<Row>,
     /// Progress of each expected node.
     pub nodes: Vec<NodeState>,
-    /// Expected nodes that cannot get a serving approval yet, and why.
+    /// What to do about expected nodes that cannot get an approval as things stand
+    /// ([`Approver::hints`]).
     pub hints: Vec<String>,
     /// The exit status this run ends with.
     pub exit_code: u8,

@@ -518,9 +518,11 @@ impl Approver {
         self.expected.nodes.iter().map(|n| n.token_expires).max()
     }
 
-    /// One line per expected node whose addresses are unknown (DHCP): it gets no serving
-    /// approval until they are given. A node already Ready with its serving certificate issued
-    /// needs nothing and gets no hint.
+    /// What the operator can do about expected nodes that cannot get an approval as things
+    /// stand: one line per expected node whose addresses are unknown (DHCP: no serving approval
+    /// until they are given; a node already Ready with its serving certificate issued needs
+    /// nothing and gets no hint), and one per pending client CSR of an expected node whose
+    /// Node exists already ([`Approver::existing_node_client_hints`]).
     pub fn hints(&self) -> Vec<String> {
         let done: BTreeSet<String> = self
             .node_states()
@@ -528,7 +530,8 @@ impl Approver {
             .filter(NodeState::done)
             .map(|n| n.node)
             .collect();
-        self.expected
+        let mut out: Vec<String> = self
+            .expected
             .nodes
             .iter()
             .filter(|n| n.ips.is_empty() && !done.contains(&n.hostname))
@@ -538,6 +541,45 @@ impl Approver {
                      `oc agent-day2 monitor --ip-addresses IP` (records it on the batch) or `approve --node {0}=IP`",
                     n.hostname
                 )
+            })
+            .collect();
+        out.extend(self.existing_node_client_hints());
+        out
+    }
+
+    /// One line per pending client CSR that names an expected node whose Node exists already.
+    /// No bootstrap client certificate is approved for a Node that exists (the machine-approver
+    /// refuses it too: "node already exists"; the kubelet renews its client certificate as
+    /// `system:node:NAME`, which the controller manager's selfnodeclient check handles:
+    /// research/csr.md), and `--reissue` does not change that: say what does (a reinstalled
+    /// machine: delete the old Node, then `--reissue`; anything else: the CSR is not that
+    /// node's).
+    fn existing_node_client_hints(&self) -> Vec<String> {
+        self.evaluate_all(now())
+            .into_iter()
+            .filter(|(_, v)| v.kind == Kind::Client && !v.approve)
+            .filter(|(_, v)| v.reasons.iter().any(|r| r.code() == "node-exists"))
+            .filter_map(|(c, v)| {
+                let node = v.node.filter(|n| self.expected.get(n).is_some())?;
+                let recorded = self
+                    .approvals()
+                    .approvals
+                    .iter()
+                    .any(|a| a.node == node && a.kind == Kind::Client);
+                Some(format!(
+                    "{node}: client CSR {csr}: Node {node} exists already, and a bootstrap client \
+                     certificate is never approved for a node that has joined (its kubelet renews \
+                     its own), with or without --reissue; if this machine was reinstalled, delete \
+                     the old Node first (`oc delete node {node}`), then run approve again{again}; \
+                     otherwise the CSR is not from {node}: delete it (`oc delete csr {csr}`) or \
+                     deny it (`approve --deny-invalid`)",
+                    csr = escape_for_display(&c.name, 80),
+                    again = if recorded {
+                        format!(" with --reissue {node} (its first client approval is recorded)")
+                    } else {
+                        String::new()
+                    },
+                ))
             })
             .collect()
     }

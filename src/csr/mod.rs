@@ -554,7 +554,8 @@ fn check_client(
         });
     }
     let Some(name) = node else { return };
-    if existing.names.contains(name) {
+    let node_exists = existing.names.contains(name);
+    if node_exists {
         reasons.push(Reason::NodeExists {
             node: name.to_string(),
         });
@@ -571,6 +572,8 @@ fn check_client(
             node: name.to_string(),
             kind: Kind::Client,
             count,
+            // --reissue does not lift node-exists: no hint that leads nowhere.
+            reissue_helps: !node_exists,
         });
     }
     match csr.created {
@@ -646,6 +649,7 @@ fn check_serving(
                 node: n.to_string(),
                 kind: Kind::Serving,
                 count,
+                reissue_helps: true,
             });
         }
         if e.ips.is_empty() {

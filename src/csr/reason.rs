@@ -72,8 +72,15 @@ pub enum Reason {
     NodeExists { node: String },
     /// The node is not one the batches expect.
     NotExpectedNode { node: String },
-    /// The node already has its approval(s) of this kind recorded.
-    AlreadyApproved { node: String, kind: Kind, count: u32 },
+    /// The node already has its approval(s) of this kind recorded. `reissue_helps`: another
+    /// approval can be allowed with `--reissue NODE` (false for a client CSR of a Node that
+    /// exists: that is refused whatever `--reissue` says, see [`Reason::NodeExists`]).
+    AlreadyApproved {
+        node: String,
+        kind: Kind,
+        count: u32,
+        reissue_helps: bool,
+    },
     /// Client: created before the batch was recorded.
     CreatedBeforeBatch {
         node: String,
@@ -285,10 +292,20 @@ impl fmt::Display for Reason {
             ),
             NodeExists { node } => write!(f, "node {} already exists", esc(node)),
             NotExpectedNode { node } => write!(f, "node {} is not an expected new node", esc(node)),
-            AlreadyApproved { node, kind, count } => write!(
+            AlreadyApproved {
+                node,
+                kind,
+                count,
+                reissue_helps: true,
+            } => write!(
                 f,
                 "{} already has {count} {kind} CSR approval(s) recorded (use --reissue {} for another)",
                 esc(node),
+                esc(node)
+            ),
+            AlreadyApproved { node, kind, count, .. } => write!(
+                f,
+                "{} already has {count} {kind} CSR approval(s) recorded",
                 esc(node)
             ),
             CreatedBeforeBatch { node, created, recorded } => write!(
