@@ -817,4 +817,3 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     assert_eq!(report_row(&doc, &second)["action"], "approved", "{}", text(&o));
     assert!(conditions(&c, &second).iter().any(|(t, _)| t == "Approved"));
 }
-
