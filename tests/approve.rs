@@ -737,6 +737,136 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     assert!(!doc.to_string().contains('…'), "{doc}");
 }
 
+/// add-nodes for `hosts` into its own output directory `dir` (so two batches can be made in
+/// one work area). Returns the batch name.
+fn add_nodes_into(c: &TestCluster, w: &Work, hosts: &[String], dir: &str) -> String {
+    let nc = w.write(&format!("{dir}.yaml"), &nodes_config(hosts));
+    let out = w.path(dir);
+    let o = plugin(
+        c,
+        w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "add-nodes: {}", text(&o));
+    json_of(&o)["batch"].as_str().unwrap().to_string()
+}
+
+/// The `waiting:` lines approve printed on stderr.
+fn waiting_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| l.starts_with("waiting: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Two batches (worker-0, worker-1), a good client CSR for worker-0. Returns the batch names
+/// and the CSR's name.
+fn two_batches_one_client_csr(c: &TestCluster, w: &Work) -> (String, String, String) {
+    let b0 = add_nodes_into(c, w, &[static_host(W0, 24)], "out-w0");
+    let b1 = add_nodes_into(c, w, &[static_host(W1, 24)], "out-w1");
+    assert_ne!(b0, b1);
+    let good = post_client_csr(c, w, "good-client-worker-0", "worker-0");
+    (b0, b1, good)
+}
+
+/// A client CSR for worker-1 from the wrong requester (the node identity, not the
+/// bootstrapper): rejected. Returns its name.
+fn post_wrong_requester_client_csr(c: &TestCluster, w: &Work) -> String {
+    let pem = openssl_csr(w, "worker-1", None);
+    let as_n = as_node("worker-1");
+    let as_n: Vec<&str> = as_n.iter().map(String::as_str).collect();
+    post_csr(
+        c,
+        "wrong-requester-worker-1",
+        &pem,
+        CLIENT_SIGNER,
+        &["digital signature", "client auth"],
+        &as_n,
+    )
+}
+
+/// Exit 7 names each host still waiting, its batch and what it waits for (no client CSR yet,
+/// a CSR that passes but was not approved, a rejected one with why, an approved one whose Node
+/// has not registered); the same in the document's `waiting`.
+#[test]
+fn exit_7_names_each_waiting_host_its_batch_and_why() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let (b0, b1, good) = two_batches_one_client_csr(&c, &w);
+
+    // Dry run: worker-0's CSR passes but is not approved; worker-1 has no CSR at all.
+    let o = plugin(&c, &w, &["approve", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let lines = waiting_lines(&o);
+    assert_eq!(lines.len(), 2, "{}", text(&o));
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!(
+            "waiting: worker-0 (batch {b0}): client CSR {good} passes every check but was not approved"
+        ))),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| *l == format!("waiting: worker-1 (batch {b1}): no client CSR yet: the host has not booted its installed system (`oc agent-day2 monitor` shows its install stages)")),
+        "{}",
+        text(&o)
+    );
+
+    // A client CSR for worker-1 from the wrong requester: rejected, the waiting line says why.
+    let wrong = post_wrong_requester_client_csr(&c, &w);
+    let o = plugin(&c, &w, &["approve", "--yes", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let doc = json_of(&o);
+    let waiting = doc["waiting"].as_array().unwrap();
+    let of = |n: &str| {
+        waiting
+            .iter()
+            .find(|x| x["node"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} in {doc}"))
+    };
+    assert_eq!(of("worker-0")["batch"], b0.as_str());
+    assert_eq!(of("worker-0")["waitsFor"], "node-join", "{doc}");
+    assert_eq!(of("worker-0")["csr"], good.as_str());
+    assert_eq!(of("worker-1")["batch"], b1.as_str());
+    assert_eq!(of("worker-1")["waitsFor"], "client-csr-rejected", "{doc}");
+    assert_eq!(of("worker-1")["csr"], wrong.as_str());
+    assert!(
+        of("worker-1")["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["code"] == "client-requester"),
+        "{doc}"
+    );
+    let lines = waiting_lines(&o);
+    assert!(
+        lines.iter().any(|l| l
+            == &format!("waiting: worker-0 (batch {b0}): client CSR {good} is approved; Node worker-0 has not registered yet (its kubelet is starting)")),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!(
+            "waiting: worker-1 (batch {b1}): client CSR {wrong} rejected: requester is system:node:worker-1"
+        ))),
+        "{}",
+        text(&o)
+    );
+}
+
 /// A second client CSR for a node that joined: no "use --reissue" that leads nowhere. The hint
 /// says what does (a reinstalled machine: delete the old Node, then --reissue; otherwise the
 /// CSR is not the node's), `--reissue` alone is refused with that hint again (not only "node

@@ -74,8 +74,237 @@ pub struct Report {
     /// What to do about expected nodes that cannot get an approval as things stand
     /// ([`Approver::hints`]).
     pub hints: Vec<String>,
+    /// Every expected node not done yet (Ready with its serving certificate) and what it
+    /// waits for ([`waiting`]); empty when every one is done.
+    pub waiting: Vec<Waiting>,
     /// The exit status this run ends with.
     pub exit_code: u8,
+}
+
+/// What one expected node still waits for: printed on stderr when approve ends with 7 or 5,
+/// and the `waiting` list of the document.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Waiting {
+    /// Node name.
+    pub node: String,
+    /// Batch that expects it.
+    pub batch: String,
+    /// Stable code of what is missing: `client-csr` (no client CSR yet), `client-csr-rejected`,
+    /// `client-csr-not-approved` (passes, not approved: dry run or declined), `node-join`
+    /// (client certificate approved, Node not registered yet), `serving-csr`,
+    /// `serving-csr-rejected`, `serving-csr-not-approved`, `serving-certificate` (approved, not
+    /// issued yet), `ready` (Node not Ready).
+    pub waits_for: &'static str,
+    /// The CSR concerned, when one is (escaped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub csr: Option<String>,
+    /// Why that CSR was rejected (codes and messages, escaped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<ReasonDoc>,
+    /// The sentence shown (`worker-1 (batch B): no client CSR yet: ...`).
+    pub message: String,
+}
+
+/// The newest CSR of `kind` for `node` (pending or not) among those the approver saw, with
+/// its verdict when it is pending.
+fn newest_csr<'a>(
+    a: &'a Approver,
+    node: &str,
+    kind: Kind,
+    verdicts: &'a [(CsrView, Verdict)],
+) -> Option<(&'a CertificateSigningRequest, Option<&'a Verdict>)> {
+    a.csrs
+        .values()
+        .filter(|c| CsrView::from_k8s(c).kind() == kind)
+        .filter(|c| a.node_of(c).as_deref() == Some(node))
+        .max_by(|x, y| {
+            let t = |c: &CertificateSigningRequest| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+            (t(x), &x.metadata.name).cmp(&(t(y), &y.metadata.name))
+        })
+        .map(|c| {
+            let v = verdicts
+                .iter()
+                .find(|(v, _)| Some(&v.name) == c.metadata.name.as_ref())
+                .map(|(_, v)| v);
+            (c, v)
+        })
+}
+
+/// `(waits_for suffix, csr, reasons, sentence)` for the newest CSR of a kind: pending and
+/// rejected, pending and passing (not approved), approved without certificate, denied.
+fn csr_wait(
+    c: &CertificateSigningRequest,
+    v: Option<&Verdict>,
+    kind: Kind,
+) -> Option<(&'static str, String, Vec<ReasonDoc>, String)> {
+    let name = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
+    if let Some(v) = v {
+        if v.approve {
+            return Some((
+                "not-approved",
+                name.clone(),
+                vec![],
+                format!(
+                    "{kind} CSR {name} passes every check but was not approved (dry run, or not confirmed)"
+                ),
+            ));
+        }
+        let reasons: Vec<ReasonDoc> = v
+            .reasons
+            .iter()
+            .map(|r| ReasonDoc {
+                code: r.code().to_string(),
+                message: r.to_string(),
+            })
+            .collect();
+        let why = reasons
+            .iter()
+            .map(|r| r.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Some((
+            "rejected",
+            name.clone(),
+            reasons,
+            format!("{kind} CSR {name} rejected: {why}"),
+        ));
+    }
+    if super::has_condition(c, "Denied") || super::has_condition(c, "Failed") {
+        return Some((
+            "rejected",
+            name.clone(),
+            vec![],
+            format!("{kind} CSR {name} was denied (or failed); the kubelet sends a new one after a while"),
+        ));
+    }
+    None
+}
+
+/// What each expected node that is not done still waits for, from the approver's view of
+/// Nodes and CSRs (design.md "monitor": done means Ready *and* serving certificate issued).
+pub fn waiting(a: &Approver) -> Vec<Waiting> {
+    let verdicts = a.evaluate_all(now());
+    let mut out = Vec::new();
+    for n in a.node_states().into_iter().filter(|n| !n.done()) {
+        let mk =
+            |waits_for: &'static str, csr: Option<String>, reasons: Vec<ReasonDoc>, what: String| Waiting {
+                message: format!("{} (batch {}): {what}", n.node, n.batch),
+                node: n.node.clone(),
+                batch: n.batch.clone(),
+                waits_for,
+                csr,
+                reasons,
+            };
+        if !n.joined {
+            let w = match newest_csr(a, &n.node, Kind::Client, &verdicts) {
+                Some((c, v)) => match csr_wait(c, v, Kind::Client) {
+                    Some((code, csr, reasons, what)) => mk(
+                        if code == "rejected" {
+                            "client-csr-rejected"
+                        } else {
+                            "client-csr-not-approved"
+                        },
+                        Some(csr),
+                        reasons,
+                        what,
+                    ),
+                    None => {
+                        let csr = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
+                        mk(
+                            "node-join",
+                            Some(csr.clone()),
+                            vec![],
+                            format!("client CSR {csr} is approved; Node {} has not registered yet (its kubelet is starting)", n.node),
+                        )
+                    }
+                },
+                None => mk(
+                    "client-csr",
+                    None,
+                    vec![],
+                    "no client CSR yet: the host has not booted its installed system \
+                    (`oc agent-day2 monitor` shows its install stages)"
+                        .into(),
+                ),
+            };
+            out.push(w);
+            continue;
+        }
+        if !n.serving_issued {
+            let w = match newest_csr(a, &n.node, Kind::Serving, &verdicts) {
+                Some((c, v)) => match csr_wait(c, v, Kind::Serving) {
+                    Some((code, csr, reasons, what)) => mk(
+                        if code == "rejected" {
+                            "serving-csr-rejected"
+                        } else {
+                            "serving-csr-not-approved"
+                        },
+                        Some(csr),
+                        reasons,
+                        what,
+                    ),
+                    None => {
+                        let csr = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
+                        mk(
+                            "serving-certificate",
+                            Some(csr.clone()),
+                            vec![],
+                            format!("serving CSR {csr} is approved; the certificate is not issued yet"),
+                        )
+                    }
+                },
+                None if n.ips.is_empty() => mk(
+                    "serving-csr",
+                    None,
+                    vec![],
+                    format!(
+                        "no serving CSR yet; its address is unknown (DHCP): give it with --node {}=IP \
+                    or `oc agent-day2 monitor --ip-addresses IP` before it comes",
+                        n.node
+                    ),
+                ),
+                None => mk(
+                    "serving-csr",
+                    None,
+                    vec![],
+                    "joined; no serving CSR yet (the kubelet sends it once it runs)".into(),
+                ),
+            };
+            out.push(w);
+            continue;
+        }
+        out.push(mk(
+            "ready",
+            None,
+            vec![],
+            format!("serving certificate issued; Node {} is not Ready yet", n.node),
+        ));
+    }
+    out
+}
+
+/// The exit-7 explanation on stderr: each expected node still waiting (its batch, what it
+/// waits for) and, when every one is done, the CSRs that were rejected.
+fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
+    for w in waiting {
+        eprintln!("waiting: {}", w.message);
+    }
+    if waiting.is_empty() {
+        let rejected: Vec<&str> = rows
+            .iter()
+            .filter(|r| matches!(r.action, Action::Rejected | Action::Denied))
+            .map(|r| r.name.as_str())
+            .collect();
+        if !rejected.is_empty() {
+            eprintln!(
+                "every expected node is Ready with its serving certificate; exit 7 because CSR(s) {} \
+                    were rejected (REASONS above): they stay pending unless you deny them (--deny-invalid) \
+                    or delete them",
+                rejected.iter().map(|r| cut(r)).collect::<Vec<_>>().join(", ")
+            );
+        }
+    }
 }
 
 fn row(view: &CsrView, v: &Verdict, action: Action) -> Row {
@@ -344,6 +573,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         let doc = report(a, rows);
         let code = doc.exit_code;
         emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+        if code == exit::CSRS {
+            explain_exit_7(&doc.waiting, &doc.csrs);
+        }
         return Ok(code);
     }
     if !args.yes {
@@ -402,6 +634,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     if args.yes || args.output != OutputFormat::Table {
         emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
     }
+    if code == exit::CSRS {
+        explain_exit_7(&doc.waiting, &doc.csrs);
+    }
     Ok(code)
 }
 
@@ -414,6 +649,7 @@ fn report(a: &Approver, csrs: Vec<Row>) -> Report {
         csrs,
         nodes,
         hints: a.hints(),
+        waiting: waiting(a),
         exit_code,
     }
 }
@@ -628,6 +864,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
         code = exit::CSRS;
     }
+    let still = waiting(a);
     if args.output != OutputFormat::Table {
         let doc = Report {
             api_version: "agent-day2/v1",
@@ -635,6 +872,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             csrs: rows,
             nodes,
             hints: a.hints(),
+            waiting: still.clone(),
             exit_code: code,
         };
         emit(&crate::output::render(args.output, &doc, String::new)?);
