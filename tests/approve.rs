@@ -867,6 +867,120 @@ fn exit_7_names_each_waiting_host_its_batch_and_why() {
     );
 }
 
+/// A `--watch` that reaches its own --timeout exits 5 naming each waiting host, its batch and
+/// why, and does not blame the API server (which answered throughout); with hosts of two
+/// batches it offers --batch.
+#[test]
+fn a_watch_timeout_names_the_waiting_hosts_and_does_not_blame_the_api_server() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let (b0, b1, good) = two_batches_one_client_csr(&c, &w);
+    let wrong = post_wrong_requester_client_csr(&c, &w);
+    let o = plugin(&c, &w, &["approve", "--watch", "--yes", "--timeout", "3s"]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("error: timed out: after --timeout 3s"), "{err}");
+    assert!(
+        !err.contains("--request-timeout") && !err.contains("did not answer in time"),
+        "{err}"
+    );
+    assert!(err.contains("the API server answered throughout"), "{err}");
+    assert!(err.contains("--batch NAME"), "{err}");
+    let lines = waiting_lines(&o);
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!(
+            "waiting: worker-0 (batch {b0}): client CSR {good} is approved"
+        ))) && lines.iter().any(|l| l.starts_with(&format!(
+            "waiting: worker-1 (batch {b1}): client CSR {wrong} rejected"
+        ))),
+        "{err}"
+    );
+    // -o json: the report, exit 5 inside, the same list.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--watch",
+            "--yes",
+            "--timeout",
+            "2s",
+            "--batch",
+            &b1,
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let doc = json_of(&o);
+    assert_eq!(doc["kind"], "ApproveReport");
+    assert_eq!(doc["exitCode"], 5);
+    assert_eq!(doc["waiting"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["waiting"][0]["node"], "worker-1");
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("--batch NAME"),
+        "one batch followed"
+    );
+}
+
+/// The API server really not answering (a listener that never replies, --request-timeout 1s):
+/// then, and only then, the timeout is the API server's, and the hint says so.
+#[test]
+fn an_api_server_that_does_not_answer_is_blamed_for_the_timeout() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let hold = std::thread::spawn(move || {
+        // Accept and keep the connections open, answering nothing.
+        let mut keep = Vec::new();
+        l.set_nonblocking(true).unwrap();
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        while std::time::Instant::now() < until {
+            match l.accept() {
+                Ok((s, _)) => keep.push(s),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+            if keep.len() > 8 {
+                break;
+            }
+        }
+        keep.len()
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let kc = tmp.path().join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args([
+            "approve",
+            "--watch",
+            "--yes",
+            "--timeout",
+            "60s",
+            "--request-timeout",
+            "1s",
+        ])
+        .env("KUBECONFIG", &kc)
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("did not answer in time") && err.contains("--request-timeout"),
+        "{err}"
+    );
+    assert!(!err.contains("answered throughout"), "{err}");
+    drop(hold);
+}
+
 /// A second client CSR for a node that joined: no "use --reissue" that leads nowhere. The hint
 /// says what does (a reinstalled machine: delete the old Node, then --reissue; otherwise the
 /// CSR is not the node's), `--reissue` alone is refused with that hint again (not only "node

@@ -763,6 +763,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         a.expected().nodes.iter().any(|n| n.ips.is_empty()),
     );
     let mut csr_synced = false;
+    // The watch's own deadlines (--timeout, token expiry), as opposed to an API request that
+    // timed out: only the latter is the API server's fault (issue 15 §2).
+    let mut own_deadline: Option<&'static str> = None;
     let end: Result<()> = loop {
         if csr_synced && a.all_done() {
             break Ok(());
@@ -770,11 +773,13 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         let ev = tokio::select! {
             ev = s.next() => ev,
             _ = tokio::time::sleep_until(deadline) => {
-                break Err(Error::Timeout(format!("after {}: {}", args.timeout, waiting_for(a))));
+                own_deadline = Some("timeout");
+                break Err(Error::Timeout(format!("after --timeout {}", args.timeout)));
             }
             _ = tokio::time::sleep_until(token_deadline) => {
-                break Err(Error::Timeout(format!("the batch token expired ({}): no new node can join; {}",
-                    a.token_expires().map(|t| t.to_string()).unwrap_or_default(), waiting_for(a))));
+                own_deadline = Some("token");
+                break Err(Error::Timeout(format!("the batch token expired ({}): no new node can join",
+                    a.token_expires().map(|t| t.to_string()).unwrap_or_default())));
             }
         };
         let Some(ev) = ev else {
@@ -886,6 +891,32 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             Ok(code)
         }
+        // Our own deadline: the cluster answered throughout, so Error::Timeout's hint (about a
+        // single API request) does not apply. Say which hosts did not get there, and why.
+        Err(Error::Timeout(m)) if own_deadline.is_some() => {
+            eprintln!("error: timed out: {}", escape_for_display(&m, 4000));
+            for w in &still {
+                eprintln!("waiting: {}", w.message);
+            }
+            let batches: std::collections::BTreeSet<&str> = still.iter().map(|w| w.batch.as_str()).collect();
+            let mut hint = String::from(
+                "the API server answered throughout: the hosts above did not get that far; \
+                 `oc agent-day2 monitor` shows their install stages",
+            );
+            if args.batch.is_none() && batches.len() > 1 {
+                hint.push_str("; to follow one batch only, pass --batch NAME");
+            }
+            hint.push_str(
+                "; a host that will not come can be dropped with `oc agent-day2 add-nodes batch delete BATCH`",
+            );
+            hint.push_str(if own_deadline == Some("token") {
+                "; a host that has not booted yet needs a new image: run add-nodes again for it"
+            } else {
+                "; or give them more time with --timeout"
+            });
+            eprintln!("       ({hint})");
+            Ok(exit::TIMEOUT)
+        }
         Err(e) => Err(e),
     }
 }
@@ -894,31 +925,6 @@ fn still_pending(a: &Approver, escaped_name: &str) -> bool {
     a.evaluate_all(now())
         .iter()
         .any(|(c, _)| escape_for_display(&c.name, usize::MAX) == escaped_name)
-}
-
-fn waiting_for(a: &Approver) -> String {
-    let w: Vec<String> = a
-        .node_states()
-        .into_iter()
-        .filter(|n| !n.done())
-        .map(|n| {
-            let what = if !n.joined {
-                "not joined"
-            } else if !n.ready {
-                "not Ready"
-            } else if n.ips.is_empty() {
-                "no serving certificate (address unknown: give it with --node NAME=IP)"
-            } else {
-                "no serving certificate"
-            };
-            format!("{} ({what})", n.node)
-        })
-        .collect();
-    if w.is_empty() {
-        "every node is done".into()
-    } else {
-        format!("still waiting for {}", w.join(", "))
-    }
 }
 
 async fn process_pending(
