@@ -1061,3 +1061,41 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     assert_eq!(report_row(&doc, &second)["action"], "approved", "{}", text(&o));
     assert!(conditions(&c, &second).iter().any(|(t, _)| t == "Approved"));
 }
+
+/// With no batch recorded: one message, one next step (add-nodes), no generic "is this an
+/// OpenShift cluster" hint beside it; `-o json` gets an ApproveError document with the error.
+#[test]
+fn with_no_batch_the_error_has_one_next_step_and_json_gets_a_document() {
+    netns_or_skip!();
+    let w = Work::new();
+    let c = TestCluster::start("").unwrap();
+    let o = plugin(&c, &w, &["approve", "--dry-run"]);
+    assert_fails(&o, 4, "run `oc agent-day2 add-nodes` first");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("is this an OpenShift") && !err.contains("--ip-addresses"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty(), "{}", text(&o));
+    for fmt in ["json", "yaml"] {
+        let o = plugin(&c, &w, &["approve", "--dry-run", "-o", fmt]);
+        assert_fails(&o, 4, "run `oc agent-day2 add-nodes` first");
+        let doc: Value = if fmt == "json" {
+            json_of(&o)
+        } else {
+            serde_saphyr::from_str(&String::from_utf8_lossy(&o.stdout)).unwrap()
+        };
+        assert_eq!(doc["apiVersion"], "agent-day2/v1", "{doc}");
+        assert_eq!(doc["kind"], "ApproveError", "{doc}");
+        assert_eq!(doc["exitCode"], 4, "{doc}");
+        let m = doc["errors"][0]["message"].as_str().unwrap();
+        assert!(
+            m.contains("no batch record in namespace openshift-agent-day2") && m.contains("add-nodes"),
+            "{doc}"
+        );
+    }
+    // A usage error under -o json is a document too.
+    let o = plugin(&c, &w, &["approve", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert_eq!(json_of(&o)["exitCode"], 2);
+}

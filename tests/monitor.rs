@@ -1201,3 +1201,43 @@ fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
         text(&o)
     );
 }
+
+/// With no batch recorded, monitor's next step works: it offers --ip-addresses only when the
+/// node tokens exist (else add-nodes alone, no contradicting generic hint), and with them
+/// --ip-addresses runs (exit 5 at the timeout, not a missing Secret). `-o json` ends with an
+/// `error` event naming the problem.
+#[test]
+fn with_no_batch_monitor_offers_only_what_works() {
+    netns_or_skip!();
+    let env = Env::new();
+    let o = env.plugin(&["monitor"]);
+    assert_fails(&o, 4, "run `oc agent-day2 add-nodes` first");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("--ip-addresses") && !err.contains("is this an OpenShift"),
+        "{err}"
+    );
+    let o = env.plugin(&["monitor", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let evs = events(&o);
+    assert_eq!(evs.len(), 1, "{}", text(&o));
+    assert_eq!(evs[0]["event"], "error");
+    assert_eq!(evs[0]["exitCode"], 4);
+    assert!(
+        evs[0]["message"].as_str().unwrap().contains("add-nodes"),
+        "{}",
+        evs[0]
+    );
+
+    // The node tokens exist (oc adm node-image made an image): --ip-addresses is offered, and works.
+    tokens::oc_adm_node_image_secret(&env.c, Duration::from_secs(40 * 3600), tokens::ALL_TOKEN_KEYS);
+    let o = env.plugin(&["monitor"]);
+    assert_fails(&o, 4, "--ip-addresses");
+    let o = env.monitor(&["--ip-addresses", W0.2], "2s");
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("192.168.111.30: waiting-for-boot - not booted yet"),
+        "{}",
+        text(&o)
+    );
+}

@@ -502,7 +502,75 @@ fn emit(s: &str) {
 }
 
 /// Runs `approve`. Returns the exit status (design.md "Exit codes"); errors carry theirs.
+///
+/// With `-o json|yaml`, an error also prints an `ApproveError` document on stdout
+/// ([`error_document`]) before the `error:` line goes to stderr, so a script reading stdout
+/// gets one document either way (as add-nodes does).
 pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
+    let r = run_checked(flags, target, args).await;
+    if let (Err(e), true) = (&r, args.output != OutputFormat::Table) {
+        if let Ok(doc) = error_document(args.output, e) {
+            emit(&doc);
+        }
+    }
+    r
+}
+
+/// One error in the `ApproveError` document.
+#[derive(Debug, Serialize)]
+struct ErrorItem {
+    /// Flag or field (`--node worker-9`) when the error is about one, else empty.
+    field: String,
+    /// The `error:` line's text (escaped).
+    message: String,
+    /// What to do, when the error has a hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
+    let esc = |s: &str| escape_for_display(s, 4000);
+    match e {
+        Error::Many(v) => v.iter().for_each(|e| error_items(e, out)),
+        Error::InvalidInput { field, message } => out.push(ErrorItem {
+            field: esc(field),
+            message: esc(message),
+            hint: e.hint().map(|h| esc(&h)),
+        }),
+        other => out.push(ErrorItem {
+            field: String::new(),
+            message: esc(&other.to_string()),
+            hint: other.hint().map(|h| esc(&h)),
+        }),
+    }
+}
+
+/// `{apiVersion: agent-day2/v1, kind: ApproveError, exitCode, errors: [{field, message, hint}]}`
+/// (the shape of add-nodes' `AddNodesError`, with the hint).
+fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Doc {
+        api_version: &'static str,
+        kind: &'static str,
+        exit_code: u8,
+        errors: Vec<ErrorItem>,
+    }
+    let mut errors = Vec::new();
+    error_items(e, &mut errors);
+    crate::output::render(
+        format,
+        &Doc {
+            api_version: "agent-day2/v1",
+            kind: "ApproveError",
+            exit_code: e.exit_code(),
+            errors,
+        },
+        String::new,
+    )
+}
+
+async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
     let interactive = std::io::stdin().is_terminal();
     if !args.yes && !args.dry_run && !interactive {
         return Err(Error::Usage(

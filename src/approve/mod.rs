@@ -404,14 +404,7 @@ impl Approver {
         let policy = read_policy(target).await?;
         let batches = read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
-            return Err(Error::NotFound {
-                resource: ResourceRef {
-                    kind: "batch records (ConfigMaps)".into(),
-                    namespace: Some(batch::NAMESPACE.into()),
-                    name: None,
-                },
-                why: Some("no node is expected: run `oc agent-day2 add-nodes` first".into()),
-            });
+            return Err(no_batch());
         }
         let by = batch::whoami(target).await;
         let mut a = Approver {
@@ -1208,6 +1201,23 @@ fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
         _ => format!(
             "agent-day2: serving CSR of expected node {node} (batch {batch}): {common}, requested by system:node:{node} in group system:nodes, usages server auth, SANs only {node} and its expected addresses, no cluster/service network or API name, first serving approval recorded on the batch"
         ),
+    }
+}
+
+/// The error when no batch record exists (exit 4): named as the user knows it (a batch, not
+/// a ConfigMap), so no generic "is this an OpenShift cluster" hint goes with it; the only
+/// next step is add-nodes (monitor words its own: it can also follow addresses).
+pub fn no_batch() -> Error {
+    Error::NotFound {
+        resource: ResourceRef {
+            kind: "batch".into(),
+            namespace: None,
+            name: None,
+        },
+        why: Some(format!(
+            "no batch record in namespace {}, so no node is expected: run `oc agent-day2 add-nodes` first",
+            batch::NAMESPACE
+        )),
     }
 }
 

@@ -624,7 +624,25 @@ impl Monitor {
 
 /// Runs `monitor`; returns the exit code. `flags` are kept to read the kubeconfig again once
 /// after a 401 (an `oc login` token expires after 24 h).
+///
+/// With `-o json`, an error also ends the event stream with an `error` event (`message`,
+/// `hint`, `exitCode`) before the `error:` line goes to stderr, so a script reading stdout
+/// learns why it ended.
 pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> Result<u8> {
+    let r = run_checked(flags, target, args).await;
+    if let (Err(e), Format::Json) = (&r, args.output) {
+        let esc = |s: &str| crate::output::escape_for_display(s, 4000);
+        let mut ev = Event::new("error", esc(&e.to_string()));
+        if let Some(h) = e.hint() {
+            ev.extra.insert("hint".into(), json!(esc(&h)));
+        }
+        ev.extra.insert("exitCode".into(), json!(e.exit_code()));
+        Out::new(Format::Json).emit(&ev);
+    }
+    r
+}
+
+async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> Result<u8> {
     use std::io::IsTerminal;
     let timeout = duration_flag("--timeout", &args.timeout)?;
     let interval = duration_flag("--poll-interval", &args.poll_interval)?;
@@ -636,19 +654,30 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     let mut target = target;
     let batches = read_batches(&target, args.batch.as_deref()).await?;
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
+    let auth = read_auth(&target).await;
     if batches.is_empty() && !anchors {
-        return Err(Error::NotFound {
-            resource: ResourceRef {
-                kind: "batch records (ConfigMaps)".into(),
-                namespace: Some(batch::NAMESPACE.into()),
-                name: None,
+        // Following addresses needs the node tokens: offer it only when they exist (e.g.
+        // `oc adm node-image` made the image), so the next hint does not fail in turn.
+        return Err(match auth {
+            Ok(_) => Error::NotFound {
+                resource: ResourceRef {
+                    kind: "batch".into(),
+                    namespace: None,
+                    name: None,
+                },
+                why: Some(format!(
+                    "no batch record in namespace {}, so no node is expected: run `oc agent-day2 add-nodes` \
+                     first, or follow machines booted from another image of this cluster with \
+                     --ip-addresses IP[,IP] (the node tokens of Secret {} exist)",
+                    batch::NAMESPACE,
+                    crate::auth::secret_ref()
+                )),
             },
-            why: Some(
-                "no node is expected: run `oc agent-day2 add-nodes` first, or pass --ip-addresses".into(),
-            ),
+            Err(Error::NotFound { .. }) => crate::approve::no_batch(),
+            Err(e) => e,
         });
     }
-    let auth = read_auth(&target).await?;
+    let auth = auth?;
 
     // The nodes to follow.
     let host_of = |name: &str| -> Option<(&BatchRecord, &batch::BatchHost)> {

@@ -22,8 +22,9 @@ pub enum Format {
     Json,
 }
 
-/// One JSON event (`-o json`): `kind` is `stage` (a node changed stage or detail), `warning`,
-/// `info` (labels applied, address recorded, logs saved) or `summary` (last line).
+/// One JSON event (`-o json`): `event` is `stage` (a node changed stage or detail), `warning`,
+/// `info` (labels applied, address recorded, logs saved), `summary` (last line) or `error`
+/// (last line instead of the summary when monitor stops on an error: `hint`, `exitCode`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Event {
@@ -31,7 +32,7 @@ pub struct Event {
     pub api_version: &'static str,
     /// `MonitorEvent`.
     pub kind: &'static str,
-    /// `stage`, `warning`, `info` or `summary`.
+    /// `stage`, `warning`, `info`, `summary` or `error`.
     pub event: &'static str,
     /// RFC 3339 UTC.
     pub time: String,
