@@ -283,6 +283,33 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
             "batch labels applied to {h}"
         );
     }
+    // Each client approval: after the stage that says its CSR is pending, and with the warning
+    // approve prints for every client approval.
+    for (h, _, _) in [W0, W1] {
+        let approved = evs
+            .iter()
+            .position(|e| {
+                e["node"] == h
+                    && e["message"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("approved client CSR ")
+            })
+            .unwrap_or_else(|| panic!("{h}: client CSR approved by monitor: {}", text(&o)));
+        let csr = evs[approved]["message"].as_str().unwrap()["approved client CSR ".len()..].to_string();
+        let pending = evs
+            .iter()
+            .position(|e| {
+                e["event"] == "stage"
+                    && e["node"] == h
+                    && e["message"] == format!("client CSR {csr} pending approval").as_str()
+            })
+            .unwrap_or_else(|| panic!("{h}: stage client-csr-pending for {csr}: {}", text(&o)));
+        assert!(
+            pending < approved,
+            "{h}: pending at {pending}, approved at {approved}"
+        );
+    }
     // Installing events carry percentages.
     assert!(evs
         .iter()
@@ -1198,6 +1225,81 @@ fn an_ipv6_node_is_followed_through_its_bracketed_api_address() {
             .unwrap_or("")
             .contains("http://[fd2e:6f44:5dd8:c956::36]:8090/api/assisted-install/v2")),
         "the bracketed URL is shown while waiting: {}",
+        text(&o)
+    );
+}
+
+/// Line output (not a terminal) of `monitor --approve --yes` while a node boots: "client CSR X
+/// pending approval" comes before "approved client CSR X", the client approval prints approve's
+/// warning, the final table ends with a newline and nothing lands inside it; the request
+/// counts are shown with -v only, after the table.
+#[test]
+fn monitor_lines_are_in_causal_order_with_the_client_warning_and_a_whole_final_table() {
+    netns_or_skip!();
+    let env = Env::new();
+    let r = env.add_nodes(&[static_host(W0, 24)], &[]);
+    let iso = r["files"][0]["path"].as_str().unwrap().to_string();
+    let (o, boot) = env.monitor_while_booting(
+        &[
+            "monitor",
+            "--approve",
+            "--yes",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "120s",
+        ],
+        1000,
+        &["--iso", &iso],
+        &[W0],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\nboot:\n{}", text(&o), boot.log());
+    eprintln!("monitor --approve --yes of one node, as lines:\n{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    let lines: Vec<&str> = out.lines().collect();
+    let approved = lines
+        .iter()
+        .position(|l| l.starts_with("worker-0 192.168.111.30: approved client CSR "))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    let csr = lines[approved].rsplit(' ').next().unwrap();
+    let pending = lines
+        .iter()
+        .position(|l| {
+            *l == format!("worker-0 192.168.111.30: client-csr-pending - client CSR {csr} pending approval")
+        })
+        .unwrap_or_else(|| panic!("pending line for {csr}: {}", text(&o)));
+    assert!(pending < approved, "{}", text(&o));
+    // The final table: the last lines of stdout, whole, ending in a newline.
+    assert!(out.ends_with('\n'), "{out:?}");
+    let head = lines
+        .iter()
+        .rposition(|l| l.starts_with("NODE"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(lines.len(), head + 2, "header and one row: {out}");
+    let row: Vec<&str> = lines[head + 1].split_whitespace().collect();
+    assert_eq!(&row[..3], &["worker-0", "192.168.111.30", "done"], "{out}");
+    assert!(!err.contains("assisted-service requests"), "without -v: {err}");
+
+    // Again with -v (the node is done: monitor ends at once): the counts on stderr, as an info
+    // line of their own, and stdout still ends with the whole table.
+    let o = env.plugin(&["monitor", "-v", "1", "--timeout", "30s"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("info: assisted-service requests: ") && l.contains("(bound 16)")),
+        "{err}"
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.ends_with('\n') && out.lines().last().unwrap().starts_with("worker-0"),
+        "{out:?}"
+    );
+    let o = env.plugin(&["monitor", "--timeout", "30s"]);
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("assisted-service requests"),
+        "{}",
         text(&o)
     );
 }

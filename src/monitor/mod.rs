@@ -469,7 +469,12 @@ impl Monitor {
     }
 
     /// With --approve: hands every pending kubelet CSR of a followed node to the approver.
+    /// Not before the stages are shown ([`Monitor::show_changes`]): an approval is reported
+    /// after the stage that says its CSR is pending.
     async fn approve_pending(&mut self) {
+        if !self.showing {
+            return;
+        }
         let Some(ap) = self.approver.as_mut() else {
             return;
         };
@@ -900,6 +905,9 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         if !m.showing && ((synced.0 && synced.1) || started.elapsed() > Duration::from_secs(5)) {
             m.showing = true;
             m.show_changes();
+            // CSRs that were pending before the stages could be shown.
+            m.approve_pending().await;
+            m.show_changes();
         }
         // The live system is gone once the Node exists: stop polling it.
         for (i, t) in m.tracks.iter().enumerate() {
@@ -968,6 +976,9 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     }
                 }
                 m.refresh_kube();
+                // Stages first: "client CSR X pending approval" comes before "approved client
+                // CSR X" (the order in which they happened).
+                m.show_changes();
                 m.approve_pending().await;
                 m.apply_labels(&target).await;
                 m.show_changes();
@@ -1066,17 +1077,22 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     ]
                 })
                 .collect();
+            // The whole table, ending in a newline, flushed before anything goes to stderr
+            // (so no stderr line lands inside or at the end of its last row).
             let mut so = std::io::stdout().lock();
-            let _ = std::io::Write::write_all(
-                &mut so,
-                crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows).as_bytes(),
-            );
+            let mut t = crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows);
+            t.push('\n');
+            let _ = std::io::Write::write_all(&mut so, t.as_bytes());
+            let _ = std::io::Write::flush(&mut so);
+            drop(so);
             for h in &hints {
                 eprintln!("hint: {h}");
             }
         }
     }
-    eprintln!(
+    // A figure for whoever tunes the bound, not for the user following nodes: with -v only
+    // (`-o json` has it in the summary's `requests`).
+    tracing::info!(
         "assisted-service requests: {} sent, at most {} in flight (bound {}), {} waited for a slot; {} node(s) in {:.1}s",
         stats.requests,
         stats.max_in_flight,
