@@ -309,6 +309,15 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
             pending < approved,
             "{h}: pending at {pending}, approved at {approved}"
         );
+        assert!(
+            evs[approved + 1..].iter().any(|e| e["event"] == "warning"
+                && e["node"] == h
+                && e["message"].as_str().unwrap().starts_with(&format!(
+                    "approved client CSR {csr} for {h}: approve cannot tell the real machine"
+                ))),
+            "{h}: the client-approval warning: {}",
+            text(&o)
+        );
     }
     // Installing events carry percentages.
     assert!(evs
@@ -1270,6 +1279,13 @@ fn monitor_lines_are_in_causal_order_with_the_client_warning_and_a_whole_final_t
         })
         .unwrap_or_else(|| panic!("pending line for {csr}: {}", text(&o)));
     assert!(pending < approved, "{}", text(&o));
+    assert!(
+        lines[approved + 1].starts_with(&format!(
+            "warning: worker-0 192.168.111.30: approved client CSR {csr} for worker-0: approve cannot tell the real machine"
+        )),
+        "{}",
+        text(&o)
+    );
     // The final table: the last lines of stdout, whole, ending in a newline.
     assert!(out.ends_with('\n'), "{out:?}");
     let head = lines

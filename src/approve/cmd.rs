@@ -1049,14 +1049,15 @@ async fn process_one(
     Ok(())
 }
 
-/// Once per client CSR approved by `approve`: it cannot tell the real machine from anyone
-/// holding the node-bootstrapper token (the CSR's checks only see what the requester claims;
-/// tester finding "rogue client CSR before boot"). If the real node's own CSR is then refused
-/// as a second client approval, `--reissue NODE` after deleting the rogue one recovers.
-fn warn_client(o: &Outcome) {
-    if o.action == Action::Approved && o.verdict.kind == Kind::Client {
-        eprintln!(
-            "warning: approved client CSR {} for {}: approve cannot tell the real machine from anyone \
+/// The warning shown once per client CSR approved, by `approve` and by `monitor --approve`
+/// alike (None for anything else): approve cannot tell the real machine from anyone holding
+/// the node-bootstrapper token (the CSR's checks only see what the requester claims; tester
+/// finding "rogue client CSR before boot"). If the real node's own CSR is then refused as a
+/// second client approval, `--reissue NODE` after deleting the rogue one recovers.
+pub fn client_approval_warning(o: &Outcome) -> Option<String> {
+    (o.action == Action::Approved && o.verdict.kind == Kind::Client).then(|| {
+        format!(
+            "approved client CSR {} for {}: approve cannot tell the real machine from anyone \
              holding the node-bootstrapper token: check that this host was booting when the CSR was \
              made (oc agent-day2 monitor shows each host's install stages)",
             escape_for_display(&o.csr, CELL_MAX),
@@ -1065,6 +1066,13 @@ fn warn_client(o: &Outcome) {
                 .as_deref()
                 .map(|x| escape_for_display(x, CELL_MAX))
                 .unwrap_or_default()
-        );
+        )
+    })
+}
+
+/// Prints [`client_approval_warning`] on stderr.
+fn warn_client(o: &Outcome) {
+    if let Some(w) = client_approval_warning(o) {
+        eprintln!("warning: {w}");
     }
 }

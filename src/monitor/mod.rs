@@ -536,7 +536,11 @@ impl Monitor {
             match outcome {
                 Ok(o) => match o.action {
                     Action::Approved => {
-                        lines.push((node.1, "info", format!("approved {} CSR {name}", node.0)))
+                        lines.push((node.1.clone(), "info", format!("approved {} CSR {name}", node.0)));
+                        // The same warning as `approve` prints for every client approval.
+                        if let Some(w) = crate::approve::cmd::client_approval_warning(&o) {
+                            lines.push((node.1, "warning", w));
+                        }
                     }
                     Action::Rejected | Action::WouldApprove => {
                         let key = format!("{name}/{:?}", o.verdict.reasons);
