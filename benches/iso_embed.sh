@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark: our node-ISO embed vs `coreos-installer iso ignition embed -o` on the same 1 GiB
-# CoreOS-layout ISO of random (not sparse) data, in the same run. Prints both wall times, the
-# ratio ours/theirs (target <= 1.0) and our peak RSS (target <= 64 MiB).
+# CoreOS-layout ISO of random (not sparse) data, in the same run: a warm-up of each, then
+# PAIRS (default 5, at least 5) interleaved rounds in alternating order. Prints the median wall
+# times, the median and range of the per-round ratio ours/theirs (target <= 1.0; also against
+# coreos-installer followed by an fsync, our durability) and our peak RSS (target <= 64 MiB).
 #
-# Usage: bash benches/iso_embed.sh [SIZE_MIB]   (default 1024; needs ~3x SIZE free in $TMPDIR)
+# Usage: [PAIRS=N] bash benches/iso_embed.sh [SIZE_MIB]   (default 1024; needs ~3x SIZE free
+# in $TMPDIR)
 # Needs: genisoimage, python3, /usr/bin/time; coreos-installer on PATH or in ~/.cargo/bin for
 # the comparison (without it only our numbers are printed).
 set -euo pipefail
@@ -62,34 +65,76 @@ sync
 # warm the page cache the same way for both tools
 cat "$WORK/base.iso" > /dev/null
 
-/usr/bin/time -v -o "$WORK/ours.time" "$OURS" "$WORK/base.iso" "$WORK/ours.iso" "$WORK/config.ign" "${OUR_FLAGS:-}" > "$WORK/ours.out"
-cat "$WORK/ours.out"
-ours_s=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$WORK/ours.time")
-ours_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/ours.time")
-rm -f "$WORK/ours.iso"; sync
-
 to_secs() { awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }' <<<"$1"; }
-ours=$(to_secs "$ours_s")
-echo "ours: ${ours} s wall, peak RSS $((ours_rss / 1024)) MiB (target <= 64 MiB)"
-
-if [ -n "$CI_BIN" ]; then
-    /usr/bin/time -v -o "$WORK/ci.time" "$CI_BIN" iso ignition embed -i "$WORK/config.ign" -o "$WORK/ci.iso" "$WORK/base.iso"
-    ci_s=$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$WORK/ci.time")
-    ci_rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/ci.time")
-    ci=$(to_secs "$ci_s")
-    echo "coreos-installer: ${ci} s wall, peak RSS $((ci_rss / 1024)) MiB"
-    awk -v a="$ours" -v b="$ci" 'BEGIN { printf "ratio ours/coreos-installer: %.2f (target <= 1.0)\n", (b > 0 ? a / b : 0) }'
-    # We fsync the output before renaming it into place (a node ISO must not be half on disk
-    # after a crash); coreos-installer leaves writeback to the kernel. The same durability
-    # for both: time coreos-installer followed by an fsync of its output.
-    rm -f "$WORK/ci.iso"; sync
+# run_ours N / run_ci N / run_ci_sync N: one timed run; appends "seconds peak_rss_kib" to
+# $WORK/<name>.runs and removes the output (the next run writes a fresh file).
+run_ours() {
+    /usr/bin/time -v -o "$WORK/t" "$OURS" "$WORK/base.iso" "$WORK/out.iso" "$WORK/config.ign" "${OUR_FLAGS:-}" > "$WORK/ours.out"
+    echo "$(to_secs "$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$WORK/t")") $(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/t")" >> "$WORK/ours.runs"
+    rm -f "$WORK/out.iso"; sync
+}
+run_ci() {
+    /usr/bin/time -v -o "$WORK/t" "$CI_BIN" iso ignition embed -i "$WORK/config.ign" -o "$WORK/out.iso" "$WORK/base.iso"
+    echo "$(to_secs "$(awk -F': ' '/Elapsed \(wall clock\)/ {print $2}' "$WORK/t")") $(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/t")" >> "$WORK/ci.runs"
+    rm -f "$WORK/out.iso"; sync
+}
+# We fsync the output before renaming it into place (a node ISO must not be half on disk
+# after a crash); coreos-installer leaves writeback to the kernel. The same durability for
+# both: coreos-installer followed by an fsync of its output.
+run_ci_sync() {
+    local t0 t1
     t0=$(date +%s.%N)
-    "$CI_BIN" iso ignition embed -i "$WORK/config.ign" -o "$WORK/ci.iso" "$WORK/base.iso"
-    python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$WORK/ci.iso"
+    "$CI_BIN" iso ignition embed -i "$WORK/config.ign" -o "$WORK/out.iso" "$WORK/base.iso"
+    python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)' "$WORK/out.iso"
     t1=$(date +%s.%N)
-    ci_sync=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-    echo "coreos-installer + fsync of its output: ${ci_sync} s wall"
-    awk -v a="$ours" -v b="$ci_sync" 'BEGIN { printf "ratio ours/(coreos-installer + fsync): %.2f (target <= 1.0)\n", (b > 0 ? a / b : 0) }'
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f 0\n", b - a }' >> "$WORK/ci_sync.runs"
+    rm -f "$WORK/out.iso"; sync
+}
+
+# One timed run of each program only says which ran first (the first run pays for a cold
+# page cache and writeback of the previous run): one untimed warm-up of each, then PAIRS
+# interleaved rounds, the order alternating (ours first in odd rounds, theirs first in even
+# ones). Medians, and the range of the per-round ratios.
+PAIRS="${PAIRS:-5}"
+[ "$PAIRS" -ge 5 ] || { echo "PAIRS must be at least 5"; exit 2; }
+echo "warm-up (not timed)..."
+run_ours; rm -f "$WORK/ours.runs"
+cat "$WORK/ours.out"
+if [ -n "$CI_BIN" ]; then run_ci; rm -f "$WORK/ci.runs"; fi
+for i in $(seq 1 "$PAIRS"); do
+    if [ -z "$CI_BIN" ]; then
+        run_ours
+    elif [ $((i % 2)) -eq 1 ]; then
+        run_ours; run_ci; run_ci_sync
+    else
+        run_ci_sync; run_ci; run_ours
+    fi
+done
+
+# summary OURS_RUNS THEIRS_RUNS LABEL: medians and the range of per-round ratios.
+summary() {
+    python3 - "$@" <<'PY'
+import statistics, sys
+def runs(p):
+    return [tuple(float(x) for x in l.split()) for l in open(p) if l.strip()]
+ours = runs(sys.argv[1])
+o = [t for t, _ in ours]
+if len(sys.argv) == 2:
+    print(f"ours: median {statistics.median(o):.2f} s wall over {len(o)} runs "
+          f"({min(o):.2f}-{max(o):.2f}), peak RSS {max(r for _, r in ours) / 1024:.0f} MiB (target <= 64 MiB)")
+    sys.exit()
+theirs = [t for t, _ in runs(sys.argv[2])]
+ratios = [a / b for a, b in zip(o, theirs) if b > 0]
+print(f"{sys.argv[3]}: median {statistics.median(theirs):.2f} s wall ({min(theirs):.2f}-{max(theirs):.2f}); "
+      f"ratio ours/theirs: median {statistics.median(ratios):.2f}, range {min(ratios):.2f}-{max(ratios):.2f} "
+      f"over {len(ratios)} interleaved pairs (target <= 1.0)")
+PY
+}
+summary "$WORK/ours.runs"
+if [ -n "$CI_BIN" ]; then
+    ci_rss=$(awk '{ if ($2 > m) m = $2 } END { print m }' "$WORK/ci.runs")
+    summary "$WORK/ours.runs" "$WORK/ci.runs" "coreos-installer (peak RSS $((ci_rss / 1024)) MiB)"
+    summary "$WORK/ours.runs" "$WORK/ci_sync.runs" "coreos-installer + fsync of its output"
 else
     echo "skipped comparison: coreos-installer not installed"
 fi
