@@ -926,10 +926,10 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
         Ok(_) => Ok(()),
         // The type in the text differs from the one inside the key data.
         Err(ssh_key::Error::AlgorithmUnknown) => bad(&format!("the key data is not a {ty} key")),
-        Err(_) => bad(&format!(
+        Err(_) => bad(
             "the key data is cut short or damaged; copy the whole line of the .pub file again \
-             (it is a single line)"
-        )),
+             (it is a single line)",
+        ),
     }
 }
 
