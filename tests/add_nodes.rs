@@ -730,7 +730,11 @@ fn batch_list_and_delete() {
     assert!(!w.path("out2").exists(), "nothing written");
     assert_eq!(batch_records(&c).len(), 1);
     let o = as_w7(&["--reimage", "worker-9"]);
-    assert_fails(&o, 3, "--reimage: \"worker-9\" is not a host of this run (worker-7)");
+    assert_fails(
+        &o,
+        3,
+        "--reimage: \"worker-9\" is not a host of this run (worker-7)",
+    );
     let o = as_w7(&["--reimage", "worker-7"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(
@@ -769,10 +773,7 @@ fn batch_list_and_delete() {
     );
     // The machine joined as worker-7: an image naming it worker-8 is refused, naming the node
     // (from a nodes-config file: the field path).
-    let nc = w.write(
-        "w8.yaml",
-        &nodes_config(&[dhcp_host(("worker-8", W0.1, ""))]),
-    );
+    let nc = w.write("w8.yaml", &nodes_config(&[dhcp_host(("worker-8", W0.1, ""))]));
     let o = add_nc(&c, &w, &nc, &w.path("out3"), &[]);
     assert_fails(
         &o,
@@ -830,7 +831,10 @@ fn rerunning_for_the_same_hosts_replaces_the_earlier_batch() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(
-        t.contains("Replaces") && t.contains(&format!("batch {first}: listed exactly these hosts; its record would be deleted")),
+        t.contains("Replaces")
+            && t.contains(&format!(
+                "batch {first}: listed exactly these hosts; its record would be deleted"
+            )),
         "{t}"
     );
     assert_eq!(batch_records(&c).len(), 1);
@@ -868,7 +872,8 @@ fn rerunning_for_the_same_hosts_replaces_the_earlier_batch() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let third = json_of(&o)["batch"].as_str().unwrap().to_string();
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains(&format!("hostname worker-0 is already in batch {second}")),
+        String::from_utf8_lossy(&o.stderr)
+            .contains(&format!("hostname worker-0 is already in batch {second}")),
         "{}",
         text(&o)
     );
@@ -1299,12 +1304,22 @@ fn scenario_upgrade_in_progress_uses_the_completed_release() {
         .iter()
         .any(|x| x.as_str().unwrap().contains("4.19.2")));
     let ign = iso_ignition(&w.out().join("node.x86_64.iso"));
-    let images = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/agent-images.env").unwrap());
+    let images = sim_ignition::env_file(
+        &ign.text("/usr/local/share/assisted-service/agent-images.env")
+            .unwrap(),
+    );
     assert_eq!(images["RELEASE_IMAGE"], completed_release(&c));
     assert_eq!(images["OPENSHIFT_VERSION"], "4.18.12");
     // The service's own release list names the completed release too.
-    let svc = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/assisted-service.env").unwrap());
-    assert!(svc["RELEASE_IMAGES"].contains(&completed_release(&c)), "{}", svc["RELEASE_IMAGES"]);
+    let svc = sim_ignition::env_file(
+        &ign.text("/usr/local/share/assisted-service/assisted-service.env")
+            .unwrap(),
+    );
+    assert!(
+        svc["RELEASE_IMAGES"].contains(&completed_release(&c)),
+        "{}",
+        svc["RELEASE_IMAGES"]
+    );
 }
 
 #[test]
@@ -1851,7 +1866,10 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
     assert_eq!(r["cluster"]["releaseImage"], release);
     let iso = w.out().join("node.x86_64.iso");
     let ign = iso_ignition(&iso);
-    let env = sim_ignition::env_file(&ign.text("/usr/local/share/assisted-service/agent-images.env").unwrap());
+    let env = sim_ignition::env_file(
+        &ign.text("/usr/local/share/assisted-service/agent-images.env")
+            .unwrap(),
+    );
     assert_eq!(env["SERVICE_IMAGE"], api);
     assert_eq!(env["RELEASE_IMAGE"], release);
     let (code, out, _) = boot_and_approve(&c, &w, &["--iso", iso.to_str().unwrap()], &[W0]);

@@ -394,7 +394,8 @@ fn nodes_config_mistakes_are_reported_by_field() {
     cluster::seed_release(&c, &w, &["x86_64"]);
     let base = w.path("base.iso");
     agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
-    let ed = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3DQrIguLYojdb208ozgfB4TCUkUL3i2RwwJNaG8KyQ admin@example.com";
+    let ed =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3DQrIguLYojdb208ozgfB4TCUkUL3i2RwwJNaG8KyQ admin@example.com";
     let cut = &ed[..62];
     let doc = |ssh2: &str, mac2: &str, extra_keys: &str| {
         format!(
@@ -443,5 +444,9 @@ fn nodes_config_mistakes_are_reported_by_field() {
     let good = w.write("good.yaml", &doc(ed, "", "      mtu: 9000\n"));
     let o = run(&good, "o2", &["--dry-run"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Would write"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("Would write"),
+        "{}",
+        text(&o)
+    );
 }

@@ -476,10 +476,7 @@ fn custom_pool_targets_its_mcs_path() {
         serde_json::from_str(&file(&b, "/etc/assisted/clusterconfig/worker-ignition-endpoint.json").unwrap())
             .unwrap();
     // The service appends the pool (the host's machine_config_pool_name, which add-node.sh sets).
-    assert!(
-        ep["url"].as_str().unwrap().ends_with(":22623/config"),
-        "{ep}"
-    );
+    assert!(ep["url"].as_str().unwrap().ends_with(":22623/config"), "{ep}");
     assert!(file(&b, "/usr/local/bin/add-node.sh")
         .unwrap()
         .contains("pool=\"infra\""));

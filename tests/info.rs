@@ -342,7 +342,10 @@ fn viewer_context_shows_missing_permissions() {
 
     // The counts add up: "Missing permissions (N of M checked)" is the table's rows plus the
     // per-subcommand counts, each permission counted once (issue 15 §5).
-    let head = t.lines().find(|l| l.starts_with("Missing permissions (")).unwrap();
+    let head = t
+        .lines()
+        .find(|l| l.starts_with("Missing permissions ("))
+        .unwrap();
     let n: usize = head["Missing permissions (".len()..]
         .split(' ')
         .next()
@@ -374,7 +377,10 @@ fn viewer_context_shows_missing_permissions() {
     // The hint does not send the user to the command they just ran.
     let e = text(&out.stderr);
     assert!(!e.contains("`oc agent-day2 info` shows"), "{e}");
-    assert!(e.contains("the \"Missing permissions\" part of the report above"), "{e}");
+    assert!(
+        e.contains("the \"Missing permissions\" part of the report above"),
+        "{e}"
+    );
 }
 
 /// A one-shot HTTP proxy stand-in on `addr`: records the first request line, then hangs up.

@@ -402,7 +402,10 @@ fn duplicate_keys_name_the_field_and_lines() {
     );
     for bad in ["hosts: [\n", "hosts: *x\n", "hosts: 'x\n"] {
         let e = parse_errors(bad);
-        assert!(e[0].starts_with("nodes-config.yaml: not valid YAML: line "), "{e:?}");
+        assert!(
+            e[0].starts_with("nodes-config.yaml: not valid YAML: line "),
+            "{e:?}"
+        );
         assert!(!e[0].contains("Option"), "{e:?}");
     }
 }
@@ -760,7 +763,13 @@ fn ssh_keys() {
             "{e:?}"
         );
     }
-    let three = format!("sshKey: |\n  {}\n  {}\n\n  {}\n{}", ok[0], &ok[3][..100], ok[1], host(""));
+    let three = format!(
+        "sshKey: |\n  {}\n  {}\n\n  {}\n{}",
+        ok[0],
+        &ok[3][..100],
+        ok[1],
+        host("")
+    );
     let e = errors(&three);
     assert_eq!(e.len(), 1, "{e:?}");
     assert!(
@@ -770,7 +779,11 @@ fn ssh_keys() {
     // A changed character in the middle (the key's own length prefix now wrong).
     let mut damaged = ok[0].to_string();
     damaged.replace_range(14..15, "B");
-    assert_eq!(errors(&format!("sshKey: {damaged}\n{}", host(""))).len(), 1, "{damaged}");
+    assert_eq!(
+        errors(&format!("sshKey: {damaged}\n{}", host(""))).len(),
+        1,
+        "{damaged}"
+    );
 
     let cases: Vec<(&str, &str)> = vec![
         ("not-a-key", "sshKey: \"not-a-key\" is not an OpenSSH public key: expected \"<type> <base64> [comment]\", e.g. ssh-ed25519 AAAAC3Nz... user@host"),

@@ -90,7 +90,9 @@ fn exit_code_table_matches_the_code() {
         (exit::CSRS, "CSRs"),
         (exit::DECLINED, "declined"),
     ] {
-        let row = table.get(&code).unwrap_or_else(|| panic!("exit {code} missing: {table:#?}"));
+        let row = table
+            .get(&code)
+            .unwrap_or_else(|| panic!("exit {code} missing: {table:#?}"));
         assert!(row.contains(what), "exit {code}: {row:?} does not say {what:?}");
     }
     let three = &table[&exit::INVALID_INPUT];

@@ -252,7 +252,12 @@ impl Validations {
                             .as_str()
                             .and_then(|t| serde_json::from_str(t).ok())
                             .unwrap_or(Value::Null);
-                        for r in v.as_object().into_iter().flat_map(|o| o.values()).flat_map(|l| l.as_array().cloned().unwrap_or_default()) {
+                        for r in v
+                            .as_object()
+                            .into_iter()
+                            .flat_map(|o| o.values())
+                            .flat_map(|l| l.as_array().cloned().unwrap_or_default())
+                        {
                             if r["status"] == "success" {
                                 continue;
                             }
@@ -280,7 +285,10 @@ impl Drop for Validations {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
         let s = self.seen.lock().unwrap();
-        eprintln!("validations the real service did not pass on the way ({}):", s.len());
+        eprintln!(
+            "validations the real service did not pass on the way ({}):",
+            s.len()
+        );
         for l in s.iter() {
             eprintln!("  {l}");
         }
@@ -323,7 +331,10 @@ fn boot(scenario: &str, hosts: &[String], machines: &[(&str, &str, &str)], extra
     let validations = Validations::watch(&ips, &infra, &user);
     node.wait_goal(machines.len(), Duration::from_secs(480));
     let took = t.elapsed();
-    eprintln!("run-node: {} machine(s) at their goal after {took:?}", machines.len());
+    eprintln!(
+        "run-node: {} machine(s) at their goal after {took:?}",
+        machines.len()
+    );
     assert!(
         node.text()
             .contains("assisted-service: github.com/openshift/assisted-service@"),
@@ -366,7 +377,9 @@ impl Booted {
     }
 
     fn finish(self) {
-        let Booted { node, w, validations, .. } = self;
+        let Booted {
+            node, w, validations, ..
+        } = self;
         drop(validations);
         drop(node);
         keep(w);
@@ -399,7 +412,12 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
     );
     assert_eq!(code, 200, "agent token on the agent's route: {body}");
     // v2ListHosts names agentAuth among its schemes (swagger), GET /v2/clusters does not.
-    let (code, body) = api(ip, &format!("infra-envs/{}/hosts", b.infra), "X-Secret-Key", &b.agent);
+    let (code, body) = api(
+        ip,
+        &format!("infra-envs/{}/hosts", b.infra),
+        "X-Secret-Key",
+        &b.agent,
+    );
     assert_eq!(code, 200, "agent token on v2ListHosts: {body}");
     let (code, body) = api(ip, "clusters", "X-Secret-Key", &b.agent);
     eprintln!("agent token on GET /v2/clusters: {code} {body}");
@@ -441,12 +459,7 @@ fn uuid_of(mac: &str) -> String {
 #[test]
 #[ignore = "needs the real assisted-service: scripts/real-components.sh"]
 fn two_hosts_from_one_iso_each_find_their_own_config() {
-    let b = boot(
-        "name: ostest\n",
-        &[dhcp_host(W0), dhcp_host(W1)],
-        &[W0, W1],
-        &[],
-    );
+    let b = boot("name: ostest\n", &[dhcp_host(W0), dhcp_host(W1)], &[W0, W1], &[]);
     // Each machine runs its own assisted-service; each holds one cluster and only itself,
     // under the hostname its MAC's host config names.
     for m in [W0, W1] {
@@ -469,13 +482,20 @@ fn static_ip_host_registers_its_nmstate_config_and_reaches_installing() {
     assert_eq!(code, 200, "{body}");
     let ie: Value = serde_json::from_str(&body).unwrap();
     let snc = ie["static_network_config"].as_str().unwrap_or("");
-    assert!(snc.contains(ip) && snc.contains(W0.1), "static_network_config: {snc:?}");
+    assert!(
+        snc.contains(ip) && snc.contains(W0.1),
+        "static_network_config: {snc:?}"
+    );
     b.installing_host(W0);
     // On the machine: pre-network-manager-config copied the host's keyfile (picked by MAC)
     // and renamed the interface to the machine's (nodes-config says eth0, the machine has
     // enp1s0). NetworkManager itself is not run here: run-node sets the address.
-    let kf = machine_file(&b, W0.1, "/etc/NetworkManager/system-connections/eth0.nmconnection")
-        .expect("the keyfile on the machine");
+    let kf = machine_file(
+        &b,
+        W0.1,
+        "/etc/NetworkManager/system-connections/eth0.nmconnection",
+    )
+    .expect("the keyfile on the machine");
     assert!(kf.contains("interface-name=enp1s0"), "{kf}");
     assert!(kf.contains(&format!("{}/24", W0.2)), "{kf}");
     eprintln!("measured: static host to installing {:?}", b.took);
@@ -544,7 +564,9 @@ fn monitor_reads_the_real_service_with_the_watcher_token() {
     );
     let evs: Vec<Value> = String::from_utf8_lossy(&o.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(&o))))
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON event ({e}): {l}\n{}", text(&o)))
+        })
         .collect();
     let stages: Vec<&str> = evs
         .iter()
@@ -553,8 +575,8 @@ fn monitor_reads_the_real_service_with_the_watcher_token() {
         .collect();
     assert!(stages.contains(&"installing"), "stages {stages:?}\n{}", text(&o));
     assert!(
-        evs.iter().any(|e| e["node"] == W0.0
-            && e["message"].as_str().unwrap_or("").contains("recorded on batch")),
+        evs.iter()
+            .any(|e| e["node"] == W0.0 && e["message"].as_str().unwrap_or("").contains("recorded on batch")),
         "the DHCP host's address is recorded: {}",
         text(&o)
     );
@@ -564,7 +586,12 @@ fn monitor_reads_the_real_service_with_the_watcher_token() {
     // The batch record now has the address monitor found.
     let recs = batch_records(&b.c);
     assert_eq!(recs.len(), 1, "{recs:?}");
-    assert_eq!(recs[0]["hosts"][0]["ips"], serde_json::json!([W0.2]), "{:#}", recs[0]);
+    assert_eq!(
+        recs[0]["hosts"][0]["ips"],
+        serde_json::json!([W0.2]),
+        "{:#}",
+        recs[0]
+    );
     assert_eq!(recs[0]["hosts"][0]["ipSource"], "monitor", "{:#}", recs[0]);
     b.finish();
 }

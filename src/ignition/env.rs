@@ -101,10 +101,7 @@ pub struct EnvFile {
 impl EnvFile {
     /// `KEY=VALUE\n` lines.
     pub fn text(&self) -> String {
-        self.entries
-            .iter()
-            .map(|(k, v)| format!("{k}={v}\n"))
-            .collect()
+        self.entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
     }
 }
 

@@ -515,7 +515,11 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             .as_ref()
             .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
         {
-            files.add(format!("{base}/root-device-hints.yaml"), yaml(v, "rootDeviceHints")?, MODE_PUBLIC);
+            files.add(
+                format!("{base}/root-device-hints.yaml"),
+                yaml(v, "rootDeviceHints")?,
+                MODE_PUBLIC,
+            );
         }
         files.add(
             format!("{base}/role"),

@@ -41,7 +41,13 @@ pub fn public_registries(m: &Mirrors) -> String {
         .chain(&m.tag_mirrors)
         .chain(&m.legacy_content_sources)
     {
-        let host = e.source.trim_start_matches("*.").split('/').next().unwrap_or("").to_string();
+        let host = e
+            .source
+            .trim_start_matches("*.")
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .to_string();
         if !host.is_empty() && !hosts.contains(&host) {
             hosts.push(host);
         }

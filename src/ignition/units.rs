@@ -17,9 +17,7 @@
 //! `/clusterconfig/*.json`, `/extra-manifests`, `/etc/assisted/hostconfig`; the units bind-mount
 //! them there.
 
-pub use super::env::{
-    ADD_NODES_ENV, AGENT_IMAGES_ENV, DB_ENV, IMAGES_ENV, RENDEZVOUS_ENV, SERVICE_ENV,
-};
+pub use super::env::{ADD_NODES_ENV, AGENT_IMAGES_ENV, DB_ENV, IMAGES_ENV, RENDEZVOUS_ENV, SERVICE_ENV};
 
 /// The pull secret for podman (root's legacy auth file, which podman reads).
 pub const PODMAN_AUTH: &str = "/root/.docker/config.json";
@@ -61,9 +59,8 @@ fn env_lines() -> String {
 /// host network (`configure` keeps the host whose MAC is on this machine), with `mounts`
 /// (`-v` arguments) and the variables `envs` passed from the unit's environment.
 fn client_run(cmd: &str, mounts: &[&str], envs: &[&str]) -> String {
-    let mut s = format!(
-        "/usr/bin/podman run --rm --net host --authfile {PODMAN_AUTH} -v {CA_BUNDLE}:{CA_BUNDLE}:ro"
-    );
+    let mut s =
+        format!("/usr/bin/podman run --rm --net host --authfile {PODMAN_AUTH} -v {CA_BUNDLE}:{CA_BUNDLE}:ro");
     for m in mounts {
         s.push_str(" -v ");
         s.push_str(m);
@@ -72,7 +69,9 @@ fn client_run(cmd: &str, mounts: &[&str], envs: &[&str]) -> String {
         s.push_str(" --env ");
         s.push_str(e);
     }
-    s.push_str(&format!(" ${{SERVICE_IMAGE}} /usr/local/bin/agent-installer-client {cmd}"));
+    s.push_str(&format!(
+        " ${{SERVICE_IMAGE}} /usr/local/bin/agent-installer-client {cmd}"
+    ));
     s
 }
 

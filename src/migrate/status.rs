@@ -495,8 +495,20 @@ mod tests {
             namespace_explicit: false,
             record: Some(rec),
             record_is_this_bundle: true,
-            objects: BTreeMap::from([("Agent".into(), Count { bundle: 1, cluster: Some(1) })]),
-            rows: BTreeMap::from([("infra_envs".into(), Count { bundle: 1, cluster: None })]),
+            objects: BTreeMap::from([(
+                "Agent".into(),
+                Count {
+                    bundle: 1,
+                    cluster: Some(1),
+                },
+            )]),
+            rows: BTreeMap::from([(
+                "infra_envs".into(),
+                Count {
+                    bundle: 1,
+                    cluster: None,
+                },
+            )]),
             errors: vec![],
             differing: vec![],
         };
@@ -508,16 +520,41 @@ mod tests {
         assert_eq!(
             top,
             [
-                "apiVersion", "kind", "bundleSha256", "clusterId", "clusterName", "namespace",
-                "record", "recordIsThisBundle", "objects", "rows", "errors", "differing"
+                "apiVersion",
+                "kind",
+                "bundleSha256",
+                "clusterId",
+                "clusterName",
+                "namespace",
+                "record",
+                "recordIsThisBundle",
+                "objects",
+                "rows",
+                "errors",
+                "differing"
             ]
         );
-        let r: Vec<&str> = v["record"].as_object().unwrap().keys().map(String::as_str).collect();
+        let r: Vec<&str> = v["record"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             r,
             [
-                "bundleSha256", "clusterId", "clusterName", "phase", "stepsDone", "started",
-                "completed", "counts", "pvc", "assistedService", "holder", "heartbeat"
+                "bundleSha256",
+                "clusterId",
+                "clusterName",
+                "phase",
+                "stepsDone",
+                "started",
+                "completed",
+                "counts",
+                "pvc",
+                "assistedService",
+                "holder",
+                "heartbeat"
             ]
         );
         assert_eq!(v["record"]["phase"], "in-progress");

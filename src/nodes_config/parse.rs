@@ -75,10 +75,7 @@ pub fn parse_partial(yaml: &str, source: &Path) -> Result<(NodesConfig, Vec<Fiel
     let (doc, duplicates) = match super::yaml::load(yaml) {
         Ok(x) => x,
         Err(e) => {
-            return Err(fail(vec![FieldError::new(
-                &src,
-                format!("not valid YAML: {e}"),
-            )]));
+            return Err(fail(vec![FieldError::new(&src, format!("not valid YAML: {e}"))]));
         }
     };
     let mut p = Parser::default();

@@ -919,7 +919,10 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     }
     let (_, data) = line.split_once(char::is_whitespace).unwrap_or_default();
     let data = data.trim_start().split(char::is_whitespace).next().unwrap_or("");
-    if !data.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')) {
+    if !data
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+    {
         return bad("the key data is not base64 (only A-Z, a-z, 0-9, +, / and = may appear)");
     }
     match ssh_key::PublicKey::from_openssh(line) {
@@ -993,12 +996,46 @@ fn read_reporting_unknown<T: serde::de::DeserializeOwned>(
 /// `link-aggregation`, `vlan`, the bridges' `bridge`, ...).
 fn base_interface_keys(at: &str) -> Vec<String> {
     const KEYS: [&str; 40] = [
-        "name", "profile-name", "description", "type", "driver", "state", "identifier",
-        "mac-address", "permanent-mac-address", "pci-address", "mtu", "min-mtu", "max-mtu",
-        "wait-ip", "ipv4", "ipv6", "mptcp", "controller", "accept-all-mac-addresses",
-        "copy-mac-from", "ovs-db", "802.1x", "lldp", "ethtool", "dispatch", "alt-names",
-        "ethernet", "veth", "link-aggregation", "vlan", "bridge", "vxlan", "mac-vlan",
-        "mac-vtap", "vrf", "infiniband", "ipvlan", "macsec", "hsr", "patch",
+        "name",
+        "profile-name",
+        "description",
+        "type",
+        "driver",
+        "state",
+        "identifier",
+        "mac-address",
+        "permanent-mac-address",
+        "pci-address",
+        "mtu",
+        "min-mtu",
+        "max-mtu",
+        "wait-ip",
+        "ipv4",
+        "ipv6",
+        "mptcp",
+        "controller",
+        "accept-all-mac-addresses",
+        "copy-mac-from",
+        "ovs-db",
+        "802.1x",
+        "lldp",
+        "ethtool",
+        "dispatch",
+        "alt-names",
+        "ethernet",
+        "veth",
+        "link-aggregation",
+        "vlan",
+        "bridge",
+        "vxlan",
+        "mac-vlan",
+        "mac-vtap",
+        "vrf",
+        "infiniband",
+        "ipvlan",
+        "macsec",
+        "hsr",
+        "patch",
     ];
     if at.is_empty() {
         KEYS.iter().map(|k| k.to_string()).collect()
@@ -1025,7 +1062,14 @@ fn unknown_field(msg: &str) -> Option<(String, Vec<String>)> {
 /// `expected` (deepest first on a tie); returns that mapping's path (`ipv4`, `bond.options`,
 /// `""` for `v` itself), None when no mapping holds `key`.
 fn remove_unknown(v: &mut Value, key: &str, expected: &[String]) -> Option<String> {
-    fn walk(v: &Value, path: String, depth: usize, key: &str, exp: &[String], out: &mut Vec<(usize, usize, String)>) {
+    fn walk(
+        v: &Value,
+        path: String,
+        depth: usize,
+        key: &str,
+        exp: &[String],
+        out: &mut Vec<(usize, usize, String)>,
+    ) {
         match v {
             Value::Object(m) => {
                 if m.contains_key(key) {
@@ -1033,7 +1077,11 @@ fn remove_unknown(v: &mut Value, key: &str, expected: &[String]) -> Option<Strin
                     out.push((score, depth, path.clone()));
                 }
                 for (k, c) in m {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     walk(c, p, depth + 1, key, exp, out);
                 }
             }

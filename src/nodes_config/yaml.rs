@@ -47,9 +47,7 @@ impl Duplicate {
                 format!(" (lines {} and {last})", lines.join(", "))
             }
         };
-        format!(
-            "given {times}{at}; keep one (YAML allows each key once per mapping)"
-        )
+        format!("given {times}{at}; keep one (YAML allows each key once per mapping)")
     }
 }
 

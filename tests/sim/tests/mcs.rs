@@ -44,7 +44,10 @@ fn get(ca: Option<&std::path::Path>, path: &str, accept: Option<&str>) -> (i32, 
     if let Some(a) = accept {
         cmd.arg("-H").arg(format!("Accept: {a}"));
     }
-    let o = cmd.arg(format!("https://{API_INT}:22623{path}")).output().unwrap();
+    let o = cmd
+        .arg(format!("https://{API_INT}:22623{path}"))
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let (b, code) = out.rsplit_once('\n').unwrap_or(("", &out));
     (
@@ -94,7 +97,10 @@ fn worker_config_is_served_on_22623_under_the_pointer_ignitions_ca() {
         Some("application/vnd.coreos.ignition+json;version=3.4.0"),
     );
     assert_eq!(code, 200);
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["ignition"]["version"], "3.4.0");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["ignition"]["version"],
+        "3.4.0"
+    );
     // An unknown pool: the real server's 500 (GetConfig cannot fetch the pool), empty body.
     let (_, code, body) = get(Some(&ca), "/config/infra", Some(ign3));
     assert_eq!((code, body.as_str()), (500, ""));

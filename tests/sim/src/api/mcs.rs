@@ -102,7 +102,13 @@ pub async fn serve(srv: Arc<Server>, ca: &Ca, addr: SocketAddr, cfg: McsConfig) 
                 let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                     let r = {
                         let st = srv.state.lock().unwrap();
-                        answer(&st, &cfg, req.method().as_str(), req.uri().path(), accept_of(&req))
+                        answer(
+                            &st,
+                            &cfg,
+                            req.method().as_str(),
+                            req.uri().path(),
+                            accept_of(&req),
+                        )
                     };
                     async move { Ok::<_, std::convert::Infallible>(r) }
                 });
@@ -127,13 +133,21 @@ fn accept_of<B>(req: &Request<B>) -> String {
 fn empty(code: StatusCode) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(Bytes::new()));
     *r.status_mut() = code;
-    r.headers_mut()
-        .insert(hyper::header::CONTENT_LENGTH, hyper::header::HeaderValue::from_static("0"));
+    r.headers_mut().insert(
+        hyper::header::CONTENT_LENGTH,
+        hyper::header::HeaderValue::from_static("0"),
+    );
     r
 }
 
 /// The answer to one request (see the module docs).
-pub fn answer(st: &State, cfg: &McsConfig, method: &str, path: &str, accept: String) -> Response<Full<Bytes>> {
+pub fn answer(
+    st: &State,
+    cfg: &McsConfig,
+    method: &str,
+    path: &str,
+    accept: String,
+) -> Response<Full<Bytes>> {
     if method != "GET" && method != "HEAD" {
         return empty(StatusCode::METHOD_NOT_ALLOWED);
     }
@@ -161,9 +175,18 @@ pub fn answer(st: &State, cfg: &McsConfig, method: &str, path: &str, accept: Str
     let Some(mut ign) = pool_config(st, pool) else {
         return empty(StatusCode::INTERNAL_SERVER_ERROR);
     };
-    let v = if version > NEWEST_SPEC { NEWEST_SPEC } else { version };
+    let v = if version > NEWEST_SPEC {
+        NEWEST_SPEC
+    } else {
+        version
+    };
     ign["ignition"]["version"] = json!(format!("{}.{}.0", v.0, v.1));
-    append_file(&mut ign, "/etc/kubernetes/kubeconfig", 0o600, &cfg.bootstrap_kubeconfig);
+    append_file(
+        &mut ign,
+        "/etc/kubernetes/kubeconfig",
+        0o600,
+        &cfg.bootstrap_kubeconfig,
+    );
     append_file(&mut ign, "/etc/kubernetes/kubelet-ca.crt", 0o644, &cfg.ca_pem);
     let body = serde_json::to_vec(&ign).unwrap_or_default();
     let mut r = Response::new(Full::new(if method == "HEAD" {
@@ -239,7 +262,9 @@ fn semver3(v: &str) -> Option<(u64, u64, u64)> {
 /// exists, else the merge of the MachineConfigs the pool selects (name order). None: no such
 /// MachineConfigPool.
 pub fn pool_config(st: &State, pool: &str) -> Option<Value> {
-    let pools = st.objects.get("machineconfiguration.openshift.io/machineconfigpools")?;
+    let pools = st
+        .objects
+        .get("machineconfiguration.openshift.io/machineconfigpools")?;
     let mcp = pools.get(&(String::new(), pool.to_string()))?;
     let empty = Default::default();
     let mcs = st
@@ -259,10 +284,7 @@ pub fn pool_config(st: &State, pool: &str) -> Option<Value> {
     let mut out = json!({"ignition": {"version": "3.2.0"}});
     for ((_, _), mc) in mcs.iter() {
         let labels = mc.pointer("/metadata/labels").and_then(Value::as_object);
-        let selected = !sel.is_empty()
-            && sel
-                .iter()
-                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+        let selected = !sel.is_empty() && sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if selected {
             if let Some(c) = mc.pointer("/spec/config") {
                 merge(&mut out, c);
@@ -311,9 +333,13 @@ fn merge(parent: &mut Value, child: &Value) {
                 .unwrap_or_default();
             let mut arr = arr;
             for it in items.as_array().into_iter().flatten() {
-                match arr.iter_mut().find(|e| e.get(key).is_some() && e.get(key) == it.get(key)) {
+                match arr
+                    .iter_mut()
+                    .find(|e| e.get(key).is_some() && e.get(key) == it.get(key))
+                {
                     Some(e) if section == "passwd" => {
-                        let keys: Vec<Value> = it["sshAuthorizedKeys"].as_array().cloned().unwrap_or_default();
+                        let keys: Vec<Value> =
+                            it["sshAuthorizedKeys"].as_array().cloned().unwrap_or_default();
                         let mut merged = e.clone();
                         if let Some(o) = it.as_object() {
                             for (k, v) in o {
@@ -378,8 +404,14 @@ mod tests {
         );
         assert_eq!(requested_spec(""), Ok(None));
         assert_eq!(requested_spec("*/*"), Ok(None));
-        assert_eq!(requested_spec("application/vnd.coreos.ignition+json;version=3.0.0"), Err(()));
-        assert_eq!(requested_spec("application/vnd.coreos.ignition+json;version=4.0.0"), Err(()));
+        assert_eq!(
+            requested_spec("application/vnd.coreos.ignition+json;version=3.0.0"),
+            Err(())
+        );
+        assert_eq!(
+            requested_spec("application/vnd.coreos.ignition+json;version=4.0.0"),
+            Err(())
+        );
         // q decides the order.
         assert_eq!(
             requested_spec("application/vnd.coreos.ignition+json;version=2.2.0;q=0.2, application/vnd.coreos.ignition+json;version=3.1.0"),
@@ -390,11 +422,17 @@ mod tests {
     #[test]
     fn merge_keys_files_units_and_users() {
         let mut p = json!({"ignition": {"version": "3.2.0"}});
-        merge(&mut p, &json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["a"]}]},
-            "storage": {"files": [{"path": "/etc/x", "contents": {"source": "data:,1"}}]}}));
-        merge(&mut p, &json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["b"]}]},
+        merge(
+            &mut p,
+            &json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["a"]}]},
+            "storage": {"files": [{"path": "/etc/x", "contents": {"source": "data:,1"}}]}}),
+        );
+        merge(
+            &mut p,
+            &json!({"passwd": {"users": [{"name": "core", "sshAuthorizedKeys": ["b"]}]},
             "storage": {"files": [{"path": "/etc/x", "contents": {"source": "data:,2"}}, {"path": "/etc/y"}]},
-            "systemd": {"units": [{"name": "a.service", "enabled": true}]}}));
+            "systemd": {"units": [{"name": "a.service", "enabled": true}]}}),
+        );
         assert_eq!(p["passwd"]["users"][0]["sshAuthorizedKeys"], json!(["a", "b"]));
         assert_eq!(p["storage"]["files"].as_array().unwrap().len(), 2);
         assert_eq!(p["storage"]["files"][0]["contents"]["source"], "data:,2");

@@ -451,11 +451,19 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
         let cfg = super::mcs::McsConfig {
             api_int: api_int.clone(),
             ip: client_ip,
-            bootstrap_kubeconfig: super::mcs::bootstrap_kubeconfig(&api_int, local.port(), &ca.cert_pem, &boot_token),
+            bootstrap_kubeconfig: super::mcs::bootstrap_kubeconfig(
+                &api_int,
+                local.port(),
+                &ca.cert_pem,
+                &boot_token,
+            ),
             ca_pem: ca.cert_pem.clone(),
         };
         match super::mcs::serve(srv.clone(), &ca, addr, cfg).await {
-            Ok(()) => eprintln!("agent-day2-sim: machine-config server https://{api_int}:{} ({addr})", super::mcs::MCS_PORT),
+            Ok(()) => eprintln!(
+                "agent-day2-sim: machine-config server https://{api_int}:{} ({addr})",
+                super::mcs::MCS_PORT
+            ),
             Err(e) => eprintln!("agent-day2-sim: warning: no machine-config server: {e:#}"),
         }
     }

@@ -43,8 +43,14 @@ pub const SERVICE_ENV: &str = "/usr/local/share/assisted-service/assisted-servic
 /// Component image roles and the env keys the units and the service read them from.
 pub const IMAGE_KEYS: &[(&str, &[&str])] = &[
     ("assisted-service API server image", &["SERVICE_IMAGE"]),
-    ("node agent image (the service's AGENT_DOCKER_IMAGE)", &["AGENT_DOCKER_IMAGE"]),
-    ("installer (orchestrator) image (the service's INSTALLER_IMAGE)", &["INSTALLER_IMAGE"]),
+    (
+        "node agent image (the service's AGENT_DOCKER_IMAGE)",
+        &["AGENT_DOCKER_IMAGE"],
+    ),
+    (
+        "installer (orchestrator) image (the service's INSTALLER_IMAGE)",
+        &["INSTALLER_IMAGE"],
+    ),
 ];
 
 /// Units by role: (name, role, units it must be ordered `After=`, required always).
@@ -262,9 +268,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                     None => c.miss(format!("{ENDPOINT} lacks url")),
                     // assisted-service appends the host's pool to this URL
                     // (hostutil.GetIgnitionEndpointAndCert: path.Join(url.Path, poolName)).
-                    Some(u) if !(u.starts_with("https://") && u.ends_with("/config")) => {
-                        c.miss(format!("{ENDPOINT} url {u:?} is not https://…/config (the service appends the pool)"))
-                    }
+                    Some(u) if !(u.starts_with("https://") && u.ends_with("/config")) => c.miss(format!(
+                        "{ENDPOINT} url {u:?} is not https://…/config (the service appends the pool)"
+                    )),
                     _ => {}
                 }
                 if str_at(&v, "/ca_certificate").is_none() {
@@ -536,7 +542,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     for p in &env_files {
         match cfg.text(p) {
             Some(t) => service_env.extend(env_file(&t)),
-            None => c.miss(format!("{p} is missing (assisted-service.service passes it with --env-file)")),
+            None => c.miss(format!(
+                "{p} is missing (assisted-service.service passes it with --env-file)"
+            )),
         }
     }
     let svc = "the env files of assisted-service.service";
@@ -550,11 +558,21 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
         }
     };
     match need(&mut c, "AUTH_TYPE", "the agent installer's local token auth") {
-        Some(v) if v != "agent-installer-local" => c.miss(format!("{svc} set AUTH_TYPE={v:?}, expected \"agent-installer-local\"")),
+        Some(v) if v != "agent-installer-local" => c.miss(format!(
+            "{svc} set AUTH_TYPE={v:?}, expected \"agent-installer-local\""
+        )),
         _ => {}
     }
-    need(&mut c, "IMAGE_SERVICE_BASE_URL", "the service exits at start without it");
-    if let Some(v) = need(&mut c, "OS_IMAGES", "the service exits at start: \"OS_IMAGES list is empty\"") {
+    need(
+        &mut c,
+        "IMAGE_SERVICE_BASE_URL",
+        "the service exits at start without it",
+    );
+    if let Some(v) = need(
+        &mut c,
+        "OS_IMAGES",
+        "the service exits at start: \"OS_IMAGES list is empty\"",
+    ) {
         match serde_json::from_str::<Value>(&v) {
             Ok(Value::Array(list)) if !list.is_empty() => {
                 for (i, e) in list.iter().enumerate() {
@@ -568,7 +586,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             _ => c.miss(format!("{svc}: OS_IMAGES is not a non-empty JSON list")),
         }
     }
-    if let Some(v) = need(&mut c, "HW_VALIDATOR_REQUIREMENTS", "with the default [] every host's hardware validation fails and no host becomes known") {
+    if let Some(v) = need(
+        &mut c,
+        "HW_VALIDATOR_REQUIREMENTS",
+        "with the default [] every host's hardware validation fails and no host becomes known",
+    ) {
         let ok = serde_json::from_str::<Value>(&v).ok().and_then(|r| {
             r.as_array()?
                 .iter()
@@ -576,14 +598,26 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
                 .map(|e| e["worker"]["cpu_cores"].is_u64() && e["worker"]["ram_mib"].is_u64())
         });
         if ok != Some(true) {
-            c.miss(format!("{svc}: HW_VALIDATOR_REQUIREMENTS has no \"default\" entry with worker cpu_cores and ram_mib"));
+            c.miss(format!(
+                "{svc}: HW_VALIDATOR_REQUIREMENTS has no \"default\" entry with worker cpu_cores and ram_mib"
+            ));
         }
     }
     for key in ["DB_HOST", "DB_PORT", "DB_USER", "DB_NAME"] {
         need(&mut c, key, "the service's database connection");
     }
-    f.user_token = need(&mut c, "USER_AUTH_TOKEN", "it verifies userAuth requests against it").unwrap_or_default();
-    f.watcher_token = need(&mut c, "WATCHER_AUTH_TOKEN", "it verifies watcherAuth requests against it").unwrap_or_default();
+    f.user_token = need(
+        &mut c,
+        "USER_AUTH_TOKEN",
+        "it verifies userAuth requests against it",
+    )
+    .unwrap_or_default();
+    f.watcher_token = need(
+        &mut c,
+        "WATCHER_AUTH_TOKEN",
+        "it verifies watcherAuth requests against it",
+    )
+    .unwrap_or_default();
     f.infra_env_id = need(&mut c, "INFRA_ENV_ID", "the InfraEnv the client registers").unwrap_or_default();
     if !f.infra_env_id.is_empty() && !is_uuid(&f.infra_env_id) {
         c.miss(format!("{svc}: INFRA_ENV_ID {:?} is not a UUID", f.infra_env_id));
@@ -594,7 +628,11 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
             Ok(key) => {
                 f.ec_public_key = key.clone();
                 for (var, scheme, tok) in [
-                    ("PULL_SECRET_TOKEN (rendezvous-host.env)", "agentAuth", &f.agent_token),
+                    (
+                        "PULL_SECRET_TOKEN (rendezvous-host.env)",
+                        "agentAuth",
+                        &f.agent_token,
+                    ),
                     ("USER_AUTH_TOKEN", "userAuth", &f.user_token),
                     ("WATCHER_AUTH_TOKEN", "watcherAuth", &f.watcher_token),
                 ] {
@@ -619,23 +657,35 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     }
     if let Some(u) = cfg.units.get("assisted-service-db.service") {
         let exec = unit_directive(&u.text, "ExecStart").join(" ");
-        if exec.contains("start_db.sh") && !(exec.contains("--user=postgres") || exec.contains("--user postgres")) {
+        if exec.contains("start_db.sh")
+            && !(exec.contains("--user=postgres") || exec.contains("--user postgres"))
+        {
             c.miss("systemd unit assisted-service-db.service runs start_db.sh as root: PostgreSQL refuses to (run the container --user=postgres)");
         }
     }
     for (unit, sub, mounts) in [
-        ("agent-import-cluster.service", "importCluster", &[":/clusterconfig", ":/manifests"][..]),
-        ("agent-register-infraenv.service", "registerInfraEnv", &[":/manifests"][..]),
+        (
+            "agent-import-cluster.service",
+            "importCluster",
+            &[":/clusterconfig", ":/manifests"][..],
+        ),
+        (
+            "agent-register-infraenv.service",
+            "registerInfraEnv",
+            &[":/manifests"][..],
+        ),
     ] {
         if let Some(u) = cfg.units.get(unit) {
             let exec = unit_directive(&u.text, "ExecStart").join(" ");
             if !exec.contains(sub) {
-                c.miss(format!("systemd unit {unit} does not run agent-installer-client {sub}"));
+                c.miss(format!(
+                    "systemd unit {unit} does not run agent-installer-client {sub}"
+                ));
             }
             for m in mounts {
-                let bound = exec.split_whitespace().any(|w| {
-                    w.split(':').nth(1).is_some_and(|dst| format!(":{dst}") == *m)
-                });
+                let bound = exec
+                    .split_whitespace()
+                    .any(|w| w.split(':').nth(1).is_some_and(|dst| format!(":{dst}") == *m));
                 if !bound {
                     c.miss(format!("systemd unit {unit} does not bind-mount {} into the client's container (it reads its inputs there)", &m[1..]));
                 }
@@ -667,7 +717,9 @@ pub fn check(cfg: &Config, macs: &[String]) -> Result<Facts, Vec<String>> {
     }
     for key in ["INSTALLER_IMAGE", "AGENT_DOCKER_IMAGE"] {
         if service_unit.is_some() && service_env.get(key).is_none_or(|v| v.is_empty()) {
-            c.miss(format!("{svc} lack {key}: the service would send its public default image to the host"));
+            c.miss(format!(
+                "{svc} lack {key}: the service would send its public default image to the host"
+            ));
         }
     }
     const PODMAN_AUTH: &str = "/root/.docker/config.json";

@@ -328,16 +328,26 @@ fn answer(step: &Value, m: &Value) -> (i64, String, String) {
             // filtered to what the service reads (no units; files: only the on-prem networking
             // static pods and the bootstrap kubeconfig; storage.luks kept).
             let r = match http("GET", &url, &headers, None, ca.as_deref()) {
-                Ok((code, body)) if (200..300).contains(&code) => match serde_json::from_str::<Value>(&body) {
-                    Ok(ign) if ign["ignition"]["version"].as_str().is_some_and(|v| v.starts_with("3.")) => {
-                        json!({"is_success": true, "url": url, "ignition": filter_ignition(&ign).to_string()})
+                Ok((code, body)) if (200..300).contains(&code) => {
+                    match serde_json::from_str::<Value>(&body) {
+                        Ok(ign)
+                            if ign["ignition"]["version"]
+                                .as_str()
+                                .is_some_and(|v| v.starts_with("3.")) =>
+                        {
+                            json!({"is_success": true, "url": url, "ignition": filter_ignition(&ign).to_string()})
+                        }
+                        _ => {
+                            json!({"is_success": false, "url": url, "download_error": format!("response is not a valid ignition file:\n{}", body.chars().take(200).collect::<String>())})
+                        }
                     }
-                    _ => json!({"is_success": false, "url": url, "download_error": format!("response is not a valid ignition file:\n{}", body.chars().take(200).collect::<String>())}),
-                },
+                }
                 Ok((code, body)) => {
                     json!({"is_success": false, "url": url, "download_error": format!("ignition file download failed: bad status code: {code}. server response: {}", body.chars().take(200).collect::<String>())})
                 }
-                Err(e) => json!({"is_success": false, "url": url, "download_error": format!("ignition file download failed: request failed: {e}")}),
+                Err(e) => {
+                    json!({"is_success": false, "url": url, "download_error": format!("ignition file download failed: request failed: {e}")})
+                }
             };
             log(&format!(
                 "api-vip-connectivity-check {url}: {}",

@@ -816,7 +816,10 @@ impl Executor {
         if phase == Phase::Main && self.interrupt.remove(&name) {
             // The command did its work; the machine loses it at this moment (power cut,
             // OOM kill) and systemd sees the kill, not the exit status.
-            self.say(&name, &format!("ExecStart ended ({desc}); reported killed (--interrupt)"));
+            self.say(
+                &name,
+                &format!("ExecStart ended ({desc}); reported killed (--interrupt)"),
+            );
             return self.failed(&name, "ExecStart command killed by signal 9 (--interrupt)");
         }
         if !ok && !ignore {
