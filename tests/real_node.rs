@@ -437,7 +437,7 @@ fn machine_file(b: &Booted, mac: &str, path: &str) -> Option<String> {
             .split(|c| *c == 0)
             .map(|a| String::from_utf8_lossy(a).into_owned())
             .collect();
-        if args.iter().any(|a| a == "node-machine") && args.iter().any(|a| *a == spec) {
+        if args.iter().any(|a| a == "node-machine") && args.contains(&spec) {
             let p = e
                 .path()
                 .join("root")

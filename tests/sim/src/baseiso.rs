@@ -192,11 +192,11 @@ pub fn newc_cpio(files: &[(&str, &[u8])]) -> Vec<u8> {
         out.extend_from_slice(header.as_bytes());
         out.extend_from_slice(name.as_bytes());
         out.push(0);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
         out.extend_from_slice(data);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     };

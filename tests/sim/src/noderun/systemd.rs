@@ -437,10 +437,7 @@ pub fn transaction(
         .map(|(n, (_, t))| (n.clone(), UnitFile::parse(n, t)))
         .collect();
     let enabled = |n: &str| -> bool {
-        match units.get(n).and_then(|(e, _)| *e) {
-            Some(e) => e,
-            None => false,
-        }
+        units.get(n).and_then(|(e, _)| *e).unwrap_or_default()
     };
     // Install edges of enabled units: target -> units it wants.
     let mut wanted_by: BTreeMap<String, Vec<String>> = BTreeMap::new();
