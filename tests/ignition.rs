@@ -965,3 +965,75 @@ fn contributors_name_the_largest_file_first() {
     assert!(c.windows(2).all(|w| w[0].1 >= w[1].1));
     assert!(c.iter().any(|(p, _)| p == "unit agent.service"));
 }
+
+/// add-node.sh as built, run by bash with `curl` and `sleep` stood in on PATH (the service
+/// answers: the cluster, then the host `insufficient` with a `status_info` and two failing
+/// validations in `validations_info`, then `known`, then 202 on install): it prints the status
+/// and status_info, every failure/error validation (id, status, message) and none that passed.
+#[test]
+fn add_node_script_names_the_failing_validations_while_it_waits() {
+    use std::os::unix::fs::PermissionsExt;
+    let b = build(&Scenario::default(), &[dhcp_host("worker-0", "52:54:00:aa:00:31")]);
+    let script = file(&b, "/usr/local/bin/add-node.sh").unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let validations = json!({
+        "hardware": [
+            {"id": "has-memory-for-role", "status": "failure", "message": "Insufficient memory"},
+            {"id": "has-inventory", "status": "success", "message": "Valid inventory exists"},
+        ],
+        "network": [
+            {"id": "api-domain-name-resolved-correctly", "status": "error", "message": "Parse error"},
+            {"id": "ntp-synced", "status": "pending", "message": "Missing inventory"},
+        ],
+    })
+    .to_string();
+    let insufficient = json!([{
+        "id": "h1", "status": "insufficient",
+        "status_info": "Host cannot be installed due to following failing validation(s): ",
+        "validations_info": validations,
+    }]);
+    std::fs::write(d.path().join("hosts-1.json"), insufficient.to_string()).unwrap();
+    std::fs::write(d.path().join("hosts-2.json"), json!([{"id": "h1", "status": "known"}]).to_string()).unwrap();
+    let curl = r#"#!/bin/bash
+out=/dev/stdout; url=
+while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift 2 ;; -w|-H|-X|-d) shift 2 ;; *) url=$1; shift ;; esac; done
+case "$url" in
+  */clusters) echo '[{"id":"c1"}]' ;;
+  */hosts) n=$(( $(cat "$D/n" 2>/dev/null || echo 0) + 1 )); echo $n >"$D/n"; cat "$D/hosts-$n.json" ;;
+  */actions/install) echo '{}' >"$out"; printf 202 ;;
+  *) echo "unexpected $url" >&2; exit 22 ;;
+esac
+"#;
+    for (n, text) in [("curl", curl), ("sleep", "#!/bin/sh\n")] {
+        let p = d.path().join(n);
+        std::fs::write(&p, text).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let sp = d.path().join("add-node.sh");
+    std::fs::write(&sp, script).unwrap();
+    let o = std::process::Command::new("bash")
+        .arg(&sp)
+        .env("PATH", format!("{}:/usr/bin:/bin", d.path().display()))
+        .env("D", d.path())
+        .env("SERVICE_BASE_URL", "http://127.0.0.1:8090")
+        .env("USER_AUTH_TOKEN", "t")
+        .env("INFRA_ENV_ID", "ie1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "add-node.sh: {err}");
+    assert!(
+        err.contains("add-node: host is insufficient: Host cannot be installed due to following failing validation(s): \n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("add-node:   validation has-memory-for-role (failure): Insufficient memory\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("add-node:   validation api-domain-name-resolved-correctly (error): Parse error\n"),
+        "{err}"
+    );
+    assert!(!err.contains("has-inventory") && !err.contains("ntp-synced"), "{err}");
+    assert!(err.contains("add-node: installation of host h1 started (pool worker)"), "{err}");
+}

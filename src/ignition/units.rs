@@ -185,7 +185,9 @@ pub fn units(with_network: bool) -> Vec<UnitText> {
 
 /// `add-node.sh`: waits for the imported cluster and for this host to be `known`, then
 /// `POST /v2/infra-envs/{id}/hosts/{host}/actions/install` (202 expected), with the user
-/// token (header `Authorization`). With a custom pool it first sets the host's
+/// token (header `Authorization`). While waiting it prints the host's `status` and
+/// `status_info` and, from `validations_info`, every validation whose status is `failure` or
+/// `error` (id, status, message), one `add-node:` line each. With a custom pool it first sets the host's
 /// `machine_config_pool_name`. `POOL` is substituted by the builder.
 const ADD_NODE: &str = r#"#!/bin/bash
 # Starts this host's day-2 installation once its local assisted-service reports it "known".
@@ -204,7 +206,12 @@ while :; do
   case "$status" in
     known) break ;;
     "") say "waiting for this host to register" ;;
-    *) say "host is $status: $(jq -r '.status_info // ""' <<<"$host")" ;;
+    *) say "host is $status: $(jq -r '.status_info // ""' <<<"$host")"
+      # validations_info is a JSON string: {"<category>": [{"id","status","message"}, …]}.
+      jq -r '.validations_info // "" | (fromjson? // {}) | objects | to_entries[] | .value | arrays
+        | .[] | select(.status == "failure" or .status == "error")
+        | "  validation \(.id) (\(.status)): \(.message)"' <<<"$host" 2>/dev/null |
+        while IFS= read -r l; do say "$l"; done || true ;;
   esac
   sleep 5
 done
