@@ -1526,10 +1526,56 @@ pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &Ku
         other => Error::Unreachable {
             url: target.server.clone(),
             cause: match &target.proxy {
-                Some(p) => format!("{} (through proxy {p})", error_chain(&other)),
-                None => error_chain(&other),
+                Some(p) => format!("{} (through proxy {p})", connect_failure(&other)),
+                None => connect_failure(&other),
             },
         },
+    }
+}
+
+/// A failure to reach a server in the operator's words, for [`Error::Unreachable`]'s cause:
+/// the operating system's answer when the chain holds one (`connection refused: nothing
+/// listens at that address and port`, `no route to host`, `connection timed out`), a name
+/// that does not resolve, else the innermost cause (a TLS problem, e.g. `invalid peer
+/// certificate: UnknownIssuer`) without the client library's wrapping (`ServiceError: client
+/// error (Connect): ...`) and without `(os error N)`.
+pub fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
+    use std::io::ErrorKind as K;
+    let mut innermost = e.to_string();
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if let Some(dns) = text.strip_prefix("dns error: ") {
+            return format!("the host name does not resolve ({})", strip_os_error(dns));
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            let plain = match io.kind() {
+                K::ConnectionRefused => Some("connection refused: nothing listens at that address and port"),
+                K::ConnectionReset => Some("connection reset by the server"),
+                K::ConnectionAborted => Some("connection aborted"),
+                K::HostUnreachable => Some("no route to host"),
+                K::NetworkUnreachable => Some("network unreachable"),
+                K::TimedOut => Some("connection timed out"),
+                K::AddrNotAvailable => Some("the address is not available on this machine"),
+                _ => None,
+            };
+            if let Some(p) = plain {
+                return p.to_string();
+            }
+        }
+        if !text.is_empty() {
+            innermost = text;
+        }
+        cur = c.source();
+    }
+    strip_os_error(&innermost)
+}
+
+/// `... (os error 111)` → `...`.
+fn strip_os_error(s: &str) -> String {
+    match s.rfind(" (os error ") {
+        Some(i) if s.ends_with(')') => s[..i].to_string(),
+        _ => s.to_string(),
     }
 }
 
@@ -1929,6 +1975,51 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An error wrapping another, the way the kube client wraps hyper's connect error.
+    #[derive(Debug)]
+    struct Wrap(&'static str, Box<dyn std::error::Error + Send + Sync + 'static>);
+    impl std::fmt::Display for Wrap {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "{}", self.0)
+        }
+    }
+    impl std::error::Error for Wrap {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(self.1.as_ref())
+        }
+    }
+
+    #[test]
+    fn connect_failures_are_said_plainly() {
+        let refused = Wrap(
+            "ServiceError: client error (Connect)",
+            Box::new(Wrap(
+                "tcp connect error",
+                Box::new(std::io::Error::from_raw_os_error(111)),
+            )),
+        );
+        assert_eq!(
+            connect_failure(&refused),
+            "connection refused: nothing listens at that address and port"
+        );
+        let dns = Wrap(
+            "ServiceError: client error (Connect)",
+            Box::new(std::io::Error::other(
+                "dns error: failed to lookup address information: Name or service not known",
+            )),
+        );
+        assert_eq!(
+            connect_failure(&dns),
+            "the host name does not resolve (failed to lookup address information: Name or service not known)"
+        );
+        let tls = Wrap(
+            "ServiceError: client error (Connect)",
+            Box::new(std::io::Error::other("invalid peer certificate: UnknownIssuer")),
+        );
+        assert_eq!(connect_failure(&tls), "invalid peer certificate: UnknownIssuer");
+        assert_eq!(strip_os_error("boom (os error 113)"), "boom");
+    }
 
     #[test]
     fn versions_compare_as_numbers() {

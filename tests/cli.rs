@@ -220,6 +220,15 @@ fn unreachable_server_exits_4_naming_the_url() {
         "{e}"
     );
     assert!(e.contains("check --server/--context"), "{e}");
+    // Said plainly, not in the HTTP client's words.
+    assert!(
+        e.contains("connection refused: nothing listens at that address and port"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("ServiceError") && !e.contains("os error"),
+        "{e}"
+    );
     assert!(out.stdout.is_empty(), "nothing on stdout: {}", text(&out.stdout));
 }
 

@@ -203,6 +203,15 @@ fn unreachable_server_exits_4() {
         "{e}"
     );
     assert!(e.contains("check --server/--context"), "{e}");
+    // Said plainly, not in the HTTP client's words.
+    assert!(
+        e.contains("connection refused: nothing listens at that address and port"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("ServiceError") && !e.contains("os error"),
+        "{e}"
+    );
 }
 
 #[test]
