@@ -660,6 +660,22 @@ fn dry_run_writes_nothing_and_redacts() {
     );
     let o = add_nc(&c, &w, &bad, &w.out(), &["--dry-run"]);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    // An output already there: the dry run refuses it as the real run does (exit 3, the
+    // path named, --force said), and with --force it plans to replace it.
+    std::fs::create_dir_all(w.out()).unwrap();
+    std::fs::write(&iso, b"an earlier image").unwrap();
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains(&format!("{}: already exists", iso.display())) && e.contains("--force"),
+        "{}",
+        text(&o)
+    );
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("Would write"), "{}", text(&o));
+    let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run", "--force"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(std::fs::read(&iso).unwrap(), b"an earlier image", "a dry run writes nothing");
 }
 
 fn batch_records_or_none(c: &TestCluster) -> Vec<Value> {

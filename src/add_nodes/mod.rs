@@ -255,7 +255,7 @@ struct Hosts {
 /// Step 3: the nodes config read and validated against the cluster (every error at once,
 /// exit 3), the architecture, `--pool` against the cluster's MachineConfigPools, the PXE base
 /// URL, earlier batches with the same hosts (warnings), and the output paths (not there
-/// already unless `--force`).
+/// already unless `--force`; checked in a dry run too, exit 3 as the real run).
 async fn validate_hosts(
     target: &KubeTarget,
     plan: &Plan,
@@ -319,10 +319,11 @@ async fn validate_hosts(
             .finals
             .push(plan.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
     }
-    if !plan.dry_run && plan.force {
+    // A dry run refuses what the real run would refuse (it only reads the paths).
+    if plan.force {
         flag_checks::check_force_targets(names.finals())?;
     }
-    if !plan.dry_run && !plan.force {
+    if !plan.force {
         if let Some(p) = names.finals().iter().find(|p| p.symlink_metadata().is_ok()) {
             return Err(invalid(
                 p.display().to_string(),
