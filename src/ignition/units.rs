@@ -186,8 +186,9 @@ pub fn units(with_network: bool) -> Vec<UnitText> {
 /// `add-node.sh`: waits for the imported cluster and for this host to be `known`, then
 /// `POST /v2/infra-envs/{id}/hosts/{host}/actions/install` (202 expected), with the user
 /// token (header `Authorization`). While waiting it prints the host's `status` and
-/// `status_info` and, from `validations_info`, every validation whose status is `failure` or
-/// `error` (id, status, message), one `add-node:` line each. With a custom pool it first sets the host's
+/// `status_info` and, from `validations_info`, every validation whose status is `failure`,
+/// `error` or `pending` (id, status, message; the service's `status_info` lists only the
+/// `failure` ones, so a host held back by a pending one showed an empty list), one `add-node:` line each. With a custom pool it first sets the host's
 /// `machine_config_pool_name`. `POOL` is substituted by the builder.
 const ADD_NODE: &str = r#"#!/bin/bash
 # Starts this host's day-2 installation once its local assisted-service reports it "known".
@@ -209,7 +210,7 @@ while :; do
     *) say "host is $status: $(jq -r '.status_info // ""' <<<"$host")"
       # validations_info is a JSON string: {"<category>": [{"id","status","message"}, …]}.
       jq -r '.validations_info // "" | (fromjson? // {}) | objects | to_entries[] | .value | arrays
-        | .[] | select(.status == "failure" or .status == "error")
+        | .[] | select(.status == "failure" or .status == "error" or .status == "pending")
         | "  validation \(.id) (\(.status)): \(.message)"' <<<"$host" 2>/dev/null |
         while IFS= read -r l; do say "$l"; done || true ;;
   esac
