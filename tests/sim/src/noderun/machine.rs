@@ -428,6 +428,8 @@ pub struct Executor {
     goal_reached: bool,
     /// Units whose first ExecStart is reported killed as it ends (`run-node --interrupt`).
     interrupt: BTreeSet<String>,
+    /// Bytes of the goal unit's journal already echoed to the console.
+    goal_echoed: u64,
 }
 
 impl Executor {
@@ -491,6 +493,7 @@ impl Executor {
             timeout: Duration::from_secs_f64(spec.timeout_secs),
             goal_reached: false,
             interrupt: spec.interrupt.iter().cloned().collect(),
+            goal_echoed: 0,
         })
     }
 
@@ -501,6 +504,34 @@ impl Executor {
 
     fn journal_path(&self, unit: &str) -> PathBuf {
         self.journal.join(format!("{unit}.log"))
+    }
+
+    /// Echoes the goal unit's journal lines written since the last call (complete lines only,
+    /// without the runner's `-- ` command headers, which `say` already printed), as
+    /// `<label>: [stamp] <unit>: | <line>`.
+    fn echo_goal_journal(&mut self) {
+        let path = self.journal_path(&self.until);
+        for l in new_journal_lines(&path, &mut self.goal_echoed) {
+            println!(
+                "{}: {} {}: | {l}",
+                self.label,
+                systemd::stamp(self.t0),
+                self.until
+            );
+        }
+        let _ = std::io::stdout().flush();
+    }
+
+    /// The last `n` lines of the journal of every unit that failed or is still activating
+    /// (units without journal lines are left out).
+    fn open_journals(&self, n: usize) {
+        for (name, u) in &self.units {
+            if matches!(u.state, State::Failed(_) | State::Activating)
+                && std::fs::metadata(self.journal_path(name)).is_ok_and(|m| m.len() > 0)
+            {
+                self.journal_tail(name, n);
+            }
+        }
     }
 
     fn journal_tail(&self, unit: &str, n: usize) {
@@ -738,6 +769,13 @@ impl Executor {
     fn goal(&mut self) {
         if !self.goal_reached {
             self.goal_reached = true;
+            // The marker `run-node` reads after SIGINT/SIGTERM with --stay (exit 0 only when
+            // every machine has one); an empty file, via a temporary file and a rename.
+            if let Some(dir) = self.journal.parent() {
+                let tmp = dir.join(".goal-reached.tmp");
+                let _ = std::fs::write(&tmp, b"")
+                    .and_then(|()| std::fs::rename(&tmp, dir.join(super::GOAL_MARKER)));
+            }
             println!(
                 "{}: {} GOAL reached: {} started successfully",
                 self.label,
@@ -769,8 +807,14 @@ impl Executor {
         let n = u.failures;
         let restart = systemd::restarts_on_failure(&u.plan.file);
         let sec = systemd::restart_sec(&u.plan.file).mul_f64(self.timing.restart_scale);
-        self.say(name, &format!("FAILED ({why}); failure {n}"));
-        self.journal_tail(name, 12);
+        if name == self.until {
+            // Its lines are on the console already; show those written up to the failure.
+            self.echo_goal_journal();
+            self.say(name, &format!("FAILED ({why}); failure {n}"));
+        } else {
+            self.say(name, &format!("FAILED ({why}); failure {n}"));
+            self.journal_tail(name, 12);
+        }
         let u = self.units.get_mut(name).unwrap();
         if restart && n < self.timing.max_failures {
             u.state = State::Activating;
@@ -876,6 +920,7 @@ impl Executor {
                 self.exited(pid, st);
             }
             self.poll_notify();
+            self.echo_goal_journal();
             let now = Instant::now();
             let due: Vec<String> = self
                 .units
@@ -922,6 +967,7 @@ impl Executor {
                     self.until
                 );
                 self.print_failures();
+                self.open_journals(15);
                 return 6;
             }
             if self.t0.elapsed() > self.timeout {
@@ -948,11 +994,9 @@ impl Executor {
                     self.until,
                     open.join(", ")
                 );
-                for (n, u) in &self.units {
-                    if matches!(u.state, State::Activating) {
-                        self.journal_tail(n, 15);
-                    }
-                }
+                self.echo_goal_journal();
+                self.print_failures();
+                self.open_journals(15);
                 return 5;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -975,6 +1019,29 @@ impl Executor {
     }
 }
 
+/// The complete lines appended to the journal at `path` since byte `*offset`, without the
+/// runner's `-- <stamp> <argv>` command headers; `*offset` moves past the last newline read
+/// (a line still being written waits for the next call). A missing file gives none.
+pub fn new_journal_lines(path: &Path, offset: &mut u64) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut buf = Vec::new();
+    if f.seek(SeekFrom::Start(*offset)).is_err() || f.read_to_end(&mut buf).is_err() {
+        return Vec::new();
+    }
+    let Some(end) = buf.iter().rposition(|b| *b == b'\n') else {
+        return Vec::new();
+    };
+    *offset += end as u64 + 1;
+    String::from_utf8_lossy(&buf[..end])
+        .lines()
+        .filter(|l| !l.starts_with("-- "))
+        .map(String::from)
+        .collect()
+}
+
 /// "exit status 1" / "killed by signal 9".
 pub fn describe(status: i32) -> String {
     if libc::WIFEXITED(status) {
@@ -983,5 +1050,28 @@ pub fn describe(status: i32) -> String {
         format!("killed by signal {}", libc::WTERMSIG(status))
     } else {
         format!("wait status {status:#x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_journal_lines_gives_complete_lines_once_without_headers() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("agent-add-node.service.log");
+        let mut off = 0;
+        assert!(new_journal_lines(&p, &mut off).is_empty(), "no journal yet");
+        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+        write!(f, "-- [   1.00s] /usr/local/bin/add-node.sh\nadd-node: waiting for the imported cluster\nadd-node: host is insuff").unwrap();
+        assert_eq!(
+            new_journal_lines(&p, &mut off),
+            ["add-node: waiting for the imported cluster"]
+        );
+        assert!(new_journal_lines(&p, &mut off).is_empty(), "nothing new, the partial line waits");
+        write!(f, "icient: x\n").unwrap();
+        assert_eq!(new_journal_lines(&p, &mut off), ["add-node: host is insufficient: x"]);
+        assert_eq!(off, std::fs::metadata(&p).unwrap().len());
     }
 }

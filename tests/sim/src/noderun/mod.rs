@@ -23,9 +23,14 @@
 //! Output: `assisted-service: github.com/openshift/assisted-service@<version>` first (from
 //! the binaries' `versions` file), then one line per unit event per machine
 //! (`worker-0: [   1.20s] assisted-service.service: started (pid 41)`) and the journal of every
-//! failure. Exit: 0 when `--until` is reached on every machine (with `--stay`: after
-//! SIGTERM/SIGINT); 2 usage; 3 unreadable image; 5 `--timeout` (the units not started are
-//! named); 6 the `--until` unit failed or cannot start (the failing unit named); 1 anything else.
+//! failure; the `--until` unit's journal lines as they are written
+//! (`worker-0: [  12.30s] agent-add-node.service: | add-node: host is insufficient: …`); on a
+//! goal failure or the timeout, the last lines of every failed or still activating unit's
+//! journal. Exit: 0 when `--until` is reached on every machine (with `--stay`: after
+//! SIGTERM/SIGINT, when every machine had reached it); 2 usage; 3 unreadable image; 5
+//! `--timeout` (the units not started are named); 6 the `--until` unit failed or cannot start
+//! (the failing unit named); 130 SIGINT, 143 SIGTERM (128 + the signal: `interrupted` printed,
+//! the machines stopped, before the goal or without `--stay`); 1 anything else.
 
 pub mod agent;
 pub mod machine;
@@ -48,6 +53,8 @@ use crate::boot::{embed, ignition, source};
 pub const BIN_ENV: &str = "AGENT_DAY2_REAL_BIN";
 /// The pinned commit of `tests/real/go.mod` (the default binaries' directory name).
 pub const PINNED_COMMIT: &str = "063b257950f7";
+/// Marker file a machine writes into its directory when it reaches `--until`.
+pub const GOAL_MARKER: &str = "goal-reached";
 /// Component roles `--image` takes, with the release payload tag each stands for.
 pub const ROLES: [(&str, &str); 2] = [
     ("api-server", "agent-installer-api-server"),
@@ -531,6 +538,7 @@ pub fn run(a: RunNodeArgs) -> i32 {
         let dir = a.work.join(format!("machine-{}", mac.replace(':', "")));
         let _ = std::fs::create_dir_all(dir.join("journal"));
         let _ = std::fs::create_dir_all(dir.join("root"));
+        let _ = std::fs::remove_file(dir.join(GOAL_MARKER));
         let spec = Spec {
             label: mac.clone(),
             mac: mac.clone(),
@@ -648,7 +656,9 @@ pub fn run(a: RunNodeArgs) -> i32 {
     }
     // SIGTERM/SIGINT: stop the machines (their PID namespaces die with them).
     static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    extern "C" fn on_signal(_: libc::c_int) {
+    static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+    extern "C" fn on_signal(sig: libc::c_int) {
+        SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
         STOP.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     // SAFETY: the handler only stores to an atomic.
@@ -656,11 +666,15 @@ pub fn run(a: RunNodeArgs) -> i32 {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
-    let mut codes: BTreeMap<String, i32> = BTreeMap::new();
+    // Per machine: its exit code, and whether it ended on its own (before the stop).
+    let mut codes: BTreeMap<String, (i32, bool)> = BTreeMap::new();
     while codes.len() < kids.len() {
-        if STOP.load(std::sync::atomic::Ordering::SeqCst) {
-            for (_, k) in kids.iter_mut() {
-                let _ = k.kill();
+        let stopping = STOP.load(std::sync::atomic::Ordering::SeqCst);
+        if stopping {
+            for (mac, k) in kids.iter_mut() {
+                if !codes.contains_key(mac) {
+                    let _ = k.kill();
+                }
             }
         }
         for (mac, k) in kids.iter_mut() {
@@ -668,20 +682,60 @@ pub fn run(a: RunNodeArgs) -> i32 {
                 continue;
             }
             if let Ok(Some(st)) = k.try_wait() {
-                codes.insert(mac.clone(), st.code().unwrap_or(1));
+                codes.insert(mac.clone(), (st.code().unwrap_or(1), !stopping));
             }
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    let stopped = STOP.load(std::sync::atomic::Ordering::SeqCst);
+    let signal = SIGNAL.load(std::sync::atomic::Ordering::SeqCst);
     let mut code = 0;
-    for (mac, c) in &codes {
-        if *c != 0 && !(stopped && a.stay) {
+    for (mac, (c, own)) in &codes {
+        if *c != 0 && (*own || signal == 0) {
             eprintln!("run-node: machine {mac} ended with exit {c}");
             if code == 0 || *c == 5 {
                 code = *c;
             }
         }
     }
+    if signal != 0 {
+        let all_goal = machines.iter().all(|(mac, _, _)| {
+            a.work
+                .join(format!("machine-{}", mac.replace(':', "")))
+                .join(GOAL_MARKER)
+                .exists()
+        });
+        if a.stay && all_goal && code == 0 {
+            return 0;
+        }
+        eprintln!("run-node: interrupted ({}); the machines are stopped", signal_name(signal));
+        return interrupted_code(signal);
+    }
     code
+}
+
+/// `SIGINT`, `SIGTERM` or `signal N`.
+fn signal_name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Exit code after a signal: 128 + its number, as shells report (130 SIGINT, 143 SIGTERM).
+pub fn interrupted_code(sig: i32) -> i32 {
+    128 + sig
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interrupted_exit_codes_are_the_shells() {
+        assert_eq!(interrupted_code(libc::SIGINT), 130);
+        assert_eq!(interrupted_code(libc::SIGTERM), 143);
+        assert_eq!(signal_name(libc::SIGINT), "SIGINT");
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+    }
 }
