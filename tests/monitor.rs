@@ -1359,3 +1359,64 @@ fn with_no_batch_monitor_offers_only_what_works() {
         text(&o)
     );
 }
+
+/// `monitor --approve --yes` of a DHCP host nobody gave an address for: its client CSR is
+/// approved, its serving CSR held (its IPs cannot be checked). The closing hint says that reason
+/// and its fix in approve's `waiting:` words, not the generic "run approve"; the run ends at the
+/// timeout and exits 7 (the node waits on a CSR: README "Exit codes").
+#[test]
+fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
+    netns_or_skip!();
+    let env = Env::new();
+    let r = env.add_nodes(&[dhcp_host(W1)], &[]);
+    let iso = r["files"][0]["path"].as_str().unwrap().to_string();
+    let (o, boot) = env.monitor_while_booting(
+        &[
+            "monitor",
+            "--approve",
+            "--yes",
+            "-o",
+            "json",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "60s",
+        ],
+        1000,
+        &["--iso", &iso],
+        &[W1],
+    );
+    assert_eq!(o.status.code(), Some(7), "{}\nboot:\n{}", text(&o), boot.log());
+    let evs = events(&o);
+    let s = evs.last().unwrap();
+    assert_eq!(s["event"], "summary", "{s}");
+    assert_eq!(s["exitCode"], 7, "{s}");
+    assert_eq!(s["timedOut"], true, "{s}");
+    assert_eq!(s["nodes"][0]["stage"], "serving-csr-pending", "{s}");
+    let hints: Vec<&str> = s["hints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let held = hints
+        .iter()
+        .find(|h| h.contains("serving CSR") && h.contains("rejected"))
+        .unwrap_or_else(|| panic!("{hints:#?}"));
+    assert!(
+        held.starts_with(&format!("{} (batch ", W1.0))
+            && held.contains("IP addresses are not known (DHCP?)")
+            && held.contains(&format!("--node {}=IP", W1.0)),
+        "{held}"
+    );
+    assert!(
+        !hints.iter().any(|h| h.contains("pending approval: run `oc agent-day2 approve`")),
+        "the generic hint is not repeated for a node with a reason: {hints:#?}"
+    );
+    assert!(
+        hints
+            .iter()
+            .any(|h| h.starts_with("timed out after 1m") && h.contains("exit code is 7")),
+        "{hints:#?}"
+    );
+}

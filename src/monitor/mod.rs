@@ -1023,18 +1023,44 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         .filter(|t| state::node_exit(t.now().0) == exit::CSRS)
         .collect();
     let mut hints = Vec::new();
-    if !pending.is_empty() {
+    // With --approve: why the approver held a node's CSR and what to do, in approve's own
+    // words (its `waiting:` lines, approve::cmd::waiting), judged on every CSR watched.
+    let held: Vec<crate::approve::cmd::Waiting> = match m.approver.as_mut() {
+        Some(ap) => {
+            for c in m.csrs.items.values() {
+                ap.observe_csr(c);
+            }
+            crate::approve::cmd::waiting(ap)
+                .into_iter()
+                .filter(|w| w.waits_for.ends_with("-rejected") || w.waits_for.ends_with("-not-approved"))
+                .filter(|w| pending.iter().any(|t| t.name == w.node))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    hints.extend(held.iter().map(|w| w.message.clone()));
+    let unexplained: Vec<&str> = pending
+        .iter()
+        .filter(|t| !held.iter().any(|w| w.node == t.name))
+        .map(|t| t.name.as_str())
+        .collect();
+    if !unexplained.is_empty() {
         hints.push(format!(
             "CSRs of {} are pending approval: run `oc agent-day2 approve` (or monitor --approve)",
-            pending
-                .iter()
-                .map(|t| t.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            unexplained.join(", ")
         ));
     }
     if timed_out {
-        hints.push(format!("timed out after {}", humanize(timeout)));
+        // README "Exit codes": each node has its own code, the run the lowest; a node
+        // waiting on its CSRs is 7 even though the timeout ended the run.
+        hints.push(if code == exit::CSRS {
+            format!(
+                "timed out after {}; every node not done waits on a CSR, so the exit code is 7 (CSRs), not 5",
+                humanize(timeout)
+            )
+        } else {
+            format!("timed out after {}", humanize(timeout))
+        });
     }
     for t in m.tracks.iter().filter(|t| t.ip.is_none() && !t.finished()) {
         hints.push(format!(

@@ -337,6 +337,8 @@ pub fn node_exit(stage: Stage) -> u8 {
 
 /// The command's exit code from the nodes': 0 when every one is 0, else the lowest non-zero
 /// (design.md: "When several apply (monitor --approve), the lowest non-zero of 6, 5, 7 wins").
+/// The run's timeout is not a code of its own: a node waiting on a CSR stays 7 when the
+/// timeout ended the run (README "Exit codes"), else 7 could never be returned.
 pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
     codes.into_iter().filter(|c| *c != 0).min().unwrap_or(exit::OK)
 }
