@@ -264,6 +264,10 @@ fn verify_signature(token: &str, public_key_pem: &str) -> Result<Map<String, Val
         .ok_or_else(|| "JWT payload is not base64url JSON".to_string())
 }
 
+/// The latest `exp` reused from a Secret, 9999-12-31T23:59:59Z in Unix seconds: the last time
+/// an RFC 3339 date (and `AUTH_TOKEN_EXPIRY`) can write.
+const MAX_EXP: i64 = 253_402_300_799;
+
 /// A numeric date claim (`exp`, `iat`, `nbf`) in whole Unix seconds: `Ok(None)` when absent,
 /// `Err` when present but not a number (golang-jwt v4 then fails the check).
 fn numeric_claim(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, String> {
@@ -467,7 +471,22 @@ impl AuthMaterial {
         ] {
             let claims = verify_signature(tok, &public_key_pem).map_err(|w| bad(key, w))?;
             check_scheme(&claims, scheme).map_err(|w| bad(key, w))?;
+            // iat/nbf are refused by golang-jwt v4 while the node's clock is behind them, and
+            // the installer never signs them: such tokens are not reused.
+            for claim in ["iat", "nbf"] {
+                if claims.contains_key(claim) {
+                    return Err(bad(
+                        key,
+                        format!("carries the claim {claim}, which the node's assisted-service refuses while its clock is behind the signer's"),
+                    ));
+                }
+            }
             if let Some(e) = numeric_claim(&claims, "exp").map_err(|w| bad(key, w))? {
+                // An exp the service cannot hold as a time (golang-jwt turns 1e20 into a time
+                // in the past) or that an RFC 3339 time cannot write is not an expiry.
+                if e > MAX_EXP {
+                    return Err(bad(key, format!("claim exp {e} is after 9999-12-31T23:59:59Z")));
+                }
                 exp = Some(exp.map_or(e, |x| x.min(e)));
             }
         }
@@ -673,6 +692,45 @@ mod tests {
         assert!(verify_token(&tok, &k, SCHEME_USER, now)
             .unwrap_err()
             .contains("not a number"));
+    }
+
+    #[test]
+    fn stored_tokens_with_iat_nbf_or_an_exp_past_year_9999_are_not_reused() {
+        // Found by trying to break it: these passed and were embedded, and the real service
+        // refuses each (future iat/nbf: 401; exp 1e20: golang-jwt reads a time in the past).
+        let (kp, b64) = key();
+        let with = |extra: Value| -> BTreeMap<String, Vec<u8>> {
+            let mut m: BTreeMap<String, String> = [
+                (keys::AGENT_TOKEN, SCHEME_AGENT),
+                (keys::USER_TOKEN, SCHEME_USER),
+                (keys::WATCHER_TOKEN, SCHEME_WATCHER),
+            ]
+            .into_iter()
+            .map(|(k, sch)| {
+                let mut c = json!({"auth_scheme": sch, "exp": 1_800_000_000i64});
+                for (ek, ev) in extra.as_object().unwrap() {
+                    c[ek] = ev.clone();
+                }
+                (k.to_string(), sign(&kp, &c).unwrap())
+            })
+            .collect();
+            m.insert(keys::PUBLIC_KEY.into(), b64.clone());
+            bytes(m)
+        };
+        let none = BTreeMap::new();
+        assert!(AuthMaterial::from_secret_data(&with(json!({})), &none).is_ok());
+        for (extra, want) in [
+            (json!({"iat": 1_900_000_000i64}), "carries the claim iat"),
+            (json!({"iat": "soon"}), "carries the claim iat"),
+            (json!({"nbf": 1_700_000_000i64}), "carries the claim nbf"),
+            (json!({"exp": 1e20}), "after 9999-12-31T23:59:59Z"),
+            (json!({"exp": 1_000_000_000_000i64}), "after 9999-12-31T23:59:59Z"),
+        ] {
+            let e = AuthMaterial::from_secret_data(&with(extra.clone()), &none)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
     }
 
     #[test]

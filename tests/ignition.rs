@@ -326,6 +326,34 @@ fn contract_platform_none_uses_user_managed_networking() {
 }
 
 #[test]
+fn a_proxy_value_that_would_break_the_systemd_drop_in_is_refused() {
+    // Found by trying to break it: a quote or newline in the Proxy status ended the quoted word
+    // and injected a [Manager] line into /etc/systemd/system.conf.d.
+    for (field, bad) in [
+        ("httpProxy", "http://a\"b@h:1"),
+        ("httpProxy", "http://h:1\n[Manager]\nDefaultEnvironment=EVIL=1"),
+        ("noProxy", "x,\\y"),
+    ] {
+        let mut m = model(&Scenario::default());
+        let mut p = agent_day2::cluster::ProxyInfo {
+            http_proxy: Some("http://proxy.example.com:3128".into()),
+            https_proxy: None,
+            no_proxy: None,
+        };
+        match field {
+            "httpProxy" => p.http_proxy = Some(bad.into()),
+            _ => p.no_proxy = Some(bad.into()),
+        }
+        m.proxy = Some(p);
+        let e = build_with(m, &[dhcp_host("worker-0", "52:54:00:aa:00:30")], None, None)
+            .err()
+            .unwrap_or_else(|| panic!("{bad:?} accepted"))
+            .to_string();
+        assert!(e.contains(&format!("Proxy/cluster status.{field}")), "{e}");
+    }
+}
+
+#[test]
 fn contract_proxy_cluster() {
     let s = Scenario {
         proxy: Some(ProxySettings {

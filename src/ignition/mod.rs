@@ -590,6 +590,19 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             ("NO_PROXY", &p.no_proxy),
         ] {
             if let Some(v) = v.as_deref().filter(|v| !v.is_empty()) {
+                // Each value becomes one quoted word of systemd's DefaultEnvironment=: a quote,
+                // a backslash or a control character would end it or the line (and inject
+                // settings); no proxy URL or noProxy list needs them.
+                if v.chars().any(|ch| ch == '"' || ch == '\\' || ch.is_control()) {
+                    return Err(invalid(
+                        format!("Proxy/cluster status.{}", match k {
+                            "HTTP_PROXY" => "httpProxy",
+                            "HTTPS_PROXY" => "httpsProxy",
+                            _ => "noProxy",
+                        }),
+                        "holds a quote, a backslash or a control character, which no proxy setting needs; fix the cluster's Proxy (spec) and let the network operator recompute its status",
+                    ));
+                }
                 // systemd expands `%` specifiers in DefaultEnvironment=: a literal `%` (in a
                 // percent-encoded proxy password) must be written `%%`.
                 let v = v.replace('%', "%%");
