@@ -468,6 +468,15 @@ pub fn run(a: RunNodeArgs) -> i32 {
     let mut machines = Vec::new();
     for n in &a.nodes {
         match parse_node(n) {
+            // One machine per MAC: machines are keyed by it (directory, journal, exit code).
+            Ok(m) if machines.iter().any(|(mac, _, _): &(String, Ipv4Addr, u8)| *mac == m.0) => {
+                eprintln!("error: --node {n:?}: MAC {} is given twice", m.0);
+                return 2;
+            }
+            Ok(m) if machines.iter().any(|(_, ip, _): &(String, Ipv4Addr, u8)| *ip == m.1) => {
+                eprintln!("error: --node {n:?}: address {} is given twice", m.1);
+                return 2;
+            }
             Ok(m) => machines.push(m),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -478,7 +487,12 @@ pub fn run(a: RunNodeArgs) -> i32 {
     let mut hosts = Vec::new();
     for d in &a.dns {
         match d.split_once('=') {
-            Some((n, ip)) if ip.parse::<std::net::IpAddr>().is_ok() => {
+            // A host name of /etc/hosts: no blank or control character.
+            Some((n, ip))
+                if ip.parse::<std::net::IpAddr>().is_ok()
+                    && !n.is_empty()
+                    && !n.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+            {
                 hosts.push((n.to_string(), ip.to_string()))
             }
             _ => {
