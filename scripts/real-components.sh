@@ -80,15 +80,26 @@ build_assisted() {
   # Where the module comes from is decided first: a blocked group costs no build.
   if (cd "$work" && retry 3 "${get_cmd[@]}") >"$proxy_log" 2>&1; then
     source_kind=proxy
+  elif ! grep -qE '(403|404|410) (Forbidden|Not Found|Gone)' "$proxy_log"; then
+    # Not the proxy's "no": the proxy could not be reached (or go failed otherwise).
+    say "cannot fetch $module@$pseudo from the module proxy ($(go env GOPROXY)), and it did not refuse it either:"
+    sed 's/^/real-components:   /' "$proxy_log" >&2
+    exit 1
   elif [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ]; then
     source_kind=checkout
     src=$AGENT_DAY2_ASSISTED_SERVICE_SRC
     say "the module proxy refused $module@$pseudo ($(grep -m1 -o '40[0-9] [A-Za-z ]*' "$proxy_log" || echo 'see '"$proxy_log"))"
     [ -f "$src/go.mod" ] && grep -q "^module $module\$" "$src/go.mod" ||
       { say "$src is not a checkout of $module"; exit 1; }
+    # Built with -mod=vendor: upstream's vendor/ tree and the two main packages must be there.
+    for f in vendor/modules.txt cmd/main.go cmd/agentbasedinstaller/client/main.go; do
+      [ -f "$src/$f" ] || { say "$src has no $f: not a full checkout of $module at $commit"; exit 1; }
+    done
     if git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
       head=$(git -C "$src" rev-parse HEAD)
       case "$head" in "$commit"*) ;; *) say "$src is at $head, not the pinned $commit"; exit 1 ;; esac
+    else
+      say "warning: $src is not a git checkout, so its commit cannot be checked against $commit"
     fi
   else
     say "BLOCKED: the Go module proxy does not serve $module@$pseudo."

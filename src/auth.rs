@@ -247,8 +247,8 @@ fn verify_signature(token: &str, public_key_pem: &str) -> Result<Map<String, Val
         .ok_or("JWT header is not base64url JSON")?;
     if header.get("alg").and_then(Value::as_str) != Some("ES256") {
         return Err(format!(
-            "JWT alg is {:?}; assisted-service accepts only ES256",
-            header.get("alg")
+            "JWT alg is {}; assisted-service accepts only ES256",
+            header.get("alg").map_or_else(|| "missing".to_string(), Value::to_string)
         ));
     }
     let sig = URL_SAFE_NO_PAD
