@@ -238,11 +238,30 @@ pub fn service_version(bin: &Path) -> Result<String, String> {
         .ok_or_else(|| format!("{}: no 'assisted-service: <module>@<version>' line", v.display()))
 }
 
+/// `FLAG PATH: cannot open: ERROR`: an image flag whose file or directory cannot be opened,
+/// naming the flag so the caller knows which argument to fix.
+fn cannot_open(flag: &str, p: &Path, e: &std::io::Error) -> String {
+    format!("{flag} {}: cannot open: {e} (give an existing, readable path)", p.display())
+}
+
 /// The Ignition (raw JSON bytes) of the image source the flags name, plus where it came from.
 fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), (i32, Vec<String>)> {
+    for (flag, p) in [
+        ("--iso", &a.iso),
+        ("--config-image", &a.config_image),
+        ("--initrd", &a.initrd),
+        ("--kernel", &a.kernel),
+        ("--rootfs", &a.rootfs),
+    ] {
+        if let Some(p) = p {
+            std::fs::File::open(p).map_err(|e| (3, vec![cannot_open(flag, p, &e)]))?;
+        }
+    }
+    if let Some(d) = &a.pxe_dir {
+        std::fs::read_dir(d).map_err(|e| (3, vec![cannot_open("--pxe-dir", d, &e)]))?;
+    }
     if let Some(iso) = &a.iso {
-        let mut f =
-            std::fs::File::open(iso).map_err(|e| (3, vec![format!("cannot open {}: {e}", iso.display())]))?;
+        let mut f = std::fs::File::open(iso).map_err(|e| (3, vec![cannot_open("--iso", iso, &e)]))?;
         let (bytes, area) =
             embed::read_ignition(&mut f).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
         let cfg = ignition::parse(&bytes).map_err(|e| (3, vec![format!("{}: {e}", iso.display())]))?;
@@ -354,6 +373,79 @@ pub fn uuid_for_mac(mac: &str) -> String {
     )
 }
 
+/// `--image ROLE=PULLSPEC` values → pull spec → role. Errors (usage, exit 2) name the flag:
+/// no `=`, a role not in [`ROLES`], or an empty pull spec (or one with a blank: a pull spec
+/// has none).
+fn parse_images(given: &[String]) -> Result<BTreeMap<String, String>, String> {
+    let mut images = BTreeMap::new();
+    for i in given {
+        let Some((role, spec)) = i.split_once('=') else {
+            return Err(format!("--image {i:?}: expected ROLE=PULLSPEC"));
+        };
+        if !ROLES.iter().any(|(r, _)| *r == role) {
+            return Err(format!(
+                "--image {i:?}: unknown role {role:?} (roles: {})",
+                ROLES.map(|(r, t)| format!("{r} = {t}")).join(", ")
+            ));
+        }
+        if spec.is_empty() || spec.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(format!(
+                "--image {i:?}: the pull spec of {role} is empty or has a blank; give ROLE=PULLSPEC with the pull spec the image's {AGENT_IMAGES_ENV} names"
+            ));
+        }
+        images.insert(spec.to_string(), role.to_string());
+    }
+    Ok(images)
+}
+
+/// The image's host configs: host directory name → the MACs its
+/// `/etc/assisted/hostconfig/<host>/mac_addresses` lists (one per line, lower case; the
+/// agent-based installer's client matches a machine to its host config by these).
+pub fn host_macs(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<String>> {
+    files
+        .iter()
+        .filter_map(|(p, d)| {
+            let host = p
+                .strip_prefix("/etc/assisted/hostconfig/")?
+                .strip_suffix("/mac_addresses")?;
+            let macs = String::from_utf8_lossy(d)
+                .lines()
+                .map(|l| l.trim().to_ascii_lowercase())
+                .filter(|l| !l.is_empty())
+                .collect();
+            Some((host.to_string(), macs))
+        })
+        .collect()
+}
+
+/// The warning for a `--node` MAC no host config of the image lists (None when one does).
+/// A real machine of that MAC boots the image too, but no host config (hostname, role, root
+/// device hints, network) applies to it.
+fn unlisted_mac_warning(mac: &str, hosts: &BTreeMap<String, Vec<String>>) -> Option<String> {
+    if hosts.values().flatten().any(|m| m == mac) {
+        return None;
+    }
+    let known = if hosts.is_empty() {
+        "the image has no /etc/assisted/hostconfig/*/mac_addresses".to_string()
+    } else {
+        format!(
+            "the image's hosts: {}",
+            hosts
+                .iter()
+                .map(|(h, m)| format!("{h} ({})", m.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    Some(format!(
+        "--node MAC {mac} is not in any /etc/assisted/hostconfig/*/mac_addresses ({known}); booting it anyway, as a real machine would, but no host config applies to it (check the MAC)"
+    ))
+}
+
+/// The path of the image's component pull specs (`SERVICE_IMAGE`: api-server,
+/// `AGENT_DOCKER_IMAGE`: node-agent).
+pub const AGENT_IMAGES_ENV: &str = "/usr/local/share/assisted-service/agent-images.env";
+
 fn parse_node(n: &str) -> Result<(String, Ipv4Addr, u8), String> {
     let (mac, rest) = n
         .split_once('=')
@@ -450,21 +542,13 @@ pub fn run(a: RunNodeArgs) -> i32 {
         }
     };
     println!("assisted-service: {version}");
-    let mut images = BTreeMap::new();
-    for i in &a.images {
-        let Some((role, spec)) = i.split_once('=') else {
-            eprintln!("error: --image {i:?}: expected ROLE=PULLSPEC");
-            return 2;
-        };
-        if !ROLES.iter().any(|(r, _)| *r == role) {
-            eprintln!(
-                "error: --image {i:?}: unknown role {role:?} (roles: {})",
-                ROLES.map(|(r, t)| format!("{r} = {t}")).join(", ")
-            );
+    let images = match parse_images(&a.images) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
             return 2;
         }
-        images.insert(spec.to_string(), role.to_string());
-    }
+    };
     let mut machines = Vec::new();
     for n in &a.nodes {
         match parse_node(n) {
@@ -512,6 +596,12 @@ pub fn run(a: RunNodeArgs) -> i32 {
     };
     for p in &cfg.problems {
         eprintln!("warning: Ignition: {p}");
+    }
+    let host_configs = host_macs(&cfg.files);
+    for (mac, _, _) in &machines {
+        if let Some(w) = unlisted_mac_warning(mac, &host_configs) {
+            eprintln!("warning: {w}");
+        }
     }
     let modes = modes(&raw, &cfg);
     let dirs = directories(&raw);
@@ -744,6 +834,44 @@ pub fn interrupted_code(sig: i32) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_flags_refuse_an_empty_pull_spec_naming_the_flag() {
+        let e = parse_images(&["api-server=".into()]).unwrap_err();
+        assert!(e.starts_with("--image \"api-server=\""), "{e}");
+        assert!(e.contains("empty"), "{e}");
+        assert!(parse_images(&["node-agent= q".into()]).is_err());
+        assert!(parse_images(&["nope=x".into()]).unwrap_err().contains("unknown role"));
+        let m = parse_images(&["api-server=q/a:1".into(), "node-agent=q/b:1".into()]).unwrap();
+        assert_eq!(m["q/a:1"], "api-server");
+        assert_eq!(m["q/b:1"], "node-agent");
+    }
+
+    #[test]
+    fn a_node_mac_no_host_config_lists_is_warned_about_with_the_hosts() {
+        let mut files = BTreeMap::new();
+        files.insert(
+            "/etc/assisted/hostconfig/worker-0/mac_addresses".to_string(),
+            b"52:54:00:AA:00:30\n52:54:00:aa:00:31\n".to_vec(),
+        );
+        files.insert("/etc/assisted/hostconfig/worker-0/role".to_string(), b"worker".to_vec());
+        let hosts = host_macs(&files);
+        assert_eq!(hosts.len(), 1);
+        assert_eq!(unlisted_mac_warning("52:54:00:aa:00:30", &hosts), None);
+        assert_eq!(unlisted_mac_warning("52:54:00:aa:00:31", &hosts), None);
+        let w = unlisted_mac_warning("52:54:00:aa:00:99", &hosts).unwrap();
+        assert!(w.contains("52:54:00:aa:00:99"), "{w}");
+        assert!(w.contains("worker-0 (52:54:00:aa:00:30, 52:54:00:aa:00:31)"), "{w}");
+        let w = unlisted_mac_warning("52:54:00:aa:00:30", &BTreeMap::new()).unwrap();
+        assert!(w.contains("no /etc/assisted/hostconfig"), "{w}");
+    }
+
+    #[test]
+    fn a_missing_image_names_its_flag() {
+        let e = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let m = cannot_open("--iso", Path::new("/nonexistent.iso"), &e);
+        assert!(m.starts_with("--iso /nonexistent.iso: cannot open: "), "{m}");
+    }
 
     #[test]
     fn interrupted_exit_codes_are_the_shells() {
