@@ -136,14 +136,32 @@ fn role_of(image: &str) -> Result<String, Fail> {
     let images = r["images"].as_object().cloned().unwrap_or_default();
     match images.get(image).and_then(|v| v.as_str()) {
         Some(role) => Ok(role.to_string()),
-        None => fail(
-            125,
-            format!(
-                "image {image:?} is not a release payload component this runner can run (known: {}); the real podman would pull it, the stand-in has no binary for it",
-                images.iter().map(|(k, v)| format!("{} = {k}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(", ")
-            ),
-        ),
+        None => fail(125, unknown_image(image, &images)),
     }
+}
+
+/// The refusal of a pull spec `--image` did not map (`images`: pull spec → role). Without any
+/// `--image` it says so and where the pull specs are: the image's agent-images.env
+/// (`SERVICE_IMAGE` is api-server, `AGENT_DOCKER_IMAGE` is node-agent).
+fn unknown_image(image: &str, images: &serde_json::Map<String, serde_json::Value>) -> String {
+    let known = if images.is_empty() {
+        format!(
+            "no --image was given to run-node: pass --image api-server=<SERVICE_IMAGE> and --image node-agent=<AGENT_DOCKER_IMAGE>, the pull specs in the image's {}",
+            super::AGENT_IMAGES_ENV
+        )
+    } else {
+        format!(
+            "known: {}",
+            images
+                .iter()
+                .map(|(k, v)| format!("{} = {k}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    format!(
+        "image {image:?} is not a release payload component this runner can run ({known}); the real podman would pull it, the stand-in has no binary for it"
+    )
 }
 
 fn pid_alive(pid: i32) -> bool {
@@ -1045,4 +1063,24 @@ fn init_db(root: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unmapped_image_without_any_image_flag_says_where_the_pull_specs_are() {
+        let none = serde_json::Map::new();
+        let m = unknown_image("quay.io/x/y@sha256:1", &none);
+        assert!(m.contains("no --image was given"), "{m}");
+        assert!(m.contains("api-server=<SERVICE_IMAGE>"), "{m}");
+        assert!(m.contains("node-agent=<AGENT_DOCKER_IMAGE>"), "{m}");
+        assert!(m.contains("/usr/local/share/assisted-service/agent-images.env"), "{m}");
+        assert!(!m.contains("(known: )"), "{m}");
+        let mut some = serde_json::Map::new();
+        some.insert("q/a:1".into(), "api-server".into());
+        let m = unknown_image("q/b:1", &some);
+        assert!(m.contains("(known: api-server = q/a:1)"), "{m}");
+    }
 }
