@@ -111,7 +111,8 @@ enum Cmd {
     /// Ignition into a root per machine (own network/mount/PID namespaces, a veth with the
     /// machine's MAC and IP) and runs its units in systemd order with podman, the discovery
     /// agent and hostnamectl stood in. Prints the service's module@version first. Exit 0 when
-    /// --until started on every machine, 5 on --timeout, 6 when it failed (unit named),
+    /// --until started on every machine, 5 on --timeout, 6 when it failed or a unit it requires
+    /// failed for good (unit named),
     /// 130 on SIGINT and 143 on SIGTERM (`interrupted`, machines stopped; with --stay 0 once
     /// every machine reached --until).
     RunNode(agent_day2_sim::noderun::RunNodeArgs),

@@ -970,6 +970,24 @@ impl Executor {
                 self.open_journals(15);
                 return 6;
             }
+            // A unit the goal requires (directly or through a unit it requires) that has
+            // failed for good: the goal cannot be reached, so waiting for --timeout only hides
+            // the cause.
+            if !self.goal_reached {
+                if let Some((r, why)) = failed_requirement(&self.until, |n| {
+                    self.units.get(n).map(|u| (&u.plan.requires, &u.state))
+                }) {
+                    println!(
+                        "{}: {} GOAL FAILED: {} cannot be reached: {r}, which it requires, failed for good: {why}",
+                        self.label,
+                        systemd::stamp(self.t0),
+                        self.until
+                    );
+                    self.print_failures();
+                    self.open_journals(15);
+                    return 6;
+                }
+            }
             if self.t0.elapsed() > self.timeout {
                 let open: Vec<String> = self
                     .units
@@ -1019,6 +1037,35 @@ impl Executor {
     }
 }
 
+/// The first unit (breadth first from `goal`, by name within a level) of `goal`'s
+/// `Requires=` closure, `goal` itself left out, that is [`State::Failed`] (given up after its
+/// failed starts, or failed without `Restart=`: a state the executor never leaves), with its
+/// reason. `unit(name)` gives a unit's `Requires=` within the transaction and its state (None:
+/// not in the transaction).
+pub fn failed_requirement<'a>(
+    goal: &str,
+    unit: impl Fn(&str) -> Option<(&'a BTreeSet<String>, &'a State)>,
+) -> Option<(String, String)> {
+    let mut seen = BTreeSet::from([goal.to_string()]);
+    let mut level: Vec<String> = vec![goal.to_string()];
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for n in &level {
+            let Some((requires, _)) = unit(n) else { continue };
+            for r in requires {
+                if seen.insert(r.clone()) {
+                    if let Some((_, State::Failed(why))) = unit(r) {
+                        return Some((r.clone(), why.clone()));
+                    }
+                    next.push(r.clone());
+                }
+            }
+        }
+        level = next;
+    }
+    None
+}
+
 /// The complete lines appended to the journal at `path` since byte `*offset`, without the
 /// runner's `-- <stamp> <argv>` command headers; `*offset` moves past the last newline read
 /// (a line still being written waits for the next call). A missing file gives none.
@@ -1056,6 +1103,39 @@ pub fn describe(status: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_required_unit_failed_for_good_is_found_through_the_requires_chain() {
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+        let mut units: BTreeMap<String, (BTreeSet<String>, State)> = BTreeMap::new();
+        units.insert(
+            "agent-add-node.service".into(),
+            (set(&["agent.service", "apply-host-config.service"]), State::Activating),
+        );
+        units.insert("agent.service".into(), (set(&["agent-register-infraenv.service"]), State::Active));
+        units.insert("apply-host-config.service".into(), (set(&[]), State::Active));
+        units.insert("agent-register-infraenv.service".into(), (set(&[]), State::Finished));
+        units.insert("unrelated.service".into(), (set(&[]), State::Failed("x".into())));
+        let found = |u: &BTreeMap<String, (BTreeSet<String>, State)>| {
+            failed_requirement("agent-add-node.service", |n| u.get(n).map(|(r, s)| (r, s)))
+        };
+        assert_eq!(found(&units), None, "a failed unit the goal does not require is not its cause");
+        units.get_mut("agent-register-infraenv.service").unwrap().1 = State::Activating;
+        assert_eq!(found(&units), None, "a unit still restarting may yet start");
+        units.get_mut("agent-register-infraenv.service").unwrap().1 =
+            State::Failed("ExecStart command status=1/exit; given up after 4 failed starts".into());
+        assert_eq!(
+            found(&units),
+            Some((
+                "agent-register-infraenv.service".into(),
+                "ExecStart command status=1/exit; given up after 4 failed starts".into()
+            ))
+        );
+        units.get_mut("agent.service").unwrap().1 = State::Failed("main process killed by signal 9".into());
+        assert_eq!(found(&units).unwrap().0, "agent.service", "the nearest failed requirement first");
+        units.get_mut("agent-add-node.service").unwrap().1 = State::Failed("own".into());
+        assert_eq!(found(&units).unwrap().0, "agent.service", "the goal itself is not its own requirement");
+    }
 
     #[test]
     fn new_journal_lines_gives_complete_lines_once_without_headers() {

@@ -28,8 +28,10 @@
 //! goal failure or the timeout, the last lines of every failed or still activating unit's
 //! journal. Exit: 0 when `--until` is reached on every machine (with `--stay`: after
 //! SIGTERM/SIGINT, when every machine had reached it); 2 usage; 3 unreadable image; 5
-//! `--timeout` (the units not started are named); 6 the `--until` unit failed or cannot start
-//! (the failing unit named); 130 SIGINT, 143 SIGTERM (128 + the signal: `interrupted` printed,
+//! `--timeout` (the units not started are named); 6 the `--until` unit failed or cannot start,
+//! or a unit in its `Requires=` closure failed for good (given up after `--max-failures`
+//! failed starts, or failed without `Restart=`), at once (the failing unit named, with its
+//! journal's last lines); 130 SIGINT, 143 SIGTERM (128 + the signal: `interrupted` printed,
 //! the machines stopped, before the goal or without `--stay`); 1 anything else.
 
 pub mod agent;
