@@ -248,7 +248,9 @@ fn verify_signature(token: &str, public_key_pem: &str) -> Result<Map<String, Val
     if header.get("alg").and_then(Value::as_str) != Some("ES256") {
         return Err(format!(
             "JWT alg is {}; assisted-service accepts only ES256",
-            header.get("alg").map_or_else(|| "missing".to_string(), Value::to_string)
+            header
+                .get("alg")
+                .map_or_else(|| "missing".to_string(), Value::to_string)
         ));
     }
     let sig = URL_SAFE_NO_PAD

@@ -672,10 +672,18 @@ fn dry_run_writes_nothing_and_redacts() {
         "{}",
         text(&o)
     );
-    assert!(!String::from_utf8_lossy(&o.stdout).contains("Would write"), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stdout).contains("Would write"),
+        "{}",
+        text(&o)
+    );
     let o = add_nc(&c, &w, &nc, &w.out(), &["--dry-run", "--force"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    assert_eq!(std::fs::read(&iso).unwrap(), b"an earlier image", "a dry run writes nothing");
+    assert_eq!(
+        std::fs::read(&iso).unwrap(),
+        b"an earlier image",
+        "a dry run writes nothing"
+    );
 }
 
 fn batch_records_or_none(c: &TestCluster) -> Vec<Value> {

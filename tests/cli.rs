@@ -225,10 +225,7 @@ fn unreachable_server_exits_4_naming_the_url() {
         e.contains("connection refused: nothing listens at that address and port"),
         "{e}"
     );
-    assert!(
-        !e.contains("ServiceError") && !e.contains("os error"),
-        "{e}"
-    );
+    assert!(!e.contains("ServiceError") && !e.contains("os error"), "{e}");
     assert!(out.stdout.is_empty(), "nothing on stdout: {}", text(&out.stdout));
 }
 

@@ -1001,7 +1001,10 @@ fn contributors_name_the_largest_file_first() {
 #[test]
 fn add_node_script_names_the_failing_validations_while_it_waits() {
     use std::os::unix::fs::PermissionsExt;
-    let b = build(&Scenario::default(), &[dhcp_host("worker-0", "52:54:00:aa:00:31")]);
+    let b = build(
+        &Scenario::default(),
+        &[dhcp_host("worker-0", "52:54:00:aa:00:31")],
+    );
     let script = file(&b, "/usr/local/bin/add-node.sh").unwrap();
     let d = tempfile::tempdir().unwrap();
     let validations = json!({
@@ -1021,7 +1024,11 @@ fn add_node_script_names_the_failing_validations_while_it_waits() {
         "validations_info": validations,
     }]);
     std::fs::write(d.path().join("hosts-1.json"), insufficient.to_string()).unwrap();
-    std::fs::write(d.path().join("hosts-2.json"), json!([{"id": "h1", "status": "known"}]).to_string()).unwrap();
+    std::fs::write(
+        d.path().join("hosts-2.json"),
+        json!([{"id": "h1", "status": "known"}]).to_string(),
+    )
+    .unwrap();
     let curl = r#"#!/bin/bash
 out=/dev/stdout; url=
 while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift 2 ;; -w|-H|-X|-d) shift 2 ;; *) url=$1; shift ;; esac; done
@@ -1066,6 +1073,12 @@ esac
         err.contains("add-node:   validation ntp-synced (pending): Missing inventory\n"),
         "{err}"
     );
-    assert!(!err.contains("has-inventory"), "a passed validation is not listed: {err}");
-    assert!(err.contains("add-node: installation of host h1 started (pool worker)"), "{err}");
+    assert!(
+        !err.contains("has-inventory"),
+        "a passed validation is not listed: {err}"
+    );
+    assert!(
+        err.contains("add-node: installation of host h1 started (pool worker)"),
+        "{err}"
+    );
 }

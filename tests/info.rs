@@ -208,10 +208,7 @@ fn unreachable_server_exits_4() {
         e.contains("connection refused: nothing listens at that address and port"),
         "{e}"
     );
-    assert!(
-        !e.contains("ServiceError") && !e.contains("os error"),
-        "{e}"
-    );
+    assert!(!e.contains("ServiceError") && !e.contains("os error"), "{e}");
 }
 
 #[test]

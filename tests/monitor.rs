@@ -1410,7 +1410,9 @@ fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
         "{held}"
     );
     assert!(
-        !hints.iter().any(|h| h.contains("pending approval: run `oc agent-day2 approve`")),
+        !hints
+            .iter()
+            .any(|h| h.contains("pending approval: run `oc agent-day2 approve`")),
         "the generic hint is not repeated for a node with a reason: {hints:#?}"
     );
     assert!(

@@ -1110,16 +1110,29 @@ mod tests {
         let mut units: BTreeMap<String, (BTreeSet<String>, State)> = BTreeMap::new();
         units.insert(
             "agent-add-node.service".into(),
-            (set(&["agent.service", "apply-host-config.service"]), State::Activating),
+            (
+                set(&["agent.service", "apply-host-config.service"]),
+                State::Activating,
+            ),
         );
-        units.insert("agent.service".into(), (set(&["agent-register-infraenv.service"]), State::Active));
+        units.insert(
+            "agent.service".into(),
+            (set(&["agent-register-infraenv.service"]), State::Active),
+        );
         units.insert("apply-host-config.service".into(), (set(&[]), State::Active));
-        units.insert("agent-register-infraenv.service".into(), (set(&[]), State::Finished));
+        units.insert(
+            "agent-register-infraenv.service".into(),
+            (set(&[]), State::Finished),
+        );
         units.insert("unrelated.service".into(), (set(&[]), State::Failed("x".into())));
         let found = |u: &BTreeMap<String, (BTreeSet<String>, State)>| {
             failed_requirement("agent-add-node.service", |n| u.get(n).map(|(r, s)| (r, s)))
         };
-        assert_eq!(found(&units), None, "a failed unit the goal does not require is not its cause");
+        assert_eq!(
+            found(&units),
+            None,
+            "a failed unit the goal does not require is not its cause"
+        );
         units.get_mut("agent-register-infraenv.service").unwrap().1 = State::Activating;
         assert_eq!(found(&units), None, "a unit still restarting may yet start");
         units.get_mut("agent-register-infraenv.service").unwrap().1 =
@@ -1132,9 +1145,17 @@ mod tests {
             ))
         );
         units.get_mut("agent.service").unwrap().1 = State::Failed("main process killed by signal 9".into());
-        assert_eq!(found(&units).unwrap().0, "agent.service", "the nearest failed requirement first");
+        assert_eq!(
+            found(&units).unwrap().0,
+            "agent.service",
+            "the nearest failed requirement first"
+        );
         units.get_mut("agent-add-node.service").unwrap().1 = State::Failed("own".into());
-        assert_eq!(found(&units).unwrap().0, "agent.service", "the goal itself is not its own requirement");
+        assert_eq!(
+            found(&units).unwrap().0,
+            "agent.service",
+            "the goal itself is not its own requirement"
+        );
     }
 
     #[test]
@@ -1143,15 +1164,25 @@ mod tests {
         let p = d.path().join("agent-add-node.service.log");
         let mut off = 0;
         assert!(new_journal_lines(&p, &mut off).is_empty(), "no journal yet");
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&p).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .unwrap();
         write!(f, "-- [   1.00s] /usr/local/bin/add-node.sh\nadd-node: waiting for the imported cluster\nadd-node: host is insuff").unwrap();
         assert_eq!(
             new_journal_lines(&p, &mut off),
             ["add-node: waiting for the imported cluster"]
         );
-        assert!(new_journal_lines(&p, &mut off).is_empty(), "nothing new, the partial line waits");
+        assert!(
+            new_journal_lines(&p, &mut off).is_empty(),
+            "nothing new, the partial line waits"
+        );
         write!(f, "icient: x\n").unwrap();
-        assert_eq!(new_journal_lines(&p, &mut off), ["add-node: host is insufficient: x"]);
+        assert_eq!(
+            new_journal_lines(&p, &mut off),
+            ["add-node: host is insufficient: x"]
+        );
         assert_eq!(off, std::fs::metadata(&p).unwrap().len());
     }
 }

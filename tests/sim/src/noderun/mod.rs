@@ -243,7 +243,10 @@ pub fn service_version(bin: &Path) -> Result<String, String> {
 /// `FLAG PATH: cannot open: ERROR`: an image flag whose file or directory cannot be opened,
 /// naming the flag so the caller knows which argument to fix.
 fn cannot_open(flag: &str, p: &Path, e: &std::io::Error) -> String {
-    format!("{flag} {}: cannot open: {e} (give an existing, readable path)", p.display())
+    format!(
+        "{flag} {}: cannot open: {e} (give an existing, readable path)",
+        p.display()
+    )
 }
 
 /// The Ignition (raw JSON bytes) of the image source the flags name, plus where it came from.
@@ -555,11 +558,19 @@ pub fn run(a: RunNodeArgs) -> i32 {
     for n in &a.nodes {
         match parse_node(n) {
             // One machine per MAC: machines are keyed by it (directory, journal, exit code).
-            Ok(m) if machines.iter().any(|(mac, _, _): &(String, Ipv4Addr, u8)| *mac == m.0) => {
+            Ok(m)
+                if machines
+                    .iter()
+                    .any(|(mac, _, _): &(String, Ipv4Addr, u8)| *mac == m.0) =>
+            {
                 eprintln!("error: --node {n:?}: MAC {} is given twice", m.0);
                 return 2;
             }
-            Ok(m) if machines.iter().any(|(_, ip, _): &(String, Ipv4Addr, u8)| *ip == m.1) => {
+            Ok(m)
+                if machines
+                    .iter()
+                    .any(|(_, ip, _): &(String, Ipv4Addr, u8)| *ip == m.1) =>
+            {
                 eprintln!("error: --node {n:?}: address {} is given twice", m.1);
                 return 2;
             }
@@ -813,7 +824,10 @@ pub fn run(a: RunNodeArgs) -> i32 {
         if a.stay && all_goal && code == 0 {
             return 0;
         }
-        eprintln!("run-node: interrupted ({}); the machines are stopped", signal_name(signal));
+        eprintln!(
+            "run-node: interrupted ({}); the machines are stopped",
+            signal_name(signal)
+        );
         return interrupted_code(signal);
     }
     code
@@ -843,7 +857,9 @@ mod tests {
         assert!(e.starts_with("--image \"api-server=\""), "{e}");
         assert!(e.contains("empty"), "{e}");
         assert!(parse_images(&["node-agent= q".into()]).is_err());
-        assert!(parse_images(&["nope=x".into()]).unwrap_err().contains("unknown role"));
+        assert!(parse_images(&["nope=x".into()])
+            .unwrap_err()
+            .contains("unknown role"));
         let m = parse_images(&["api-server=q/a:1".into(), "node-agent=q/b:1".into()]).unwrap();
         assert_eq!(m["q/a:1"], "api-server");
         assert_eq!(m["q/b:1"], "node-agent");
@@ -856,14 +872,20 @@ mod tests {
             "/etc/assisted/hostconfig/worker-0/mac_addresses".to_string(),
             b"52:54:00:AA:00:30\n52:54:00:aa:00:31\n".to_vec(),
         );
-        files.insert("/etc/assisted/hostconfig/worker-0/role".to_string(), b"worker".to_vec());
+        files.insert(
+            "/etc/assisted/hostconfig/worker-0/role".to_string(),
+            b"worker".to_vec(),
+        );
         let hosts = host_macs(&files);
         assert_eq!(hosts.len(), 1);
         assert_eq!(unlisted_mac_warning("52:54:00:aa:00:30", &hosts), None);
         assert_eq!(unlisted_mac_warning("52:54:00:aa:00:31", &hosts), None);
         let w = unlisted_mac_warning("52:54:00:aa:00:99", &hosts).unwrap();
         assert!(w.contains("52:54:00:aa:00:99"), "{w}");
-        assert!(w.contains("worker-0 (52:54:00:aa:00:30, 52:54:00:aa:00:31)"), "{w}");
+        assert!(
+            w.contains("worker-0 (52:54:00:aa:00:30, 52:54:00:aa:00:31)"),
+            "{w}"
+        );
         let w = unlisted_mac_warning("52:54:00:aa:00:30", &BTreeMap::new()).unwrap();
         assert!(w.contains("no /etc/assisted/hostconfig"), "{w}");
     }

@@ -1076,7 +1076,10 @@ mod tests {
         assert!(m.contains("no --image was given"), "{m}");
         assert!(m.contains("api-server=<SERVICE_IMAGE>"), "{m}");
         assert!(m.contains("node-agent=<AGENT_DOCKER_IMAGE>"), "{m}");
-        assert!(m.contains("/usr/local/share/assisted-service/agent-images.env"), "{m}");
+        assert!(
+            m.contains("/usr/local/share/assisted-service/agent-images.env"),
+            "{m}"
+        );
         assert!(!m.contains("(known: )"), "{m}");
         let mut some = serde_json::Map::new();
         some.insert("q/a:1".into(), "api-server".into());

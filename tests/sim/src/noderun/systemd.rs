@@ -436,9 +436,7 @@ pub fn transaction(
         .filter(|(n, _)| !n.contains("@."))
         .map(|(n, (_, t))| (n.clone(), UnitFile::parse(n, t)))
         .collect();
-    let enabled = |n: &str| -> bool {
-        units.get(n).and_then(|(e, _)| *e).unwrap_or_default()
-    };
+    let enabled = |n: &str| -> bool { units.get(n).and_then(|(e, _)| *e).unwrap_or_default() };
     // Install edges of enabled units: target -> units it wants.
     let mut wanted_by: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (n, f) in &files {
