@@ -1129,8 +1129,10 @@ impl Approver {
 
     /// Progress of every expected node (in batch order).
     pub fn node_states(&self) -> Vec<NodeState> {
-        // One pass over the CSRs (this runs after every watch event).
-        let mut serving: BTreeMap<&str, (bool, bool)> = BTreeMap::new();
+        // One pass over the CSRs (this runs after every watch event): per node name, each
+        // serving CSR's (created, approved, issued).
+        type Seen<'c> = Vec<(Option<&'c Time>, bool, bool)>;
+        let mut serving: BTreeMap<&str, Seen<'_>> = BTreeMap::new();
         for c in self
             .csrs
             .values()
@@ -1142,17 +1144,25 @@ impl Approver {
                 .as_deref()
                 .and_then(|u| u.strip_prefix(NODE_PREFIX))
             {
-                let e = serving.entry(n).or_default();
-                e.0 |= has_condition(c, "Approved");
-                e.1 |= has_certificate(c);
+                serving.entry(n).or_default().push((
+                    c.metadata.creation_timestamp.as_ref().map(|t| &t.0),
+                    has_condition(c, "Approved"),
+                    has_certificate(c),
+                ));
             }
         }
         self.expected
             .nodes
             .iter()
             .map(|n| {
-                let (serving_approved, serving_issued) =
-                    serving.get(n.hostname.as_str()).copied().unwrap_or_default();
+                // Only CSRs made since the batch was recorded count: a re-imaged machine's
+                // earlier incarnation (same name) had its own serving certificate.
+                let (serving_approved, serving_issued) = serving
+                    .get(n.hostname.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter(|(created, _, _)| created.is_none_or(|t| *t >= n.recorded_at))
+                    .fold((false, false), |(a, i), (_, ca, ci)| (a || *ca, i || *ci));
                 NodeState {
                     node: n.hostname.clone(),
                     batch: self.node_batch.get(&n.hostname).cloned().unwrap_or_default(),
