@@ -10,8 +10,6 @@
 //! literally; systemd's `EnvironmentFile=` strips quotes only around a whole value, and no value
 //! here starts with a quote (JSON values start with `[`).
 
-use base64::engine::general_purpose::STANDARD;
-use base64::Engine;
 use serde_json::{json, Value};
 
 /// Day-2 marker and cluster identity (`ConditionPathExists=` of the day-2 units; read by the
@@ -259,12 +257,6 @@ pub fn env_files(i: &EnvInputs<'_>) -> Vec<EnvFile> {
             mode: 0o600,
         },
     ]
-}
-
-/// base64 of a PEM text, as `EC_PUBLIC_KEY_PEM` carries it (the service base64-decodes it,
-/// then parses the PEM: `pkg/auth/agent_local_authenticator.go`).
-pub fn pem_b64(pem: &str) -> String {
-    STANDARD.encode(pem)
 }
 
 #[cfg(test)]

@@ -647,7 +647,7 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
         cluster_name: &id.name,
         api_dns_name: &api_dns,
         token_expiry: &expiry,
-        public_key_pem_b64: env::pem_b64(&a.public_key_pem),
+        public_key_pem_b64: a.public_key_b64(),
         agent_token: &a.agent_token,
         user_token: &a.user_token,
         watcher_token: &a.watcher_token,
