@@ -1295,16 +1295,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     // Client files; DIR/ready last.
     std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
     crate::kubeconfig::write_private(&opts.dir.join("kubeconfig"), &kc)?;
-    let ready_tmp = opts.dir.join(".ready.tmp");
-    let registry_line = registry
-        .as_ref()
-        .map(|r| format!("{}\n", r.process.url()))
-        .unwrap_or_default();
-    std::fs::write(
-        &ready_tmp,
-        format!("{api_url}\n{files_base_url}\n{registry_line}"),
-    )?;
-    std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
+    super::up::write_ready(&opts.dir, &api_url, &files_base_url, registry.as_ref())?;
     eprintln!(
         "agent-day2-sim: real kube-apiserver {api_url}, files {files_base_url}, kubeconfig {}",
         opts.dir.join("kubeconfig").display()

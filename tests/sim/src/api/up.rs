@@ -502,17 +502,8 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
             });
         }
     });
-    // Written last, under a temporary name and renamed, so its presence means "serving".
-    let ready_tmp = opts.dir.join(".ready.tmp");
-    let registry_line = registry
-        .as_ref()
-        .map(|r| format!("{}\n", r.process.url()))
-        .unwrap_or_default();
-    std::fs::write(
-        &ready_tmp,
-        format!("{api_url}\n{files_base_url}\n{registry_line}"),
-    )?;
-    std::fs::rename(&ready_tmp, opts.dir.join("ready"))?;
+    // Written last, so its presence means "serving".
+    write_ready(&opts.dir, &api_url, &files_base_url, registry.as_ref())?;
     eprintln!(
         "agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}",
         opts.dir.join("kubeconfig").display()
@@ -537,6 +528,26 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
 }
 
 /// The simulator's running registry and what the seed records about it.
+/// Writes `DIR/ready` (the API URL, the file server's base URL, and with `--registry` the
+/// registry's URL, one per line) under a temporary name and renames it, so a reader that sees
+/// the file sees all of it. Both `up` modes end their start-up with it.
+pub fn write_ready(
+    dir: &Path,
+    api_url: &str,
+    files_base_url: &str,
+    registry: Option<&RunningRegistry>,
+) -> std::io::Result<()> {
+    let ready_tmp = dir.join(".ready.tmp");
+    let registry_line = registry
+        .map(|r| format!("{}\n", r.process.url()))
+        .unwrap_or_default();
+    std::fs::write(
+        &ready_tmp,
+        format!("{api_url}\n{files_base_url}\n{registry_line}"),
+    )?;
+    std::fs::rename(&ready_tmp, dir.join("ready"))
+}
+
 pub struct RunningRegistry {
     /// The docker-registry child (killed on drop).
     pub process: crate::registry::RegistryProcess,
