@@ -181,6 +181,17 @@ fn csr_wait(
     None
 }
 
+/// `waits_for` of a CSR that is held: rejected by the checklist, or passing but not approved.
+fn held_code(kind: Kind, rejected: bool) -> &'static str {
+    match (kind, rejected) {
+        (Kind::Client, true) => "client-csr-rejected",
+        (Kind::Client, false) => "client-csr-not-approved",
+        // waiting() asks only for client and serving CSRs.
+        (_, true) => "serving-csr-rejected",
+        (_, false) => "serving-csr-not-approved",
+    }
+}
+
 /// What each expected node that is not done still waits for, from the approver's view of
 /// Nodes and CSRs (design.md "monitor": done means Ready *and* serving certificate issued).
 pub fn waiting(a: &Approver) -> Vec<Waiting> {
@@ -200,11 +211,7 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
             let w = match newest_csr(a, &n.node, Kind::Client, &verdicts) {
                 Some((c, v)) => match csr_wait(c, v, Kind::Client) {
                     Some((code, csr, reasons, what)) => mk(
-                        if code == "rejected" {
-                            "client-csr-rejected"
-                        } else {
-                            "client-csr-not-approved"
-                        },
+                        held_code(Kind::Client, code == "rejected"),
                         Some(csr),
                         reasons,
                         what,
@@ -235,11 +242,7 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
             let w = match newest_csr(a, &n.node, Kind::Serving, &verdicts) {
                 Some((c, v)) => match csr_wait(c, v, Kind::Serving) {
                     Some((code, csr, reasons, what)) => mk(
-                        if code == "rejected" {
-                            "serving-csr-rejected"
-                        } else {
-                            "serving-csr-not-approved"
-                        },
+                        held_code(Kind::Serving, code == "rejected"),
                         Some(csr),
                         reasons,
                         what,
