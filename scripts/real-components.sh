@@ -37,12 +37,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/agent-day2/real
 say() { echo "real-components: $*" >&2; }
 
-retry() { # retry N CMD...: runs CMD up to N times, 5 s apart; the last failure's output stays
-  local n=$1 i; shift
+# The module proxy's "no" (it answers at once and it is final): not retried.
+refusal='(403|404|410) (Forbidden|Not Found|Gone)'
+
+retry() { # retry N CMD...: runs CMD up to N times, 5 s apart, unless it was refused
+  local n=$1 i err rc; shift
+  err=$(mktemp)
   for ((i = 1; i <= n; i++)); do
-    if "$@"; then return 0; fi
+    rc=0
+    "$@" 2>"$err" || rc=$?
+    cat "$err" >&2
+    [ "$rc" = 0 ] && { rm -f "$err"; return 0; }
+    grep -qE "$refusal" "$err" && break
     [ "$i" -lt "$n" ] && { say "attempt $i of $n failed: $*; retrying in 5 s"; sleep 5; }
   done
+  rm -f "$err"
   return 1
 }
 
@@ -80,7 +89,7 @@ build_assisted() {
   # Where the module comes from is decided first: a blocked group costs no build.
   if (cd "$work" && retry 3 "${get_cmd[@]}") >"$proxy_log" 2>&1; then
     source_kind=proxy
-  elif ! grep -qE '(403|404|410) (Forbidden|Not Found|Gone)' "$proxy_log"; then
+  elif ! grep -qE "$refusal" "$proxy_log"; then
     # Not the proxy's "no": the proxy could not be reached (or go failed otherwise).
     say "cannot fetch $module@$pseudo from the module proxy ($(go env GOPROXY)), and it did not refuse it either:"
     sed 's/^/real-components:   /' "$proxy_log" >&2
@@ -198,7 +207,7 @@ build_kube() {
   local get_cmd=(go list -deps -f '{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}' "${pkgs[@]}")
   t0=$SECONDS
   if ! (cd "$work" && retry 3 "${get_cmd[@]}") >"$log" 2>&1; then
-    if grep -qE '40[34] (Forbidden|Not Found)' "$log"; then
+    if grep -qE "$refusal" "$log"; then
       say "kube: BLOCKED: the Go module proxy refused a module k8s.io/kubernetes@$kver needs."
       say "kube: command: (cd $work && ${get_cmd[*]})"
       grep -E 'reading https?://|server response' "$log" | sort -u | sed 's/^/real-components:   /' >&2
