@@ -47,14 +47,12 @@ fn env_of(cfg: &sim_ignition::Config, file: &str, key: &str) -> Option<String> {
         .and_then(|t| sim_ignition::env_file(&t).get(key).cloned())
 }
 
-/// The three tokens of the ISO: (agent, user, watcher). The agent token is looked for where
-/// upstream keeps it (rendezvous-host.env PULL_SECRET_TOKEN), then in the service env.
+/// The three tokens of the ISO: (agent, user, watcher). The agent token is where upstream
+/// keeps it and the agent reads it: rendezvous-host.env PULL_SECRET_TOKEN.
 fn tokens(cfg: &sim_ignition::Config) -> (String, String, String) {
     const SVC: &str = "/usr/local/share/assisted-service/assisted-service.env";
     const RDV: &str = "/etc/assisted/rendezvous-host.env";
-    let agent = env_of(cfg, RDV, "PULL_SECRET_TOKEN")
-        .or_else(|| env_of(cfg, SVC, "AGENT_AUTH_TOKEN"))
-        .expect("the ISO carries an agent token");
+    let agent = env_of(cfg, RDV, "PULL_SECRET_TOKEN").expect("PULL_SECRET_TOKEN in rendezvous-host.env");
     let user = env_of(cfg, SVC, "USER_AUTH_TOKEN").expect("USER_AUTH_TOKEN in assisted-service.env");
     let watcher = env_of(cfg, SVC, "WATCHER_AUTH_TOKEN").expect("WATCHER_AUTH_TOKEN in assisted-service.env");
     (agent, user, watcher)
