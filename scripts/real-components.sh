@@ -267,9 +267,9 @@ run_group() {
   rc=$?
   set -e
 }
+[ $# -le 1 ] || { say "usage: $0 [assisted|kube|all] (one group, got $#: $*)"; exit 1; }
 case "${1:-all}" in
   assisted | kube)
-    [ $# -le 1 ] || { say "usage: $0 [assisted|kube|all]"; exit 1; }
     run_group "$1"; exit "$rc" ;;
   all)
     worst=0
