@@ -514,7 +514,7 @@ fn validation_errors_table() {
         ),
         (
             host("").replace("worker-0", "master-1"),
-            vec!["hosts[0].hostname: \"master-1\" is already used by the existing node master-1".into()],
+            vec!["hosts[0].hostname: \"master-1\" is already used by the existing node master-1: choose another hostname, or, to re-image that machine under the same name, drain and delete the Node first (`oc adm drain master-1 --ignore-daemonsets --delete-emptydir-data`, then `oc delete node master-1`)".into()],
         ),
         // root device hints
         (
@@ -981,7 +981,7 @@ fn flag_errors_name_the_flag() {
         got,
         vec![
             "--cpu-architecture: \"arm64\" (aarch64) differs from the control plane's x86_64 and the cluster's release is not multi-arch; hosts must be x86_64 (or migrate the cluster to the multi-arch payload)",
-            "--hostname: \"master-0\" is already used by the existing node master-0",
+            "--hostname: \"master-0\" is already used by the existing node master-0: choose another hostname, or, to re-image that machine under the same name, drain and delete the Node first (`oc adm drain master-0 --ignore-daemonsets --delete-emptydir-data`, then `oc delete node master-0`)",
             "--mac-address: \"52:54:00:aa:00\" is not a MAC address: six two-digit hex octets separated by ':', e.g. 52:54:00:aa:00:30",
             "--root-device-hint wwn: \"xyz\" is not a hex World Wide Name, e.g. 0x5000c500a0b1c2d3",
         ]

@@ -1238,6 +1238,8 @@ fn batch_overlaps<'a>(
     let mut out = Overlaps::default();
     let joined = |name: &str| nodes.contains(&name.to_ascii_lowercase());
     let mut seen_joined: BTreeSet<(String, String)> = BTreeSet::new();
+    // The --reimage hosts that some overlap made use of; the others are reported at the end.
+    let mut reimage_used: BTreeSet<&str> = BTreeSet::new();
     for r in records {
         let live = auth::parse_rfc3339(&r.token_expires_at).is_none_or(|t| t > now);
         if live && r.approvals.is_empty() && same_hosts(r, hosts) {
@@ -1267,6 +1269,7 @@ fn batch_overlaps<'a>(
                         continue;
                     }
                     if again {
+                        reimage_used.insert(&h.hostname);
                         out.warnings.push(format!(
                             "MAC {m} of {} belongs to node {}, which already joined (batch {}); --reimage {}: the machine is re-imaged on purpose, delete Node {} once it no longer runs it",
                             h.hostname, old.hostname, r.name, h.hostname, old.hostname
@@ -1287,6 +1290,7 @@ fn batch_overlaps<'a>(
                         format!("MAC {m} of {} (as {})", h.hostname, old.hostname)
                     };
                     if again {
+                        reimage_used.insert(&h.hostname);
                         out.warnings.push(format!(
                             "{what} is already in batch {} (tokens valid until {}); --reimage {}: the machine is re-imaged on purpose; approve checks a node's CSRs against every batch that expects it",
                             r.name, r.token_expires_at, h.hostname
@@ -1303,6 +1307,11 @@ fn batch_overlaps<'a>(
                 }
             }
         }
+    }
+    for n in reimage.iter().filter(|n| !reimage_used.contains(n.as_str())) {
+        out.warnings.push(format!(
+            "--reimage {n}: no joined node and no other live batch owns a MAC of {n}, so there is nothing to allow and the option has no effect; check the hostname and MACs if you expected one"
+        ));
     }
     out
 }
@@ -1766,6 +1775,15 @@ mod tests {
             o.warnings
                 .iter()
                 .any(|w| w.starts_with("MAC 52:54:00:aa:00:30 of worker-0 belongs to node worker-9")),
+            "{o:?}"
+        );
+        assert!(!o.warnings.iter().any(|w| w.starts_with("--reimage")), "{o:?}");
+        // --reimage for a host nothing owns: said to have no effect.
+        let o = batch_overlaps(std::slice::from_ref(&host), recs[3..].iter(), now, &none, &again);
+        assert!(o.errors.is_empty(), "{o:?}");
+        assert_eq!(
+            o.warnings,
+            ["--reimage worker-0: no joined node and no other live batch owns a MAC of worker-0, so there is nothing to allow and the option has no effect; check the hostname and MACs if you expected one"],
             "{o:?}"
         );
     }

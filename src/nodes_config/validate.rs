@@ -153,7 +153,10 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                     if let Some(node) = existing.by_name(name) {
                         v.err(
                             &np,
-                            format!("{} is already used by the existing node {node}", q(name)),
+                            format!(
+                                "{} is already used by the existing node {node}: choose another hostname, or, to re-image that machine under the same name, drain and delete the Node first (`oc adm drain {node} --ignore-daemonsets --delete-emptydir-data`, then `oc delete node {node}`)",
+                                q(name)
+                            ),
                         );
                     }
                 }
