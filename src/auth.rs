@@ -107,6 +107,17 @@ pub enum AuthError {
     },
 }
 
+impl AuthError {
+    /// The message without the `Secret namespace/name` prefix, for callers whose error names
+    /// the Secret already: `key K: what` for [`AuthError::BadSecret`], the whole message else.
+    pub fn without_secret(&self) -> String {
+        match self {
+            AuthError::BadSecret { key, what, .. } => format!("key {key}: {what}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// The public key and the three scheme tokens, with their expiry.
 ///
 /// `Debug` shows only the public key and the expiry: the tokens grant access to the node's
@@ -461,10 +472,16 @@ impl AuthMaterial {
         let public = data_str(&secret, data, keys::PUBLIC_KEY, "is missing")?;
         let public_key_pem = public_key_pem_text(&public).map_err(|w| bad(keys::PUBLIC_KEY, w))?;
         point_from_pem(&public_key_pem).map_err(|w| bad(keys::PUBLIC_KEY, w))?;
-        let single = "is missing: the Secret has the single-token layout of older oc adm node-image versions (agent token only), which cannot serve monitor";
+        // Neither user nor watcher token: the single-token layout of older oc adm node-image
+        // versions; one of them alone: the Secret was changed by something else.
+        let missing = if data.contains_key(keys::USER_TOKEN) || data.contains_key(keys::WATCHER_TOKEN) {
+            "is missing while the other tokens are present: the Secret was changed after it was written"
+        } else {
+            "is missing: the Secret has the single-token layout of older oc adm node-image versions (agent token only), which cannot serve monitor"
+        };
         let agent_token = data_str(&secret, data, keys::AGENT_TOKEN, "is missing")?;
-        let user_token = data_str(&secret, data, keys::USER_TOKEN, single)?;
-        let watcher_token = data_str(&secret, data, keys::WATCHER_TOKEN, single)?;
+        let user_token = data_str(&secret, data, keys::USER_TOKEN, missing)?;
+        let watcher_token = data_str(&secret, data, keys::WATCHER_TOKEN, missing)?;
         let mut exp: Option<i64> = None;
         for (key, scheme, tok) in [
             (keys::AGENT_TOKEN, SCHEME_AGENT, &agent_token),
@@ -772,6 +789,16 @@ mod tests {
         assert!(
             e.starts_with("Secret openshift-config/agent-auth-token key userAuthToken: is missing: the Secret has the single-token layout"),
             "{e}"
+        );
+        // Only the watcher token missing: not called the single-token layout.
+        let mut edited = data.clone();
+        edited.remove(keys::WATCHER_TOKEN);
+        let e = AuthMaterial::from_secret_data(&bytes(edited), &ann)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "Secret openshift-config/agent-auth-token key watcherAuthToken: is missing while the other tokens are present: the Secret was changed after it was written"
         );
         // A token of another scheme under a key is refused, naming the key.
         let mut swapped = data.clone();

@@ -171,7 +171,7 @@ async fn read_auth(target: &KubeTarget) -> Result<NodeTokens> {
             Some(
                 AuthMaterial::from_secret_data(&data, &ann).map_err(|e| Error::BadObject {
                     resource: r.clone(),
-                    message: format!("{e}; run `oc agent-day2 add-nodes` to have new node tokens made (images made before cannot be followed)"),
+                    message: format!("{}; run `oc agent-day2 add-nodes` to have new node tokens made (images made before cannot be followed)", e.without_secret()),
                 })?,
             )
         }
@@ -188,7 +188,7 @@ async fn read_auth(target: &KubeTarget) -> Result<NodeTokens> {
             Err(e) => {
                 return Err(Error::BadObject {
                     resource: lr,
-                    message: e.to_string(),
+                    message: e.without_secret(),
                 })
             }
         },
