@@ -1358,6 +1358,25 @@ fn with_no_batch_monitor_offers_only_what_works() {
         "{}",
         text(&o)
     );
+
+    // The Secret changed by hand (its watcher token removed): the key and what is wrong, the
+    // Secret named once, not called the older single-token layout.
+    let d = env.c.kubectl(&["-n", "openshift-config", "delete", "secret", "agent-auth-token"]);
+    assert!(d.status.success(), "{}", text(&d));
+    tokens::oc_adm_node_image_secret(
+        &env.c,
+        Duration::from_secs(40 * 3600),
+        &["agentAuthToken", "userAuthToken", "authTokenPublicKey"],
+    );
+    let o = env.monitor(&["--ip-addresses", W0.2], "2s");
+    assert_fails(
+        &o,
+        4,
+        "Secret openshift-config/agent-auth-token: key watcherAuthToken: is missing while the other tokens are present",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("agent-auth-token").count(), 1, "{err}");
+    assert!(!err.contains("single-token"), "{err}");
 }
 
 /// `monitor --approve --yes` of a DHCP host nobody gave an address for: its client CSR is
