@@ -76,6 +76,30 @@ pub struct BatchRecord {
     /// Approvals done by `approve` (appended with compare-and-swap).
     #[serde(default)]
     pub approvals: Vec<Approval>,
+    /// Reboots reported by the hosts' own assisted-service, as `monitor` saw them (appended
+    /// with compare-and-swap, one per host, the first kept): `approve` approves a host's client
+    /// CSR only when it was made after this.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reboots: Vec<Reboot>,
+}
+
+/// A host's own assisted-service reported that it left the installation for its reboot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reboot {
+    /// Host name (the future Node name).
+    pub host: String,
+    /// RFC 3339 UTC: when `monitor` got the report (its own clock) from the host's address.
+    pub at: String,
+    /// The address it was reached at.
+    pub ip: String,
+    /// What the host reported (`added-to-existing-cluster`, or its install stage `Rebooting`).
+    pub reported: String,
+    /// The host's own `progress.stage_started_at` for that stage (its clock), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_started_at: Option<String>,
+    /// Who ran monitor.
+    pub by: String,
 }
 
 /// One expected host.
@@ -109,6 +133,12 @@ pub struct Approval {
     pub at: String,
     /// Who approved.
     pub by: String,
+    /// The CSR's creationTimestamp (RFC 3339), kept for the alarms after the CSR is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csr_created: Option<String>,
+    /// The CSR's `spec.username`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requester: Option<String>,
 }
 
 impl BatchHost {
@@ -400,6 +430,7 @@ mod tests {
                 },
             ],
             approvals: vec![],
+            reboots: vec![],
         }
     }
 

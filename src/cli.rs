@@ -226,6 +226,15 @@ pub struct ApproveArgs {
     /// Allow one more client and serving approval for NODE (repeatable), e.g. --reissue worker-0.
     #[arg(long, value_name = "NODE")]
     pub reissue: Vec<String>,
+    /// Approve client CSRs of hosts whose reboot no `monitor` recorded (no monitor ran while
+    /// they installed, or a DHCP host without its address) on the other checks alone. Only
+    /// after checking the host yourself: nothing then binds the CSR to the machine.
+    #[arg(long)]
+    pub trust_unverified_boot: bool,
+    /// The kubelet's re-key interval (15m, its certificate manager's wait); a simulator passes
+    /// its shorter one.
+    #[arg(long, value_name = "DURATION", default_value = "15m", hide = true)]
+    pub kubelet_retry: String,
     /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind ApproveReport).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
     pub output: OutputFormat,

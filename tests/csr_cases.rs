@@ -666,6 +666,8 @@ fn rogue_client_csr_racing_the_real_one_gets_only_one_approval() {
         node: "worker-0".into(),
         kind: Kind::Client,
         csr: "csr-real".into(),
+        created: None,
+        requester: None,
     });
     let mut rogue = good_client();
     rogue.name = "csr-rogue".into();
@@ -682,6 +684,8 @@ fn rogue_client_csr_racing_the_real_one_gets_only_one_approval() {
         node: "worker-1".into(),
         kind: Kind::Client,
         csr: "csr-w1".into(),
+        created: None,
+        requester: None,
     });
     assert_only(&sc.judge(&rogue), &[]);
 }
@@ -694,12 +698,16 @@ fn reissue_allows_exactly_one_more_client_approval() {
         node: "worker-0".into(),
         kind: Kind::Client,
         csr: "csr-1".into(),
+        created: None,
+        requester: None,
     });
     assert_only(&sc.judge(&good_client()), &[]);
     sc.approvals.approvals.push(RecordedApproval {
         node: "worker-0".into(),
         kind: Kind::Client,
         csr: "csr-2".into(),
+        created: None,
+        requester: None,
     });
     assert_only(&sc.judge(&good_client()), &["already-approved"]);
 }
@@ -709,14 +717,19 @@ fn client_created_before_the_batch_is_rejected() {
     let mut v = good_client();
     v.created = Some(t("2026-01-10T09:59:59Z"));
     let v = judge(v);
-    assert_only(&v, &["created-before-batch"]);
+    // Before the batch is before the host's reboot report too: both are said.
+    assert_only(&v, &["created-before-batch", "created-before-reboot"]);
     assert_eq!(
         message(&v, "created-before-batch"),
         "CSR created at 2026-01-10T09:59:59Z, before worker-0's batch was recorded at 2026-01-10T10:00:00Z"
     );
+    // The batch window alone (no reboot record, --trust-unverified-boot).
+    let mut sc = Scenario::new();
+    sc.expected.nodes[0].rebooted_at = None;
+    sc.policy.trust_unverified_boot = true;
     let mut v = good_client();
     v.created = Some(t0());
-    assert_only(&judge(v), &[]);
+    assert_only(&sc.judge(&v), &[]);
 }
 
 #[test]
@@ -1000,6 +1013,8 @@ fn second_serving_csr_is_rejected() {
         node: "worker-0".into(),
         kind: Kind::Serving,
         csr: "csr-first".into(),
+        created: None,
+        requester: None,
     });
     let v = sc.judge(&good_serving());
     assert_only(&v, &["already-approved"]);
@@ -1277,14 +1292,23 @@ fn rival_client_csrs_with_different_keys_are_both_held() {
         &sc.policy,
         sc.now,
     );
-    assert_only(&vs[0], &["competing-requests"]);
-    assert_only(&vs[1], &["competing-requests"]);
+    // One second apart with different keys: no kubelet re-keys that fast (issue 14).
+    assert_only(&vs[0], &["second-requester"]);
+    assert_only(&vs[1], &["second-requester"]);
     assert_only(&vs[2], &[]);
-    assert!(message(&vs[0], "competing-requests")
-        .starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
+    assert!(message(&vs[0], "second-requester").starts_with(
+        "a second requester exists: 2 pending client CSRs for worker-0 with different keys (csr-real at 2026-01-10T10:30:00Z, csr-rival at 2026-01-10T10:30:01Z)"
+    ));
     // Each alone passes: only the listing shows the race.
     assert_only(&sc.judge(&real), &[]);
     assert_only(&sc.judge(&rival), &[]);
+    // Without a reboot record (approved only on --trust-unverified-boot) the old rule holds both.
+    let mut sc = Scenario::new();
+    sc.expected.nodes[0].rebooted_at = None;
+    sc.policy.trust_unverified_boot = true;
+    let vs = verdict_all(&[real, rival], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    assert!(message(&vs[0], "competing-requests")
+        .starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
 }
 
 #[test]
@@ -1303,10 +1327,32 @@ fn kubelet_retries_with_the_same_key_approve_only_the_newest() {
     );
     assert_only(&vs[0], &[]);
     assert_only(&vs[1], &["superseded"]);
-    assert_eq!(
-        message(&vs[1], "superseded"),
-        "a newer client CSR for worker-0 (csr-new) is approved instead"
-    );
+    assert!(message(&vs[1], "superseded")
+        .starts_with("a newer client CSR for worker-0 (csr-new) is approved instead"));
+}
+
+#[test]
+fn kubelet_rekeying_every_15_minutes_approves_only_the_newest() {
+    let sc = Scenario::new();
+    let a = named(good_client(), "csr-a", "2026-01-10T10:21:00Z");
+    let b = named(good_client(), "csr-b", "2026-01-10T10:36:00Z");
+    let c = named(good_client(), "csr-c", "2026-01-10T10:51:00Z");
+    let vs = verdict_all(&[a, b, c], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    assert_only(&vs[0], &["superseded"]);
+    assert_only(&vs[1], &["superseded"]);
+    assert_only(&vs[2], &[]);
+}
+
+#[test]
+fn client_csr_made_before_the_hosts_reboot_report_is_never_approved() {
+    let sc = Scenario::new();
+    let rogue = named(good_client(), "csr-rogue", "2026-01-10T10:05:00Z");
+    assert_only(&sc.judge(&rogue), &["created-before-reboot"]);
+    let mut sc = Scenario::new();
+    sc.expected.nodes[0].rebooted_at = None;
+    assert_only(&sc.judge(&good_client()), &["boot-unverified"]);
+    sc.policy.trust_unverified_boot = true;
+    assert_only(&sc.judge(&good_client()), &[]);
 }
 
 #[test]

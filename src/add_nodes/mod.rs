@@ -826,6 +826,7 @@ fn batch_record(
             })
             .collect(),
         approvals: vec![],
+        reboots: vec![],
     }
 }
 
@@ -1725,6 +1726,7 @@ mod tests {
                 ip_source: "unknown".into(),
             }],
             approvals: vec![],
+            reboots: vec![],
         };
         let now = auth::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
         let recs = [
@@ -1816,6 +1818,7 @@ mod tests {
                 })
                 .collect(),
             approvals: vec![],
+            reboots: vec![],
         }
     }
 
@@ -1868,6 +1871,8 @@ mod tests {
             csr: "csr-1".into(),
             at: "2026-11-29T01:00:00Z".into(),
             by: "a".into(),
+            csr_created: None,
+            requester: None,
         });
         let recs = [same, expired, subset, other_mac, approved];
         let none = BTreeSet::new();

@@ -74,6 +74,9 @@ pub struct Report {
     /// What to do about expected nodes that cannot get an approval as things stand
     /// ([`Approver::hints`]).
     pub hints: Vec<String>,
+    /// Possible impostors and second requesters ([`Approver::alarms`]), each with the CSRs'
+    /// names, creation times and requesters.
+    pub alarms: Vec<crate::csr::Alarm>,
     /// Every expected node not done yet (Ready with its serving certificate) and what it
     /// waits for ([`waiting`]); empty when every one is done.
     pub waiting: Vec<Waiting>,
@@ -481,7 +484,29 @@ fn options(args: &ApproveArgs) -> Result<ApproveOptions> {
         reissue: args.reissue.clone(),
         batch: args.batch.clone(),
         extra_nodes: extra,
+        trust_unverified_boot: args.trust_unverified_boot,
+        kubelet_retry_seconds: Some(kubelet_retry(&args.kubelet_retry)?),
     })
+}
+
+/// `--kubelet-retry` in seconds (at least 1 s).
+pub fn kubelet_retry(s: &str) -> Result<i64> {
+    match parse_duration(s) {
+        Ok(Some(d)) if d.as_secs() >= 1 => Ok(d.as_secs() as i64),
+        Ok(_) => Err(Error::Usage(format!(
+            "--kubelet-retry {s:?}: give at least 1s (the kubelet's own is 15m)"
+        ))),
+        Err(e) => Err(Error::Usage(format!("--kubelet-retry {s:?}: {e}"))),
+    }
+}
+
+/// Prints each alarm on stderr once per run (`shown` keeps the messages printed).
+pub fn print_alarms(a: &Approver, shown: &mut std::collections::BTreeSet<String>) {
+    for al in a.alarms() {
+        if shown.insert(al.message.clone()) {
+            eprintln!("alarm: {}: {}", al.node, al.message);
+        }
+    }
 }
 
 async fn confirm(question: String) -> Result<bool> {
@@ -644,6 +669,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         let doc = report(a, rows);
         let code = doc.exit_code;
         emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+        print_alarms(a, &mut Default::default());
         if code == exit::CSRS {
             explain_exit_7(&doc.waiting, &doc.csrs);
         }
@@ -705,6 +731,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     if args.yes || args.output != OutputFormat::Table {
         emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
     }
+    print_alarms(a, &mut Default::default());
     if code == exit::CSRS {
         explain_exit_7(&doc.waiting, &doc.csrs);
     }
@@ -720,6 +747,7 @@ fn report(a: &Approver, csrs: Vec<Row>) -> Report {
         csrs,
         nodes,
         hints: a.hints(),
+        alarms: a.alarms(),
         waiting: waiting(a),
         exit_code,
     }
@@ -735,8 +763,8 @@ enum Ev {
 type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error>> + Send>>;
 
 /// Watches on CSRs and Nodes, and on the batch records only while some expected node's
-/// address is unknown (`monitor --ip-addresses` records it there; with every address known
-/// the records change only by our own approvals, whose large echoes are not worth parsing).
+/// address or reboot record is missing (`monitor` records both there; with both known the
+/// records change only by our own approvals, whose large echoes are not worth parsing).
 fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvStream {
     let c = target.client.clone();
     let csr = watcher(
@@ -827,11 +855,12 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         last: BTreeMap::new(),
     };
     let mut declined: std::collections::BTreeSet<String> = Default::default();
+    let mut alarmed: std::collections::BTreeSet<String> = Default::default();
     let mut reauthed = false;
     let mut s = streams(
         a.target(),
         args.batch.as_deref(),
-        a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+        a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
     );
     let mut csr_synced = false;
     // The watch's own deadlines (--timeout, token expiry), as opposed to an API request that
@@ -871,7 +900,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 s = streams(
                     a.target(),
                     args.batch.as_deref(),
-                    a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+                    a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
                 );
                 reauthed = true;
                 continue;
@@ -904,9 +933,15 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Ev::Csr(Event::Init) => Ok(()),
             Ev::Csr(Event::InitDone) => {
                 csr_synced = true;
-                process_pending(a, args, &mut live, &mut declined).await
+                let r = process_pending(a, args, &mut live, &mut declined).await;
+                print_alarms(a, &mut alarmed);
+                r
             }
-            Ev::Csr(Event::Apply(c)) => process_one(a, args, &c, &mut live, &mut declined).await,
+            Ev::Csr(Event::Apply(c)) => {
+                let r = process_one(a, args, &c, &mut live, &mut declined).await;
+                print_alarms(a, &mut alarmed);
+                r
+            }
             Ev::Csr(Event::Delete(c)) => {
                 a.forget_csr(c.metadata.name.as_deref().unwrap_or(""));
                 Ok(())
@@ -920,7 +955,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 s = streams(
                     a.target(),
                     args.batch.as_deref(),
-                    a.expected().nodes.iter().any(|n| n.ips.is_empty()),
+                    a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
                 );
                 reauthed = true;
             }
@@ -929,9 +964,29 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     };
     let rows: Vec<Row> = live.last.values().map(|(r, _)| r.clone()).collect();
     let nodes = a.node_states();
-    let rejected = rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied))
+    // A client CSR made before its node's batch was recorded (a replaced image's, or someone
+    // else's before add-nodes) is never approved and a done node does not need it: said, but
+    // not an exit 7 of a run that got every node there.
+    let stale = |r: &Row| {
+        r.kind == Kind::Client
+            && r.reasons.iter().any(|x| x.code == "created-before-batch")
+            && nodes.iter().any(|n| n.node == r.node && n.done())
+    };
+    for r in rows.iter().filter(|r| stale(r) && still_pending(a, &r.name)) {
+        eprintln!(
+            "note: client CSR {} for {} was made before its batch was recorded (from a replaced image, or someone else's): it is never approved and {} does not need it; delete it (oc delete csr {})",
+            cut(&r.name),
+            cut(&r.node),
+            cut(&r.node),
+            cut(&r.name)
+        );
+    }
+    let rejected = rows
+        .iter()
         // A rejected CSR that was later approved or issued no longer counts.
-        && rows.iter().any(|r| matches!(r.action, Action::Rejected | Action::Denied) && still_pending(a, &r.name));
+        .any(|r| {
+            matches!(r.action, Action::Rejected | Action::Denied) && !stale(r) && still_pending(a, &r.name)
+        });
     let mut code = match &end {
         Ok(()) if !rejected && declined.is_empty() => exit::OK,
         Ok(()) => exit::CSRS,
@@ -948,6 +1003,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             csrs: rows,
             nodes,
             hints: a.hints(),
+            alarms: a.alarms(),
             waiting: still.clone(),
             exit_code: code,
         };

@@ -64,6 +64,12 @@ pub struct ApproveOptions {
     /// batch's. A name in no batch record is an error ([`Error::InvalidInput`], exit 3):
     /// every approval is recorded on the node's batch.
     pub extra_nodes: Vec<(String, Vec<IpAddr>)>,
+    /// Approve client CSRs of hosts with no reboot record on the batch on the old rules
+    /// (`--trust-unverified-boot`; [`crate::csr::Policy::trust_unverified_boot`]).
+    pub trust_unverified_boot: bool,
+    /// The kubelet's re-key interval in seconds (None: 15 min, the kubelet's own; a simulator
+    /// passes its shorter one with the hidden `--kubelet-retry`).
+    pub kubelet_retry_seconds: Option<i64>,
 }
 
 /// What happened to one CSR.
@@ -401,7 +407,11 @@ impl Approver {
     /// exit 3 for `extra_nodes` / `reissue` names no batch expects, or a batch whose
     /// `tokenExpiresAt` does not parse.
     pub async fn new(target: &KubeTarget, opts: ApproveOptions) -> Result<Approver> {
-        let policy = read_policy(target).await?;
+        let mut policy = read_policy(target).await?;
+        policy.trust_unverified_boot = opts.trust_unverified_boot;
+        if let Some(r) = opts.kubelet_retry_seconds {
+            policy.kubelet_retry_seconds = r;
+        }
         let batches = read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
             return Err(no_batch());
@@ -443,12 +453,20 @@ impl Approver {
                 }
                 let ips: Vec<IpAddr> = h.ips.iter().filter_map(|i| i.parse().ok()).collect();
                 node_batch.insert(h.hostname.clone(), b.rec.name.clone());
+                // The first report of this host's reboot on its batch (monitor keeps the first).
+                let rebooted_at = b
+                    .rec
+                    .reboots
+                    .iter()
+                    .find(|r| r.host == h.hostname)
+                    .and_then(|r| parse_time(&r.at));
                 nodes.push(ExpectedNode {
                     hostname: h.hostname.clone(),
                     ips,
                     recorded_at: b.created,
                     token_expires: expires,
                     reissue: self.opts.reissue.iter().filter(|r| **r == h.hostname).count() as u32,
+                    rebooted_at,
                 });
             }
         }
@@ -544,29 +562,43 @@ impl Approver {
     /// No bootstrap client certificate is approved for a Node that exists (the machine-approver
     /// refuses it too: "node already exists"; the kubelet renews its client certificate as
     /// `system:node:NAME`, which the controller manager's selfnodeclient check handles:
-    /// research/csr.md), and `--reissue` does not change that: say what does (a reinstalled
-    /// machine: delete the old Node, then `--reissue`; anything else: the CSR is not that
-    /// node's).
+    /// research/csr.md), and `--reissue` does not change that. What the CSR is decides what to
+    /// say, so no one deletes a good Node on a stale or foreign CSR's account:
+    /// - made before the node's batch was recorded, or before its host's reboot report: from a
+    ///   replaced image or someone else; never approved; the Node is fine: delete the CSR;
+    /// - otherwise a second bootstrap request: a reinstalled machine, or another holder of the
+    ///   bootstrap token; only a deliberate reinstall justifies deleting the old Node (then
+    ///   `--reissue` when a client approval is recorded).
     fn existing_node_client_hints(&self) -> Vec<String> {
         self.evaluate_all(now())
             .into_iter()
             .filter(|(_, v)| v.kind == Kind::Client && !v.approve)
             .filter(|(_, v)| v.reasons.iter().any(|r| r.code() == "node-exists"))
             .filter_map(|(c, v)| {
-                let node = v.node.filter(|n| self.expected.get(n).is_some())?;
+                let node = v.node.clone().filter(|n| self.expected.get(n).is_some())?;
+                let csr = escape_for_display(&c.name, 80);
+                let batch = self.node_batch.get(&node).cloned().unwrap_or_default();
+                if let Some(r) = v
+                    .reasons
+                    .iter()
+                    .find(|r| matches!(r.code(), "created-before-batch" | "created-before-reboot"))
+                {
+                    let when = if r.code() == "created-before-batch" {
+                        format!("before batch {batch} was recorded (from a replaced image, or someone else's)")
+                    } else {
+                        format!("before {node}'s own assisted-service reported its reboot (not its installed system's)")
+                    };
+                    return Some(format!(
+                        "{node}: client CSR {csr} was made {when}: it is never approved and Node {node}                          does not need it (nothing is wrong with the Node); delete the CSR (`oc delete csr {csr}`)"
+                    ));
+                }
                 let recorded = self
                     .approvals()
                     .approvals
                     .iter()
                     .any(|a| a.node == node && a.kind == Kind::Client);
                 Some(format!(
-                    "{node}: client CSR {csr}: Node {node} exists already, and a bootstrap client \
-                     certificate is never approved for a node that has joined (its kubelet renews \
-                     its own), with or without --reissue; if this machine was reinstalled, delete \
-                     the old Node first (`oc delete node {node}`), then run approve again{again}; \
-                     otherwise the CSR is not from {node}: delete it (`oc delete csr {csr}`) or \
-                     deny it (`approve --deny-invalid`)",
-                    csr = escape_for_display(&c.name, 80),
+                    "{node}: client CSR {csr}: Node {node} exists already, and a bootstrap client                      certificate is never approved for a node that has joined (its kubelet renews                      its own as system:node:{node}), with or without --reissue; so this CSR comes                      from a machine booted again from {node}'s image or from another holder of the                      bootstrap token. Do not delete the Node on its account: delete the CSR                      (`oc delete csr {csr}`) or deny it (`approve --deny-invalid`); only if you                      reinstalled {node} on purpose, delete the old Node (`oc delete node {node}`),                      then run approve again{again}",
                     again = if recorded {
                         format!(" with --reissue {node} (its first client approval is recorded)")
                     } else {
@@ -678,10 +710,21 @@ impl Approver {
                     "serving" => Kind::Serving,
                     _ => continue,
                 };
+                // Older records lack the CSR's time and requester: the CSR, while it exists, has them.
+                let obj = self.csrs.get(&a.csr);
                 approvals.push(RecordedApproval {
                     node: a.node.clone(),
                     kind,
                     csr: a.csr.clone(),
+                    created: a
+                        .csr_created
+                        .as_deref()
+                        .and_then(parse_time)
+                        .or_else(|| obj.and_then(|c| c.metadata.creation_timestamp.as_ref().map(|t| t.0))),
+                    requester: a
+                        .requester
+                        .clone()
+                        .or_else(|| obj.and_then(|c| c.spec.username.clone())),
                 });
             }
         }
@@ -873,13 +916,36 @@ impl Approver {
     }
 
     /// `--deny-invalid` denies a rejected CSR only when it names an expected node and is not
-    /// merely waiting for that node's address (nor for a rival to be sorted out by hand).
+    /// merely waiting for that node's address or reboot record, nor for a rival to be sorted
+    /// out by hand (denying every CSR of a race would deny the real node's too).
     pub fn deniable(&self, v: &Verdict) -> bool {
         !v.approve
             && v.node.as_ref().is_some_and(|n| self.expected.get(n).is_some())
-            && v.reasons
-                .iter()
-                .any(|r| !matches!(r.code(), "no-expected-addresses"))
+            && v.reasons.iter().any(|r| {
+                !matches!(
+                    r.code(),
+                    "no-expected-addresses" | "boot-unverified" | "second-requester" | "competing-requests"
+                )
+            })
+    }
+
+    /// The alarms ([`crate::csr::alarms`]) over every kubelet CSR seen: a bootstrap client CSR
+    /// for a node after its client CSR was approved (possible impostor), and pending client CSRs
+    /// of one node too close together to be the kubelet's re-keying (second requester).
+    pub fn alarms(&self) -> Vec<crate::csr::Alarm> {
+        let all: Vec<CsrView> = self
+            .csrs
+            .values()
+            .map(CsrView::from_k8s)
+            .filter(|v| v.kind() != Kind::NotKubelet)
+            .collect();
+        crate::csr::alarms(&all, &self.evaluate_all(now()), &self.expected, &self.approvals())
+    }
+
+    /// True when some expected node has no reboot record and `--trust-unverified-boot` was not
+    /// given: the batch records are watched for monitor's record.
+    pub fn awaits_reboot_records(&self) -> bool {
+        !self.opts.trust_unverified_boot && self.expected.nodes.iter().any(|n| n.rebooted_at.is_none())
     }
 
     /// The checked approval of pending CSR `name`: reads the CSR, (client) the Node and the
@@ -963,6 +1029,8 @@ impl Approver {
                     csr: name.into(),
                     at: now().to_string(),
                     by: self.by.clone(),
+                    csr_created: view.created.map(|t| t.to_string()),
+                    requester: Some(view.username.clone()),
                 });
                 match cas_update(&self.target, &rec, &self.batches[bi].rv).await {
                     Ok(rv) => {

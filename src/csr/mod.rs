@@ -18,6 +18,16 @@
 //! Client CSRs whose checks are tied to the batch (expected, not yet a Node, created inside the
 //! batch window, approval count) need `metadata.creationTimestamp`; serving CSRs are not tied to
 //! the batch window (design.md), only to the expected node, its addresses and its count.
+//!
+//! Binding to the machine (issue 14): a client CSR of an expected node is approved only when it
+//! was created after that host's own assisted-service reported leaving the installation for its
+//! reboot ([`ExpectedNode::rebooted_at`], recorded on the batch by `monitor`), less
+//! [`REBOOT_CLOCK_SKEW_SECONDS`]; without such a record only with
+//! [`Policy::trust_unverified_boot`]. Several passing client CSRs of one node with different keys
+//! are the kubelet re-keying (a new key and CSR every [`Policy::kubelet_retry_seconds`] while one
+//! is not approved, client-go certificate manager) only when spaced like that: the newest is
+//! approved; closer ones mean a second requester and all are held. [`alarms`] reports what
+//! looks like an impostor.
 
 mod escape;
 mod parse;
@@ -52,6 +62,15 @@ pub const BOOTSTRAPPER_GROUPS: [&str; 3] = [
 pub const NODE_PREFIX: &str = "system:node:";
 /// Clock-skew tolerance for "created in the future", in seconds.
 pub const CLOCK_SKEW_SECONDS: i64 = 600;
+/// How much earlier than the host's recorded reboot report a client CSR may be created and still
+/// be the installed system's, in seconds: the record is written with the clock of the machine
+/// running `monitor`, the CSR's creationTimestamp with the API server's, and the two may disagree
+/// by this much (NTP keeps them far closer; a real reboot into the installed system takes
+/// minutes, so the real kubelet's CSR comes long after the record anyway).
+pub const REBOOT_CLOCK_SKEW_SECONDS: i64 = 10;
+/// The kubelet's wait for a client certificate before it makes a new key and CSR
+/// (client-go certificate manager `certificateWaitTimeout`, 15 min).
+pub const KUBELET_RETRY_SECONDS: i64 = 900;
 /// Length at which CSR-supplied values are cut in reason texts.
 pub const DISPLAY_MAX: usize = 80;
 
@@ -153,6 +172,11 @@ pub struct ExpectedNode {
     pub token_expires: Time,
     /// Extra approvals allowed beyond one client and one serving approval (`--reissue NODE`).
     pub reissue: u32,
+    /// When the host's own assisted-service (reached at the host's address with the batch's
+    /// watcher token) reported that it left the installation for its reboot, as `monitor`
+    /// recorded it on the batch. None: no such record (no monitor ran, or a DHCP host without
+    /// its address).
+    pub rebooted_at: Option<Time>,
 }
 
 /// Every expected node. A hostname should appear once; the first entry wins otherwise.
@@ -195,6 +219,10 @@ pub struct RecordedApproval {
     /// Name of the CSR approved. A CSR recorded but not yet approved (a run interrupted between
     /// the record and `/approval`) does not count against itself, so a restart finishes it.
     pub csr: String,
+    /// Its creationTimestamp, when known (recorded with the approval, or read from the CSR).
+    pub created: Option<Time>,
+    /// Its `spec.username`, when known.
+    pub requester: Option<String>,
 }
 
 /// Approvals already recorded on the batches.
@@ -226,6 +254,11 @@ pub struct Policy {
     pub api_server_names: Vec<String>,
     /// Upper bound for `spec.expirationSeconds` (PKCA's default is 367 days).
     pub max_expiration_seconds: i32,
+    /// Approve client CSRs of nodes without a reboot record on the old rules
+    /// (`--trust-unverified-boot`): the operator checked the host some other way.
+    pub trust_unverified_boot: bool,
+    /// The kubelet's wait before it re-keys ([`KUBELET_RETRY_SECONDS`]; simulators shorten it).
+    pub kubelet_retry_seconds: i64,
 }
 
 impl Policy {
@@ -259,6 +292,8 @@ impl Policy {
             service_networks,
             api_server_names,
             max_expiration_seconds: Self::DEFAULT_MAX_EXPIRATION_SECONDS,
+            trust_unverified_boot: false,
+            kubelet_retry_seconds: KUBELET_RETRY_SECONDS,
         }
     }
 }
@@ -298,12 +333,17 @@ pub fn verdict(
 /// The verdicts on every CSR of a listing, in the same order: [`verdict`] on each, then the
 /// rule that needs them all at once — several pending CSRs of one kind for one node that each
 /// pass:
-/// - client CSRs with *different* public keys: the bootstrap identity is shared, so one of them
-///   may be a rival racing the real kubelet (which reuses its key across retries, client-go
-///   `bootstrap.go` `loadOrGenerateKeyFile`); none is approved (`competing-requests`);
-/// - otherwise (client CSRs with the same key, or serving CSRs, which only the node's own
-///   credentials can create) the newest is approved, the one the kubelet is waiting on, and the
-///   older ones get `superseded`.
+/// - serving CSRs (only the node's own credentials can create them), and client CSRs that all
+///   carry the same public key (only the key's holder can sign them): the newest is approved,
+///   the one the kubelet waits on, and the older ones get `superseded`;
+/// - client CSRs with different keys, the node's reboot recorded: the kubelet on OpenShift's
+///   path makes a new key and CSR each time one stays unapproved for
+///   [`Policy::kubelet_retry_seconds`] (research/peer-approvers.md §4). When every two
+///   consecutive ones with different keys are at least 90 % of that apart, the newest is
+///   approved and the older ones are `superseded`; when two are closer (no kubelet does that),
+///   a second requester exists and all are held (`second-requester`);
+/// - client CSRs with different keys and no reboot record (`--trust-unverified-boot`): nothing
+///   tells the retries from a rival, all are held (`competing-requests`).
 pub fn verdict_all(
     csrs: &[CsrView],
     expected: &ExpectedNodes,
@@ -322,27 +362,43 @@ pub fn verdict_all(
             groups.entry((n.clone(), v.kind)).or_default().push(i);
         }
     }
-    for ((node, kind), idx) in groups {
+    for ((node, kind), mut idx) in groups {
         if idx.len() < 2 {
             continue;
         }
+        // Oldest first, by creation time then name.
+        idx.sort_by(|&a, &b| (csrs[a].created, &csrs[a].name).cmp(&(csrs[b].created, &csrs[b].name)));
         let same_key = idx.iter().all(|&i| out[i].1 == out[idx[0]].1);
         if kind == Kind::Client && !same_key {
             let names: Vec<String> = idx.iter().map(|&i| csrs[i].name.clone()).collect();
-            for &i in &idx {
-                out[i].0.reasons.push(Reason::CompetingRequests {
+            let verified = expected.get(&node).is_some_and(|e| e.rebooted_at.is_some());
+            let held = if verified {
+                closest_rekey_gap(&idx, csrs, &out)
+                    .filter(|gap| *gap < min_rekey_gap(policy))
+                    .map(|gap| Reason::SecondRequester {
+                        node: node.clone(),
+                        csrs: idx
+                            .iter()
+                            .map(|&i| (csrs[i].name.clone(), csrs[i].created))
+                            .collect(),
+                        gap_seconds: gap,
+                        retry_seconds: policy.kubelet_retry_seconds,
+                    })
+            } else {
+                Some(Reason::CompetingRequests {
                     node: node.clone(),
-                    csrs: names.clone(),
-                });
-                out[i].0.approve = false;
+                    csrs: names,
+                })
+            };
+            if let Some(r) = held {
+                for &i in &idx {
+                    out[i].0.reasons.push(r.clone());
+                    out[i].0.approve = false;
+                }
+                continue;
             }
-            continue;
         }
-        // Newest by creation time, then by name, is kept.
-        let keep = *idx
-            .iter()
-            .max_by(|&&a, &&b| (csrs[a].created, &csrs[a].name).cmp(&(csrs[b].created, &csrs[b].name)))
-            .expect("two or more");
+        let keep = *idx.last().expect("two or more");
         for &i in idx.iter().filter(|&&i| i != keep) {
             out[i].0.reasons.push(Reason::Superseded {
                 node: node.clone(),
@@ -353,6 +409,24 @@ pub fn verdict_all(
         }
     }
     out.into_iter().map(|(v, _)| v).collect()
+}
+
+/// 90 % of the kubelet's retry wait: the least time between two of its CSRs (the wait starts
+/// before the CSR is created, so consecutive ones are at least the wait apart).
+fn min_rekey_gap(policy: &Policy) -> i64 {
+    policy.kubelet_retry_seconds - policy.kubelet_retry_seconds / 10
+}
+
+/// The smallest time in seconds between two consecutive CSRs of `idx` (oldest first) whose keys
+/// differ (None: no such pair). A CSR without a creation time counts as 0 s from its neighbour.
+fn closest_rekey_gap(idx: &[usize], csrs: &[CsrView], out: &[(Verdict, Option<Vec<u8>>)]) -> Option<i64> {
+    idx.windows(2)
+        .filter(|w| out[w[0]].1 != out[w[1]].1)
+        .map(|w| match (csrs[w[0]].created, csrs[w[1]].created) {
+            (Some(a), Some(b)) => b.as_second() - a.as_second(),
+            _ => 0,
+        })
+        .min()
 }
 
 fn verdict_with_key(
@@ -450,9 +524,8 @@ fn verdict_with_key(
             csr,
             parsed.as_ref(),
             node.as_deref(),
-            expected,
-            existing,
-            approvals,
+            (expected, existing, approvals),
+            policy,
             &mut reasons,
         ),
         Kind::Serving => {
@@ -503,9 +576,8 @@ fn check_client(
     csr: &CsrView,
     parsed: Option<&ParsedRequest>,
     node: Option<&str>,
-    expected: &ExpectedNodes,
-    existing: &ExistingNodes,
-    approvals: &ApprovalsRecorded,
+    (expected, existing, approvals): (&ExpectedNodes, &ExistingNodes, &ApprovalsRecorded),
+    policy: &Policy,
     reasons: &mut Vec<Reason>,
 ) {
     if csr.username != BOOTSTRAPPER {
@@ -594,6 +666,24 @@ fn check_client(
                 });
             }
         }
+    }
+    // Bound to the machine: only the real host runs our ISO's assisted-service, and its
+    // installed kubelet cannot have asked before the host left the installation.
+    match (exp.rebooted_at, csr.created) {
+        (Some(rebooted), Some(created))
+            if created.as_second() < rebooted.as_second() - REBOOT_CLOCK_SKEW_SECONDS =>
+        {
+            reasons.push(Reason::CreatedBeforeReboot {
+                node: name.to_string(),
+                created,
+                rebooted,
+            })
+        }
+        (Some(_), _) => {}
+        (None, _) if policy.trust_unverified_boot => {}
+        (None, _) => reasons.push(Reason::BootUnverified {
+            node: name.to_string(),
+        }),
     }
 }
 
@@ -843,3 +933,419 @@ fn attr_name(oid: &str) -> String {
 
 /// Kubernetes node names: a lowercase RFC 1123 subdomain ([`crate::k8s_names`]).
 pub use crate::k8s_names::is_dns1123_subdomain;
+
+/// One CSR named in an [`Alarm`] (values escaped for display).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AlarmCsr {
+    /// CSR name.
+    pub name: String,
+    /// creationTimestamp, RFC 3339 (None: unknown).
+    pub created: Option<String>,
+    /// `spec.username` (None: unknown, e.g. an approval recorded before it was kept).
+    pub requester: Option<String>,
+    /// `approved` (its client certificate was approved) or `pending` / `denied` / `failed`.
+    pub state: String,
+}
+
+/// Something that looks like another holder of the bootstrap token asking in a node's name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Alarm {
+    /// `possible-impostor`: a bootstrapper client CSR for a node after its client CSR was
+    /// approved; `second-requester`: pending client CSRs of one node with different keys closer
+    /// together than the kubelet re-keys ([`Reason::SecondRequester`]).
+    pub code: &'static str,
+    /// The node (escaped).
+    pub node: String,
+    /// The sentence shown (escaped).
+    pub message: String,
+    /// The CSRs concerned, the approved one first for `possible-impostor`.
+    pub csrs: Vec<AlarmCsr>,
+}
+
+fn state_of(c: &CsrView) -> String {
+    if c.conditions.iter().any(|t| t == "Approved") {
+        "approved".into()
+    } else if c.conditions.iter().any(|t| t == "Denied") {
+        "denied".into()
+    } else if c.conditions.iter().any(|t| t == "Failed") {
+        "failed".into()
+    } else {
+        "pending".into()
+    }
+}
+
+/// The node a client CSR's single CN names (`system:node:<name>`), if any.
+pub fn client_cn_node(c: &CsrView) -> Option<String> {
+    let (p, _) = parse_request(&c.request);
+    let p = p?;
+    match p.common_names.as_slice() {
+        [cn] => cn
+            .strip_prefix(NODE_PREFIX)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string),
+        _ => None,
+    }
+}
+
+/// The alarms of a listing. Pure. `all`: every kubelet CSR seen (any state); `judged`: the
+/// pending ones with their [`verdict_all`] verdicts (empty when nothing was judged, e.g.
+/// `monitor` without `--approve`).
+///
+/// - `possible-impostor`, per expected node: a client CSR from the node-bootstrapper created
+///   after a client CSR of that node that was approved (recorded on the batch, or Approved in
+///   the cluster), both made since its batch was recorded. A joined kubelet renews as
+///   `system:node:<name>` (not an alarm), so a new bootstrap request is someone else's.
+/// - `second-requester`, per node whose pending client CSRs got [`Reason::SecondRequester`].
+pub fn alarms(
+    all: &[CsrView],
+    judged: &[(CsrView, Verdict)],
+    expected: &ExpectedNodes,
+    approvals: &ApprovalsRecorded,
+) -> Vec<Alarm> {
+    let show = |s: &str| escape_for_display(s, usize::MAX);
+    let view_csr = |c: &CsrView| AlarmCsr {
+        name: show(&c.name),
+        created: c.created.map(|t| t.to_string()),
+        requester: Some(show(&c.username)),
+        state: state_of(c),
+    };
+    let clients: Vec<(&CsrView, String)> = all
+        .iter()
+        .filter(|c| c.kind() == Kind::Client)
+        .filter_map(|c| Some((c, client_cn_node(c)?)))
+        .collect();
+    let mut out = Vec::new();
+    for exp in &expected.nodes {
+        let node = &exp.hostname;
+        let since = |t: Option<Time>| t.is_none_or(|t| t >= exp.recorded_at);
+        // The approved client CSR: recorded approvals first, then Approved objects.
+        let mut approved: Vec<AlarmCsr> = Vec::new();
+        let mut approved_times: Vec<Option<Time>> = Vec::new();
+        for a in approvals
+            .approvals
+            .iter()
+            .filter(|a| &a.node == node && a.kind == Kind::Client)
+        {
+            let obj = clients.iter().find(|(c, _)| c.name == a.csr).map(|(c, _)| *c);
+            let created = a.created.or(obj.and_then(|c| c.created));
+            if !since(created) {
+                continue;
+            }
+            approved.push(AlarmCsr {
+                name: show(&a.csr),
+                created: created.map(|t| t.to_string()),
+                requester: a
+                    .requester
+                    .clone()
+                    .or(obj.map(|c| c.username.clone()))
+                    .map(|r| show(&r)),
+                state: "approved".into(),
+            });
+            approved_times.push(created);
+        }
+        for (c, _) in clients
+            .iter()
+            .filter(|(c, n)| n == node && state_of(c) == "approved")
+        {
+            if since(c.created) && !approvals.approvals.iter().any(|a| a.csr == c.name) {
+                approved.push(view_csr(c));
+                approved_times.push(c.created);
+            }
+        }
+        let Some(first) = approved_times.iter().copied().min() else {
+            continue;
+        };
+        let first_i = approved_times.iter().position(|t| *t == first).unwrap_or(0);
+        for (c, _) in clients
+            .iter()
+            .filter(|(c, n)| n == node && c.username == BOOTSTRAPPER)
+        {
+            if approved.iter().any(|a| a.name == show(&c.name)) {
+                continue;
+            }
+            let after = match (first, c.created) {
+                (Some(a), Some(b)) => b > a,
+                _ => true,
+            };
+            if !after {
+                continue;
+            }
+            let a = &approved[first_i];
+            let b = view_csr(c);
+            out.push(Alarm {
+                code: "possible-impostor",
+                node: show(node),
+                message: format!(
+                    "possible impostor: client CSR {} (created {}, by {}, {}) asks the bootstrap way for {} after its client CSR {} (created {}, by {}) was approved; a joined kubelet renews as {NODE_PREFIX}{}, so this one comes from another holder of the bootstrap token (or a machine booted again from {}'s image); it is not approved: find out who made it, then delete it (oc delete csr {})",
+                    b.name,
+                    b.created.as_deref().unwrap_or("at an unknown time"),
+                    b.requester.as_deref().unwrap_or("?"),
+                    b.state,
+                    show(node),
+                    a.name,
+                    a.created.as_deref().unwrap_or("at an unknown time"),
+                    a.requester.as_deref().unwrap_or("an unrecorded requester"),
+                    show(node),
+                    show(node),
+                    b.name,
+                ),
+                csrs: vec![a.clone(), b],
+            });
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (c, v) in judged {
+        for r in &v.reasons {
+            if let Reason::SecondRequester { node, csrs, .. } = r {
+                if !seen.insert(node.clone()) {
+                    continue;
+                }
+                let named: Vec<AlarmCsr> = csrs
+                    .iter()
+                    .map(|(n, _)| {
+                        judged
+                            .iter()
+                            .find(|(x, _)| &x.name == n)
+                            .map(|(x, _)| view_csr(x))
+                            .unwrap_or_else(|| view_csr(c))
+                    })
+                    .collect();
+                out.push(Alarm {
+                    code: "second-requester",
+                    node: show(node),
+                    message: r.to_string(),
+                    csrs: named,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(s: &str) -> Time {
+        s.parse().unwrap()
+    }
+
+    /// A kubelet-shaped client CSR for `node` (new P-256 key), created at `at`.
+    fn client(name: &str, node: &str, at: &str) -> CsrView {
+        let key = rcgen::KeyPair::generate().unwrap();
+        client_with_key(name, node, at, &key)
+    }
+
+    fn client_with_key(name: &str, node: &str, at: &str, key: &rcgen::KeyPair) -> CsrView {
+        let mut dn = rcgen::DistinguishedName::new();
+        dn.push(rcgen::DnType::OrganizationName, "system:nodes");
+        dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+        let mut p = rcgen::CertificateParams::default();
+        p.distinguished_name = dn;
+        let pem = p.serialize_request(key).unwrap().pem().unwrap();
+        CsrView {
+            name: name.into(),
+            created: Some(t(at)),
+            signer_name: CLIENT_SIGNER.into(),
+            username: BOOTSTRAPPER.into(),
+            groups: BOOTSTRAPPER_GROUPS.iter().map(|s| s.to_string()).collect(),
+            usages: vec!["digital signature".into(), "client auth".into()],
+            request: pem.into_bytes(),
+            ..Default::default()
+        }
+    }
+
+    struct Sc {
+        expected: ExpectedNodes,
+        approvals: ApprovalsRecorded,
+        policy: Policy,
+    }
+
+    /// worker-0's batch recorded at 10:00, its reboot reported at 10:20 (unless `reboot` None).
+    fn sc(reboot: Option<&str>) -> Sc {
+        Sc {
+            expected: ExpectedNodes {
+                nodes: vec![ExpectedNode {
+                    hostname: "worker-0".into(),
+                    ips: vec!["192.168.111.30".parse().unwrap()],
+                    recorded_at: t("2026-01-10T10:00:00Z"),
+                    token_expires: t("2026-01-11T10:00:00Z"),
+                    reissue: 0,
+                    rebooted_at: reboot.map(t),
+                }],
+            },
+            approvals: ApprovalsRecorded::default(),
+            policy: Policy::for_cluster("ostest", "example.com", vec![], vec![]),
+        }
+    }
+
+    impl Sc {
+        fn all(&self, csrs: &[CsrView]) -> Vec<Vec<&'static str>> {
+            verdict_all(
+                csrs,
+                &self.expected,
+                &ExistingNodes::default(),
+                &self.approvals,
+                &self.policy,
+                t("2026-01-10T12:00:00Z"),
+            )
+            .iter()
+            .map(|v| v.reasons.iter().map(Reason::code).collect())
+            .collect()
+        }
+    }
+
+    const NONE: Vec<&str> = Vec::new();
+
+    #[test]
+    fn a_client_csr_is_bound_to_the_hosts_reboot_record() {
+        let s = sc(Some("2026-01-10T10:20:00Z"));
+        let before = client("csr-rogue", "worker-0", "2026-01-10T10:19:49Z");
+        let skew = client("csr-skew", "worker-0", "2026-01-10T10:19:50Z");
+        let after = client("csr-real", "worker-0", "2026-01-10T10:24:00Z");
+        assert_eq!(
+            s.all(std::slice::from_ref(&before)),
+            [vec!["created-before-reboot"]]
+        );
+        assert_eq!(
+            s.all(std::slice::from_ref(&skew)),
+            [NONE],
+            "10 s of clock skew allowed"
+        );
+        assert_eq!(s.all(std::slice::from_ref(&after)), [NONE]);
+        // A rogue made before the reboot does not stand in the way of the real one.
+        assert_eq!(
+            s.all(&[before.clone(), after.clone()]),
+            [vec!["created-before-reboot"], NONE]
+        );
+        let v = verdict_all(
+            &[before],
+            &s.expected,
+            &ExistingNodes::default(),
+            &s.approvals,
+            &s.policy,
+            t("2026-01-10T12:00:00Z"),
+        );
+        let m = v[0].reasons[0].to_string();
+        assert!(
+            m.contains("before worker-0's own assisted-service reported at 2026-01-10T10:20:00Z")
+                && m.contains("never approved"),
+            "{m}"
+        );
+
+        // No record: what could not be verified, and the flag that approves anyway.
+        let mut s = sc(None);
+        let v = s.all(std::slice::from_ref(&after));
+        assert_eq!(v, [vec!["boot-unverified"]]);
+        s.policy.trust_unverified_boot = true;
+        assert_eq!(s.all(std::slice::from_ref(&after)), [NONE]);
+        let m = Reason::BootUnverified {
+            node: "worker-0".into(),
+        }
+        .to_string();
+        assert!(
+            m.contains("no reboot of worker-0 is recorded") && m.contains("--trust-unverified-boot"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn kubelet_rekeying_approves_the_newest_and_close_requests_hold_all() {
+        let s = sc(Some("2026-01-10T10:20:00Z"));
+        // Three attempts 15 min apart, each with a new key: the newest is the kubelet's.
+        let a = client("csr-a", "worker-0", "2026-01-10T10:21:00Z");
+        let b = client("csr-b", "worker-0", "2026-01-10T10:36:01Z");
+        let c = client("csr-c", "worker-0", "2026-01-10T10:51:03Z");
+        assert_eq!(
+            s.all(&[c.clone(), a.clone(), b.clone()]),
+            [NONE, vec!["superseded"], vec!["superseded"]]
+        );
+        // 90 % of the retry wait is still a retry; closer is a second requester.
+        let b2 = client("csr-b2", "worker-0", "2026-01-10T10:34:30Z");
+        assert_eq!(s.all(&[a.clone(), b2]), [vec!["superseded"], NONE]);
+        let rival = client("csr-rival", "worker-0", "2026-01-10T10:21:02Z");
+        assert_eq!(
+            s.all(&[a.clone(), rival.clone(), c.clone()]),
+            [
+                vec!["second-requester"],
+                vec!["second-requester"],
+                vec!["second-requester"]
+            ]
+        );
+        let v = verdict_all(
+            &[a.clone(), rival.clone()],
+            &s.expected,
+            &ExistingNodes::default(),
+            &s.approvals,
+            &s.policy,
+            t("2026-01-10T12:00:00Z"),
+        );
+        let m = v[0].reasons[0].to_string();
+        assert!(
+            m.starts_with("a second requester exists: 2 pending client CSRs for worker-0 with different keys (csr-a at 2026-01-10T10:21:00Z, csr-rival at 2026-01-10T10:21:02Z), two of them 2 s apart")
+                && m.contains("only every 15m"),
+            "{m}"
+        );
+        // The same key twice is one requester (only the key's holder can sign): newest.
+        let key = rcgen::KeyPair::generate().unwrap();
+        let k1 = client_with_key("csr-k1", "worker-0", "2026-01-10T10:21:00Z", &key);
+        let k2 = client_with_key("csr-k2", "worker-0", "2026-01-10T10:21:01Z", &key);
+        assert_eq!(s.all(&[k1, k2]), [vec!["superseded"], NONE]);
+        // A shorter retry (a simulator's) moves the bound.
+        let mut fast = sc(Some("2026-01-10T10:20:00Z"));
+        fast.policy.kubelet_retry_seconds = 2;
+        assert_eq!(fast.all(&[a.clone(), rival.clone()]), [vec!["superseded"], NONE]);
+
+        // Unverified boot (--trust-unverified-boot): retries cannot be told from a rival.
+        let mut u = sc(None);
+        u.policy.trust_unverified_boot = true;
+        assert_eq!(
+            u.all(&[a, c]),
+            [vec!["competing-requests"], vec!["competing-requests"]]
+        );
+    }
+
+    #[test]
+    fn a_bootstrap_request_after_the_approval_is_an_alarm_a_renewal_is_not() {
+        let mut s = sc(Some("2026-01-10T10:20:00Z"));
+        let mut real = client("csr-real", "worker-0", "2026-01-10T10:21:00Z");
+        real.conditions = vec!["Approved".into()];
+        real.has_certificate = true;
+        s.approvals.approvals.push(RecordedApproval {
+            node: "worker-0".into(),
+            kind: Kind::Client,
+            csr: "csr-real".into(),
+            created: Some(t("2026-01-10T10:21:00Z")),
+            requester: Some(BOOTSTRAPPER.into()),
+        });
+        let older = client("csr-older", "worker-0", "2026-01-10T10:20:30Z");
+        let rogue = client("csr-rogue", "worker-0", "2026-01-10T11:00:00Z");
+        let mut renewal = client("csr-renew", "worker-0", "2026-01-10T11:05:00Z");
+        renewal.username = "system:node:worker-0".into();
+        let al = alarms(
+            &[real.clone(), older.clone(), rogue.clone(), renewal.clone()],
+            &[],
+            &s.expected,
+            &s.approvals,
+        );
+        assert_eq!(al.len(), 1, "{al:#?}");
+        assert_eq!(al[0].code, "possible-impostor");
+        assert_eq!(al[0].csrs[0].name, "csr-real");
+        assert_eq!(al[0].csrs[0].created.as_deref(), Some("2026-01-10T10:21:00Z"));
+        assert_eq!(al[0].csrs[1].name, "csr-rogue");
+        assert_eq!(al[0].csrs[1].requester.as_deref(), Some(BOOTSTRAPPER));
+        assert!(
+            al[0].message.contains("csr-rogue (created 2026-01-10T11:00:00Z"),
+            "{}",
+            al[0].message
+        );
+        // Approved in the cluster but not recorded (someone ran oc adm certificate approve): same.
+        let none = ApprovalsRecorded::default();
+        let al = alarms(&[real, rogue.clone()], &[], &s.expected, &none);
+        assert_eq!(al.len(), 1);
+        // Nothing approved: no alarm.
+        assert!(alarms(&[rogue], &[], &s.expected, &none).is_empty());
+    }
+}

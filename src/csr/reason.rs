@@ -141,6 +141,26 @@ pub enum Reason {
     CompetingRequests { node: String, csrs: Vec<String> },
     /// [`super::verdict_all`]: a newer passing CSR of the same kind for the node is approved instead.
     Superseded { node: String, kind: Kind, by: String },
+    /// Client: created before the host's own assisted-service reported leaving the installation
+    /// for its reboot (less [`super::REBOOT_CLOCK_SKEW_SECONDS`]): not its installed kubelet's.
+    CreatedBeforeReboot {
+        node: String,
+        created: Time,
+        rebooted: Time,
+    },
+    /// Client: no reboot of the host is recorded on its batch, so nothing binds the CSR to the
+    /// machine (approved only with `--trust-unverified-boot`).
+    BootUnverified { node: String },
+    /// Client ([`super::verdict_all`]): passing client CSRs of one node with different keys made
+    /// closer together than the kubelet re-keys: a second requester exists; all are held.
+    SecondRequester {
+        node: String,
+        /// (name, creationTimestamp), oldest first.
+        csrs: Vec<(String, Option<Time>)>,
+        /// The smallest time between two of them with different keys.
+        gap_seconds: i64,
+        retry_seconds: i64,
+    },
 }
 
 impl Reason {
@@ -202,7 +222,21 @@ impl Reason {
             NoExpectedAddresses { .. } => "no-expected-addresses",
             CompetingRequests { .. } => "competing-requests",
             Superseded { .. } => "superseded",
+            CreatedBeforeReboot { .. } => "created-before-reboot",
+            BootUnverified { .. } => "boot-unverified",
+            SecondRequester { .. } => "second-requester",
         }
+    }
+}
+
+/// `15m`, `3s`, `1h30m` for a retry interval in seconds.
+pub(crate) fn human_secs(s: i64) -> String {
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, 0) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m}m"),
     }
 }
 
@@ -370,9 +404,43 @@ impl fmt::Display for Reason {
                 esc(node),
                 list(csrs)
             ),
+            Superseded { node, kind: Kind::Client, by } => write!(
+                f,
+                "a newer client CSR for {} ({}) is approved instead (the kubelet makes a new key and CSR each time one waits too long; this one is abandoned)",
+                esc(node),
+                esc(by)
+            ),
             Superseded { node, kind, by } => {
                 write!(f, "a newer {kind} CSR for {} ({}) is approved instead", esc(node), esc(by))
             }
+            CreatedBeforeReboot { node, created, rebooted } => write!(
+                f,
+                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr NAME)",
+                esc(node),
+                super::REBOOT_CLOCK_SKEW_SECONDS
+            ),
+            BootUnverified { node } => write!(
+                f,
+                "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`oc agent-day2 monitor` records it when the host's own assisted-service reports it; a DHCP host needs its address: monitor --ip-addresses IP); having checked the host yourself, pass --trust-unverified-boot to approve on the checks above alone",
+                esc(node)
+            ),
+            SecondRequester {
+                node,
+                csrs,
+                gap_seconds,
+                retry_seconds,
+            } => write!(
+                f,
+                "a second requester exists: {} pending client CSRs for {} with different keys ({}), two of them {gap_seconds} s apart, while the kubelet makes a new key and CSR only every {} while one is not approved; none is approved — find which is {}'s own, delete the other(s) (oc delete csr NAME) and run again",
+                csrs.len(),
+                esc(node),
+                csrs.iter()
+                    .map(|(n, t)| format!("{} at {}", esc(n), t.map(|t| t.to_string()).unwrap_or_else(|| "unknown time".into())))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                human_secs(*retry_seconds),
+                esc(node)
+            ),
         }
     }
 }

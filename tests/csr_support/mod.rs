@@ -245,6 +245,10 @@ pub fn t0() -> Time {
 pub fn token_expiry() -> Time {
     t("2026-01-11T10:00:00Z")
 }
+/// When the hosts' own assisted-service reported the reboot (before the CSRs).
+pub fn rebooted() -> Time {
+    t("2026-01-10T10:20:00Z")
+}
 /// CSRs are created 30 minutes after the batch; "now" is one hour after it.
 pub fn created() -> Time {
     t("2026-01-10T10:30:00Z")
@@ -269,6 +273,8 @@ impl Scenario {
             recorded_at: t0(),
             token_expires: token_expiry(),
             reissue: 0,
+            // monitor recorded the host's reboot report 20 minutes after the batch.
+            rebooted_at: Some(rebooted()),
         };
         Scenario {
             expected: ExpectedNodes {
