@@ -217,9 +217,24 @@ pub fn go_arch(arch: &str) -> &str {
     }
 }
 
-/// Creates Node `name` (labels as the kubelet sets them) and posts Ready with its addresses.
+/// The label OpenShift's kubelet sets on its own Node (`--node-labels=node-role.kubernetes.io/worker,
+/// node.openshift.io/os_id=${ID}` in the machine-config operator's kubelet.service). Upstream
+/// NodeRestriction refuses it for `system:node:<name>`; OpenShift's kube-apiserver allows it
+/// (openshift/kubernetes carries `node-role.kubernetes.io/{control-plane,master,worker,etcd}` in
+/// k8s.io/kubelet's well-known kubelet labels, which NodeRestriction consults).
+pub const WORKER_ROLE_LABEL: &str = "node-role.kubernetes.io/worker";
+
+/// Creates Node `name` as the node (`client`: `system:node:<name>`, labels as OpenShift's
+/// kubelet sets them), then posts Ready with its addresses through `nodes/<name>/status` as the
+/// node (a PATCH without reading first: the Node authorizer grants no `get nodes/status`).
+///
+/// On an upstream kube-apiserver (the real control plane of `up --real-apiserver`, without
+/// OpenShift's carry) NodeRestriction refuses [`WORKER_ROLE_LABEL`] from the node: the Node is
+/// then created without it and the label added by the cluster admin of `kubeconfig` (context
+/// `admin`), before the node posts Ready, so a Ready node carries its role as on OpenShift.
 pub async fn register_node(
     client: &Client,
+    kubeconfig: &Kubeconfig,
     name: &str,
     ips: &[IpAddr],
     arch: &str,
@@ -251,6 +266,22 @@ pub async fn register_node(
         Ok(_) => {}
         // A kubelet that restarts finds its Node already there.
         Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(kube::Error::Api(s))
+            if s.code == 403
+                && s.message.contains("is not allowed to set the following labels")
+                && s.message.contains(WORKER_ROLE_LABEL) =>
+        {
+            let mut plain = node.clone();
+            if let Some(l) = plain.metadata.labels.as_mut() {
+                l.remove(WORKER_ROLE_LABEL);
+            }
+            match api.create(&PostParams::default(), &plain).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 409 => {}
+                Err(e) => return Err(KubeletError::kube(format!("creating Node {name}"))(e)),
+            }
+            label_role_as_admin(kubeconfig, name).await?;
+        }
         Err(e) => return Err(KubeletError::kube(format!("creating Node {name}"))(e)),
     }
     let now = super::rest::now();
@@ -293,6 +324,27 @@ pub async fn register_node(
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
         .await
         .map_err(KubeletError::kube(format!("posting Node {name} status")))?;
+    Ok(())
+}
+
+/// Adds [`WORKER_ROLE_LABEL`] to Node `name` as the admin of `kubeconfig` (context `admin`):
+/// what OpenShift's kube-apiserver lets the kubelet set itself (see [`register_node`]).
+async fn label_role_as_admin(kubeconfig: &Kubeconfig, name: &str) -> Result<(), KubeletError> {
+    let opts = KubeConfigOptions {
+        context: Some("admin".into()),
+        ..Default::default()
+    };
+    let cfg = Config::from_custom_kubeconfig(kubeconfig.clone(), &opts)
+        .await
+        .map_err(|e| KubeletError::Other(format!("kubeconfig context admin: {e}")))?;
+    let admin = Client::try_from(cfg).map_err(KubeletError::kube("building the admin client"))?;
+    let api: Api<Node> = Api::all(admin);
+    let patch = json!({"metadata": {"labels": {WORKER_ROLE_LABEL: ""}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(KubeletError::kube(format!(
+            "labelling Node {name} {WORKER_ROLE_LABEL} as the admin"
+        )))?;
     Ok(())
 }
 

@@ -95,6 +95,12 @@ pub struct BootArgs {
     /// Host's kubelet sends a second client CSR (as a restarted kubelet would). Repeatable.
     #[arg(long, value_name = "HOST")]
     pub second_client_csr: Vec<String>,
+    /// While its client CSR stays unapproved this long, the kubelet makes a new key and a new
+    /// client CSR and waits on that one only, as the real kubelet does every 15 minutes
+    /// (client-go certificate manager `certificateWaitTimeout`), e.g. --kubelet-retry 3s.
+    /// Default: wait for ever on the first CSR.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub kubelet_retry: Option<Duration>,
     /// Real-time factor of the stage clock: a stage that takes 60 s on a machine takes
     /// 60 s × scale here.
     #[arg(long, default_value_t = 0.005)]
@@ -102,6 +108,65 @@ pub struct BootArgs {
     /// Fixed delay between stages in milliseconds (overrides --clock-scale).
     #[arg(long)]
     pub stage_delay_ms: Option<u64>,
+}
+
+/// Flags of `agent-day2-sim csr`: post one client CSR as the node-bootstrapper, shaped as the
+/// kubelet makes it (new P-256 key, CN system:node:NAME, generateName csr-), the way anyone
+/// holding the bootstrap token can (issue 14: a rogue CSR in an expected node's name).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CsrArgs {
+    /// The simulator's `up` directory (its `kubeconfig` has the context `bootstrapper`).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// Authenticate with the node-bootstrapper service account's token (context
+    /// `bootstrapper`), as a kubelet's bootstrap kubeconfig does. Required: the only way.
+    #[arg(long, required = true)]
+    pub bootstrapper: bool,
+    /// The node name for the CN (system:node:NAME), e.g. --node worker-0.
+    #[arg(long, value_name = "NAME")]
+    pub node: String,
+}
+
+/// Runs `csr`: prints the created CSR's name. Exit 0; 4 when the cluster refuses or cannot be
+/// reached; 1 otherwise.
+pub fn csr_sync(args: CsrArgs) -> i32 {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    rt.block_on(async {
+        let kc_path = args.dir.join("kubeconfig");
+        let kc = match kube::config::Kubeconfig::read_from(&kc_path) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e} (is --dir the simulator's up directory?)", kc_path.display());
+                return 4;
+            }
+        };
+        let r = async {
+            let (boot, _) = kubelet::bootstrap_client(&kc).await?;
+            let req = kubelet::client_request(&args.node)?;
+            kubelet::create_csr(&boot, &req.pem, csr::CLIENT_SIGNER, kubelet::CLIENT_USAGES).await
+        }
+        .await;
+        match r {
+            Ok(name) => {
+                println!("{name}");
+                0
+            }
+            Err(e @ kubelet::KubeletError::Kube { .. }) => {
+                eprintln!("error: {e}");
+                4
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                1
+            }
+        }
+    })
 }
 
 /// Parses `90s`, `10m`, `1h`, `500ms` or plain seconds.
@@ -164,6 +229,7 @@ struct Machine {
     hostname: String,
     faults: Faults,
     second_client_csr: bool,
+    kubelet_retry: Option<Duration>,
 }
 
 /// Parses and checks the flags into machines. Errors are usage errors (exit 2) or contract
@@ -193,6 +259,7 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
             hostname: host.hostname.clone(),
             faults: Faults::default(),
             second_client_csr: false,
+            kubelet_retry: args.kubelet_retry,
         });
     }
     let known: Vec<String> = out.iter().map(|m| m.hostname.clone()).collect();
@@ -546,14 +613,37 @@ async fn kubelet_flow(
         keys.push((name2, req2.key));
     }
     // The first of the client CSRs to be issued wins, as a restarted kubelet uses whichever key
-    // it holds a certificate for.
-    let waits = keys.iter().map(|(n, _)| {
-        let boot = boot.clone();
-        let n = n.clone();
-        Box::pin(async move { (n.clone(), wait_certificate(&boot, &n).await) })
-    });
-    let ((issued_name, cert), _, _) = futures::future::select_all(waits).await;
-    let cert = cert?;
+    // it holds a certificate for. With --kubelet-retry, one that waits that long is abandoned
+    // for a new key and CSR (the real kubelet's 15-minute re-keying).
+    let (issued_name, cert) = loop {
+        let waits = keys.iter().map(|(n, _)| {
+            let boot = boot.clone();
+            let n = n.clone();
+            Box::pin(async move { (n.clone(), wait_certificate(&boot, &n).await) })
+        });
+        let first = futures::future::select_all(waits);
+        let ((n, cert), _, _) = match m.kubelet_retry {
+            None => first.await,
+            Some(d) => match tokio::time::timeout(d, first).await {
+                Ok(r) => r,
+                Err(_) => {
+                    let req = client_request(host)?;
+                    let name = create_csr(&boot, &req.pem, csr::CLIENT_SIGNER, CLIENT_USAGES).await?;
+                    let old: Vec<&str> = keys.iter().map(|(n, _)| n.as_str()).collect();
+                    say(
+                        "client-csr",
+                        &format!(
+                            "client CSR {} not approved within {d:?}: new key and client CSR {name} sent (kubelet re-keying), waiting for approval",
+                            old.join(", ")
+                        ),
+                    );
+                    keys = vec![(name, req.key)];
+                    continue;
+                }
+            },
+        };
+        break (n, cert?);
+    };
     let key = &keys
         .iter()
         .find(|(n, _)| *n == issued_name)
@@ -568,6 +658,7 @@ async fn kubelet_flow(
     let client = node_client(kc, &cert, &key.serialize_pem()).await?;
     register_node(
         &client,
+        kc,
         host,
         &[m.ip],
         &facts.cpu_architecture,
