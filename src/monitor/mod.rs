@@ -15,6 +15,11 @@
 //!   `kube::runtime::watcher`; a 401 re-reads the kubeconfig once, a second one stops with
 //!   "log in again" (exit 4).
 //!
+//! Reboot records (issue 14): when a host's own assisted-service (reached at the host's address
+//! with the batch's watcher token, its MAC matching) reports that it left the installation for
+//! its reboot, monitor records that time on the batch (`reboots`, compare-and-swap, the first
+//! report kept); `approve` approves the host's client CSR only when it was made after it.
+//!
 //! Exit status ([`state::node_exit`], [`state::overall_exit`]): 0 only when every node is Ready
 //! with its serving certificate; 6 a node failed; 5 timed out; 7 CSRs still pending (with a
 //! hint to run `approve`); the lowest non-zero wins.
@@ -68,6 +73,13 @@ pub struct MonitorArgs {
     /// With --approve: approve without asking.
     #[arg(long, short = 'y', requires = "approve")]
     pub yes: bool,
+    /// With --approve: approve client CSRs of hosts whose reboot was not seen (monitor started
+    /// after they rebooted, or a DHCP host without its address) on the other checks alone.
+    #[arg(long, requires = "approve")]
+    pub trust_unverified_boot: bool,
+    /// The kubelet's re-key interval (15m); a simulator passes its shorter one.
+    #[arg(long, value_name = "DURATION", default_value = "15m", hide = true)]
+    pub kubelet_retry: String,
     /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
     /// --gather ./logs.
     #[arg(long, value_name = "DIR")]
@@ -385,6 +397,32 @@ async fn record_address(
     )))
 }
 
+/// Records on batch `name` that `host`'s own assisted-service, reached at `ip`, reported
+/// `reported` (compare-and-swap; a 409 reads again, up to 8 times). The first record of a host
+/// is kept: `Ok(None)` when one exists. Returns the updated ConfigMap for the approver.
+async fn record_reboot(target: &KubeTarget, name: &str, reboot: batch::Reboot) -> Result<Option<ConfigMap>> {
+    for _ in 0..8 {
+        let (mut rec, rv) = batch::get(target, name).await?;
+        if rec.reboots.iter().any(|r| r.host == reboot.host) {
+            return Ok(None);
+        }
+        rec.reboots.push(reboot.clone());
+        match batch::update(target, &rec, &rv).await {
+            Ok(()) => {
+                let api: ::kube::Api<ConfigMap> =
+                    ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
+                return Ok(api.get(name).await.ok());
+            }
+            Err(Error::Api { message, .. }) if message.starts_with("HTTP 409") => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Unexpected(format!(
+        "batch {name} kept changing while recording {}'s reboot; run monitor again",
+        reboot.host
+    )))
+}
+
 /// The monitor's state and sinks.
 struct Monitor {
     tracks: Vec<Track>,
@@ -404,6 +442,10 @@ struct Monitor {
     showing: bool,
     /// CSR (name, resourceVersion) already handed to the approver.
     handled: BTreeSet<(Option<String>, Option<String>)>,
+    /// Hosts whose reboot is recorded on their batch (or was tried and failed: said once).
+    rebooted: BTreeSet<String>,
+    /// Who runs monitor (for the reboot records), asked once when first needed.
+    by: Option<String>,
 }
 
 impl Monitor {
@@ -574,6 +616,135 @@ impl Monitor {
         for (node, kind, msg) in lines {
             let idx = self.tracks.iter().position(|t| t.name == node);
             self.event(idx, kind, msg);
+        }
+    }
+
+    /// A poll of track `i` answered: when the host (matched by MAC) reports that it left the
+    /// installation for its reboot, record that on its batch once ([`record_reboot`]), hand the
+    /// new record to the approver and judge the pending CSRs again.
+    async fn note_reboot(&mut self, target: &KubeTarget, i: usize, clusters: &[Cluster]) {
+        let at = crate::csr::Time::now();
+        let t = &self.tracks[i];
+        let (Some(b), Some(ip), true) = (t.batch.clone(), t.ip, t.named) else {
+            return;
+        };
+        if self.rebooted.contains(&t.name) {
+            return;
+        }
+        let Some((reported, started)) = state::reboot_report(clusters, &t.macs) else {
+            return;
+        };
+        let host = t.name.clone();
+        self.rebooted.insert(host.clone());
+        if self.by.is_none() {
+            self.by = Some(batch::whoami(target).await);
+        }
+        let rec = batch::Reboot {
+            host: host.clone(),
+            at: at.to_string(),
+            ip: ip.to_string(),
+            reported: reported.clone(),
+            stage_started_at: started,
+            by: self.by.clone().unwrap_or_default(),
+        };
+        match record_reboot(target, &b, rec).await {
+            Ok(cm) => {
+                self.event(
+                    Some(i),
+                    "info",
+                    format!(
+                        "its own assisted-service at {ip} reported {reported}: reboot recorded on batch {b} at {at} (approve approves its client CSR only if made after that)"
+                    ),
+                );
+                if let (Some(ap), Some(cm)) = (self.approver.as_mut(), cm) {
+                    match ap.observe_batch(&cm) {
+                        // Judge the pending CSRs again (one may have waited for this record).
+                        Ok(true) => self.handled.clear(),
+                        Ok(false) => {}
+                        Err(e) => self.event(Some(i), "warning", format!("approver: {e}")),
+                    }
+                }
+            }
+            Err(e) => self.event(
+                Some(i),
+                "warning",
+                format!(
+                    "cannot record its reboot on batch {b}: {e}; approve will hold its client CSR (boot-unverified) unless given --trust-unverified-boot"
+                ),
+            ),
+        }
+    }
+
+    /// Emits an `alarm` event for every new alarm ([`crate::csr::alarms`]): a bootstrap client
+    /// CSR for a node after its client CSR was approved, or a second requester. With
+    /// `--approve` the approver's judgement; without, the CSRs watched and the batch records.
+    fn show_alarms(&mut self) {
+        let alarms = match self.approver.as_mut() {
+            Some(ap) => {
+                for c in self.csrs.items.values() {
+                    ap.observe_csr(c);
+                }
+                ap.alarms()
+            }
+            None => {
+                let all: Vec<crate::csr::CsrView> = self
+                    .csrs
+                    .items
+                    .values()
+                    .map(crate::csr::CsrView::from_k8s)
+                    .filter(|v| v.kind() == crate::csr::Kind::Client)
+                    .collect();
+                let expected = crate::csr::ExpectedNodes {
+                    nodes: self
+                        .tracks
+                        .iter()
+                        .filter(|t| t.named)
+                        .filter_map(|t| {
+                            let b = t.batch.as_ref()?;
+                            Some(crate::csr::ExpectedNode {
+                                hostname: t.name.clone(),
+                                ips: vec![],
+                                recorded_at: *self.since.get(b)?,
+                                token_expires: crate::csr::Time::MAX,
+                                reissue: 0,
+                                rebooted_at: None,
+                            })
+                        })
+                        .collect(),
+                };
+                let approvals = crate::csr::ApprovalsRecorded {
+                    approvals: self
+                        .batches
+                        .iter()
+                        .flat_map(|b| b.approvals.iter())
+                        .filter(|a| a.kind == "client")
+                        .map(|a| crate::csr::RecordedApproval {
+                            node: a.node.clone(),
+                            kind: crate::csr::Kind::Client,
+                            csr: a.csr.clone(),
+                            created: a.csr_created.as_deref().and_then(|t| t.parse().ok()),
+                            requester: a.requester.clone(),
+                        })
+                        .collect(),
+                };
+                crate::csr::alarms(&all, &[], &expected, &approvals)
+            }
+        };
+        for al in alarms {
+            if !self.told.insert(format!("alarm/{}", al.message)) {
+                continue;
+            }
+            let idx = self.tracks.iter().position(|t| t.name == al.node);
+            let mut e = Event::new("alarm", al.message.clone());
+            if let Some(i) = idx {
+                e.node = Some(self.tracks[i].name.clone());
+                e.ip = self.tracks[i].ip.map(|i| i.to_string());
+            } else {
+                e.node = Some(al.node.clone());
+            }
+            e.extra.insert("code".into(), json!(al.code));
+            e.extra.insert("csrs".into(), json!(al.csrs));
+            self.out.emit(&e);
         }
     }
 
@@ -812,6 +983,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                 .filter(|t| t.named && t.batch.is_some())
                 .filter_map(|t| t.ip.map(|ip| (t.name.clone(), vec![ip])))
                 .collect(),
+            trust_unverified_boot: args.trust_unverified_boot,
+            kubelet_retry_seconds: Some(crate::approve::cmd::kubelet_retry(&args.kubelet_retry)?),
             ..Default::default()
         };
         Some(Approver::new(&target, opts).await?)
@@ -833,6 +1006,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ask: args.approve && !args.yes,
         showing: false,
         handled: BTreeSet::new(),
+        rebooted: batches
+            .iter()
+            .flat_map(|b| b.reboots.iter().map(|r| r.host.clone()))
+            .collect(),
+        by: None,
     };
     for w in warnings {
         m.event(None, "warning", w);
@@ -931,6 +1109,9 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                             bind_anchor(&mut m, &target, i, clusters).await;
                         }
                     }
+                    if let Ok(clusters) = &poll {
+                        m.note_reboot(&target, i, clusters).await;
+                    }
                     let expired = m.tracks[i].batch.as_ref().and_then(|b| m.token_expires.get(b)).is_some_and(|e| *e <= SystemTime::now());
                     let before = m.tracks[i].assisted.stage;
                     let v = state::next_view(&m.tracks[i].assisted, &poll, &m.tracks[i].macs, expired);
@@ -984,6 +1165,9 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                 // CSR X" (the order in which they happened).
                 m.show_changes();
                 m.approve_pending().await;
+                if m.showing {
+                    m.show_alarms();
+                }
                 m.apply_labels(&target).await;
                 m.show_changes();
             }

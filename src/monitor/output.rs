@@ -23,7 +23,9 @@ pub enum Format {
 }
 
 /// One JSON event (`-o json`): `event` is `stage` (a node changed stage or detail), `warning`,
-/// `info` (labels applied, address recorded, logs saved), `summary` (last line) or `error`
+/// `info` (labels applied, address or reboot recorded, logs saved), `alarm` (a possible
+/// impostor or second requester: `code` and `csrs` with each CSR's name, created, requester
+/// and state), `summary` (last line) or `error`
 /// (last line instead of the summary when monitor stops on an error: `hint`, `exitCode`).
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -177,6 +179,7 @@ pub fn text_line(e: &Event) -> String {
     };
     match e.event {
         "warning" => format!("warning: {who}{}", e.message),
+        "alarm" => format!("alarm: {who}{}", e.message),
         "stage" => format!(
             "{who}{} - {}",
             e.stage.map(|s| s.as_str()).unwrap_or(""),

@@ -253,6 +253,24 @@ pub fn next_view(
     v
 }
 
+/// What the host's own assisted-service says about leaving the installation for its reboot:
+/// `(reported, stage_started_at)` when the host matched by MAC ([`find_host`]) is
+/// `added-to-existing-cluster` / `installed` or at install stage `Rebooting`; None otherwise.
+/// Only an explicit report counts: a live API that stops answering proves nothing (a network
+/// blip, or someone keeping the host's address quiet).
+pub fn reboot_report(clusters: &[Cluster], macs: &[String]) -> Option<(String, Option<String>)> {
+    let (_, h) = find_host(clusters, macs)?;
+    let p = h.progress.clone().unwrap_or_default();
+    let started = p.stage_started_at.filter(|s| !s.is_empty());
+    match h.status.as_str() {
+        "added-to-existing-cluster" | "installed" => Some((h.status.clone(), started)),
+        s if s.starts_with("installing") && p.current_stage.as_deref() == Some("Rebooting") => {
+            Some(("install stage Rebooting".into(), started))
+        }
+        _ => None,
+    }
+}
+
 /// "not booted yet (no answer from http://IP:8090/api/assisted-install/v2)" for a request URL.
 pub fn not_booted(url: &str) -> String {
     let base = match url.find("/v2/") {
@@ -449,6 +467,27 @@ mod tests {
 
     fn macs() -> Vec<String> {
         vec!["52:54:00:aa:00:30".into()]
+    }
+
+    #[test]
+    fn only_the_hosts_own_report_is_a_reboot_record() {
+        let r = |status: &str, stage: Option<&str>| reboot_report(&host(status, stage, Some(100)), &macs());
+        assert_eq!(
+            r("added-to-existing-cluster", Some("Rebooting")),
+            Some(("added-to-existing-cluster".into(), None))
+        );
+        assert_eq!(
+            r("installing-in-progress", Some("Rebooting")),
+            Some(("install stage Rebooting".into(), None))
+        );
+        assert_eq!(r("installing-in-progress", Some("Writing image to disk")), None);
+        assert_eq!(r("known", None), None);
+        // Another machine at the address (no MAC matches) reports nothing for this host.
+        let other = vec!["52:54:00:aa:00:99".to_string()];
+        assert_eq!(
+            reboot_report(&host("added-to-existing-cluster", None, None), &other),
+            None
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //!   [--assisted-db-url URL [--assisted-schema-version V]] [--volumes-dir DIR] [--real-apiserver [BIN_DIR]]`
 //! - `agent-day2-sim netns -- CMD [ARGS...]`
 //! - `agent-day2-sim boot --dir DIR --iso ISO --node MAC=IP [--node ...]` (see `boot` module)
+//! - `agent-day2-sim csr --dir DIR --bootstrapper --node NAME`: one client CSR with the
+//!   node-bootstrapper token (a rogue one, for approve's tests)
 //! - `agent-day2-sim node0 --dir DIR --listen IP:PORT --db-url URL [--hosts N] [--events N]
 //!   [--schema-version V] [--die-after-requests N]` (see `node0` module)
 //! - `agent-day2-sim postgres --dir DIR [--listen IP] [--port N] [--db NAME] [--owner ROLE]`
@@ -94,6 +96,9 @@ enum Cmd {
     /// the install stages, reboot, then send kubelet CSRs. Exit 0 when every node has both
     /// certificates; 5 on --timeout; 6 when an installation failed.
     Boot(agent_day2_sim::boot::BootArgs),
+    /// Post one kubelet-shaped client CSR for --node NAME with the node-bootstrapper token
+    /// (context bootstrapper), as anyone holding that token can; prints its name.
+    Csr(agent_day2_sim::boot::CsrArgs),
     /// Node 0's ephemeral assisted-service after a finished install (the source of `migrate
     /// export`): fills the PostgreSQL database at --db-url (tables created when missing), serves
     /// the REST v2 API from those rows on --listen (userAuth; token in DIR/user-token), writes
@@ -257,6 +262,7 @@ fn main() {
         Cmd::DiscoveryAgent { args } => std::process::exit(agent_day2_sim::noderun::agent::main(&args)),
         Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
         Cmd::Postgres(args) => std::process::exit(run_postgres(args)),
+        Cmd::Csr(args) => std::process::exit(agent_day2_sim::boot::csr_sync(args)),
         Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {
             Ok(code) => std::process::exit(code),
             Err(e) => {

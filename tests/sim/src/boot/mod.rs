@@ -142,7 +142,10 @@ pub fn csr_sync(args: CsrArgs) -> i32 {
         let kc = match kube::config::Kubeconfig::read_from(&kc_path) {
             Ok(k) => k,
             Err(e) => {
-                eprintln!("error: cannot read {}: {e} (is --dir the simulator's up directory?)", kc_path.display());
+                eprintln!(
+                    "error: cannot read {}: {e} (is --dir the simulator's up directory?)",
+                    kc_path.display()
+                );
                 return 4;
             }
         };
