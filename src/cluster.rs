@@ -402,7 +402,11 @@ pub struct PlatformInfo {
 pub struct ArchitectureInfo {
     /// Architecture of the control-plane nodes.
     pub control_plane: String,
-    /// `ClusterVersion.status.desired.architecture == Multi`: hosts of another architecture may join.
+    /// The cluster runs the multi-arch payload, so hosts of another architecture may join.
+    /// Read from the API ([`multi_arch_release`]): `ClusterVersion.status.desired.architecture`
+    /// (served only with the TechPreview/DevPreview feature sets: gate ImageStreamImportMode),
+    /// `spec.desiredUpdate.architecture` (`oc adm upgrade --to-multi-arch`), or Nodes of more
+    /// than one architecture already in the cluster.
     pub multi_arch: bool,
 }
 
@@ -545,6 +549,28 @@ pub struct NodeAddress {
     #[serde(rename = "type")]
     pub kind: String,
     pub address: String,
+}
+
+/// Whether the cluster runs the multi-arch payload, as far as the API tells it.
+///
+/// OpenShift's ClusterVersion CRD keeps `status.desired.architecture` only with the
+/// TechPreview/DevPreview feature sets (openshift/api: `Release.architecture` behind feature gate
+/// ImageStreamImportMode); with the Default feature set (every production 4.18 cluster) the
+/// server prunes it. So also: `spec.desiredUpdate.architecture: Multi` (what `oc adm upgrade
+/// --to-multi-arch` writes; it stays until the next update request), and Nodes of two
+/// architectures (a single-arch payload cannot run them). A Default cluster installed
+/// directly from a multi payload shows none of these; only its release image's metadata
+/// (`release.openshift.io/architecture: multi`) says so.
+fn multi_arch_release(cv: &Value, nodes: &[NodeInfo]) -> bool {
+    let multi = |p: &str| str_at(cv, p) == Some("Multi");
+    let mut archs: Vec<&str> = nodes
+        .iter()
+        .map(|n| n.architecture.as_str())
+        .filter(|a| !a.is_empty())
+        .collect();
+    archs.sort_unstable();
+    archs.dedup();
+    multi("/status/desired/architecture") || multi("/spec/desiredUpdate/architecture") || archs.len() > 1
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -924,7 +950,7 @@ impl ClusterModel {
                 guess.to_string()
             }
         };
-        let multi_arch = str_at(cv, "/status/desired/architecture") == Some("Multi");
+        let multi_arch = multi_arch_release(cv, &nodes);
 
         // --- machine networks
         let mut machine_networks = MachineNetworks {

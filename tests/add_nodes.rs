@@ -1714,6 +1714,8 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         let base = w.path("rhcos.iso");
         agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
         let nc = w.write(
+                // As a Default-feature-set cluster says it (its CRD has no
+                // status.desired.architecture): `oc adm upgrade --to-multi-arch`'s desiredUpdate.
             "nodes-config.yaml",
             files.get("nodes-config.yaml").expect("nodes-config.yaml"),
         );
@@ -1722,7 +1724,8 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
             let mut objs = upstream::upstream_objects(files, &release, true);
             if multi {
                 for o in objs.iter_mut().filter(|o| o["kind"] == "ClusterVersion") {
-                    o["status"]["desired"]["architecture"] = json!("Multi");
+                    let v = o["status"]["desired"]["version"].clone();
+                    o["spec"]["desiredUpdate"] = json!({"architecture": "Multi", "version": v});
                 }
             }
             let scenario = serde_json::to_string(&json!({ "objects": objs })).unwrap();

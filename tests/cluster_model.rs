@@ -264,6 +264,28 @@ fn multi_arch_release() {
 }
 
 #[test]
+/// A Default-feature-set cluster has no `status.desired.architecture` (its CRD prunes it): the
+/// multi payload shows in `spec.desiredUpdate` (`oc adm upgrade --to-multi-arch`) or in Nodes
+/// of two architectures.
+#[test]
+fn multi_arch_release_on_the_default_feature_set() {
+    let mut v = default_values();
+    kind_mut(&mut v, "ClusterVersion")["spec"]["desiredUpdate"] =
+        json!({"architecture": "Multi", "version": "4.18.12"});
+    assert!(model(v).architecture.multi_arch);
+
+    let mut v = default_values();
+    assert!(!model(v.clone()).architecture.multi_arch);
+    let mut arm = v.iter().find(|o| o["kind"] == "Node").unwrap().clone();
+    arm["metadata"]["name"] = json!("worker-arm");
+    arm["metadata"]["labels"] = json!({"node-role.kubernetes.io/worker": ""});
+    arm["status"]["nodeInfo"]["architecture"] = json!("arm64");
+    v.push(arm);
+    let m = model(v);
+    assert!(m.architecture.multi_arch);
+    assert_eq!(m.architecture.control_plane, "x86_64");
+}
+
 fn dual_stack_networks() {
     let mut v = default_values();
     kind_mut(&mut v, "Infrastructure")["spec"]["platformSpec"]["baremetal"]["machineNetworks"] =

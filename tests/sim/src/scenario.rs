@@ -17,7 +17,7 @@
 //! | `platform` | `BareMetal` | Infrastructure platform (`BareMetal`, `None`, `External`, `VSphere`, ...; case-insensitive) |
 //! | `sno` | false | one node `master-0`, topology `SingleReplica` |
 //! | `architecture` | `amd64` | Node arch labels and `nodeInfo.architecture`; the stream lists this arch's ISO |
-//! | `multiArch` | false | `ClusterVersion.status.desired.architecture: Multi`, `multi` payload, both x86_64 and aarch64 in the stream |
+//! | `multiArch` | false | `ClusterVersion.spec.desiredUpdate.architecture: Multi` (as `oc adm upgrade --to-multi-arch` leaves it; the Default feature set has no `status.desired.architecture`), `multi` payload, both x86_64 and aarch64 in the stream |
 //! | `fips` | false | `99-worker-fips`/`99-master-fips` with `fips: true` (absent otherwise, as the installer does) |
 //! | `upgradeTo` | none | Partial history entry on top, `desired` = that version |
 //! | `dualStack` | false | IPv6 machine (`fd2e:6f44:5dd8:c956::/120`), cluster (`fd01::/48`) and service (`fd02::/112`) networks, node IPv6 addresses |
@@ -58,7 +58,7 @@ pub struct Scenario {
     pub sno: bool,
     /// Control-plane architecture, Go spelling as in `Node.status.nodeInfo.architecture` (amd64, arm64).
     pub architecture: String,
-    /// `ClusterVersion.status.desired.architecture: Multi` (multi-arch release payload).
+    /// `ClusterVersion.spec.desiredUpdate.architecture: Multi` (multi-arch release payload).
     #[serde(deserialize_with = "strict_bool")]
     pub multi_arch: bool,
     /// FIPS cluster: `99-worker-fips` MachineConfig with `fips: true`.

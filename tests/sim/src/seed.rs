@@ -560,14 +560,21 @@ pub fn seed_objects_with_registry(
         desired = json!({"version": up, "image": up_image});
     }
     history.push(json!({"state": "Completed", "version": s.version, "image": release, "startedTime": "2025-02-01T08:00:00Z", "completionTime": "2025-02-01T09:30:00Z", "verified": false}));
+    // A multi-arch cluster as a Default-feature-set 4.18 cluster shows it: the ClusterVersion
+    // CRD has no `status.desired.architecture` there (openshift/api gates it behind
+    // ImageStreamImportMode, TechPreview only; the real server prunes it), so the cluster says it
+    // in `spec.desiredUpdate`, as `oc adm upgrade --to-multi-arch` leaves it (architecture
+    // Multi, the desired version, no image).
+    let mut cv_spec = json!({"clusterID": s.cluster_id, "channel": format!("stable-{}", s.version.split('.').take(2).collect::<Vec<_>>().join("."))});
     if !desired_arch.is_empty() {
-        desired["architecture"] = json!(desired_arch);
+        cv_spec["desiredUpdate"] =
+            json!({"architecture": desired_arch, "version": desired["version"], "force": false});
     }
     let progressing = s.upgrade_to.is_some();
     objs.push(json!({
         "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
         "metadata": {"name": "version"},
-        "spec": {"clusterID": s.cluster_id, "channel": format!("stable-{}", s.version.split('.').take(2).collect::<Vec<_>>().join("."))},
+        "spec": cv_spec,
         "status": {
             "desired": desired,
             "history": history,
