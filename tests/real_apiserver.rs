@@ -183,6 +183,15 @@ fn real_apiserver_serves_the_simulated_cluster() {
     };
     let questions: &[Question] = &[
         ("get", "", "nodes", None, None, Some("master-0")),
+        ("get", "", "nodes", Some("status"), None, Some("master-0")),
+        (
+            "get",
+            "",
+            "pods",
+            Some("log"),
+            Some("multicluster-engine"),
+            Some("p"),
+        ),
         ("list", "", "nodes", None, None, None),
         (
             "watch",

@@ -8,10 +8,13 @@
 //! 3. The node-bootstrapper service account (`system:serviceaccount:openshift-machine-config-operator:node-bootstrapper`,
 //!    role `system:node-bootstrapper`): create/get/list/watch `certificatesigningrequests`
 //!    (not `/approval`, not `/status`).
-//! 4. A node (`system:node:<n>` in group `system:nodes`; roughly the Node authorizer plus
-//!    NodeRestriction): create/get/list/watch CSRs; create node `<n>`; update/patch node `<n>`
-//!    and `nodes/status` of `<n>`; create events; get/list/watch anything except secrets.
-//! 5. User `viewer` (cluster role `view`-like): get/list/watch anything except secrets.
+//! 4. A node (`system:node:<n>` in group `system:nodes`; roughly the Node authorizer's node rules
+//!    plus NodeRestriction): create/get/list/watch CSRs; create node `<n>`; update/patch node
+//!    `<n>` and `nodes/status` of `<n>` (no `get nodes/status`: a kubelet PATCHes it unread);
+//!    create events; get/list/watch nodes, pods and services (main resources only).
+//! 5. User `viewer`: get/list/watch every main resource except secrets (no subresource: not
+//!    `nodes/status`, `pods/log`, `nodes/proxy`), as the ClusterRole `up --real-apiserver`
+//!    binds to it lists them.
 //! 6. Every authenticated user: create `selfsubjectaccessreviews` and `selfsubjectrulesreviews`
 //!    (`system:basic-user`).
 //!
@@ -57,6 +60,9 @@ const READ_VERBS: [&str; 3] = ["get", "list", "watch"];
 const CSR_VERBS: [&str; 4] = ["create", "get", "list", "watch"];
 const CERTS_GROUP: &str = "certificates.k8s.io";
 const CSRS: &str = "certificatesigningrequests";
+/// What a node may read besides its CSRs (Kubernetes' bootstrap policy `NodeRules`; secrets,
+/// configmaps and volumes only through the Node authorizer's graph, not modelled here).
+const NODE_READS: [(&str, &str); 3] = [("", "nodes"), ("", "pods"), ("", "services")];
 
 /// Decides whether `user` may do `attrs`.
 ///
@@ -126,10 +132,10 @@ fn allowed(user: &UserInfo, a: &Attributes) -> bool {
         if (is("", "events") || is("events.k8s.io", "events")) && verb == "create" && main {
             return true;
         }
-        return READ_VERBS.contains(&verb) && !is("", "secrets");
+        return READ_VERBS.contains(&verb) && main && NODE_READS.iter().any(|(g, r)| is(g, r));
     }
     if user.name == "viewer" {
-        return READ_VERBS.contains(&verb) && !is("", "secrets");
+        return READ_VERBS.contains(&verb) && main && !is("", "secrets");
     }
     false
 }
@@ -212,7 +218,9 @@ pub fn rules_for(user: &UserInfo, served: &[(String, String)]) -> (Vec<ResourceR
             r.push(rule(&["update", "patch"], "", &["nodes/status"], &[node]));
             r.push(rule(&["create"], "", &["events"], &[]));
             r.push(rule(&["create"], "events.k8s.io", &["events"], &[]));
-            read_all_but_secrets(&mut r);
+            for (g, p) in NODE_READS {
+                r.push(rule(&READ_VERBS, g, &[p], &[]));
+            }
         }
     } else if user.name == "viewer" {
         read_all_but_secrets(&mut r);
@@ -356,14 +364,18 @@ mod tests {
             (&node, attrs("update", "", "nodes", None, None, Some("worker-1")), true),
             (&node, attrs("patch", "", "nodes", Some("status"), None, Some("master-0")), false),
             (&node, attrs("delete", "", "nodes", None, None, Some("worker-1")), false),
-            (&node, attrs("get", "", "configmaps", None, Some("openshift-config-managed"), Some("x")), true),
-            (&node, attrs("list", "config.openshift.io", "clusterversions", None, None, None), true),
+            (&node, attrs("get", "", "configmaps", None, Some("openshift-config-managed"), Some("x")), false),
+            (&node, attrs("list", "config.openshift.io", "clusterversions", None, None, None), false),
+            (&node, attrs("get", "", "nodes", Some("status"), None, Some("worker-1")), false),
+            (&node, attrs("get", "", "pods", None, Some("mce"), Some("p")), true),
             (&node, attrs("get", "", "secrets", None, ocfg, Some("pull-secret")), false),
             (&node, attrs("create", "", "events", None, Some("default"), None), true),
             (&node, attrs("create", "", "configmaps", None, Some("default"), Some("x")), false),
             (&fake_node, attrs("get", "", "nodes", None, None, None), false),
             // viewer
             (&viewer, attrs("get", "", "nodes", None, None, Some("master-0")), true),
+            (&viewer, attrs("get", "", "nodes", Some("status"), None, Some("master-0")), false),
+            (&viewer, attrs("get", "", "pods", Some("log"), Some("mce"), Some("p")), false),
             (&viewer, attrs("watch", CERTS_GROUP, CSRS, None, None, None), true),
             (&viewer, attrs("get", "", "secrets", None, ocfg, Some("pull-secret")), false),
             (&viewer, attrs("create", "", "configmaps", None, Some("x"), Some("y")), false),
