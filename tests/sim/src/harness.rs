@@ -147,8 +147,9 @@ mod tempfile_dir {
 pub const REAL_APISERVER_ENV: &str = "AGENT_DAY2_SIM_REAL_APISERVER";
 
 /// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already
-/// say `--real-apiserver`.
-fn real_apiserver_args(extra: &[&str]) -> Vec<String> {
+/// say `--real-apiserver`. A cluster the real control plane cannot serve yet
+/// ([`real_apiserver_unsupported`]) stays on the home-made server, said on stderr.
+fn real_apiserver_args(scenario_yaml: &str, extra: &[&str]) -> Vec<String> {
     match std::env::var(REAL_APISERVER_ENV) {
         Ok(v) if !v.is_empty() && !extra.iter().any(|a| a.starts_with("--real-apiserver")) => {
             if v == "1" {
@@ -164,11 +165,30 @@ fn real_apiserver_args(extra: &[&str]) -> Vec<String> {
 impl TestCluster {
     /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
     /// (port 0 when the namespace is shared)
+/// Why a cluster cannot run on the real control plane yet (`up --real-apiserver` refuses it):
+/// `--assisted-db-url` (pod exec into cluster 0's assisted-service needs the simulated
+/// kubelet's exec endpoint) or the scenario's `forbidden` switches (RBAC cannot refuse
+/// `system:masters`). None when it can.
+pub fn real_apiserver_unsupported(scenario_yaml: &str, extra: &[&str]) -> Option<&'static str> {
+    if extra.iter().any(|a| a.starts_with("--assisted-db-url")) {
+        return Some("--assisted-db-url (pod exec needs the simulated kubelet's exec endpoint)");
+    }
+    let forbidden = serde_saphyr::from_str::<serde_json::Value>(scenario_yaml)
+        .ok()
+        .and_then(|v| v.get("forbidden").cloned())
+        .is_some_and(|f| f.as_array().is_some_and(|a| !a.is_empty()));
+    forbidden.then_some("the scenario's `forbidden` switches (RBAC cannot refuse system:masters)")
+}
+
     /// with `scenario_yaml` (may be empty for the defaults) and waits up to 120 s for
     /// `DIR/ready`. Call [`enter_netns`] first on this thread.
     pub fn start(scenario_yaml: &str) -> anyhow::Result<TestCluster> {
         Self::start_with_args(scenario_yaml, &[])
     }
+            if let Some(why) = real_apiserver_unsupported(scenario_yaml, extra) {
+                eprintln!("harness: {REAL_APISERVER_ENV} is set, but this cluster runs on the home-made API server: {why}");
+                return Vec::new();
+            }
 
     /// Like [`TestCluster::start`], with the simulator's container registry holding the release
     /// payload (`up --registry 192.168.111.6:5000`; another free port when the namespace is
@@ -212,7 +232,7 @@ impl TestCluster {
             .args(["--listen", listen])
             .arg("--scenario")
             .arg(&scenario)
-            .args(real_apiserver_args(extra))
+            .args(real_apiserver_args(scenario_yaml, extra))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
