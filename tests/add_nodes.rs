@@ -1714,8 +1714,6 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         let base = w.path("rhcos.iso");
         agent_day2_sim::baseiso::build_base_iso(&base, "x86_64").unwrap();
         let nc = w.write(
-                // As a Default-feature-set cluster says it (its CRD has no
-                // status.desired.architecture): `oc adm upgrade --to-multi-arch`'s desiredUpdate.
             "nodes-config.yaml",
             files.get("nodes-config.yaml").expect("nodes-config.yaml"),
         );
@@ -1723,6 +1721,8 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         let run = |multi: bool| -> (TestCluster, Output) {
             let mut objs = upstream::upstream_objects(files, &release, true);
             if multi {
+                // As a Default-feature-set cluster says it (its CRD has no
+                // status.desired.architecture): `oc adm upgrade --to-multi-arch`'s desiredUpdate.
                 for o in objs.iter_mut().filter(|o| o["kind"] == "ClusterVersion") {
                     let v = o["status"]["desired"]["version"].clone();
                     o["spec"]["desiredUpdate"] = json!({"architecture": "Multi", "version": v});

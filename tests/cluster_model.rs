@@ -263,7 +263,6 @@ fn multi_arch_release() {
     assert_eq!(m.base_iso.unwrap().architecture, "aarch64");
 }
 
-#[test]
 /// A Default-feature-set cluster has no `status.desired.architecture` (its CRD prunes it): the
 /// multi payload shows in `spec.desiredUpdate` (`oc adm upgrade --to-multi-arch`) or in Nodes
 /// of two architectures.
@@ -286,6 +285,7 @@ fn multi_arch_release_on_the_default_feature_set() {
     assert_eq!(m.architecture.control_plane, "x86_64");
 }
 
+#[test]
 fn dual_stack_networks() {
     let mut v = default_values();
     kind_mut(&mut v, "Infrastructure")["spec"]["platformSpec"]["baremetal"]["machineNetworks"] =

@@ -146,25 +146,6 @@ mod tempfile_dir {
 /// Unset or empty: the home-made API server (the default).
 pub const REAL_APISERVER_ENV: &str = "AGENT_DAY2_SIM_REAL_APISERVER";
 
-/// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already
-/// say `--real-apiserver`. A cluster the real control plane cannot serve yet
-/// ([`real_apiserver_unsupported`]) stays on the home-made server, said on stderr.
-fn real_apiserver_args(scenario_yaml: &str, extra: &[&str]) -> Vec<String> {
-    match std::env::var(REAL_APISERVER_ENV) {
-        Ok(v) if !v.is_empty() && !extra.iter().any(|a| a.starts_with("--real-apiserver")) => {
-            if v == "1" {
-                vec!["--real-apiserver".into()]
-            } else {
-                vec![format!("--real-apiserver={v}")]
-            }
-        }
-        _ => Vec::new(),
-    }
-}
-
-impl TestCluster {
-    /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
-    /// (port 0 when the namespace is shared)
 /// Why a cluster cannot run on the real control plane yet (`up --real-apiserver` refuses it):
 /// `--assisted-db-url` (pod exec into cluster 0's assisted-service needs the simulated
 /// kubelet's exec endpoint) or the scenario's `forbidden` switches (RBAC cannot refuse
@@ -180,15 +161,34 @@ pub fn real_apiserver_unsupported(scenario_yaml: &str, extra: &[&str]) -> Option
     forbidden.then_some("the scenario's `forbidden` switches (RBAC cannot refuse system:masters)")
 }
 
+/// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already
+/// say `--real-apiserver`. A cluster the real control plane cannot serve yet
+/// ([`real_apiserver_unsupported`]) stays on the home-made server, said on stderr.
+fn real_apiserver_args(scenario_yaml: &str, extra: &[&str]) -> Vec<String> {
+    match std::env::var(REAL_APISERVER_ENV) {
+        Ok(v) if !v.is_empty() && !extra.iter().any(|a| a.starts_with("--real-apiserver")) => {
+            if let Some(why) = real_apiserver_unsupported(scenario_yaml, extra) {
+                eprintln!("harness: {REAL_APISERVER_ENV} is set, but this cluster runs on the home-made API server: {why}");
+                return Vec::new();
+            }
+            if v == "1" {
+                vec!["--real-apiserver".into()]
+            } else {
+                vec![format!("--real-apiserver={v}")]
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+impl TestCluster {
+    /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
+    /// (port 0 when the namespace is shared)
     /// with `scenario_yaml` (may be empty for the defaults) and waits up to 120 s for
     /// `DIR/ready`. Call [`enter_netns`] first on this thread.
     pub fn start(scenario_yaml: &str) -> anyhow::Result<TestCluster> {
         Self::start_with_args(scenario_yaml, &[])
     }
-            if let Some(why) = real_apiserver_unsupported(scenario_yaml, extra) {
-                eprintln!("harness: {REAL_APISERVER_ENV} is set, but this cluster runs on the home-made API server: {why}");
-                return Vec::new();
-            }
 
     /// Like [`TestCluster::start`], with the simulator's container registry holding the release
     /// payload (`up --registry 192.168.111.6:5000`; another free port when the namespace is
