@@ -70,8 +70,23 @@ build_assisted() {
   out=${AGENT_DAY2_REAL_DIR:-$cache_root/$commit}
   bin="$out/bin"
 
+  # The source tree the binaries come from, linked as $out/source: the tests take
+  # assisted-service's CRDs (config/crd/bases, hack/crds/hive) and swagger.yaml from it
+  # (tests/sim/src/upstream.rs). Made for cached binaries too (from the checkout named, or the
+  # proxy), and never a reason to fail: without it those tests say what is missing.
+  link_source() {
+    local dir
+    if [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ] && [ -d "$AGENT_DAY2_ASSISTED_SERVICE_SRC/config/crd/bases" ]; then
+      dir=$(cd "$AGENT_DAY2_ASSISTED_SERVICE_SRC" && pwd)
+    elif ! dir=$(go mod download -json "$module@$pseudo" 2>/dev/null | jq -er '.Dir'); then
+      say "no assisted-service source tree for its CRDs and swagger.yaml (the proxy refuses the module): set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of $commit"
+      return 0
+    fi
+    ln -sfn "$dir" "$out/source"
+  }
   if [ -x "$bin/assisted-service" ] && [ -x "$bin/agent-installer-client" ] && [ -s "$bin/versions" ]; then
     say "cached in $bin"
+    [ -d "$out/source/config/crd/bases" ] || link_source
     print_versions
     exit 0
   fi
@@ -164,6 +179,7 @@ build_assisted() {
     echo "agent-installer-client: $module/cmd/agentbasedinstaller/client@$pseudo"
     echo "libnmstate: nmstate-clib $nmstate_version (crates.io)"
   } >"$bin/versions"
+  link_source
   say "built into $bin"
   print_versions
 }

@@ -29,7 +29,7 @@ mod tokens;
 mod upstream;
 
 use agent_day2_sim::boot::ignition as sim_ignition;
-use agent_day2_sim::harness::{enter_netns, TestCluster};
+use agent_day2_sim::harness::TestCluster;
 use cluster::*;
 use serde_json::{json, Value};
 use tokens::{oc_adm_node_image_secret, ALL_TOKEN_KEYS};
@@ -38,7 +38,7 @@ use tokens::{oc_adm_node_image_secret, ALL_TOKEN_KEYS};
 /// [`cluster`] of the scenario; gives its [`Work`] and the cluster.
 macro_rules! cluster_or_skip {
     ($scenario:expr) => {{
-        netns_or_skip!();
+        require_netns!();
         let w = Work::new();
         let c = cluster($scenario, &w);
         (w, c)
@@ -49,7 +49,7 @@ macro_rules! cluster_or_skip {
 /// the plugin's cache ([`seed_release`]), the base ISO from the coreos-bootimages stream.
 macro_rules! seeded_cluster_or_skip {
     ($scenario:expr) => {{
-        netns_or_skip!();
+        require_netns!();
         let c = TestCluster::start($scenario).unwrap();
         let w = Work::new();
         seed_release(&c, &w, &["x86_64"]);
@@ -96,16 +96,13 @@ fn add_w0(c: &TestCluster, w: &Work, dir: &Path, extra: &[&str]) -> Output {
     add_w0_cmd(c, w, dir, extra).output().unwrap()
 }
 
-/// A runtime for pushing to Debian's docker-registry, or None (the reason printed) when it is
-/// not installed.
+/// A runtime for pushing to Debian's docker-registry (the test fails where it is not installed).
 fn registry_runtime_or_skip() -> Option<tokio::runtime::Runtime> {
-    if !Path::new(support::REGISTRY_BIN).exists() {
-        eprintln!(
-            "skipped: {} is missing (scripts/setup.sh installs docker-registry)",
-            support::REGISTRY_BIN
-        );
-        return None;
-    }
+    assert!(
+        Path::new(support::REGISTRY_BIN).exists(),
+        "{} is missing: apt-get install docker-registry (scripts/test.sh installs it through scripts/setup.sh)",
+        support::REGISTRY_BIN
+    );
     Some(
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -1209,10 +1206,7 @@ fn scenario_iso(
     hosts: &[String],
     extra: &[&str],
 ) -> Option<(TestCluster, Work, Value, Output)> {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
+    agent_day2_sim::harness::require_netns();
     let w = Work::new();
     let c = cluster(scenario, &w);
     let _ = arches;
@@ -1590,7 +1584,7 @@ fn a_corrupt_cache_entry_is_replaced() {
 
 #[test]
 fn unwritable_dir_and_forbidden_pull_secret() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start(
         "forbidden:\n- resource: secrets\n  namespace: openshift-config\n  name: pull-secret\n",
     )
@@ -1621,7 +1615,7 @@ fn unwritable_dir_and_forbidden_pull_secret() {
 
 #[test]
 fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
-    netns_or_skip!();
+    require_netns!();
     // A trust bundle of six valid CA certificates, each carrying 60 KB of incompressible data
     // in a private extension (webpki takes DER lengths up to 64 KiB; a real bundle that large
     // would be hundreds of certificates).
@@ -1686,7 +1680,7 @@ fn an_ignition_too_large_for_the_iso_names_sizes_and_suggests_pxe() {
 
 #[test]
 fn unsupported_cluster_exits_4_as_info_does() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("version: 4.17.9\n").unwrap();
     let w = Work::new();
     let o = add_w0(&c, &w, &w.out(), &[]);
@@ -1698,11 +1692,10 @@ fn unsupported_cluster_exits_4_as_info_does() {
 // Upstream conformance: node-joiner's acceptance cases, through the binary and our ISO.
 
 #[test]
+#[ignore = "needs node-joiner's acceptance data: set AGENT_DAY2_INSTALLER_SRC to an openshift/installer checkout (its cmd/node-joiner/testdata)"]
 fn upstream_node_joiner_cases_hold_for_our_iso() {
-    let Some(cases) = upstream::cases() else {
-        return;
-    };
-    netns_or_skip!();
+    let cases = upstream::cases();
+    require_netns!();
     let release = format!(
         "quay.io/openshift-release-dev/ocp-release@sha256:{}",
         "7".repeat(64)
@@ -1870,7 +1863,7 @@ fn agent_day2_sim_sha(b: &[u8]) -> String {
 
 #[test]
 fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
-    netns_or_skip!();
+    require_netns!();
     let Some(rt) = registry_runtime_or_skip() else {
         return;
     };
@@ -1911,7 +1904,7 @@ fn release_payload_from_a_registry_gives_images_and_the_base_iso() {
 
 #[test]
 fn a_registry_that_refuses_the_pull_secret_exits_4_and_registry_config_fixes_it() {
-    netns_or_skip!();
+    require_netns!();
     let Some(rt) = registry_runtime_or_skip() else {
         return;
     };

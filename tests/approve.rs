@@ -21,14 +21,11 @@ use serde_json::{json, Value};
 const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 
-/// [`netns_or_skip`], and skipped too without openssl (the rogue CSRs are made with it).
+/// [`require_netns`], and openssl (the rogue CSRs are made with it): the test fails without.
 macro_rules! e2e_or_skip {
     () => {
-        netns_or_skip!();
-        if Command::new("openssl").arg("version").output().is_err() {
-            eprintln!("skipped: openssl is not installed (the rogue CSRs are made with it)");
-            return;
-        }
+        require_netns!();
+        agent_day2_sim::harness::require_tool("openssl", "openssl");
     };
 }
 
@@ -508,7 +505,11 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     pristine();
 
     // The prompt on a terminal (a pty from `script`), declined: exit 8, nothing changed.
-    if Command::new("script").arg("--version").output().is_ok() {
+    assert!(
+        Command::new("script").arg("--version").output().is_ok(),
+        "needs `script` for a pty: apt-get install bsdutils"
+    );
+    {
         let cmdline = format!("{BIN} approve");
         let mut s = Command::new("script")
             .args(["-qec", &cmdline, "/dev/null"])
@@ -530,8 +531,6 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
         assert_eq!(o.status.code(), Some(8), "{t}");
         assert!(t.contains("Approve 1 CSR?"), "{t}");
         pristine();
-    } else {
-        eprintln!("skipped part: `script` (util-linux) is missing, no pty for the prompt test");
     }
 
     // --yes: the good one approved (recorded, then /approval), the rogue left pending; exit 7.
@@ -1066,7 +1065,7 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
 /// OpenShift cluster" hint beside it; `-o json` gets an ApproveError document with the error.
 #[test]
 fn with_no_batch_the_error_has_one_next_step_and_json_gets_a_document() {
-    netns_or_skip!();
+    require_netns!();
     let w = Work::new();
     let c = TestCluster::start("").unwrap();
     let o = plugin(&c, &w, &["approve", "--dry-run"]);

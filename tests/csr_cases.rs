@@ -1,5 +1,6 @@
-//! The CSR verdict (`agent_day2::csr`): the shared case table in ../shared/cases/csr/ and one
-//! generated case per checklist line of design.md "Verifying kubelet CSRs (approve)", built the
+//! The CSR verdict (`agent_day2::csr`): an external case table (a folder of `NN-name/` cases with
+//! case.json, csr.yaml, request.pem, named by `$AGENT_DAY2_CSR_CASES`; not part of this
+//! repository, so that test is `#[ignore]`d) and one generated case per checklist line of design.md "Verifying kubelet CSRs (approve)", built the
 //! way an attacker would (hand-built DER signed with ring, rcgen, openssl).
 
 mod csr_support;
@@ -11,8 +12,13 @@ use agent_day2::csr::*;
 use csr_support::*;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 
+/// Names the external case table.
+const CASES_ENV: &str = "AGENT_DAY2_CSR_CASES";
+
 fn cases_dir() -> PathBuf {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/cases/csr")).to_path_buf()
+    let d = PathBuf::from(std::env::var_os(CASES_ENV).unwrap_or_else(|| panic!("set {CASES_ENV} to the CSR case table")));
+    assert!(Path::new(&d).is_dir(), "${CASES_ENV} is {}, not a folder", d.display());
+    d
 }
 
 /// reason_category of case.json → the reason codes that category means.
@@ -49,12 +55,9 @@ fn category_codes(category: &str) -> &'static [&'static str] {
 }
 
 #[test]
+#[ignore = "needs an external CSR case table: set AGENT_DAY2_CSR_CASES"]
 fn shared_cases_table() {
     let dir = cases_dir();
-    if !dir.is_dir() {
-        eprintln!("skipped: {} is absent", dir.display());
-        return;
-    }
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -219,10 +222,7 @@ fn openssl_csr(newkey: &[&str], digest: &str, subj: &str) -> Option<Vec<u8>> {
     match out {
         Ok(o) if o.status.success() => Some(o.stdout),
         Ok(o) => panic!("openssl failed: {}", String::from_utf8_lossy(&o.stderr)),
-        Err(e) => {
-            eprintln!("skipped: openssl not runnable: {e}");
-            None
-        }
+        Err(e) => panic!("openssl not runnable ({e}): apt-get install openssl (scripts/test.sh installs it)"),
     }
 }
 

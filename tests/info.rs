@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use agent_day2_sim::harness::{enter_netns, TestCluster, API_LISTEN};
+use agent_day2_sim::harness::{TestCluster, API_LISTEN};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
@@ -39,18 +39,15 @@ fn json_info(c: &TestCluster, extra: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&out.stdout)))
 }
 
-macro_rules! netns_or_skip {
+macro_rules! require_netns {
     () => {
-        if let Err(why) = enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        agent_day2_sim::harness::require_netns();
     };
 }
 
 #[test]
 fn default_cluster_report_table_json_yaml() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("").unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -109,7 +106,7 @@ fn default_cluster_report_table_json_yaml() {
 
 #[test]
 fn scenarios_are_reported() {
-    netns_or_skip!();
+    require_netns!();
     {
         let c = TestCluster::start("sno: true\n").unwrap();
         let d = json_info(&c, &[]);
@@ -180,7 +177,7 @@ fn scenarios_are_reported() {
 
 #[test]
 fn unreachable_server_exits_4() {
-    netns_or_skip!();
+    require_netns!();
     // Nothing listens on the API address in this fresh namespace.
     let out = Command::new(BIN)
         .args([
@@ -213,7 +210,7 @@ fn unreachable_server_exits_4() {
 
 #[test]
 fn bad_token_is_unauthorized() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("").unwrap();
     // A token-only context: --token replaces its token (admin's client certificate would be
     // kept alongside a --token, as kubectl does).
@@ -232,7 +229,7 @@ fn bad_token_is_unauthorized() {
 
 #[test]
 fn forbidden_pull_secret_names_it_and_the_user() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start(
         "forbidden:\n- resource: secrets\n  namespace: openshift-config\n  name: pull-secret\n",
     )
@@ -249,7 +246,7 @@ fn forbidden_pull_secret_names_it_and_the_user() {
 
 #[test]
 fn missing_coreos_bootimages_is_named() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n")
         .unwrap();
     let out = plugin(&c, &["info"]);
@@ -263,7 +260,7 @@ fn missing_coreos_bootimages_is_named() {
 
 #[test]
 fn unsupported_platform_prints_report_and_exits_4() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("platform: AWS\n").unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
@@ -287,7 +284,7 @@ fn unsupported_platform_prints_report_and_exits_4() {
 
 #[test]
 fn too_old_version_prints_report_and_exits_4() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("version: 4.9.59\n").unwrap();
     let out = plugin(&c, &["info"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
@@ -305,7 +302,7 @@ fn too_old_version_prints_report_and_exits_4() {
 
 #[test]
 fn viewer_context_shows_missing_permissions() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("").unwrap();
     let out = plugin(&c, &["info", "--context", "viewer"]);
     // The viewer cannot read the pull secret: exit 4 naming it, after the permission report.
@@ -407,7 +404,7 @@ fn recording_proxy(addr: &str) -> std::thread::JoinHandle<String> {
 
 #[test]
 fn api_traffic_goes_through_the_configured_proxy() {
-    netns_or_skip!();
+    require_netns!();
     // HTTPS_PROXY from the environment (no DNS happens: the proxy gets the name in CONNECT,
     // and the namespace has no route out anyway).
     let h = recording_proxy("192.168.111.9:3128");
@@ -457,7 +454,7 @@ fn api_traffic_goes_through_the_configured_proxy() {
 
 #[test]
 fn forbidden_optional_reads_are_unknown_and_exit_4() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start(
         "forbidden:\n- resource: machineconfigs\n  name: 99-worker-fips\n- resource: proxies\n- resource: imagedigestmirrorsets\n",
     )
@@ -503,7 +500,7 @@ fn forbidden_optional_reads_are_unknown_and_exit_4() {
 
 #[test]
 fn viewer_gets_the_partial_report_and_document() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("").unwrap();
     let out = plugin(&c, &["info", "--context", "viewer", "-o", "json"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
@@ -522,7 +519,7 @@ fn viewer_gets_the_partial_report_and_document() {
 
 #[test]
 fn refused_impersonation_says_so() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("").unwrap();
     let out = plugin(&c, &["info", "--context", "viewer", "--as", "system:admin"]);
     assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
@@ -536,7 +533,7 @@ fn refused_impersonation_says_so() {
 
 #[test]
 fn missing_coreos_bootimages_hint_fits_every_cluster() {
-    netns_or_skip!();
+    require_netns!();
     let c = TestCluster::start("omit:\n- configmaps/openshift-machine-config-operator/coreos-bootimages\n")
         .unwrap();
     let out = plugin(&c, &["info"]);

@@ -1,6 +1,7 @@
 //! Node ISO embedding against the simulator's CoreOS-layout ISO and the real CoreOS ISO
-//! layout fixtures of `../shared/upstream/coreos/iso-fixtures` (skipped when absent), read
-//! back with our own reader and, when installed, with `coreos-installer` (the oracle).
+//! layout fixtures of the published coreos-installer crate (`fixtures/iso`, found or fetched by
+//! `agent_day2_sim::upstream::coreos_iso_fixtures`), read back with our own reader and with
+//! `coreos-installer` (the oracle; scripts/test.sh installs it).
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
@@ -15,10 +16,6 @@ use agent_day2::iso::embed::{
 use agent_day2::iso::{config_image, pxe, IsoError};
 use sha2::Digest;
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/upstream/coreos/iso-fixtures"
-);
 
 fn config(n: usize) -> Vec<u8> {
     format!(r#"{{"ignition":{{"version":"3.2.0"}},"storage":{{"files":[{{"path":"/etc/x","contents":{{"source":"data:,{}"}}}}]}}}}"#, "a".repeat(n)).into_bytes()
@@ -65,13 +62,7 @@ fn coreos_installer() -> Option<PathBuf> {
 
 /// Reads our output with coreos-installer: the embedded config and the kargs must be ours.
 fn oracle_check(out: &Path, cfg: &[u8], kargs: Option<&str>) {
-    let Some(ci) = coreos_installer() else {
-        eprintln!(
-            "skipped: coreos-installer not installed (oracle check of {})",
-            out.display()
-        );
-        return;
-    };
+    let ci = coreos_installer().expect("coreos-installer is not installed: cargo install --locked coreos-installer (scripts/test.sh does, through scripts/setup.sh)");
     let o = Command::new(&ci)
         .args(["iso", "ignition", "show"])
         .arg(out)
@@ -217,10 +208,8 @@ fn kernel_copy_and_hashing_copy_write_the_same_bytes() {
 
 #[test]
 fn embeds_into_every_upstream_fixture() {
-    let Ok(rd) = std::fs::read_dir(FIXTURES) else {
-        eprintln!("skipped: {FIXTURES} not present");
-        return;
-    };
+    let fixtures = agent_day2_sim::upstream::coreos_iso_fixtures().unwrap_or_else(|why| panic!("{why}"));
+    let rd = std::fs::read_dir(&fixtures).unwrap();
     let d = tempfile::tempdir().unwrap();
     let mut names: Vec<_> = rd
         .filter_map(|e| e.ok())
@@ -507,7 +496,7 @@ fn pxe_files_from_the_simulated_iso() {
             );
             assert_eq!(o.stdout, cfg);
         }
-        None => eprintln!("skipped: coreos-installer not installed (PXE initrd oracle check)"),
+        None => panic!("coreos-installer is not installed: cargo install --locked coreos-installer (scripts/test.sh does, through scripts/setup.sh)"),
     }
     assert!(!files.kargs.contains("coreos.liveiso="), "{}", files.kargs);
     assert!(
@@ -596,7 +585,7 @@ fn config_image_file_is_0600_with_the_appliance_label() {
             let cpio = decompress_initrd(&o.stdout).unwrap();
             assert_eq!(read_newc(&cpio).unwrap()[0].mtime, 1_737_552_420);
         }
-        Err(e) => eprintln!("skipped: isoinfo not runnable: {e}"),
+        Err(e) => panic!("isoinfo not runnable ({e}): apt-get install genisoimage (scripts/test.sh installs it)"),
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use agent_day2::migrate::bundle::{Bundle, BundleManifest};
-use agent_day2_sim::harness::{enter_netns, Node0};
+use agent_day2_sim::harness::Node0;
 use agent_day2_sim::postgres::{self, Postgres};
 use serde_json::Value;
 
@@ -21,19 +21,11 @@ use serde_json::Value;
 mod cluster;
 use cluster::{text, BIN};
 
-fn skip() -> Option<String> {
-    if let Err(why) = enter_netns() {
-        return Some(why);
-    }
-    postgres::unavailable()
-}
-
-macro_rules! skip_unless_ready {
+/// Root (a network namespace) and PostgreSQL, or the test fails saying which is missing.
+macro_rules! require_ready {
     () => {
-        if let Some(why) = skip() {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        agent_day2_sim::harness::require_netns();
+        agent_day2_sim::harness::require_postgres();
     };
 }
 
@@ -103,7 +95,7 @@ fn start_source(tmp: &Path, name: &str, args: &[&str]) -> (Postgres, Node0) {
 
 #[test]
 fn export_writes_a_private_verified_bundle_that_matches_the_database() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     // More events than one page (1000) and a worker: every page must arrive.
     let (pg, n0) = start_source(tmp.path(), "node0", &["--hosts", "4", "--events", "2345"]);
@@ -327,7 +319,7 @@ fn export_writes_a_private_verified_bundle_that_matches_the_database() {
 
 #[test]
 fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let (pg, mut n0) = start_source(tmp.path(), "dying", &["--die-after-requests", "5"]);
     let db = pg.url("installer");
@@ -621,7 +613,7 @@ fn source_gone_mid_way_leaves_nothing_and_db_dump_files_are_checked() {
 /// and nothing is kept.
 #[test]
 fn rest_and_dump_that_disagree_are_refused() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let (pg, n0) = start_source(tmp.path(), "n0", &[]);
     let db = pg.url("installer");

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use agent_day2_sim::harness::{enter_netns, TestCluster};
+use agent_day2_sim::harness::TestCluster;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
 
@@ -49,10 +49,7 @@ fn kubectl(path: &OsString, home: &Path, args: &[&str], kubeconfig: Option<&Path
 
 #[test]
 fn kubectl_finds_and_runs_the_plugin() {
-    let Some((dir, path)) = plugin_path() else {
-        eprintln!("skipped: kubectl is not installed");
-        return;
-    };
+    let (dir, path) = plugin_path().expect("needs kubectl: apt-get install kubernetes-client (scripts/test.sh installs it through scripts/setup.sh)");
     let home = tempfile::tempdir().unwrap();
     let out = kubectl(&path, home.path(), &["plugin", "list"], None);
     let listed = text(&out.stdout);
@@ -78,14 +75,8 @@ fn kubectl_finds_and_runs_the_plugin() {
 
 #[test]
 fn kubectl_agent_day2_info_against_the_simulator() {
-    let Some((_dir, path)) = plugin_path() else {
-        eprintln!("skipped: kubectl is not installed");
-        return;
-    };
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let (_dir, path) = plugin_path().expect("needs kubectl: apt-get install kubernetes-client (scripts/test.sh installs it through scripts/setup.sh)");
+    agent_day2_sim::harness::require_netns();
     let c = TestCluster::start("").unwrap();
     let home = tempfile::tempdir().unwrap();
     // KUBECONFIG reaches the plugin untouched.

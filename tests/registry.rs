@@ -26,17 +26,13 @@ use support::*;
 /// Where the registry listens inside each test's namespace.
 const REG: &str = "192.168.111.6:5000";
 
+/// A network namespace and Debian's docker-registry, or the test fails saying which is missing.
 fn setup() -> bool {
-    if let Err(why) = agent_day2_sim::harness::enter_netns() {
-        eprintln!("skipped: {why}");
-        return false;
-    }
-    if !Path::new(REGISTRY_BIN).exists() {
-        eprintln!(
-            "skipped: {REGISTRY_BIN} is missing (apt-get install docker-registry; scripts/setup.sh does)"
-        );
-        return false;
-    }
+    agent_day2_sim::harness::require_netns();
+    assert!(
+        Path::new(REGISTRY_BIN).exists(),
+        "{REGISTRY_BIN} is missing: apt-get install docker-registry (scripts/test.sh installs it through scripts/setup.sh)"
+    );
     true
 }
 
@@ -682,12 +678,12 @@ fn https_proxy_http_proxy_and_no_proxy_are_honoured() {
 #[test]
 #[ignore = "run by https_proxy_http_proxy_and_no_proxy_are_honoured with the proxy variables set"]
 fn proxies_from_the_environment_inner() {
-    if std::env::var(PROXY_CHILD).as_deref() != Ok("1") || !setup() {
-        eprintln!(
-            "skipped: only meaningful as the child of https_proxy_http_proxy_and_no_proxy_are_honoured"
-        );
-        return;
-    }
+    assert_eq!(
+        std::env::var(PROXY_CHILD).as_deref(),
+        Ok("1"),
+        "only meaningful as the child of https_proxy_http_proxy_and_no_proxy_are_honoured (which runs it)"
+    );
+    setup();
     let rt = rt();
     let reg = Registry::start(REG, RegistryOpts::default());
     let proxy = FlakyProxy::start("192.168.111.6:5003", reg.addr, 0);

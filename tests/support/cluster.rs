@@ -21,13 +21,10 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_kubectl-agent_day2");
 pub const W0: (&str, &str, &str) = ("worker-0", "52:54:00:aa:00:30", "192.168.111.30");
 pub const W1: (&str, &str, &str) = ("worker-1", "52:54:00:aa:00:31", "192.168.111.31");
 
-/// Enters a private network namespace, or prints why not and returns from the test.
-macro_rules! netns_or_skip {
+/// Enters a private network namespace, or fails the test saying why (no silent return).
+macro_rules! require_netns {
     () => {
-        if let Err(why) = agent_day2_sim::harness::enter_netns() {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        agent_day2_sim::harness::require_netns()
     };
 }
 

@@ -1,18 +1,21 @@
-//! Test helpers for node-joiner's acceptance data (`../shared/upstream/node-joiner-testdata`,
-//! txtar files of a command script and named sections), shared by tests/ignition.rs (the
+//! Test helpers for node-joiner's acceptance data (openshift/installer's
+//! `cmd/node-joiner/testdata`, found by `agent_day2_sim::upstream::node_joiner_testdata`; txtar
+//! files of a command script and named sections), shared by tests/ignition.rs (the
 //! Ignition we build) and tests/add_nodes.rs (the ISO the binary writes). Included with
 //! `#[path = "support/upstream.rs"] mod upstream;`.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use agent_day2_sim::boot::ignition as sim_ignition;
 use serde_json::Value;
 
-/// The shared upstream reference data.
-pub const UPSTREAM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/upstream");
+/// node-joiner's testdata folder (panics saying what provides it where it is not there: the
+/// tests using it are `#[ignore]`d for that reason).
+pub fn testdata() -> std::path::PathBuf {
+    agent_day2_sim::upstream::node_joiner_testdata().unwrap_or_else(|why| panic!("{why}"))
+}
 
 /// One acceptance case: its file name, the script before the first section, the sections.
 pub struct Case {
@@ -41,30 +44,24 @@ impl Case {
     }
 }
 
-/// The acceptance cases (`*.txt`, sorted by name), or None with the reason printed when the
-/// upstream data is absent. Asserts there is at least one.
-pub fn cases() -> Option<Vec<Case>> {
-    let dir = format!("{UPSTREAM}/node-joiner-testdata");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("skipped: {dir} is absent");
-        return None;
-    };
+/// The acceptance cases (`*.txt`, sorted by name). Asserts there is at least one.
+pub fn cases() -> Vec<Case> {
+    let dir = testdata();
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "txt"))
         .collect();
     paths.sort();
     assert!(!paths.is_empty());
-    Some(
-        paths
+    paths
             .iter()
             .map(|p| {
                 let (head, files) = txtar(&std::fs::read_to_string(p).unwrap());
                 let name = p.file_name().unwrap().to_string_lossy().into_owned();
                 Case { name, head, files }
             })
-            .collect(),
-    )
+            .collect()
 }
 
 /// A txtar archive: the leading comment/command text and the named files.
@@ -127,7 +124,7 @@ pub fn words(line: &str) -> Vec<String> {
 /// unless it has its own.
 pub fn upstream_objects(files: &BTreeMap<String, String>, release: &str, keep_labels: bool) -> Vec<Value> {
     let mut objs = agent_day2_sim::seed::load_objects_dir(
-        Path::new(&format!("{UPSTREAM}/node-joiner-testdata/setup/default")),
+        &testdata().join("setup/default"),
         release,
     )
     .unwrap();

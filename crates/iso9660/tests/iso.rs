@@ -8,17 +8,34 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use agent_day2_iso9660::{find, get, list, read_entry, volume_id, write_iso, IsoData, IsoError, IsoInput};
 
+/// The CoreOS live-ISO layout fixtures of the published coreos-installer crate (its
+/// `fixtures/iso`): `$AGENT_DAY2_COREOS_INSTALLER_SRC/fixtures/iso`, else the cargo registry's
+/// copy (scripts/setup.sh's `cargo install coreos-installer` leaves it there; so does
+/// agent-day2-sim's `upstream::coreos_iso_fixtures`, which fetches it when missing). This crate
+/// cannot use that module (agent-day2-sim depends on it), so it only looks.
 fn fixtures() -> Option<PathBuf> {
-    let p = Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/upstream/coreos/iso-fixtures"
-    ));
-    if p.join("INDEX").exists() {
-        Some(p.to_path_buf())
-    } else {
-        eprintln!("skipped: {} is absent", p.display());
-        None
+    const VERSION: &str = "0.27.0";
+    if let Some(d) = std::env::var_os("AGENT_DAY2_COREOS_INSTALLER_SRC") {
+        let p = Path::new(&d).join("fixtures/iso");
+        assert!(p.join("INDEX").is_file(), "{} has no INDEX", p.display());
+        return Some(p);
     }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cargo"));
+    let found = std::fs::read_dir(cargo_home.join("registry/src"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join(format!("coreos-installer-{VERSION}/fixtures/iso")))
+        .find(|p| p.join("INDEX").is_file());
+    Some(found.unwrap_or_else(|| {
+        panic!(
+            "needs the CoreOS ISO fixtures of the coreos-installer {VERSION} crate: `cargo install --locked \
+             coreos-installer@{VERSION}` (scripts/test.sh does) or `cargo fetch` of it puts them in the cargo \
+             registry; or set AGENT_DAY2_COREOS_INSTALLER_SRC to its source tree"
+        )
+    }))
 }
 
 fn unxz(path: &Path) -> Option<Vec<u8>> {
@@ -29,18 +46,16 @@ fn unxz(path: &Path) -> Option<Vec<u8>> {
             path.display(),
             String::from_utf8_lossy(&o.stderr)
         ),
-        Err(e) => {
-            eprintln!("skipped: xz not runnable: {e}");
-            None
-        }
+        Err(e) => panic!("xz not runnable ({e}): apt-get install xz-utils (scripts/test.sh installs it)"),
     }
 }
 
 fn has_tool(name: &str) -> bool {
     let ok = Command::new(name).arg("-version").output().is_ok();
-    if !ok {
-        eprintln!("skipped part: {name} is not installed (apt-get install -y genisoimage xorriso)");
-    }
+    assert!(
+        ok,
+        "{name} is not installed: apt-get install -y genisoimage xorriso (scripts/test.sh installs them)"
+    );
     ok
 }
 

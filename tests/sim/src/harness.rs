@@ -4,8 +4,8 @@
 //! the calling thread, and only processes spawned from it inherit it):
 //!
 //! ```no_run
-//! use agent_day2_sim::harness::{enter_netns, TestCluster};
-//! if let Err(why) = enter_netns() { eprintln!("skipped: {why}"); return; }
+//! use agent_day2_sim::harness::{require_netns, TestCluster};
+//! require_netns(); // panics with the reason where there is no namespace to be had
 //! let c = TestCluster::start("name: ostest\n").unwrap();
 //! let out = c.kubectl(&["get", "nodes"]);
 //! assert!(out.status.success());
@@ -32,7 +32,7 @@ thread_local! {
 /// - already inside `agent-day2-sim netns` (env `AGENT_DAY2_NETNS=1`): nothing to do; all tests
 ///   of the process then share that namespace, so [`TestCluster`] listens on 192.168.111.5 with
 ///   a free port instead of 6443 (read `api_url`, don't assume the port).
-/// - otherwise: `Err` with the reason to print before skipping.
+/// - otherwise: `Err` with the reason ([`require_netns`] panics with it).
 pub fn enter_netns() -> Result<(), String> {
     if OWN_NETNS.with(|o| o.get()) {
         return Ok(());
@@ -71,19 +71,37 @@ pub fn bin(name: &str) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// The upstream CRD folders (`../shared/upstream/crds` and its `openshift-api` subfolder,
-/// relative to the workspace root) that exist on this machine, for `up --crds`.
-pub fn crds_dirs() -> Vec<PathBuf> {
-    let base = shared_dir().join("upstream/crds");
-    [base.clone(), base.join("openshift-api")]
-        .into_iter()
-        .filter(|p| p.is_dir())
-        .collect()
+/// [`enter_netns`] for a test that cannot do without it: panics with the reason and what to do
+/// (a test never passes by returning early).
+pub fn require_netns() {
+    if let Err(why) = enter_netns() {
+        panic!("{why}: scripts/test.sh runs the tests so (as root, as CI does)");
+    }
 }
 
-/// `../shared` relative to the workspace root (may not exist).
-pub fn shared_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared")
+/// Panics unless `cmd` is on PATH, naming the Debian package that provides it (scripts/setup.sh's
+/// `ensure_packages`, run by scripts/test.sh, installs it).
+pub fn require_tool(cmd: &str, package: &str) {
+    if !on_path(cmd) {
+        panic!("needs `{cmd}`: apt-get install {package} (scripts/test.sh installs it through scripts/setup.sh)");
+    }
+}
+
+/// Whether an executable `cmd` is on PATH.
+pub fn on_path(cmd: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|p| {
+        std::env::split_paths(&p).any(|d| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(d.join(cmd)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+/// [`crate::postgres::unavailable`] for a test that needs PostgreSQL: panics with the reason.
+pub fn require_postgres() {
+    if let Some(why) = crate::postgres::unavailable() {
+        panic!("{why} (scripts/test.sh installs postgresql through scripts/setup.sh)");
+    }
 }
 
 /// A running `agent-day2-sim up` in the current network namespace. Dropping it stops the
@@ -336,9 +354,9 @@ impl Drop for TestCluster {
 /// `migrate export`) in the current network namespace; killed (SIGKILL) on drop.
 ///
 /// ```no_run
-/// use agent_day2_sim::harness::{enter_netns, Node0};
+/// use agent_day2_sim::harness::{require_netns, Node0};
 /// use agent_day2_sim::postgres::Postgres;
-/// if let Err(why) = enter_netns() { eprintln!("skipped: {why}"); return; }
+/// require_netns();
 /// let tmp = tempfile::tempdir().unwrap();
 /// let pg = Postgres::start(&tmp.path().join("src-db"), "127.0.0.1".parse().unwrap()).unwrap();
 /// pg.create_db("installer", "admin").unwrap();

@@ -16,3 +16,4 @@ pub mod postgres;
 pub mod registry;
 pub mod scenario;
 pub mod seed;
+pub mod upstream;

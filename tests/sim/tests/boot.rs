@@ -9,7 +9,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_day2_sim::boot::{cpio, embed, jwt};
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use agent_day2_sim::harness::{bin, TestCluster};
 use base64::Engine;
 use serde_json::{json, Value};
 
@@ -352,10 +352,7 @@ fn wait_until<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
 
 #[test]
 fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
     let iso = node_iso(
@@ -580,10 +577,7 @@ fn rest_api_needs_the_tokens_and_fail_install_reaches_the_error_stage() {
 
 #[test]
 fn fail_install_alone_exits_6() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let tmp = tempfile::tempdir().unwrap();
     let iso = node_iso(
         tmp.path(),
@@ -622,10 +616,7 @@ impl Drop for Boot {
 
 #[test]
 fn two_nodes_join_with_csrs_approved_by_kubectl() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let cluster = TestCluster::start("").unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
@@ -773,10 +764,7 @@ fn two_nodes_join_with_csrs_approved_by_kubectl() {
 
 #[test]
 fn failing_validation_keeps_the_host_insufficient_until_timeout() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let tmp = tempfile::tempdir().unwrap();
     let tok = tokens();
     let iso = node_iso(
@@ -988,10 +976,7 @@ fn assert_node_ready(cluster: &TestCluster, (h, _, ip): (&str, &str, &str)) {
 
 #[test]
 fn a_node_joins_via_pxe_with_the_ipxe_script() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let cluster = TestCluster::start("").unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let cfg = ignition(&contract_files(&tokens()), &units());
@@ -1191,10 +1176,7 @@ const RELEASE: &str = "quay.io/openshift-release-dev/ocp-release:4.18.12-x86_64"
 
 #[test]
 fn a_node_joins_via_the_appliance_config_image() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let cluster = TestCluster::start("").unwrap();
     let tmp = tempfile::tempdir().unwrap();
     // No units and no SSH key in config.gz: the appliance disk has them. A unit file that would

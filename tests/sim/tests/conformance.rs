@@ -1,7 +1,12 @@
-//! The shared kubectl conformance script (`../shared/tools/kube-conformance.sh`) against the
-//! simulator: what the real kubectl expects of a kube-apiserver.
+//! A kubectl conformance script (`kube-conformance.sh [CRD_DIR]`, named by
+//! `$AGENT_DAY2_KUBE_CONFORMANCE`; not part of this repository) against the simulator: what the
+//! real kubectl expects of a kube-apiserver. Its CRD part gets Hive's CRDs from an
+//! assisted-service source tree (`agent_day2_sim::upstream::assisted_crd_dirs`).
 
-use agent_day2_sim::harness::{enter_netns, shared_dir, TestCluster};
+use agent_day2_sim::harness::{require_netns, require_tool, TestCluster};
+
+/// Names the conformance script.
+const SCRIPT_ENV: &str = "AGENT_DAY2_KUBE_CONFORMANCE";
 
 /// Checks of the script that a real kube-apiserver fails too, so they cannot be required here.
 ///
@@ -25,25 +30,21 @@ const RACY: &[(&str, &str)] = &[(
 )];
 
 #[test]
+#[ignore = "needs a kubectl conformance script (set AGENT_DAY2_KUBE_CONFORMANCE) and assisted-service's CRDs (scripts/real-components.sh assisted)"]
 fn kube_conformance_script_passes() {
-    let script = shared_dir().join("tools/kube-conformance.sh");
-    let crds = shared_dir().join("upstream/crds");
-    if !script.is_file() || !crds.is_dir() {
-        eprintln!("skipped: {} or {} is absent", script.display(), crds.display());
-        return;
-    }
-    for tool in ["kubectl", "jq", "openssl"] {
-        let found = std::process::Command::new(tool).arg("version").output().is_ok()
-            || std::process::Command::new(tool).arg("--version").output().is_ok();
-        if !found {
-            eprintln!("skipped: the script needs {tool} on PATH");
-            return;
-        }
-    }
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    let script = std::path::PathBuf::from(
+        std::env::var_os(SCRIPT_ENV).unwrap_or_else(|| panic!("needs the conformance script: set {SCRIPT_ENV}")),
+    );
+    assert!(script.is_file(), "${SCRIPT_ENV} is {}, not a file", script.display());
+    // Hive's CRDs (ClusterImageSet is the kind the script exercises).
+    let crds = agent_day2_sim::upstream::assisted_crd_dirs()
+        .unwrap_or_else(|why| panic!("{why}"))
+        .pop()
+        .unwrap();
+    require_tool("kubectl", "kubernetes-client");
+    require_tool("jq", "jq");
+    require_tool("openssl", "openssl");
+    require_netns();
     let c = TestCluster::start("").expect("simulator starts");
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(&script)

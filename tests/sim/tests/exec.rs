@@ -5,7 +5,7 @@
 //! PostgreSQL server. Each test runs its own simulator in its own network namespace (root, or
 //! under `agent-day2-sim netns`) and skips with a reason otherwise.
 
-use agent_day2_sim::harness::{enter_netns, TestCluster};
+use agent_day2_sim::harness::TestCluster;
 use agent_day2_sim::postgres::Postgres;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, AttachParams, AttachedProcess};
@@ -51,16 +51,10 @@ fn have_kubectl() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Starts a simulator with `extra` `up` arguments, or None (after printing why) to skip.
+/// Starts a simulator with `extra` `up` arguments (panics where kubectl or a namespace is missing).
 fn cluster(extra: &[&str]) -> Option<TestCluster> {
-    if !have_kubectl() {
-        eprintln!("skipped: kubectl is not on PATH");
-        return None;
-    }
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
+    assert!(have_kubectl(), "needs kubectl: apt-get install kubernetes-client (scripts/test.sh installs it through scripts/setup.sh)");
+    agent_day2_sim::harness::require_netns();
     Some(TestCluster::start_with_args("", extra).expect("simulator starts"))
 }
 
@@ -530,12 +524,9 @@ fn kube_rs_exec_streams_stdin_and_reports_status() {
     });
 }
 
-/// A real PostgreSQL server for the target database, or None (printed why) to skip.
+/// A real PostgreSQL server for the target database (the test fails where there is none).
 fn target_db(dir: &Path) -> Option<Postgres> {
-    if let Some(why) = agent_day2_sim::postgres::unavailable() {
-        eprintln!("skipped: {why}");
-        return None;
-    }
+    agent_day2_sim::harness::require_postgres();
     let pg = Postgres::start(dir, "127.0.0.1".parse().unwrap()).expect("postgres starts");
     pg.create_db("installer", "admin").expect("database");
     Some(pg)
@@ -543,14 +534,8 @@ fn target_db(dir: &Path) -> Option<Postgres> {
 
 #[test]
 fn psql_in_the_assisted_service_pod() {
-    if !have_kubectl() {
-        eprintln!("skipped: kubectl is not on PATH");
-        return;
-    }
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    assert!(have_kubectl(), "needs kubectl: apt-get install kubernetes-client (scripts/test.sh installs it through scripts/setup.sh)");
+    agent_day2_sim::harness::require_netns();
     let tmp = tempfile::tempdir().unwrap();
     let Some(pg) = target_db(tmp.path()) else { return };
     let url = pg.url_as("admin", "installer");

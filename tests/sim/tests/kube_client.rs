@@ -2,7 +2,7 @@
 //! authentication over rustls, typed lists, watcher streams with bookmarks, status writes and
 //! 404/409/403 errors as `kube::Error::Api`.
 
-use agent_day2_sim::harness::{enter_netns, TestCluster};
+use agent_day2_sim::harness::TestCluster;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -22,10 +22,7 @@ async fn client(c: &TestCluster, context: &str) -> kube::Client {
 
 #[test]
 fn kube_rs_client_works() {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    agent_day2_sim::harness::require_netns();
     let c = TestCluster::start("").expect("simulator starts");
     // A current-thread runtime on this thread: its sockets live in this thread's namespace.
     let rt = tokio::runtime::Builder::new_current_thread()

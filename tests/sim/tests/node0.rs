@@ -6,25 +6,16 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use agent_day2_sim::harness::{enter_netns, Node0};
+use agent_day2_sim::harness::{require_netns, Node0};
 use agent_day2_sim::node0schema;
 use agent_day2_sim::postgres::{self, Postgres};
 use serde_json::Value;
 
-/// Why this test cannot run here (printed, then the test returns), or None.
-fn skip() -> Option<String> {
-    if let Err(why) = enter_netns() {
-        return Some(why);
-    }
-    postgres::unavailable()
-}
-
-macro_rules! skip_unless_ready {
+/// A network namespace and PostgreSQL, or the test fails saying which is missing.
+macro_rules! require_ready {
     () => {
-        if let Some(why) = skip() {
-            eprintln!("skipped: {why}");
-            return;
-        }
+        require_netns();
+        agent_day2_sim::harness::require_postgres();
     };
 }
 
@@ -99,7 +90,7 @@ fn source(tmp: &Path) -> Postgres {
 
 #[test]
 fn postgres_runs_two_servers_with_the_schema_and_stops_on_drop() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let a = Postgres::start(&tmp.path().join("a"), "127.0.0.1".parse().unwrap()).unwrap();
@@ -210,7 +201,7 @@ fn postgres_runs_two_servers_with_the_schema_and_stops_on_drop() {
 
 #[test]
 fn postgres_start_error_names_the_problem() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     // An address that is not local: the server cannot bind it, the error carries the log.
     let e = match Postgres::start(tmp.path(), "203.0.113.9".parse().unwrap()) {
@@ -222,7 +213,7 @@ fn postgres_start_error_names_the_problem() {
 
 #[test]
 fn node0_rest_answers_match_the_database_rows() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let pg = source(tmp.path());
     let db = pg.url("installer");
@@ -576,7 +567,7 @@ fn node0_rest_answers_match_the_database_rows() {
 
 #[test]
 fn die_after_requests_closes_the_port() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let pg = source(tmp.path());
     let mut n0 = Node0::start(
@@ -601,7 +592,7 @@ fn die_after_requests_closes_the_port() {
 
 #[test]
 fn benchmark_sized_source_fills_fast() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let pg = source(tmp.path());
     let db = pg.url("installer");
@@ -642,7 +633,7 @@ fn benchmark_sized_source_fills_fast() {
 
 #[test]
 fn node0_serves_an_already_filled_database_as_is_and_fails_clearly_without_one() {
-    skip_unless_ready!();
+    require_ready!();
     let tmp = tempfile::tempdir().unwrap();
     let pg = source(tmp.path());
     let db = pg.url("installer");

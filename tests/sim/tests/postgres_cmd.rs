@@ -3,18 +3,17 @@
 //! that has none (and leaving one that has it alone). Each test runs in its own network
 //! namespace (root) and skips with a reason when that or the PostgreSQL server is unavailable.
 
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use agent_day2_sim::harness::{bin, require_netns, TestCluster};
 use agent_day2_sim::node0schema;
 use agent_day2_sim::postgres::psql;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn skip_reason() -> Option<String> {
-    if let Err(why) = enter_netns() {
-        return Some(why);
-    }
-    agent_day2_sim::postgres::unavailable()
+/// A network namespace and PostgreSQL, or the test fails saying which is missing.
+fn require_ready() {
+    require_netns();
+    agent_day2_sim::harness::require_postgres();
 }
 
 /// Starts `agent-day2-sim postgres --dir DIR ARGS...`; waits for DIR/ready.
@@ -60,10 +59,7 @@ fn stop(child: &mut Child, sig: i32) -> std::process::ExitStatus {
 
 #[test]
 fn postgres_serves_until_sigterm_with_url_and_ready() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    require_ready();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("pg");
     let mut child = serve(
@@ -136,10 +132,7 @@ fn postgres_serves_until_sigterm_with_url_and_ready() {
 /// changes nothing (tests make older or newer schemas on purpose).
 #[test]
 fn up_creates_the_assisted_schema_only_when_absent() {
-    if let Some(why) = skip_reason() {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    require_ready();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("pg");
     let mut child = serve(&dir, &["--listen", "127.0.0.1"]);

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_day2_sim::harness::{bin, enter_netns, TestCluster};
+use agent_day2_sim::harness::{bin, require_netns, require_tool, TestCluster};
 use agent_day2_sim::registry::{DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, REGISTRY_BIN};
 use base64::Engine;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
@@ -27,27 +27,16 @@ const COMPONENTS: [&str; 4] = [
     "agent-installer-utils",
 ];
 
+/// A network namespace, Debian's docker-registry, kubectl and curl, or the test fails saying
+/// which is missing (scripts/test.sh installs them).
 fn setup() -> bool {
-    if let Err(why) = enter_netns() {
-        eprintln!("skipped: {why}");
-        return false;
-    }
-    if !Path::new(REGISTRY_BIN).exists() {
-        eprintln!("skipped: {REGISTRY_BIN} is missing (apt-get install docker-registry)");
-        return false;
-    }
-    for tool in ["kubectl", "curl"] {
-        if Command::new(tool)
-            .arg("--help")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_err()
-        {
-            eprintln!("skipped: {tool} is not on PATH");
-            return false;
-        }
-    }
+    require_netns();
+    assert!(
+        Path::new(REGISTRY_BIN).exists(),
+        "{REGISTRY_BIN} is missing: apt-get install docker-registry (scripts/test.sh installs it through scripts/setup.sh)"
+    );
+    require_tool("kubectl", "kubernetes-client");
+    require_tool("curl", "curl");
     true
 }
 
