@@ -91,6 +91,11 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
+    /// Print where the public upstream data set WHAT is on this machine (one path a line;
+    /// exit 3 saying what provides it when it is not): assisted-crds, openshift-crds,
+    /// permissive-assisted-crds, assisted-swagger, node-joiner-testdata, coreos-iso-fixtures.
+    /// The tests, the demo and the benches take it from the same place (agent_day2_sim::upstream).
+    Upstream { what: String },
     /// Boot simulated day-2 machines from a node ISO: check its Ignition against the node
     /// contract (exit 3 if refused), serve each host's assisted-service API on IP:8090, walk
     /// the install stages, reboot, then send kubelet CSRs. Exit 0 when every node has both
@@ -271,6 +276,7 @@ fn main() {
             }
         },
         // Before any thread exists: CLONE_NEWUSER refuses multi-threaded callers.
+        Cmd::Upstream { what } => std::process::exit(agent_day2_sim::upstream::cli(&what)),
         Cmd::Netns { cmd } => {
             let e = agent_day2_sim::netns::run_in_new_netns(&cmd);
             eprintln!("error: {e:#}");

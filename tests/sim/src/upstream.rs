@@ -367,6 +367,38 @@ pub fn coreos_iso_fixtures() -> Result<PathBuf, String> {
     })
 }
 
+/// `agent-day2-sim upstream WHAT`: prints the path(s) of data set WHAT, one a line (exit 0), or
+/// why it is not there (stderr, exit 3; 2 for an unknown WHAT).
+pub fn cli(what: &str) -> i32 {
+    let r: Result<Vec<PathBuf>, String> = match what {
+        "assisted-crds" => assisted_crd_dirs(),
+        "openshift-crds" => openshift_crds_dir().map(|d| vec![d]),
+        "permissive-assisted-crds" => permissive_assisted_crds_dir().map(|d| vec![d]).map_err(|e| format!("{e:#}")),
+        "assisted-swagger" => assisted_swagger().map(|d| vec![d]),
+        "node-joiner-testdata" => node_joiner_testdata().map(|d| vec![d]),
+        "coreos-iso-fixtures" => coreos_iso_fixtures().map(|d| vec![d]),
+        other => {
+            eprintln!(
+                "error: unknown data set {other:?} (assisted-crds, openshift-crds, permissive-assisted-crds, \
+                 assisted-swagger, node-joiner-testdata, coreos-iso-fixtures)"
+            );
+            return 2;
+        }
+    };
+    match r {
+        Ok(paths) => {
+            for p in paths {
+                println!("{}", p.display());
+            }
+            0
+        }
+        Err(why) => {
+            eprintln!("agent-day2-sim upstream {what}: {why}");
+            3
+        }
+    }
+}
+
 /// Parses every CRD document of the YAML/JSON files in `dirs` (as `up --crds` loads them).
 pub fn load_crds(dirs: &[PathBuf]) -> anyhow::Result<Vec<Value>> {
     let mut out = Vec::new();
