@@ -7,15 +7,30 @@ trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 # --registry: a real registry (docker-registry on 192.168.111.6:5000, TLS from the simulator's CA,
 # credentials in the cluster's pull secret) holds the release payload the cluster names, so
 # add-nodes reads the component images and the machine-os-images ISO from it, as from quay.io.
-# migrate (second part) needs the assisted-service CRDs (../shared/upstream, public reference data
-# kept beside the repository) and real PostgreSQL servers run as the postgres user (root only).
-crds="$root/../shared/upstream/crds"
+# migrate (second part) needs the assisted-service and Hive CRDs on the cluster: assisted-service's
+# own where its source tree is on this machine (scripts/real-components.sh assisted links it), else
+# the simulator's permissive stand-ins (same names and scopes); `agent-day2-sim upstream` finds
+# them as the tests do. And real PostgreSQL servers, run as the postgres user (root only; demo.sh
+# installs Debian's postgresql).
+sim="$root/target/debug/agent-day2-sim"
+if crd_dirs=$("$sim" upstream assisted-crds 2>"$dir/crds.err"); then
+  crd_note="assisted-service's own CRDs"
+else
+  crd_dirs=$("$sim" upstream permissive-assisted-crds)
+  crd_note="permissive stand-ins for assisted-service's CRDs; $(cat "$dir/crds.err")"
+fi
 migrate_extra=()
-if [ -d "$crds" ] && [ "$(id -u)" = 0 ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  "$root/target/debug/agent-day2-sim" postgres --dir "$dir/dst-db" >"$dir/dst-db.log" 2>&1 &
+migrate_why=
+if [ "$(id -u)" != 0 ]; then
+  migrate_why="needs root (PostgreSQL runs as the postgres user)"
+elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  migrate_why="needs Debian's postgresql (apt-get install postgresql; demo.sh installs it as root)"
+else
+  "$sim" postgres --dir "$dir/dst-db" >"$dir/dst-db.log" 2>&1 &
   for _ in $(seq 1 300); do [ -f "$dir/dst-db/ready" ] && break; sleep 0.1; done
   [ -f "$dir/dst-db/ready" ] || { cat "$dir/dst-db.log" >&2; exit 1; }
-  migrate_extra=(--crds "$crds" --assisted-db-url "$(cat "$dir/dst-db/url")")
+  while IFS= read -r d; do migrate_extra+=(--crds "$d"); done <<<"$crd_dirs"
+  migrate_extra+=(--assisted-db-url "$(cat "$dir/dst-db/url")")
 fi
 "$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
 sim=$!
@@ -93,11 +108,15 @@ step kubectl get csr
 step kubectl get nodes -o wide
 
 # --- migrate (seed 001): node 0's ephemeral assisted-service data onto this cluster (cluster 0).
-if [ ${#migrate_extra[@]} -eq 0 ]; then
+if [ -n "$migrate_why" ]; then
   echo
-  echo "migrate part skipped: needs root, Debian's postgresql and ../shared/upstream/crds"
+  echo "migrate part not run: $migrate_why" >&2
+  # As root (the README's way) PostgreSQL is there (demo.sh installs it): then it is an error.
+  [ "$(id -u)" = 0 ] && exit 1
   exit 0
 fi
+echo
+echo "migrate: cluster 0 serves $crd_note"
 # node 0 after a finished compact install: its own database and REST v2 on 192.168.111.20:8090.
 "$root/target/debug/agent-day2-sim" postgres --dir "$dir/src-db" >"$dir/src-db.log" 2>&1 &
 for _ in $(seq 1 300); do [ -f "$dir/src-db/ready" ] && break; sleep 0.1; done

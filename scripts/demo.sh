@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 ensure_packages
+ensure_coreos_installer # the real assisted-service part reads the ISO's Ignition with it
 cargo build --workspace --quiet
 # The real assisted-service for the part where it judges the ISO (exit 3: blocked, as on the
 # project's machines, whose module proxy refuses the module; the demo then says so and goes on).

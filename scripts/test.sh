@@ -4,9 +4,10 @@
 # and runs every test. End-to-end tests run each in a private network namespace; they need
 # root (as CI is) or this script run under `agent-day2-sim netns`.
 #
-# Tests that need a real component are marked #[ignore] with the reason, so a machine without
-# it counts them as ignored in the runner's summary; once the component is built they run
-# in a second pass below. The assisted-service group is blocked on machines whose module proxy
+# Tests that need a real component or upstream data a fresh machine may not get (see
+# tests/sim/src/upstream.rs) are marked #[ignore] with the reason, so a machine without it counts
+# them as ignored in the runner's summary; where it is present they run in a second pass below.
+# No test returns early: a missing package or root fails it, saying what to install. The assisted-service group is blocked on machines whose module proxy
 # refuses github.com/openshift/assisted-service (exit 3 of real-components.sh): say so, go on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +35,46 @@ run() {
 }
 status=0
 run "$@" || status=$?
-# Second pass: the ignored tests whose component is present.
+# Second pass: the ignored tests whose component or data is present (each #[ignore] names what
+# it needs; tests/sim/src/upstream.rs finds the data, `agent-day2-sim upstream WHAT` asks it).
+ignored() { # ignored PACKAGE TARGET-ARGS FILTER: that target's ignored tests matching FILTER
+  local pkg=$1 filter=$3 target
+  read -ra target <<<"$2"
+  cargo test --no-fail-fast -p "$pkg" "${target[@]}" -- --ignored "$filter" || status=1
+}
+have() { target/debug/agent-day2-sim upstream "$1" >/dev/null 2>&1; }
 if [ -n "${real[assisted]:-}" ]; then
   cargo test --no-fail-fast --test real_node -- --ignored || status=1
 fi
 if [ -n "${real[kube]:-}" ]; then
   cargo test --no-fail-fast --test real_apiserver -- --ignored || status=1
+fi
+# assisted-service's CRDs and swagger.yaml (its source tree: scripts/real-components.sh assisted).
+if have assisted-crds; then
+  ignored oc-agent-day2 "--test migrate" export_import_wait_against_assisted_services_own_crds
+  ignored oc-agent-day2 "--lib" generated_objects_are_valid_against_the_real_crds
+  ignored oc-agent-day2 "--test ignition" manifests_are_valid_against_their_crds
+  ignored oc-agent-day2 "--test monitor" requests_and_the_simulators_answers_follow_swagger
+  ignored agent-day2-sim "--lib" assisted_crds_
+  ignored agent-day2-sim "--test kubectl" assisted_crds_apply_objects_and_validation
+  if [ -n "${AGENT_DAY2_KUBE_CONFORMANCE:-}" ]; then
+    ignored agent-day2-sim "--test conformance" kube_conformance_script_passes
+  fi
+fi
+# node-joiner's acceptance data (an openshift/installer checkout: AGENT_DAY2_INSTALLER_SRC).
+if have node-joiner-testdata; then
+  ignored oc-agent-day2 "--test ignition" upstream_node_joiner_acceptance
+  ignored oc-agent-day2 "--test add_nodes" upstream_node_joiner_cases_hold_for_our_iso
+  ignored oc-agent-day2 "--test cluster_model" upstream_node_joiner_testdata
+  ignored oc-agent-day2 "--test nodes_config" upstream_node_joiner_examples_validate
+  ignored agent-day2-sim "--test seed" objects_dir_from_upstream_node_joiner_testdata
+fi
+# An external CSR case table (AGENT_DAY2_CSR_CASES).
+if [ -n "${AGENT_DAY2_CSR_CASES:-}" ]; then
+  ignored oc-agent-day2 "--test csr_cases" shared_cases_table
+fi
+# The release archive (scripts/release.sh fills dist/).
+if compgen -G 'dist/kubectl-agent_day2-*.tar.gz' >/dev/null; then
+  ignored oc-agent-day2 "--test krew" release_
 fi
 exit "$status"
