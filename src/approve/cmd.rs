@@ -455,11 +455,12 @@ fn table(rows: &[Row]) -> String {
 }
 
 /// Exit status from the rows and the node states: 0 nothing rejected or left pending and every
-/// expected node's serving CSR approved or issued; 7 otherwise.
-fn exit_code(rows: &[Row], nodes: &[NodeState]) -> u8 {
+/// expected node's serving CSR approved or issued; 7 otherwise. A client CSR its kubelet
+/// abandoned for a newer one ([`Approver::abandoned`]) is not a rejection.
+fn exit_code(rows: &[Row], nodes: &[NodeState], abandoned: impl Fn(&Row) -> bool) -> u8 {
     let rejected = rows
         .iter()
-        .any(|r| matches!(r.action, Action::Rejected | Action::Denied));
+        .any(|r| matches!(r.action, Action::Rejected | Action::Denied) && !abandoned(r));
     let pending = rows.iter().any(|r| r.action == Action::WouldApprove);
     let all = nodes.iter().all(|n| n.serving_approved || n.serving_issued);
     if rejected || pending || !all {
@@ -740,7 +741,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
-    let exit_code = exit_code(&csrs, &nodes);
+    let exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
     Report {
         api_version: "agent-day2/v1",
         kind: "ApproveReport",
@@ -985,7 +986,10 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         .iter()
         // A rejected CSR that was later approved or issued no longer counts.
         .any(|r| {
-            matches!(r.action, Action::Rejected | Action::Denied) && !stale(r) && still_pending(a, &r.name)
+            matches!(r.action, Action::Rejected | Action::Denied)
+                && !stale(r)
+                && !a.abandoned(&r.name)
+                && still_pending(a, &r.name)
         });
     let mut code = match &end {
         Ok(()) if !rejected && declined.is_empty() => exit::OK,

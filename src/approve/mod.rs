@@ -942,6 +942,41 @@ impl Approver {
         crate::csr::alarms(&all, &self.evaluate_all(now()), &self.expected, &self.approvals())
     }
 
+    /// A pending client CSR its kubelet gave up on: superseded by a newer attempt of the same
+    /// node, or made after the host's reboot record yet before the node's approved client CSR
+    /// (an earlier attempt of the re-keying kubelet). It stays pending (the controller manager
+    /// garbage-collects it) and does not make a run exit 7. A CSR made before the reboot record
+    /// is never one: that is someone else's.
+    pub fn abandoned(&self, name: &str) -> bool {
+        let Some(c) = self.csrs.get(name).filter(|c| is_pending(c)) else {
+            return false;
+        };
+        let view = CsrView::from_k8s(c);
+        if view.kind() != Kind::Client || view.username != csr::BOOTSTRAPPER {
+            return false;
+        }
+        if let Some(v) = self.evaluate(name, now()) {
+            if !v.reasons.is_empty() && v.reasons.iter().all(|r| r.code() == "superseded") {
+                return true;
+            }
+        }
+        let (Some(node), Some(created)) = (self.node_of(c), view.created) else {
+            return false;
+        };
+        let after_reboot = self
+            .expected
+            .get(&node)
+            .and_then(|e| e.rebooted_at)
+            .is_some_and(|r| created.as_second() >= r.as_second() - csr::REBOOT_CLOCK_SKEW_SECONDS);
+        after_reboot
+            && self.approvals().approvals.iter().any(|a| {
+                a.node == node
+                    && a.kind == Kind::Client
+                    && a.csr != name
+                    && a.created.is_some_and(|t| t > created)
+            })
+    }
+
     /// True when some expected node has no reboot record and `--trust-unverified-boot` was not
     /// given: the batch records are watched for monitor's record.
     pub fn awaits_reboot_records(&self) -> bool {

@@ -1065,8 +1065,10 @@ pub fn alarms(
             if approved.iter().any(|a| a.name == show(&c.name)) {
                 continue;
             }
+            // creationTimestamp has whole seconds: the same second counts as after (no kubelet
+            // re-keys within one).
             let after = match (first, c.created) {
-                (Some(a), Some(b)) => b > a,
+                (Some(a), Some(b)) => b >= a,
                 _ => true,
             };
             if !after {

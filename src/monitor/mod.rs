@@ -1178,6 +1178,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     }
     m.showing = true;
     m.show_changes();
+    // Alarms are said even when every node was done at the first look.
+    m.show_alarms();
     // Let failure follow-ups (logs) finish: they are what is lost with the live system.
     let drain = tokio::time::sleep(Duration::from_secs(60));
     tokio::pin!(drain);

@@ -1,0 +1,491 @@
+//! Issue 14 end to end: `approve` binds each client CSR to the host's own reboot report, which
+//! `monitor` records on the batch, and tells the kubelet's re-keying from a second requester.
+//! The built plugin against the simulated cluster in a private network namespace; the machines
+//! are `agent-day2-sim boot` of the ISO a real `add-nodes` wrote, their kubelet re-keying like
+//! the real one (`--kubelet-retry`); rogue client CSRs come from `agent-day2-sim csr
+//! --bootstrapper`, made as anyone holding the node-bootstrapper token can.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+#[macro_use]
+#[path = "support/cluster.rs"]
+mod cluster;
+
+use agent_day2_sim::harness::{bin, TestCluster};
+use cluster::*;
+use serde_json::{json, Value};
+
+const CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
+const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+const BOOTSTRAPPER: &str = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper";
+
+/// add-nodes for worker-0 (static address): the ISO's path.
+fn add_worker_0(c: &TestCluster, w: &Work) -> PathBuf {
+    let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
+    let out = w.out();
+    let o = plugin(
+        c,
+        w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "add-nodes: {}", text(&o));
+    out.join("node.x86_64.iso")
+}
+
+/// `cmd` in the background, stdout and stderr to `log`.
+fn spawn_logged(mut cmd: Command, log: &Path) -> Kid {
+    let f = std::fs::File::create(log).unwrap();
+    cmd.stdout(f.try_clone().unwrap()).stderr(f).stdin(Stdio::null());
+    Kid(cmd.spawn().unwrap())
+}
+
+fn read(log: &Path) -> String {
+    std::fs::read_to_string(log).unwrap_or_default()
+}
+
+/// Waits until `log` holds `needle` `times` times; panics with the log after `secs`.
+fn wait_for(log: &Path, needle: &str, times: usize, secs: u64) -> String {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let s = read(log);
+        if s.matches(needle).count() >= times {
+            return s;
+        }
+        assert!(
+            Instant::now() < end,
+            "no {times}× {needle:?} after {secs}s in:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits for `kid` to exit (at most `secs`): its exit code.
+fn wait_exit(kid: &mut Kid, secs: u64, log: &Path) -> i32 {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(s) = kid.0.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        assert!(
+            Instant::now() < end,
+            "still running after {secs}s:\n{}",
+            read(log)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `monitor` without --approve (it records the hosts' reboot reports), in the background.
+fn monitor(c: &TestCluster, w: &Work) -> (Kid, PathBuf) {
+    let log = w.path("monitor.log");
+    let cmd = plugin_cmd(
+        c,
+        w,
+        &[
+            "monitor",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "240s",
+            "-o",
+            "json",
+        ],
+    );
+    (spawn_logged(cmd, &log), log)
+}
+
+/// `agent-day2-sim boot` of worker-0 from `iso` (150 ms per stage) with `extra` flags.
+fn boot(c: &TestCluster, w: &Work, iso: &Path, extra: &[&str]) -> (Kid, PathBuf) {
+    let log = w.path("boot.log");
+    let mut cmd = boot_cmd(c, &["--iso", iso.to_str().unwrap()], &[W0], 150, "240s");
+    cmd.args(extra);
+    (spawn_logged(cmd, &log), log)
+}
+
+/// A rogue client CSR for `node` with the node-bootstrapper token: its name.
+fn rogue_csr(c: &TestCluster, node: &str) -> String {
+    let o = Command::new(bin("agent-day2-sim").unwrap())
+        .args([
+            "csr",
+            "--dir",
+            c.dir.to_str().unwrap(),
+            "--bootstrapper",
+            "--node",
+            node,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "agent-day2-sim csr: {}", text(&o));
+    String::from_utf8(o.stdout).unwrap().trim().to_string()
+}
+
+fn csr_obj(c: &TestCluster, name: &str) -> Value {
+    kubectl_json(c, &["get", "csr", name, "-o", "json"])
+}
+
+fn approved(c: &TestCluster, name: &str) -> bool {
+    csr_obj(c, name)["status"]["conditions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x["type"] == "Approved"))
+}
+
+fn client_csrs(c: &TestCluster) -> Vec<Value> {
+    kubectl_json(c, &["get", "csr", "-o", "json"])["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["spec"]["signerName"] == CLIENT_SIGNER)
+        .cloned()
+        .collect()
+}
+
+fn node_ready_with_serving_cert(c: &TestCluster, node: &str) -> bool {
+    let n = c.kubectl(&["get", "node", node, "-o", "json"]);
+    if !n.status.success() {
+        return false;
+    }
+    let n: Value = serde_json::from_slice(&n.stdout).unwrap();
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x["type"] == "Ready" && x["status"] == "True"));
+    ready
+        && kubectl_json(c, &["get", "csr", "-o", "json"])["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| {
+                x["spec"]["signerName"] == SERVING_SIGNER
+                    && x["spec"]["username"] == format!("system:node:{node}")
+                    && x["status"]["certificate"].as_str().is_some_and(|s| !s.is_empty())
+            })
+}
+
+/// The row of CSR `name` in an ApproveReport.
+fn row(doc: &Value, name: &str) -> Value {
+    doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} in {doc:#}"))
+}
+
+fn codes(row: &Value) -> Vec<String> {
+    row["reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn approve(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
+    plugin(c, w, &[&["approve"], args].concat())
+}
+
+/// A rogue client CSR posted before the machine booted is never approved, also by
+/// `approve --watch --yes`: created before the host's own reboot report (which monitor records
+/// on the batch), while the real kubelet's CSR after it is approved and the node joins.
+#[test]
+fn a_rogue_client_csr_posted_before_boot_is_never_approved_under_watch_yes() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let rogue = rogue_csr(&c, "worker-0");
+    // Older than the reboot report by more than the 10 s of clock skew approve allows.
+    std::thread::sleep(Duration::from_secs(11));
+    let (_mon, mon_log) = monitor(&c, &w);
+    let ap_out = w.path("approve.json");
+    let ap_err = w.path("approve.err");
+    let mut cmd = plugin_cmd(
+        &c,
+        &w,
+        &["approve", "--watch", "--yes", "--timeout", "200s", "-o", "json"],
+    );
+    cmd.stdout(std::fs::File::create(&ap_out).unwrap())
+        .stderr(std::fs::File::create(&ap_err).unwrap());
+    let mut ap = Kid(cmd.spawn().unwrap());
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+    let code = wait_exit(&mut ap, 220, &ap_err);
+    let boot_code = wait_exit(&mut bt, 60, &boot_log);
+    let all = format!(
+        "approve exit {code}\nstdout:\n{}\nstderr:\n{}\nboot:\n{}\nmonitor:\n{}",
+        read(&ap_out),
+        read(&ap_err),
+        read(&boot_log),
+        read(&mon_log)
+    );
+    assert_eq!(boot_code, 0, "{all}");
+    assert!(node_ready_with_serving_cert(&c, "worker-0"), "{all}");
+    assert!(!approved(&c, &rogue), "the rogue CSR was approved: {all}");
+    // The record monitor made, from the host's own service.
+    let recs = batch_records(&c);
+    let reboot = &recs[0]["reboots"][0];
+    assert_eq!(reboot["host"], "worker-0", "{:#}", recs[0]);
+    assert_eq!(reboot["ip"], W0.2);
+    let reported = reboot["reported"].as_str().unwrap();
+    assert!(
+        ["install stage Rebooting", "added-to-existing-cluster"].contains(&reported),
+        "{reported}"
+    );
+    assert!(read(&mon_log).contains("reboot recorded on batch"), "{all}");
+    // approve said why, and the rogue left pending is the run's exit 7.
+    let doc: Value = serde_json::from_str(&read(&ap_out)).unwrap_or_else(|e| panic!("{e}: {all}"));
+    let r = row(&doc, &rogue);
+    assert_eq!(r["action"], "rejected", "{all}");
+    assert!(codes(&r).contains(&"created-before-reboot".to_string()), "{r:#}");
+    let msg = r["reasons"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("before worker-0's own assisted-service reported") && msg.contains("never approved"),
+        "{msg}"
+    );
+    let real: Vec<String> = client_csrs(&c)
+        .iter()
+        .filter(|x| x["metadata"]["name"] != rogue.as_str())
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(real.len(), 1, "{all}");
+    assert!(approved(&c, &real[0]), "{all}");
+    assert_eq!(code, 7, "{all}");
+}
+
+/// A node whose kubelet re-keyed twice (three client CSRs, each with a new key, spaced by the
+/// kubelet's retry) gets the newest approved, the older ones shown as superseded, and joins; the
+/// abandoned attempts do not make the run exit 7.
+#[test]
+fn a_node_approved_after_two_kubelet_retries_joins() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (_mon, mon_log) = monitor(&c, &w);
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &["--kubelet-retry", "6s"]);
+    wait_for(&boot_log, "(kubelet re-keying)", 2, 120);
+    let o = approve(
+        &c,
+        &w,
+        &[
+            "--watch",
+            "--yes",
+            "--kubelet-retry",
+            "6s",
+            "--timeout",
+            "90s",
+            "-o",
+            "json",
+        ],
+    );
+    let boot_code = wait_exit(&mut bt, 60, &boot_log);
+    let all = format!(
+        "{}\nboot:\n{}\nmonitor:\n{}",
+        text(&o),
+        read(&boot_log),
+        read(&mon_log)
+    );
+    assert_eq!(boot_code, 0, "{all}");
+    assert!(node_ready_with_serving_cert(&c, "worker-0"), "{all}");
+    let mut csrs = client_csrs(&c);
+    csrs.sort_by_key(|x| x["metadata"]["creationTimestamp"].as_str().unwrap().to_string());
+    assert_eq!(csrs.len(), 3, "{all}");
+    let names: Vec<&str> = csrs
+        .iter()
+        .map(|x| x["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(approved(&c, names[2]), "the newest is approved: {all}");
+    assert!(!approved(&c, names[0]) && !approved(&c, names[1]), "{all}");
+    let doc = json_of(&o);
+    assert_eq!(row(&doc, names[2])["action"], "approved", "{all}");
+    for old in &names[..2] {
+        assert_eq!(codes(&row(&doc, old)), ["superseded"], "{all}");
+    }
+    assert!(doc["alarms"].as_array().unwrap().is_empty(), "{all}");
+    assert_eq!(o.status.code(), Some(0), "{all}");
+}
+
+/// A rogue client CSR racing the real one within seconds (both after the reboot record, with
+/// different keys, closer than any kubelet re-keys): both are held, and approve says a second
+/// requester exists, in its output and in `-o json`'s alarms with both CSRs' times and
+/// requesters.
+#[test]
+fn a_rogue_client_csr_racing_the_real_one_is_held_with_the_alarm() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (_mon, mon_log) = monitor(&c, &w);
+    let (_bt, boot_log) = boot(&c, &w, &iso, &[]);
+    let log = wait_for(&boot_log, "client CSR csr-", 1, 120);
+    let rogue = rogue_csr(&c, "worker-0");
+    let real = log
+        .split("client CSR ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    wait_for(&mon_log, "reboot recorded on batch", 1, 30);
+    let o = approve(&c, &w, &["--yes", "-o", "json"]);
+    let all = format!(
+        "{}\nboot:\n{}\nmonitor:\n{}",
+        text(&o),
+        read(&boot_log),
+        read(&mon_log)
+    );
+    assert_eq!(o.status.code(), Some(7), "{all}");
+    assert!(!approved(&c, &rogue) && !approved(&c, &real), "{all}");
+    let doc = json_of(&o);
+    for n in [&real, &rogue] {
+        assert_eq!(codes(&row(&doc, n)), ["second-requester"], "{all}");
+    }
+    let alarms = doc["alarms"].as_array().unwrap();
+    assert_eq!(alarms.len(), 1, "{all}");
+    let a = &alarms[0];
+    assert_eq!(a["code"], "second-requester");
+    assert_eq!(a["node"], "worker-0");
+    let names: Vec<&str> = a["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&real.as_str()) && names.contains(&rogue.as_str()),
+        "{a:#}"
+    );
+    for x in a["csrs"].as_array().unwrap() {
+        assert_eq!(x["requester"], BOOTSTRAPPER, "{a:#}");
+        assert!(
+            x["created"].as_str().is_some_and(|t| t.starts_with("20")),
+            "{a:#}"
+        );
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("alarm: worker-0: a second requester exists"),
+        "{all}"
+    );
+}
+
+/// Once the node joined, a client CSR it sends as itself (`system:node:worker-0`, a renewal)
+/// is no alarm; a bootstrapper client CSR in its name is a possible impostor, reported by
+/// approve (stderr and `-o json`) and by monitor, with both CSRs' times and requesters.
+#[test]
+fn a_renewal_after_join_is_not_an_alarm_a_bootstrap_request_is() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (mut mon, mon_log) = monitor(&c, &w);
+    let ap_log = w.path("approve.log");
+    let mut ap = spawn_logged(
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "150s"]),
+        &ap_log,
+    );
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+    assert_eq!(
+        wait_exit(&mut bt, 150, &boot_log),
+        0,
+        "{}\n{}",
+        read(&boot_log),
+        read(&ap_log)
+    );
+    assert_eq!(wait_exit(&mut ap, 60, &ap_log), 0, "{}", read(&ap_log));
+    wait_exit(&mut mon, 60, &mon_log);
+    let real = client_csrs(&c)[0]["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The node's own renewal: requested as system:node:worker-0.
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut dn = rcgen::DistinguishedName::new();
+    dn.push(rcgen::DnType::OrganizationName, "system:nodes");
+    dn.push(rcgen::DnType::CommonName, "system:node:worker-0");
+    let mut p = rcgen::CertificateParams::default();
+    p.distinguished_name = dn;
+    let pem = p.serialize_request(&key).unwrap().pem().unwrap();
+    let obj = json!({
+        "apiVersion": "certificates.k8s.io/v1",
+        "kind": "CertificateSigningRequest",
+        "metadata": {"name": "renewal-worker-0"},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(pem), "signerName": CLIENT_SIGNER,
+                 "usages": ["digital signature", "client auth"]},
+    });
+    let k = c.kubectl_stdin(
+        &[
+            "--as",
+            "system:node:worker-0",
+            "--as-group",
+            "system:nodes",
+            "--as-group",
+            "system:authenticated",
+            "create",
+            "-f",
+            "-",
+        ],
+        &obj.to_string(),
+    );
+    assert!(k.status.success(), "{}", text(&k));
+    let o = approve(&c, &w, &["--dry-run", "-o", "json"]);
+    let doc = json_of(&o);
+    assert!(
+        doc["alarms"].as_array().unwrap().is_empty(),
+        "a renewal is no alarm: {}",
+        text(&o)
+    );
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("alarm:"),
+        "{}",
+        text(&o)
+    );
+
+    // A bootstrap request in its name after the approval.
+    let rogue = rogue_csr(&c, "worker-0");
+    let o = approve(&c, &w, &["--dry-run", "-o", "json"]);
+    let doc = json_of(&o);
+    let alarms = doc["alarms"].as_array().unwrap();
+    assert_eq!(alarms.len(), 1, "{}", text(&o));
+    let a = &alarms[0];
+    assert_eq!(a["code"], "possible-impostor", "{a:#}");
+    assert_eq!(a["csrs"][0]["name"], real.as_str(), "{a:#}");
+    assert_eq!(a["csrs"][0]["state"], "approved", "{a:#}");
+    assert_eq!(a["csrs"][1]["name"], rogue.as_str(), "{a:#}");
+    for x in a["csrs"].as_array().unwrap() {
+        assert_eq!(x["requester"], BOOTSTRAPPER, "{a:#}");
+        assert!(
+            x["created"].as_str().is_some_and(|t| t.starts_with("20")),
+            "{a:#}"
+        );
+    }
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("alarm: worker-0: possible impostor: client CSR {rogue}")),
+        "{}",
+        text(&o)
+    );
+    assert!(!approved(&c, &rogue));
+
+    // monitor says it too, as an `alarm` event.
+    let o = plugin(&c, &w, &["monitor", "--timeout", "10s", "-o", "json"]);
+    let ev: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let al = ev
+        .iter()
+        .find(|e| e["event"] == "alarm")
+        .unwrap_or_else(|| panic!("no alarm event: {}", text(&o)));
+    assert_eq!(al["code"], "possible-impostor", "{al:#}");
+    assert_eq!(al["node"], "worker-0");
+    assert_eq!(al["csrs"][1]["name"], rogue.as_str(), "{al:#}");
+}
