@@ -11,7 +11,9 @@
 # servers by `agent-day2-sim postgres` (source on 127.0.0.1:55432, target on 127.0.0.1:55433;
 # run as the `postgres` user when root, trust auth, fsync=off as in the tests; role admin owns
 # database installer), `agent-day2-sim node0 --hosts 50 --events 10000` on the source,
-# `agent-day2-sim up --crds ../shared/upstream/crds --assisted-db-url` on the target (`up`
+# `agent-day2-sim up --crds DIR... --assisted-db-url` on the target (the CRDs from
+# `agent-day2-sim upstream`: assisted-service's own where its source tree is here, else the
+# permissive stand-ins, and openshift/api's; `up`
 # creates assisted-service's schema there, the version node 0's has; the anchor database gets
 # the source's schema by `pg_dump --schema-only`). Import restores through pod exec (psql run by
 # the simulator), as on a real cluster 0; its psql is therefore not in the plugin's RSS, pg_dump
@@ -32,10 +34,16 @@ if [ "${AGENT_DAY2_NETNS:-}" != 1 ]; then
     exec target/debug/agent-day2-sim netns -- bash "$0" "$HOSTS" "$EVENTS"
 fi
 B="$PWD/target/debug"
-CRDS="$PWD/../shared/upstream/crds"
-[ -d "$CRDS" ] || { echo "skipped: $CRDS not found (import needs the assisted-service CRDs)"; exit 0; }
+# The CRDs import needs, from the resolver the tests use (tests/sim/src/upstream.rs).
+CRD_ARGS=()
+crd_dirs=$("$B/agent-day2-sim" upstream assisted-crds 2>/dev/null) || {
+    echo "migrate.sh: assisted-service's own CRDs are not here; cluster 0 serves permissive stand-ins" >&2
+    crd_dirs=$("$B/agent-day2-sim" upstream permissive-assisted-crds)
+}
+crd_dirs+=$'\n'$("$B/agent-day2-sim" upstream openshift-crds)
+while IFS= read -r d; do CRD_ARGS+=(--crds "$d"); done <<<"$crd_dirs"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
-[ -x "$PGBIN/initdb" ] || { echo "skipped: PostgreSQL server not installed (apt-get install postgresql)"; exit 0; }
+[ -x "$PGBIN/initdb" ] || { echo "migrate.sh: PostgreSQL server not installed (apt-get install postgresql)" >&2; exit 1; }
 if [ ! -x /usr/bin/time ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
         apt-get install -y -qq time >/dev/null
@@ -88,7 +96,7 @@ pg_dump --schema-only -d "postgres://postgres@127.0.0.1:$SRC_PORT/installer" |
     psql -X -q -v ON_ERROR_STOP=1 -d "$DST_SUPER/anchor" >/dev/null
 
 "$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 \
-    --crds "$CRDS" --crds "$CRDS/openshift-api" \
+    "${CRD_ARGS[@]}" \
     --assisted-db-url "postgres://admin:admin@127.0.0.1:$DST_PORT/installer" --volumes-dir "$W/volumes" \
     >"$W/sim.log" 2>&1 &
 PIDS+=($!)

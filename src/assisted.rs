@@ -1,6 +1,6 @@
 //! A client for a day-2 node's local assisted-service REST API, as far as `monitor` reads it.
 //!
-//! Source: assisted-service `swagger.yaml` (`../shared/upstream/assisted-service/swagger.yaml`):
+//! Source: assisted-service `swagger.yaml` at the pinned commit 063b2579 (`agent-day2-sim upstream assisted-swagger`):
 //! `basePath` `/api/assisted-install`, paths under `/v2`, models `cluster`, `host`,
 //! `host-progress-info`, `inventory`, `interface`, `event`, `error`, `infra_error`. The node
 //! serves it on `http://<ip>:8090` (research/node-image.md §6; IPv6 in brackets).

@@ -370,7 +370,12 @@ fn unusable_outputs_and_control_plane_pools_exit_3() {
         .output()
         .unwrap();
     let _ = &mut cmd;
-    assert_ne!(o.status.code(), Some(99), "cannot mount a tmpfs here (needs root): {}", text(&o));
+    assert_ne!(
+        o.status.code(),
+        Some(99),
+        "cannot mount a tmpfs here (needs root): {}",
+        text(&o)
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
     assert!(
         stderr(&o).contains("--dir") && stderr(&o).contains("No space left on device"),

@@ -246,7 +246,10 @@ printf '%s
 
 #[test]
 fn bash_script_completes_past_the_first_word() {
-    assert!(Command::new("bash").arg("--version").output().is_ok(), "needs bash");
+    assert!(
+        Command::new("bash").arg("--version").output().is_ok(),
+        "needs bash"
+    );
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("kubectl-agent_day2.bash");
     let out = Command::new(BIN).args(["completion", "bash"]).output().unwrap();

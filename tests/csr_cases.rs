@@ -16,8 +16,14 @@ use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 const CASES_ENV: &str = "AGENT_DAY2_CSR_CASES";
 
 fn cases_dir() -> PathBuf {
-    let d = PathBuf::from(std::env::var_os(CASES_ENV).unwrap_or_else(|| panic!("set {CASES_ENV} to the CSR case table")));
-    assert!(Path::new(&d).is_dir(), "${CASES_ENV} is {}, not a folder", d.display());
+    let d = PathBuf::from(
+        std::env::var_os(CASES_ENV).unwrap_or_else(|| panic!("set {CASES_ENV} to the CSR case table")),
+    );
+    assert!(
+        Path::new(&d).is_dir(),
+        "${CASES_ENV} is {}, not a folder",
+        d.display()
+    );
     d
 }
 
@@ -1306,7 +1312,14 @@ fn rival_client_csrs_with_different_keys_are_both_held() {
     let mut sc = Scenario::new();
     sc.expected.nodes[0].rebooted_at = None;
     sc.policy.trust_unverified_boot = true;
-    let vs = verdict_all(&[real, rival], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    let vs = verdict_all(
+        &[real, rival],
+        &sc.expected,
+        &sc.existing,
+        &sc.approvals,
+        &sc.policy,
+        sc.now,
+    );
     assert!(message(&vs[0], "competing-requests")
         .starts_with("2 pending client CSRs for worker-0 pass with different keys (csr-real, csr-rival)"));
 }
@@ -1337,7 +1350,14 @@ fn kubelet_rekeying_every_15_minutes_approves_only_the_newest() {
     let a = named(good_client(), "csr-a", "2026-01-10T10:21:00Z");
     let b = named(good_client(), "csr-b", "2026-01-10T10:36:00Z");
     let c = named(good_client(), "csr-c", "2026-01-10T10:51:00Z");
-    let vs = verdict_all(&[a, b, c], &sc.expected, &sc.existing, &sc.approvals, &sc.policy, sc.now);
+    let vs = verdict_all(
+        &[a, b, c],
+        &sc.expected,
+        &sc.existing,
+        &sc.approvals,
+        &sc.policy,
+        sc.now,
+    );
     assert_only(&vs[0], &["superseded"]);
     assert_only(&vs[1], &["superseded"]);
     assert_only(&vs[2], &[]);

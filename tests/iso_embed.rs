@@ -16,7 +16,6 @@ use agent_day2::iso::embed::{
 use agent_day2::iso::{config_image, pxe, IsoError};
 use sha2::Digest;
 
-
 fn config(n: usize) -> Vec<u8> {
     format!(r#"{{"ignition":{{"version":"3.2.0"}},"storage":{{"files":[{{"path":"/etc/x","contents":{{"source":"data:,{}"}}}}]}}}}"#, "a".repeat(n)).into_bytes()
 }
@@ -585,7 +584,9 @@ fn config_image_file_is_0600_with_the_appliance_label() {
             let cpio = decompress_initrd(&o.stdout).unwrap();
             assert_eq!(read_newc(&cpio).unwrap()[0].mtime, 1_737_552_420);
         }
-        Err(e) => panic!("isoinfo not runnable ({e}): apt-get install genisoimage (scripts/test.sh installs it)"),
+        Err(e) => {
+            panic!("isoinfo not runnable ({e}): apt-get install genisoimage (scripts/test.sh installs it)")
+        }
     }
 }
 

@@ -838,7 +838,10 @@ fn built_archives() -> Vec<(Platform, PathBuf)> {
     for pl in p.spec.platforms {
         let name = pl.uri.rsplit('/').next().unwrap().to_string();
         let path = Path::new(ROOT).join("dist").join(&name);
-        assert!(path.is_file(), "dist/{name} is not there (scripts/release.sh builds it)");
+        assert!(
+            path.is_file(),
+            "dist/{name} is not there (scripts/release.sh builds it)"
+        );
         out.push((pl, path));
     }
     out

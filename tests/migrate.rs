@@ -23,9 +23,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_day2_sim::harness::{require_netns, require_postgres, require_tool, Node0, TestCluster};
-use agent_day2_sim::upstream;
 use agent_day2_sim::node0schema;
 use agent_day2_sim::postgres::{self, Postgres};
+use agent_day2_sim::upstream;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 

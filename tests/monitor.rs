@@ -25,7 +25,6 @@ use agent_day2_sim::harness::TestCluster;
 use cluster::*;
 use serde_json::{json, Value};
 
-
 /// A simulated cluster whose release payload add-nodes reads from the plugin's per-digest cache
 /// ([`seed_release`], x86_64), and a work directory.
 struct Env {
@@ -1354,7 +1353,9 @@ fn with_no_batch_monitor_offers_only_what_works() {
 
     // The Secret changed by hand (its watcher token removed): the key and what is wrong, the
     // Secret named once, not called the older single-token layout.
-    let d = env.c.kubectl(&["-n", "openshift-config", "delete", "secret", "agent-auth-token"]);
+    let d = env
+        .c
+        .kubectl(&["-n", "openshift-config", "delete", "secret", "agent-auth-token"]);
     assert!(d.status.success(), "{}", text(&d));
     tokens::oc_adm_node_image_secret(
         &env.c,

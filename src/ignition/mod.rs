@@ -1,4 +1,4 @@
-//! The day-2 node's Ignition config: everything `../shared/docs/node-contract.md` lists, written
+//! The day-2 node's Ignition config: everything the node contract (the project's design notes) lists, written
 //! from the facts of the cluster ([`ClusterModel`]), the batch's hosts ([`HostSpec`]), the auth
 //! material ([`AuthMaterial`]) and the release's component images ([`ComponentImages`]).
 //!

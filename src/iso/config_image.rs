@@ -129,7 +129,7 @@ mod tests {
         {
             Ok(o) if o.status.success() => assert_eq!(o.stdout, files[0].data),
             Ok(o) => panic!("cpio failed: {}", String::from_utf8_lossy(&o.stderr)),
-            Err(e) => eprintln!("skipped: cpio not runnable: {e}"),
+            Err(e) => panic!("cpio not runnable ({e}): apt-get install cpio (scripts/test.sh installs it)"),
         }
     }
 }

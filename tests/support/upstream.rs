@@ -55,13 +55,13 @@ pub fn cases() -> Vec<Case> {
     paths.sort();
     assert!(!paths.is_empty());
     paths
-            .iter()
-            .map(|p| {
-                let (head, files) = txtar(&std::fs::read_to_string(p).unwrap());
-                let name = p.file_name().unwrap().to_string_lossy().into_owned();
-                Case { name, head, files }
-            })
-            .collect()
+        .iter()
+        .map(|p| {
+            let (head, files) = txtar(&std::fs::read_to_string(p).unwrap());
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            Case { name, head, files }
+        })
+        .collect()
 }
 
 /// A txtar archive: the leading comment/command text and the named files.
@@ -123,11 +123,8 @@ pub fn words(line: &str) -> Vec<String> {
 /// the API does not change it) and, when `keep_labels`, the default's metadata labels (roles)
 /// unless it has its own.
 pub fn upstream_objects(files: &BTreeMap<String, String>, release: &str, keep_labels: bool) -> Vec<Value> {
-    let mut objs = agent_day2_sim::seed::load_objects_dir(
-        &testdata().join("setup/default"),
-        release,
-    )
-    .unwrap();
+    let mut objs =
+        agent_day2_sim::seed::load_objects_dir(&testdata().join("setup/default"), release).unwrap();
     for (name, t) in files.iter().filter(|(n, _)| n.starts_with("setup/")) {
         for mut d in serde_saphyr::from_multiple::<Value>(&t.replace("$TEST_IMAGE", release))
             .unwrap_or_else(|e| panic!("{name}: {e}"))

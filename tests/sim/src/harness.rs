@@ -83,7 +83,9 @@ pub fn require_netns() {
 /// `ensure_packages`, run by scripts/test.sh, installs it).
 pub fn require_tool(cmd: &str, package: &str) {
     if !on_path(cmd) {
-        panic!("needs `{cmd}`: apt-get install {package} (scripts/test.sh installs it through scripts/setup.sh)");
+        panic!(
+            "needs `{cmd}`: apt-get install {package} (scripts/test.sh installs it through scripts/setup.sh)"
+        );
     }
 }
 

@@ -2,7 +2,7 @@
 //! `agent-day2-sim node0` and the target database of the migrate tests).
 //!
 //! Tables and column names follow assisted-service's gorm models: the swagger models of
-//! `../shared/upstream/assisted-service/swagger.yaml` (`cluster`, `host`, `infra-env`, `event`,
+//! assisted-service's `swagger.yaml` at 063b2579 (`cluster`, `host`, `infra-env`, `event`,
 //! `cluster_network`, `service_network`, `machine_network`, `api_vip`, `ingress_vip`,
 //! `monitored-operator`) with their field names in snake_case, embedded structs with their
 //! prefix (`platform_type`, `progress_*`, `image_*`), plus the columns assisted-service adds to

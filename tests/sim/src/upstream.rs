@@ -60,7 +60,10 @@ pub fn real_cache_root() -> PathBuf {
 pub fn assisted_pseudo_version() -> &'static str {
     ASSISTED_GO_MOD
         .lines()
-        .find_map(|l| l.trim().strip_prefix("require github.com/openshift/assisted-service "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("require github.com/openshift/assisted-service ")
+        })
         .map(str::trim)
         .unwrap_or("unknown")
 }
@@ -115,7 +118,11 @@ pub fn assisted_service_src() -> Result<PathBuf, String> {
         "needs the assisted-service source at {pseudo} (its CRDs and swagger.yaml; not found in {}): \
          run scripts/real-components.sh assisted (where the Go module proxy refuses the module, with \
          {ASSISTED_SRC_ENV}=<a checkout of commit {commit}>), or set {ASSISTED_SRC_ENV}",
-        tried.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        tried
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     ))
 }
 
@@ -127,7 +134,10 @@ pub fn assisted_crd_dirs() -> Result<Vec<PathBuf>, String> {
     let dirs = vec![src.join("config/crd/bases"), src.join("hack/crds/hive")];
     for d in &dirs {
         if !d.is_dir() {
-            return Err(format!("{} is missing: not a full assisted-service tree", d.display()));
+            return Err(format!(
+                "{} is missing: not a full assisted-service tree",
+                d.display()
+            ));
         }
     }
     Ok(dirs)
@@ -139,7 +149,10 @@ pub fn assisted_swagger() -> Result<PathBuf, String> {
     if p.is_file() {
         Ok(p)
     } else {
-        Err(format!("{} is missing: not a full assisted-service tree", p.display()))
+        Err(format!(
+            "{} is missing: not a full assisted-service tree",
+            p.display()
+        ))
     }
 }
 
@@ -163,7 +176,12 @@ pub fn openshift_api() -> Result<PathBuf, String> {
         }
     }
     let why = match Command::new("go")
-        .args(["mod", "download", "-json", &format!("github.com/openshift/api@{ver}")])
+        .args([
+            "mod",
+            "download",
+            "-json",
+            &format!("github.com/openshift/api@{ver}"),
+        ])
         .env("GOFLAGS", "-mod=mod")
         .output()
     {
@@ -203,21 +221,51 @@ pub fn openshift_crds_dir() -> Result<PathBuf, String> {
         let mut out = Vec::new();
         for (g, _, k, _, _, _) in crate::api::registry::PERMISSIVE_OPENSHIFT {
             if let Some(crd) = crate::api::real::openshift_crd(&root, g, k)? {
-                out.push((format!("{}.yaml", crd["metadata"]["name"].as_str().unwrap_or(k)), crd));
+                out.push((
+                    format!("{}.yaml", crd["metadata"]["name"].as_str().unwrap_or(k)),
+                    crd,
+                ));
             }
         }
-        anyhow::ensure!(!out.is_empty(), "{} holds none of the OpenShift CRDs", root.display());
+        anyhow::ensure!(
+            !out.is_empty(),
+            "{} holds none of the OpenShift CRDs",
+            root.display()
+        );
         Ok(out)
     })
     .map_err(|e| format!("cannot write the OpenShift CRDs to {}: {e:#}", dir.display()))?;
     Ok(dir)
 }
 
-/// The assisted-service and Hive kinds `migrate import` creates: (group, version, kind, plural,
-/// short names, namespaced).
-pub const ASSISTED_KINDS: &[(&str, &str, &str, &str, &[&str], bool)] = &[
-    ("hive.openshift.io", "v1", "ClusterImageSet", "clusterimagesets", &["imgset"], false),
-    ("hive.openshift.io", "v1", "ClusterDeployment", "clusterdeployments", &["cd"], true),
+/// (group, version, kind, plural, short names, namespaced).
+pub type AssistedKind = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    bool,
+);
+
+/// The assisted-service and Hive kinds `migrate import` creates.
+pub const ASSISTED_KINDS: &[AssistedKind] = &[
+    (
+        "hive.openshift.io",
+        "v1",
+        "ClusterImageSet",
+        "clusterimagesets",
+        &["imgset"],
+        false,
+    ),
+    (
+        "hive.openshift.io",
+        "v1",
+        "ClusterDeployment",
+        "clusterdeployments",
+        &["cd"],
+        true,
+    ),
     (
         "extensions.hive.openshift.io",
         "v1beta1",
@@ -226,9 +274,30 @@ pub const ASSISTED_KINDS: &[(&str, &str, &str, &str, &[&str], bool)] = &[
         &["aci"],
         true,
     ),
-    ("agent-install.openshift.io", "v1beta1", "InfraEnv", "infraenvs", &[], true),
-    ("agent-install.openshift.io", "v1beta1", "NMStateConfig", "nmstateconfigs", &[], true),
-    ("agent-install.openshift.io", "v1beta1", "Agent", "agents", &[], true),
+    (
+        "agent-install.openshift.io",
+        "v1beta1",
+        "InfraEnv",
+        "infraenvs",
+        &[],
+        true,
+    ),
+    (
+        "agent-install.openshift.io",
+        "v1beta1",
+        "NMStateConfig",
+        "nmstateconfigs",
+        &[],
+        true,
+    ),
+    (
+        "agent-install.openshift.io",
+        "v1beta1",
+        "Agent",
+        "agents",
+        &[],
+        true,
+    ),
     (
         "agent-install.openshift.io",
         "v1beta1",
@@ -264,7 +333,10 @@ pub fn permissive_assisted_crds_dir() -> anyhow::Result<PathBuf> {
 
 /// Writes the files `make` returns into `dir` unless it is there already: into a fresh sibling
 /// first, renamed into place (so concurrent callers never see half a folder).
-fn materialize(dir: &Path, make: impl FnOnce() -> anyhow::Result<Vec<(String, Value)>>) -> anyhow::Result<()> {
+fn materialize(
+    dir: &Path,
+    make: impl FnOnce() -> anyhow::Result<Vec<(String, Value)>>,
+) -> anyhow::Result<()> {
     if dir.join(".complete").exists() {
         return Ok(());
     }
@@ -281,7 +353,11 @@ fn materialize(dir: &Path, make: impl FnOnce() -> anyhow::Result<Vec<(String, Va
     if std::fs::rename(&tmp, dir).is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
         // Another caller won the race; anything else in the way is an error to see.
-        anyhow::ensure!(dir.join(".complete").exists(), "{} is in the way (remove it)", dir.display());
+        anyhow::ensure!(
+            dir.join(".complete").exists(),
+            "{} is in the way (remove it)",
+            dir.display()
+        );
     }
     Ok(())
 }
@@ -309,9 +385,11 @@ pub fn coreos_iso_fixtures() -> Result<PathBuf, String> {
     if let Some(r) = env_dir(COREOS_INSTALLER_SRC_ENV, sub) {
         return r.map(|d| d.join(sub));
     }
-    let cargo_home = std::env::var_os("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cargo")
-    });
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cargo")
+        });
     let crate_dir = format!("coreos-installer-{COREOS_INSTALLER_VERSION}");
     if let Ok(rd) = std::fs::read_dir(cargo_home.join("registry/src")) {
         for e in rd.flatten() {
@@ -339,12 +417,20 @@ pub fn coreos_iso_fixtures() -> Result<PathBuf, String> {
             .args(["fetch", "--quiet", "--manifest-path"])
             .arg(&manifest)
             .output()?;
-        anyhow::ensure!(o.status.success(), "cargo fetch: {}", String::from_utf8_lossy(&o.stderr).trim());
+        anyhow::ensure!(
+            o.status.success(),
+            "cargo fetch: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
         let o = Command::new(&cargo)
             .args(["metadata", "--quiet", "--format-version", "1", "--manifest-path"])
             .arg(&manifest)
             .output()?;
-        anyhow::ensure!(o.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&o.stderr).trim());
+        anyhow::ensure!(
+            o.status.success(),
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
         let meta: Value = serde_json::from_slice(&o.stdout)?;
         let mp = meta["packages"]
             .as_array()
@@ -373,7 +459,9 @@ pub fn cli(what: &str) -> i32 {
     let r: Result<Vec<PathBuf>, String> = match what {
         "assisted-crds" => assisted_crd_dirs(),
         "openshift-crds" => openshift_crds_dir().map(|d| vec![d]),
-        "permissive-assisted-crds" => permissive_assisted_crds_dir().map(|d| vec![d]).map_err(|e| format!("{e:#}")),
+        "permissive-assisted-crds" => permissive_assisted_crds_dir()
+            .map(|d| vec![d])
+            .map_err(|e| format!("{e:#}")),
         "assisted-swagger" => assisted_swagger().map(|d| vec![d]),
         "node-joiner-testdata" => node_joiner_testdata().map(|d| vec![d]),
         "coreos-iso-fixtures" => coreos_iso_fixtures().map(|d| vec![d]),
@@ -418,8 +506,16 @@ mod tests {
 
     #[test]
     fn pins_are_read_from_the_wrappers() {
-        assert!(assisted_pseudo_version().starts_with("v0.0.0-"), "{}", assisted_pseudo_version());
-        assert!(openshift_api_version().starts_with("v0.0.0-"), "{}", openshift_api_version());
+        assert!(
+            assisted_pseudo_version().starts_with("v0.0.0-"),
+            "{}",
+            assisted_pseudo_version()
+        );
+        assert!(
+            openshift_api_version().starts_with("v0.0.0-"),
+            "{}",
+            openshift_api_version()
+        );
     }
 
     #[test]
@@ -431,7 +527,10 @@ mod tests {
             let types = crate::api::registry::types_from_crd(c).unwrap();
             assert!(!types.is_empty());
         }
-        let agent = crds.iter().find(|c| c["spec"]["names"]["kind"] == "Agent").unwrap();
+        let agent = crds
+            .iter()
+            .find(|c| c["spec"]["names"]["kind"] == "Agent")
+            .unwrap();
         assert_eq!(agent["spec"]["scope"], "Namespaced");
     }
 }

@@ -1217,18 +1217,24 @@ mod tests {
     #[test]
     fn openshift_crds_realistic_and_misspelled() {
         let cases = vec![
-            ("ClusterVersion", json!({
+            (
+                "ClusterVersion",
+                json!({
             "apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
             "metadata": {"name": "version"},
             "spec": {"clusterID": "6a9f4b7e-3d2c-4e1f-9b8a-0c5d7e2f1a34", "channel": "stable-4.18",
                      "desiredUpdate": {"version": "4.18.13", "image": "quay.io/x@sha256:00", "force": false}}}),
-            "channel"),
-            ("MachineConfig", json!({
+                "channel",
+            ),
+            (
+                "MachineConfig",
+                json!({
             "apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig",
             "metadata": {"name": "99-worker-x", "labels": {"machineconfiguration.openshift.io/role": "worker"}},
             "spec": {"config": {"ignition": {"version": "3.2.0"}, "storage": {"files": []}},
                      "kernelArguments": ["a=b"]}}),
-            "kernelArguments"),
+                "kernelArguments",
+            ),
         ];
         assert_eq!(realistic_and_misspelled(&openshift_crds(), cases), 2);
     }

@@ -1,4 +1,4 @@
-//! node 0's assisted-service REST v2 API (swagger `../shared/upstream/assisted-service/swagger.yaml`)
+//! node 0's assisted-service REST v2 API (assisted-service's swagger.yaml)
 //! as far as `migrate export` reads it, built from the database rows of a [`super::Snapshot`].
 //!
 //! Every endpoint needs userAuth, judged as assisted-service with `AUTH_TYPE=agent-installer-local`
