@@ -1,7 +1,7 @@
 //! `add-nodes` end to end: the built plugin against the simulated cluster (agent-day2-sim) in a
 //! private network namespace, then `agent-day2-sim boot` of what it wrote, with the kubelet
 //! CSRs approved by hand with the real `kubectl certificate approve` (until `approve` exists).
-//! Skipped (with the reason) where no namespace can be made.
+//! Fails (with the reason) where no namespace can be made.
 //!
 //! The registry part is one helper, [`cluster`]: where Debian's docker-registry is installed
 //! the simulator runs it (`up --registry`) holding the release payload the cluster names, and

@@ -3,7 +3,7 @@
 //! record); the nodes are booted with `agent-day2-sim boot` from the ISO it wrote; rogue CSRs
 //! are made with openssl here and posted with the real kubectl as the node-bootstrapper
 //! (context `bootstrapper`) or as a node (impersonation: `--as system:node:X`). The
-//! simulator's signer issues the certificates of approved kubelet CSRs. Skipped (with the
+//! simulator's signer issues the certificates of approved kubelet CSRs. Fails (with the
 //! reason) where no namespace can be made.
 
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! Shell completion: kubectl's plugin completion protocol through the real kubectl (which runs
 //! scripts/kubectl_complete-agent_day2 from PATH), the candidates themselves, and the
 //! `completion SHELL` scripts. Batch and host names come from the simulated cluster
-//! (agent-day2-sim, in a private network namespace; skipped with the reason where none can be
+//! (agent-day2-sim, in a private network namespace; the tests fail with the reason where none can be
 //! made), after `add-nodes` made the batches.
 
 use std::ffi::OsString;

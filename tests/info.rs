@@ -1,5 +1,5 @@
 //! `info` end to end: the built plugin against the simulated cluster (agent-day2-sim), in a
-//! private network namespace. Skipped (with the reason) where no namespace can be made.
+//! private network namespace. Fails (with the reason) where no namespace can be made.
 
 use std::process::{Command, Output};
 

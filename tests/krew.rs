@@ -892,7 +892,7 @@ fn release_archive_installs_like_krew() {
 
 /// After the install: krew's relative symlink `bin/kubectl-agent_day2`, the caveats' commands
 /// run as written (they copy the completion helper into `bin/`), then the real kubectl finds
-/// the plugin, runs it and completes through the helper. Skipped when kubectl is missing.
+/// the plugin, runs it and completes through the helper. Fails when kubectl is missing.
 fn through_kubectl(inst: &Installed, pl: &Platform, caveats: &str) {
     let bin_dir = inst.root.join("bin");
     let target = Path::new("..")

@@ -6,7 +6,7 @@
 //! with a plain dump (accepted), a custom-format dump and a dump of another install (refused,
 //! exit 3), no database flag (exit 2).
 //!
-//! Skipped (with the reason) without root / a namespace or the PostgreSQL binaries.
+//! Fails (with the reason) without root / a namespace or the PostgreSQL binaries.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

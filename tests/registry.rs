@@ -7,7 +7,7 @@
 //! manifest lists for multi-arch.
 //!
 //! Needs root (network namespace) and /usr/bin/docker-registry (scripts/setup.sh installs it);
-//! each test prints `skipped: <reason>` and returns otherwise.
+//! each test fails saying which is missing otherwise.
 
 #[path = "support/registry.rs"]
 mod support;

@@ -3,7 +3,7 @@
 //! back, exit codes in the status channel, `pods/exec` authorization, PersistentVolumeClaims
 //! bound and written through `tar`, and `psql` in the seeded assisted-service pod against a real
 //! PostgreSQL server. Each test runs its own simulator in its own network namespace (root, or
-//! under `agent-day2-sim netns`) and skips with a reason otherwise.
+//! under `agent-day2-sim netns`) and fails with the reason otherwise.
 
 use agent_day2_sim::harness::TestCluster;
 use agent_day2_sim::postgres::Postgres;

@@ -1,7 +1,7 @@
 //! `agent-day2-sim postgres` (a real PostgreSQL server in the foreground for the README's
 //! migrate flow) and `up --assisted-db-url` creating assisted-service's schema in a database
 //! that has none (and leaving one that has it alone). Each test runs in its own network
-//! namespace (root) and skips with a reason when that or the PostgreSQL server is unavailable.
+//! namespace (root) and fails with the reason when that or the PostgreSQL server is unavailable.
 
 use agent_day2_sim::harness::{bin, require_netns, TestCluster};
 use agent_day2_sim::node0schema;

@@ -2,8 +2,8 @@
 //! cluster names, read back here through the registry API (oci-client, and curl for the
 //! catalog and the auth/TLS checks) with the credentials and CA the cluster itself publishes.
 //!
-//! Needs root (network namespace), kubectl, curl and /usr/bin/docker-registry; each test prints
-//! `skipped: <reason>` and returns otherwise.
+//! Needs root (network namespace), kubectl, curl and /usr/bin/docker-registry (scripts/test.sh
+//! installs them); each test fails saying which is missing otherwise.
 
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
