@@ -42,7 +42,7 @@ ignored() { # ignored PACKAGE TARGET-ARGS FILTER: that target's ignored tests ma
   read -ra target <<<"$2"
   cargo test --no-fail-fast -p "$pkg" "${target[@]}" -- --ignored "$filter" || status=1
 }
-have() { target/debug/agent-day2-sim upstream "$1" >/dev/null 2>&1; }
+have() { "${CARGO_TARGET_DIR:-target}/debug/agent-day2-sim" upstream "$1" >/dev/null 2>&1; }
 if [ -n "${real[assisted]:-}" ]; then
   cargo test --no-fail-fast --test real_node -- --ignored || status=1
 fi
