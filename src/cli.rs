@@ -128,7 +128,10 @@ from Secret openshift-config/agent-auth-token) -> host registered -> pre-flight 
 pending -> node joined -> Ready -> serving CSR pending -> serving certificate issued. Node names
 come from the batch records, not reverse DNS. A DHCP host's address is given with
 --ip-addresses; when its assisted-service answers with the batch token and a MAC matches, the
-address is recorded on the batch for `approve`. The batch's node labels are applied when the
+address is recorded on the batch for `approve`. When a host's own assisted-service reports that
+it left the installation for its reboot, that time is recorded on the batch too: `approve`
+approves the host's client CSR only if made after it. Alarms (a possible impostor, a second
+requester) are `alarm` lines/events. The batch's node labels are applied when the
 Node appears. --approve approves the kubelet CSRs with every check of `approve`.
 
 On a terminal: a live table, one row per node. Otherwise one line per change, or with -o json
@@ -154,7 +157,10 @@ Examples:
   oc agent-day2 monitor --node worker-1=192.168.111.31
 
   # Keep a failed node's logs; JSON events for a script
-  oc agent-day2 monitor --gather ./logs -o json --timeout 2h";
+  oc agent-day2 monitor --gather ./logs -o json --timeout 2h
+
+  # Hosts that rebooted before monitor looked (no reboot record): approve on the other checks
+  oc agent-day2 monitor --approve --yes --trust-unverified-boot";
 
 const APPROVE_LONG: &str = "\
 Find the pending kubelet CSRs (signers kubernetes.io/kube-apiserver-client-kubelet and
@@ -164,6 +170,13 @@ key, subject, requester, usages, SANs against the expected addresses, batch wind
 and one serving approval per node), show every verdict with all its reasons, and approve the
 good ones through the /approval subresource, each recorded on its batch first. CSRs of other
 signers are never touched. Rejected CSRs stay pending (or are denied with --deny-invalid).
+
+A client CSR is approved only when made after the host's own assisted-service reported its
+reboot, as `monitor` records it on the batch (10 s of clock skew allowed); without a record,
+only with --trust-unverified-boot. Of a re-keying kubelet's CSRs (a new key every 15 min) the
+newest is approved; two closer together mean a second requester: all are held. A bootstrap
+client CSR after a node's approved one is reported as a possible impostor (alarm:, -o json
+alarms).
 
 Exit status: 0 every expected node's CSRs approved or issued (--watch: every expected node
 Ready with its serving certificate) and nothing rejected; 2 bad flags, or approving without
@@ -192,7 +205,10 @@ Examples:
   oc agent-day2 approve --nodes-config nodes-config.yaml
 
   # worker-0 was reinstalled: allow one more client and serving approval
-  oc agent-day2 approve --reissue worker-0 --yes";
+  oc agent-day2 approve --reissue worker-0 --yes
+
+  # No monitor saw the hosts reboot and you checked them yourself: approve without that record
+  oc agent-day2 approve --trust-unverified-boot --yes";
 
 /// Arguments of `approve`.
 #[derive(Debug, Args)]

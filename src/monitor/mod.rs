@@ -397,16 +397,25 @@ async fn record_address(
     )))
 }
 
-/// Records on batch `name` that `host`'s own assisted-service, reached at `ip`, reported
-/// `reported` (compare-and-swap; a 409 reads again, up to 8 times). The first record of a host
-/// is kept: `Ok(None)` when one exists. Returns the updated ConfigMap for the approver.
-async fn record_reboot(target: &KubeTarget, name: &str, reboot: batch::Reboot) -> Result<Option<ConfigMap>> {
+/// Records `reboots` (hosts' own reboot reports) on batch `name` in one compare-and-swap (a 409
+/// reads again, up to 8 times). The first record of a host is kept: those already recorded are
+/// left out. Returns the updated ConfigMap for the approver (None: nothing was new).
+async fn record_reboots(
+    target: &KubeTarget,
+    name: &str,
+    reboots: &[batch::Reboot],
+) -> Result<Option<ConfigMap>> {
     for _ in 0..8 {
         let (mut rec, rv) = batch::get(target, name).await?;
-        if rec.reboots.iter().any(|r| r.host == reboot.host) {
+        let new: Vec<batch::Reboot> = reboots
+            .iter()
+            .filter(|r| !rec.reboots.iter().any(|x| x.host == r.host))
+            .cloned()
+            .collect();
+        if new.is_empty() {
             return Ok(None);
         }
-        rec.reboots.push(reboot.clone());
+        rec.reboots.extend(new);
         match batch::update(target, &rec, &rv).await {
             Ok(()) => {
                 let api: ::kube::Api<ConfigMap> =
@@ -418,9 +427,52 @@ async fn record_reboot(target: &KubeTarget, name: &str, reboot: batch::Reboot) -
         }
     }
     Err(Error::Unexpected(format!(
-        "batch {name} kept changing while recording {}'s reboot; run monitor again",
-        reboot.host
+        "batch {name} kept changing while recording reboots; run monitor again"
     )))
+}
+
+/// One reboot report to record: (track index, batch, record).
+type RebootJob = (usize, String, batch::Reboot);
+/// A job with the connection to write it through (the current one: after a 401 the old client
+/// must not be kept alive by an idle writer).
+type RebootQueued = (RebootJob, KubeTarget);
+/// Its outcome: the jobs of one write and the updated ConfigMap (or why not).
+type RebootDone = (Vec<RebootJob>, std::result::Result<Option<ConfigMap>, String>);
+
+/// The one writer of reboot records: takes every report queued meanwhile and writes those of a
+/// batch in one compare-and-swap (a hundred hosts rebooting together are a few writes, not a
+/// hundred conflicting ones), off the event loop so stages keep being shown.
+async fn reboot_writer(
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<RebootQueued>,
+    tx: tokio::sync::mpsc::UnboundedSender<RebootDone>,
+) {
+    let mut by: Option<String> = None;
+    while let Some((first, mut target)) = rx.recv().await {
+        let mut jobs = vec![first];
+        while let Ok((j, t)) = rx.try_recv() {
+            jobs.push(j);
+            target = t;
+        }
+        if by.is_none() {
+            by = Some(batch::whoami(&target).await);
+        }
+        for j in &mut jobs {
+            j.2.by = by.clone().unwrap_or_default();
+        }
+        let mut by_batch: BTreeMap<String, Vec<RebootJob>> = BTreeMap::new();
+        for j in jobs {
+            by_batch.entry(j.1.clone()).or_default().push(j);
+        }
+        for (b, jobs) in by_batch {
+            let recs: Vec<batch::Reboot> = jobs.iter().map(|j| j.2.clone()).collect();
+            let r = record_reboots(&target, &b, &recs)
+                .await
+                .map_err(|e| e.to_string());
+            if tx.send((jobs, r)).is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// The monitor's state and sinks.
@@ -444,8 +496,10 @@ struct Monitor {
     handled: BTreeSet<(Option<String>, Option<String>)>,
     /// Hosts whose reboot is recorded on their batch (or was tried and failed: said once).
     rebooted: BTreeSet<String>,
-    /// Who runs monitor (for the reboot records), asked once when first needed.
-    by: Option<String>,
+    /// Queue of the reboot records' writer ([`reboot_writer`]).
+    reboots: tokio::sync::mpsc::UnboundedSender<RebootQueued>,
+    /// Records queued and not written yet.
+    reboots_pending: usize,
 }
 
 impl Monitor {
@@ -619,11 +673,10 @@ impl Monitor {
         }
     }
 
-    /// A poll of track `i` answered: when the host (matched by MAC) reports that it left the
-    /// installation for its reboot, record that on its batch once ([`record_reboot`]), hand the
-    /// new record to the approver and judge the pending CSRs again.
-    async fn note_reboot(&mut self, target: &KubeTarget, i: usize, clusters: &[Cluster]) {
-        let at = crate::csr::Time::now();
+    /// A poll of track `i` answered at `at`: when the host (matched by MAC) reports that it left
+    /// the installation for its reboot, queue its record for the batch, once
+    /// ([`reboot_writer`]).
+    fn note_reboot(&mut self, target: &KubeTarget, i: usize, clusters: &[Cluster], at: crate::csr::Time) {
         let t = &self.tracks[i];
         let (Some(b), Some(ip), true) = (t.batch.clone(), t.ip, t.named) else {
             return;
@@ -636,42 +689,59 @@ impl Monitor {
         };
         let host = t.name.clone();
         self.rebooted.insert(host.clone());
-        if self.by.is_none() {
-            self.by = Some(batch::whoami(target).await);
-        }
         let rec = batch::Reboot {
-            host: host.clone(),
+            host,
             at: at.to_string(),
             ip: ip.to_string(),
-            reported: reported.clone(),
+            reported,
             stage_started_at: started,
-            by: self.by.clone().unwrap_or_default(),
+            // Filled in by the writer (one SelfSubjectReview, off the event loop).
+            by: String::new(),
         };
-        match record_reboot(target, &b, rec).await {
+        if self.reboots.send(((i, b, rec), target.clone())).is_ok() {
+            self.reboots_pending += 1;
+        }
+    }
+
+    /// A write of reboot records finished: say it per host, hand the record to the approver and
+    /// judge the pending CSRs again (one may have waited for it).
+    async fn reboots_recorded(&mut self, done: RebootDone) {
+        let (jobs, r) = done;
+        self.reboots_pending = self.reboots_pending.saturating_sub(jobs.len());
+        match r {
             Ok(cm) => {
-                self.event(
-                    Some(i),
-                    "info",
-                    format!(
-                        "its own assisted-service at {ip} reported {reported}: reboot recorded on batch {b} at {at} (approve approves its client CSR only if made after that)"
-                    ),
-                );
+                for (i, b, rec) in &jobs {
+                    self.event(
+                        Some(*i),
+                        "info",
+                        format!(
+                            "its own assisted-service at {} reported {}: reboot recorded on batch {b} at {} (approve approves its client CSR only if made after that)",
+                            rec.ip, rec.reported, rec.at
+                        ),
+                    );
+                }
                 if let (Some(ap), Some(cm)) = (self.approver.as_mut(), cm) {
                     match ap.observe_batch(&cm) {
-                        // Judge the pending CSRs again (one may have waited for this record).
-                        Ok(true) => self.handled.clear(),
+                        Ok(true) => {
+                            self.handled.clear();
+                            self.approve_pending().await;
+                        }
                         Ok(false) => {}
-                        Err(e) => self.event(Some(i), "warning", format!("approver: {e}")),
+                        Err(e) => self.event(None, "warning", format!("approver: {e}")),
                     }
                 }
             }
-            Err(e) => self.event(
-                Some(i),
-                "warning",
-                format!(
-                    "cannot record its reboot on batch {b}: {e}; approve will hold its client CSR (boot-unverified) unless given --trust-unverified-boot"
-                ),
-            ),
+            Err(e) => {
+                for (i, b, _) in &jobs {
+                    self.event(
+                        Some(*i),
+                        "warning",
+                        format!(
+                            "cannot record its reboot on batch {b}: {e}; approve will hold its client CSR (boot-unverified) unless given --trust-unverified-boot"
+                        ),
+                    );
+                }
+            }
         }
     }
 
@@ -992,6 +1062,9 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         None
     };
 
+    let (reboot_tx, reboot_rx) = tokio::sync::mpsc::unbounded_channel::<RebootQueued>();
+    let (reboot_done_tx, mut reboot_done) = tokio::sync::mpsc::unbounded_channel::<RebootDone>();
+    let writer = tokio::spawn(reboot_writer(reboot_rx, reboot_done_tx));
     let mut m = Monitor {
         tracks,
         out: Out::new(args.output),
@@ -1010,7 +1083,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             .iter()
             .flat_map(|b| b.reboots.iter().map(|r| r.host.clone()))
             .collect(),
-        by: None,
+        reboots: reboot_tx,
+        reboots_pending: 0,
     };
     for w in warnings {
         m.event(None, "warning", w);
@@ -1109,9 +1183,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                             bind_anchor(&mut m, &target, i, clusters).await;
                         }
                     }
-                    if let Ok(clusters) = &poll {
-                        m.note_reboot(&target, i, clusters).await;
-                    }
+                    let at = crate::csr::Time::now();
                     let expired = m.tracks[i].batch.as_ref().and_then(|b| m.token_expires.get(b)).is_some_and(|e| *e <= SystemTime::now());
                     let before = m.tracks[i].assisted.stage;
                     let v = state::next_view(&m.tracks[i].assisted, &poll, &m.tracks[i].macs, expired);
@@ -1127,9 +1199,14 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     }
                     m.refresh_kube();
                     m.show_changes();
+                    // After the stage is shown: the record is written off the loop.
+                    if let Ok(clusters) = &poll {
+                        m.note_reboot(&target, i, clusters, at);
+                    }
                 }
                 Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),
             },
+            Some(done) = reboot_done.recv() => m.reboots_recorded(done).await,
             Some(msg) = watch.next() => {
                 match msg {
                     kube::Msg::Csr(e) => {
@@ -1195,6 +1272,16 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             m.event(Some(i), kind, msg);
         }
     }
+    // Reboot records still being written: they are what approve binds the CSRs to.
+    let wait = tokio::time::sleep(Duration::from_secs(10));
+    tokio::pin!(wait);
+    while m.reboots_pending > 0 {
+        tokio::select! {
+            Some(done) = reboot_done.recv() => m.reboots_recorded(done).await,
+            _ = &mut wait => break,
+        }
+    }
+    writer.abort();
     tasks.abort_all();
     m.out.finish();
 
