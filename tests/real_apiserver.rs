@@ -489,3 +489,292 @@ fn kubelet_client_csr(node: &str) -> (String, String) {
     );
     (csr, key.serialize_pem())
 }
+
+/// The plugin's role of each command (deploy/rbac.yaml's header; tests/rbac.rs checks it
+/// statically).
+fn role_for(command: &str) -> &'static str {
+    match command {
+        "info" | "add-nodes" => "agent-day2-add-nodes",
+        "approve" | "monitor" => "agent-day2-approve",
+        "migrate import" | "migrate status" => "agent-day2-migrate",
+        "migrate wait" => "agent-day2-migrate-wait",
+        other => panic!("no role for {other}"),
+    }
+}
+
+/// A kubeconfig for user `user` in group `group`, made as a cluster admin makes a user: a CSR
+/// for signer `kubernetes.io/kube-apiserver-client` (CN user, O group), approved by the admin,
+/// signed by kube-controller-manager.
+fn user_kubeconfig(c: &TestCluster, user: &str, group: Option<&str>) -> PathBuf {
+    use base64::Engine;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    let mut dn = rcgen::DistinguishedName::new();
+    if let Some(g) = group {
+        dn.push(rcgen::DnType::OrganizationName, g);
+    }
+    dn.push(rcgen::DnType::CommonName, user);
+    params.distinguished_name = dn;
+    let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+    let name = format!("user-{user}");
+    let csr = format!(
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {}\n  signerName: kubernetes.io/kube-apiserver-client\n  usages: [digital signature, client auth]\n",
+        base64::engine::general_purpose::STANDARD.encode(pem)
+    );
+    let made = c.kubectl_stdin(&["create", "-f", "-"], &csr);
+    assert!(made.status.success(), "{}", text(&made));
+    let ok = c.kubectl(&["certificate", "approve", &name]);
+    assert!(ok.status.success(), "{}", text(&ok));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let cert = loop {
+        let got = c.kubectl(&["get", "csr", &name, "-o", "jsonpath={.status.certificate}"]);
+        assert!(got.status.success(), "{}", text(&got));
+        if !got.stdout.is_empty() {
+            break String::from_utf8(got.stdout).unwrap();
+        }
+        assert!(Instant::now() < deadline, "CSR {name} not signed in 60 s");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let ca = std::fs::read(c.dir.join("ca.crt")).unwrap();
+    let path = c.dir.join(format!("{user}.kubeconfig"));
+    std::fs::write(
+        &path,
+        node_kubeconfig(&c.api_url, &ca, cert.trim(), &key.serialize_pem()),
+    )
+    .unwrap();
+    path
+}
+
+/// The real server's SelfSubjectAccessReview for `p` as the user of `kubeconfig` (created with
+/// `kubectl create`: `kubectl auth can-i` cannot ask about `signers`, it drops their group).
+fn can_i_as(c: &TestCluster, kubeconfig: &std::path::Path, p: &agent_day2::permissions::Permission) -> bool {
+    let review = serde_json::json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {
+            "verb": p.verb, "group": p.group, "resource": p.resource,
+            "subresource": p.subresource.clone().unwrap_or_default(),
+            "namespace": p.namespace.clone().unwrap_or_default(),
+            "name": p.name.clone().unwrap_or_default(),
+        }},
+    });
+    let kc = kubeconfig.to_string_lossy().to_string();
+    let out = c.kubectl_stdin(
+        &[
+            "--kubeconfig",
+            kc.as_str(),
+            "create",
+            "--validate=false",
+            "-o",
+            "json",
+            "-f",
+            "-",
+        ],
+        &review.to_string(),
+    );
+    assert!(
+        out.status.success(),
+        "SelfSubjectAccessReview {review}: {}",
+        text(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["status"]["allowed"] == true
+}
+
+/// deploy/rbac.yaml applied to the real server, one user per role (a certificate the cluster
+/// signed, in the role's group, bound to nothing else) and one user with no role:
+/// - every permission `info` checks (src/permissions.rs) is granted to the role of each command
+///   needing it, by the real server's access review;
+/// - `info -o json` as each user lists as missing exactly what the real server denies that user;
+/// - `info` as the add-nodes user succeeds (exit 0); without a role it exits 4 naming the
+///   missing verb and resource;
+/// - `kubectl auth can-i --list` as the approve user shows the ClusterRole's rules.
+#[test]
+#[ignore = "needs the real kube-apiserver: scripts/real-components.sh kube"]
+fn deploy_rbac_roles_on_the_real_server() {
+    use agent_day2::permissions::required_permissions;
+    let bins = real_bins();
+    if let Err(why) = enter_netns() {
+        panic!("{why}");
+    }
+    let bins_arg = bins.to_string_lossy().to_string();
+    let c = TestCluster::start_with_args("", &["--real-apiserver", &bins_arg])
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let rbac = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml");
+    let applied = c.kubectl(&["apply", "-f", rbac]);
+    assert!(applied.status.success(), "{}", text(&applied));
+
+    let roles = [
+        "agent-day2-add-nodes",
+        "agent-day2-approve",
+        "agent-day2-migrate",
+        "agent-day2-migrate-wait",
+    ];
+    let users: Vec<(Option<&str>, PathBuf)> = roles
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (Some(*r), user_kubeconfig(&c, &format!("user{i}"), Some(r))))
+        .chain(std::iter::once((None, user_kubeconfig(&c, "nobody", None))))
+        .collect();
+    let perms = required_permissions();
+    let plugin = |kc: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-agent_day2"))
+            .args(args)
+            .env("KUBECONFIG", kc)
+            .env("KUBECACHEDIR", c.dir.join("kubecache"))
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .output()
+            .unwrap()
+    };
+    for (role, kc) in &users {
+        let denied: Vec<String> = perms
+            .iter()
+            .filter(|p| !can_i_as(&c, kc, p))
+            .map(|p| p.describe())
+            .collect();
+        if let Some(role) = role {
+            for p in &perms {
+                if p.needed_by.iter().any(|cmd| role_for(cmd) == *role) {
+                    assert!(
+                        !denied.contains(&p.describe()),
+                        "{role}: the real server denies {} (needed by {:?})",
+                        p.describe(),
+                        p.needed_by
+                    );
+                }
+            }
+        } else {
+            assert_eq!(
+                denied.len(),
+                perms.len(),
+                "a user with no role is granted something"
+            );
+        }
+        let out = plugin(kc, &["info", "-o", "json"]);
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{role:?}: info -o json is not JSON ({e}): {}", text(&out)));
+        let mut missing: Vec<String> = doc["permissions"]["missing"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{role:?}: no permissions.missing: {doc}"))
+            .iter()
+            .map(|m| {
+                let field = |k: &str| m[k].as_str().map(String::from);
+                agent_day2::permissions::Permission {
+                    verb: field("verb").unwrap_or_default(),
+                    group: field("group").unwrap_or_default(),
+                    resource: field("resource").unwrap_or_default(),
+                    subresource: field("subresource"),
+                    namespace: field("namespace"),
+                    name: field("name"),
+                    needed_by: Vec::new(),
+                }
+                .describe()
+            })
+            .collect();
+        missing.sort();
+        let mut want = denied.clone();
+        want.sort();
+        assert_eq!(
+            missing, want,
+            "{role:?}: info's missing permissions vs the real server's reviews"
+        );
+        match role {
+            Some("agent-day2-add-nodes") => {
+                assert_eq!(out.status.code(), Some(0), "add-nodes role: {}", text(&out))
+            }
+            None => {
+                assert_eq!(out.status.code(), Some(4), "no role: {}", text(&out));
+                let e = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    e.contains("cannot read ClusterVersion version: forbidden for user \"nobody\""),
+                    "no role: the refusal names the object: {e}"
+                );
+                assert!(
+                    missing.contains(&"get clusterversions.config.openshift.io/version".to_string()),
+                    "no role: the verb and resource are listed: {missing:?}"
+                );
+            }
+            _ => {}
+        }
+    }
+
+    // `kubectl auth can-i --list` as the approve user (cluster scope: namespace default, where
+    // the file has no Role) is the ClusterRole's rules, plus what every authenticated user has
+    // (system:basic-user's self reviews, system:public-info-viewer's non-resource URLs).
+    let approve_kc = users[1].1.to_string_lossy().to_string();
+    let list = c.kubectl(&["--kubeconfig", &approve_kc, "auth", "can-i", "--list"]);
+    assert!(list.status.success(), "{}", text(&list));
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    let role = c.kubectl(&["get", "clusterrole", "agent-day2-approve", "-o", "json"]);
+    let role: serde_json::Value = serde_json::from_slice(&role.stdout).unwrap();
+    let strs = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    // (resource as can-i spells it: plural.group/subresource, names, verbs)
+    let mut want: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for r in role["rules"].as_array().unwrap() {
+        for g in strs(&r["apiGroups"]) {
+            for res in strs(&r["resources"]) {
+                let (main, sub) = match res.split_once('/') {
+                    Some((m, s)) => (m.to_string(), format!("/{s}")),
+                    None => (res.clone(), String::new()),
+                };
+                let full = if g.is_empty() {
+                    format!("{main}{sub}")
+                } else {
+                    format!("{main}.{g}{sub}")
+                };
+                let names = strs(&r["resourceNames"]);
+                if names.is_empty() {
+                    want.push((full, Vec::new(), strs(&r["verbs"])));
+                } else {
+                    // can-i --list prints one line per resource name.
+                    for n in names {
+                        want.push((full.clone(), vec![n], strs(&r["verbs"])));
+                    }
+                }
+            }
+        }
+    }
+    let bracket = |v: &[String]| format!("[{}]", v.join(" "));
+    let mut got: Vec<(String, String, String)> = Vec::new();
+    for l in listed.lines().skip(1) {
+        // Columns: Resources, Non-Resource URLs, Resource Names, Verbs (bracketed lists).
+        if l.starts_with(' ') {
+            continue; // a non-resource URL line
+        }
+        let res = l.split_whitespace().next().unwrap_or("").to_string();
+        let rest = l[res.len()..].trim();
+        let lists: Vec<&str> = rest
+            .split(']')
+            .map(|x| x.trim().trim_start_matches('['))
+            .collect();
+        let (names, verbs) = (
+            lists.get(1).copied().unwrap_or(""),
+            lists.get(2).copied().unwrap_or(""),
+        );
+        got.push((res, format!("[{names}]"), format!("[{verbs}]")));
+    }
+    let basic = [
+        "selfsubjectreviews.authentication.k8s.io",
+        "selfsubjectaccessreviews.authorization.k8s.io",
+        "selfsubjectrulesreviews.authorization.k8s.io",
+    ];
+    let mut want_lines: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(r, n, v)| (r.clone(), bracket(n), bracket(v)))
+        .collect();
+    want_lines.sort();
+    let mut got_lines: Vec<(String, String, String)> = got
+        .into_iter()
+        .filter(|(r, _, _)| !basic.contains(&r.as_str()))
+        .collect();
+    got_lines.sort();
+    assert_eq!(
+        got_lines, want_lines,
+        "can-i --list as the approve user vs ClusterRole agent-day2-approve:\n{listed}"
+    );
+}
