@@ -940,7 +940,10 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             Ev::Csr(Event::Apply(c)) => {
                 let r = process_one(a, args, &c, &mut live, &mut declined).await;
-                print_alarms(a, &mut alarmed);
+                // Only a client CSR's change can raise or settle an alarm.
+                if c.spec.signer_name == crate::csr::CLIENT_SIGNER {
+                    print_alarms(a, &mut alarmed);
+                }
                 r
             }
             Ev::Csr(Event::Delete(c)) => {

@@ -933,12 +933,20 @@ impl Approver {
     /// for a node after its client CSR was approved (possible impostor), and pending client CSRs
     /// of one node too close together to be the kubelet's re-keying (second requester).
     pub fn alarms(&self) -> Vec<crate::csr::Alarm> {
-        let all: Vec<CsrView> = self
+        // Client CSRs of expected nodes only, attributed through the node cache (no parse per
+        // call): the alarms are about those.
+        let all: Vec<(CsrView, String)> = self
             .csrs
             .values()
-            .map(CsrView::from_k8s)
-            .filter(|v| v.kind() != Kind::NotKubelet)
+            .filter(|c| c.spec.signer_name == csr::CLIENT_SIGNER)
+            .filter_map(|c| {
+                let n = self.node_of(c).filter(|n| self.expected.get(n).is_some())?;
+                Some((CsrView::from_k8s(c), n))
+            })
             .collect();
+        if all.is_empty() {
+            return vec![];
+        }
         crate::csr::alarms(&all, &self.evaluate_all(now()), &self.expected, &self.approvals())
     }
 

@@ -989,9 +989,10 @@ pub fn client_cn_node(c: &CsrView) -> Option<String> {
     }
 }
 
-/// The alarms of a listing. Pure. `all`: every kubelet CSR seen (any state); `judged`: the
-/// pending ones with their [`verdict_all`] verdicts (empty when nothing was judged, e.g.
-/// `monitor` without `--approve`).
+/// The alarms of a listing. Pure. `all`: the client CSRs seen (any state) with the node their
+/// CN names ([`client_cn_node`]; callers cache it rather than parse every CSR on every event);
+/// `judged`: the pending ones with their [`verdict_all`] verdicts (empty when nothing was
+/// judged, e.g. `monitor` without `--approve`).
 ///
 /// - `possible-impostor`, per expected node: a client CSR from the node-bootstrapper created
 ///   after a client CSR of that node that was approved (recorded on the batch, or Approved in
@@ -999,7 +1000,7 @@ pub fn client_cn_node(c: &CsrView) -> Option<String> {
 ///   `system:node:<name>` (not an alarm), so a new bootstrap request is someone else's.
 /// - `second-requester`, per node whose pending client CSRs got [`Reason::SecondRequester`].
 pub fn alarms(
-    all: &[CsrView],
+    all: &[(CsrView, String)],
     judged: &[(CsrView, Verdict)],
     expected: &ExpectedNodes,
     approvals: &ApprovalsRecorded,
@@ -1013,8 +1014,8 @@ pub fn alarms(
     };
     let clients: Vec<(&CsrView, String)> = all
         .iter()
-        .filter(|c| c.kind() == Kind::Client)
-        .filter_map(|c| Some((c, client_cn_node(c)?)))
+        .filter(|(c, _)| c.kind() == Kind::Client)
+        .map(|(c, n)| (c, n.clone()))
         .collect();
     let mut out = Vec::new();
     for exp in &expected.nodes {
@@ -1326,8 +1327,13 @@ mod tests {
         let rogue = client("csr-rogue", "worker-0", "2026-01-10T11:00:00Z");
         let mut renewal = client("csr-renew", "worker-0", "2026-01-10T11:05:00Z");
         renewal.username = "system:node:worker-0".into();
+        let with_node = |v: &[&CsrView]| -> Vec<(CsrView, String)> {
+            v.iter()
+                .map(|c| ((*c).clone(), client_cn_node(c).unwrap()))
+                .collect()
+        };
         let al = alarms(
-            &[real.clone(), older.clone(), rogue.clone(), renewal.clone()],
+            &with_node(&[&real, &older, &rogue, &renewal]),
             &[],
             &s.expected,
             &s.approvals,
@@ -1345,9 +1351,9 @@ mod tests {
         );
         // Approved in the cluster but not recorded (someone ran oc adm certificate approve): same.
         let none = ApprovalsRecorded::default();
-        let al = alarms(&[real, rogue.clone()], &[], &s.expected, &none);
+        let al = alarms(&with_node(&[&real, &rogue]), &[], &s.expected, &none);
         assert_eq!(al.len(), 1);
         // Nothing approved: no alarm.
-        assert!(alarms(&[rogue], &[], &s.expected, &none).is_empty());
+        assert!(alarms(&with_node(&[&rogue]), &[], &s.expected, &none).is_empty());
     }
 }

@@ -749,57 +749,65 @@ impl Monitor {
     /// CSR for a node after its client CSR was approved, or a second requester. With
     /// `--approve` the approver's judgement; without, the CSRs watched and the batch records.
     fn show_alarms(&mut self) {
-        let alarms = match self.approver.as_mut() {
-            Some(ap) => {
-                for c in self.csrs.items.values() {
-                    ap.observe_csr(c);
-                }
-                ap.alarms()
+        // The client CSRs of followed nodes, attributed through the index's cache.
+        let followed: BTreeSet<String> = self
+            .tracks
+            .iter()
+            .filter(|t| t.named)
+            .map(|t| t.name.clone())
+            .collect();
+        let mut all: Vec<(crate::csr::CsrView, String)> = Vec::new();
+        for c in self.csrs.items.values() {
+            if c.spec.signer_name != crate::csr::CLIENT_SIGNER {
+                continue;
             }
-            None => {
-                let all: Vec<crate::csr::CsrView> = self
-                    .csrs
-                    .items
-                    .values()
-                    .map(crate::csr::CsrView::from_k8s)
-                    .filter(|v| v.kind() == crate::csr::Kind::Client)
-                    .collect();
-                let expected = crate::csr::ExpectedNodes {
-                    nodes: self
-                        .tracks
-                        .iter()
-                        .filter(|t| t.named)
-                        .filter_map(|t| {
-                            let b = t.batch.as_ref()?;
-                            Some(crate::csr::ExpectedNode {
-                                hostname: t.name.clone(),
-                                ips: vec![],
-                                recorded_at: *self.since.get(b)?,
-                                token_expires: crate::csr::Time::MAX,
-                                reissue: 0,
-                                rebooted_at: None,
-                            })
-                        })
-                        .collect(),
-                };
-                let approvals = crate::csr::ApprovalsRecorded {
-                    approvals: self
-                        .batches
-                        .iter()
-                        .flat_map(|b| b.approvals.iter())
-                        .filter(|a| a.kind == "client")
-                        .map(|a| crate::csr::RecordedApproval {
-                            node: a.node.clone(),
-                            kind: crate::csr::Kind::Client,
-                            csr: a.csr.clone(),
-                            created: a.csr_created.as_deref().and_then(|t| t.parse().ok()),
-                            requester: a.requester.clone(),
-                        })
-                        .collect(),
-                };
-                crate::csr::alarms(&all, &[], &expected, &approvals)
+            if let Some((_, n)) = self.index.node_of(c).filter(|(_, n)| followed.contains(n)) {
+                all.push((crate::csr::CsrView::from_k8s(c), n));
             }
+        }
+        if all.is_empty() {
+            return;
+        }
+        let expected = crate::csr::ExpectedNodes {
+            nodes: self
+                .tracks
+                .iter()
+                .filter(|t| t.named)
+                .filter_map(|t| {
+                    let b = t.batch.as_ref()?;
+                    Some(crate::csr::ExpectedNode {
+                        hostname: t.name.clone(),
+                        ips: vec![],
+                        recorded_at: *self.since.get(b)?,
+                        token_expires: crate::csr::Time::MAX,
+                        reissue: 0,
+                        rebooted_at: None,
+                    })
+                })
+                .collect(),
         };
+        let approvals = crate::csr::ApprovalsRecorded {
+            approvals: self
+                .batches
+                .iter()
+                .flat_map(|b| b.approvals.iter())
+                .filter(|a| a.kind == "client")
+                .map(|a| crate::csr::RecordedApproval {
+                    node: a.node.clone(),
+                    kind: crate::csr::Kind::Client,
+                    csr: a.csr.clone(),
+                    created: a.csr_created.as_deref().and_then(|t| t.parse().ok()),
+                    requester: a.requester.clone(),
+                })
+                .collect(),
+        };
+        // With --approve, its judgement of the pending CSRs adds the second requesters.
+        let judged = self
+            .approver
+            .as_ref()
+            .map(|ap| ap.evaluate_all(crate::approve::now()))
+            .unwrap_or_default();
+        let alarms = crate::csr::alarms(&all, &judged, &expected, &approvals);
         for al in alarms {
             if !self.told.insert(format!("alarm/{}", al.message)) {
                 continue;
