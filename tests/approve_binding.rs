@@ -489,3 +489,59 @@ fn a_renewal_after_join_is_not_an_alarm_a_bootstrap_request_is() {
     assert_eq!(al["node"], "worker-0");
     assert_eq!(al["csrs"][1]["name"], rogue.as_str(), "{al:#}");
 }
+
+/// A client CSR from a replaced image (made before the batch that replaced it was recorded) is
+/// never approved; once the node joined from the new image, `approve --watch` says so in a
+/// `note:` and exits 0, without telling anyone to delete the Node.
+#[test]
+fn a_client_csr_from_a_replaced_image_does_not_fail_the_watch_or_blame_the_node() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    add_worker_0(&c, &w);
+    // The first image's machine asked (or someone did) before the image was replaced.
+    let stale = rogue_csr(&c, "worker-0");
+    std::thread::sleep(Duration::from_secs(1));
+    // add-nodes again for the same host: the earlier batch is replaced.
+    let nc = w.path("nodes-config.yaml");
+    let out2 = w.path("out2");
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out2.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "add-nodes again: {}", text(&o));
+    assert_eq!(batch_records(&c).len(), 1, "the first batch was replaced");
+    let (_mon, mon_log) = monitor(&c, &w);
+    let ap_log = w.path("approve.log");
+    let mut ap = spawn_logged(
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "150s"]),
+        &ap_log,
+    );
+    let (mut bt, boot_log) = boot(&c, &w, &out2.join("node.x86_64.iso"), &[]);
+    let code = wait_exit(&mut ap, 170, &ap_log);
+    let all = format!(
+        "approve exit {code}:\n{}\nboot:\n{}\nmonitor:\n{}",
+        read(&ap_log),
+        read(&boot_log),
+        read(&mon_log)
+    );
+    assert_eq!(wait_exit(&mut bt, 60, &boot_log), 0, "{all}");
+    assert!(node_ready_with_serving_cert(&c, "worker-0"), "{all}");
+    assert!(!approved(&c, &stale), "{all}");
+    assert_eq!(code, 0, "{all}");
+    let log = read(&ap_log);
+    assert!(
+        log.contains(&format!(
+            "note: client CSR {stale} for worker-0 was made before its batch was recorded (from a replaced image"
+        )),
+        "{all}"
+    );
+    assert!(!log.contains("oc delete node"), "{all}");
+}
