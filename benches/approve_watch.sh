@@ -25,6 +25,8 @@ W="$(mktemp -d "${TMPDIR:-/tmp}/approve-bench.XXXXXX")"
 chmod 700 "$W"
 REG=()
 [ -x /usr/bin/docker-registry ] && REG=(--registry)
+# AGENT_DAY2_SIM_REAL_APISERVER=1 (as the tests take it): the real control plane (issue 12).
+[ -n "${AGENT_DAY2_SIM_REAL_APISERVER:-}" ] && REG+=(--real-apiserver)
 "$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 "${REG[@]}" >"$W/sim.log" 2>&1 &
 SIM=$!
 APP=
