@@ -940,8 +940,19 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             Ev::Csr(Event::Apply(c)) => {
                 let r = process_one(a, args, &c, &mut live, &mut declined).await;
-                // Only a client CSR's change can raise or settle an alarm.
-                if c.spec.signer_name == crate::csr::CLIENT_SIGNER {
+                // Only a client CSR judged to have a rival or to come after its node's approval
+                // can raise an alarm (judging every CSR on every event made 200 nodes slow).
+                let name = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
+                let suspect = live.last.get(&name).is_some_and(|(row, _)| {
+                    row.kind == Kind::Client
+                        && row.reasons.iter().any(|x| {
+                            matches!(
+                                x.code.as_str(),
+                                "second-requester" | "already-approved" | "node-exists"
+                            )
+                        })
+                });
+                if suspect {
                     print_alarms(a, &mut alarmed);
                 }
                 r

@@ -1012,29 +1012,32 @@ pub fn alarms(
         requester: Some(show(&c.username)),
         state: state_of(c),
     };
-    let clients: Vec<(&CsrView, String)> = all
-        .iter()
-        .filter(|(c, _)| c.kind() == Kind::Client)
-        .map(|(c, n)| (c, n.clone()))
-        .collect();
+    // Grouped by node once: this runs on every client CSR event of a watch.
+    let mut clients: std::collections::BTreeMap<&str, Vec<&CsrView>> = Default::default();
+    for (c, n) in all.iter().filter(|(c, _)| c.kind() == Kind::Client) {
+        clients.entry(n.as_str()).or_default().push(c);
+    }
+    let mut recorded: std::collections::BTreeMap<&str, Vec<&RecordedApproval>> = Default::default();
+    for a in approvals.approvals.iter().filter(|a| a.kind == Kind::Client) {
+        recorded.entry(a.node.as_str()).or_default().push(a);
+    }
     let mut out = Vec::new();
     for exp in &expected.nodes {
-        let node = &exp.hostname;
+        let node = exp.hostname.as_str();
+        let Some(cs) = clients.get(node) else {
+            continue;
+        };
         let since = |t: Option<Time>| t.is_none_or(|t| t >= exp.recorded_at);
-        // The approved client CSR: recorded approvals first, then Approved objects.
-        let mut approved: Vec<AlarmCsr> = Vec::new();
-        let mut approved_times: Vec<Option<Time>> = Vec::new();
-        for a in approvals
-            .approvals
-            .iter()
-            .filter(|a| &a.node == node && a.kind == Kind::Client)
-        {
-            let obj = clients.iter().find(|(c, _)| c.name == a.csr).map(|(c, _)| *c);
+        // The approved client CSRs (raw name, shown, created): recorded approvals first, then
+        // Approved objects nobody recorded (oc adm certificate approve).
+        let mut approved: Vec<(&str, AlarmCsr, Option<Time>)> = Vec::new();
+        for a in recorded.get(node).into_iter().flatten() {
+            let obj = cs.iter().find(|c| c.name == a.csr);
             let created = a.created.or(obj.and_then(|c| c.created));
             if !since(created) {
                 continue;
             }
-            approved.push(AlarmCsr {
+            let shown = AlarmCsr {
                 name: show(&a.csr),
                 created: created.map(|t| t.to_string()),
                 requester: a
@@ -1043,27 +1046,20 @@ pub fn alarms(
                     .or(obj.map(|c| c.username.clone()))
                     .map(|r| show(&r)),
                 state: "approved".into(),
-            });
-            approved_times.push(created);
+            };
+            approved.push((a.csr.as_str(), shown, created));
         }
-        for (c, _) in clients
-            .iter()
-            .filter(|(c, n)| n == node && state_of(c) == "approved")
-        {
-            if since(c.created) && !approvals.approvals.iter().any(|a| a.csr == c.name) {
-                approved.push(view_csr(c));
-                approved_times.push(c.created);
+        for c in cs.iter().filter(|c| state_of(c) == "approved") {
+            if since(c.created) && !approved.iter().any(|(n, _, _)| *n == c.name) {
+                approved.push((c.name.as_str(), view_csr(c), c.created));
             }
         }
-        let Some(first) = approved_times.iter().copied().min() else {
+        let Some(first_i) = (0..approved.len()).min_by_key(|&i| approved[i].2) else {
             continue;
         };
-        let first_i = approved_times.iter().position(|t| *t == first).unwrap_or(0);
-        for (c, _) in clients
-            .iter()
-            .filter(|(c, n)| n == node && c.username == BOOTSTRAPPER)
-        {
-            if approved.iter().any(|a| a.name == show(&c.name)) {
+        let first = approved[first_i].2;
+        for c in cs.iter().filter(|c| c.username == BOOTSTRAPPER) {
+            if approved.iter().any(|(n, _, _)| *n == c.name) {
                 continue;
             }
             // creationTimestamp has whole seconds: the same second counts as after (no kubelet
@@ -1075,7 +1071,7 @@ pub fn alarms(
             if !after {
                 continue;
             }
-            let a = &approved[first_i];
+            let a = &approved[first_i].1;
             let b = view_csr(c);
             out.push(Alarm {
                 code: "possible-impostor",

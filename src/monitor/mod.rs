@@ -749,6 +749,19 @@ impl Monitor {
     /// CSR for a node after its client CSR was approved, or a second requester. With
     /// `--approve` the approver's judgement; without, the CSRs watched and the batch records.
     fn show_alarms(&mut self) {
+        // No alarm without two client CSRs for one node (an approved one and another, or two
+        // pending): checked first, through the index's cache, as this runs on every event.
+        let mut per_node: BTreeMap<String, usize> = BTreeMap::new();
+        for c in self.csrs.items.values() {
+            if c.spec.signer_name == crate::csr::CLIENT_SIGNER {
+                if let Some((_, n)) = self.index.node_of(c) {
+                    *per_node.entry(n).or_default() += 1;
+                }
+            }
+        }
+        if per_node.values().all(|n| *n < 2) {
+            return;
+        }
         // The client CSRs of followed nodes, attributed through the index's cache.
         let followed: BTreeSet<String> = self
             .tracks
@@ -805,7 +818,7 @@ impl Monitor {
         let judged = self
             .approver
             .as_ref()
-            .map(|ap| ap.evaluate_all(crate::approve::now()))
+            .map(|ap| ap.rival_verdicts())
             .unwrap_or_default();
         let alarms = crate::csr::alarms(&all, &judged, &expected, &approvals);
         for al in alarms {
