@@ -514,7 +514,8 @@ fn multi_arch_release_is_a_manifest_list_of_amd64_and_arm64() {
     let c = TestCluster::start_with_registry("multiArch: true\n").unwrap();
     let host = c.registry_host().unwrap().to_string();
     let cv = get_json(&c, &["clusterversion", "version"]);
-    assert_eq!(cv["status"]["desired"]["architecture"], "Multi");
+    // As a Default-feature-set cluster shows it (its CRD has no status.desired.architecture).
+    assert_eq!(cv["spec"]["desiredUpdate"]["architecture"], "Multi");
     let release = cv["status"]["history"][0]["image"].as_str().unwrap().to_string();
     let (user, pass) = credentials(&c, &host);
     let r = Reader::new(&host, &registry_ca(&c, &host), (user, pass));
