@@ -176,6 +176,30 @@ fn real_apiserver_serves_the_simulated_cluster() {
         std::thread::sleep(Duration::from_millis(500));
     }
 
+    // As on every cluster, a new namespace gets its `default` ServiceAccount (which the
+    // ServiceAccount admission plugin wants before it admits a Pod), and a deleted one goes away
+    // (kube-controller-manager's serviceaccount and namespace controllers).
+    let made = c.kubectl(&["create", "namespace", "real-test"]);
+    assert!(made.status.success(), "{}", text(&made));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !c
+        .kubectl(&["-n", "real-test", "get", "serviceaccount", "default"])
+        .status
+        .success()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no default ServiceAccount in a new namespace after 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let gone = c.kubectl(&["delete", "namespace", "real-test", "--timeout=30s"]);
+    assert!(
+        gone.status.success(),
+        "a deleted namespace did not go away: {}",
+        text(&gone)
+    );
+
     // The viewer may do on the real server what it may do on the home-made one.
     let viewer = UserInfo {
         name: "viewer".into(),

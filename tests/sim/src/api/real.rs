@@ -10,9 +10,12 @@
 //!   namespace) with the flags of [`apiserver_args`]: serving certificate for the API names,
 //!   client CA and token file, `--authorization-mode=Node,RBAC`, the default admission plugins
 //!   plus `NodeRestriction`, the service-account keys;
-//! - `kube-controller-manager` with only the CSR signing controller (`--controllers=csrsigning`,
-//!   never `csrapproving`: approving is the plugin's job), signing with the cluster's kubelet
-//!   signer, which in the simulator is its one CA ([`crate::pki`]).
+//! - `kube-controller-manager` with the CSR signing controller (never `csrapproving`: approving
+//!   is the plugin's job), signing with the cluster's kubelet signer, which in the simulator is
+//!   its one CA ([`crate::pki`]); and the two controllers every cluster has that a client
+//!   notices at once: `serviceaccount` (a new namespace gets its `default` ServiceAccount, which
+//!   the ServiceAccount admission plugin wants before it admits a Pod) and `namespace` (a
+//!   deleted namespace is emptied and goes away instead of staying Terminating).
 //!
 //! The file server, the `--registry` and the machine-config server stand-in ([`super::mcs`],
 //! answering from a mirror of the real server's MachineConfigs) run as in the home-made mode.
@@ -45,6 +48,9 @@ pub const KUBE_BIN_ENV: &str = "AGENT_DAY2_REAL_KUBE_BIN";
 /// The wrapper module that pins the control plane (`tests/real/kube/go.mod`), read at build time
 /// so the simulator looks where `scripts/real-components.sh kube` builds.
 const WRAPPER_GO_MOD: &str = include_str!("../../../real/kube/go.mod");
+
+/// The controllers kube-controller-manager runs (never `csrapproving`).
+pub const KCM_CONTROLLERS: [&str; 3] = ["csrsigning", "serviceaccount", "namespace"];
 
 /// The context of `DIR/kubeconfig` used to seed the cluster.
 const ADMIN_CONTEXT: &str = "admin";
@@ -358,11 +364,12 @@ pub fn apiserver_args(
     a
 }
 
-/// kube-controller-manager's flags: the CSR signing controller only, signing with the CA.
+/// kube-controller-manager's flags: the CSR signing controller, signing with the CA, and the
+/// serviceaccount and namespace controllers (see the module documentation).
 pub fn controller_manager_args(p: &PkiFiles) -> Vec<String> {
     vec![
         format!("--kubeconfig={}", p.kcm_kubeconfig.display()),
-        "--controllers=csrsigning".into(),
+        format!("--controllers={}", KCM_CONTROLLERS.join(",")),
         format!("--cluster-signing-cert-file={}", p.ca_crt.display()),
         format!("--cluster-signing-key-file={}", p.ca_key.display()),
         "--leader-elect=false".into(),
@@ -1475,7 +1482,7 @@ mod tests {
         );
         assert!(lo.contains(&"--endpoint-reconciler-type=none".to_string()));
         let k = controller_manager_args(&p);
-        assert!(k.contains(&"--controllers=csrsigning".to_string()));
+        assert!(k.contains(&"--controllers=csrsigning,serviceaccount,namespace".to_string()));
         assert!(!k.iter().any(|f| f.contains("csrapproving")));
     }
 }
