@@ -11,6 +11,9 @@
 #
 # Usage: bash benches/approve_watch.sh [NODES] [LAT]. Builds the debug binaries; runs itself
 # inside `agent-day2-sim netns` (a private network namespace; nothing leaves it).
+# BIND=1: part 2 as a user runs it since issue 14: `monitor` records each host's reboot report
+# on the batch (200 ms stages so its 100 ms polls see them) and approve runs without
+# --trust-unverified-boot, every client CSR bound to its host's record.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODES="${1:-200}"
@@ -133,16 +136,26 @@ for i in $(seq 1 "$NODES"); do
     BOOTARGS+=(--node "$(printf '52:54:00:ee:%02x:%02x' $((i / 256)) $((i % 256)))=192.168.111.$((29 + i))")
 done
 start=$(date +%s.%N)
-bash -c 'TIMEFORMAT="approve cpu: user %U s, sys %S s, wall %R s"; time "$0" approve --watch --yes --trust-unverified-boot --timeout 5m' "$B/kubectl-agent_day2" >"$W/approve.out" 2>"$W/approve.err" &
+TRUST=(--trust-unverified-boot) DELAY=1 MON=
+if [ "${BIND:-}" = 1 ]; then
+    TRUST=() DELAY=200
+    "$B/kubectl-agent_day2" monitor --poll-interval 100ms --timeout 5m -o json >"$W/monitor.out" 2>&1 &
+    MON=$!
+fi
+bash -c 'TIMEFORMAT="approve cpu: user %U s, sys %S s, wall %R s"; time "$0" approve --watch --yes "${@:1}" --timeout 5m' "$B/kubectl-agent_day2" "${TRUST[@]}" >"$W/approve.out" 2>"$W/approve.err" &
 APP=$!
 "$B/agent-day2-sim" boot --dir "$W/sim" --pxe-dir "$W/bench/boot-artifacts" "${BOOTARGS[@]}" \
-    --stage-delay-ms 1 --timeout 5m >"$W/boot.log" 2>&1 &
+    --stage-delay-ms "$DELAY" --timeout 5m >"$W/boot.log" 2>&1 &
 BOOT=$!
 set +e
 wait $APP; rc=$?
 end=$(date +%s.%N)
 APP=
 wait $BOOT; brc=$?
+if [ -n "$MON" ]; then
+    wait $MON
+    echo "reboot records written by monitor: $(grep -c 'reboot recorded on batch' "$W/monitor.out" || true) of $NODES hosts"
+fi
 set -e
 approved=$(grep -c ' approved ' "$W/approve.out" || true)
 python3 - "$start" "$end" "$NODES" "$rc" "$brc" "$approved" <<'PY'

@@ -465,9 +465,18 @@ async fn reboot_writer(
         }
         for (b, jobs) in by_batch {
             let recs: Vec<batch::Reboot> = jobs.iter().map(|j| j.2.clone()).collect();
-            let r = record_reboots(&target, &b, &recs)
-                .await
-                .map_err(|e| e.to_string());
+            // approve writes its approvals to the same record: a burst of them can win eight
+            // compare-and-swaps in a row; a lost record holds the host's CSR, so try a few
+            // more rounds after a pause before giving up.
+            let mut r = record_reboots(&target, &b, &recs).await;
+            for round in 1..=5u32 {
+                if !matches!(&r, Err(Error::Unexpected(m)) if m.contains("kept changing")) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
+                r = record_reboots(&target, &b, &recs).await;
+            }
+            let r = r.map_err(|e| e.to_string());
             if tx.send((jobs, r)).is_err() {
                 return;
             }
