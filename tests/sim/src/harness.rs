@@ -168,17 +168,12 @@ pub const REAL_APISERVER_ENV: &str = "AGENT_DAY2_SIM_REAL_APISERVER";
 
 /// Why a cluster cannot run on the real control plane yet (`up --real-apiserver` refuses it):
 /// `--assisted-db-url` (pod exec into cluster 0's assisted-service needs the simulated
-/// kubelet's exec endpoint) or the scenario's `forbidden` switches (RBAC cannot refuse
-/// `system:masters`). None when it can.
-pub fn real_apiserver_unsupported(scenario_yaml: &str, extra: &[&str]) -> Option<&'static str> {
-    if extra.iter().any(|a| a.starts_with("--assisted-db-url")) {
-        return Some("--assisted-db-url (pod exec needs the simulated kubelet's exec endpoint)");
-    }
-    let forbidden = serde_saphyr::from_str::<serde_json::Value>(scenario_yaml)
-        .ok()
-        .and_then(|v| v.get("forbidden").cloned())
-        .is_some_and(|f| f.as_array().is_some_and(|a| !a.is_empty()));
-    forbidden.then_some("the scenario's `forbidden` switches (RBAC cannot refuse system:masters)")
+/// kubelet's exec endpoint). None when it can.
+pub fn real_apiserver_unsupported(_scenario_yaml: &str, extra: &[&str]) -> Option<&'static str> {
+    extra
+        .iter()
+        .any(|a| a.starts_with("--assisted-db-url"))
+        .then_some("--assisted-db-url (pod exec needs the simulated kubelet's exec endpoint)")
 }
 
 /// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already

@@ -49,6 +49,10 @@ pub const KUBE_BIN_ENV: &str = "AGENT_DAY2_REAL_KUBE_BIN";
 /// so the simulator looks where `scripts/real-components.sh kube` builds.
 const WRAPPER_GO_MOD: &str = include_str!("../../../real/kube/go.mod");
 
+/// The ClusterRoleBinding that makes the kubeconfig's admin cluster-admin when the scenario has
+/// `forbidden` switches (it is then no member of system:masters).
+pub const ADMIN_BINDING: &str = "agent-day2-sim:admin";
+
 /// The controllers kube-controller-manager runs (never `csrapproving`).
 pub const KCM_CONTROLLERS: [&str; 3] = ["csrsigning", "serviceaccount", "namespace"];
 
@@ -246,6 +250,9 @@ pub struct StartOptions<'a> {
     pub tokens: Vec<StaticToken>,
     /// The admin kubeconfig text (context `admin`), for the seeding client.
     pub admin_kubeconfig: &'a str,
+    /// The scenario's `forbidden` switches: when not empty, kube-apiserver asks
+    /// [`forbidden_webhook`] first (`--authorization-mode=Node,Webhook,RBAC`), which denies them.
+    pub forbidden: Vec<crate::scenario::ForbiddenRule>,
 }
 
 /// A free TCP port on `ip` (bound, read and released: the caller binds it right away).
@@ -466,6 +473,113 @@ async fn readyz(addr: SocketAddr, ca_pem: &str) -> anyhow::Result<(u16, String)>
     Ok((status, body))
 }
 
+/// Serves kube-apiserver's authorization webhook on a free loopback port: a SubjectAccessReview
+/// matching one of `rules` (any user, as the home-made server applies them) is denied with the
+/// reason `the scenario's forbidden switch`; any other gets no opinion (RBAC decides). Returns
+/// the webhook's kubeconfig (server `https://127.0.0.1:PORT/authorize`, the CA). Members of
+/// `system:masters` never reach it (kube-apiserver allows them first), so with such rules
+/// [`run`] gives the kubeconfig's admin cluster-admin through RBAC instead.
+pub async fn forbidden_webhook(
+    ca: &Ca,
+    rules: Vec<crate::scenario::ForbiddenRule>,
+) -> anyhow::Result<String> {
+    use http_body_util::BodyExt;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    let ip = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let leaf = ca.issue_server(&["localhost".to_string()], &[ip])?;
+    let certs: Vec<_> = rustls_pemfile::certs(&mut leaf.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
+    let key = rustls_pemfile::private_key(&mut leaf.key_pem.as_bytes())?
+        .ok_or_else(|| anyhow!("authorization webhook: no key in the issued certificate"))?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)?;
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind(SocketAddr::new(ip, 0)).await?;
+    let addr = listener.local_addr()?;
+    let rules = std::sync::Arc::new(rules);
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            };
+            let (acceptor, rules) = (acceptor.clone(), rules.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let rules = rules.clone();
+                    async move {
+                        let body = req
+                            .into_body()
+                            .collect()
+                            .await
+                            .map(|b| b.to_bytes())
+                            .unwrap_or_default();
+                        let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let answer = json!({
+                            "apiVersion": "authorization.k8s.io/v1",
+                            "kind": "SubjectAccessReview",
+                            "status": webhook_decision(&review, &rules),
+                        });
+                        let mut r = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(
+                            answer.to_string(),
+                        )));
+                        r.headers_mut().insert(
+                            hyper::header::CONTENT_TYPE,
+                            hyper::header::HeaderValue::from_static("application/json"),
+                        );
+                        Ok::<_, std::convert::Infallible>(r)
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), svc)
+                    .await;
+            });
+        }
+    });
+    use base64::Engine;
+    let ca_b64 = base64::engine::general_purpose::STANDARD.encode(ca.cert_pem.as_bytes());
+    Ok(format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: webhook\n  cluster:\n    server: https://{addr}/authorize\n    certificate-authority-data: {ca_b64}\nusers:\n- name: apiserver\n  user: {{}}\ncontexts:\n- name: webhook\n  context:\n    cluster: webhook\n    user: apiserver\ncurrent-context: webhook\n"
+    ))
+}
+
+/// The `status` of a SubjectAccessReview answer: denied when its resource attributes match one
+/// of `rules` ([`super::authz::authorize`]'s scenario switches), else no opinion.
+pub fn webhook_decision(review: &Value, rules: &[crate::scenario::ForbiddenRule]) -> Value {
+    let Some(ra) = review["spec"]["resourceAttributes"].as_object() else {
+        return json!({"allowed": false});
+    };
+    let field = |k: &str| {
+        ra.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
+    let attrs = super::authz::Attributes {
+        verb: field("verb").unwrap_or_default(),
+        group: field("group").unwrap_or_default(),
+        resource: field("resource").unwrap_or_default(),
+        subresource: field("subresource"),
+        namespace: field("namespace"),
+        name: field("name"),
+    };
+    // Anyone the home-made table allows everything: the answer is then the switches' alone.
+    let masters = super::authz::UserInfo {
+        name: "system:admin".into(),
+        groups: vec!["system:masters".into()],
+    };
+    match super::authz::authorize(&masters, &attrs, rules) {
+        Ok(()) => json!({"allowed": false}),
+        Err(_) => json!({"allowed": false, "denied": true, "reason": "the scenario's forbidden switch"}),
+    }
+}
+
 /// Starts etcd, kube-apiserver (until `/readyz` answers ok, 120 s) and
 /// kube-controller-manager.
 ///
@@ -555,13 +669,29 @@ pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
     procs.push(etcd);
 
     // kube-apiserver.
-    let args = apiserver_args(
+    let mut args = apiserver_args(
         &p,
         o.listen,
         &format!("http://127.0.0.1:{cport}"),
         &o.service_cidrs,
         &pki_dir,
     );
+    if !o.forbidden.is_empty() {
+        let hook = forbidden_webhook(o.ca, o.forbidden.clone()).await?;
+        let kc_path = pki_dir.join("authz-webhook.kubeconfig");
+        write_file(&kc_path, &hook, 0o600)?;
+        for a in args.iter_mut() {
+            if a.starts_with("--authorization-mode=") {
+                *a = "--authorization-mode=Node,Webhook,RBAC".into();
+            }
+        }
+        args.extend([
+            format!("--authorization-webhook-config-file={}", kc_path.display()),
+            "--authorization-webhook-version=v1".into(),
+            "--authorization-webhook-cache-authorized-ttl=0s".into(),
+            "--authorization-webhook-cache-unauthorized-ttl=0s".into(),
+        ]);
+    }
     procs.push(Proc::spawn(
         "kube-apiserver",
         &o.bin_dir.join("kube-apiserver"),
@@ -1115,10 +1245,11 @@ async fn start_mcs(
 /// SIGINT/SIGTERM, or fails when one of the processes exits.
 ///
 /// With `--registry`, the same container registry as the home-made mode
-/// ([`super::up::start_registry`]). Not yet with the real server (refused up front, naming the
-/// option): `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint) and the
-/// scenario's `forbidden` switches (RBAC cannot refuse `system:masters`).
-/// Errors: those, a missing binary, a process that fails, an object the server refuses.
+/// ([`super::up::start_registry`]). The scenario's `forbidden` switches are denied by an
+/// authorization webhook ([`forbidden_webhook`]; the admin is then cluster-admin through RBAC,
+/// not system:masters). Not yet with the real server (refused up front, naming the option):
+/// `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint).
+/// Errors: that, a missing binary, a process that fails, an object the server refuses.
 pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()> {
     if opts.assisted_db_url.is_some() {
         bail!("--assisted-db-url is not supported with --real-apiserver yet (pod exec needs the simulated kubelet); drop one of them");
@@ -1127,11 +1258,6 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         Some(p) => crate::scenario::Scenario::load(p)?,
         None => crate::scenario::Scenario::default(),
     };
-    if !scenario.forbidden.is_empty() {
-        bail!(
-            "the scenario's `forbidden` switches are not supported with --real-apiserver (RBAC cannot refuse system:masters); remove them or run without --real-apiserver"
-        );
-    }
     check_kube_bins(&bins).map_err(|e| anyhow!(e))?;
     std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
     let _ = std::fs::remove_file(opts.dir.join("ready"));
@@ -1156,18 +1282,35 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     let api_url = format!("https://{listen}");
 
     let ca = Ca::generate("agent-day2-sim-ca")?;
-    let admin = ca.issue_client("system:admin", &["system:masters"])?;
+    // With `forbidden` switches the kubeconfig's admin is no member of system:masters (which
+    // kube-apiserver allows before any authorizer could deny): cluster-admin through RBAC
+    // ([`ADMIN_BINDING`]), so the switches' webhook judges it; the seed uses a masters identity.
+    let switches = !scenario.forbidden.is_empty();
+    let admin = if switches {
+        ca.issue_client("system:admin", &[])?
+    } else {
+        ca.issue_client("system:admin", &["system:masters"])?
+    };
     let boot_token = super::server::new_token(24);
     let viewer_token = super::server::new_token(24);
-    let kc = crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
-        cluster_name: &scenario.name,
-        server: &api_url,
-        ca_pem: &ca.cert_pem,
-        admin_cert_pem: &admin.cert_pem,
-        admin_key_pem: &admin.key_pem,
-        bootstrapper_token: &boot_token,
-        viewer_token: &viewer_token,
-    });
+    let render = |cert: &str, key: &str| {
+        crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
+            cluster_name: &scenario.name,
+            server: &api_url,
+            ca_pem: &ca.cert_pem,
+            admin_cert_pem: cert,
+            admin_key_pem: key,
+            bootstrapper_token: &boot_token,
+            viewer_token: &viewer_token,
+        })
+    };
+    let kc = render(&admin.cert_pem, &admin.key_pem);
+    let seed_kc = if switches {
+        let seeder = ca.issue_client("agent-day2-sim:seeder", &["system:masters"])?;
+        render(&seeder.cert_pem, &seeder.key_pem)
+    } else {
+        kc.clone()
+    };
 
     // Base ISO, file server, seed objects (as the home-made server seeds them).
     let arch = super::up::coreos_arch(&scenario.architecture).to_string();
@@ -1241,7 +1384,8 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
                 groups: Vec::new(),
             },
         ],
-        admin_kubeconfig: &kc,
+        admin_kubeconfig: &seed_kc,
+        forbidden: scenario.forbidden.clone(),
     })
     .await?;
     let client = cp.client.clone();
@@ -1307,7 +1451,16 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     }
     let t_seed = t0.elapsed();
     let served = served_resources(&client).await?;
-    for o in identities(&served) {
+    let mut ids = identities(&served);
+    if switches {
+        ids.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": ADMIN_BINDING},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:admin"}],
+        }));
+    }
+    for o in ids {
         let dropped = apply(&client, &o).await?;
         if !dropped.is_empty() {
             bail!(
@@ -1389,6 +1542,32 @@ mod tests {
         d.sort();
         assert_eq!(d, vec!["extra", "spec.b.gone", "spec.l[1].y"]);
         assert!(dropped_fields(&got, &got, "").is_empty());
+    }
+
+    #[test]
+    fn the_webhook_denies_only_the_switches() {
+        let rules = vec![crate::scenario::ForbiddenRule {
+            resource: "secrets".into(),
+            namespace: Some("openshift-config".into()),
+            name: Some("pull-secret".into()),
+            ..Default::default()
+        }];
+        let review = |verb: &str, ns: &str, name: &str| {
+            json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                   "spec": {"user": "system:admin", "resourceAttributes":
+                       {"verb": verb, "group": "", "resource": "secrets", "namespace": ns, "name": name}}})
+        };
+        let denied = webhook_decision(&review("get", "openshift-config", "pull-secret"), &rules);
+        assert_eq!(denied["denied"], true, "{denied}");
+        assert_eq!(denied["allowed"], false);
+        for other in [
+            review("get", "openshift-config", "other"),
+            review("get", "kube-system", "pull-secret"),
+            json!({"spec": {"nonResourceAttributes": {"path": "/version", "verb": "get"}}}),
+        ] {
+            let d = webhook_decision(&other, &rules);
+            assert_eq!(d, json!({"allowed": false}), "no opinion for {other}: {d}");
+        }
     }
 
     #[test]
