@@ -723,6 +723,78 @@ fn deploy_rbac_roles_on_the_real_server() {
         }
     }
 
+    // add-nodes as the add-nodes user writes the node image and its batch record; as the approve
+    // user (no create secrets, no create namespaces) it exits 4 naming what was refused. The
+    // release's component images come from the plugin's cache (no registry here).
+    let cache = c.dir.join("xdg-cache");
+    let cv = c.kubectl(&[
+        "get",
+        "clusterversion",
+        "version",
+        "-o",
+        "jsonpath={.status.history[-1:].image}",
+    ]);
+    let release = String::from_utf8(cv.stdout).unwrap();
+    let digest = release.rsplit_once('@').expect("release by digest").1.to_string();
+    let img = |n: char| {
+        format!(
+            "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:{}",
+            n.to_string().repeat(64)
+        )
+    };
+    std::fs::create_dir_all(cache.join("agent-day2/releases")).unwrap();
+    std::fs::write(
+        cache.join(format!("agent-day2/releases/{digest}.json")),
+        serde_json::json!({"releaseImage": release, "platforms": {"x86_64": {
+            "apiServer": img('1'), "nodeAgent": img('2'), "orchestrator": img('3'), "utils": img('4'),
+            "machineOsImages": null}}})
+        .to_string(),
+    )
+    .unwrap();
+    let add_nodes = |kc: &std::path::Path, out: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-agent_day2"))
+            .args([
+                "add-nodes",
+                "--mac-address",
+                "52:54:00:aa:00:01",
+                "--hostname",
+                "worker-7",
+                "--dir",
+            ])
+            .arg(c.dir.join(out))
+            .env("KUBECONFIG", kc)
+            .env("XDG_CACHE_HOME", &cache)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .output()
+            .unwrap()
+    };
+    let refused = add_nodes(&users[1].1, "out-approve");
+    assert_eq!(
+        refused.status.code(),
+        Some(4),
+        "add-nodes as the approve user: {}",
+        text(&refused)
+    );
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("forbidden"),
+        "add-nodes as the approve user: {}",
+        text(&refused)
+    );
+    let made = add_nodes(&users[0].1, "out-add");
+    assert_eq!(
+        made.status.code(),
+        Some(0),
+        "add-nodes as the add-nodes user: {}",
+        text(&made)
+    );
+    let batches = c.kubectl(&["-n", "openshift-agent-day2", "get", "configmaps", "-o", "name"]);
+    assert!(
+        String::from_utf8_lossy(&batches.stdout).contains("configmap/batch-"),
+        "no batch record: {}",
+        text(&batches)
+    );
+
     // `kubectl auth can-i --list` as the approve user (cluster scope: namespace default, where
     // the file has no Role) is the ClusterRole's rules, plus what every authenticated user has
     // (system:basic-user's self reviews, system:public-info-viewer's non-resource URLs).
