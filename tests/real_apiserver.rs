@@ -795,6 +795,39 @@ fn deploy_rbac_roles_on_the_real_server() {
         text(&batches)
     );
 
+    // approve and monitor of that batch as the approve user: they run (no refusal) and end at
+    // their --timeout, nothing booted; as the add-nodes user approve exits 4 (no CSR approval).
+    let run_as = |kc: &std::path::Path, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-agent_day2"))
+            .args(args)
+            .env("KUBECONFIG", kc)
+            .env("XDG_CACHE_HOME", &cache)
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["approve", "--watch", "--yes", "--timeout", "3s"][..],
+        &["monitor", "--timeout", "3s", "--poll-interval", "200ms"][..],
+    ] {
+        let o = run_as(&users[1].1, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        // 5: the timeout with nodes still short of it; 7: waiting on their CSRs.
+        assert!(
+            matches!(o.status.code(), Some(0 | 5 | 7)) && !err.contains("forbidden"),
+            "{args:?} as the approve user: {}",
+            text(&o)
+        );
+    }
+    let o = run_as(&users[0].1, &["approve", "--watch", "--yes", "--timeout", "3s"]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "approve as the add-nodes user: {}",
+        text(&o)
+    );
+
     // `kubectl auth can-i --list` as the approve user (cluster scope: namespace default, where
     // the file has no Role) is the ClusterRole's rules, plus what every authenticated user has
     // (system:basic-user's self reviews, system:public-info-viewer's non-resource URLs).
