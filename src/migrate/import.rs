@@ -2135,9 +2135,22 @@ impl Importer<'_> {
                 }
             }))
             .map_err(|e| Error::Unexpected(e.to_string()))?;
-            create_strict(&client, &(), Some(&ns), &pod)
-                .await
-                .map_err(|e| classify(e, "create", pod_ref.clone(), &self.target))?;
+            // A namespace made a moment ago may not have its `default` ServiceAccount yet
+            // (the controller-manager creates it): the ServiceAccount admission plugin then
+            // refuses the Pod. Retried for up to 30 s, as `kubectl run` users do by hand.
+            let sa_deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                match create_strict(&client, &(), Some(&ns), &pod).await {
+                    Ok(_) => break,
+                    Err(kube::Error::Api(s))
+                        if service_account_not_ready(&s) && Instant::now() < sa_deadline =>
+                    {
+                        tracing::debug!(namespace = %ns, "default ServiceAccount not there yet; creating the copy pod again");
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Err(e) => return Err(classify(e, "create", pod_ref.clone(), &self.target)),
+                }
+            }
         }
         // Running?
         let wait_until = Instant::now()
@@ -2350,8 +2363,34 @@ pub fn write_tar(
     b.finish()
 }
 
+/// Whether `e` is the ServiceAccount admission plugin's refusal of a Pod whose namespace has
+/// no `default` ServiceAccount yet (403, "error looking up service account NS/default"), which
+/// passes once the controller-manager's serviceaccount controller made it.
+fn service_account_not_ready(e: &kube::core::Status) -> bool {
+    e.code == 403 && e.message.contains("error looking up service account")
+}
+
 #[cfg(test)]
 mod tests {
+
+    /// The admission plugin's words for a namespace without its `default` ServiceAccount yet
+    /// (kube-apiserver 1.31 plugin/pkg/admission/serviceaccount) are retried; other 403s not.
+    #[test]
+    fn copy_pod_waits_only_for_the_missing_default_service_account() {
+        let e = |code: u16, message: &str| kube::core::Status::failure(message, "Forbidden").with_code(code);
+        assert!(super::service_account_not_ready(&e(
+            403,
+            "pods \"agent-day2-migrate-copy\" is forbidden: error looking up service account mig/default: serviceaccount \"default\" not found"
+        )));
+        assert!(!super::service_account_not_ready(&e(
+            403,
+            "pods is forbidden: User \"u\" cannot create resource \"pods\" in API group \"\" in the namespace \"mig\""
+        )));
+        assert!(!super::service_account_not_ready(&e(
+            404,
+            "error looking up service account"
+        )));
+    }
     use super::*;
 
     /// An unlisted live host (one without cluster in a listed infra-env) or counts that differ
