@@ -229,10 +229,9 @@ impl<'a, R: Read + Seek> Image<'a, R> {
                 }
                 let e = &area[i..i + len];
                 match sig {
-                    b"NM" if len >= 5 => {
-                        if e[4] & 0b110 == 0 {
-                            name.get_or_insert_with(Vec::new).extend_from_slice(&e[5..]);
-                        }
+                    // NM without the CURRENT/PARENT flags: a piece of the name.
+                    b"NM" if len >= 5 && e[4] & 0b110 == 0 => {
+                        name.get_or_insert_with(Vec::new).extend_from_slice(&e[5..]);
                     }
                     b"CE" if len >= 28 => {
                         let block = u32::from_le_bytes(e[4..8].try_into().unwrap()) as u64;

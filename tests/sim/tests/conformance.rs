@@ -122,7 +122,10 @@ fn kube_conformance_script_passes() {
     let passed = passed + rerun_ok;
     // 6 read + 9 write + 6 CSR + one per CRD + 4 custom-resource checks, minus the known-wrong one.
     let want = 6 + 9 + 6 + crd_files.len() + 4 - 1;
-    assert!(passed >= want, "only {passed} checks passed (want {want}): {last}");
+    assert!(
+        passed >= want,
+        "only {passed} checks passed (want {want}): {last}"
+    );
     if failed == 0 {
         assert!(
             out.status.success(),
