@@ -236,8 +236,14 @@ enum Report {
     Info(usize, &'static str, String),
 }
 
+/// The longest wait between two polls of a host about to install or installing ([`poll_loop`]).
+pub const INSTALLING_POLL: Duration = Duration::from_secs(1);
+
 /// Polls one node's API until told to stop: `interval` while it answers, doubling up to a cap
-/// while it does not (a node not booted yet costs little).
+/// while it does not (a node not booted yet costs little), and at most [`INSTALLING_POLL`]
+/// from `known` to the end of the installation: its report that it leaves for the reboot (the
+/// record `approve` binds the client CSR to) is on the API only for the seconds before the live
+/// system goes.
 async fn poll_loop(
     idx: usize,
     client: assisted::Client,
@@ -252,6 +258,15 @@ async fn poll_loop(
         let r = client.list_clusters(cluster_id.as_deref()).await;
         delay = match &r {
             Err(AssistedError::Unreachable { .. }) => (delay * 2).min(cap),
+            Ok(cs)
+                if cs.iter().flat_map(|c| &c.hosts).any(|h| {
+                    ["known", "preparing", "installing"]
+                        .iter()
+                        .any(|s| h.status.starts_with(s))
+                }) =>
+            {
+                interval.min(INSTALLING_POLL)
+            }
             _ => interval,
         };
         if tx.send(Report::Poll(idx, r)).is_err() {

@@ -474,6 +474,11 @@ fn pick_code(cur: i32, new: i32) -> i32 {
     }
 }
 
+/// The least real time the live API keeps answering after the host reported its reboot: longer
+/// than `monitor`'s default 5 s poll, so a monitor that polls slowly because the fast clock
+/// hid the earlier stages from it still sees the report.
+pub const REBOOT_REPORT_WINDOW: Duration = Duration::from_secs(6);
+
 /// The fast clock.
 #[derive(Debug, Clone, Copy)]
 struct Clock {
@@ -559,7 +564,10 @@ async fn run_machine(
             }
             End::Reboot => {
                 reboot = true;
-                tokio::time::sleep(clock.delay(step.nominal_secs)).await;
+                // A real host's live API still answers for seconds after it reports the reboot
+                // (until its shutdown stops the service); the fast clock must not shrink that
+                // below a poll of `monitor`, which records the report for `approve` (issue 14).
+                tokio::time::sleep(clock.delay(step.nominal_secs).max(REBOOT_REPORT_WINDOW)).await;
                 break;
             }
         }
