@@ -476,7 +476,10 @@ fn pick_code(cur: i32, new: i32) -> i32 {
 
 /// The least real time the live API keeps answering after the host reported its reboot: longer
 /// than `monitor`'s default 5 s poll, so a monitor that polls slowly because the fast clock
-/// hid the earlier stages from it still sees the report.
+/// hid the earlier stages from it still sees the report. A real host answers longer: the
+/// assisted-installer reports the Rebooting stage and then reboots with `shutdown -r +1`
+/// (its `ops.Reboot`), so its live system stays up about a minute; 6 s is the compressed,
+/// stricter window.
 pub const REBOOT_REPORT_WINDOW: Duration = Duration::from_secs(6);
 
 /// The fast clock.
