@@ -280,13 +280,22 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
     let mut boot = Kid(boot.spawn().unwrap());
 
     // First run: killed as soon as it reports its first approval (a table row on stdout).
-    let mut first = Kid(
-        plugin_cmd(&c, &w, &["approve", "--trust-unverified-boot", "--watch", "--yes", "--timeout", "120s"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
-    );
+    let mut first = Kid(plugin_cmd(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--watch",
+            "--yes",
+            "--timeout",
+            "120s",
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit())
+    .spawn()
+    .unwrap());
     {
         use std::io::BufRead;
         let out = std::io::BufReader::new(first.0.stdout.take().unwrap());
@@ -325,7 +334,16 @@ fn watch_approves_two_booted_nodes_leaves_rogues_pending_and_a_restart_approves_
     let o = plugin(
         &c,
         &w,
-        &["approve", "--trust-unverified-boot", "--watch", "--yes", "--timeout", "120s", "-o", "json"],
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--watch",
+            "--yes",
+            "--timeout",
+            "120s",
+            "-o",
+            "json",
+        ],
     );
     let code = o.status.code();
     let st = boot.0.wait().unwrap();
@@ -483,7 +501,11 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     pristine();
 
     // -o json parses, with codes.
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--dry-run", "-o", "json"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["apiVersion"], "agent-day2/v1");
@@ -500,7 +522,11 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     );
     assert_eq!(doc["nodes"].as_array().unwrap().len(), 2);
     // -o yaml too.
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "-o", "yaml"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--dry-run", "-o", "yaml"],
+    );
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("kind: ApproveReport"),
         "{}",
@@ -558,7 +584,11 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
 
     // A second client CSR for worker-0: refused (already approved) ...
     let second = post_client_csr(&c, &w, "second-client-worker-0", "worker-0");
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(
@@ -574,13 +604,31 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     let o = plugin(
         &c,
         &w,
-        &["approve", "--trust-unverified-boot", "--yes", "--reissue", "worker-0", "-o", "json"],
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--reissue",
+            "worker-0",
+            "-o",
+            "json",
+        ],
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(report_row(&doc, &second)["action"], "approved", "{doc}");
     assert_eq!(approvals(&c).len(), 2);
     // --reissue of a node no batch expects: exit 3.
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--reissue", "worker-9"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--reissue",
+            "worker-9",
+        ],
+    );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
 
     // --deny-invalid: a serving CSR of worker-1 with a foreign IP is denied with the reasons;
@@ -592,10 +640,23 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
         "worker-1",
         "DNS:worker-1,IP:10.0.0.9",
     );
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "--deny-invalid"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--dry-run",
+            "--deny-invalid",
+        ],
+    );
     assert_eq!(o.status.code(), Some(7));
     assert!(conditions(&c, &foreign).is_empty(), "--dry-run denies nothing");
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--deny-invalid"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "--deny-invalid"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     assert!(line_of(&o, &foreign).contains("DENIED"), "{}", text(&o));
     assert_eq!(
@@ -637,7 +698,11 @@ fn dhcp_host_needs_its_address_given() {
         "worker-1",
         "DNS:worker-1,IP:192.168.111.31",
     );
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -661,14 +726,44 @@ fn dhcp_host_needs_its_address_given() {
     );
     assert!(conditions(&c, &serving).is_empty());
 
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--node", "worker-9=192.168.111.39"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--node",
+            "worker-9=192.168.111.39",
+        ],
+    );
     assert_fails(&o, 3, "worker-9 is in no batch record");
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--node", "worker-1=not-an-ip"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--node",
+            "worker-1=not-an-ip",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 
     // With the address the serving CSR passes (the client CSR was never seen: no Node exists,
     // which a serving CSR does not need to be judged).
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--node", "worker-1=192.168.111.31"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--node",
+            "worker-1=192.168.111.31",
+        ],
+    );
     assert_eq!(
         conditions(&c, &serving),
         [("Approved".to_string(), "AgentDay2Approved".to_string())],
@@ -692,12 +787,27 @@ fn evil_names_are_skipped_json_is_uncut_client_approval_warns_and_timeout_zero_i
     let c = cluster("", &w);
     add_two_workers(&c, &w);
 
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--watch", "--timeout", "0"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--watch",
+            "--timeout",
+            "0",
+        ],
+    );
     assert_fails(&o, 2, "--timeout");
 
     let evil = post_client_csr(&c, &w, "evil\x1b[31mname\nX", "worker-1");
     let good = post_client_csr(&c, &w, "good-client-worker-0", "worker-0");
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_ne!(o.status.code(), Some(4), "{}", text(&o));
     assert!(
@@ -829,7 +939,11 @@ fn exit_7_names_each_waiting_host_its_batch_and_why() {
 
     // A client CSR for worker-1 from the wrong requester: rejected, the waiting line says why.
     let wrong = post_wrong_requester_client_csr(&c, &w);
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc = json_of(&o);
     let waiting = doc["waiting"].as_array().unwrap();
@@ -880,7 +994,18 @@ fn a_watch_timeout_names_the_waiting_hosts_and_does_not_blame_the_api_server() {
     let c = cluster("", &w);
     let (b0, b1, good) = two_batches_one_client_csr(&c, &w);
     let wrong = post_wrong_requester_client_csr(&c, &w);
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--watch", "--yes", "--timeout", "3s"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--watch",
+            "--yes",
+            "--timeout",
+            "3s",
+        ],
+    );
     assert_eq!(o.status.code(), Some(5), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("error: timed out: after --timeout 3s"), "{err}");
@@ -1008,7 +1133,11 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     assert!(k.status.success(), "{}", text(&k));
     let second = post_client_csr(&c, &w, "second-client-worker-0", "worker-0");
 
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "-o", "json"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc = json_of(&o);
     let reasons = report_row(&doc, &second)["reasons"].as_array().unwrap().clone();
@@ -1049,7 +1178,17 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     );
 
     // --reissue alone does not lift node-exists: refused, with the same hint again.
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes", "--reissue", "worker-0"]);
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--reissue",
+            "worker-0",
+        ],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     hint(&o);
     assert!(conditions(&c, &second).is_empty());
@@ -1060,7 +1199,15 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     let o = plugin(
         &c,
         &w,
-        &["approve", "--trust-unverified-boot", "--yes", "--reissue", "worker-0", "-o", "json"],
+        &[
+            "approve",
+            "--trust-unverified-boot",
+            "--yes",
+            "--reissue",
+            "worker-0",
+            "-o",
+            "json",
+        ],
     );
     let doc = json_of(&o);
     assert_eq!(report_row(&doc, &second)["action"], "approved", "{}", text(&o));
@@ -1083,7 +1230,11 @@ fn with_no_batch_the_error_has_one_next_step_and_json_gets_a_document() {
     );
     assert!(o.stdout.is_empty(), "{}", text(&o));
     for fmt in ["json", "yaml"] {
-        let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "-o", fmt]);
+        let o = plugin(
+            &c,
+            &w,
+            &["approve", "--trust-unverified-boot", "--dry-run", "-o", fmt],
+        );
         assert_fails(&o, 4, "run `oc agent-day2 add-nodes` first");
         let doc: Value = if fmt == "json" {
             json_of(&o)
