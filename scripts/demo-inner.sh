@@ -12,7 +12,8 @@ trap 'kill $(jobs -p) 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
 # the simulator's permissive stand-ins (same names and scopes); `agent-day2-sim upstream` finds
 # them as the tests do. And real PostgreSQL servers, run as the postgres user (root only; demo.sh
 # installs Debian's postgresql).
-sim="$root/target/debug/agent-day2-sim"
+bin="${CARGO_TARGET_DIR:-$root/target}/debug"
+sim="$bin/agent-day2-sim"
 if crd_dirs=$("$sim" upstream assisted-crds 2>"$dir/crds.err"); then
   crd_note="assisted-service's own CRDs"
 else
@@ -32,13 +33,13 @@ else
   while IFS= read -r d; do migrate_extra+=(--crds "$d"); done <<<"$crd_dirs"
   migrate_extra+=(--assisted-db-url "$(cat "$dir/dst-db/url")")
 fi
-"$root/target/debug/agent-day2-sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
+"$sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
 sim=$!
 for _ in $(seq 1 300); do [ -f "$dir/ready" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
 # Install the plugin the way a user would: one executable on PATH (target/debug also holds
 # cargo's kubectl-agent_day2.d, which `kubectl plugin list` would rightly warn about).
-mkdir -p "$dir/bin" && ln -s "$root/target/debug/kubectl-agent_day2" "$dir/bin/kubectl-agent_day2"
+mkdir -p "$dir/bin" && ln -s "$bin/kubectl-agent_day2" "$dir/bin/kubectl-agent_day2"
 export KUBECONFIG="$dir/kubeconfig" PATH="$dir/bin:$PATH"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 step kubectl get nodes -o wide
@@ -84,7 +85,7 @@ text = urllib.parse.unquote(f["contents"]["source"].split(",", 1)[1])
 print(next(l.split("=", 1)[1] for l in text.splitlines() if l.startswith(sys.argv[1] + "=")))' "$1"
   }
   printf '\n\033[1m$ agent-day2-sim run-node --iso %s --node 52:54:00:aa:00:31=192.168.111.32/24 (the real assisted-service)\033[0m\n' "$dir/out/node.x86_64.iso"
-  "$root/target/debug/agent-day2-sim" run-node --iso "$dir/out/node.x86_64.iso" --work "$dir/run-node" \
+  "$sim" run-node --iso "$dir/out/node.x86_64.iso" --work "$dir/run-node" \
       --bin-dir "$real_bin" --node 52:54:00:aa:00:31=192.168.111.32/24 \
       --image "api-server=$(env_of SERVICE_IMAGE)" --image "node-agent=$(env_of AGENT_DOCKER_IMAGE)" \
       --dns api.ostest.example.com=192.168.111.5 --dns api-int.ostest.example.com=192.168.111.5 \
@@ -99,7 +100,7 @@ fi
 # with their serving certificates. worker-1 has no static address: monitor learns it from
 # --ip-addresses once the host's own assisted-service answers with the batch token.
 printf '\n\033[1m$ agent-day2-sim boot --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 &\033[0m\n' "$dir/out/node.x86_64.iso"
-"$root/target/debug/agent-day2-sim" boot --dir "$dir" --iso "$dir/out/node.x86_64.iso" \
+"$sim" boot --dir "$dir" --iso "$dir/out/node.x86_64.iso" \
     --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 --timeout 180s >"$dir/boot.log" 2>&1 &
 boot=$!
 step kubectl agent-day2 monitor --approve --yes --ip-addresses 192.168.111.30,192.168.111.32 --timeout 3m
@@ -118,9 +119,9 @@ fi
 echo
 echo "migrate: cluster 0 serves $crd_note"
 # node 0 after a finished compact install: its own database and REST v2 on 192.168.111.20:8090.
-"$root/target/debug/agent-day2-sim" postgres --dir "$dir/src-db" >"$dir/src-db.log" 2>&1 &
+"$sim" postgres --dir "$dir/src-db" >"$dir/src-db.log" 2>&1 &
 for _ in $(seq 1 300); do [ -f "$dir/src-db/ready" ] && break; sleep 0.1; done
-"$root/target/debug/agent-day2-sim" node0 --dir "$dir/node0" --listen 192.168.111.20:8090 \
+"$sim" node0 --dir "$dir/node0" --listen 192.168.111.20:8090 \
     --db-url "$(cat "$dir/src-db/url")" >"$dir/node0.log" 2>&1 &
 for _ in $(seq 1 600); do [ -f "$dir/node0/ready" ] && break; sleep 0.1; done
 [ -f "$dir/node0/ready" ] || { cat "$dir/node0.log" >&2; exit 1; }

@@ -13,4 +13,4 @@ cargo build --workspace --quiet
 rc=0
 scripts/real-components.sh assisted || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
-exec target/debug/agent-day2-sim netns -- scripts/demo-inner.sh "$@"
+exec "${CARGO_TARGET_DIR:-target}/debug/agent-day2-sim" netns -- scripts/demo-inner.sh "$@"

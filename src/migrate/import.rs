@@ -569,7 +569,7 @@ pub fn check_restored_counts(
     Err(Error::InvalidInput {
         field: "bundle manifest.json".into(),
         message: crate::output::display(&format!(
-            "db/dump.sql does not hold what the manifest lists: {}; the manifest and the dump are              not from the same export",
+            "db/dump.sql does not hold what the manifest lists: {}; the manifest and the dump are not from the same export",
             diffs.join("; ")
         )),
     })
