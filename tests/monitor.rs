@@ -254,8 +254,9 @@ fn two_nodes_reach_ready_with_serving_certificates_under_monitor_approve() {
             "installing" => 4,
             "rebooting" => 5,
             "client-csr-pending" => 6,
-            "joined" | "ready" | "serving-csr-pending" => 7,
-            "done" => 8,
+            "client-approved" => 7,
+            "joined" | "ready" | "serving-csr-pending" => 8,
+            "done" => 9,
             other => panic!("unexpected stage {other}"),
         };
         let idx: Vec<usize> = st.iter().map(|s| rank(s)).collect();

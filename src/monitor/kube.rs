@@ -176,12 +176,24 @@ impl CsrIndex {
     }
 }
 
+/// Which client CSRs of a node count for its stage ([`view_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clients {
+    /// Every one (nothing else is known of the host).
+    All,
+    /// None: the host's own service reports it has not rebooted into the installed system.
+    None,
+    /// Those made at or after its reboot record (less the clock skew approve allows).
+    Since(Time),
+}
+
 /// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::by_node`]) created
 /// at or after `since` (the batch's creation, so an earlier life of the same name does not
-/// count) and its Node.
+/// count) its client CSRs as `clients` says, and its Node.
 pub fn view_of(
     name: &str,
     since: Option<Time>,
+    clients: Clients,
     csrs: &[(Kind, &CertificateSigningRequest)],
     nodes: &Store<Node>,
 ) -> KubeView {
@@ -193,6 +205,18 @@ pub fn view_of(
                 continue;
             }
         }
+        if kind == Kind::Client {
+            let eligible = match clients {
+                Clients::All => true,
+                Clients::None => false,
+                Clients::Since(at) => csr.metadata.creation_timestamp.as_ref().is_none_or(|c| {
+                    c.0.as_second() >= at.as_second() - crate::csr::REBOOT_CLOCK_SKEW_SECONDS
+                }),
+            };
+            if !eligible {
+                continue;
+            }
+        }
         let v = CsrView::from_k8s(csr);
         let pending = v.conditions.is_empty() && !v.has_certificate;
         let issued = v.has_certificate && v.conditions.iter().any(|c| c == "Approved");
@@ -200,10 +224,16 @@ pub fn view_of(
         match kind {
             Kind::Client if pending => k.client_csr_pending = Some(v.name),
             Kind::Client if approved => k.client_approved = Some(v.name),
-            Kind::Serving if pending => k.serving_csr_pending = Some(v.name),
+            Kind::Serving if pending => {
+                k.serving_csr_pending = Some(v.name);
+                k.serving_approved = false;
+            }
             Kind::Serving if issued => k.serving_issued = Some(v.name),
             // Approved, the certificate not issued yet: still waiting on it.
-            Kind::Serving if approved && !v.has_certificate => k.serving_csr_pending = Some(v.name),
+            Kind::Serving if approved && !v.has_certificate => {
+                k.serving_csr_pending = Some(v.name);
+                k.serving_approved = true;
+            }
             _ => {}
         }
     }
@@ -218,6 +248,7 @@ pub fn view_of(
     }
     if k.serving_issued.is_some() {
         k.serving_csr_pending = None;
+        k.serving_approved = false;
     }
     k
 }

@@ -520,6 +520,9 @@ struct Monitor {
     handled: BTreeSet<(Option<String>, Option<String>)>,
     /// Hosts whose reboot is recorded on their batch (or was tried and failed: said once).
     rebooted: BTreeSet<String>,
+    /// When each host's reboot was recorded (on its batch, or noted by this run): its client
+    /// CSRs count for its stage only from then on ([`kube::view_of`]).
+    reboot_at: BTreeMap<String, crate::csr::Time>,
     /// Queue of the reboot records' writer ([`reboot_writer`]).
     reboots: tokio::sync::mpsc::UnboundedSender<RebootQueued>,
     /// Records queued and not written yet.
@@ -579,9 +582,20 @@ impl Monitor {
                 continue;
             }
             let since = t.batch.as_ref().and_then(|b| self.since.get(b)).copied();
+            // A client CSR counts for the host's stage only once it can be its installed
+            // kubelet's: made after its reboot record; none while monitor follows the host's
+            // own service before its reboot, or before the host answered at all (a rogue CSR
+            // posted early must not hide the install's progress); any when monitor cannot
+            // follow the host (DHCP address unknown) or its service ended (Failed).
+            let clients = match self.reboot_at.get(&t.name) {
+                Some(at) => kube::Clients::Since(*at),
+                None if t.ip.is_some() && t.assisted.stage < Stage::Rebooting => kube::Clients::None,
+                None => kube::Clients::All,
+            };
             t.kube = kube::view_of(
                 &t.name,
                 since,
+                clients,
                 by_node.get(&t.name).map(Vec::as_slice).unwrap_or(&[]),
                 &self.nodes,
             );
@@ -622,6 +636,15 @@ impl Monitor {
                     .contains(&(c.metadata.name.clone(), c.metadata.resource_version.clone()))
             })
             .cloned()
+            .collect();
+        // Hosts this run follows through their own service whose reboot is not recorded yet:
+        // their boot-unverified CSRs wait for the record this run will write.
+        let awaiting_reboot: BTreeSet<String> = self
+            .tracks
+            .iter()
+            .filter(|t| t.named && t.ip.is_some() && t.assisted.stage != Stage::Failed)
+            .filter(|t| !self.reboot_at.contains_key(&t.name))
+            .map(|t| t.name.clone())
             .collect();
         let mut lines = Vec::new();
         for c in pending {
@@ -671,7 +694,17 @@ impl Monitor {
                                 o.verdict
                                     .reasons
                                     .iter()
-                                    .map(|r| r.to_string())
+                                    .map(|r| match r {
+                                        crate::csr::Reason::BootUnverified { node: n }
+                                            if awaiting_reboot.contains(n) =>
+                                        {
+                                            format!(
+                                                "waiting for {}'s own assisted-service to report its reboot: this monitor records it on the batch and judges the CSR again then",
+                                                crate::output::display(n)
+                                            )
+                                        }
+                                        r => r.to_string(),
+                                    })
                                     .collect::<Vec<_>>()
                                     .join("; ")
                             };
@@ -713,6 +746,7 @@ impl Monitor {
         };
         let host = t.name.clone();
         self.rebooted.insert(host.clone());
+        self.reboot_at.insert(host.clone(), at);
         let rec = batch::Reboot {
             host,
             at: at.to_string(),
@@ -1128,6 +1162,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             .iter()
             .flat_map(|b| b.reboots.iter().map(|r| r.host.clone()))
             .collect(),
+        reboot_at: batches
+            .iter()
+            .flat_map(|b| b.reboots.iter())
+            .filter_map(|r| Some((r.host.clone(), r.at.parse().ok()?)))
+            .collect(),
         reboots: reboot_tx,
         reboots_pending: 0,
     };
@@ -1246,7 +1285,13 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     m.show_changes();
                     // After the stage is shown: the record is written off the loop.
                     if let Ok(clusters) = &poll {
+                        let known = m.reboot_at.len();
                         m.note_reboot(&target, i, clusters, at);
+                        if m.reboot_at.len() != known {
+                            // Its client CSRs now count from the record on.
+                            m.refresh_kube();
+                            m.show_changes();
+                        }
                     }
                 }
                 Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),

@@ -3,7 +3,8 @@
 //!
 //! Stages (design.md "monitor", issue 5), in order: waiting for boot → API reachable → host
 //! registered → pre-flight validations → installing (percent, stage) → rebooting → client CSR
-//! pending → node joined → Ready → serving CSR pending → done (serving certificate issued).
+//! pending → client CSR approved (the kubelet registers the Node) → node joined → Ready →
+//! serving CSR pending → done (serving certificate issued).
 //! `failed` (install failed, cancelled, token expired) ends a node.
 
 use std::collections::BTreeMap;
@@ -32,6 +33,8 @@ pub enum Stage {
     Rebooting,
     /// The kubelet's client CSR waits for approval.
     ClientCsrPending,
+    /// A client CSR of the node is approved; the kubelet has not registered the Node yet.
+    ClientApproved,
     /// The Node object exists, not Ready yet.
     Joined,
     /// Ready; the serving CSR was not sent yet.
@@ -55,6 +58,7 @@ impl Stage {
             Stage::Installing => "installing",
             Stage::Rebooting => "rebooting",
             Stage::ClientCsrPending => "client-csr-pending",
+            Stage::ClientApproved => "client-approved",
             Stage::Joined => "joined",
             Stage::Ready => "ready",
             Stage::ServingCsrPending => "serving-csr-pending",
@@ -291,8 +295,10 @@ pub struct KubeView {
     pub node_exists: bool,
     /// Its Ready condition is True.
     pub ready: bool,
-    /// A pending serving CSR (name).
+    /// A pending serving CSR (name), or an approved one whose certificate is not issued yet.
     pub serving_csr_pending: Option<String>,
+    /// `serving_csr_pending` is approved (its certificate not issued yet).
+    pub serving_approved: bool,
     /// An issued serving certificate (CSR name).
     pub serving_issued: Option<String>,
 }
@@ -312,8 +318,13 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
             (_, Some(c), None) => (
                 Stage::ServingCsrPending,
                 format!(
-                    "{}; serving CSR {c} pending approval",
-                    if k.ready { "Ready" } else { "joined, not Ready" }
+                    "{}; serving CSR {c} {}",
+                    if k.ready { "Ready" } else { "joined, not Ready" },
+                    if k.serving_approved {
+                        "approved, waiting for its certificate"
+                    } else {
+                        "pending approval"
+                    }
                 ),
             ),
             (true, None, None) => (
@@ -327,16 +338,18 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
             (false, None, None) => (Stage::Joined, "node joined the cluster; not Ready yet".into()),
         };
     }
+    // An approved client CSR is the host's progress; a pending one besides it is an alarm's
+    // business, not a step back.
+    if let Some(c) = &k.client_approved {
+        return (
+            Stage::ClientApproved,
+            format!("client CSR {c} approved; waiting for the kubelet to register the Node"),
+        );
+    }
     if let Some(c) = &k.client_csr_pending {
         return (
             Stage::ClientCsrPending,
             format!("client CSR {c} pending approval"),
-        );
-    }
-    if let Some(c) = &k.client_approved {
-        return (
-            Stage::Joined,
-            format!("client CSR {c} approved; waiting for the kubelet to register the Node"),
         );
     }
     (a.stage, a.detail.clone())
@@ -594,12 +607,30 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(combined(&a, &k).0, Stage::ClientCsrPending);
+        // Approved, no Node yet: not "joined"; a pending CSR besides it is no step back.
+        k.client_approved = Some("csr-0".into());
+        assert_eq!(
+            combined(&a, &k),
+            (
+                Stage::ClientApproved,
+                "client CSR csr-0 approved; waiting for the kubelet to register the Node".into()
+            )
+        );
         k.node_exists = true;
         assert_eq!(combined(&a, &k).0, Stage::Joined);
         k.ready = true;
         assert_eq!(combined(&a, &k).0, Stage::Ready);
         k.serving_csr_pending = Some("csr-2".into());
-        assert_eq!(combined(&a, &k).0, Stage::ServingCsrPending);
+        assert_eq!(combined(&a, &k).1, "Ready; serving CSR csr-2 pending approval");
+        // Approved, its certificate not issued yet: not "pending approval" any more.
+        k.serving_approved = true;
+        assert_eq!(
+            combined(&a, &k),
+            (
+                Stage::ServingCsrPending,
+                "Ready; serving CSR csr-2 approved, waiting for its certificate".into()
+            )
+        );
         k.serving_csr_pending = None;
         k.serving_issued = Some("csr-2".into());
         assert_eq!(combined(&a, &k).0, Stage::Done);
