@@ -99,7 +99,7 @@ pub struct BootArgs {
     /// client CSR and waits on that one only, as the real kubelet does every 15 minutes
     /// (client-go certificate manager `certificateWaitTimeout`), e.g. --kubelet-retry 3s.
     /// Default: wait for ever on the first CSR.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub kubelet_retry: Option<Duration>,
     /// Real-time factor of the stage clock: a stage that takes 60 s on a machine takes
     /// 60 s × scale here.
@@ -191,6 +191,15 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     // try_: a huge or negative value is an error, not a panic
     Duration::try_from_secs_f64(secs).map_err(|_| format!("{s:?} is out of range"))
+}
+
+/// [`parse_duration`] of at least 100 ms: a kubelet retry of zero would re-key without pause.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(100) {
+        return Err(format!("{s:?} is too short: give at least 100ms, e.g. 3s"));
+    }
+    Ok(d)
 }
 
 /// Writes event lines.
@@ -715,6 +724,9 @@ mod tests {
             "out of range is an error, not a panic"
         );
         assert!(parse_duration("3y").is_err());
+        assert!(parse_positive_duration("0").is_err());
+        assert!(parse_positive_duration("50ms").is_err());
+        assert_eq!(parse_positive_duration("3s").unwrap(), Duration::from_secs(3));
     }
 
     #[derive(clap::Parser, Debug)]
