@@ -48,6 +48,10 @@ pub struct Row {
     pub action: Action,
     /// Every failed check: stable code and message (escaped).
     pub reasons: Vec<ReasonDoc>,
+    /// A client CSR approved (or to be) without a reboot record of its host
+    /// (`--trust-unverified-boot`): nothing bound it to the machine. Absent when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unverified_boot: bool,
 }
 
 /// A reason in the document.
@@ -94,9 +98,11 @@ pub struct Waiting {
     /// Batch that expects it.
     pub batch: String,
     /// Stable code of what is missing: `client-csr` (no client CSR yet), `client-csr-rejected`,
+    /// `client-csr-held` (waits for the reboot record, or rivals sorted out),
     /// `client-csr-not-approved` (passes, not approved: dry run or declined), `node-join`
     /// (client certificate approved, Node not registered yet), `serving-csr`,
-    /// `serving-csr-rejected`, `serving-csr-not-approved`, `serving-certificate` (approved, not
+    /// `serving-csr-rejected`, `serving-csr-held` (address unknown), `serving-csr-not-approved`,
+    /// `serving-certificate` (approved, not
     /// issued yet), `ready` (Node not Ready).
     pub waits_for: &'static str,
     /// The CSR concerned, when one is (escaped).
@@ -166,11 +172,12 @@ fn csr_wait(
             .map(|r| r.message.clone())
             .collect::<Vec<_>>()
             .join("; ");
+        let code = if v.held() { "held" } else { "rejected" };
         return Some((
-            "rejected",
+            code,
             name.clone(),
             reasons,
-            format!("{kind} CSR {name} rejected: {why}"),
+            format!("{kind} CSR {name} {code}: {why}"),
         ));
     }
     if super::has_condition(c, "Denied") || super::has_condition(c, "Failed") {
@@ -184,14 +191,17 @@ fn csr_wait(
     None
 }
 
-/// `waits_for` of a CSR that is held: rejected by the checklist, or passing but not approved.
-fn held_code(kind: Kind, rejected: bool) -> &'static str {
-    match (kind, rejected) {
-        (Kind::Client, true) => "client-csr-rejected",
-        (Kind::Client, false) => "client-csr-not-approved",
+/// `waits_for` of a CSR left pending: rejected by the checklist, held (waiting for more
+/// information: [`crate::csr::Verdict::held`]), or passing but not approved.
+fn held_code(kind: Kind, code: &str) -> &'static str {
+    match (kind, code) {
+        (Kind::Client, "rejected") => "client-csr-rejected",
+        (Kind::Client, "held") => "client-csr-held",
+        (Kind::Client, _) => "client-csr-not-approved",
         // waiting() asks only for client and serving CSRs.
-        (_, true) => "serving-csr-rejected",
-        (_, false) => "serving-csr-not-approved",
+        (_, "rejected") => "serving-csr-rejected",
+        (_, "held") => "serving-csr-held",
+        (_, _) => "serving-csr-not-approved",
     }
 }
 
@@ -213,12 +223,9 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
         if !n.joined {
             let w = match newest_csr(a, &n.node, Kind::Client, &verdicts) {
                 Some((c, v)) => match csr_wait(c, v, Kind::Client) {
-                    Some((code, csr, reasons, what)) => mk(
-                        held_code(Kind::Client, code == "rejected"),
-                        Some(csr),
-                        reasons,
-                        what,
-                    ),
+                    Some((code, csr, reasons, what)) => {
+                        mk(held_code(Kind::Client, code), Some(csr), reasons, what)
+                    }
                     None => {
                         let csr = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
                         mk(
@@ -244,12 +251,9 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
         if !n.serving_issued {
             let w = match newest_csr(a, &n.node, Kind::Serving, &verdicts) {
                 Some((c, v)) => match csr_wait(c, v, Kind::Serving) {
-                    Some((code, csr, reasons, what)) => mk(
-                        held_code(Kind::Serving, code == "rejected"),
-                        Some(csr),
-                        reasons,
-                        what,
-                    ),
+                    Some((code, csr, reasons, what)) => {
+                        mk(held_code(Kind::Serving, code), Some(csr), reasons, what)
+                    }
                     None => {
                         let csr = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
                         mk(
@@ -297,17 +301,27 @@ fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
         eprintln!("waiting: {}", w.message);
     }
     if waiting.is_empty() {
-        let rejected: Vec<&str> = rows
-            .iter()
-            .filter(|r| matches!(r.action, Action::Rejected | Action::Denied))
-            .map(|r| r.name.as_str())
-            .collect();
+        let of = |a: Action| -> Vec<String> {
+            rows.iter()
+                .filter(|r| r.action == a)
+                .map(|r| cut(&r.name))
+                .collect()
+        };
+        let (rejected, held) = (of(Action::Rejected), of(Action::Held));
         if !rejected.is_empty() {
             eprintln!(
                 "every expected node is Ready with its serving certificate; exit 7 because CSR(s) {} \
-                    were rejected (REASONS above): they stay pending unless you deny them (--deny-invalid) \
-                    or delete them",
-                rejected.iter().map(|r| cut(r)).collect::<Vec<_>>().join(", ")
+                 were rejected (REASONS above): they stay pending unless you deny them (--deny-invalid) \
+                 or delete them",
+                rejected.join(", ")
+            );
+        }
+        if !held.is_empty() {
+            eprintln!(
+                "every expected node is Ready with its serving certificate; exit 7 because CSR(s) {} \
+                 are held (REASONS above: they wait for more information; --deny-invalid leaves them): \
+                 delete them once you know they are not needed",
+                held.join(", ")
             );
         }
     }
@@ -335,6 +349,7 @@ fn row(view: &CsrView, v: &Verdict, action: Action) -> Row {
         sans,
         created: view.created.map(|t| t.to_string()),
         action,
+        unverified_boot: v.unverified_boot && matches!(action, Action::Approved | Action::WouldApprove),
         reasons: v
             .reasons
             .iter()
@@ -365,6 +380,7 @@ fn verdict_cell(r: &Row) -> String {
         Action::Denied => "DENIED".into(),
         Action::WouldApprove => "approve".into(),
         Action::Rejected => "REJECT".into(),
+        Action::Held => "HOLD".into(),
         Action::NotPending => "not pending".into(),
         Action::Ignored => "ignored".into(),
     }
@@ -374,6 +390,65 @@ fn verdict_cell(r: &Row) -> String {
 /// a table cell, ending in `…`, never inside an escape (`\\`, `\u{..}`). Only the table
 /// cuts: `-o json|yaml` carry the full escaped values.
 fn cut(escaped: &str) -> String {
+    let tokens = escape_tokens(escaped);
+    let total: usize = tokens.iter().map(|t| t.chars().count()).sum();
+    if total <= CELL_MAX {
+        return escaped.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0usize;
+    for t in tokens {
+        let n = t.chars().count();
+        if used + n > CELL_MAX - 1 {
+            break;
+        }
+        out.push_str(&t);
+        used += n;
+    }
+    out.push('…');
+    out
+}
+
+/// The REQUESTER cell: the node-bootstrapper service account as `node-bootstrapper (SA)`;
+/// anything else longer than [`CELL_MAX`] cut in the middle, so its end (a service account's
+/// name) stays visible.
+fn requester_cell(escaped: &str) -> String {
+    if escaped == crate::csr::BOOTSTRAPPER {
+        return "node-bootstrapper (SA)".into();
+    }
+    let tokens = escape_tokens(escaped);
+    let total: usize = tokens.iter().map(|t| t.chars().count()).sum();
+    if total <= CELL_MAX {
+        return escaped.to_string();
+    }
+    let (mut head, mut tail) = (Vec::new(), Vec::new());
+    let (mut h, mut t) = (0usize, 0usize);
+    let (mut i, mut j) = (0usize, tokens.len());
+    // The end gets the larger half.
+    while i < j {
+        let n = tokens[j - 1].chars().count();
+        if t + n + h > CELL_MAX - 1 || t + n > (CELL_MAX - 1) - (CELL_MAX - 1) / 3 {
+            break;
+        }
+        t += n;
+        j -= 1;
+        tail.push(tokens[j].clone());
+    }
+    while i < j {
+        let n = tokens[i].chars().count();
+        if h + n + t > CELL_MAX - 1 {
+            break;
+        }
+        h += n;
+        head.push(tokens[i].clone());
+        i += 1;
+    }
+    tail.reverse();
+    format!("{}…{}", head.concat(), tail.concat())
+}
+
+/// An escaped value split into characters, an escape (`\\`, `\u{..}`) being one.
+fn escape_tokens(escaped: &str) -> Vec<String> {
     let mut tokens: Vec<String> = Vec::new();
     let mut it = escaped.chars().peekable();
     while let Some(c) = it.next() {
@@ -394,22 +469,7 @@ fn cut(escaped: &str) -> String {
         }
         tokens.push(t);
     }
-    let total: usize = tokens.iter().map(|t| t.chars().count()).sum();
-    if total <= CELL_MAX {
-        return escaped.to_string();
-    }
-    let mut out = String::new();
-    let mut used = 0usize;
-    for t in tokens {
-        let n = t.chars().count();
-        if used + n > CELL_MAX - 1 {
-            break;
-        }
-        out.push_str(&t);
-        used += n;
-    }
-    out.push('…');
-    out
+    tokens
 }
 
 fn table(rows: &[Row]) -> String {
@@ -431,7 +491,7 @@ fn table(rows: &[Row]) -> String {
                     cut(&r.name),
                     cut(&r.node),
                     r.kind.to_string(),
-                    cut(&r.requester),
+                    requester_cell(&r.requester),
                     if r.sans.is_empty() {
                         "-".into()
                     } else {
@@ -454,13 +514,15 @@ fn table(rows: &[Row]) -> String {
     )
 }
 
-/// Exit status from the rows and the node states: 0 nothing rejected or left pending and every
-/// expected node's serving CSR approved or issued; 7 otherwise. A client CSR its kubelet
+/// Exit status from the rows and the node states: 0 nothing rejected, held or left pending
+/// (a CSR denied now is handled) and every expected node's serving CSR approved or issued; 7
+/// otherwise. A client CSR its kubelet
 /// abandoned for a newer one ([`Approver::abandoned`]) is not a rejection.
 fn exit_code(rows: &[Row], nodes: &[NodeState], abandoned: impl Fn(&Row) -> bool) -> u8 {
+    // Denied CSRs are handled (--deny-invalid); held ones are still pending.
     let rejected = rows
         .iter()
-        .any(|r| matches!(r.action, Action::Rejected | Action::Denied) && !abandoned(r));
+        .any(|r| matches!(r.action, Action::Rejected | Action::Held) && !abandoned(r));
     let pending = rows.iter().any(|r| r.action == Action::WouldApprove);
     let all = nodes.iter().all(|n| n.serving_approved || n.serving_issued);
     if rejected || pending || !all {
@@ -660,7 +722,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
                 if v.approve {
                     Action::WouldApprove
                 } else {
-                    Action::Rejected
+                    Action::refused(v)
                 },
             )
         })
@@ -1000,7 +1062,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         .iter()
         // A rejected CSR that was later approved or issued no longer counts.
         .any(|r| {
-            matches!(r.action, Action::Rejected | Action::Denied)
+            matches!(r.action, Action::Rejected | Action::Held)
                 && !stale(r)
                 && !a.abandoned(&r.name)
                 && still_pending(a, &r.name)
@@ -1147,9 +1209,81 @@ pub fn client_approval_warning(o: &Outcome) -> Option<String> {
     })
 }
 
-/// Prints [`client_approval_warning`] on stderr.
+/// The warning for each client CSR approved without a reboot record of its host
+/// (`--trust-unverified-boot`), by `approve` and `monitor --approve` alike; None otherwise.
+pub fn unverified_boot_warning(o: &Outcome) -> Option<String> {
+    (o.action == Action::Approved && o.verdict.kind == Kind::Client && o.verdict.unverified_boot).then(|| {
+        format!(
+            "client CSR {} for {} was approved without a reboot record (--trust-unverified-boot): \
+             nothing bound it to the machine that booted the image",
+            escape_for_display(&o.csr, CELL_MAX),
+            o.verdict
+                .node
+                .as_deref()
+                .map(|x| escape_for_display(x, CELL_MAX))
+                .unwrap_or_default()
+        )
+    })
+}
+
+/// Prints [`client_approval_warning`] and [`unverified_boot_warning`] on stderr.
 fn warn_client(o: &Outcome) {
     if let Some(w) = client_approval_warning(o) {
         eprintln!("warning: {w}");
+    }
+    if let Some(w) = unverified_boot_warning(o) {
+        eprintln!("warning: {w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(name: &str, action: Action) -> Row {
+        Row {
+            name: name.into(),
+            node: "worker-0".into(),
+            kind: Kind::Client,
+            requester: crate::csr::BOOTSTRAPPER.into(),
+            sans: vec![],
+            created: None,
+            action,
+            reasons: vec![],
+            unverified_boot: false,
+        }
+    }
+
+    #[test]
+    fn requester_cells_keep_the_name_end() {
+        assert_eq!(requester_cell(crate::csr::BOOTSTRAPPER), "node-bootstrapper (SA)");
+        let other = "system:serviceaccount:openshift-machine-config-operator:node-bootstrapperx";
+        let c = requester_cell(other);
+        assert!(c.chars().count() <= CELL_MAX, "{c}");
+        assert!(
+            c.starts_with("system:") && c.ends_with(":node-bootstrapperx") && c.contains('…'),
+            "{c}"
+        );
+        assert_eq!(requester_cell("system:node:worker-0"), "system:node:worker-0");
+    }
+
+    #[test]
+    fn denied_csrs_are_handled_held_ones_are_pending() {
+        let done = NodeState {
+            node: "worker-0".into(),
+            batch: "b".into(),
+            ips: vec![],
+            joined: true,
+            ready: true,
+            serving_approved: true,
+            serving_issued: true,
+        };
+        let nodes = [done];
+        let rows = [r("csr-a", Action::Denied), r("csr-b", Action::Denied)];
+        assert_eq!(exit_code(&rows, &nodes, |_| false), exit::OK);
+        let rows = [r("csr-a", Action::Denied), r("csr-b", Action::Held)];
+        assert_eq!(exit_code(&rows, &nodes, |_| false), exit::CSRS);
+        let rows = [r("csr-a", Action::Rejected)];
+        assert_eq!(exit_code(&rows, &nodes, |_| false), exit::CSRS);
     }
 }

@@ -84,10 +84,24 @@ pub enum Action {
     WouldApprove,
     /// Fails a check; left pending.
     Rejected,
+    /// Waits for more information (the host's reboot record or address, rival CSRs sorted
+    /// out: [`Verdict::held`]); left pending, judged again when it comes.
+    Held,
     /// Not pending (approved, denied, failed or issued already): nothing done.
     NotPending,
     /// Another signer: never touched.
     Ignored,
+}
+
+impl Action {
+    /// What a verdict that does not approve is: [`Action::Held`] or [`Action::Rejected`].
+    pub fn refused(v: &Verdict) -> Action {
+        if v.held() {
+            Action::Held
+        } else {
+            Action::Rejected
+        }
+    }
 }
 
 /// The result of [`Approver::handle`] / [`Approver::approve`] for one CSR.
@@ -589,7 +603,7 @@ impl Approver {
                         format!("before {node}'s own assisted-service reported its reboot (not its installed system's)")
                     };
                     return Some(format!(
-                        "{node}: client CSR {csr} was made {when}: it is never approved and Node {node}                          does not need it (nothing is wrong with the Node); delete the CSR (`oc delete csr {csr}`)"
+                        "{node}: client CSR {csr} was made {when}: it is never approved and Node {node} does not need it (nothing is wrong with the Node); delete the CSR (`oc delete csr {csr}`)"
                     ));
                 }
                 let recorded = self
@@ -598,7 +612,7 @@ impl Approver {
                     .iter()
                     .any(|a| a.node == node && a.kind == Kind::Client);
                 Some(format!(
-                    "{node}: client CSR {csr}: Node {node} exists already, and a bootstrap client                      certificate is never approved for a node that has joined (its kubelet renews                      its own as system:node:{node}), with or without --reissue; so this CSR comes                      from a machine booted again from {node}'s image or from another holder of the                      bootstrap token. Do not delete the Node on its account: delete the CSR                      (`oc delete csr {csr}`) or deny it (`approve --deny-invalid`); only if you                      reinstalled {node} on purpose, delete the old Node (`oc delete node {node}`),                      then run approve again{again}",
+                    "{node}: client CSR {csr}: Node {node} exists already, and a bootstrap client certificate is never approved for a node that has joined (its kubelet renews its own as system:node:{node}), with or without --reissue; so this CSR comes from a machine booted again from {node}'s image or from another holder of the bootstrap token. Do not delete the Node on its account: delete the CSR (`oc delete csr {csr}`) or deny it (`approve --deny-invalid`); only if you reinstalled {node} on purpose, delete the old Node (`oc delete node {node}`), then run approve again{again}",
                     again = if recorded {
                         format!(" with --reissue {node} (its first client approval is recorded)")
                     } else {
@@ -867,8 +881,8 @@ impl Approver {
         }
         Ok(Outcome {
             csr: name,
+            action: Action::refused(&v),
             verdict: v,
-            action: Action::Rejected,
         })
     }
 
@@ -882,6 +896,7 @@ impl Approver {
             node,
             approve: false,
             reasons: vec![],
+            unverified_boot: false,
         }
     }
 
@@ -907,6 +922,7 @@ impl Approver {
             node: None,
             approve: false,
             reasons: vec![],
+            unverified_boot: false,
         });
         Some(Outcome {
             csr: name.into(),
@@ -921,12 +937,7 @@ impl Approver {
     pub fn deniable(&self, v: &Verdict) -> bool {
         !v.approve
             && v.node.as_ref().is_some_and(|n| self.expected.get(n).is_some())
-            && v.reasons.iter().any(|r| {
-                !matches!(
-                    r.code(),
-                    "no-expected-addresses" | "boot-unverified" | "second-requester" | "competing-requests"
-                )
-            })
+            && v.reasons.iter().any(|r| !r.waits())
     }
 
     /// The alarms ([`crate::csr::alarms`]) over every kubelet CSR seen: a bootstrap client CSR
@@ -947,7 +958,13 @@ impl Approver {
         if all.is_empty() {
             return vec![];
         }
-        crate::csr::alarms(&all, &self.rival_verdicts(), &self.expected, &self.approvals())
+        crate::csr::alarms(
+            &all,
+            &self.rival_verdicts(),
+            &self.expected,
+            &self.approvals(),
+            |n| self.existing.contains(n),
+        )
     }
 
     /// The verdicts on the pending client CSRs of nodes that have two or more of them (the only
@@ -1064,8 +1081,8 @@ impl Approver {
             if !v.approve {
                 return Ok(Outcome {
                     csr: name.into(),
+                    action: Action::refused(&v),
                     verdict: v,
-                    action: Action::Rejected,
                 });
             }
             let node = v.node.clone().unwrap_or_default();
@@ -1182,7 +1199,7 @@ impl Approver {
                     action: if v.approve {
                         Action::WouldApprove
                     } else {
-                        Action::Rejected
+                        Action::refused(&v)
                     },
                     verdict: v,
                 });

@@ -312,6 +312,19 @@ pub struct Verdict {
     pub approve: bool,
     /// Every failed check, in checklist order.
     pub reasons: Vec<Reason>,
+    /// A client CSR of an expected node whose reboot is not recorded, judged without that
+    /// check because of [`Policy::trust_unverified_boot`]: nothing binds it to the machine
+    /// (an approval of it is said with a warning and marked in `-o json`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unverified_boot: bool,
+}
+
+impl Verdict {
+    /// Not approved, and every reason waits for more information ([`Reason::waits`]): held,
+    /// not rejected.
+    pub fn held(&self) -> bool {
+        !self.approve && !self.reasons.is_empty() && self.reasons.iter().all(Reason::waits)
+    }
 }
 
 /// Decides whether `csr` may be approved. Pure and total: never panics, never does I/O.
@@ -446,10 +459,12 @@ fn verdict_with_key(
             reasons: vec![Reason::OtherSigner {
                 signer: csr.signer_name.clone(),
             }],
+            unverified_boot: false,
         };
         return (v, None);
     }
     let mut reasons = Vec::new();
+    let mut unverified_boot = false;
 
     // 1. PEM, DER, algorithms, signature, attributes.
     let (parsed, parse_reasons) = parse_request(&csr.request);
@@ -520,14 +535,16 @@ fn verdict_with_key(
 
     // 4. Signer-specific checks.
     match kind {
-        Kind::Client => check_client(
-            csr,
-            parsed.as_ref(),
-            node.as_deref(),
-            (expected, existing, approvals),
-            policy,
-            &mut reasons,
-        ),
+        Kind::Client => {
+            unverified_boot = check_client(
+                csr,
+                parsed.as_ref(),
+                node.as_deref(),
+                (expected, existing, approvals),
+                policy,
+                &mut reasons,
+            )
+        }
         Kind::Serving => {
             if node.is_none() {
                 // No usable CN: attribute the CSR to the requester for display and grouping.
@@ -557,6 +574,7 @@ fn verdict_with_key(
             node,
             approve: reasons.is_empty(),
             reasons,
+            unverified_boot,
         },
         spki,
     )
@@ -579,7 +597,7 @@ fn check_client(
     (expected, existing, approvals): (&ExpectedNodes, &ExistingNodes, &ApprovalsRecorded),
     policy: &Policy,
     reasons: &mut Vec<Reason>,
-) {
+) -> bool {
     if csr.username != BOOTSTRAPPER {
         reasons.push(Reason::ClientRequester {
             username: csr.username.clone(),
@@ -625,7 +643,7 @@ fn check_client(
             usages: csr.usages.clone(),
         });
     }
-    let Some(name) = node else { return };
+    let Some(name) = node else { return false };
     let node_exists = existing.names.contains(name);
     if node_exists {
         reasons.push(Reason::NodeExists {
@@ -636,7 +654,7 @@ fn check_client(
         reasons.push(Reason::NotExpectedNode {
             node: name.to_string(),
         });
-        return;
+        return false;
     };
     let count = approvals.count(name, Kind::Client, &csr.name);
     if count > exp.reissue {
@@ -675,16 +693,18 @@ fn check_client(
         {
             reasons.push(Reason::CreatedBeforeReboot {
                 node: name.to_string(),
+                csr: csr.name.clone(),
                 created,
                 rebooted,
             })
         }
         (Some(_), _) => {}
-        (None, _) if policy.trust_unverified_boot => {}
+        (None, _) if policy.trust_unverified_boot => return true,
         (None, _) => reasons.push(Reason::BootUnverified {
             node: name.to_string(),
         }),
     }
+    false
 }
 
 fn check_serving(
@@ -996,14 +1016,18 @@ pub fn client_cn_node(c: &CsrView) -> Option<String> {
 ///
 /// - `possible-impostor`, per expected node: a client CSR from the node-bootstrapper created
 ///   after a client CSR of that node that was approved (recorded on the batch, or Approved in
-///   the cluster), both made since its batch was recorded. A joined kubelet renews as
-///   `system:node:<name>` (not an alarm), so a new bootstrap request is someone else's.
+///   the cluster), both made since its batch was recorded. When the Node exists (`node_exists`),
+///   its kubelet renews as `system:node:<name>` (not an alarm), so a new bootstrap request is
+///   someone else's; when it does not, the approved certificate was never used to register it,
+///   and either CSR may be the impostor's (the approved one suspect). A recorded approval whose
+///   CSR was deleted is cited as `NAME (deleted)`.
 /// - `second-requester`, per node whose pending client CSRs got [`Reason::SecondRequester`].
 pub fn alarms(
     all: &[(CsrView, String)],
     judged: &[(CsrView, Verdict)],
     expected: &ExpectedNodes,
     approvals: &ApprovalsRecorded,
+    node_exists: impl Fn(&str) -> bool,
 ) -> Vec<Alarm> {
     let show = |s: &str| escape_for_display(s, usize::MAX);
     let view_csr = |c: &CsrView| AlarmCsr {
@@ -1038,7 +1062,12 @@ pub fn alarms(
                 continue;
             }
             let shown = AlarmCsr {
-                name: show(&a.csr),
+                // Only CSRs that still exist are cited as they are.
+                name: if obj.is_some() {
+                    show(&a.csr)
+                } else {
+                    format!("{} (deleted)", show(&a.csr))
+                },
                 created: created.map(|t| t.to_string()),
                 requester: a
                     .requester
@@ -1073,10 +1102,8 @@ pub fn alarms(
             }
             let a = &approved[first_i].1;
             let b = view_csr(c);
-            out.push(Alarm {
-                code: "possible-impostor",
-                node: show(node),
-                message: format!(
+            let message = if node_exists(node) {
+                format!(
                     "possible impostor: client CSR {} (created {}, by {}, {}) asks the bootstrap way for {} after its client CSR {} (created {}, by {}) was approved; a joined kubelet renews as {NODE_PREFIX}{}, so this one comes from another holder of the bootstrap token (or a machine booted again from {}'s image); it is not approved: find out who made it, then delete it (oc delete csr {})",
                     b.name,
                     b.created.as_deref().unwrap_or("at an unknown time"),
@@ -1089,7 +1116,34 @@ pub fn alarms(
                     show(node),
                     show(node),
                     b.name,
-                ),
+                )
+            } else {
+                // The approved certificate was never used to register the Node: nothing says
+                // which of the two is the host's kubelet.
+                format!(
+                    "possible impostor: client CSR {} (created {}, by {}, {}) asks the bootstrap way for {} after its client CSR {} (created {}, by {}) was approved, and no Node {} has registered since: either may be the impostor, and the approved one is suspect because no Node appeared after its approval. Check on {}'s console which kubelet is real (the host runs its installed system; its kubelet's log from when the CSRs were made: `journalctl -u kubelet`). Deleting a CSR revokes nothing: the certificate issued for {} stays valid until its notAfter (Kubernetes has no certificate revocation). Only once you have checked that {} is the real kubelet's, approve it with `approve --reissue {}`; if {} is, delete {} (oc delete csr {})",
+                    b.name,
+                    b.created.as_deref().unwrap_or("at an unknown time"),
+                    b.requester.as_deref().unwrap_or("?"),
+                    b.state,
+                    show(node),
+                    a.name,
+                    a.created.as_deref().unwrap_or("at an unknown time"),
+                    a.requester.as_deref().unwrap_or("an unrecorded requester"),
+                    show(node),
+                    show(node),
+                    a.name,
+                    b.name,
+                    show(node),
+                    a.name,
+                    b.name,
+                    b.name,
+                )
+            };
+            out.push(Alarm {
+                code: "possible-impostor",
+                node: show(node),
+                message,
                 csrs: vec![a.clone(), b],
             });
         }
@@ -1230,22 +1284,43 @@ mod tests {
         let m = v[0].reasons[0].to_string();
         assert!(
             m.contains("before worker-0's own assisted-service reported at 2026-01-10T10:20:00Z")
-                && m.contains("never approved"),
+                && m.contains("never approved")
+                && m.contains("(oc delete csr csr-rogue)")
+                && !m.contains("NAME"),
             "{m}"
         );
+        assert!(!v[0].held(), "refused for good: {v:?}");
 
-        // No record: what could not be verified, and the flag that approves anyway.
+        // No record: what could not be verified (held, not rejected), and the flag that
+        // approves anyway, marked as such.
         let mut s = sc(None);
         let v = s.all(std::slice::from_ref(&after));
         assert_eq!(v, [vec!["boot-unverified"]]);
+        let judge = |s: &Sc| {
+            verdict_all(
+                std::slice::from_ref(&after),
+                &s.expected,
+                &ExistingNodes::default(),
+                &s.approvals,
+                &s.policy,
+                t("2026-01-10T12:00:00Z"),
+            )
+            .remove(0)
+        };
+        assert!(judge(&s).held() && !judge(&s).unverified_boot);
         s.policy.trust_unverified_boot = true;
         assert_eq!(s.all(std::slice::from_ref(&after)), [NONE]);
+        assert!(judge(&s).approve && judge(&s).unverified_boot);
         let m = Reason::BootUnverified {
             node: "worker-0".into(),
         }
         .to_string();
         assert!(
-            m.contains("no reboot of worker-0 is recorded") && m.contains("--trust-unverified-boot"),
+            m.contains("no reboot of worker-0 is recorded")
+                && m.contains("if monitor follows this host, wait for its reboot record")
+                && m.contains("approve --watch judges the CSR again when it lands")
+                && m.contains("pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's")
+                && !m.contains("having checked the host yourself"),
             "{m}"
         );
     }
@@ -1328,11 +1403,13 @@ mod tests {
                 .map(|c| ((*c).clone(), client_cn_node(c).unwrap()))
                 .collect()
         };
+        let joined = |n: &str| n == "worker-0";
         let al = alarms(
             &with_node(&[&real, &older, &rogue, &renewal]),
             &[],
             &s.expected,
             &s.approvals,
+            joined,
         );
         assert_eq!(al.len(), 1, "{al:#?}");
         assert_eq!(al[0].code, "possible-impostor");
@@ -1347,9 +1424,44 @@ mod tests {
         );
         // Approved in the cluster but not recorded (someone ran oc adm certificate approve): same.
         let none = ApprovalsRecorded::default();
-        let al = alarms(&with_node(&[&real, &rogue]), &[], &s.expected, &none);
+        let al = alarms(&with_node(&[&real, &rogue]), &[], &s.expected, &none, joined);
         assert_eq!(al.len(), 1);
         // Nothing approved: no alarm.
-        assert!(alarms(&with_node(&[&rogue]), &[], &s.expected, &none).is_empty());
+        assert!(alarms(&with_node(&[&rogue]), &[], &s.expected, &none, joined).is_empty());
+
+        // No Node registered with the approved certificate: either may be the impostor (the
+        // approved one suspect); no advice to delete the newer one as someone else's, and the
+        // revocation caveat with the --reissue way for the real one.
+        let al = alarms(
+            &with_node(&[&real, &rogue]),
+            &[],
+            &s.expected,
+            &s.approvals,
+            |_| false,
+        );
+        assert_eq!(al.len(), 1, "{al:#?}");
+        let m = &al[0].message;
+        assert!(m.contains("either may be the impostor"), "{m}");
+        assert!(
+            m.contains("the approved one is suspect because no Node appeared after its approval"),
+            "{m}"
+        );
+        assert!(
+            m.contains("the certificate issued for csr-real stays valid until its notAfter"),
+            "{m}"
+        );
+        assert!(m.contains("Kubernetes has no certificate revocation"), "{m}");
+        assert!(m.contains("console"), "{m}");
+        assert!(m.contains("`approve --reissue worker-0`"), "{m}");
+        assert!(!m.contains("renews as"), "{m}");
+        assert!(!m.contains("comes from another holder"), "{m}");
+        // The approved CSR deleted since: cited as such.
+        let al = alarms(&with_node(&[&rogue]), &[], &s.expected, &s.approvals, |_| false);
+        assert_eq!(al[0].csrs[0].name, "csr-real (deleted)");
+        assert!(
+            al[0].message.contains("its client CSR csr-real (deleted)"),
+            "{}",
+            al[0].message
+        );
     }
 }

@@ -145,6 +145,8 @@ pub enum Reason {
     /// for its reboot (less [`super::REBOOT_CLOCK_SKEW_SECONDS`]): not its installed kubelet's.
     CreatedBeforeReboot {
         node: String,
+        /// The CSR's name.
+        csr: String,
         created: Time,
         rebooted: Time,
     },
@@ -164,6 +166,19 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// The CSR waits for more information rather than fails: the node's reboot record or
+    /// address, or an operator sorting out rival CSRs. A CSR whose every reason waits is
+    /// *held* (HOLD, `"held"`), not rejected, and `--deny-invalid` leaves it alone.
+    pub fn waits(&self) -> bool {
+        matches!(
+            self,
+            Reason::BootUnverified { .. }
+                | Reason::SecondRequester { .. }
+                | Reason::CompetingRequests { .. }
+                | Reason::NoExpectedAddresses { .. }
+        )
+    }
+
     /// Stable short code for JSON/YAML output (never changes once released).
     pub fn code(&self) -> &'static str {
         use Reason::*;
@@ -328,6 +343,16 @@ impl fmt::Display for Reason {
             NotExpectedNode { node } => write!(f, "node {} is not an expected new node", esc(node)),
             AlreadyApproved {
                 node,
+                kind: Kind::Client,
+                count,
+                reissue_helps: true,
+            } => write!(
+                f,
+                "{0} already has {count} client CSR approval(s) recorded and no Node {0} registered with it: see the possible-impostor alarm; only once you have checked on {0}'s console that this CSR is its kubelet's, approve it with --reissue {0}",
+                esc(node)
+            ),
+            AlreadyApproved {
+                node,
                 kind,
                 count,
                 reissue_helps: true,
@@ -413,15 +438,21 @@ impl fmt::Display for Reason {
             Superseded { node, kind, by } => {
                 write!(f, "a newer {kind} CSR for {} ({}) is approved instead", esc(node), esc(by))
             }
-            CreatedBeforeReboot { node, created, rebooted } => write!(
+            CreatedBeforeReboot {
+                node,
+                csr,
+                created,
+                rebooted,
+            } => write!(
                 f,
-                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr NAME)",
+                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr {2})",
                 esc(node),
-                super::REBOOT_CLOCK_SKEW_SECONDS
+                super::REBOOT_CLOCK_SKEW_SECONDS,
+                esc(csr)
             ),
             BootUnverified { node } => write!(
                 f,
-                "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`oc agent-day2 monitor` records it when the host's own assisted-service reports it; a DHCP host needs its address: monitor --ip-addresses IP); having checked the host yourself, pass --trust-unverified-boot to approve on the checks above alone",
+                "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`oc agent-day2 monitor` records it when the host's own assisted-service reports it; a DHCP host needs its address: monitor --ip-addresses IP); if monitor follows this host, wait for its reboot record (approve --watch judges the CSR again when it lands); pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's",
                 esc(node)
             ),
             SecondRequester {

@@ -446,6 +446,20 @@ async fn record_reboots(
     )))
 }
 
+/// The reboot records of followed hosts, each from the batch the host is followed through
+/// (`tracks`: host, batch): (host, its time; None when `at` is not RFC 3339 — recorded, but it
+/// binds no CSR; approve holds them naming the field).
+fn followed_reboots<'a>(
+    tracks: &'a [(String, String)],
+    batches: &'a [BatchRecord],
+) -> impl Iterator<Item = (String, Option<crate::csr::Time>)> + 'a {
+    tracks.iter().filter_map(move |(host, b)| {
+        let rec = batches.iter().find(|r| &r.name == b)?;
+        let r = rec.reboots.iter().find(|r| &r.host == host)?;
+        Some((host.clone(), r.at.parse::<crate::csr::Time>().ok()))
+    })
+}
+
 /// One reboot report to record: (track index, batch, record).
 type RebootJob = (usize, String, batch::Reboot);
 /// A job with the connection to write it through (the current one: after a 401 the old client
@@ -453,6 +467,18 @@ type RebootJob = (usize, String, batch::Reboot);
 type RebootQueued = (RebootJob, KubeTarget);
 /// Its outcome: the jobs of one write and the updated ConfigMap (or why not).
 type RebootDone = (Vec<RebootJob>, std::result::Result<Option<ConfigMap>, String>);
+
+/// Whether a failed write of reboot records is worth another round: not a refusal (4xx other
+/// than 409/429) that the same record would meet again.
+fn retry_reboot_write(e: &Error) -> bool {
+    match e {
+        Error::Api { message, .. } => {
+            !(message.starts_with("HTTP 4") && !message.starts_with("HTTP 409") && !message.starts_with("HTTP 429"))
+        }
+        Error::Forbidden { .. } | Error::Unauthorized { .. } | Error::BadObject { .. } => false,
+        _ => true,
+    }
+}
 
 /// The one writer of reboot records: takes every report queued meanwhile and writes those of a
 /// batch in one compare-and-swap (a hundred hosts rebooting together are a few writes, not a
@@ -485,7 +511,9 @@ async fn reboot_writer(
             // more rounds after a pause before giving up.
             let mut r = record_reboots(&target, &b, &recs).await;
             for round in 1..=5u32 {
-                if !matches!(&r, Err(Error::Unexpected(m)) if m.contains("kept changing")) {
+                // Every failure is tried again (a lost record holds the host's CSR), except a
+                // refusal the same write would meet again.
+                if !matches!(&r, Err(e) if retry_reboot_write(e)) {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
@@ -682,10 +710,13 @@ impl Monitor {
                         lines.push((node.1.clone(), "info", format!("approved {} CSR {name}", node.0)));
                         // The same warning as `approve` prints for every client approval.
                         if let Some(w) = crate::approve::cmd::client_approval_warning(&o) {
+                            lines.push((node.1.clone(), "warning", w));
+                        }
+                        if let Some(w) = crate::approve::cmd::unverified_boot_warning(&o) {
                             lines.push((node.1, "warning", w));
                         }
                     }
-                    Action::Rejected | Action::WouldApprove => {
+                    Action::Rejected | Action::Held | Action::WouldApprove => {
                         let key = format!("{name}/{:?}", o.verdict.reasons);
                         if self.told.insert(key) {
                             let why = if o.verdict.reasons.is_empty() {
@@ -746,7 +777,9 @@ impl Monitor {
         };
         let host = t.name.clone();
         self.rebooted.insert(host.clone());
-        self.reboot_at.insert(host.clone(), at);
+        // A record whose write failed is sent again with the time first seen (a later one
+        // would refuse the kubelet's CSR made in between).
+        let at = *self.reboot_at.entry(host.clone()).or_insert(at);
         let rec = batch::Reboot {
             host,
             at: at.to_string(),
@@ -790,7 +823,9 @@ impl Monitor {
                 }
             }
             Err(e) => {
-                for (i, b, _) in &jobs {
+                for (i, b, rec) in &jobs {
+                    // Not lost: the host's next report queues it again (same time).
+                    self.rebooted.remove(&rec.host);
                     self.event(
                         Some(*i),
                         "warning",
@@ -857,11 +892,23 @@ impl Monitor {
                 })
                 .collect(),
         };
+        // A host's approvals on the batch this run follows it through: a re-imaged host's
+        // approvals on its old batch are its old image's.
+        let followed_batch: BTreeMap<&str, &str> = self
+            .tracks
+            .iter()
+            .filter(|t| t.named)
+            .filter_map(|t| Some((t.name.as_str(), t.batch.as_deref()?)))
+            .collect();
         let approvals = crate::csr::ApprovalsRecorded {
             approvals: self
                 .batches
                 .iter()
-                .flat_map(|b| b.approvals.iter())
+                .flat_map(|b| {
+                    b.approvals
+                        .iter()
+                        .filter(|a| followed_batch.get(a.node.as_str()).is_none_or(|f| *f == b.name))
+                })
                 .filter(|a| a.kind == "client")
                 .map(|a| crate::csr::RecordedApproval {
                     node: a.node.clone(),
@@ -878,7 +925,9 @@ impl Monitor {
             .as_ref()
             .map(|ap| ap.rival_verdicts())
             .unwrap_or_default();
-        let alarms = crate::csr::alarms(&all, &judged, &expected, &approvals);
+        let alarms = crate::csr::alarms(&all, &judged, &expected, &approvals, |n| {
+            self.nodes.items.contains_key(n)
+        });
         for al in alarms {
             if !self.told.insert(format!("alarm/{}", al.message)) {
                 continue;
@@ -1141,6 +1190,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         None
     };
 
+    let tracks_batches: Vec<(String, String)> = tracks
+        .iter()
+        .filter(|t| t.named)
+        .filter_map(|t| Some((t.name.clone(), t.batch.clone()?)))
+        .collect();
     let (reboot_tx, reboot_rx) = tokio::sync::mpsc::unbounded_channel::<RebootQueued>();
     let (reboot_done_tx, mut reboot_done) = tokio::sync::mpsc::unbounded_channel::<RebootDone>();
     let writer = tokio::spawn(reboot_writer(reboot_rx, reboot_done_tx));
@@ -1158,14 +1212,14 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ask: args.approve && !args.yes,
         showing: false,
         handled: BTreeSet::new(),
-        rebooted: batches
-            .iter()
-            .flat_map(|b| b.reboots.iter().map(|r| r.host.clone()))
+        // Per (batch, host): a host's record counts only on the batch this run follows it
+        // through (a re-imaged host's new batch needs its own record; the old batch's reboot
+        // says nothing about the new image's boot).
+        rebooted: followed_reboots(&tracks_batches, &batches)
+            .map(|(h, _)| h)
             .collect(),
-        reboot_at: batches
-            .iter()
-            .flat_map(|b| b.reboots.iter())
-            .filter_map(|r| Some((r.host.clone(), r.at.parse().ok()?)))
+        reboot_at: followed_reboots(&tracks_batches, &batches)
+            .filter_map(|(h, at)| Some((h, at?)))
             .collect(),
         reboots: reboot_tx,
         reboots_pending: 0,
