@@ -369,6 +369,7 @@ pub fn verdict_all(
         .iter()
         .map(|c| verdict_with_key(c, expected, existing, approvals, policy, now))
         .collect();
+    contest_skew_window(csrs, expected, &mut out);
     let mut groups: std::collections::BTreeMap<(String, Kind), Vec<usize>> = Default::default();
     for (i, (v, _)) in out.iter().enumerate() {
         if let (true, Some(n)) = (v.approve, &v.node) {
@@ -422,6 +423,61 @@ pub fn verdict_all(
         }
     }
     out.into_iter().map(|(v, _)| v).collect()
+}
+
+/// The clock-skew window's rule: a passing client CSR created before its host's reboot record
+/// (so only inside [`REBOOT_CLOCK_SKEW_SECONDS`] of it) is not approved on that record alone
+/// when another client CSR for the same node was created after the batch was recorded but
+/// before the window opened (`rebooted - skew`): the installed system did not exist then, so
+/// someone else holding the bootstrap token is asking, and re-posting every few seconds puts one
+/// of their CSRs in any window. Such a CSR gets [`Reason::EarlyRequester`] (never approved).
+///
+/// A real kubelet always passes: nothing of the installed system asks before the reboot, so no
+/// such earlier CSR exists, and its first CSR comes seconds to minutes after the reboot (a CSR
+/// before the record is only clocks disagreeing, which the window allows). If a rogue did ask
+/// early, a genuine CSR inside the window is refused too, and the kubelet's next CSR (a new key
+/// after its retry wait) is after the record and judged as usual. CSRs made before the batch
+/// (a replaced image's) do not count.
+fn contest_skew_window(csrs: &[CsrView], expected: &ExpectedNodes, out: &mut [(Verdict, Option<Vec<u8>>)]) {
+    for i in 0..csrs.len() {
+        let (true, Kind::Client, Some(node), Some(created)) = (
+            out[i].0.approve,
+            out[i].0.kind,
+            out[i].0.node.clone(),
+            csrs[i].created,
+        ) else {
+            continue;
+        };
+        let Some(exp) = expected.get(&node) else { continue };
+        let Some(rebooted) = exp.rebooted_at else { continue };
+        if created.as_second() >= rebooted.as_second() {
+            continue;
+        }
+        let opens = rebooted.as_second() - REBOOT_CLOCK_SKEW_SECONDS;
+        let earlier = csrs
+            .iter()
+            .enumerate()
+            .filter(|(j, c)| {
+                *j != i
+                    && c.kind() == Kind::Client
+                    && out[*j].0.node.as_deref() == Some(node.as_str())
+                    && c.created
+                        .is_some_and(|t| t >= exp.recorded_at && t.as_second() < opens)
+            })
+            .filter_map(|(_, c)| Some((c.created?, c.name.clone())))
+            .min();
+        if let Some((earlier_created, earlier)) = earlier {
+            out[i].0.reasons.push(Reason::EarlyRequester {
+                node,
+                csr: csrs[i].name.clone(),
+                created,
+                rebooted,
+                earlier,
+                earlier_created,
+            });
+            out[i].0.approve = false;
+        }
+    }
 }
 
 /// 90 % of the kubelet's retry wait: the least time between two of its CSRs (the wait starts
@@ -1251,6 +1307,67 @@ mod tests {
     }
 
     const NONE: Vec<&str> = Vec::new();
+
+    /// Finding 3: re-posting a key every 9 s from before the boot always has a CSR inside the
+    /// 10 s skew window before the record; none of those is approved, while a real kubelet's
+    /// CSR inside the window (clocks a few seconds apart, nobody asking earlier) still is.
+    #[test]
+    fn a_csr_in_the_skew_window_is_refused_when_someone_asked_before_the_reboot() {
+        let s = sc(Some("2026-01-10T10:20:00Z"));
+        let flood = [
+            client("csr-r1", "worker-0", "2026-01-10T10:19:41Z"),
+            client("csr-r2", "worker-0", "2026-01-10T10:19:50Z"),
+            client("csr-r3", "worker-0", "2026-01-10T10:19:59Z"),
+        ];
+        assert_eq!(
+            s.all(&flood),
+            [
+                vec!["created-before-reboot"],
+                vec!["early-requester"],
+                vec!["early-requester"]
+            ]
+        );
+        // The same key re-posted: the same answer.
+        let key = rcgen::KeyPair::generate().unwrap();
+        let same = [
+            client_with_key("csr-k1", "worker-0", "2026-01-10T10:19:44Z", &key),
+            client_with_key("csr-k2", "worker-0", "2026-01-10T10:19:53Z", &key),
+        ];
+        assert_eq!(
+            s.all(&same),
+            [vec!["created-before-reboot"], vec!["early-requester"]]
+        );
+        let v = verdict_all(
+            &flood,
+            &s.expected,
+            &ExistingNodes::default(),
+            &s.approvals,
+            &s.policy,
+            t("2026-01-10T12:00:00Z"),
+        );
+        let m = v[2].reasons[0].to_string();
+        assert!(
+            m.contains("client CSR csr-r1 for worker-0 was made at 2026-01-10T10:19:41Z")
+                && m.contains("never approved"),
+            "{m}"
+        );
+        assert!(!v[2].held() && !v[2].approve, "{v:?}");
+        // Genuine: the kubelet's CSR 5 s before the record (clock skew), nobody asking earlier.
+        let real = client("csr-real", "worker-0", "2026-01-10T10:19:55Z");
+        assert_eq!(s.all(std::slice::from_ref(&real)), [NONE]);
+        // A replaced image's CSR from before the batch does not count as an early requester.
+        let stale = client("csr-stale", "worker-0", "2026-01-10T09:59:00Z");
+        assert_eq!(
+            s.all(&[stale, real.clone()]),
+            [vec!["created-before-batch", "created-before-reboot"], NONE]
+        );
+        // Genuine after the record: approved even after an early flood.
+        let after = client("csr-after", "worker-0", "2026-01-10T10:24:00Z");
+        assert_eq!(
+            s.all(&[flood[0].clone(), flood[2].clone(), after]),
+            [vec!["created-before-reboot"], vec!["early-requester"], NONE]
+        );
+    }
 
     #[test]
     fn a_client_csr_is_bound_to_the_hosts_reboot_record() {

@@ -150,6 +150,34 @@ pub enum Reason {
         created: Time,
         rebooted: Time,
     },
+    /// Client ([`super::verdict_all`]): created before the host's reboot record but within
+    /// [`super::REBOOT_CLOCK_SKEW_SECONDS`] of it, while another client CSR for the node was
+    /// made before that window (after the batch): someone was asking before the installed
+    /// system existed, so a CSR of the skew window may be theirs; never approved (the real
+    /// kubelet's next CSR comes after the record).
+    EarlyRequester {
+        node: String,
+        csr: String,
+        created: Time,
+        rebooted: Time,
+        /// The earlier CSR (name, creationTimestamp).
+        earlier: String,
+        earlier_created: Time,
+    },
+    /// Client: the host's reboot record on its batch is unusable (`field` names what is wrong):
+    /// held, also with `--trust-unverified-boot`, until the record is fixed.
+    BadRebootRecord {
+        node: String,
+        batch: String,
+        field: String,
+    },
+    /// Client and serving: the host's batch record does not parse (`message` names the field):
+    /// held until the record is fixed.
+    BadBatchRecord {
+        node: String,
+        batch: String,
+        message: String,
+    },
     /// Client: no reboot of the host is recorded on its batch, so nothing binds the CSR to the
     /// machine (approved only with `--trust-unverified-boot`).
     BootUnverified { node: String },
@@ -173,6 +201,8 @@ impl Reason {
         matches!(
             self,
             Reason::BootUnverified { .. }
+                | Reason::BadRebootRecord { .. }
+                | Reason::BadBatchRecord { .. }
                 | Reason::SecondRequester { .. }
                 | Reason::CompetingRequests { .. }
                 | Reason::NoExpectedAddresses { .. }
@@ -238,6 +268,9 @@ impl Reason {
             CompetingRequests { .. } => "competing-requests",
             Superseded { .. } => "superseded",
             CreatedBeforeReboot { .. } => "created-before-reboot",
+            EarlyRequester { .. } => "early-requester",
+            BadRebootRecord { .. } => "bad-reboot-record",
+            BadBatchRecord { .. } => "bad-batch-record",
             BootUnverified { .. } => "boot-unverified",
             SecondRequester { .. } => "second-requester",
         }
@@ -449,6 +482,37 @@ impl fmt::Display for Reason {
                 esc(node),
                 super::REBOOT_CLOCK_SKEW_SECONDS,
                 esc(csr)
+            ),
+            EarlyRequester {
+                node,
+                csr,
+                created,
+                rebooted,
+                earlier,
+                earlier_created,
+            } => write!(
+                f,
+                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot; within the {1} s of clock skew allowed, but client CSR {2} for {0} was made at {earlier_created}, before the installed system existed: someone else holding the bootstrap token is asking for {0}, and a CSR made before the record may be theirs, so it is never approved (the real kubelet asks again after the record); delete it (oc delete csr {3})",
+                esc(node),
+                super::REBOOT_CLOCK_SKEW_SECONDS,
+                esc(earlier),
+                esc(csr)
+            ),
+            BadRebootRecord { node, batch, field } => write!(
+                f,
+                "the reboot record of {0} on batch {1} is unusable ({2}): nothing binds this CSR to the machine, and --trust-unverified-boot does not override a broken record; fix or remove that entry of ConfigMap {3}/{1} (or run monitor again after removing it)",
+                esc(node),
+                esc(batch),
+                esc(field),
+                crate::batch::NAMESPACE
+            ),
+            BadBatchRecord { node, batch, message } => write!(
+                f,
+                "{0}'s batch record, ConfigMap {3}/{1}, is not a batch record ({2}): held until it is fixed (the other batches are judged as usual)",
+                esc(node),
+                esc(batch),
+                esc(message),
+                crate::batch::NAMESPACE
             ),
             BootUnverified { node } => write!(
                 f,

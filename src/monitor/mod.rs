@@ -473,7 +473,9 @@ type RebootDone = (Vec<RebootJob>, std::result::Result<Option<ConfigMap>, String
 fn retry_reboot_write(e: &Error) -> bool {
     match e {
         Error::Api { message, .. } => {
-            !(message.starts_with("HTTP 4") && !message.starts_with("HTTP 409") && !message.starts_with("HTTP 429"))
+            !(message.starts_with("HTTP 4")
+                && !message.starts_with("HTTP 409")
+                && !message.starts_with("HTTP 429"))
         }
         Error::Forbidden { .. } | Error::Unauthorized { .. } | Error::BadObject { .. } => false,
         _ => true,
@@ -1693,6 +1695,56 @@ mod tests {
             legacy: None,
         };
         assert!(only_old.for_batch(Some(&cur.expiry_rfc3339())).1);
+    }
+
+    /// Finding 1: a re-imaged host's reboot record on its old batch does not count for the
+    /// batch it is followed through (which needs its own), nor does another host's.
+    #[test]
+    fn reboot_records_count_per_followed_batch() {
+        let b = |name: &str, reboots: serde_json::Value| -> BatchRecord {
+            serde_json::from_value(json!({
+                "apiVersion": "agent-day2/v1", "kind": "Batch", "name": name,
+                "createdAt": "2026-01-10T10:00:00Z", "createdBy": "a", "clusterId": "c",
+                "releaseImage": "r", "version": "4.18.12", "architecture": "x86_64",
+                "pool": "worker", "outputKind": "iso", "files": [], "imageSha256": "00",
+                "tokenExpiresAt": "2026-01-11T10:00:00Z",
+                "hosts": [{"hostname": "worker-0", "macs": [], "ips": [], "ipSource": "static"}],
+                "reboots": reboots,
+            }))
+            .unwrap()
+        };
+        let rb =
+            |at: &str| json!([{"host": "worker-0", "at": at, "ip": "1.2.3.4", "reported": "x", "by": "a"}]);
+        let batches = vec![b("batch-b", json!([])), b("batch-a", rb("2026-01-10T10:20:00Z"))];
+        let follow_b = vec![("worker-0".to_string(), "batch-b".to_string())];
+        assert_eq!(followed_reboots(&follow_b, &batches).count(), 0);
+        let follow_a = vec![("worker-0".to_string(), "batch-a".to_string())];
+        let got: Vec<_> = followed_reboots(&follow_a, &batches).collect();
+        assert_eq!(
+            got,
+            [(
+                "worker-0".to_string(),
+                Some("2026-01-10T10:20:00Z".parse().unwrap())
+            )]
+        );
+        // Recorded but not a time: counted as recorded (not written again), binds nothing.
+        let batches = vec![b("batch-a", rb("garbage"))];
+        assert_eq!(
+            followed_reboots(&follow_a, &batches).collect::<Vec<_>>(),
+            [("worker-0".to_string(), None)]
+        );
+        // A refusal is not retried; a conflict or a transport failure is.
+        assert!(!retry_reboot_write(&Error::Api {
+            verb: "update".into(),
+            resource: ResourceRef::namespaced("ConfigMap", "ns", "b"),
+            message: "HTTP 422 too large".into()
+        }));
+        assert!(retry_reboot_write(&Error::Api {
+            verb: "update".into(),
+            resource: ResourceRef::namespaced("ConfigMap", "ns", "b"),
+            message: "HTTP 409 conflict".into()
+        }));
+        assert!(retry_reboot_write(&Error::Unexpected("kept changing".into())));
     }
 
     #[test]
