@@ -169,7 +169,9 @@ openshift-agent-day2 expect, verify each against a strict checklist (x509-parser
 key, subject, requester, usages, SANs against the expected addresses, batch window, one client
 and one serving approval per node), show every verdict with all its reasons, and approve the
 good ones through the /approval subresource, each recorded on its batch first. CSRs of other
-signers are never touched. Rejected CSRs stay pending (or are denied with --deny-invalid).
+signers are never touched. Rejected CSRs (REJECT) stay pending (or are denied with
+--deny-invalid); held ones (HOLD: waiting for a reboot record, an address, or rivals sorted out)
+stay pending and are judged again when that comes.
 
 A client CSR is approved only when made after the host's own assisted-service reported its
 reboot, as `monitor` records it on the batch (10 s of clock skew allowed); without a record,
@@ -179,10 +181,11 @@ client CSR after a node's approved one is reported as a possible impostor (alarm
 alarms).
 
 Exit status: 0 every expected node's CSRs approved or issued (--watch: every expected node
-Ready with its serving certificate) and nothing rejected; 2 bad flags, or approving without
---yes when stdin is not a terminal; 3 a --node/--nodes-config/--reissue name no batch expects;
-4 cluster access; 5 --timeout or the batch token expired (--watch); 7 a CSR was rejected or is
-still pending; 8 declined at the prompt (nothing changed).";
+Ready with its serving certificate) and nothing rejected or held (denied counts as handled);
+2 bad flags, or approving without --yes when stdin is not a terminal; 3 a --node/--nodes-config/
+--reissue name no batch expects; 4 cluster access; 5 --timeout or the batch token expired
+(--watch); 7 a CSR was rejected, is held or still pending; 8 declined at the prompt (nothing
+changed). Alarms do not change the exit status: read them in -o json (alarms).";
 
 const APPROVE_AFTER: &str = "\
 Examples:
@@ -244,7 +247,9 @@ pub struct ApproveArgs {
     pub reissue: Vec<String>,
     /// Approve client CSRs of hosts whose reboot no `monitor` recorded (no monitor ran while
     /// they installed, or a DHCP host without its address) on the other checks alone. Only
-    /// after checking the host yourself: nothing then binds the CSR to the machine.
+    /// after checking on the host's console that it rebooted into the installed system and that
+    /// the CSR is its kubelet's: nothing then binds the CSR to the machine (each such approval
+    /// is warned about).
     #[arg(long)]
     pub trust_unverified_boot: bool,
     /// The kubelet's re-key interval (15m, its certificate manager's wait); a simulator passes

@@ -74,7 +74,8 @@ pub struct MonitorArgs {
     #[arg(long, short = 'y', requires = "approve")]
     pub yes: bool,
     /// With --approve: approve client CSRs of hosts whose reboot was not seen (monitor started
-    /// after they rebooted, or a DHCP host without its address) on the other checks alone.
+    /// after they rebooted, or a DHCP host without its address) on the other checks alone; only
+    /// after checking on the host's console (each such approval is warned about).
     #[arg(long, requires = "approve")]
     pub trust_unverified_boot: bool,
     /// The kubelet's re-key interval (15m); a simulator passes its shorter one.
