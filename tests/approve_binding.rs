@@ -345,6 +345,8 @@ fn a_rogue_client_csr_racing_the_real_one_is_held_with_the_alarm() {
     let doc = json_of(&o);
     for n in [&real, &rogue] {
         assert_eq!(codes(&row(&doc, n)), ["second-requester"], "{all}");
+        // Waiting for someone to sort the rivals out: held, not rejected for good.
+        assert_eq!(row(&doc, n)["action"], "held", "{all}");
     }
     let alarms = doc["alarms"].as_array().unwrap();
     assert_eq!(alarms.len(), 1, "{all}");
@@ -488,6 +490,167 @@ fn a_renewal_after_join_is_not_an_alarm_a_bootstrap_request_is() {
     assert_eq!(al["code"], "possible-impostor", "{al:#}");
     assert_eq!(al["node"], "worker-0");
     assert_eq!(al["csrs"][1]["name"], rogue.as_str(), "{al:#}");
+
+    // --deny-invalid --yes denies the rogue (node-exists); a denied CSR is handled: exit 0, and
+    // no advice to deny what was just denied.
+    let k = c.kubectl(&["delete", "csr", "renewal-worker-0"]);
+    assert!(k.status.success(), "{}", text(&k));
+    let o = approve(&c, &w, &["--deny-invalid", "--yes"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(&format!("denied {rogue}")), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(
+        !err.contains("exit 7") && !err.contains("unless you deny them"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The trial's race: a rogue client CSR posted after the host's reboot record and before its
+/// kubelet's is approved by `approve --yes`; the real kubelet's CSR then comes and no Node ever
+/// registers. The alarm must not call the real one someone else's: either may be the
+/// impostor, the approved one is suspect, deleting a CSR revokes nothing, `--reissue` only after
+/// checking the console; the waiting line agrees; monitor never says `joined` without a Node.
+#[test]
+fn a_rogue_that_won_the_race_is_the_suspect_when_no_node_registers() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (_mon, mon_log) = monitor(&c, &w);
+    let (_bt, boot_log) = boot(&c, &w, &iso, &[]);
+    wait_for(&mon_log, "reboot recorded on batch", 1, 120);
+    let rogue = rogue_csr(&c, "worker-0");
+    let o = approve(&c, &w, &["--yes", "-o", "json"]);
+    let all = || {
+        format!(
+            "{}\nboot:\n{}\nmonitor:\n{}",
+            text(&o),
+            read(&boot_log),
+            read(&mon_log)
+        )
+    };
+    assert!(
+        !read(&boot_log).contains("client CSR csr-") || approved(&c, &rogue),
+        "the real kubelet asked first; the race was not won: {}",
+        all()
+    );
+    assert!(approved(&c, &rogue), "{}", all());
+    let log = wait_for(&boot_log, "client CSR csr-", 1, 60);
+    let real = log
+        .split("client CSR ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    assert_ne!(real, rogue);
+    let o = approve(&c, &w, &["--dry-run", "-o", "json"]);
+    let all = format!("{}\nmonitor:\n{}", text(&o), read(&mon_log));
+    assert_eq!(o.status.code(), Some(7), "{all}");
+    let doc = json_of(&o);
+    let alarms = doc["alarms"].as_array().unwrap();
+    assert_eq!(alarms.len(), 1, "{all}");
+    let m = alarms[0]["message"].as_str().unwrap();
+    assert_eq!(alarms[0]["csrs"][0]["name"], rogue.as_str(), "{all}");
+    for want in [
+        "either may be the impostor",
+        "the approved one is suspect because no Node appeared after its approval",
+        "console",
+        &format!("the certificate issued for {rogue} stays valid until its notAfter"),
+        "Kubernetes has no certificate revocation",
+        "`approve --reissue worker-0`",
+    ] {
+        assert!(m.contains(want), "{want}: {m}");
+    }
+    assert!(
+        !m.contains("renews as") && !m.contains("comes from another holder"),
+        "{m}"
+    );
+    assert!(
+        !m.contains(&format!("then delete it (oc delete csr {real})")),
+        "{m}"
+    );
+    // The real one's reason and the waiting line say the same: --reissue only once checked.
+    let r = row(&doc, &real);
+    assert_eq!(r["action"], "rejected", "{all}");
+    let why = r["reasons"][0]["message"].as_str().unwrap();
+    assert!(
+        why.contains("no Node worker-0 registered")
+            && why.contains("only once you have checked on worker-0's console"),
+        "{why}"
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    let waiting = err
+        .lines()
+        .find(|l| l.starts_with("waiting: worker-0"))
+        .unwrap_or_else(|| panic!("{all}"));
+    assert!(waiting.contains("only once you have checked"), "{waiting}");
+    // monitor: client-approved while no Node exists, never joined.
+    let evs: Vec<Value> = read(&mon_log)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stages: Vec<&str> = evs
+        .iter()
+        .filter(|e| e["event"] == "stage" && e["node"] == "worker-0")
+        .filter_map(|e| e["stage"].as_str())
+        .collect();
+    assert!(!stages.contains(&"joined"), "{stages:?}\n{all}");
+    let ok = wait_for(&mon_log, "waiting for the kubelet to register the Node", 1, 30);
+    assert!(ok.contains("\"stage\":\"client-approved\""), "{ok}");
+}
+
+/// No reboot record (no monitor ran): the kubelet's client CSR is held (HOLD, "held",
+/// waitsFor client-csr-held), not rejected, and the hint says to wait for monitor's record or
+/// check the console; `--trust-unverified-boot` approves it with a warning and the JSON mark.
+#[test]
+fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (_bt, boot_log) = boot(&c, &w, &iso, &[]);
+    let log = wait_for(&boot_log, "client CSR csr-", 1, 120);
+    let real = log
+        .split("client CSR ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let o = approve(&c, &w, &["--dry-run"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(&real))
+        .unwrap_or_else(|| panic!("{}", text(&o)));
+    assert!(line.contains("HOLD") && !line.contains("REJECT"), "{line}");
+    assert!(line.contains("node-bootstrapper (SA)"), "{line}");
+    assert!(
+        line.contains("if monitor follows this host, wait for its reboot record"),
+        "{line}"
+    );
+    let o = approve(&c, &w, &["--dry-run", "-o", "json"]);
+    let doc = json_of(&o);
+    let r = row(&doc, &real);
+    assert_eq!(r["action"], "held", "{doc:#}");
+    assert_eq!(codes(&r), ["boot-unverified"]);
+    assert_eq!(doc["waiting"][0]["waitsFor"], "client-csr-held", "{doc:#}");
+    assert!(r.get("unverifiedBoot").is_none(), "{r:#}");
+
+    let o = approve(&c, &w, &["--yes", "--trust-unverified-boot", "-o", "json"]);
+    let doc = json_of(&o);
+    let r = row(&doc, &real);
+    assert_eq!(r["action"], "approved", "{}", text(&o));
+    assert_eq!(r["unverifiedBoot"], true, "{r:#}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "warning: client CSR {real} for worker-0 was approved without a reboot record (--trust-unverified-boot)"
+        )),
+        "{}",
+        text(&o)
+    );
 }
 
 /// A client CSR from a replaced image (made before the batch that replaced it was recorded) is

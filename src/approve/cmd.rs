@@ -44,7 +44,8 @@ pub struct Row {
     pub sans: Vec<String>,
     /// `metadata.creationTimestamp`, RFC 3339.
     pub created: Option<String>,
-    /// What happened: approved, denied, would-approve, rejected, not-pending.
+    /// What happened: approved, denied, would-approve, rejected, held (waits for more
+    /// information), not-pending, ignored.
     pub action: Action,
     /// Every failed check: stable code and message (escaped).
     pub reasons: Vec<ReasonDoc>,
@@ -146,9 +147,21 @@ fn csr_wait(
     c: &CertificateSigningRequest,
     v: Option<&Verdict>,
     kind: Kind,
+    write_failure: Option<&str>,
 ) -> Option<(&'static str, String, Vec<ReasonDoc>, String)> {
     let name = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
     if let Some(v) = v {
+        if let (true, Some(e)) = (v.approve, write_failure) {
+            return Some((
+                "not-approved",
+                name.clone(),
+                vec![],
+                format!(
+                    "{kind} CSR {name} passes every check but was not approved: {}",
+                    escape_for_display(e, 400)
+                ),
+            ));
+        }
         if v.approve {
             return Some((
                 "not-approved",
@@ -222,7 +235,7 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
             };
         if !n.joined {
             let w = match newest_csr(a, &n.node, Kind::Client, &verdicts) {
-                Some((c, v)) => match csr_wait(c, v, Kind::Client) {
+                Some((c, v)) => match csr_wait(c, v, Kind::Client, c.metadata.name.as_deref().and_then(|n| a.write_failure(n))) {
                     Some((code, csr, reasons, what)) => {
                         mk(held_code(Kind::Client, code), Some(csr), reasons, what)
                     }
@@ -250,7 +263,7 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
         }
         if !n.serving_issued {
             let w = match newest_csr(a, &n.node, Kind::Serving, &verdicts) {
-                Some((c, v)) => match csr_wait(c, v, Kind::Serving) {
+                Some((c, v)) => match csr_wait(c, v, Kind::Serving, c.metadata.name.as_deref().and_then(|n| a.write_failure(n))) {
                     Some((code, csr, reasons, what)) => {
                         mk(held_code(Kind::Serving, code), Some(csr), reasons, what)
                     }
@@ -803,7 +816,11 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
-    let exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
+    let mut exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
+    // A skipped batch record is invalid input (README "Exit codes": the lowest wins).
+    if !a.bad_batches().is_empty() && (exit_code == exit::OK || exit_code > exit::INVALID_INPUT) {
+        exit_code = exit::INVALID_INPUT;
+    }
     Report {
         api_version: "agent-day2/v1",
         kind: "ApproveReport",
@@ -1074,6 +1091,10 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     };
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
         code = exit::CSRS;
+    }
+    // A skipped batch record is invalid input (README "Exit codes": the lowest wins).
+    if !a.bad_batches().is_empty() && (code == exit::OK || code > exit::INVALID_INPUT) {
+        code = exit::INVALID_INPUT;
     }
     let still = waiting(a);
     if args.output != OutputFormat::Table {
