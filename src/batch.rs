@@ -202,7 +202,7 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
         })?;
     let rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
         resource: r.clone(),
-        message: format!("{DATA_KEY} is not a batch record: {e}"),
+        message: format!("{DATA_KEY} is not a batch record: {}", locate_error(text, &e)),
     })?;
     if rec.api_version != API_VERSION || rec.kind != KIND {
         return Err(Error::BadObject {
@@ -214,6 +214,44 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
         });
     }
     Ok(rec)
+}
+
+/// `e` (a failed parse of `text` as a [`BatchRecord`]) with the field it is about: `reboots[0]:
+/// missing field `at``, `reboots: not a list`; else `e` itself.
+fn locate_error(text: &str, e: &serde_json::Error) -> String {
+    fn first_bad<T: serde::de::DeserializeOwned>(v: &serde_json::Value, key: &str) -> Option<String> {
+        let f = v.get(key)?;
+        let Some(items) = f.as_array() else {
+            return Some(format!("{key}: not a list"));
+        };
+        items.iter().enumerate().find_map(|(i, x)| {
+            serde_json::from_value::<T>(x.clone())
+                .err()
+                .map(|e| format!("{key}[{i}]: {e}"))
+        })
+    }
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(text) else {
+        return e.to_string();
+    };
+    first_bad::<BatchHost>(&v, "hosts")
+        .or_else(|| first_bad::<Approval>(&v, "approvals"))
+        .or_else(|| first_bad::<Reboot>(&v, "reboots"))
+        .unwrap_or_else(|| e.to_string())
+}
+
+/// The hostnames a batch record's text names, read as loosely as possible (for a record that
+/// does not parse: its hosts' CSRs are held, not approved on another record).
+pub fn hostnames_of(text: &str) -> Vec<String> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("hosts")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|h| h.get("hostname")?.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
 }
 
 /// Creates [`NAMESPACE`] unless it exists (409 is fine). Errors: 403 names the Namespace.

@@ -1255,3 +1255,107 @@ fn with_no_batch_the_error_has_one_next_step_and_json_gets_a_document() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert_eq!(json_of(&o)["exitCode"], 2);
 }
+
+/// Replaces `data["batch.json"]` of batch ConfigMap `name` with what `edit` makes of its JSON.
+fn hand_edit_batch(c: &TestCluster, name: &str, edit: impl FnOnce(&mut Value)) {
+    let mut cm = kubectl_json(
+        c,
+        &[
+            "get",
+            "configmap",
+            "-n",
+            "openshift-agent-day2",
+            name,
+            "-o",
+            "json",
+        ],
+    );
+    let mut rec: Value = serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap();
+    edit(&mut rec);
+    cm["data"]["batch.json"] = Value::String(rec.to_string());
+    let o = c.kubectl_stdin(&["replace", "-f", "-"], &cm.to_string());
+    assert!(o.status.success(), "replace {name}: {}", text(&o));
+}
+
+/// Finding 4: one hand-edited batch record does not stop approve for the others: a record that
+/// does not parse (a reboots entry without `at`, `reboots` not a list, `tokenExpiresAt` not a
+/// time) is skipped naming the ConfigMap and the field, its host's CSR held, the other batch's
+/// CSR approved, exit 3 at the end; a reboot `at` that is not a time holds the host's client CSR
+/// naming the field, also with --trust-unverified-boot.
+#[test]
+fn a_broken_batch_record_is_skipped_naming_the_field_and_the_others_go_on() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let (b0, b1, good) = two_batches_one_client_csr(&c, &w);
+    let w1 = post_client_csr(&c, &w, "client-worker-1", "worker-1");
+    let cases: Vec<(Value, &str)> = vec![
+        (
+            json!([{"host": "worker-1", "ip": "x", "reported": "x", "by": "x"}]),
+            "reboots[0]: missing field `at`",
+        ),
+        (json!("notalist"), "reboots: not a list"),
+    ];
+    for (reboots, field) in cases {
+        hand_edit_batch(&c, &b1, |r| r["reboots"] = reboots.clone());
+        let o = plugin(
+            &c,
+            &w,
+            &["approve", "--trust-unverified-boot", "--dry-run", "-o", "json"],
+        );
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        let doc = json_of(&o);
+        let hints = doc["hints"].to_string();
+        assert!(
+            hints.contains(&format!(
+                "ConfigMap openshift-agent-day2/{b1} is not a batch record"
+            )) && hints.contains(field),
+            "{}",
+            text(&o)
+        );
+        let row = report_row(&doc, &w1);
+        assert_eq!(row["action"], "held", "{doc}");
+        assert!(row["reasons"].to_string().contains("bad-batch-record"), "{doc}");
+        assert_eq!(report_row(&doc, &good)["action"], "would-approve", "{doc}");
+    }
+    hand_edit_batch(&c, &b1, |r| {
+        r["reboots"] = json!([]);
+        r["tokenExpiresAt"] = json!("soon");
+    });
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        text(&o).contains("tokenExpiresAt") && text(&o).contains("soon"),
+        "{}",
+        text(&o)
+    );
+    let approved = |n: &str| conditions(&c, n).iter().any(|(t, _)| t == "Approved");
+    assert!(approved(&good), "{}", text(&o));
+    assert!(!approved(&w1), "{}", text(&o));
+
+    // A reboot time that is not a time: held naming the field, --trust-unverified-boot or not.
+    hand_edit_batch(&c, &b1, |r| {
+        r["tokenExpiresAt"] = json!("2099-01-01T00:00:00Z");
+        r["reboots"] = json!([{"host": "worker-1", "at": "garbage", "ip": "x", "reported": "x", "by": "x"}]);
+    });
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--yes", "-o", "json"],
+    );
+    let doc = json_of(&o);
+    let row = report_row(&doc, &w1);
+    assert_eq!(row["action"], "held", "{doc}");
+    let reasons = row["reasons"].to_string();
+    assert!(
+        reasons.contains("bad-reboot-record") && reasons.contains("reboots[0].at"),
+        "{doc}"
+    );
+    assert!(!approved(&w1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let _ = b0;
+}

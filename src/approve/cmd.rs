@@ -235,7 +235,12 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
             };
         if !n.joined {
             let w = match newest_csr(a, &n.node, Kind::Client, &verdicts) {
-                Some((c, v)) => match csr_wait(c, v, Kind::Client, c.metadata.name.as_deref().and_then(|n| a.write_failure(n))) {
+                Some((c, v)) => match csr_wait(
+                    c,
+                    v,
+                    Kind::Client,
+                    c.metadata.name.as_deref().and_then(|n| a.write_failure(n)),
+                ) {
                     Some((code, csr, reasons, what)) => {
                         mk(held_code(Kind::Client, code), Some(csr), reasons, what)
                     }
@@ -263,7 +268,12 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
         }
         if !n.serving_issued {
             let w = match newest_csr(a, &n.node, Kind::Serving, &verdicts) {
-                Some((c, v)) => match csr_wait(c, v, Kind::Serving, c.metadata.name.as_deref().and_then(|n| a.write_failure(n))) {
+                Some((c, v)) => match csr_wait(
+                    c,
+                    v,
+                    Kind::Serving,
+                    c.metadata.name.as_deref().and_then(|n| a.write_failure(n)),
+                ) {
                     Some((code, csr, reasons, what)) => {
                         mk(held_code(Kind::Serving, code), Some(csr), reasons, what)
                     }

@@ -169,6 +169,14 @@ pub struct Approver {
     /// Batches a compare-and-swap found changed: read again before the next judgement.
     stale: BTreeSet<String>,
     by: String,
+    /// CSR → why recording its approval on the batch failed (said in the closing hints instead
+    /// of "not approved (dry run, or not confirmed)").
+    write_failures: BTreeMap<String, String>,
+    /// Batch ConfigMaps that are not batch records: (name, what is wrong, hostnames read from
+    /// them where possible). Skipped; their hosts' CSRs are held naming the field.
+    bad_batches: Vec<(String, String, Vec<String>)>,
+    /// Node → (batch, field): its reboot record is unusable (`at` not RFC 3339).
+    bad_reboots: BTreeMap<String, (String, String)>,
 }
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
@@ -359,7 +367,11 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
     ))
 }
 
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchState>> {
+/// The batch records (newest first) and the batch ConfigMaps that are not batch records
+/// (name, what is wrong, the hostnames they name where readable).
+type BadBatches = Vec<(String, String, Vec<String>)>;
+
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchState>, BadBatches)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
     let cms: Vec<ConfigMap> = match only {
         Some(name) => {
@@ -391,15 +403,40 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<Bat
         },
     };
     let mut out = Vec::new();
+    let mut bad = Vec::new();
     for cm in &cms {
-        out.push(batch_state(cm)?);
+        match batch_state(cm) {
+            Ok(b) => out.push(b),
+            // One hand-edited record must not stop approve for every batch: skipped, its
+            // hosts' CSRs held naming the field ([`Approver::amend`]), exit 3 at the end.
+            Err(Error::BadObject { message, .. }) => {
+                let name = cm.metadata.name.clone().unwrap_or_default();
+                let hosts = cm
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(batch::DATA_KEY))
+                    .map(|t| batch::hostnames_of(t))
+                    .unwrap_or_default();
+                bad.push((name, message, hosts));
+            }
+            Err(e) => return Err(e),
+        }
     }
     out.sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
-    Ok(out)
+    Ok((out, bad))
 }
 
 fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
     let rec = batch::from_config_map(cm)?;
+    if parse_time(&rec.token_expires_at).is_none() {
+        return Err(Error::BadObject {
+            resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &rec.name),
+            message: format!(
+                "tokenExpiresAt {:?} is not an RFC 3339 time",
+                escape_for_display(&rec.token_expires_at, 60)
+            ),
+        });
+    }
     let created = cm
         .metadata
         .creation_timestamp
@@ -426,8 +463,11 @@ impl Approver {
         if let Some(r) = opts.kubelet_retry_seconds {
             policy.kubelet_retry_seconds = r;
         }
-        let batches = read_batches(target, opts.batch.as_deref()).await?;
+        let (batches, bad_batches) = read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
+            if let Some((name, message, _)) = bad_batches.first() {
+                return Err(bad_batch_error(name, message));
+            }
             return Err(no_batch());
         }
         let by = batch::whoami(target).await;
@@ -444,6 +484,9 @@ impl Approver {
             node_cache: Default::default(),
             stale: BTreeSet::new(),
             by,
+            write_failures: BTreeMap::new(),
+            bad_batches,
+            bad_reboots: BTreeMap::new(),
         };
         a.rebuild_expected()?;
         a.refresh().await?;
@@ -453,14 +496,10 @@ impl Approver {
     fn rebuild_expected(&mut self) -> Result<()> {
         let mut nodes: Vec<ExpectedNode> = Vec::new();
         let mut node_batch = BTreeMap::new();
+        let mut bad_reboots = BTreeMap::new();
         for b in &self.batches {
-            let expires = parse_time(&b.rec.token_expires_at).ok_or_else(|| Error::BadObject {
-                resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &b.rec.name),
-                message: format!(
-                    "tokenExpiresAt {:?} is not an RFC 3339 time",
-                    escape_for_display(&b.rec.token_expires_at, 60)
-                ),
-            })?;
+            // Checked when read ([`batch_state`]).
+            let expires = parse_time(&b.rec.token_expires_at).unwrap_or(Time::UNIX_EPOCH);
             for h in &b.rec.hosts {
                 if node_batch.contains_key(&h.hostname) {
                     continue; // a newer batch names it
@@ -468,12 +507,32 @@ impl Approver {
                 let ips: Vec<IpAddr> = h.ips.iter().filter_map(|i| i.parse().ok()).collect();
                 node_batch.insert(h.hostname.clone(), b.rec.name.clone());
                 // The first report of this host's reboot on its batch (monitor keeps the first).
-                let rebooted_at = b
+                // One whose time does not parse holds the host's client CSRs ([`Approver::amend`]).
+                let rebooted_at = match b
                     .rec
                     .reboots
                     .iter()
-                    .find(|r| r.host == h.hostname)
-                    .and_then(|r| parse_time(&r.at));
+                    .enumerate()
+                    .find(|(_, r)| r.host == h.hostname)
+                {
+                    Some((i, r)) => match parse_time(&r.at) {
+                        Some(t) => Some(t),
+                        None => {
+                            bad_reboots.insert(
+                                h.hostname.clone(),
+                                (
+                                    b.rec.name.clone(),
+                                    format!(
+                                        "reboots[{i}].at {:?} is not an RFC 3339 time",
+                                        escape_for_display(&r.at, 60)
+                                    ),
+                                ),
+                            );
+                            None
+                        }
+                    },
+                    None => None,
+                };
                 nodes.push(ExpectedNode {
                     hostname: h.hostname.clone(),
                     ips,
@@ -510,6 +569,7 @@ impl Approver {
         }
         self.expected = ExpectedNodes { nodes };
         self.node_batch = node_batch;
+        self.bad_reboots = bad_reboots;
         Ok(())
     }
 
@@ -556,6 +616,17 @@ impl Approver {
             .map(|n| n.node)
             .collect();
         let mut out: Vec<String> = self
+            .bad_batches
+            .iter()
+            .map(|(b, m, _)| {
+                format!(
+                    "ConfigMap {}/{b} is not a batch record ({}): skipped, its hosts' CSRs are held; the other batches are judged as usual (exit 3 at the end)",
+                    batch::NAMESPACE,
+                    escape_for_display(m, 300)
+                )
+            })
+            .collect();
+        out.extend(self
             .expected
             .nodes
             .iter()
@@ -566,8 +637,7 @@ impl Approver {
                      `oc agent-day2 monitor --ip-addresses IP` (records it on the batch) or `approve --node {0}=IP`",
                     n.hostname
                 )
-            })
-            .collect();
+            }));
         out.extend(self.existing_node_client_hints());
         out
     }
@@ -698,10 +768,30 @@ impl Approver {
                 return Ok(false);
             }
         }
-        let st = batch_state(cm)?;
-        if self.opts.batch.as_ref().is_some_and(|b| *b != st.rec.name) {
+        let cm_name = cm.metadata.name.clone().unwrap_or_default();
+        if self.opts.batch.as_ref().is_some_and(|b| *b != cm_name) {
             return Ok(false);
         }
+        let st = match batch_state(cm) {
+            Ok(st) => st,
+            // Edited into something that is not a batch record: skipped from now on, its
+            // hosts' CSRs held naming the field ([`Approver::amend`]).
+            Err(Error::BadObject { message, .. }) => {
+                let hosts = cm
+                    .data
+                    .as_ref()
+                    .and_then(|d| d.get(batch::DATA_KEY))
+                    .map(|t| batch::hostnames_of(t))
+                    .unwrap_or_default();
+                self.bad_batches.retain(|(n, _, _)| *n != cm_name);
+                self.bad_batches.push((cm_name.clone(), message, hosts));
+                self.batches.retain(|b| b.rec.name != cm_name);
+                self.rebuild_expected()?;
+                return Ok(true);
+            }
+            Err(e) => return Err(e),
+        };
+        self.bad_batches.retain(|(n, _, _)| *n != cm_name);
         let before = self.expected.clone();
         match self.batches.iter_mut().find(|b| b.rec.name == st.rec.name) {
             Some(b) => *b = st,
@@ -765,7 +855,59 @@ impl Approver {
             &self.policy,
             now,
         );
-        views.into_iter().zip(v).collect()
+        views
+            .into_iter()
+            .zip(v)
+            .map(|(c, mut v)| {
+                self.amend(&mut v);
+                (c, v)
+            })
+            .collect()
+    }
+
+    /// Holds a verdict whose node's batch record or reboot record is broken (hand-edited):
+    /// [`Reason::BadBatchRecord`] when a batch ConfigMap naming the node does not parse,
+    /// [`Reason::BadRebootRecord`] (client CSRs, also with --trust-unverified-boot) when its
+    /// reboot record's time does not.
+    fn amend(&self, v: &mut Verdict) {
+        let Some(node) = v.node.clone() else { return };
+        for (b, msg, hosts) in &self.bad_batches {
+            if hosts.contains(&node) {
+                v.reasons
+                    .retain(|r| !matches!(r, crate::csr::Reason::NotExpectedNode { .. }));
+                v.reasons.push(crate::csr::Reason::BadBatchRecord {
+                    node: node.clone(),
+                    batch: b.clone(),
+                    message: msg.clone(),
+                });
+                v.approve = false;
+            }
+        }
+        if v.kind == Kind::Client {
+            if let Some((b, field)) = self.bad_reboots.get(&node) {
+                v.reasons
+                    .retain(|r| !matches!(r, crate::csr::Reason::BootUnverified { .. }));
+                v.reasons.push(crate::csr::Reason::BadRebootRecord {
+                    node: node.clone(),
+                    batch: b.clone(),
+                    field: field.clone(),
+                });
+                v.approve = false;
+            }
+        }
+    }
+
+    /// Batch ConfigMaps skipped because they are not batch records: (name, what is wrong).
+    pub fn bad_batches(&self) -> Vec<(String, String)> {
+        self.bad_batches
+            .iter()
+            .map(|(n, m, _)| (n.clone(), m.clone()))
+            .collect()
+    }
+
+    /// Why recording the approval of CSR `name` on its batch failed, if it did.
+    pub fn write_failure(&self, name: &str) -> Option<&str> {
+        self.write_failures.get(name).map(String::as_str)
     }
 
     /// The verdict on CSR `name` among all pending ones (None: not pending, unknown, or
@@ -802,7 +944,10 @@ impl Approver {
             .into_iter()
             .zip(v)
             .find(|(c, _)| c.name == name)
-            .map(|(_, v)| v)
+            .map(|(_, mut v)| {
+                self.amend(&mut v);
+                v
+            })
     }
 
     /// The node a CSR speaks for, as the verdict attributes it (cached by name and uid: the
@@ -1127,7 +1272,16 @@ impl Approver {
                         self.stale.insert(bname.clone());
                         continue;
                     }
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        self.write_failures.insert(
+                            name.to_string(),
+                            format!(
+                                "recording its approval on batch {bname} failed: {}",
+                                e.render().trim()
+                            ),
+                        );
+                        return Err(e);
+                    }
                 }
             }
             // 2. /approval: append our condition to the fresh object.
@@ -1370,6 +1524,15 @@ fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
 /// The error when no batch record exists (exit 4): named as the user knows it (a batch, not
 /// a ConfigMap), so no generic "is this an OpenShift cluster" hint goes with it; the only
 /// next step is add-nodes (monitor words its own: it can also follow addresses).
+/// Exit 3 (README "Exit codes": invalid input, naming the field) for a batch ConfigMap that is
+/// not a batch record.
+pub fn bad_batch_error(name: &str, message: &str) -> Error {
+    Error::InvalidInput {
+        field: format!("ConfigMap {}/{name}", batch::NAMESPACE),
+        message: format!("{message}; its hosts' CSRs are held until it is fixed (or deleted)"),
+    }
+}
+
 pub fn no_batch() -> Error {
     Error::NotFound {
         resource: ResourceRef {
