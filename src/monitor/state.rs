@@ -180,7 +180,13 @@ pub fn next_view(
                 return v;
             };
             v.ids = Some((c.id.clone(), h.id.clone()));
-            v.failing = h.failing_validations();
+            // Host-supplied: ids escaped and cut, messages cut (escaped when shown), at most 32.
+            v.failing = h
+                .failing_validations()
+                .into_iter()
+                .take(32)
+                .map(|(id, m)| (crate::output::display(&id), m.chars().take(1000).collect()))
+                .collect();
             let progress = h.progress.clone().unwrap_or_default();
             let pct = progress.installation_percentage;
             let stage_name = progress.current_stage.clone().filter(|s| !s.is_empty());
@@ -262,16 +268,40 @@ pub fn next_view(
 /// `added-to-existing-cluster` / `installed` or at install stage `Rebooting`; None otherwise.
 /// Only an explicit report counts: a live API that stops answering proves nothing (a network
 /// blip, or someone keeping the host's address quiet).
+///
+/// `stage_started_at` is host-supplied (anyone answering at the host's address with its MAC can
+/// say anything): kept only when it is an RFC 3339 time, and then as its normalized UTC form
+/// (bounded); otherwise dropped with a debug log. `reported` is one of our own fixed strings.
 pub fn reboot_report(clusters: &[Cluster], macs: &[String]) -> Option<(String, Option<String>)> {
     let (_, h) = find_host(clusters, macs)?;
     let p = h.progress.clone().unwrap_or_default();
-    let started = p.stage_started_at.filter(|s| !s.is_empty());
+    let started = p.stage_started_at.as_deref().and_then(host_time);
     match h.status.as_str() {
         "added-to-existing-cluster" | "installed" => Some((h.status.clone(), started)),
         s if s.starts_with("installing") && p.current_stage.as_deref() == Some("Rebooting") => {
             Some(("install stage Rebooting".into(), started))
         }
         _ => None,
+    }
+}
+
+/// A host-supplied time as normalized RFC 3339 UTC (`2026-01-10T10:20:00Z`), None (with a debug
+/// log of its escaped, cut start) when it is empty or not RFC 3339.
+pub fn host_time(s: &str) -> Option<String> {
+    if s.is_empty() {
+        return None;
+    }
+    match time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
+        Ok(t) => crate::csr::Time::from_second(t.unix_timestamp())
+            .ok()
+            .map(|t| t.to_string()),
+        Err(_) => {
+            tracing::debug!(
+                "host-supplied time {} is not RFC 3339: ignored",
+                crate::output::escape_for_display(s, 80)
+            );
+            None
+        }
     }
 }
 
@@ -461,6 +491,22 @@ impl Track {
 mod tests {
     use super::*;
     use crate::assisted::HostProgressInfo;
+
+    /// Finding 2: a host-supplied stage time is kept only as a normalized RFC 3339 time.
+    #[test]
+    fn host_times_are_rfc3339_or_dropped() {
+        assert_eq!(
+            host_time("2026-01-10T11:20:00+01:00").as_deref(),
+            Some("2026-01-10T10:20:00Z")
+        );
+        assert_eq!(
+            host_time("2026-01-10T10:20:00.123Z").as_deref(),
+            Some("2026-01-10T10:20:00Z")
+        );
+        assert_eq!(host_time(&"A".repeat(1 << 20)), None);
+        assert_eq!(host_time(""), None);
+        assert_eq!(host_time("yesterday"), None);
+    }
 
     fn host(status: &str, stage: Option<&str>, pct: Option<i64>) -> Vec<Cluster> {
         vec![Cluster {
