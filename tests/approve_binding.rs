@@ -708,3 +708,218 @@ fn a_client_csr_from_a_replaced_image_does_not_fail_the_watch_or_blame_the_node(
     );
     assert!(!log.contains("oc delete node"), "{all}");
 }
+
+/// A rogue pending client CSR posted before boot does not hide the host's progress in
+/// `monitor --approve --yes`: its stages come from its own service until the reboot, then from
+/// its own CSRs (never back to client-csr-pending for the rogue); the rogue's boot-unverified
+/// verdict before the reboot says that monitor waits for the reboot report, not to pass
+/// --trust-unverified-boot.
+#[test]
+fn a_rogue_csr_before_boot_does_not_set_the_hosts_stage_in_monitor() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let rogue = rogue_csr(&c, "worker-0");
+    // Older than the reboot report by more than the 10 s of clock skew approve allows (the
+    // simulated install takes seconds, a real one many minutes).
+    std::thread::sleep(Duration::from_secs(11));
+    let mon_log = w.path("monitor.log");
+    let mut mon = spawn_logged(
+        plugin_cmd(
+            &c,
+            &w,
+            &[
+                "monitor",
+                "--approve",
+                "--yes",
+                "--poll-interval",
+                "100ms",
+                "--timeout",
+                "200s",
+                "-o",
+                "json",
+            ],
+        ),
+        &mon_log,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+    let booted = wait_exit(&mut bt, 150, &mon_log);
+    assert_eq!(booted, 0, "{}", read(&boot_log));
+    let code = wait_exit(&mut mon, 90, &mon_log);
+    let all = format!("monitor:\n{}\nboot:\n{}", read(&mon_log), read(&boot_log));
+    assert_eq!(code, 0, "{all}");
+    assert!(!approved(&c, &rogue), "{all}");
+    let evs: Vec<Value> = read(&mon_log)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let stages: Vec<(String, String)> = evs
+        .iter()
+        .filter(|e| e["event"] == "stage" && e["node"] == "worker-0")
+        .map(|e| {
+            (
+                e["stage"].as_str().unwrap_or("").to_string(),
+                e["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = stages.iter().map(|(s, _)| s.as_str()).collect();
+    for want in ["installing", "rebooting", "done"] {
+        assert!(names.contains(&want), "{want} in {names:?}\n{all}");
+    }
+    // Only forward: no client-csr-pending once its own CSR was approved or the Node joined.
+    let approved_at = names
+        .iter()
+        .position(|s| *s == "client-approved" || *s == "joined");
+    let approved_at = approved_at.unwrap_or_else(|| panic!("{names:?}\n{all}"));
+    assert!(
+        !names[approved_at..].contains(&"client-csr-pending"),
+        "{names:?}\n{all}"
+    );
+    assert!(
+        !stages.iter().any(|(_, m)| m.contains(&rogue)),
+        "the rogue set a stage: {stages:?}\n{all}"
+    );
+    let messages: Vec<&str> = evs.iter().filter_map(|e| e["message"].as_str()).collect();
+    assert!(
+        !messages
+            .iter()
+            .any(|m| m.contains("pass --trust-unverified-boot")),
+        "{all}"
+    );
+    assert!(
+        messages.iter().any(|m| m.contains(&rogue)
+            && (m.contains("waiting for worker-0's own assisted-service to report its reboot")
+                || m.contains("created-before-reboot")
+                || m.contains("before worker-0's own assisted-service reported"))),
+        "{all}"
+    );
+}
+
+/// Finding 1: a re-imaged host (joined from batch A, its Node deleted, `add-nodes --reimage`
+/// makes batch B) gets its own reboot record on B from monitor (A's says nothing about the new
+/// image's boot), approve binds the new kubelet's CSR to B's record and approves it with
+/// `--reissue`, the node joins again, and monitor raises no impostor alarm against it.
+#[test]
+fn a_reimaged_host_gets_a_reboot_record_on_its_new_batch_and_joins_again() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let (mon, mon_log) = monitor(&c, &w);
+    let ap_log = w.path("approve-a.log");
+    let mut ap = spawn_logged(
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "150s"]),
+        &ap_log,
+    );
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+    let code = wait_exit(&mut ap, 170, &ap_log);
+    assert_eq!(wait_exit(&mut bt, 60, &boot_log), 0, "{}", read(&boot_log));
+    assert_eq!(code, 0, "{}\nmonitor:\n{}", read(&ap_log), read(&mon_log));
+    drop(mon);
+    let a_csrs: Vec<String> = client_csrs(&c)
+        .iter()
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+
+    // Re-image: the Node goes, a new batch for the same host. A real re-install takes minutes;
+    // here the new boot's record comes at least the 10 s of clock skew after the old approval.
+    std::thread::sleep(Duration::from_secs(11));
+    let k = c.kubectl(&["delete", "node", "worker-0"]);
+    assert!(k.status.success(), "{}", text(&k));
+    let nc = w.path("nodes-config.yaml");
+    let out2 = w.path("out2");
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--reimage",
+            "worker-0",
+            "--dir",
+            out2.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+    );
+    assert!(o.status.success(), "add-nodes --reimage: {}", text(&o));
+    let b = json_of(&o)["batch"].as_str().unwrap().to_string();
+    assert_eq!(batch_records(&c).len(), 2, "batch A is kept");
+
+    let mon2_log = w.path("monitor-b.log");
+    let _mon2 = spawn_logged(
+        plugin_cmd(
+            &c,
+            &w,
+            &[
+                "monitor",
+                "--poll-interval",
+                "100ms",
+                "--timeout",
+                "240s",
+                "-o",
+                "json",
+            ],
+        ),
+        &mon2_log,
+    );
+    let ap2_log = w.path("approve-b.log");
+    let mut ap2 = spawn_logged(
+        plugin_cmd(
+            &c,
+            &w,
+            &[
+                "approve",
+                "--watch",
+                "--yes",
+                "--reissue",
+                "worker-0",
+                "--timeout",
+                "150s",
+            ],
+        ),
+        &ap2_log,
+    );
+    let boot2_log = w.path("boot-b.log");
+    let cmd = boot_cmd(
+        &c,
+        &["--iso", out2.join("node.x86_64.iso").to_str().unwrap()],
+        &[W0],
+        150,
+        "240s",
+    );
+    let mut bt2 = spawn_logged(cmd, &boot2_log);
+    let code = wait_exit(&mut ap2, 170, &ap2_log);
+    let all = format!(
+        "approve exit {code}:\n{}\nboot:\n{}\nmonitor:\n{}",
+        read(&ap2_log),
+        read(&boot2_log),
+        read(&mon2_log)
+    );
+    assert_eq!(wait_exit(&mut bt2, 60, &boot2_log), 0, "{all}");
+    assert!(node_ready_with_serving_cert(&c, "worker-0"), "{all}");
+    let recs = batch_records(&c);
+    let rec_b = recs.iter().find(|r| r["name"] == b.as_str()).expect("batch B");
+    assert_eq!(
+        rec_b["reboots"][0]["host"], "worker-0",
+        "B has its own reboot record: {rec_b:#}\n{all}"
+    );
+    let new: Vec<String> = client_csrs(&c)
+        .iter()
+        .map(|x| x["metadata"]["name"].as_str().unwrap().to_string())
+        .filter(|n| !a_csrs.contains(n))
+        .collect();
+    assert_eq!(new.len(), 1, "{all}");
+    assert!(approved(&c, &new[0]), "{all}");
+    assert_eq!(code, 0, "{all}");
+    let mon = read(&mon2_log);
+    assert!(mon.contains(&format!("reboot recorded on batch {b}")), "{all}");
+    assert!(
+        !mon.contains("\"alarm\""),
+        "no impostor alarm against the genuine machine: {all}"
+    );
+}

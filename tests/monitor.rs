@@ -1418,7 +1418,7 @@ fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
         .collect();
     let held = hints
         .iter()
-        .find(|h| h.contains("serving CSR") && h.contains("rejected"))
+        .find(|h| h.contains("serving CSR") && h.contains(" held: "))
         .unwrap_or_else(|| panic!("{hints:#?}"));
     assert!(
         held.starts_with(&format!("{} (batch ", W1.0))

@@ -871,6 +871,15 @@ impl Monitor {
                 continue;
             }
             if let Some((_, n)) = self.index.node_of(c).filter(|(_, n)| followed.contains(n)) {
+                // Approved before the followed batch's reboot record: an earlier life's (a
+                // re-imaged host's old kubelet), no rival of this boot's.
+                if self
+                    .reboot_at
+                    .get(&n)
+                    .is_some_and(|at| kube::approved_before(c, *at))
+                {
+                    continue;
+                }
                 all.push((crate::csr::CsrView::from_k8s(c), n));
             }
         }
@@ -884,10 +893,22 @@ impl Monitor {
                 .filter(|t| t.named)
                 .filter_map(|t| {
                     let b = t.batch.as_ref()?;
+                    // From the followed batch's reboot record on (less the skew), when there
+                    // is one: an approved client CSR from before is an earlier life's (a
+                    // re-imaged host's old kubelet), not this boot's.
+                    let since = *self.since.get(b)?;
+                    let recorded_at = match self.reboot_at.get(&t.name) {
+                        Some(at) => since.max(
+                            *at - ::k8s_openapi::jiff::SignedDuration::from_secs(
+                                crate::csr::REBOOT_CLOCK_SKEW_SECONDS,
+                            ),
+                        ),
+                        None => since,
+                    };
                     Some(crate::csr::ExpectedNode {
                         hostname: t.name.clone(),
                         ips: vec![],
-                        recorded_at: *self.since.get(b)?,
+                        recorded_at,
                         token_expires: crate::csr::Time::MAX,
                         reissue: 0,
                         rebooted_at: None,
@@ -1338,18 +1359,15 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                             follow_ups.spawn(follow_failure(i, m.tracks[i].name.clone(), c, ids, args.gather.clone(), tx.clone()));
                         }
                     }
+                    // The record is queued first (written off the loop; its "reboot recorded"
+                    // line comes when written, after this stage), so the stage shown already
+                    // counts the host's client CSRs from the record on: a CSR made before it
+                    // never shows as the host's, not even for one poll.
+                    if let Ok(clusters) = &poll {
+                        m.note_reboot(&target, i, clusters, at);
+                    }
                     m.refresh_kube();
                     m.show_changes();
-                    // After the stage is shown: the record is written off the loop.
-                    if let Ok(clusters) = &poll {
-                        let known = m.reboot_at.len();
-                        m.note_reboot(&target, i, clusters, at);
-                        if m.reboot_at.len() != known {
-                            // Its client CSRs now count from the record on.
-                            m.refresh_kube();
-                            m.show_changes();
-                        }
-                    }
                 }
                 Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),
             },
@@ -1452,7 +1470,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             }
             crate::approve::cmd::waiting(ap)
                 .into_iter()
-                .filter(|w| w.waits_for.ends_with("-rejected") || w.waits_for.ends_with("-not-approved"))
+                .filter(|w| {
+                    w.waits_for.ends_with("-rejected")
+                        || w.waits_for.ends_with("-held")
+                        || w.waits_for.ends_with("-not-approved")
+                })
                 .filter(|w| pending.iter().any(|t| t.name == w.node))
                 .collect()
         }
