@@ -190,6 +190,27 @@ pub enum Clients {
 /// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::by_node`]) created
 /// at or after `since` (the batch's creation, so an earlier life of the same name does not
 /// count) its client CSRs as `clients` says, and its Node.
+/// The CSR's Approved condition is dated before `at` by more than the clock skew allowed
+/// ([`crate::csr::REBOOT_CLOCK_SKEW_SECONDS`]: the condition is stamped with approve's clock, in
+/// whole seconds, the record with monitor's): an approval of an earlier life. Within the skew
+/// it counts as this boot's (a rogue that won the race right after the record stays visible).
+pub(crate) fn approved_before(csr: &CertificateSigningRequest, at: Time) -> bool {
+    csr.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter().any(|c| {
+                c.type_ == "Approved"
+                    && c.last_update_time
+                        .as_ref()
+                        .or(c.last_transition_time.as_ref())
+                        .is_some_and(|t| {
+                            t.0.as_second() < at.as_second() - crate::csr::REBOOT_CLOCK_SKEW_SECONDS
+                        })
+            })
+        })
+}
+
 pub fn view_of(
     name: &str,
     since: Option<Time>,
@@ -209,9 +230,13 @@ pub fn view_of(
             let eligible = match clients {
                 Clients::All => true,
                 Clients::None => false,
-                Clients::Since(at) => csr.metadata.creation_timestamp.as_ref().is_none_or(|c| {
-                    c.0.as_second() >= at.as_second() - crate::csr::REBOOT_CLOCK_SKEW_SECONDS
-                }),
+                // Not one approved before the record either: an earlier life's (a re-imaged
+                // host's old kubelet, made within the skew of the new record).
+                Clients::Since(at) => {
+                    csr.metadata.creation_timestamp.as_ref().is_none_or(|c| {
+                        c.0.as_second() >= at.as_second() - crate::csr::REBOOT_CLOCK_SKEW_SECONDS
+                    }) && !approved_before(csr, at)
+                }
             };
             if !eligible {
                 continue;
