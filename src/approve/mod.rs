@@ -455,8 +455,11 @@ impl Approver {
     /// Reads the cluster facts ([`read_policy`]), the batch records, the Nodes and the CSRs.
     ///
     /// Errors: exit 4 for reads that fail or no batch record at all ("run add-nodes first");
-    /// exit 3 for `extra_nodes` / `reissue` names no batch expects, or a batch whose
-    /// `tokenExpiresAt` does not parse.
+    /// exit 3 for `extra_nodes` / `reissue` names no batch expects, or when every batch
+    /// ConfigMap is not a batch record (naming it and the field). A batch ConfigMap that is not
+    /// a batch record (a field missing or mistyped, `tokenExpiresAt` not a time) among good ones
+    /// is skipped instead ([`Approver::bad_batches`]: its hosts' CSRs held, `bad-batch-record`;
+    /// the commands exit 3 at the end).
     pub async fn new(target: &KubeTarget, opts: ApproveOptions) -> Result<Approver> {
         let mut policy = read_policy(target).await?;
         policy.trust_unverified_boot = opts.trust_unverified_boot;
