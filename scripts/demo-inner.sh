@@ -34,7 +34,6 @@ else
   migrate_extra+=(--assisted-db-url "$(cat "$dir/dst-db/url")")
 fi
 "$sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
-sim=$!
 for _ in $(seq 1 300); do [ -f "$dir/ready" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
 # Install the plugin the way a user would: one executable on PATH (target/debug also holds
