@@ -183,7 +183,8 @@ alarms).
 Exit status: 0 every expected node's CSRs approved or issued (--watch: every expected node
 Ready with its serving certificate) and nothing rejected or held (denied counts as handled);
 2 bad flags, or approving without --yes when stdin is not a terminal; 3 a --node/--nodes-config/
---reissue name no batch expects; 4 cluster access; 5 --timeout or the batch token expired
+--reissue name no batch expects, or a batch record that does not parse (skipped, its hosts
+held); 4 cluster access; 5 --timeout or the batch token expired
 (--watch); 7 a CSR was rejected, is held or still pending; 8 declined at the prompt (nothing
 changed). Alarms do not change the exit status: read them in -o json (alarms).";
 

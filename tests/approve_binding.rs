@@ -202,8 +202,8 @@ fn a_rogue_client_csr_posted_before_boot_is_never_approved_under_watch_yes() {
     let c = cluster("", &w);
     let iso = add_worker_0(&c, &w);
     let rogue = rogue_csr(&c, "worker-0");
-    // Older than the reboot report by more than the 10 s of clock skew approve allows.
-    std::thread::sleep(Duration::from_secs(11));
+    // Older than the reboot report by more than the 2 s of clock skew approve allows.
+    std::thread::sleep(Duration::from_secs(4));
     let (_mon, mon_log) = monitor(&c, &w);
     let ap_out = w.path("approve.json");
     let ap_err = w.path("approve.err");
@@ -721,9 +721,9 @@ fn a_rogue_csr_before_boot_does_not_set_the_hosts_stage_in_monitor() {
     let c = cluster("", &w);
     let iso = add_worker_0(&c, &w);
     let rogue = rogue_csr(&c, "worker-0");
-    // Older than the reboot report by more than the 10 s of clock skew approve allows (the
+    // Older than the reboot report by more than the 2 s of clock skew approve allows (the
     // simulated install takes seconds, a real one many minutes).
-    std::thread::sleep(Duration::from_secs(11));
+    std::thread::sleep(Duration::from_secs(4));
     let mon_log = w.path("monitor.log");
     let mut mon = spawn_logged(
         plugin_cmd(
@@ -825,8 +825,8 @@ fn a_reimaged_host_gets_a_reboot_record_on_its_new_batch_and_joins_again() {
         .collect();
 
     // Re-image: the Node goes, a new batch for the same host. A real re-install takes minutes;
-    // here the new boot's record comes at least the 10 s of clock skew after the old approval.
-    std::thread::sleep(Duration::from_secs(11));
+    // here the new boot's record comes at least the 2 s of clock skew after the old approval.
+    std::thread::sleep(Duration::from_secs(4));
     let k = c.kubectl(&["delete", "node", "worker-0"]);
     assert!(k.status.success(), "{}", text(&k));
     let nc = w.path("nodes-config.yaml");

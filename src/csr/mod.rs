@@ -63,11 +63,15 @@ pub const NODE_PREFIX: &str = "system:node:";
 /// Clock-skew tolerance for "created in the future", in seconds.
 pub const CLOCK_SKEW_SECONDS: i64 = 600;
 /// How much earlier than the host's recorded reboot report a client CSR may be created and still
-/// be the installed system's, in seconds: the record is written with the clock of the machine
-/// running `monitor`, the CSR's creationTimestamp with the API server's, and the two may disagree
-/// by this much (NTP keeps them far closer; a real reboot into the installed system takes
-/// minutes, so the real kubelet's CSR comes long after the record anyway).
-pub const REBOOT_CLOCK_SKEW_SECONDS: i64 = 10;
+/// be the installed system's, in seconds. The record is written with the clock of the machine
+/// running `monitor`, the CSR's creationTimestamp (whole seconds, cut down) with the API
+/// server's; 2 s covers the cut and NTP-level disagreement. More is not needed and would be a
+/// window for a rogue CSR posted just before the report: the assisted-installer reports the
+/// Rebooting stage and then reboots with `shutdown -r +1` (its `ops.Reboot`), so the installed
+/// system's kubelet asks a minute or more after the report, even with the clocks a few seconds
+/// apart. A monitor clock ahead of the API server's by more than that would make the genuine
+/// CSR look early (`created-before-reboot` says to compare the clocks).
+pub const REBOOT_CLOCK_SKEW_SECONDS: i64 = 2;
 /// The kubelet's wait for a client certificate before it makes a new key and CSR
 /// (client-go certificate manager `certificateWaitTimeout`, 15 min).
 pub const KUBELET_RETRY_SECONDS: i64 = 900;
@@ -1309,14 +1313,14 @@ mod tests {
     const NONE: Vec<&str> = Vec::new();
 
     /// Finding 3: re-posting a key every 9 s from before the boot always has a CSR inside the
-    /// 10 s skew window before the record; none of those is approved, while a real kubelet's
+    /// 2 s skew window before the record; none of those is approved, while a real kubelet's
     /// CSR inside the window (clocks a few seconds apart, nobody asking earlier) still is.
     #[test]
     fn a_csr_in_the_skew_window_is_refused_when_someone_asked_before_the_reboot() {
         let s = sc(Some("2026-01-10T10:20:00Z"));
         let flood = [
             client("csr-r1", "worker-0", "2026-01-10T10:19:41Z"),
-            client("csr-r2", "worker-0", "2026-01-10T10:19:50Z"),
+            client("csr-r2", "worker-0", "2026-01-10T10:19:58Z"),
             client("csr-r3", "worker-0", "2026-01-10T10:19:59Z"),
         ];
         assert_eq!(
@@ -1331,7 +1335,7 @@ mod tests {
         let key = rcgen::KeyPair::generate().unwrap();
         let same = [
             client_with_key("csr-k1", "worker-0", "2026-01-10T10:19:44Z", &key),
-            client_with_key("csr-k2", "worker-0", "2026-01-10T10:19:53Z", &key),
+            client_with_key("csr-k2", "worker-0", "2026-01-10T10:19:59Z", &key),
         ];
         assert_eq!(
             s.all(&same),
@@ -1352,8 +1356,8 @@ mod tests {
             "{m}"
         );
         assert!(!v[2].held() && !v[2].approve, "{v:?}");
-        // Genuine: the kubelet's CSR 5 s before the record (clock skew), nobody asking earlier.
-        let real = client("csr-real", "worker-0", "2026-01-10T10:19:55Z");
+        // Genuine: the kubelet's CSR 2 s before the record (clock skew), nobody asking earlier.
+        let real = client("csr-real", "worker-0", "2026-01-10T10:19:58Z");
         assert_eq!(s.all(std::slice::from_ref(&real)), [NONE]);
         // A replaced image's CSR from before the batch does not count as an early requester.
         let stale = client("csr-stale", "worker-0", "2026-01-10T09:59:00Z");
@@ -1372,8 +1376,8 @@ mod tests {
     #[test]
     fn a_client_csr_is_bound_to_the_hosts_reboot_record() {
         let s = sc(Some("2026-01-10T10:20:00Z"));
-        let before = client("csr-rogue", "worker-0", "2026-01-10T10:19:49Z");
-        let skew = client("csr-skew", "worker-0", "2026-01-10T10:19:50Z");
+        let before = client("csr-rogue", "worker-0", "2026-01-10T10:19:57Z");
+        let skew = client("csr-skew", "worker-0", "2026-01-10T10:19:58Z");
         let after = client("csr-real", "worker-0", "2026-01-10T10:24:00Z");
         assert_eq!(
             s.all(std::slice::from_ref(&before)),
@@ -1382,7 +1386,7 @@ mod tests {
         assert_eq!(
             s.all(std::slice::from_ref(&skew)),
             [NONE],
-            "10 s of clock skew allowed"
+            "2 s of clock skew allowed"
         );
         assert_eq!(s.all(std::slice::from_ref(&after)), [NONE]);
         // A rogue made before the reboot does not stand in the way of the real one.

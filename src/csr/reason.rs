@@ -478,7 +478,7 @@ impl fmt::Display for Reason {
                 rebooted,
             } => write!(
                 f,
-                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr {2})",
+                "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr {2}); if you are sure it is {0}'s kubelet, the clock of the machine running monitor is ahead of the API server's: fix NTP there",
                 esc(node),
                 super::REBOOT_CLOCK_SKEW_SECONDS,
                 esc(csr)
