@@ -20,6 +20,9 @@
 #     kube-apiserver, kube-controller-manager  k8s.io/kubernetes/cmd/...  (CGO_ENABLED=0, with
 #       the version ldflags, so /version reports the pinned release)
 #     etcd                                     go.etcd.io/etcd/server/v3 (its main package)
+#     kubelet-exec  ours (tests/real/kube/kubelet-exec): the simulated control-plane kubelets'
+#       pod-exec endpoint, serving kube-apiserver's SPDY/WebSocket sessions with the kubelet's
+#       streaming code (k8s.io/kubelet/pkg/cri/streaming/remotecommand)
 #   pinned by tests/real/kube/go.mod + go.sum (a wrapper module of ours: the staging modules'
 #   replace block that k8s.io/kubernetes needs as a dependency, and `tool` lines naming the
 #   three main packages; etcd at the version the Kubernetes graph pins). Built with
@@ -204,19 +207,35 @@ build_kube() {
     { say "kube: $wrapper_dir/go.mod must require k8s.io/kubernetes and go.etcd.io/etcd/server/v3"; exit 1; }
   out=${AGENT_DAY2_REAL_KUBE_DIR:-$cache_root/kube-$kver}
   bin="$out/bin"
+  work="$out/wrapper"
+  gocache=${AGENT_DAY2_KUBE_GOCACHE:-$out/go-build}
+  prepare_work() {
+    mkdir -p "$bin" "$work" "$gocache"
+    cp "$wrapper_dir/go.mod" "$wrapper_dir/go.sum" "$work/"
+    rm -rf "$work/kubelet-exec" && cp -r "$wrapper_dir/kubelet-exec" "$work/"
+    export GOCACHE="$gocache" GOFLAGS="-mod=readonly ${GOFLAGS:-}" CGO_ENABLED=0
+  }
+  # kubelet-exec: our main package in the wrapper module (the simulated control-plane
+  # kubelets' exec endpoint, on the kubelet's streaming code); rebuilt alone when its source
+  # changed. Its source is kept beside it to tell.
+  build_kubelet_exec() {
+    (cd "$work" && go build -trimpath -ldflags "-s -w" -o "$bin/kubelet-exec" ./kubelet-exec)
+    cp "$wrapper_dir/kubelet-exec/main.go" "$bin/kubelet-exec.go"
+  }
   if [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kube-controller-manager" ] && [ -x "$bin/etcd" ] &&
     [ -d "$bin/openshift-api" ] && [ -s "$bin/versions" ] && cmp -s "$bin/go.mod" "$wrapper_dir/go.mod"; then
+    if ! { [ -x "$bin/kubelet-exec" ] && cmp -s "$bin/kubelet-exec.go" "$wrapper_dir/kubelet-exec/main.go"; }; then
+      say "kube: building kubelet-exec (its source changed)"
+      prepare_work
+      build_kubelet_exec
+      sed -i '/^kubelet-exec:/d' "$bin/versions"
+      echo "kubelet-exec: tests/real/kube/kubelet-exec (ours) on k8s.io/kubelet@$(modver k8s.io/kubelet || true)'s streaming code" >>"$bin/versions"
+    fi
     say "kube: cached in $bin"
     print_versions
     return 0
   fi
-  mkdir -p "$bin"
-  work="$out/wrapper"
-  mkdir -p "$work"
-  cp "$wrapper_dir/go.mod" "$wrapper_dir/go.sum" "$work/"
-  gocache=${AGENT_DAY2_KUBE_GOCACHE:-$out/go-build}
-  mkdir -p "$gocache"
-  export GOCACHE="$gocache" GOFLAGS="-mod=readonly ${GOFLAGS:-}" CGO_ENABLED=0
+  prepare_work
 
   # Download (retried): exactly the modules the three main packages load, checked against go.sum.
   log="$out/proxy.log"
@@ -248,6 +267,7 @@ build_kube() {
   (cd "$work" &&
     go build -trimpath -ldflags "$ld" -o "$bin/" "${pkgs[0]}" "${pkgs[1]}" &&
     go build -trimpath -ldflags "-s -w" -o "$bin/etcd" "${pkgs[2]}")
+  build_kubelet_exec
   local built=$((SECONDS - t0))
 
   # The OpenShift CRDs the simulator installs come from openshift/api at a pinned commit (its
@@ -266,6 +286,7 @@ build_kube() {
     echo "kube-controller-manager: k8s.io/kubernetes/cmd/kube-controller-manager@$kver ($("$bin/kube-controller-manager" --version))"
     echo "etcd: go.etcd.io/etcd/server/v3@$ever ($("$bin/etcd" --version | tr '\n' ' ' | sed 's/ *$//'))"
     echo "openshift-api: github.com/openshift/api@$openshift_api (CRDs)"
+    echo "kubelet-exec: tests/real/kube/kubelet-exec (ours) on k8s.io/kubelet@$(modver k8s.io/kubelet || true)'s streaming code"
     echo "go: $(go env GOVERSION), CGO_ENABLED=0; wrapper tests/real/kube/go.mod sha256 $(sha256sum "$wrapper_dir/go.mod" | cut -c1-12)"
   } >"$bin/versions"
   cp "$wrapper_dir/go.mod" "$bin/go.mod"

@@ -907,3 +907,167 @@ fn deploy_rbac_roles_on_the_real_server() {
         "can-i --list as the approve user vs ClusterRole agent-day2-approve:\n{listed}"
     );
 }
+
+/// Item 5: a pod on the real control plane as on a cluster. Its PersistentVolumeClaim is bound by
+/// kube-controller-manager's real persistentvolume-binder to the volume the provisioner stand-in
+/// made; the pod is bound to master-0, reported Running by master-0's kubelet as
+/// `system:node:master-0` (the real NodeRestriction admitted it); `kubectl exec` (the real
+/// kubectl, WebSocket to kube-apiserver, which speaks SPDY to the kubelet) runs `mkdir`, `ls`,
+/// `cat` in it with stdin, stdout, stderr and the exit code carried through; a deleted pod
+/// goes away (the kubelet finishes the deletion).
+#[test]
+#[ignore = "needs the real kube-apiserver: scripts/real-components.sh kube"]
+fn pod_exec_reaches_the_simulated_kubelet_through_the_real_server() {
+    let bins = real_bins();
+    if let Err(why) = enter_netns() {
+        panic!("{why}");
+    }
+    let bins_arg = bins.to_string_lossy().to_string();
+    let c = TestCluster::start_with_args("", &["--real-apiserver", &bins_arg])
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let objs = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: exec-test}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: exec-test}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 300Mi}}}
+"#;
+    let o = c.kubectl_stdin(&["apply", "-f", "-"], objs);
+    assert!(o.status.success(), "{}", text(&o));
+    // The `default` ServiceAccount comes from the real serviceaccount controller.
+    let pod = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: copy, namespace: exec-test}
+spec:
+  containers:
+  - {name: c, image: registry.example/ubi9:latest, command: [sleep, "3600"], volumeMounts: [{name: v, mountPath: /migration}]}
+  volumes:
+  - {name: v, persistentVolumeClaim: {claimName: data}}
+"#;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = c.kubectl_stdin(&["create", "-f", "-"], pod);
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline && text(&o).contains("serviceaccount"),
+            "{}",
+            text(&o)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let w = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/copy",
+        "--timeout=60s",
+    ]);
+    assert!(w.status.success(), "{}", text(&w));
+    let pvc = c.kubectl(&["-n", "exec-test", "get", "pvc", "data", "-o", "json"]);
+    let pvc: serde_json::Value = serde_json::from_slice(&pvc.stdout).unwrap();
+    assert_eq!(pvc["status"]["phase"], "Bound", "{pvc}");
+    // Bound by the controller, not by us.
+    assert_eq!(
+        pvc["metadata"]["annotations"]["pv.kubernetes.io/bind-completed"], "yes",
+        "{pvc}"
+    );
+    let p = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "get",
+        "pod",
+        "copy",
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]);
+    let p: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    assert_eq!(p["spec"]["nodeName"], "master-0", "{p}");
+    let status_writers: Vec<&str> = p["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["subresource"] == "status")
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(!status_writers.is_empty(), "{p}");
+
+    // stdin → the volume → stdout, through the real kube-apiserver.
+    let o = c.kubectl_stdin(
+        &[
+            "-n",
+            "exec-test",
+            "exec",
+            "-i",
+            "copy",
+            "-c",
+            "c",
+            "--",
+            "tar",
+            "-x",
+            "-C",
+            "/migration",
+        ],
+        "",
+    );
+    // An empty tar stream is an error of tar itself: the exit code comes back.
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("command terminated with exit code 2"),
+        "{}",
+        text(&o)
+    );
+    let o = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "exec",
+        "copy",
+        "--",
+        "mkdir",
+        "-p",
+        "/migration/a/b",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = c.kubectl(&["-n", "exec-test", "exec", "copy", "--", "ls", "/migration/a"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "b", "{}", text(&o));
+    let vol = c.dir.join("volumes/exec-test/data/a/b");
+    assert!(vol.is_dir(), "{} missing", vol.display());
+    // stderr names the container path, not the host's.
+    let o = c.kubectl(&["-n", "exec-test", "exec", "copy", "--", "cat", "/migration/nope"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("/migration/nope") && !err.contains("volumes/exec-test"),
+        "{}",
+        text(&o)
+    );
+    // A program the container does not have.
+    let o = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "exec",
+        "copy",
+        "--",
+        "curl",
+        "https://example.com",
+    ]);
+    assert_eq!(o.status.code(), Some(126), "{}", text(&o));
+
+    // Deleted: gone once the kubelet finished it.
+    let o = c.kubectl(&["-n", "exec-test", "delete", "pod", "copy", "--timeout=30s"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = c.kubectl(&["-n", "exec-test", "get", "pod", "copy"]);
+    assert!(
+        !o.status.success() && text(&o).contains("NotFound"),
+        "{}",
+        text(&o)
+    );
+}

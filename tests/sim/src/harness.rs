@@ -166,26 +166,11 @@ mod tempfile_dir {
 /// Unset or empty: the home-made API server (the default).
 pub const REAL_APISERVER_ENV: &str = "AGENT_DAY2_SIM_REAL_APISERVER";
 
-/// Why a cluster cannot run on the real control plane yet (`up --real-apiserver` refuses it):
-/// `--assisted-db-url` (pod exec into cluster 0's assisted-service needs the simulated
-/// kubelet's exec endpoint). None when it can.
-pub fn real_apiserver_unsupported(_scenario_yaml: &str, extra: &[&str]) -> Option<&'static str> {
-    extra
-        .iter()
-        .any(|a| a.starts_with("--assisted-db-url"))
-        .then_some("--assisted-db-url (pod exec needs the simulated kubelet's exec endpoint)")
-}
-
 /// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already
-/// say `--real-apiserver`. A cluster the real control plane cannot serve yet
-/// ([`real_apiserver_unsupported`]) stays on the home-made server, said on stderr.
-fn real_apiserver_args(scenario_yaml: &str, extra: &[&str]) -> Vec<String> {
+/// say `--real-apiserver`.
+fn real_apiserver_args(extra: &[&str]) -> Vec<String> {
     match std::env::var(REAL_APISERVER_ENV) {
         Ok(v) if !v.is_empty() && !extra.iter().any(|a| a.starts_with("--real-apiserver")) => {
-            if let Some(why) = real_apiserver_unsupported(scenario_yaml, extra) {
-                eprintln!("harness: {REAL_APISERVER_ENV} is set, but this cluster runs on the home-made API server: {why}");
-                return Vec::new();
-            }
             if v == "1" {
                 vec!["--real-apiserver".into()]
             } else {
@@ -247,7 +232,7 @@ impl TestCluster {
             .args(["--listen", listen])
             .arg("--scenario")
             .arg(&scenario)
-            .args(real_apiserver_args(scenario_yaml, extra))
+            .args(real_apiserver_args(extra))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -76,10 +76,11 @@ enum Cmd {
         #[arg(long, value_name = "DIR")]
         volumes_dir: Option<PathBuf>,
         /// Serve the cluster from the REAL etcd, kube-apiserver (Node,RBAC authorization,
-        /// NodeRestriction) and kube-controller-manager (CSR signing only) in BIN_DIR (default:
-        /// $AGENT_DAY2_REAL_KUBE_BIN, else where `scripts/real-components.sh kube` builds them)
-        /// instead of the simulator's own API server. Not yet with
-        /// --assisted-db-url or a scenario's `forbidden` switches.
+        /// NodeRestriction) and kube-controller-manager (CSR signing, service accounts,
+        /// namespaces, volume binding) in BIN_DIR (default: $AGENT_DAY2_REAL_KUBE_BIN, else
+        /// where `scripts/real-components.sh kube` builds them) instead of the simulator's own
+        /// API server; the control-plane nodes' kubelets are simulated (pod status, pod exec
+        /// through kubelet-exec, volumes).
         #[arg(long, value_name = "BIN_DIR", num_args = 0..=1)]
         real_apiserver: Option<Option<PathBuf>>,
     },
@@ -126,6 +127,19 @@ enum Cmd {
     /// 130 on SIGINT and 143 on SIGTERM (`interrupted`, machines stopped; with --stay 0 once
     /// every machine reached --until).
     RunNode(agent_day2_sim::noderun::RunNodeArgs),
+    /// (internal) The container runtime behind the control-plane kubelets' exec endpoint
+    /// (`kubelet-exec`, `up --real-apiserver`): runs COMMAND as container CONTAINER of pod
+    /// NAMESPACE/POD would, with this process's stdio; exits with its code.
+    #[command(hide = true)]
+    ContainerExec {
+        #[arg(long)]
+        dir: PathBuf,
+        namespace: String,
+        pod: String,
+        container: String,
+        #[arg(last = true)]
+        command: Vec<String>,
+    },
     /// (internal) One run-node machine, as PID 1 of its namespaces.
     #[command(hide = true)]
     NodeMachine {
@@ -262,6 +276,15 @@ fn main() {
     let cli = Cli::parse();
     match cli.cmd {
         Cmd::RunNode(args) => std::process::exit(agent_day2_sim::noderun::run(args)),
+        Cmd::ContainerExec {
+            dir,
+            namespace,
+            pod,
+            container,
+            command,
+        } => std::process::exit(agent_day2_sim::api::cp_kubelet::container_exec(
+            &dir, &namespace, &pod, &container, &command,
+        )),
         Cmd::NodeMachine { spec } => std::process::exit(agent_day2_sim::noderun::machine::main(&spec)),
         Cmd::Podman { args } => std::process::exit(agent_day2_sim::noderun::podman::main(&args)),
         Cmd::DiscoveryAgent { args } => std::process::exit(agent_day2_sim::noderun::agent::main(&args)),

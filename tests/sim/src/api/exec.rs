@@ -805,6 +805,92 @@ where
     }
 }
 
+/// Runs `plan` in this process's place, as a container runtime would: stdin is ours (the
+/// session's), stdout and stderr go to ours (host paths rewritten as in a session); returns the
+/// exit code (128+signal when killed, [`NOT_AVAILABLE_EXIT_CODE`] when the program cannot start).
+pub fn run_local(plan: Plan) -> i32 {
+    use std::io::{Read, Write};
+    use std::process::{Command, Stdio};
+    fn copy(mut r: impl Read, mut w: impl Write, map: Vec<(String, String)>) {
+        let mut rw = (!map.is_empty()).then_some(Rewriter {
+            map,
+            pending: Vec::new(),
+        });
+        let mut buf = vec![0u8; 32 * 1024];
+        loop {
+            let n = match r.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let data = match rw.as_mut() {
+                Some(rw) => rw.feed(&buf[..n]),
+                None => buf[..n].to_vec(),
+            };
+            if w.write_all(&data).and_then(|()| w.flush()).is_err() {
+                return;
+            }
+        }
+        if let Some(rw) = rw.as_mut() {
+            let _ = w.write_all(&rw.finish());
+        }
+        let _ = w.flush();
+    }
+    match plan {
+        Plan::Refuse { code, stderr } => {
+            eprint!("{stderr}");
+            code
+        }
+        Plan::Run {
+            program,
+            args,
+            env,
+            cwd,
+            dirs,
+            rewrite,
+            rewrite_stdout,
+        } => {
+            for d in &dirs {
+                let _ = std::fs::create_dir_all(d);
+            }
+            let child = Command::new(&program)
+                .args(&args)
+                .env_clear()
+                .envs(env)
+                .current_dir(&cwd)
+                .stdin(Stdio::inherit())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn();
+            let mut child = match child {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("exec failed: {program}: {e} (on the simulator's host)");
+                    return NOT_AVAILABLE_EXIT_CODE;
+                }
+            };
+            let out = child.stdout.take().expect("stdout piped");
+            let err = child.stderr.take().expect("stderr piped");
+            let out_map = if rewrite_stdout {
+                rewrite.clone()
+            } else {
+                Vec::new()
+            };
+            let t1 = std::thread::spawn(move || copy(out, std::io::stdout(), out_map));
+            let t2 = std::thread::spawn(move || copy(err, std::io::stderr(), rewrite));
+            let st = child.wait();
+            let _ = t1.join();
+            let _ = t2.join();
+            match st {
+                Ok(s) => s.code().unwrap_or_else(|| {
+                    use std::os::unix::process::ExitStatusExt;
+                    128 + s.signal().unwrap_or(0)
+                }),
+                Err(_) => 1,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 //! [`exec`] (pod exec over WebSocket), [`mcs`] (the machine-config server stand-in) and [`up`] (the `agent-day2-sim up` command).
 
 pub mod authz;
+pub mod cp_kubelet;
 pub mod csr_signer;
 pub mod discovery;
 pub mod exec;

@@ -54,7 +54,12 @@ const WRAPPER_GO_MOD: &str = include_str!("../../../real/kube/go.mod");
 pub const ADMIN_BINDING: &str = "agent-day2-sim:admin";
 
 /// The controllers kube-controller-manager runs (never `csrapproving`).
-pub const KCM_CONTROLLERS: [&str; 3] = ["csrsigning", "serviceaccount", "namespace"];
+pub const KCM_CONTROLLERS: [&str; 4] = [
+    "csrsigning",
+    "serviceaccount",
+    "namespace",
+    "persistentvolume-binder",
+];
 
 /// The context of `DIR/kubeconfig` used to seed the cluster.
 const ADMIN_CONTEXT: &str = "admin";
@@ -100,7 +105,12 @@ pub fn default_kube_bin_dir() -> PathBuf {
 ///
 /// Errors name the missing file and the command that builds it.
 pub fn check_kube_bins(dir: &Path) -> Result<String, String> {
-    for b in ["etcd", "kube-apiserver", "kube-controller-manager"] {
+    for b in [
+        "etcd",
+        "kube-apiserver",
+        "kube-controller-manager",
+        "kubelet-exec",
+    ] {
         if !dir.join(b).is_file() {
             return Err(format!(
                 "{} is missing: build the real control plane with `scripts/real-components.sh kube` (or set ${KUBE_BIN_ENV})",
@@ -117,7 +127,7 @@ pub fn check_kube_bins(dir: &Path) -> Result<String, String> {
 }
 
 /// A child process of the control plane; SIGTERM, then SIGKILL after 10 s, on drop.
-struct Proc {
+pub(crate) struct Proc {
     name: &'static str,
     child: Child,
     log: PathBuf,
@@ -126,7 +136,12 @@ struct Proc {
 impl Proc {
     /// Starts `bin args…` with stdout and stderr appended to `log`. The child gets SIGKILL if
     /// this process dies (`PR_SET_PDEATHSIG`), so a killed simulator leaves no etcd behind.
-    fn spawn(name: &'static str, bin: &Path, args: &[String], log: PathBuf) -> anyhow::Result<Proc> {
+    pub(crate) fn spawn(
+        name: &'static str,
+        bin: &Path,
+        args: &[String],
+        log: PathBuf,
+    ) -> anyhow::Result<Proc> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -213,6 +228,12 @@ impl Drop for ControlPlane {
 }
 
 impl ControlPlane {
+    /// Adds a process that runs with the control plane (checked by [`Self::check_running`],
+    /// stopped first).
+    pub(crate) fn add(&mut self, p: Proc) {
+        self.procs.push(p);
+    }
+
     /// Err with the process's log when one of them has exited.
     pub fn check_running(&mut self) -> anyhow::Result<()> {
         for p in &mut self.procs {
@@ -317,6 +338,9 @@ pub struct PkiFiles {
     pub sa_key: PathBuf,
     pub tokens: PathBuf,
     pub kcm_kubeconfig: PathBuf,
+    /// kube-apiserver's client certificate towards the kubelets (`--kubelet-client-certificate`).
+    pub kubelet_client_crt: PathBuf,
+    pub kubelet_client_key: PathBuf,
 }
 
 impl PkiFiles {
@@ -330,6 +354,8 @@ impl PkiFiles {
             sa_key: d.join("sa.key"),
             tokens: d.join("tokens.csv"),
             kcm_kubeconfig: d.join("kube-controller-manager.kubeconfig"),
+            kubelet_client_crt: d.join("apiserver-kubelet-client.crt"),
+            kubelet_client_key: d.join("apiserver-kubelet-client.key"),
         }
     }
 }
@@ -364,6 +390,12 @@ pub fn apiserver_args(
         format!("--service-cluster-ip-range={}", service_cidrs.join(",")),
         "--allow-privileged=true".into(),
         "--profiling=false".into(),
+        // The kubelet API (pod exec): as OpenShift runs it, by InternalIP, with a client
+        // certificate, checking the kubelet's serving certificate against the cluster CA.
+        format!("--kubelet-client-certificate={}", p.kubelet_client_crt.display()),
+        format!("--kubelet-client-key={}", p.kubelet_client_key.display()),
+        format!("--kubelet-certificate-authority={}", p.ca_crt.display()),
+        "--kubelet-preferred-address-types=InternalIP".into(),
     ];
     if listen.ip().is_loopback() {
         a.push("--endpoint-reconciler-type=none".into());
@@ -382,6 +414,9 @@ pub fn controller_manager_args(p: &PkiFiles) -> Vec<String> {
         "--leader-elect=false".into(),
         "--secure-port=0".into(),
         "--use-service-account-credentials=true".into(),
+        // The binder's periodic resync (15 s by default) also retries a claim whose volume
+        // came a moment after the claim's first sync.
+        "--pvclaimbinder-sync-period=1s".into(),
     ]
 }
 
@@ -416,8 +451,9 @@ fn wait_etcd(proc_: &mut Proc, port: u16) -> anyhow::Result<()> {
     }
 }
 
-/// The admin client from the kubeconfig text.
-async fn admin_client(kubeconfig: &str) -> anyhow::Result<kube::Client> {
+/// The client of the kubeconfig text's `admin` context (the admin, or another identity rendered
+/// into that context).
+pub async fn client_for(kubeconfig: &str) -> anyhow::Result<kube::Client> {
     let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).context("the admin kubeconfig")?;
     let opts = kube::config::KubeConfigOptions {
         context: Some(ADMIN_CONTEXT.into()),
@@ -634,6 +670,10 @@ pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
     // ClusterRole system:kube-controller-manager (it then acts per controller as its service
     // account, --use-service-account-credentials).
     let kcm = o.ca.issue_client("system:kube-controller-manager", &[])?;
+    // OpenShift's kube-apiserver-to-kubelet client identity.
+    let to_kubelet = o.ca.issue_client("system:kube-apiserver", &["kube-master"])?;
+    write_file(&p.kubelet_client_crt, &to_kubelet.cert_pem, 0o644)?;
+    write_file(&p.kubelet_client_key, &to_kubelet.key_pem, 0o600)?;
     let api_url = format!("https://{}", o.listen);
     write_file(
         &p.kcm_kubeconfig,
@@ -698,7 +738,7 @@ pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
         &args,
         o.dir.join("kube-apiserver.log"),
     )?);
-    let client = admin_client(o.admin_kubeconfig).await?;
+    let client = client_for(o.admin_kubeconfig).await?;
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         for pr in &mut procs {
@@ -1247,13 +1287,11 @@ async fn start_mcs(
 /// With `--registry`, the same container registry as the home-made mode
 /// ([`super::up::start_registry`]). The scenario's `forbidden` switches are denied by an
 /// authorization webhook ([`forbidden_webhook`]; the admin is then cluster-admin through RBAC,
-/// not system:masters). Not yet with the real server (refused up front, naming the option):
-/// `--assisted-db-url` (pod exec needs the simulated kubelet's exec endpoint).
-/// Errors: that, a missing binary, a process that fails, an object the server refuses.
+/// not system:masters). The control-plane nodes' kubelets, with `kubelet-exec` for pod exec,
+/// come from [`super::cp_kubelet`]; `--assisted-db-url` seeds cluster 0's assisted-service as
+/// the home-made mode does, its pod made Running by master-0's kubelet.
+/// Errors: a missing binary, a process that fails, an object the server refuses.
 pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()> {
-    if opts.assisted_db_url.is_some() {
-        bail!("--assisted-db-url is not supported with --real-apiserver yet (pod exec needs the simulated kubelet); drop one of them");
-    }
     let mut scenario = match &opts.scenario {
         Some(p) => crate::scenario::Scenario::load(p)?,
         None => crate::scenario::Scenario::default(),
@@ -1328,7 +1366,25 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         ca_pem: ca.cert_pem.clone(),
     };
     // The seed includes the scenario's `objects` and `objectsDir` and applies `omit`.
-    let objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, seed_registry)?;
+    let mut objects = crate::seed::seed_objects_with_registry(&scenario, &ctx, seed_registry)?;
+    // Cluster 0's assisted-service; its pod's status comes from master-0's kubelet.
+    let assisted_db = super::up::assisted_db(&opts).await?;
+    if let Some(db) = &assisted_db {
+        for mut o in crate::seed::assisted_service_objects(db) {
+            if o["kind"] == "Pod" {
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+            objects.push(o);
+        }
+    }
+    let volumes_dir = std::path::absolute(
+        opts.volumes_dir
+            .clone()
+            .unwrap_or_else(|| opts.dir.join("volumes")),
+    )?;
+    let masters = super::cp_kubelet::control_plane_nodes(&objects);
     // Every `omit` entry must name something (as `up` checks): a typo would leave the object in.
     {
         let all = crate::seed::seed_objects_with_registry(
@@ -1473,6 +1529,40 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     }
     let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
     let mcs_mirror = start_mcs(&client, &ca, ip, &api_int, port, &boot_token, &opts.dir).await?;
+
+    // The control-plane nodes' kubelets: pod exec endpoint, pod status, volumes.
+    let exec_file = super::cp_kubelet::ExecFile {
+        assisted_db_url: opts.assisted_db_url.clone(),
+        volumes_dir: volumes_dir.clone(),
+    };
+    write_file(
+        &opts.dir.join(super::cp_kubelet::EXEC_FILE),
+        &serde_json::to_string_pretty(&exec_file)?,
+        0o600,
+    )?;
+    let mut kubelet_tasks = Vec::new();
+    if !masters.is_empty() {
+        let pki = opts.dir.join("pki");
+        let names: Vec<String> = masters.iter().map(|m| m.name.clone()).collect();
+        let ips: Vec<IpAddr> = masters
+            .iter()
+            .flat_map(|m| m.kubelet.iter().map(|a| a.ip()))
+            .collect();
+        let serving = ca.issue_server(&names, &ips)?;
+        let (crt, key) = (pki.join("kubelet-serving.crt"), pki.join("kubelet-serving.key"));
+        write_file(&crt, &serving.cert_pem, 0o644)?;
+        write_file(&key, &serving.key_pem, 0o600)?;
+        let me = std::env::current_exe().context("the simulator's own path (container-exec)")?;
+        let args =
+            super::cp_kubelet::kubelet_exec_args(&masters, &crt, &key, &pki.join("ca.crt"), &me, &opts.dir);
+        cp.add(Proc::spawn(
+            "kubelet-exec",
+            &bins.join("kubelet-exec"),
+            &args,
+            opts.dir.join("kubelet-exec.log"),
+        )?);
+        kubelet_tasks = super::cp_kubelet::start(&seed_kc, &ca, &api_url, &masters, &volumes_dir).await?;
+    }
     cp.check_running()?;
 
     // Client files; DIR/ready last.
@@ -1510,6 +1600,9 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     };
     let _ = std::fs::remove_file(opts.dir.join("ready"));
     if let Some(t) = mcs_mirror {
+        t.abort();
+    }
+    for t in kubelet_tasks {
         t.abort();
     }
     drop(cp);

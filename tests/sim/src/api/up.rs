@@ -232,27 +232,31 @@ pub(crate) async fn serve_base_iso(
     Ok((base_iso, files_base_url))
 }
 
+/// `--assisted-db-url` parsed, its database given assisted-service's tables when it has none
+/// ([`ensure_assisted_schema`], said on stderr); None without the option.
+/// Errors: a URL that does not parse, a database that cannot be reached or written.
+pub async fn assisted_db(opts: &UpOptions) -> anyhow::Result<Option<super::exec::AssistedDb>> {
+    let Some(url) = opts.assisted_db_url.clone() else {
+        return Ok(None);
+    };
+    let db = super::exec::AssistedDb::parse(&url).context("--assisted-db-url")?;
+    let version = opts
+        .assisted_schema_version
+        .clone()
+        .unwrap_or_else(|| crate::node0schema::DEFAULT_SCHEMA_VERSION.to_string());
+    let made = tokio::task::spawn_blocking(move || ensure_assisted_schema(&url, &version)).await??;
+    if let Some(v) = made {
+        eprintln!("agent-day2-sim: created the assisted-service schema (version {v}) in --assisted-db-url");
+    }
+    Ok(Some(db))
+}
+
 /// Runs the simulator until SIGINT/SIGTERM.
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     if let Some(bins) = opts.real_apiserver.clone() {
         return super::real::run(opts, bins).await;
     }
-    let assisted_db = match &opts.assisted_db_url {
-        Some(u) => Some(super::exec::AssistedDb::parse(u).context("--assisted-db-url")?),
-        None => None,
-    };
-    if let Some(url) = opts.assisted_db_url.clone() {
-        let version = opts
-            .assisted_schema_version
-            .clone()
-            .unwrap_or_else(|| crate::node0schema::DEFAULT_SCHEMA_VERSION.to_string());
-        let made = tokio::task::spawn_blocking(move || ensure_assisted_schema(&url, &version)).await??;
-        if let Some(v) = made {
-            eprintln!(
-                "agent-day2-sim: created the assisted-service schema (version {v}) in --assisted-db-url"
-            );
-        }
-    }
+    let assisted_db = assisted_db(&opts).await?;
     let mut scenario = match &opts.scenario {
         Some(p) => Scenario::load(p)?,
         None => Scenario::default(),
