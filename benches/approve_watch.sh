@@ -3,11 +3,12 @@
 #  1. latency from CSR creation to approval: LAT (default 20) client CSRs, one per expected
 #     node of a batch, posted one at a time as the node-bootstrapper while `approve --watch
 #     --yes` runs; each is timed from just before the POST until a GET (polled every 5 ms)
-#     shows the Approved condition. Target p50 < 300 ms (the anchor polls every 5 s).
-#  2. NODES (default 200) expected nodes (2×NODES CSRs) booted by one `agent-day2-sim boot`
+#     shows the Approved condition. Target p50 < 100 ms (issue 12; the anchor polls every 5 s).
+#  2. NODES (default 200, at most 1000) expected nodes (2×NODES CSRs) booted by one `agent-day2-sim boot`
 #     from PXE files (`add-nodes --pxe`: no ISO size limit) and approved by one `approve
 #     --watch --yes` run; prints the time from the boot's start until approve exits with every
-#     node Ready with its serving certificate. Target < 20 s.
+#     node Ready with its serving certificate. Target < 20 s for 200 nodes (issue 4), < 60 s
+#     for 1,000 (issue 12, on the real kube-apiserver).
 #
 # Usage: bash benches/approve_watch.sh [NODES] [LAT]. Builds the debug binaries; runs itself
 # inside `agent-day2-sim netns` (a private network namespace; nothing leaves it).
@@ -22,14 +23,27 @@ if [ "${AGENT_DAY2_NETNS:-}" != 1 ]; then
     cargo build --quiet -p oc-agent-day2 -p agent-day2-sim
     exec target/debug/agent-day2-sim netns -- bash "$0" "$NODES" "$LAT"
 fi
-[ "$NODES" -le 200 ] || { echo "NODES must be <= 200 (addresses 192.168.111.30-229)"; exit 2; }
+[ "$NODES" -le 1000 ] || { echo "NODES must be <= 1000"; exit 2; }
+# Up to 200 nodes: 192.168.111.30-229 (the machine network); more: 192.168.112.10-115.241, a
+# /22 put on this namespace's loopback (outside the machine network: add-nodes warns, as it
+# does for routed remote workers).
+if [ "$NODES" -gt 200 ]; then
+    ip addr add 192.168.112.1/22 dev lo
+fi
+node_ip() { # node_ip I: the address of bench host I (1-based)
+    if [ "$NODES" -le 200 ]; then
+        echo "192.168.111.$((29 + $1))"
+    else
+        local j=$(($1 + 9))
+        echo "192.168.$((112 + j / 256)).$((j % 256))"
+    fi
+}
+prefix_len() { if [ "$NODES" -le 200 ]; then echo 24; else echo 22; fi; }
 B="$PWD/target/debug"
 W="$(mktemp -d "${TMPDIR:-/tmp}/approve-bench.XXXXXX")"
 chmod 700 "$W"
 REG=()
 [ -x /usr/bin/docker-registry ] && REG=(--registry)
-# AGENT_DAY2_SIM_REAL_APISERVER=1 (as the tests take it): the real control plane (issue 12).
-[ -n "${AGENT_DAY2_SIM_REAL_APISERVER:-}" ] && REG+=(--real-apiserver)
 "$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 "${REG[@]}" >"$W/sim.log" 2>&1 &
 SIM=$!
 APP=
@@ -48,7 +62,7 @@ printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent"
     "$REL" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/$DIG.json"
 fi
 
-# nodes-config with N static hosts named $1-i at 192.168.111.(29+i).
+# nodes-config with N static hosts named $1-i at node_ip i.
 mk_config() {
     local prefix=$1 n=$2 macbyte=$3 out=$4
     echo "hosts:" >"$out"
@@ -59,7 +73,7 @@ mk_config() {
   interfaces: [{name: eth0, macAddress: "$mac"}]
   networkConfig:
     interfaces:
-    - {name: eth0, type: ethernet, state: up, mac-address: "$mac", ipv4: {enabled: true, dhcp: false, address: [{ip: 192.168.111.$((29 + i)), prefix-length: 24}]}}
+    - {name: eth0, type: ethernet, state: up, mac-address: "$mac", ipv4: {enabled: true, dhcp: false, address: [{ip: $(node_ip "$i"), prefix-length: $(prefix_len)}]}}
 Y
     done
 }
@@ -121,7 +135,7 @@ lat.sort()
 p50 = statistics.median(lat)
 p90 = lat[max(0, int(len(lat) * 0.9) - 1)]
 print(f"latency CSR created -> approved ({n} CSRs, watch mode): p50 {p50:.0f} ms, p90 {p90:.0f} ms, max {lat[-1]:.0f} ms "
-      f"(target p50 < 300 ms: {'ok' if p50 < 300 else 'MISSED'})")
+      f"(target p50 < 100 ms: {'ok' if p50 < 100 else 'MISSED'})")
 PY
 kill $APP 2>/dev/null; wait $APP 2>/dev/null || true; APP=
 
@@ -133,19 +147,19 @@ mk_config bench "$NODES" ee "$W/bench.yaml"
 "$B/kubectl-agent_day2" add-nodes --nodes-config "$W/bench.yaml" --dir "$W/bench" --pxe >/dev/null 2>&1
 BOOTARGS=()
 for i in $(seq 1 "$NODES"); do
-    BOOTARGS+=(--node "$(printf '52:54:00:ee:%02x:%02x' $((i / 256)) $((i % 256)))=192.168.111.$((29 + i))")
+    BOOTARGS+=(--node "$(printf '52:54:00:ee:%02x:%02x' $((i / 256)) $((i % 256)))=$(node_ip "$i")")
 done
 start=$(date +%s.%N)
 TRUST=(--trust-unverified-boot) DELAY=1 MON=
 if [ "${BIND:-}" = 1 ]; then
     TRUST=() DELAY=200
-    "$B/kubectl-agent_day2" monitor --poll-interval 100ms --timeout 5m -o json >"$W/monitor.out" 2>&1 &
+    "$B/kubectl-agent_day2" monitor --poll-interval 100ms --timeout 15m -o json >"$W/monitor.out" 2>&1 &
     MON=$!
 fi
-bash -c 'TIMEFORMAT="approve cpu: user %U s, sys %S s, wall %R s"; time "$0" approve --watch --yes "${@:1}" --timeout 5m' "$B/kubectl-agent_day2" "${TRUST[@]}" >"$W/approve.out" 2>"$W/approve.err" &
+bash -c 'TIMEFORMAT="approve cpu: user %U s, sys %S s, wall %R s"; time "$0" approve --watch --yes "${@:1}" --timeout 15m' "$B/kubectl-agent_day2" "${TRUST[@]}" >"$W/approve.out" 2>"$W/approve.err" &
 APP=$!
 "$B/agent-day2-sim" boot --dir "$W/sim" --pxe-dir "$W/bench/boot-artifacts" "${BOOTARGS[@]}" \
-    --stage-delay-ms "$DELAY" --timeout 5m >"$W/boot.log" 2>&1 &
+    --stage-delay-ms "$DELAY" --timeout 15m >"$W/boot.log" 2>&1 &
 BOOT=$!
 set +e
 wait $APP; rc=$?
@@ -162,8 +176,9 @@ python3 - "$start" "$end" "$NODES" "$rc" "$brc" "$approved" <<'PY'
 import sys
 s, e, n, rc, brc, ap = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
 t = e - s
+target = 20 if n <= 200 else 60
 print(f"{n} nodes ({2*n} CSRs) booted and approved in one approve --watch run: {t:.1f} s "
-      f"(approve exit {rc}, boot exit {brc}, {ap} approvals; target < 20 s: {'ok' if t < 20 and rc == '0' else 'MISSED'})")
+      f"(approve exit {rc}, boot exit {brc}, {ap} approvals; target < {target} s: {'ok' if t < target and rc == '0' else 'MISSED'})")
 PY
 [ "$rc" = 0 ] || { tail -20 "$W/approve.err"; tail -20 "$W/boot.log"; }
 # CPU used by approve and by the simulator, for where the time goes.

@@ -33,11 +33,9 @@ else
   while IFS= read -r d; do migrate_extra+=(--crds "$d"); done <<<"$crd_dirs"
   migrate_extra+=(--assisted-db-url "$(cat "$dir/dst-db/url")")
 fi
-# demo.sh built the real control plane: the cluster runs on it (the control-plane nodes'
-# kubelets, the scheduler and the volume provisioner are the simulator's).
-api_extra=()
-[ "${AGENT_DAY2_DEMO_API:-}" = real ] && api_extra=(--real-apiserver)
-"$sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${api_extra[@]}" "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
+# The cluster runs on the real control plane demo.sh built (the control-plane nodes' kubelets,
+# the scheduler and the volume provisioner are the simulator's).
+"$sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
 for _ in $(seq 1 1200); do [ -f "$dir/ready" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
 # Install the plugin the way a user would: one executable on PATH (target/debug also holds
@@ -46,7 +44,7 @@ mkdir -p "$dir/bin" && ln -s "$bin/kubectl-agent_day2" "$dir/bin/kubectl-agent_d
 export KUBECONFIG="$dir/kubeconfig" PATH="$dir/bin:$PATH"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 step kubectl get nodes -o wide
-[ "${AGENT_DAY2_DEMO_API:-}" = real ] && step kubectl version
+step kubectl version
 step kubectl plugin list
 step kubectl agent-day2 info
 

@@ -14,13 +14,6 @@ rc=0
 scripts/real-components.sh assisted || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
 # The real control plane (etcd, kube-apiserver, kube-controller-manager from their Go modules)
-# serves the cluster; where the module proxy refuses them (exit 3) the simulator's own API
-# server does, said here.
-rc=0
-scripts/real-components.sh kube || rc=$?
-case $rc in
-  0) export AGENT_DAY2_DEMO_API=real ;;
-  3) echo "demo: the real control plane is blocked here (see above): the simulator's own API server serves the cluster" >&2 ;;
-  *) exit "$rc" ;;
-esac
+# serves the cluster.
+scripts/real-components.sh kube
 exec "${CARGO_TARGET_DIR:-target}/debug/agent-day2-sim" netns -- scripts/demo-inner.sh "$@"

@@ -21,7 +21,12 @@ for group in assisted kube; do
   scripts/real-components.sh "$group" || rc=$?
   case $rc in
     0) real[$group]=1 ;;
-    3) echo "test.sh: the real $group components are blocked here (see above); their tests stay ignored" >&2 ;;
+    3)
+      if [ "$group" = kube ]; then
+        echo "test.sh: the real control plane is blocked here (see above): the simulated cluster of every end-to-end test runs on it" >&2
+        exit 3
+      fi
+      echo "test.sh: the real $group components are blocked here (see above); their tests stay ignored" >&2 ;;
     *) echo "test.sh: building the real $group components failed (exit $rc)" >&2; exit "$rc" ;;
   esac
 done
@@ -34,19 +39,8 @@ run() { # run PACKAGES... [ARGS]: cargo nextest run when installed, else cargo t
   fi
 }
 status=0
-# The plugin's end-to-end tests run on the real control plane whenever the kube group is built
-# (tests/sim/src/harness.rs REAL_APISERVER_ENV; a cluster it cannot serve yet stays on the
-# home-made server and the harness says why); the simulator's own tests keep testing the
-# home-made server. Without the kube group, everything runs on the home-made server.
-if [ -n "${real[kube]:-}" ] && [ $# -eq 0 ]; then
-  AGENT_DAY2_SIM_REAL_APISERVER=1 run --workspace --exclude agent-day2-sim || status=$?
-  run -p agent-day2-sim || status=$?
-elif [ -n "${real[kube]:-}" ]; then
-  AGENT_DAY2_SIM_REAL_APISERVER=1 run --workspace "$@" || status=$?
-else
-  echo "test.sh: the real kube group is blocked: the end-to-end tests run on the home-made API server" >&2
-  run --workspace "$@" || status=$?
-fi
+# The end-to-end tests' simulated cluster runs on the real control plane (agent-day2-sim up).
+run --workspace "$@" || status=$?
 # Second pass: the ignored tests whose component or data is present (each #[ignore] names what
 # it needs; tests/sim/src/upstream.rs finds the data, `agent-day2-sim upstream WHAT` asks it).
 ignored() { # ignored PACKAGE TARGET-ARGS FILTER: that target's ignored tests matching FILTER
@@ -58,20 +52,13 @@ have() { "${CARGO_TARGET_DIR:-target}/debug/agent-day2-sim" upstream "$1" >/dev/
 if [ -n "${real[assisted]:-}" ]; then
   cargo test --no-fail-fast --test real_node -- --ignored || status=1
 fi
-if [ -n "${real[kube]:-}" ]; then
-  cargo test --no-fail-fast --test real_apiserver -- --ignored || status=1
-fi
 # assisted-service's CRDs and swagger.yaml (its source tree: scripts/real-components.sh assisted).
 if have assisted-crds; then
   ignored oc-agent-day2 "--test migrate" export_import_wait_against_assisted_services_own_crds
   ignored oc-agent-day2 "--lib" generated_objects_are_valid_against_the_real_crds
   ignored oc-agent-day2 "--test ignition" manifests_are_valid_against_their_crds
   ignored oc-agent-day2 "--test monitor" requests_and_the_simulators_answers_follow_swagger
-  ignored agent-day2-sim "--lib" assisted_crds_
   ignored agent-day2-sim "--test kubectl" assisted_crds_apply_objects_and_validation
-  if [ -n "${AGENT_DAY2_KUBE_CONFORMANCE:-}" ]; then
-    ignored agent-day2-sim "--test conformance" kube_conformance_script_passes
-  fi
 fi
 # node-joiner's acceptance data (an openshift/installer checkout: AGENT_DAY2_INSTALLER_SRC).
 if have node-joiner-testdata; then

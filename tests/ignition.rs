@@ -3,7 +3,7 @@
 //! * the simulator's node-contract check (`agent_day2_sim::boot::contract::check`) on clusters
 //!   seeded by the simulator for each scenario (default, FIPS, disconnected, platform none,
 //!   proxy, several hosts static and DHCP);
-//! * assisted-service's own CRDs (strict field validation, the simulator's validator; from its
+//! * assisted-service's own CRDs (the real kube-apiserver serving them, `--dry-run=server --validate=strict`; from its
 //!   source tree, `agent_day2_sim::upstream`, so `#[ignore]`d where that is not there);
 //! * upstream's node-joiner acceptance files (openshift/installer's
 //!   `cmd/node-joiner/testdata/*.txt`, `#[ignore]`d likewise), parsed here and asserted on our
@@ -15,7 +15,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agent_day2::auth::{self, AuthMaterial};
 use agent_day2::cluster::{ClusterModel, ClusterObjects};
 use agent_day2::ignition::{self, ComponentImages, HostInterface, HostSpec, NodeImageInputs};
-use agent_day2_sim::api::validation::{builtin_schema, schema_from_crd_version, validate, FieldValidation};
 use agent_day2_sim::boot::{contract, ignition as sim_ignition};
 use agent_day2_sim::scenario::{ProxySettings, Scenario};
 use agent_day2_sim::seed::{seed_objects, BaseIsoInfo, SeedContext};
@@ -568,32 +567,25 @@ fn bad_inputs_are_refused_with_the_field() {
 // ------------------------------------------------------------------------------------------
 // Manifests against the real CRDs.
 
-/// The schema of `version` of the CRD in `file` of assisted-service's CRD folders.
-fn crd_schema(file: &str, version: &str) -> agent_day2_sim::api::validation::Schema {
-    let dirs = agent_day2_sim::upstream::assisted_crd_dirs().unwrap_or_else(|why| panic!("{why}"));
-    let path = dirs
-        .iter()
-        .map(|d| d.join(file))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("{file} is not in {dirs:?}"));
-    let text = std::fs::read_to_string(path).unwrap();
-    let crd: Value = serde_saphyr::from_str(&text).unwrap();
-    let v = crd["spec"]["versions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == version)
-        .unwrap();
-    schema_from_crd_version(&v["schema"]["openAPIV3Schema"])
-}
-
+/// The ISO's manifests as the real kube-apiserver judges them: a cluster on the real control
+/// plane serving assisted-service's own CRDs takes each document with `kubectl create
+/// --dry-run=server --validate=strict` (unknown or duplicate fields and schema violations are
+/// errors there) without a warning, and refuses a value the CRD forbids (the check can fail).
 #[test]
 #[ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, or set AGENT_DAY2_ASSISTED_SERVICE_SRC"]
 fn manifests_are_valid_against_their_crds() {
-    let infraenv = crd_schema("agent-install.openshift.io_infraenvs.yaml", "v1beta1");
-    let nmstate = crd_schema("agent-install.openshift.io_nmstateconfigs.yaml", "v1beta1");
-    let cis = crd_schema("hive.openshift.io_clusterimagesets.yaml", "v1");
-    let secret = builtin_schema("", "v1", "Secret").unwrap();
+    let dirs = agent_day2_sim::upstream::assisted_crd_dirs().unwrap_or_else(|why| panic!("{why}"));
+    if let Err(why) = agent_day2_sim::harness::enter_netns() {
+        panic!("{why}");
+    }
+    let mut args = Vec::new();
+    for d in &dirs {
+        args.push("--crds".to_string());
+        args.push(d.display().to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let c =
+        agent_day2_sim::harness::TestCluster::start_with_args("", &args).unwrap_or_else(|e| panic!("{e:#}"));
     let s = Scenario {
         proxy: Some(ProxySettings {
             http_proxy: Some("http://p:3128".into()),
@@ -611,39 +603,66 @@ fn manifests_are_valid_against_their_crds() {
             dhcp_host("worker-2", "52:54:00:aa:00:32"),
         ],
     );
+    let ns = c.kubectl(&["create", "namespace", "cluster0"]);
+    assert!(ns.status.success(), "{}", String::from_utf8_lossy(&ns.stderr));
+    let dry_run = |doc: &Value| {
+        let mut d = doc.clone();
+        // The manifests name the namespace assisted-service imports them into.
+        d["metadata"]["namespace"] = json!("cluster0");
+        if d["kind"] == "ClusterImageSet" {
+            d["metadata"].as_object_mut().unwrap().remove("namespace");
+        }
+        c.kubectl_stdin(
+            &[
+                "create",
+                "--dry-run=server",
+                "--validate=strict",
+                "-o",
+                "name",
+                "-f",
+                "-",
+            ],
+            &serde_json::to_string(&d).unwrap(),
+        )
+    };
     let mut checked = 0;
-    for (path, schema, kind) in [
-        ("/etc/assisted/manifests/infraenv.yaml", &infraenv, "InfraEnv"),
-        (
-            "/etc/assisted/manifests/nmstateconfig.yaml",
-            &nmstate,
-            "NMStateConfig",
-        ),
+    for (path, kind) in [
+        ("/etc/assisted/manifests/infraenv.yaml", "InfraEnv"),
+        ("/etc/assisted/manifests/nmstateconfig.yaml", "NMStateConfig"),
         (
             "/etc/assisted/manifests/cluster-image-set.yaml",
-            &cis,
             "ClusterImageSet",
         ),
-        ("/etc/assisted/manifests/pull-secret.yaml", &secret, "Secret"),
+        ("/etc/assisted/manifests/pull-secret.yaml", "Secret"),
     ] {
         let docs: Vec<Value> = serde_saphyr::from_multiple(&file(&b, path).unwrap()).unwrap();
         assert!(!docs.is_empty(), "{path}");
-        for mut d in docs {
+        for d in docs {
             assert_eq!(d["kind"], kind, "{path}");
-            let before = d.clone();
-            if let Err(e) = validate(schema, &mut d, FieldValidation::Strict) {
-                panic!("{path}: {e}");
-            }
-            assert_eq!(d, before, "{path}: validation pruned something");
+            let o = dry_run(&d);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                o.status.success(),
+                "{path}: the real kube-apiserver refused it: {err}"
+            );
+            assert!(err.trim().is_empty(), "{path}: warnings: {err}");
             checked += 1;
         }
     }
     assert_eq!(checked, 5);
-    // The validator does refuse what the CRD refuses (the check can fail).
     let mut bad: Value =
         serde_saphyr::from_str(&file(&b, "/etc/assisted/manifests/infraenv.yaml").unwrap()).unwrap();
     bad["spec"]["ipxeScriptType"] = json!("Sometimes");
-    assert!(validate(&infraenv, &mut bad, FieldValidation::Strict).is_err());
+    let o = dry_run(&bad);
+    assert!(
+        !o.status.success(),
+        "an InfraEnv with ipxeScriptType Sometimes was accepted"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("ipxeScriptType"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 // ------------------------------------------------------------------------------------------

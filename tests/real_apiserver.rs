@@ -2,10 +2,9 @@
 //! --real-apiserver` runs etcd, kube-apiserver (Node,RBAC, NodeRestriction) and
 //! kube-controller-manager (CSR signing only) built by `scripts/real-components.sh kube`.
 //!
-//! The test is `#[ignore]`d with the reason, so a run without the binaries counts it as
-//! ignored; run it with `--include-ignored` where the script has built them (a missing binary
-//! or a missing root then fails the test: it never passes silently). It needs root (a network
-//! namespace of its own).
+//! The binaries come from `scripts/real-components.sh kube` (scripts/test.sh builds them; a
+//! missing binary or a missing root fails the test, naming what to do). It needs root (a
+//! network namespace of its own).
 
 use std::path::PathBuf;
 use std::process::Output;
@@ -87,7 +86,6 @@ fn sim_allows(user: &UserInfo, q: &Question) -> bool {
 }
 
 #[test]
-#[ignore = "needs the real kube-apiserver: scripts/real-components.sh kube"]
 fn real_apiserver_serves_the_simulated_cluster() {
     let bins = real_bins();
     if let Err(why) = enter_netns() {
@@ -614,7 +612,6 @@ fn can_i_as(c: &TestCluster, kubeconfig: &std::path::Path, p: &agent_day2::permi
 ///   missing verb and resource;
 /// - `kubectl auth can-i --list` as the approve user shows the ClusterRole's rules.
 #[test]
-#[ignore = "needs the real kube-apiserver: scripts/real-components.sh kube"]
 fn deploy_rbac_roles_on_the_real_server() {
     use agent_day2::permissions::required_permissions;
     let bins = real_bins();
@@ -916,7 +913,6 @@ fn deploy_rbac_roles_on_the_real_server() {
 /// `cat` in it with stdin, stdout, stderr and the exit code carried through; a deleted pod
 /// goes away (the kubelet finishes the deletion).
 #[test]
-#[ignore = "needs the real kube-apiserver: scripts/real-components.sh kube"]
 fn pod_exec_reaches_the_simulated_kubelet_through_the_real_server() {
     let bins = real_bins();
     if let Err(why) = enter_netns() {

@@ -160,27 +160,6 @@ mod tempfile_dir {
     }
 }
 
-/// Environment variable that puts every [`TestCluster`] on the real control plane (`up
-/// --real-apiserver`, issue 12): `1` for the binaries' default directory
-/// ([`crate::api::real::default_kube_bin_dir`]), any other non-empty value is that directory.
-/// Unset or empty: the home-made API server (the default).
-pub const REAL_APISERVER_ENV: &str = "AGENT_DAY2_SIM_REAL_APISERVER";
-
-/// `--real-apiserver [DIR]` when [`REAL_APISERVER_ENV`] asks for it and `extra` does not already
-/// say `--real-apiserver`.
-fn real_apiserver_args(extra: &[&str]) -> Vec<String> {
-    match std::env::var(REAL_APISERVER_ENV) {
-        Ok(v) if !v.is_empty() && !extra.iter().any(|a| a.starts_with("--real-apiserver")) => {
-            if v == "1" {
-                vec!["--real-apiserver".into()]
-            } else {
-                vec![format!("--real-apiserver={v}")]
-            }
-        }
-        _ => Vec::new(),
-    }
-}
-
 impl TestCluster {
     /// Starts `agent-day2-sim up --dir <tmp> --listen 192.168.111.5:6443 --scenario <file>`
     /// (port 0 when the namespace is shared)
@@ -232,7 +211,6 @@ impl TestCluster {
             .args(["--listen", listen])
             .arg("--scenario")
             .arg(&scenario)
-            .args(real_apiserver_args(extra))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -75,12 +75,11 @@ enum Cmd {
         /// DIR/<namespace>/<claim>/ (default: <--dir>/volumes).
         #[arg(long, value_name = "DIR")]
         volumes_dir: Option<PathBuf>,
-        /// Serve the cluster from the REAL etcd, kube-apiserver (Node,RBAC authorization,
-        /// NodeRestriction) and kube-controller-manager (CSR signing, service accounts,
-        /// namespaces, volume binding) in BIN_DIR (default: $AGENT_DAY2_REAL_KUBE_BIN, else
-        /// where `scripts/real-components.sh kube` builds them) instead of the simulator's own
-        /// API server; the control-plane nodes' kubelets are simulated (pod status, pod exec
-        /// through kubelet-exec, volumes).
+        /// Where the REAL etcd, kube-apiserver (Node,RBAC authorization, NodeRestriction),
+        /// kube-controller-manager (CSR signing, service accounts, namespaces, volume binding)
+        /// and kubelet-exec are that serve the cluster (default: $AGENT_DAY2_REAL_KUBE_BIN, else
+        /// where `scripts/real-components.sh kube` builds them); the control-plane nodes'
+        /// kubelets are simulated (pod status, pod exec through kubelet-exec, volumes).
         #[arg(long, value_name = "BIN_DIR", num_args = 0..=1)]
         real_apiserver: Option<Option<PathBuf>>,
     },

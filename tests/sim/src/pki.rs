@@ -142,3 +142,10 @@ pub fn verify_client_cert(der: &[u8], ca_der: &[u8]) -> Option<(String, Vec<Stri
     }
     identity_from_cert(der)
 }
+
+/// `n` random bytes as hex (2n characters): bearer tokens and passwords.
+pub fn new_token(n: usize) -> String {
+    let mut b = vec![0u8; n];
+    getrandom::getrandom(&mut b).expect("getrandom");
+    hex::encode(b)
+}

@@ -844,7 +844,7 @@ pub const ASSISTED_POD: &str = "assisted-service-5f8c9d7b6-x2x7k";
 /// Cluster 0's assisted-service as `up --assisted-db-url` seeds it: Namespace
 /// `multicluster-engine`; PersistentVolumeClaims `assisted-service` and `postgres`; Secret
 /// `postgres` (`db.host` localhost, `db.name`/`db.user` from the URL, `db.password` the URL's
-/// or a random one, `db.port` 5432, as in the pod); the Running pod [`ASSISTED_POD`] (label
+/// or a random one, `db.port` 5432, as in the pod); the pod [`ASSISTED_POD`] (made Running by master-0's kubelet) (label
 /// `app=assisted-service`) with containers `assisted-service`
 /// (quay.io/stolostron/assisted-service:latest, the claim `assisted-service` at /data) and
 /// `postgres` (quay.io/sclorg/postgresql-16-c9s:latest, the claim `postgres` at
@@ -852,17 +852,14 @@ pub const ASSISTED_POD: &str = "assisted-service-5f8c9d7b6-x2x7k";
 /// database ([`crate::api::exec`]).
 pub fn assisted_service_objects(db: &crate::api::exec::AssistedDb) -> Vec<Value> {
     let ns_name = ASSISTED_NAMESPACE;
-    let password = db
-        .password
-        .clone()
-        .unwrap_or_else(|| crate::api::server::new_token(16));
+    let password = db.password.clone().unwrap_or_else(|| crate::pki::new_token(16));
     let pvc = |name: &str, size: &str| {
         json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": name, "namespace": ns_name, "labels": {"app": "assisted-service"}},
             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}})
     };
     let from_secret = |env: &str, key: &str| json!({"name": env, "valueFrom": {"secretKeyRef": {"name": "postgres", "key": key}}});
-    let mut pod = json!({
+    let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "name": ASSISTED_POD, "namespace": ns_name,
@@ -892,7 +889,6 @@ pub fn assisted_service_objects(db: &crate::api::exec::AssistedDb) -> Vec<Value>
             ],
         },
     });
-    pod["status"] = crate::api::server::running_pod_status(&pod);
     vec![
         ns(ns_name),
         pvc("assisted-service", "10Gi"),

@@ -5,15 +5,14 @@
 //!   `control-plane`), acting as `system:node:<name>` (a client certificate the cluster CA
 //!   issued, group `system:nodes`, so the Node authorizer and NodeRestriction judge it): a pod
 //!   bound to the node whose PersistentVolumeClaims are all Bound gets a Running status
-//!   ([`super::server::running_pod_status`]) through `pods/status`; a pod being deleted
+//!   ([`running_pod_status`]) through `pods/status`; a pod being deleted
 //!   (`deletionTimestamp` set) is deleted for good (grace period 0, UID precondition), as the
 //!   kubelet does once its containers stopped. Pod exec reaches the node's kubelet API, which
 //!   `kubelet-exec` serves (our Go program on the kubelet's own streaming code, built by
 //!   `scripts/real-components.sh kube`): kube-apiserver proxies `pods/exec` to
 //!   `https://<InternalIP>:<kubeletEndpoint port>/exec/...` with its kubelet client
 //!   certificate and checks the serving certificate against the cluster CA; the command runs
-//!   through `agent-day2-sim container-exec` ([`super::exec::plan`], the same containers as the
-//!   home-made server's).
+//!   through `agent-day2-sim container-exec` ([`super::exec::plan`]).
 //! - **Scheduler stand-in**: a pod with no `spec.nodeName` is bound (`pods/binding`) to the
 //!   first control-plane node.
 //! - **Volume provisioner stand-in**: a Pending PersistentVolumeClaim with no volume gets a
@@ -250,7 +249,7 @@ impl Kubelets {
             PodAction::Run => {
                 let node = v["spec"]["nodeName"].as_str().unwrap_or_default();
                 let api: Api<Pod> = Api::namespaced(self.nodes[node].clone(), ns);
-                let status = super::server::running_pod_status(&v);
+                let status = running_pod_status(&v);
                 api.patch_status(
                     name,
                     &PatchParams::default(),
@@ -389,6 +388,55 @@ pub async fn start(
         }
     });
     Ok(vec![pods, claims])
+}
+
+/// The status of a pod that started at once: phase Running, conditions true, every container
+/// running and ready (a made-up pod IP and container ids).
+pub fn running_pod_status(pod: &Value) -> Value {
+    let now = now_rfc3339();
+    let statuses: Vec<Value> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!({
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": "",
+                "containerID": format!("cri-o://{}", hex::encode(random_bytes::<32>())),
+                "ready": true,
+                "started": true,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            })
+        })
+        .collect();
+    let b = random_bytes::<2>();
+    let cond =
+        |t: &str| json!({"type": t, "status": "True", "lastProbeTime": null, "lastTransitionTime": now});
+    json!({
+        "phase": "Running",
+        "conditions": [cond("PodReadyToStartContainers"), cond("Initialized"), cond("Ready"), cond("ContainersReady"), cond("PodScheduled")],
+        "podIP": format!("10.128.{}.{}", b[0], b[1].max(2)),
+        "startTime": now,
+        "qosClass": "BestEffort",
+        "containerStatuses": statuses,
+    })
+}
+
+/// Now, whole seconds, RFC 3339 (as kube-apiserver writes timestamps).
+fn now_rfc3339() -> String {
+    let t = time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    t.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    getrandom::getrandom(&mut b).expect("getrandom");
+    b
 }
 
 /// `agent-day2-sim container-exec --dir DIR NAMESPACE POD CONTAINER -- COMMAND...`: the

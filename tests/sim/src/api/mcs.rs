@@ -29,8 +29,6 @@
 //! `/etc/kubernetes/kubelet-ca.crt`. The real server's refusal of addresses inside the pod
 //! network is not simulated (there is no pod network).
 
-use super::server::Server;
-use super::store::State;
 use crate::pki::Ca;
 use anyhow::Context;
 use base64::Engine;
@@ -39,8 +37,9 @@ use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The port of the machine-config server (the real one's `--secure-port` default, and the
 /// port assisted-service's `constants.SecureMCSPort` names).
@@ -48,6 +47,14 @@ pub const MCS_PORT: u16 = 22623;
 
 /// The newest Ignition spec the stand-in labels a served config with.
 const NEWEST_SPEC: (u64, u64) = (3, 4);
+
+/// The objects the server answers from, by name: a copy of the cluster's MachineConfigPools
+/// and MachineConfigs (kept in step with the API server by its owner).
+#[derive(Debug, Default, Clone)]
+pub struct Mirror {
+    pub pools: BTreeMap<String, Value>,
+    pub configs: BTreeMap<String, Value>,
+}
 
 /// What the server needs besides the object store.
 pub struct McsConfig {
@@ -72,7 +79,7 @@ pub fn bootstrap_kubeconfig(api_int: &str, api_port: u16, ca_pem: &str, token: &
 
 /// Binds `addr` and serves the machine-config server until the process ends. Errors: the
 /// address cannot be bound (the caller names the port), the certificate cannot be issued.
-pub async fn serve(srv: Arc<Server>, ca: &Ca, addr: SocketAddr, cfg: McsConfig) -> anyhow::Result<()> {
+pub async fn serve(srv: Arc<Mutex<Mirror>>, ca: &Ca, addr: SocketAddr, cfg: McsConfig) -> anyhow::Result<()> {
     let leaf = ca.issue_server(std::slice::from_ref(&cfg.api_int), &[cfg.ip])?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut leaf.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
     let key = rustls_pemfile::private_key(&mut leaf.key_pem.as_bytes())?
@@ -101,7 +108,7 @@ pub async fn serve(srv: Arc<Server>, ca: &Ca, addr: SocketAddr, cfg: McsConfig) 
                 };
                 let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
                     let r = {
-                        let st = srv.state.lock().unwrap();
+                        let st = srv.lock().unwrap();
                         answer(
                             &st,
                             &cfg,
@@ -142,7 +149,7 @@ fn empty(code: StatusCode) -> Response<Full<Bytes>> {
 
 /// The answer to one request (see the module docs).
 pub fn answer(
-    st: &State,
+    st: &Mirror,
     cfg: &McsConfig,
     method: &str,
     path: &str,
@@ -261,18 +268,11 @@ fn semver3(v: &str) -> Option<(u64, u64, u64)> {
 /// The pool's Ignition config: the MachineConfig `status.configuration.name` names when it
 /// exists, else the merge of the MachineConfigs the pool selects (name order). None: no such
 /// MachineConfigPool.
-pub fn pool_config(st: &State, pool: &str) -> Option<Value> {
-    let pools = st
-        .objects
-        .get("machineconfiguration.openshift.io/machineconfigpools")?;
-    let mcp = pools.get(&(String::new(), pool.to_string()))?;
-    let empty = Default::default();
-    let mcs = st
-        .objects
-        .get("machineconfiguration.openshift.io/machineconfigs")
-        .unwrap_or(&empty);
+pub fn pool_config(st: &Mirror, pool: &str) -> Option<Value> {
+    let mcp = st.pools.get(pool)?;
+    let mcs = &st.configs;
     if let Some(name) = mcp.pointer("/status/configuration/name").and_then(Value::as_str) {
-        if let Some(mc) = mcs.get(&(String::new(), name.to_string())) {
+        if let Some(mc) = mcs.get(name) {
             return Some(mc.pointer("/spec/config").cloned().unwrap_or_else(|| json!({})));
         }
     }
@@ -282,7 +282,7 @@ pub fn pool_config(st: &State, pool: &str) -> Option<Value> {
         .cloned()
         .unwrap_or_default();
     let mut out = json!({"ignition": {"version": "3.2.0"}});
-    for ((_, _), mc) in mcs.iter() {
+    for mc in mcs.values() {
         let labels = mc.pointer("/metadata/labels").and_then(Value::as_object);
         let selected = !sel.is_empty() && sel.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
         if selected {

@@ -1,5 +1,5 @@
 //! `agent-day2-sim up --real-apiserver`: the simulated cluster on the REAL control plane
-//! (issue 12) instead of the home-made API server of [`super::server`].
+//! (issue 12). The simulator's own API server of earlier rounds is retired: everything runs here.
 //!
 //! Processes (children of `up`, killed when it stops, and by the kernel if it dies:
 //! `PR_SET_PDEATHSIG`), each logging to `DIR/<name>.log`:
@@ -18,13 +18,14 @@
 //!   deleted namespace is emptied and goes away instead of staying Terminating).
 //!
 //! The file server, the `--registry` and the machine-config server stand-in ([`super::mcs`],
-//! answering from a mirror of the real server's MachineConfigs) run as in the home-made mode.
+//! answering from a mirror of the real server's MachineConfigs) run beside it; the control-plane
+//! nodes' kubelets, a scheduler and a volume provisioner come from [`super::cp_kubelet`].
 //!
 //! The binaries come from `scripts/real-components.sh kube` ([`default_kube_bin_dir`]); the
 //! OpenShift CRDs from the openshift/api module that script fetched (`BIN/openshift-api`).
 //! Identities: `system:admin` (client certificate, `system:masters`), the node-bootstrapper
 //! service account and `viewer` (tokens of `--token-auth-file`), bound by [`identities`] to
-//! what the home-made server lets them do ([`super::authz`]).
+//! what [`super::authz`] says each may do.
 
 use crate::pki::Ca;
 use anyhow::{anyhow, bail, Context};
@@ -64,7 +65,7 @@ pub const KCM_CONTROLLERS: [&str; 4] = [
 /// The context of `DIR/kubeconfig` used to seed the cluster.
 const ADMIN_CONTEXT: &str = "admin";
 
-/// Name of the ClusterRole (and its binding) that gives user `viewer` what the home-made
+/// Name of the ClusterRole (and its binding) that gives user `viewer` what the simulator's
 /// server's viewer may do: get/list/watch every served resource but core Secrets.
 pub const VIEWER_ROLE: &str = "agent-day2-sim:viewer";
 
@@ -510,7 +511,7 @@ async fn readyz(addr: SocketAddr, ca_pem: &str) -> anyhow::Result<(u16, String)>
 }
 
 /// Serves kube-apiserver's authorization webhook on a free loopback port: a SubjectAccessReview
-/// matching one of `rules` (any user, as the home-made server applies them) is denied with the
+/// matching one of `rules` (any user) is denied with the
 /// reason `the scenario's forbidden switch`; any other gets no opinion (RBAC decides). Returns
 /// the webhook's kubeconfig (server `https://127.0.0.1:PORT/authorize`, the CA). Members of
 /// `system:masters` never reach it (kube-apiserver allows them first), so with such rules
@@ -605,7 +606,7 @@ pub fn webhook_decision(review: &Value, rules: &[crate::scenario::ForbiddenRule]
         namespace: field("namespace"),
         name: field("name"),
     };
-    // Anyone the home-made table allows everything: the answer is then the switches' alone.
+    // Someone [`super::authz`] allows everything: the answer is then the switches' alone.
     let masters = super::authz::UserInfo {
         name: "system:admin".into(),
         groups: vec!["system:masters".into()],
@@ -1042,7 +1043,7 @@ pub async fn served_resources(client: &kube::Client) -> anyhow::Result<Vec<(Stri
 }
 
 /// The RBAC objects that give the simulator's identities, on the real server, what
-/// [`super::authz`] lets them do on the home-made one:
+/// [`super::authz`] lets them do:
 ///
 /// - the node-bootstrapper service account: ClusterRole `system:node-bootstrapper` (Kubernetes'
 ///   bootstrap policy: create/get/list/watch CSRs), as OpenShift binds it;
@@ -1157,10 +1158,14 @@ const MCS_KINDS: [(&str, &str, &str); 2] = [
     ),
 ];
 
-/// Copies the real server's MachineConfigs and MachineConfigPools into `mirror` (the store the
-/// machine-config server stand-in reads): each listed object replaces its copy, copies of
-/// objects gone from the server are removed. Errors: a list refused.
-async fn sync_machine_configs(client: &kube::Client, mirror: &super::server::Server) -> anyhow::Result<()> {
+/// Copies the real server's MachineConfigs and MachineConfigPools into `mirror` (what the
+/// machine-config server stand-in reads): the lists replace the copies, so objects gone from
+/// the server go from the mirror. Errors: a list refused.
+async fn sync_machine_configs(
+    client: &kube::Client,
+    mirror: &std::sync::Mutex<super::mcs::Mirror>,
+) -> anyhow::Result<()> {
+    let mut fresh = super::mcs::Mirror::default();
     for (av, kind, _) in MCS_KINDS {
         let probe = json!({"apiVersion": av, "kind": kind});
         let (ar, _) = resolve(client, &probe).await?;
@@ -1169,44 +1174,17 @@ async fn sync_machine_configs(client: &kube::Client, mirror: &super::server::Ser
             .list(&Default::default())
             .await
             .with_context(|| format!("listing {kind}s for the machine-config server"))?;
-        let mut names = BTreeSet::new();
         for item in list.items {
-            let mut v = serde_json::to_value(&item)?;
-            v["apiVersion"] = json!(av);
-            v["kind"] = json!(kind);
-            if let Some(m) = v["metadata"].as_object_mut() {
-                for k in [
-                    "resourceVersion",
-                    "uid",
-                    "managedFields",
-                    "creationTimestamp",
-                    "generation",
-                ] {
-                    m.remove(k);
-                }
-            }
-            names.insert(item.metadata.name.clone().unwrap_or_default());
-            mirror.create_any(v)?;
-        }
-        let t = mirror.state.lock().unwrap().registry.by_kind(av, kind);
-        if let Some(t) = t {
-            let gone: Vec<String> = {
-                let st = mirror.state.lock().unwrap();
-                st.objects
-                    .get(&t.key())
-                    .map(|b| {
-                        b.keys()
-                            .map(|(_, n)| n.clone())
-                            .filter(|n| !names.contains(n))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            };
-            for n in gone {
-                let _ = mirror.delete(&t, None, &n);
+            let name = item.metadata.name.clone().unwrap_or_default();
+            let v = serde_json::to_value(&item)?;
+            if kind == "MachineConfigPool" {
+                fresh.pools.insert(name, v);
+            } else {
+                fresh.configs.insert(name, v);
             }
         }
     }
+    *mirror.lock().unwrap() = fresh;
     Ok(())
 }
 
@@ -1221,35 +1199,11 @@ async fn start_mcs(
     api_int: &str,
     api_port: u16,
     boot_token: &str,
-    dir: &Path,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
-    use super::registry::{permissive_crd, Registry, PERMISSIVE_OPENSHIFT};
     if ip.is_loopback() {
         return Ok(None);
     }
-    let mut reg = Registry::default();
-    for t in super::registry::builtins() {
-        reg.add(t);
-    }
-    let (tx, _) = tokio::sync::broadcast::channel(16);
-    let mirror = std::sync::Arc::new(super::server::Server {
-        state: std::sync::Mutex::new(super::store::State::new(reg)),
-        events: tx,
-        tokens: Default::default(),
-        forbidden: std::sync::Mutex::new(Vec::new()),
-        server_addr: format!("{ip}:{api_port}"),
-        ca_cert_pem: ca.cert_pem.clone(),
-        ca_key_pem: ca.key_pem.clone(),
-        exec: super::exec::ExecConfig {
-            assisted_db: None,
-            volumes_dir: dir.join("volumes"),
-        },
-    });
-    for (g, v, k, p, short, status) in PERMISSIVE_OPENSHIFT {
-        if *g == "machineconfiguration.openshift.io" {
-            mirror.create_any(permissive_crd(g, v, k, p, short, *status))?;
-        }
-    }
+    let mirror = std::sync::Arc::new(std::sync::Mutex::new(super::mcs::Mirror::default()));
     sync_machine_configs(client, &mirror).await?;
     let addr = SocketAddr::new(ip, super::mcs::MCS_PORT);
     let cfg = super::mcs::McsConfig {
@@ -1279,17 +1233,17 @@ async fn start_mcs(
     })))
 }
 
-/// `up --real-apiserver BIN_DIR`: the same cluster as [`super::up::run`] (scenario, PKI, base
+/// `up [--real-apiserver BIN_DIR]`: the simulated cluster (scenario, PKI, base
 /// ISO and file server, seed, `DIR/kubeconfig` with contexts admin / bootstrapper / viewer,
 /// `DIR/ca.crt`, `DIR/ready` written last), served by the real control plane. Runs until
 /// SIGINT/SIGTERM, or fails when one of the processes exits.
 ///
-/// With `--registry`, the same container registry as the home-made mode
+/// With `--registry`, a container registry
 /// ([`super::up::start_registry`]). The scenario's `forbidden` switches are denied by an
 /// authorization webhook ([`forbidden_webhook`]; the admin is then cluster-admin through RBAC,
 /// not system:masters). The control-plane nodes' kubelets, with `kubelet-exec` for pod exec,
 /// come from [`super::cp_kubelet`]; `--assisted-db-url` seeds cluster 0's assisted-service as
-/// the home-made mode does, its pod made Running by master-0's kubelet.
+/// namespace `multicluster-engine`, its pod made Running by master-0's kubelet.
 /// Errors: a missing binary, a process that fails, an object the server refuses.
 pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()> {
     let mut scenario = match &opts.scenario {
@@ -1329,8 +1283,8 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     } else {
         ca.issue_client("system:admin", &["system:masters"])?
     };
-    let boot_token = super::server::new_token(24);
-    let viewer_token = super::server::new_token(24);
+    let boot_token = crate::pki::new_token(24);
+    let viewer_token = crate::pki::new_token(24);
     let render = |cert: &str, key: &str| {
         crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
             cluster_name: &scenario.name,
@@ -1350,7 +1304,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         kc.clone()
     };
 
-    // Base ISO, file server, seed objects (as the home-made server seeds them).
+    // Base ISO, file server, seed objects.
     let arch = super::up::coreos_arch(&scenario.architecture).to_string();
     let (base_iso, files_base_url) = super::up::serve_base_iso(&opts, ip, &arch).await?;
     // The registry with the release payload, before the seed: the seed names its true digest.
@@ -1370,14 +1324,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
     // Cluster 0's assisted-service; its pod's status comes from master-0's kubelet.
     let assisted_db = super::up::assisted_db(&opts).await?;
     if let Some(db) = &assisted_db {
-        for mut o in crate::seed::assisted_service_objects(db) {
-            if o["kind"] == "Pod" {
-                if let Some(m) = o.as_object_mut() {
-                    m.remove("status");
-                }
-            }
-            objects.push(o);
-        }
+        objects.extend(crate::seed::assisted_service_objects(db));
     }
     let volumes_dir = std::path::absolute(
         opts.volumes_dir
@@ -1528,7 +1475,7 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         }
     }
     let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
-    let mcs_mirror = start_mcs(&client, &ca, ip, &api_int, port, &boot_token, &opts.dir).await?;
+    let mcs_mirror = start_mcs(&client, &ca, ip, &api_int, port, &boot_token).await?;
 
     // The control-plane nodes' kubelets: pod exec endpoint, pod status, volumes.
     let exec_file = super::cp_kubelet::ExecFile {
@@ -1754,7 +1701,15 @@ mod tests {
         );
         assert!(lo.contains(&"--endpoint-reconciler-type=none".to_string()));
         let k = controller_manager_args(&p);
-        assert!(k.contains(&"--controllers=csrsigning,serviceaccount,namespace".to_string()));
+        assert!(k.contains(
+            &"--controllers=csrsigning,serviceaccount,namespace,persistentvolume-binder".to_string()
+        ));
+        // The kubelet API as OpenShift reaches it.
+        assert!(a.contains(&"--kubelet-preferred-address-types=InternalIP".to_string()));
+        assert!(a
+            .iter()
+            .any(|f| f.starts_with("--kubelet-certificate-authority=")));
+        assert!(a.iter().any(|f| f.starts_with("--kubelet-client-certificate=")));
         assert!(!k.iter().any(|f| f.contains("csrapproving")));
     }
 }

@@ -1,23 +1,17 @@
-//! `agent-day2-sim up`: PKI, the HTTPS API server, the file server with the base ISO, with
-//! `--registry` a container registry holding the release payload ([`start_registry`]), with
-//! `--assisted-db-url` cluster 0's assisted-service pod (pod exec runs `psql` against that
-//! database, see [`super::exec`]), the seeded cluster, `DIR/kubeconfig`, `DIR/ca.crt` and `DIR/ready` (lines: API URL, file server
-//! base URL, and with `--registry` the registry URL `https://ADDR`).
+//! `agent-day2-sim up`'s options and the parts it runs besides the control plane
+//! ([`super::real`]): the file server with the base ISO, with `--registry` a container registry
+//! holding the release payload ([`start_registry`]), with `--assisted-db-url` cluster 0's
+//! database ([`assisted_db`]; pod exec runs `psql` against it, see [`super::exec`]), and
+//! `DIR/ready` (lines: API URL, file server base URL, and with `--registry` the registry URL
+//! `https://ADDR`).
 
-use super::authz::{UserInfo, NODE_BOOTSTRAPPER};
-use super::registry::{self, Registry};
-use super::server::{new_token, Server};
-use super::store::State;
-use crate::pki::{verify_client_cert, Ca};
+use crate::pki::Ca;
 use crate::scenario::Scenario;
-use crate::seed::{BaseIsoInfo, SeedContext};
+use crate::seed::BaseIsoInfo;
 use anyhow::Context;
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::Value;
-use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 /// Options of `up` (see main.rs for the flags).
 #[derive(Debug, Clone, Default)]
@@ -47,9 +41,9 @@ pub struct UpOptions {
     /// `--volumes-dir DIR`: contents of the PersistentVolumeClaims (`DIR/<namespace>/<claim>/`)
     /// as pod exec's `tar` sees them; default `<dir>/volumes`.
     pub volumes_dir: Option<PathBuf>,
-    /// `--real-apiserver [BIN_DIR]`: run the real etcd, kube-apiserver and
-    /// kube-controller-manager from BIN_DIR instead of the home-made API server (see
-    /// [`super::real`]); None: the home-made server.
+    /// `--real-apiserver [BIN_DIR]`: where the real etcd, kube-apiserver,
+    /// kube-controller-manager and kubelet-exec are (see [`super::real`]); None: where
+    /// `scripts/real-components.sh kube` builds them.
     pub real_apiserver: Option<PathBuf>,
 }
 
@@ -123,21 +117,6 @@ pub fn parse_docs(text: &str) -> anyhow::Result<Vec<Value>> {
     }
     flush(&mut cur, &mut out)?;
     Ok(out)
-}
-
-/// `resource/namespace/name` or `resource/name` of an object, for the scenario's `omit`.
-fn omit_matches(omit: &[String], reg: &Registry, obj: &Value) -> bool {
-    let av = obj["apiVersion"].as_str().unwrap_or("");
-    let kind = obj["kind"].as_str().unwrap_or("");
-    let Some(t) = reg.by_kind(av, kind) else {
-        return false;
-    };
-    let name = obj["metadata"]["name"].as_str().unwrap_or("");
-    let id = match obj["metadata"]["namespace"].as_str() {
-        Some(ns) if t.namespaced => format!("{}/{ns}/{name}", t.plural),
-        _ => format!("{}/{name}", t.plural),
-    };
-    omit.contains(&id)
 }
 
 /// The seed's own `omit` rule (`seed::omitted`): the resource may carry a group suffix
@@ -251,287 +230,16 @@ pub async fn assisted_db(opts: &UpOptions) -> anyhow::Result<Option<super::exec:
     Ok(Some(db))
 }
 
-/// Runs the simulator until SIGINT/SIGTERM.
+/// Runs the simulator until SIGINT/SIGTERM: the cluster on the real control plane in
+/// `opts.real_apiserver` (default [`super::real::default_kube_bin_dir`]); see [`super::real::run`].
 pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
-    if let Some(bins) = opts.real_apiserver.clone() {
-        return super::real::run(opts, bins).await;
-    }
-    let assisted_db = assisted_db(&opts).await?;
-    let mut scenario = match &opts.scenario {
-        Some(p) => Scenario::load(p)?,
-        None => Scenario::default(),
-    };
-    std::fs::create_dir_all(&opts.dir).with_context(|| format!("cannot create {}", opts.dir.display()))?;
-    let _ = std::fs::remove_file(opts.dir.join("ready"));
-    let listen = opts
-        .listen
-        .unwrap_or(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0));
-    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
-        format!("cannot listen on {listen} (inside `agent-day2-sim netns`, 192.168.111.0/24 is local)")
-    })?;
-    let local = listener.local_addr()?;
-    let client_ip = if local.ip().is_unspecified() {
-        IpAddr::V4(Ipv4Addr::LOCALHOST)
-    } else {
-        local.ip()
-    };
-    let server_addr = SocketAddr::new(client_ip, local.port()).to_string();
-    let api_url = format!("https://{server_addr}");
-
-    // PKI.
-    let ca = Ca::generate("agent-day2-sim-ca")?;
-    let api_dns = format!("api.{}.{}", scenario.name, scenario.base_domain);
-    let api_int = format!("api-int.{}.{}", scenario.name, scenario.base_domain);
-    let mut ips = vec![client_ip, IpAddr::V4(Ipv4Addr::LOCALHOST)];
-    ips.dedup();
-    let server_cert = ca.issue_server(&["localhost".into(), api_dns, api_int.clone()], &ips)?;
-    let admin = ca.issue_client("system:admin", &["system:masters"])?;
-
-    let boot_token = new_token(24);
-    let viewer_token = new_token(24);
-    let mut tokens = HashMap::new();
-    tokens.insert(
-        boot_token.clone(),
-        UserInfo {
-            name: NODE_BOOTSTRAPPER.into(),
-            groups: vec![
-                "system:serviceaccounts".into(),
-                "system:serviceaccounts:openshift-machine-config-operator".into(),
-                "system:authenticated".into(),
-            ],
-        },
-    );
-    tokens.insert(
-        viewer_token.clone(),
-        UserInfo {
-            name: "viewer".into(),
-            groups: vec!["system:authenticated".into()],
-        },
-    );
-
-    let mut reg = Registry::default();
-    for t in registry::builtins() {
-        reg.add(t);
-    }
-    let (tx, _) = tokio::sync::broadcast::channel(4096);
-    let srv = Arc::new(Server {
-        state: Mutex::new(State::new(reg)),
-        events: tx,
-        tokens,
-        forbidden: Mutex::new(Vec::new()),
-        server_addr: server_addr.clone(),
-        ca_cert_pem: ca.cert_pem.clone(),
-        ca_key_pem: ca.key_pem.clone(),
-        exec: super::exec::ExecConfig {
-            assisted_db: assisted_db.clone(),
-            volumes_dir: std::path::absolute(
-                opts.volumes_dir
-                    .clone()
-                    .unwrap_or_else(|| opts.dir.join("volumes")),
-            )?,
-        },
-    });
-    std::fs::create_dir_all(&srv.exec.volumes_dir)
-        .with_context(|| format!("cannot create {}", srv.exec.volumes_dir.display()))?;
-
-    // OpenShift kinds: permissive CRDs, then real CRD files replace them.
-    for (g, v, k, p, short, status) in registry::PERMISSIVE_OPENSHIFT {
-        srv.create_any(registry::permissive_crd(g, v, k, p, short, *status))?;
-    }
-    for dir in &opts.crds {
-        for (file, doc) in load_yaml_dir(dir)? {
-            if doc["kind"] == "CustomResourceDefinition" {
-                srv.create_any(doc)
-                    .with_context(|| format!("CRD file {}", file.display()))?;
-            }
-        }
-    }
-
-    // Base ISO and file server.
-    let arch = coreos_arch(&scenario.architecture).to_string();
-    let (base_iso, files_base_url) = serve_base_iso(&opts, client_ip, &arch).await?;
-
-    // The registry with the release payload, before the seed: the seed names its true digest.
-    let registry = match opts.registry {
-        Some(addr) => Some(start_registry(addr, &opts.dir, &ca, &mut scenario, &base_iso).await?),
-        None => None,
-    };
-
-    // Seed.
-    let ctx = SeedContext {
-        api_url: api_url.clone(),
-        files_base_url: files_base_url.clone(),
-        base_iso,
-        ca_pem: ca.cert_pem.clone(),
-    };
-    let mut objects =
-        crate::seed::seed_objects_with_registry(&scenario, &ctx, registry.as_ref().map(|r| &r.seed))?;
-    if let Some(db) = &assisted_db {
-        objects.extend(crate::seed::assisted_service_objects(db));
-    }
-    objects.extend(scenario.objects.iter().cloned());
-    if let Some(d) = &scenario.objects_dir {
-        let image = scenario.release_image.clone().unwrap_or_else(|| {
-            format!(
-                "quay.io/openshift-release-dev/ocp-release:{}-{arch}",
-                scenario.version
-            )
-        });
-        for (file, _) in load_yaml_dir(d)? {
-            let text = std::fs::read_to_string(&file)?.replace("$TEST_IMAGE", &image);
-            objects.extend(parse_docs(&text).with_context(|| format!("{}", file.display()))?);
-        }
-    }
-    // Every `omit` entry must name something: the seed (before its own omissions), the
-    // scenario's objects or objectsDir. A typo would otherwise leave the object in silently.
-    {
-        let mut all = crate::seed::seed_objects_with_registry(
-            &Scenario {
-                omit: Vec::new(),
-                ..scenario.clone()
-            },
-            &ctx,
-            registry.as_ref().map(|r| &r.seed),
-        )?;
-        all.extend(objects.iter().cloned());
-        let st = srv.state.lock().unwrap();
-        for (i, spec) in scenario.omit.iter().enumerate() {
-            let hit = all.iter().any(|o| {
-                omit_matches(std::slice::from_ref(spec), &st.registry, o) || seed_omit_matches(spec, o)
-            });
-            if !hit {
-                let file = opts
-                    .scenario
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default();
-                return Err(anyhow::Error::new(crate::scenario::ScenarioError(format!(
-                    "scenario {file}: omit[{i}]: {spec:?} names no seeded or scenario object (resource/name or resource/namespace/name, plural resource)"
-                ))));
-            }
-        }
-    }
-    for obj in objects {
-        let skip = {
-            let st = srv.state.lock().unwrap();
-            omit_matches(&scenario.omit, &st.registry, &obj)
-        };
-        if skip {
-            continue;
-        }
-        srv.create_any(obj)?;
-    }
-    *srv.forbidden.lock().unwrap() = scenario.forbidden.clone();
-    srv.state.lock().unwrap().compact();
-
-    // Client files.
-    std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
-    let kc = crate::kubeconfig::render(&crate::kubeconfig::KubeconfigParams {
-        cluster_name: &scenario.name,
-        server: &api_url,
-        ca_pem: &ca.cert_pem,
-        admin_cert_pem: &admin.cert_pem,
-        admin_key_pem: &admin.key_pem,
-        bootstrapper_token: &boot_token,
-        viewer_token: &viewer_token,
-    });
-    crate::kubeconfig::write_private(&opts.dir.join("kubeconfig"), &kc)?;
-
-    // TLS.
-    let tls = tls_config(&ca.cert_pem, &server_cert.cert_pem, &server_cert.key_pem)?;
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    let ca_der: Arc<Vec<u8>> = Arc::new(
-        rustls_pemfile::certs(&mut ca.cert_pem.as_bytes())
-            .next()
-            .ok_or_else(|| anyhow::anyhow!("CA PEM"))??
-            .to_vec(),
-    );
-    tokio::spawn(srv.clone().run_signer());
-    // The machine-config server stand-in on the API's IP, port 22623 (see super::mcs); only on
-    // a routable address, and a port already taken (a second cluster in one namespace) leaves
-    // this cluster without one, said on stderr.
-    if !client_ip.is_loopback() {
-        let addr = SocketAddr::new(client_ip, super::mcs::MCS_PORT);
-        let cfg = super::mcs::McsConfig {
-            api_int: api_int.clone(),
-            ip: client_ip,
-            bootstrap_kubeconfig: super::mcs::bootstrap_kubeconfig(
-                &api_int,
-                local.port(),
-                &ca.cert_pem,
-                &boot_token,
-            ),
-            ca_pem: ca.cert_pem.clone(),
-        };
-        match super::mcs::serve(srv.clone(), &ca, addr, cfg).await {
-            Ok(()) => eprintln!(
-                "agent-day2-sim: machine-config server https://{api_int}:{} ({addr})",
-                super::mcs::MCS_PORT
-            ),
-            Err(e) => eprintln!("agent-day2-sim: warning: no machine-config server: {e:#}"),
-        }
-    }
-    let srv2 = srv.clone();
-    tokio::spawn(async move {
-        loop {
-            let (tcp, _) = match listener.accept().await {
-                Ok(x) => x,
-                Err(e) => {
-                    tracing::warn!("accept: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            };
-            let acceptor = acceptor.clone();
-            let srv = srv2.clone();
-            let ca_der = ca_der.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let ident = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first())
-                    .map(|c| verify_client_cert(c.as_ref(), &ca_der).ok_or(()));
-                let svc = hyper::service::service_fn(move |req| {
-                    let srv = srv.clone();
-                    let ident = ident.clone();
-                    async move { Ok::<_, std::convert::Infallible>(srv.handle(req, ident).await) }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection_with_upgrades(TokioIo::new(tls), svc)
-                    .await;
-            });
-        }
-    });
-    // Written last, so its presence means "serving".
-    write_ready(&opts.dir, &api_url, &files_base_url, registry.as_ref())?;
-    eprintln!(
-        "agent-day2-sim: API {api_url}, files {files_base_url}, kubeconfig {}",
-        opts.dir.join("kubeconfig").display()
-    );
-    if let Some(r) = &registry {
-        eprintln!(
-            "agent-day2-sim: registry {} holds release {}",
-            r.process.url(),
-            crate::seed::release_image(&scenario)
-        );
-    }
-
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-    let _ = std::fs::remove_file(opts.dir.join("ready"));
-    // Dropping the registry kills docker-registry.
-    drop(registry);
-    Ok(())
+    let bins = opts
+        .real_apiserver
+        .clone()
+        .unwrap_or_else(super::real::default_kube_bin_dir);
+    super::real::run(opts, bins).await
 }
 
-/// The simulator's running registry and what the seed records about it.
 /// Writes `DIR/ready` (the API URL, the file server's base URL, and with `--registry` the
 /// registry's URL, one per line) under a temporary name and renames it, so a reader that sees
 /// the file sees all of it. Both `up` modes end their start-up with it.
@@ -552,6 +260,7 @@ pub fn write_ready(
     std::fs::rename(&ready_tmp, dir.join("ready"))
 }
 
+/// The simulator's running registry and what the seed records about it.
 pub struct RunningRegistry {
     /// The docker-registry child (killed on drop).
     pub process: crate::registry::RegistryProcess,
@@ -679,73 +388,4 @@ pub async fn start_registry(
         },
         payload,
     })
-}
-
-/// Asks for a client certificate and takes whatever comes (checking only that the peer holds
-/// its key): like kube-apiserver (`tls.VerifyClientCertIfGiven` with the check in the x509
-/// authenticator), an unknown or expired certificate is a 401 from the server, not a TLS error.
-/// The chain is verified per request by [`crate::pki::verify_client_cert`].
-#[derive(Debug)]
-struct AnyClientCert {
-    algs: rustls::crypto::WebPkiSupportedAlgorithms,
-}
-
-impl rustls::server::danger::ClientCertVerifier for AnyClientCert {
-    fn offer_client_auth(&self) -> bool {
-        true
-    }
-    fn client_auth_mandatory(&self) -> bool {
-        false
-    }
-    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
-        &[]
-    }
-    fn verify_client_cert(
-        &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
-        Ok(rustls::server::danger::ClientCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algs)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algs)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.algs.supported_schemes()
-    }
-}
-
-fn tls_config(ca_pem: &str, cert_pem: &str, key_pem: &str) -> anyhow::Result<rustls::ServerConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    for c in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
-        roots.add(c?)?;
-    }
-    let _ = roots;
-    let verifier = Arc::new(AnyClientCert {
-        algs: provider.signature_verification_algorithms,
-    });
-    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes()).collect::<Result<_, _>>()?;
-    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())?
-        .ok_or_else(|| anyhow::anyhow!("no server key"))?;
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(certs, key)?;
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(cfg)
 }
