@@ -10,8 +10,9 @@
 #     node Ready with its serving certificate. Target < 20 s for 200 nodes (issue 4), < 60 s
 #     for 1,000 (issue 12, on the real kube-apiserver).
 #
-# Usage: bash benches/approve_watch.sh [NODES] [LAT]. Builds the debug binaries; runs itself
-# inside `agent-day2-sim netns` (a private network namespace; nothing leaves it).
+# Usage: bash benches/approve_watch.sh [NODES] [LAT]. Builds the debug binaries (RELEASE=1: the
+# release ones, as users run them); runs itself inside `agent-day2-sim netns` (a private network
+# namespace; nothing leaves it). The cluster runs on the real control plane (benches/lib.sh).
 # BIND=1: part 2 as a user runs it since issue 14: `monitor` records each host's reboot report
 # on the batch (200 ms stages so its 100 ms polls see them) and approve runs without
 # --trust-unverified-boot, every client CSR bound to its host's record.
@@ -20,63 +21,12 @@ cd "$(dirname "$0")/.."
 NODES="${1:-200}"
 LAT="${2:-20}"
 if [ "${AGENT_DAY2_NETNS:-}" != 1 ]; then
-    cargo build --quiet -p oc-agent-day2 -p agent-day2-sim
-    exec target/debug/agent-day2-sim netns -- bash "$0" "$NODES" "$LAT"
+    cargo build --quiet ${RELEASE:+--release} -p oc-agent-day2 -p agent-day2-sim
+    exec "target/$([ "${RELEASE:-}" = 1 ] && echo release || echo debug)/agent-day2-sim" netns -- bash "$0" "$NODES" "$LAT"
 fi
-[ "$NODES" -le 1000 ] || { echo "NODES must be <= 1000"; exit 2; }
-# Up to 200 nodes: 192.168.111.30-229 (the machine network); more: 192.168.112.10-115.241, a
-# /22 put on this namespace's loopback (outside the machine network: add-nodes warns, as it
-# does for routed remote workers).
-if [ "$NODES" -gt 200 ]; then
-    ip addr add 192.168.112.1/22 dev lo
-fi
-node_ip() { # node_ip I: the address of bench host I (1-based)
-    if [ "$NODES" -le 200 ]; then
-        echo "192.168.111.$((29 + $1))"
-    else
-        local j=$(($1 + 9))
-        echo "192.168.$((112 + j / 256)).$((j % 256))"
-    fi
-}
-prefix_len() { if [ "$NODES" -le 200 ]; then echo 24; else echo 22; fi; }
-B="$PWD/target/debug"
 W="$(mktemp -d "${TMPDIR:-/tmp}/approve-bench.XXXXXX")"
-chmod 700 "$W"
-REG=()
-[ -x /usr/bin/docker-registry ] && REG=(--registry)
-"$B/agent-day2-sim" up --dir "$W/sim" --listen 192.168.111.5:6443 "${REG[@]}" >"$W/sim.log" 2>&1 &
-SIM=$!
-APP=
-trap '[ -n "$APP" ] && kill $APP 2>/dev/null; kill $SIM 2>/dev/null; wait 2>/dev/null; rm -rf "$W"' EXIT
-for _ in $(seq 1 300); do [ -f "$W/sim/ready" ] && break; sleep 0.1; done
-[ -f "$W/sim/ready" ] || { cat "$W/sim.log"; echo "simulator did not start"; exit 1; }
-export KUBECONFIG="$W/sim/kubeconfig" XDG_CACHE_HOME="$W/cache"
-unset HTTPS_PROXY https_proxy HTTP_PROXY http_proxy
-
-if [ ${#REG[@]} -eq 0 ]; then
-REL=$(kubectl get clusterversion version -o jsonpath='{.status.history[0].image}')
-DIG=${REL#*@}
-mkdir -p "$XDG_CACHE_HOME/agent-day2/releases"
-img() { printf 'quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%s' "$(printf "$1%.0s" $(seq 64))"; }
-printf '{"releaseImage":"%s","platforms":{"x86_64":{"apiServer":"%s","nodeAgent":"%s","orchestrator":"%s","utils":"%s","machineOsImages":null}}}' \
-    "$REL" "$(img 1)" "$(img 2)" "$(img 3)" "$(img 4)" >"$XDG_CACHE_HOME/agent-day2/releases/$DIG.json"
-fi
-
-# nodes-config with N static hosts named $1-i at node_ip i.
-mk_config() {
-    local prefix=$1 n=$2 macbyte=$3 out=$4
-    echo "hosts:" >"$out"
-    for i in $(seq 1 "$n"); do
-        mac=$(printf '52:54:00:%s:%02x:%02x' "$macbyte" $((i / 256)) $((i % 256)))
-        cat >>"$out" <<Y
-- hostname: $prefix-$i
-  interfaces: [{name: eth0, macAddress: "$mac"}]
-  networkConfig:
-    interfaces:
-    - {name: eth0, type: ethernet, state: up, mac-address: "$mac", ipv4: {enabled: true, dhcp: false, address: [{ip: $(node_ip "$i"), prefix-length: $(prefix_len)}]}}
-Y
-    done
-}
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
 # ---------------------------------------------------------------- 1. latency
 if [ "$LAT" -gt 0 ]; then
