@@ -58,7 +58,7 @@ req = (last or {}).get("requests") or {}
 most = req.get("maxInFlight")
 ok = rc == "0" and most is not None and most <= bound
 print(f"{n} nodes followed by one monitor --approve run: {e - s:.1f} s (monitor exit {rc}, boot exit {brc}); "
-      f"assisted-service requests: {req.get('sent')} sent, at most {most} in flight (bound {bound}), "
+      f"assisted-service requests: {req.get('requests')} sent, at most {most} in flight (bound {bound}), "
       f"{req.get('waited')} waited for a slot: {'ok' if ok else 'MISSED'}")
 PY
 [ "$rc" = 0 ] || { tail -20 "$W/monitor.err"; tail -20 "$W/boot.log"; }

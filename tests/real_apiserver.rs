@@ -1057,7 +1057,24 @@ spec:
     ]);
     assert_eq!(o.status.code(), Some(126), "{}", text(&o));
 
-    // Deleted: gone once the kubelet finished it.
+    // Logs through the kubelet API: the stand-in containers write none.
+    let o = c.kubectl(&["-n", "exec-test", "logs", "copy"]);
+    assert!(o.status.success() && o.stdout.is_empty(), "{}", text(&o));
+
+    // A claim in use is kept (pvc-protection): deleting it waits for the pod.
+    let o = c.kubectl(&["-n", "exec-test", "delete", "pvc", "data", "--wait=false"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "get",
+        "pvc",
+        "data",
+        "-o",
+        "jsonpath={.status.phase}",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "Bound", "{}", text(&o));
+    // Deleted: gone once the kubelet finished it; then the claim goes too.
     let o = c.kubectl(&["-n", "exec-test", "delete", "pod", "copy", "--timeout=30s"]);
     assert!(o.status.success(), "{}", text(&o));
     let o = c.kubectl(&["-n", "exec-test", "get", "pod", "copy"]);
@@ -1066,4 +1083,16 @@ spec:
         "{}",
         text(&o)
     );
+    let o = c.kubectl(&[
+        "-n",
+        "exec-test",
+        "wait",
+        "--for=delete",
+        "pvc/data",
+        "--timeout=30s",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    // And the namespace (the real namespace controller empties it).
+    let o = c.kubectl(&["delete", "namespace", "exec-test", "--timeout=60s"]);
+    assert!(o.status.success(), "{}", text(&o));
 }

@@ -9,7 +9,9 @@
 //
 // Routes, as the kubelet serves them (pkg/kubelet/server): GET/POST
 // /exec/{namespace}/{pod}/{container} and /exec/{namespace}/{pod}/{uid}/{container}, query
-// command=ARG (repeated), stdin=1, stdout=1, stderr=1, tty=1; GET /healthz.
+// command=ARG (repeated), stdin=1, stdout=1, stderr=1, tty=1; GET
+// /containerLogs/{namespace}/{pod}/{container} (empty: the stand-in containers log nothing);
+// GET /healthz.
 //
 // The "container runtime" behind it is a program (-runtime, with -runtime-arg values before
 // the request's): it is run as `RUNTIME ARGS... NAMESPACE POD CONTAINER -- COMMAND...` with the
@@ -142,6 +144,11 @@ func main() {
 		streaming.ServeExec(w, req, rt, ns+"/"+pod, types.UID(req.PathValue("uid")), container, cmd, opts,
 			idleTimeout, streamCreationTimeout, remotecommandconsts.SupportedStreamingProtocols)
 	}
+	// Container logs: the stand-in containers write none (an empty log, as for a container
+	// that printed nothing).
+	mux.HandleFunc("GET /containerLogs/{ns}/{pod}/{container}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+	})
 	for _, m := range []string{"GET", "POST"} {
 		mux.HandleFunc(m+" /exec/{ns}/{pod}/{container}", serve)
 		mux.HandleFunc(m+" /exec/{ns}/{pod}/{uid}/{container}", serve)
@@ -154,15 +161,23 @@ func main() {
 		// HTTP/1.1 only: the streams are connection upgrades.
 		NextProtos: []string{"http/1.1"},
 	}
+	// An address that is not local here (a node's second InternalIP, e.g. IPv6 where only
+	// IPv4 is on loopback) is skipped: kube-apiserver dials the first InternalIP.
 	errs := make(chan error, len(listen))
+	serving := 0
 	for _, addr := range listen {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			log.Fatalf("kubelet-exec: %v", err)
+			log.Printf("kubelet-exec: not serving %s: %v", addr, err)
+			continue
 		}
 		srv := &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 30 * time.Second}
 		go func() { errs <- srv.ServeTLS(l, "", "") }()
 		log.Printf("kubelet-exec: serving https://%s", addr)
+		serving++
+	}
+	if serving == 0 {
+		log.Fatalf("kubelet-exec: none of the addresses %v could be served", []string(listen))
 	}
 	log.Fatalf("kubelet-exec: %v", <-errs)
 }

@@ -15,7 +15,9 @@
 //!   its one CA ([`crate::pki`]); and the two controllers every cluster has that a client
 //!   notices at once: `serviceaccount` (a new namespace gets its `default` ServiceAccount, which
 //!   the ServiceAccount admission plugin wants before it admits a Pod) and `namespace` (a
-//!   deleted namespace is emptied and goes away instead of staying Terminating).
+//!   deleted namespace is emptied and goes away instead of staying Terminating); for volumes,
+//!   `persistentvolume-binder` (binds a claim to the volume [`super::cp_kubelet`] provisions)
+//!   and `pvc-protection`/`pv-protection` (a claim in use is kept; an unused one can go).
 //!
 //! The file server, the `--registry` and the machine-config server stand-in ([`super::mcs`],
 //! answering from a mirror of the real server's MachineConfigs) run beside it; the control-plane
@@ -55,11 +57,13 @@ const WRAPPER_GO_MOD: &str = include_str!("../../../real/kube/go.mod");
 pub const ADMIN_BINDING: &str = "agent-day2-sim:admin";
 
 /// The controllers kube-controller-manager runs (never `csrapproving`).
-pub const KCM_CONTROLLERS: [&str; 4] = [
+pub const KCM_CONTROLLERS: [&str; 6] = [
     "csrsigning",
     "serviceaccount",
     "namespace",
     "persistentvolume-binder",
+    "pvc-protection",
+    "pv-protection",
 ];
 
 /// The context of `DIR/kubeconfig` used to seed the cluster.
@@ -1510,7 +1514,13 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         )?);
         kubelet_tasks = super::cp_kubelet::start(&seed_kc, &ca, &api_url, &masters, &volumes_dir).await?;
     }
-    cp.check_running()?;
+    if let Err(e) = cp.check_running() {
+        // Quiet the mirror's polls while the control plane stops.
+        if let Some(t) = &mcs_mirror {
+            t.abort();
+        }
+        return Err(e);
+    }
 
     // Client files; DIR/ready last.
     std::fs::write(opts.dir.join("ca.crt"), &ca.cert_pem)?;
@@ -1702,7 +1712,7 @@ mod tests {
         assert!(lo.contains(&"--endpoint-reconciler-type=none".to_string()));
         let k = controller_manager_args(&p);
         assert!(k.contains(
-            &"--controllers=csrsigning,serviceaccount,namespace,persistentvolume-binder".to_string()
+            &"--controllers=csrsigning,serviceaccount,namespace,persistentvolume-binder,pvc-protection,pv-protection".to_string()
         ));
         // The kubelet API as OpenShift reaches it.
         assert!(a.contains(&"--kubelet-preferred-address-types=InternalIP".to_string()));
