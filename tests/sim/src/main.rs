@@ -266,7 +266,10 @@ fn run_postgres(a: PostgresArgs) -> i32 {
 
 fn main() {
     // The stand-ins take their arguments verbatim (podman's own flags, e.g. `--version`).
-    let raw: Vec<String> = std::env::args().collect();
+    // Lossy: a non-UTF-8 argument must not panic here (clap then names it).
+    let raw: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     match raw.get(1).map(String::as_str) {
         Some("podman") => std::process::exit(agent_day2_sim::noderun::podman::main(&raw[2..])),
         Some("discovery-agent") => std::process::exit(agent_day2_sim::noderun::agent::main(&raw[2..])),

@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -167,9 +168,12 @@ func main() {
 	serving := 0
 	for _, addr := range listen {
 		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			log.Printf("kubelet-exec: not serving %s: %v", addr, err)
+		if errors.Is(err, syscall.EADDRNOTAVAIL) {
+			log.Printf("kubelet-exec: not serving %s: not an address of this network namespace", addr)
 			continue
+		}
+		if err != nil {
+			log.Fatalf("kubelet-exec: %v (another cluster in this network namespace serves it? each cluster needs its own: agent-day2-sim netns)", err)
 		}
 		srv := &http.Server{Handler: mux, TLSConfig: cfg, ReadHeaderTimeout: 30 * time.Second}
 		go func() { errs <- srv.ServeTLS(l, "", "") }()
@@ -177,7 +181,7 @@ func main() {
 		serving++
 	}
 	if serving == 0 {
-		log.Fatalf("kubelet-exec: none of the addresses %v could be served", []string(listen))
+		log.Fatalf("kubelet-exec: none of the addresses %v is local here: run inside agent-day2-sim netns, whose loopback carries the machine network", []string(listen))
 	}
 	log.Fatalf("kubelet-exec: %v", <-errs)
 }

@@ -292,7 +292,15 @@ impl Kubelets {
             let api: Api<PersistentVolume> = Api::all(self.admin.clone());
             let pv: PersistentVolume = serde_json::from_value(pv)?;
             match api.create(&PostParams::default(), &pv).await {
-                Ok(_) => {}
+                // A new claim starts empty, even where an earlier one of its name left data.
+                Ok(_) => {
+                    let d = self
+                        .volumes_dir
+                        .join(&ns)
+                        .join(v["metadata"]["name"].as_str().unwrap_or_default());
+                    let _ = std::fs::remove_dir_all(&d);
+                    std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+                }
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(e).context("provisioning a PersistentVolume"),
             }
@@ -452,7 +460,9 @@ pub fn container_exec(dir: &Path, ns: &str, pod: &str, container: &str, command:
         let cfg = serde_json::from_str::<ExecFile>(&text)
             .with_context(|| format!("{}", file.display()))?
             .config()?;
-        let kc = std::fs::read_to_string(dir.join("kubeconfig")).context("the simulator's kubeconfig")?;
+        let kc_path = dir.join("kubeconfig");
+        let kc = std::fs::read_to_string(&kc_path)
+            .with_context(|| format!("cannot read {}", kc_path.display()))?;
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -461,6 +471,11 @@ pub fn container_exec(dir: &Path, ns: &str, pod: &str, container: &str, command:
             let p = Api::<Pod>::namespaced(client, ns).get(pod).await?;
             anyhow::Ok(serde_json::to_value(p)?)
         })?;
+        // A real kubelet has no such container before the pod runs.
+        let phase = pod_v["status"]["phase"].as_str().unwrap_or("Pending");
+        if phase != "Running" {
+            anyhow::bail!("container {container} of pod {ns}/{pod} is not running (pod phase {phase})");
+        }
         let c = pod_v["spec"]["containers"]
             .as_array()
             .into_iter()

@@ -1335,7 +1335,29 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
             .clone()
             .unwrap_or_else(|| opts.dir.join("volumes")),
     )?;
-    let masters = super::cp_kubelet::control_plane_nodes(&objects);
+    let mut masters = super::cp_kubelet::control_plane_nodes(&objects);
+    // Another cluster in this network namespace (the harness's shared mode) may hold the
+    // kubelet port of the same addresses: this cluster's control-plane Nodes then name a free
+    // one. The port stays bound here until kubelet-exec starts, so a cluster starting at the
+    // same moment sees it taken.
+    let mut kubelet_port_hold = None;
+    if let Some(a) = masters.first().and_then(|m| m.kubelet.first()).copied() {
+        match TcpListener::bind(a) {
+            Ok(l) => kubelet_port_hold = Some(l),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                let l = TcpListener::bind(SocketAddr::new(a.ip(), 0))?;
+                let port = l.local_addr()?.port();
+                kubelet_port_hold = Some(l);
+                for o in objects.iter_mut().filter(|o| o["kind"] == "Node") {
+                    if masters.iter().any(|m| o["metadata"]["name"] == m.name.as_str()) {
+                        o["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = json!(port);
+                    }
+                }
+                masters = super::cp_kubelet::control_plane_nodes(&objects);
+            }
+            Err(_) => {}
+        }
+    }
     // Every `omit` entry must name something (as `up` checks): a typo would leave the object in.
     {
         let all = crate::seed::seed_objects_with_registry(
@@ -1503,9 +1525,11 @@ pub async fn run(opts: super::up::UpOptions, bins: PathBuf) -> anyhow::Result<()
         let (crt, key) = (pki.join("kubelet-serving.crt"), pki.join("kubelet-serving.key"));
         write_file(&crt, &serving.cert_pem, 0o644)?;
         write_file(&key, &serving.key_pem, 0o600)?;
-        let me = std::env::current_exe().context("the simulator's own path (container-exec)")?;
+        // This very binary, also after a rebuild replaced the file (container-exec is `up`'s own).
+        let me = PathBuf::from(format!("/proc/{}/exe", std::process::id()));
         let args =
             super::cp_kubelet::kubelet_exec_args(&masters, &crt, &key, &pki.join("ca.crt"), &me, &opts.dir);
+        drop(kubelet_port_hold.take());
         cp.add(Proc::spawn(
             "kubelet-exec",
             &bins.join("kubelet-exec"),
