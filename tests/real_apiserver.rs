@@ -25,6 +25,17 @@ fn real_bins() -> PathBuf {
     d
 }
 
+/// A simulated cluster on the control plane of [`real_bins`], in a network namespace of this
+/// thread's own; panics saying what is missing.
+fn real_cluster() -> TestCluster {
+    let bins = real_bins();
+    if let Err(why) = enter_netns() {
+        panic!("{why}");
+    }
+    let bins_arg = bins.to_string_lossy().to_string();
+    TestCluster::start_with_args("", &["--real-apiserver", &bins_arg]).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
 fn text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -87,13 +98,7 @@ fn sim_allows(user: &UserInfo, q: &Question) -> bool {
 
 #[test]
 fn real_apiserver_serves_the_simulated_cluster() {
-    let bins = real_bins();
-    if let Err(why) = enter_netns() {
-        panic!("{why}");
-    }
-    let bins_arg = bins.to_string_lossy().to_string();
-    let c = TestCluster::start_with_args("", &["--real-apiserver", &bins_arg])
-        .unwrap_or_else(|e| panic!("{e:#}"));
+    let c = real_cluster();
 
     // The real server, with etcd behind it.
     let livez = c.kubectl(&["get", "--raw", "/livez?verbose"]);
@@ -614,13 +619,7 @@ fn can_i_as(c: &TestCluster, kubeconfig: &std::path::Path, p: &agent_day2::permi
 #[test]
 fn deploy_rbac_roles_on_the_real_server() {
     use agent_day2::permissions::required_permissions;
-    let bins = real_bins();
-    if let Err(why) = enter_netns() {
-        panic!("{why}");
-    }
-    let bins_arg = bins.to_string_lossy().to_string();
-    let c = TestCluster::start_with_args("", &["--real-apiserver", &bins_arg])
-        .unwrap_or_else(|e| panic!("{e:#}"));
+    let c = real_cluster();
     let rbac = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/rbac.yaml");
     let applied = c.kubectl(&["apply", "-f", rbac]);
     assert!(applied.status.success(), "{}", text(&applied));
@@ -910,17 +909,12 @@ fn deploy_rbac_roles_on_the_real_server() {
 /// made; the pod is bound to master-0, reported Running by master-0's kubelet as
 /// `system:node:master-0` (the real NodeRestriction admitted it); `kubectl exec` (the real
 /// kubectl, WebSocket to kube-apiserver, which speaks SPDY to the kubelet) runs `mkdir`, `ls`,
-/// `cat` in it with stdin, stdout, stderr and the exit code carried through; a deleted pod
-/// goes away (the kubelet finishes the deletion).
+/// `cat` in it with stdin, stdout, stderr and the exit code carried through; `kubectl logs` is
+/// empty; a deleted pod goes away (the kubelet finishes the deletion), its claim only then
+/// (pvc-protection), and the namespace after it.
 #[test]
 fn pod_exec_reaches_the_simulated_kubelet_through_the_real_server() {
-    let bins = real_bins();
-    if let Err(why) = enter_netns() {
-        panic!("{why}");
-    }
-    let bins_arg = bins.to_string_lossy().to_string();
-    let c = TestCluster::start_with_args("", &["--real-apiserver", &bins_arg])
-        .unwrap_or_else(|e| panic!("{e:#}"));
+    let c = real_cluster();
     let objs = r#"
 apiVersion: v1
 kind: Namespace

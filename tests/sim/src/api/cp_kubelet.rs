@@ -321,6 +321,31 @@ impl Kubelets {
     }
 }
 
+/// Runs `handle` on every object of `api` as it is created or changed (a watch, re-listed by
+/// kube's watcher when it breaks); its errors are logged as `who`'s warnings. Never returns.
+async fn each_applied<K, F, Fut>(api: Api<K>, who: &'static str, handle: F)
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    F: Fn(K) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
+    while let Some(ev) = s.next().await {
+        match ev {
+            Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
+                if let Err(e) = handle(o).await {
+                    tracing::warn!("{who}: {e:#}");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!("{who}: watch: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        }
+    }
+}
+
 /// Starts the kubelets, scheduler and provisioner stand-ins of `nodes` (see the module
 /// documentation) as tasks that run until aborted. `kubeconfig` is the admin kubeconfig text
 /// (context `admin`); node identities are issued by `ca` for `api_url`.
@@ -355,46 +380,22 @@ pub async fn start(
         volumes_dir: volumes_dir.to_path_buf(),
     });
     let k1 = k.clone();
-    let pods = tokio::spawn(async move {
-        let api: Api<Pod> = Api::all(k1.admin.clone());
-        let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = s.next().await {
-            let objs = match ev {
-                Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => vec![p],
-                Ok(_) => Vec::new(),
-                Err(e) => {
-                    tracing::debug!("kubelets: pod watch: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                    Vec::new()
-                }
-            };
-            for p in objs {
-                if let Err(e) = k1.pod(&p).await {
-                    tracing::warn!("kubelets: {e:#}");
-                }
-            }
-        }
-    });
-    let claims = tokio::spawn(async move {
-        let api: Api<PersistentVolumeClaim> = Api::all(k.admin.clone());
-        let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = s.next().await {
-            let objs = match ev {
-                Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => vec![p],
-                Ok(_) => Vec::new(),
-                Err(e) => {
-                    tracing::debug!("provisioner: claim watch: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-                    Vec::new()
-                }
-            };
-            for p in objs {
-                if let Err(e) = k.claim(&p).await {
-                    tracing::warn!("provisioner: {e:#}");
-                }
-            }
-        }
-    });
+    let pods = tokio::spawn(each_applied(
+        Api::<Pod>::all(admin.clone()),
+        "kubelets",
+        move |p| {
+            let k = k1.clone();
+            async move { k.pod(&p).await }
+        },
+    ));
+    let claims = tokio::spawn(each_applied(
+        Api::<PersistentVolumeClaim>::all(admin),
+        "provisioner",
+        move |p| {
+            let k = k.clone();
+            async move { k.claim(&p).await }
+        },
+    ));
     Ok(vec![pods, claims])
 }
 
