@@ -700,10 +700,13 @@ pub async fn start(o: StartOptions<'_>) -> anyhow::Result<ControlPlane> {
     if data.exists() {
         std::fs::remove_dir_all(&data).with_context(|| format!("cannot empty {}", data.display()))?;
     }
-    let (cport, pport) = (
-        free_port(IpAddr::V4(Ipv4Addr::LOCALHOST))?,
-        free_port(IpAddr::V4(Ipv4Addr::LOCALHOST))?,
-    );
+    // Both held while the second is picked: released one by one, the kernel may hand out the
+    // same port twice (etcd then fails on its own second listener; seen once in CI).
+    let (cport, pport) = {
+        let lo = SocketAddr::from(([127, 0, 0, 1], 0));
+        let (a, b) = (TcpListener::bind(lo)?, TcpListener::bind(lo)?);
+        (a.local_addr()?.port(), b.local_addr()?.port())
+    };
     let mut etcd = Proc::spawn(
         "etcd",
         &o.bin_dir.join("etcd"),
