@@ -86,6 +86,9 @@ f = next(f for f in cfg["storage"]["files"] if f["path"] == "/usr/local/share/as
 text = urllib.parse.unquote(f["contents"]["source"].split(",", 1)[1])
 print(next(l.split("=", 1)[1] for l in text.splitlines() if l.startswith(sys.argv[1] + "=")))' "$1"
   }
+  echo
+  echo "The real consumer, built from source (scripts/real-components.sh, $real_bin/versions):"
+  sed 's/^/  /' "$real_bin/versions"
   printf '\n\033[1m$ agent-day2-sim run-node --iso %s --node 52:54:00:aa:00:31=192.168.111.32/24 (the real assisted-service)\033[0m\n' "$dir/out/node.x86_64.iso"
   "$sim" run-node --iso "$dir/out/node.x86_64.iso" --work "$dir/run-node" \
       --bin-dir "$real_bin" --node 52:54:00:aa:00:31=192.168.111.32/24 \
@@ -95,7 +98,7 @@ print(next(l.split("=", 1)[1] for l in text.splitlines() if l.startswith(sys.arg
       --time-scale 0.1 --timeout 8m
 else
   echo
-  echo "real assisted-service part skipped: no binaries in $real_bin (scripts/real-components.sh assisted: the module proxy refuses the module here; see README)"
+  echo "real assisted-service part skipped: no binaries in $real_bin (the module proxy refuses the module here: set AGENT_DAY2_ASSISTED_SERVICE_SRC to a clone of it, README \"Where the assisted-service source comes from\")"
 fi
 # Boot the ISO on two simulated machines (their console goes to a log), then follow them with
 # monitor, which checks and approves their kubelet CSRs (--approve --yes) until both are Ready

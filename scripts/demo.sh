@@ -8,11 +8,19 @@ cd "$(dirname "$0")/.."
 ensure_packages
 ensure_coreos_installer # the real assisted-service part reads the ISO's Ignition with it
 cargo build --workspace --quiet
-# The real assisted-service for the part where it judges the ISO (exit 3: blocked, as on the
-# project's machines, whose module proxy refuses the module; the demo then says so and goes on).
+# The real assisted-service for the part where it judges the ISO. The module proxy refuses its
+# module, so it is built from the source tree AGENT_DAY2_ASSISTED_SERVICE_SRC names (a clone of
+# the public repository at the pinned commit, or its tarball: README "Where the assisted-service
+# source comes from"). Without one it is blocked (exit 3): the demo says so and goes on.
 rc=0
 scripts/real-components.sh assisted || rc=$?
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || exit "$rc"
+if [ "$rc" = 3 ]; then
+  commit=$(awk '$1 == "require" && $2 == "github.com/openshift/assisted-service" {print $3}' tests/real/go.mod)
+  echo "demo: the real assisted-service part will be skipped: its source is not on this machine." >&2
+  echo "demo: to see it, clone https://github.com/openshift/assisted-service, check out ${commit##*-}" >&2
+  echo "demo: and run AGENT_DAY2_ASSISTED_SERVICE_SRC=/path/to/assisted-service scripts/demo.sh" >&2
+fi
 # The real control plane (etcd, kube-apiserver, kube-controller-manager from their Go modules)
 # serves the cluster.
 scripts/real-components.sh kube

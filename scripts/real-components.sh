@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds real components from their Go modules, outside the work tree, and prints what it built.
-# Two groups; name one to build only it (default: all, in this order):
+# Three groups; name one to build only it (default: all, in this order):
 #
 #   assisted  the real consumer components of the node ISO:
 #     assisted-service        github.com/openshift/assisted-service/cmd
@@ -31,13 +31,25 @@
 #   with a Go build cache of their own in go-build/ beside it (AGENT_DAY2_KUBE_GOCACHE
 #   overrides it), reused while the binaries exist and bin/go.mod equals the wrapper's.
 #
-# Usage: scripts/real-components.sh [assisted|kube|all]
+#   agent  the real discovery agent of the node image (issue 20, item 4):
+#     agent  github.com/openshift/assisted-installer-agent/src/agent/main (CGO_ENABLED=0), one
+#       binary that is the agent, next_step_runner, inventory, free_addresses, disk_speed_check
+#       and logs_sender by the name it is called as
+#   pinned by tests/real/agent/go.mod (with the snapshot's git tree id). From the module proxy,
+#   or, as it refuses the module, from the tree AGENT_DAY2_AGENT_SRC names (a checkout or the
+#   snapshot tarball ../shared/real-src/assisted-installer-agent-<commit>.tar.zst), built with
+#   -mod=vendor. Binaries go to
+#     ${AGENT_DAY2_REAL_AGENT_DIR:-${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/agent-<commit>}/bin
+#   and are reused while they exist.
+#
+# Usage: scripts/real-components.sh [assisted|kube|agent|all]
 # Exit status: 0 built (or cached); 3 blocked: the proxy refused a module and no other source
 # was given (the exact command and the proxy's answer are printed); 1 any other failure or a
 # bad argument. With `all`, every group is tried: 1 if any failed, else 3 if any was blocked.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache_root=${XDG_CACHE_HOME:-$HOME/.cache}/agent-day2/real
+src_cache=${XDG_CACHE_HOME:-$HOME/.cache}/agent-day2/src
 say() { echo "real-components: $*" >&2; }
 
 # The module proxy's "no" (it answers at once and it is final): not retried.
@@ -62,6 +74,71 @@ print_versions() {
   cat "$bin/versions"
 }
 
+# --- source trees the proxy refuses ----------------------------------------------------------
+# A user with network access clones the public repository at the pinned commit; CI (.ci/run)
+# and the project's machines unpack the snapshot tarball ../shared/real-src/ holds. Both routes
+# end here: a checkout is checked by its HEAD, any other tree by its git tree id, exactly.
+
+# unpack TARBALL: unpacks a source tarball (.tar, .tar.gz, .tar.zst, ...; one top folder) once
+# into ${XDG_CACHE_HOME:-~/.cache}/agent-day2/src/<name>-<first 16 hex of its sha256>/ (outside
+# the work tree, keyed by content: a changed tarball is a new folder) and prints the top
+# folder's path. It is unpacked in a temporary folder renamed into place, so an interrupted
+# unpack leaves nothing that is used.
+unpack() {
+  local tarball=$1 sum name dest tmp top
+  [ -f "$tarball" ] || { say "$tarball: no such file (give a source tarball or folder)"; return 1; }
+  sum=$(sha256sum "$tarball" | cut -c1-16)
+  name=$(basename "$tarball"); name=${name%%.tar*}
+  dest="$src_cache/$name-$sum"
+  if [ ! -d "$dest" ]; then
+    mkdir -p "$src_cache"
+    tmp=$(mktemp -d "$dest.partial.XXXXXX")
+    say "unpacking $tarball (sha256 $sum...) into $dest"
+    tar -xf "$tarball" -C "$tmp" || { rm -rf "$tmp"; say "cannot unpack $tarball"; return 1; }
+    mv -T "$tmp" "$dest"
+  fi
+  top=$(find "$dest" -mindepth 1 -maxdepth 1 -type d)
+  [ -n "$top" ] && [ "$(printf '%s\n' "$top" | wc -l)" = 1 ] ||
+    { say "$tarball: expected one top folder in it, found: $(ls -A "$dest" | tr '\n' ' ')"; return 1; }
+  (cd "$top" && pwd)
+}
+
+# source_tree PATH: PATH when it is a folder, else the folder `unpack PATH` gives.
+source_tree() {
+  if [ -d "$1" ]; then echo "$1"; else unpack "$1"; fi
+}
+
+# pinned_tree WRAPPER MODULE: the `// tree <id>` recorded beside MODULE's require line.
+pinned_tree() {
+  awk -v m="$2" '$1 == "require" && $2 == m { for (i = 4; i < NF; i++) if ($i == "tree") print $(i + 1) }' "$1"
+}
+
+# verify_tree DIR COMMIT TREE: DIR holds that commit's tree, or the build stops (exit 1). A git
+# checkout is checked by its HEAD; any other tree (an unpacked tarball) by its git tree id,
+# computed in a throw-away repository and index (`git add -A -f`, `git write-tree`), so one
+# changed, missing or extra file, or a changed mode, is a mismatch.
+verify_tree() {
+  local dir=$1 commit=$2 want=$3 head got tmpgit
+  if [ -e "$dir/.git" ] && head=$(git -C "$dir" rev-parse HEAD 2>/dev/null); then
+    case "$head" in "$commit"*) return 0 ;; esac
+    say "$dir is at $head, not the pinned $commit: check out $commit there"; exit 1
+  fi
+  [ -n "$want" ] || { say "no '// tree <id>' beside the pin in $wrapper: cannot check $dir"; exit 1; }
+  command -v git >/dev/null || { say "needs git to check the tree id of $dir"; exit 1; }
+  tmpgit=$(mktemp -d)
+  got=$(git init -q --bare "$tmpgit" &&
+    export GIT_DIR="$tmpgit" GIT_WORK_TREE="$dir" &&
+    git -c core.autocrlf=false -c core.fileMode=true -c core.symlinks=true add -A -f . &&
+    git write-tree) || { rm -rf "$tmpgit"; say "cannot compute the git tree id of $dir"; exit 1; }
+  rm -rf "$tmpgit"
+  if [ "$got" != "$want" ]; then
+    say "$dir is not the pinned commit $commit's tree: its git tree id is $got, the pin's $want"
+    say "(a file was changed, added or removed there): unpack or clone it again"
+    exit 1
+  fi
+  say "$dir: git tree $got, the pinned commit's"
+}
+
 # --- group assisted ------------------------------------------------------------------------
 build_assisted() {
   wrapper="$root/tests/real/go.mod"
@@ -79,8 +156,9 @@ build_assisted() {
   # proxy), and never a reason to fail: without it those tests say what is missing.
   link_source() {
     local dir
-    if [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ] && [ -d "$AGENT_DAY2_ASSISTED_SERVICE_SRC/config/crd/bases" ]; then
-      dir=$(cd "$AGENT_DAY2_ASSISTED_SERVICE_SRC" && pwd)
+    if [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ] &&
+      dir=$(source_tree "$AGENT_DAY2_ASSISTED_SERVICE_SRC") && [ -d "$dir/config/crd/bases" ]; then
+      dir=$(cd "$dir" && pwd)
     elif ! dir=$(go mod download -json "$module@$pseudo" 2>/dev/null | jq -er '.Dir'); then
       say "no assisted-service source tree for its CRDs and swagger.yaml (the proxy refuses the module): set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of $commit"
       return 0
@@ -114,7 +192,7 @@ build_assisted() {
     exit 1
   elif [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ]; then
     source_kind=checkout
-    src=$AGENT_DAY2_ASSISTED_SERVICE_SRC
+    src=$(source_tree "$AGENT_DAY2_ASSISTED_SERVICE_SRC")
     say "the module proxy refused $module@$pseudo ($(grep -m1 -o '40[0-9] [A-Za-z ]*' "$proxy_log" || echo 'see '"$proxy_log"))"
     [ -f "$src/go.mod" ] && grep -q "^module $module\$" "$src/go.mod" ||
       { say "$src is not a checkout of $module"; exit 1; }
@@ -122,12 +200,7 @@ build_assisted() {
     for f in vendor/modules.txt cmd/main.go cmd/agentbasedinstaller/client/main.go; do
       [ -f "$src/$f" ] || { say "$src has no $f: not a full checkout of $module at $commit"; exit 1; }
     done
-    if git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
-      head=$(git -C "$src" rev-parse HEAD)
-      case "$head" in "$commit"*) ;; *) say "$src is at $head, not the pinned $commit"; exit 1 ;; esac
-    else
-      say "warning: $src is not a git checkout, so its commit cannot be checked against $commit"
-    fi
+    verify_tree "$src" "$commit" "$(pinned_tree "$wrapper" "$module")"
   else
     say "BLOCKED: the Go module proxy does not serve $module@$pseudo."
     say "command: (cd $work && ${get_cmd[*]})"
@@ -149,16 +222,17 @@ build_assisted() {
     manifest=$(cargo metadata --quiet --format-version 1 --manifest-path "$fetch/Cargo.toml" |
       jq -r --arg v "$nmstate_version" '.packages[] | select(.name == "nmstate-clib" and .version == $v) | .manifest_path')
     [ -f "$manifest" ] || { say "nmstate-clib $nmstate_version not found after cargo fetch"; exit 1; }
-    src="$out/nmstate-src"
-    rm -rf "$src" && cp -r "$(dirname "$manifest")" "$src" && chmod -R u+w "$src"
+    # Not `src`: that names the assisted-service tree the build below runs in.
+    local nmsrc="$out/nmstate-src"
+    rm -rf "$nmsrc" && cp -r "$(dirname "$manifest")" "$nmsrc" && chmod -R u+w "$nmsrc"
     # The crate is its own workspace root (it carries a Cargo.lock).
-    CARGO_TARGET_DIR="$out/nmstate-target" cargo build --quiet --release --locked --manifest-path "$src/Cargo.toml"
+    CARGO_TARGET_DIR="$out/nmstate-target" cargo build --quiet --release --locked --manifest-path "$nmsrc/Cargo.toml"
     mkdir -p "$nm/lib" "$nm/include"
     cp "$out/nmstate-target/release/libnmstate.so" "$nm/lib/libnmstate.so.2"
     ln -sf libnmstate.so.2 "$nm/lib/libnmstate.so"
     IFS=. read -r ma mi mc <<<"$nmstate_version"
     sed -e "s/@_VERSION_MAJOR@/$ma/" -e "s/@_VERSION_MINOR@/$mi/" -e "s/@_VERSION_MICRO@/$mc/" \
-      "$src/nmstate.h.in" >"$nm/include/nmstate.h"
+      "$nmsrc/nmstate.h.in" >"$nm/include/nmstate.h"
   fi
   export CGO_ENABLED=1
   export CGO_CFLAGS="-I$nm/include"
@@ -294,6 +368,69 @@ build_kube() {
   print_versions
 }
 
+# --- group agent ---------------------------------------------------------------------------
+# The real discovery agent: github.com/openshift/assisted-installer-agent's one binary (built
+# from src/agent/main as upstream's Makefile does: CGO_ENABLED=0, -tags strictfipsruntime), the
+# `agent`, `next_step_runner`, `inventory`, `free_addresses`, `disk_speed_check` and
+# `logs_sender` of the node-agent image by the name it is called as (upstream's Dockerfile
+# links those names to it). Pinned by tests/real/agent/go.mod; built like assisted-service:
+# from the module proxy, or (the proxy refuses it) from the tree AGENT_DAY2_AGENT_SRC names
+# (a checkout or a tarball), with -mod=vendor.
+build_agent() {
+  wrapper="$root/tests/real/agent/go.mod"
+  local module=github.com/openshift/assisted-installer-agent pseudo commit out work log src source_desc t0
+  pseudo=$(awk -v m="$module" '$1 == "require" && $2 == m {print $3}' "$wrapper")
+  [ -n "$pseudo" ] || { say "agent: no 'require $module' line in $wrapper"; exit 1; }
+  commit=${pseudo##*-}
+  out=${AGENT_DAY2_REAL_AGENT_DIR:-$cache_root/agent-$commit}
+  bin="$out/bin"
+  if [ -x "$bin/agent" ] && [ -s "$bin/versions" ]; then
+    say "agent: cached in $bin"
+    print_versions
+    return 0
+  fi
+  command -v go >/dev/null || { say "agent: needs Go (go1.25 or newer) on PATH"; exit 1; }
+  mkdir -p "$bin"
+  work="$out/wrapper"
+  mkdir -p "$work"
+  cp "$wrapper" "$work/go.mod"
+  rm -f "$work/go.sum"
+  log="$out/proxy.log"
+  local get_cmd=(go get "$module/src/agent/main@$pseudo")
+  export CGO_ENABLED=0
+  t0=$SECONDS
+  if (cd "$work" && retry 3 "${get_cmd[@]}") >"$log" 2>&1; then
+    say "agent: building from the module proxy ($module@$pseudo)"
+    (cd "$work" && go build -trimpath -tags strictfipsruntime -ldflags "-s -w" -o "$bin/agent" "$module/src/agent/main")
+    source_desc="module proxy"
+  elif ! grep -qE "$refusal" "$log"; then
+    say "agent: cannot fetch $module@$pseudo from the module proxy ($(go env GOPROXY)), and it did not refuse it either:"
+    sed 's/^/real-components:   /' "$log" >&2
+    exit 1
+  elif [ -n "${AGENT_DAY2_AGENT_SRC:-}" ]; then
+    src=$(source_tree "$AGENT_DAY2_AGENT_SRC")
+    say "agent: the module proxy refused $module@$pseudo ($(grep -m1 -o '40[0-9] [A-Za-z ]*' "$log" || echo 'see '"$log"))"
+    [ -f "$src/go.mod" ] && grep -q "^module $module\$" "$src/go.mod" ||
+      { say "agent: $src is not a checkout of $module"; exit 1; }
+    for f in vendor/modules.txt src/agent/main/main.go; do
+      [ -f "$src/$f" ] || { say "agent: $src has no $f: not a full checkout of $module at $commit"; exit 1; }
+    done
+    verify_tree "$src" "$commit" "$(pinned_tree "$wrapper" "$module")"
+    say "agent: building from the checkout $src (-mod=vendor)"
+    (cd "$src" && go build -mod=vendor -trimpath -tags strictfipsruntime -ldflags "-s -w" -o "$bin/agent" ./src/agent/main)
+    source_desc="checkout $src (vendor/)"
+  else
+    say "agent: BLOCKED: the Go module proxy does not serve $module@$pseudo."
+    say "agent: command: (cd $work && ${get_cmd[*]})"
+    sed 's/^/real-components:   /' "$log" >&2
+    say "agent: set AGENT_DAY2_AGENT_SRC to a checkout (or the snapshot tarball) of commit $commit to build from it instead."
+    exit 3
+  fi
+  echo "agent: $module/src/agent/main@$pseudo (from the $source_desc; go $(go env GOVERSION), CGO_ENABLED=0, -tags strictfipsruntime)" >"$bin/versions"
+  say "agent: built into $bin in $((SECONDS - t0)) s"
+  print_versions
+}
+
 # --- which groups --------------------------------------------------------------------------
 # run_group NAME: runs build_NAME in a subshell (its `exit` ends only it) and sets rc to its
 # status. Never call it where its status is tested (`|| ...`, `if`): bash then ignores the
@@ -304,17 +441,21 @@ run_group() {
   rc=$?
   set -e
 }
-[ $# -le 1 ] || { say "usage: $0 [assisted|kube|all] (one group, got $#: $*)"; exit 1; }
+if [ "${1:-}" = unpack ]; then
+  [ $# -eq 2 ] || { say "usage: $0 unpack TARBALL"; exit 1; }
+  unpack "$2"; exit
+fi
+[ $# -le 1 ] || { say "usage: $0 [assisted|kube|agent|all] (one group, got $#: $*)"; exit 1; }
 case "${1:-all}" in
-  assisted | kube)
+  assisted | kube | agent)
     run_group "$1"; exit "$rc" ;;
   all)
     worst=0
-    for g in assisted kube; do
+    for g in assisted kube agent; do
       run_group "$g"
       if [ "$rc" -eq 1 ] || { [ "$rc" -ne 0 ] && [ "$worst" -ne 1 ]; }; then worst=$rc; fi
       [ "$rc" -eq 0 ] || say "group $g ended with exit status $rc"
     done
     exit "$worst" ;;
-  *) say "usage: $0 [assisted|kube|all] (unknown group '$1')"; exit 1 ;;
+  *) say "usage: $0 [assisted|kube|agent|all] (unknown group '$1')"; exit 1 ;;
 esac

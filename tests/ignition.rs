@@ -1,8 +1,10 @@
 //! The node Ignition builder (`agent_day2::ignition`) and the auth material (`agent_day2::auth`),
 //! held to checks written independently of them:
-//! * the simulator's node-contract check (`agent_day2_sim::boot::contract::check`) on clusters
-//!   seeded by the simulator for each scenario (default, FIPS, disconnected, platform none,
-//!   proxy, several hosts static and DHCP);
+//! * the facts a machine reads from the Ignition (`agent_day2_sim::boot::facts::read`, the
+//!   simulator's reader: cluster identity, tokens, hosts by MAC) and the files themselves, on
+//!   clusters seeded by the simulator for each scenario (default, FIPS, disconnected, platform
+//!   none, proxy, several hosts static and DHCP); whether the real consumers accept them is
+//!   `tests/real_node.rs`'s (the real assisted-service and its client);
 //! * assisted-service's own CRDs (the real kube-apiserver serving them, `--dry-run=server --validate=strict`; from its
 //!   source tree, `agent_day2_sim::upstream`, so `#[ignore]`d where that is not there);
 //! * upstream's node-joiner acceptance files (openshift/installer's
@@ -15,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agent_day2::auth::{self, AuthMaterial};
 use agent_day2::cluster::{ClusterModel, ClusterObjects};
 use agent_day2::ignition::{self, ComponentImages, HostInterface, HostSpec, NodeImageInputs};
-use agent_day2_sim::boot::{contract, ignition as sim_ignition};
+use agent_day2_sim::boot::{facts, ignition as sim_ignition};
 use agent_day2_sim::scenario::{ProxySettings, Scenario};
 use agent_day2_sim::seed::{seed_objects, BaseIsoInfo, SeedContext};
 use serde_json::{json, Value};
@@ -146,20 +148,20 @@ fn build(s: &Scenario, hosts: &[HostSpec]) -> Built {
     build_with(model(s), hosts, None, None).unwrap()
 }
 
-/// Runs the simulator's contract check on the JSON as the node would read it.
-fn contract_check(b: &Built, macs: &[&str]) -> contract::Facts {
+/// The facts a machine with one of `macs` reads from the JSON (the simulator's reader).
+fn facts_of(b: &Built, macs: &[&str]) -> facts::Facts {
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     let macs: Vec<String> = macs.iter().map(|m| m.to_string()).collect();
-    match contract::check(&parsed, &macs) {
+    match facts::read(&parsed, &macs) {
         Ok(f) => f,
-        Err(problems) => panic!("node contract refused the Ignition:\n{}", problems.join("\n")),
+        Err(problems) => panic!("the machine cannot read the Ignition:\n{}", problems.join("\n")),
     }
 }
 
-/// worker-0 (DHCP) on a cluster of `s`, and the node contract's facts of its Ignition.
-fn one_dhcp_worker(s: &Scenario) -> (Built, contract::Facts) {
+/// worker-0 (DHCP) on a cluster of `s`, and the facts of its Ignition.
+fn one_dhcp_worker(s: &Scenario) -> (Built, facts::Facts) {
     let b = build(s, &[dhcp_host("worker-0", "52:54:00:aa:00:30")]);
-    let f = contract_check(&b, &["52:54:00:aa:00:30"]);
+    let f = facts_of(&b, &["52:54:00:aa:00:30"]);
     (b, f)
 }
 
@@ -179,10 +181,10 @@ fn mode(b: &Built, path: &str) -> i64 {
 }
 
 #[test]
-fn contract_default_cluster_one_dhcp_host() {
+fn default_cluster_one_dhcp_host() {
     let s = Scenario::default();
     let b = build(&s, &[dhcp_host("worker-0", "52:54:00:AA:00:30")]);
-    let f = contract_check(&b, &["52:54:00:aa:00:30"]);
+    let f = facts_of(&b, &["52:54:00:aa:00:30"]);
     assert_eq!(f.cluster_id, s.cluster_id);
     assert_eq!(f.cluster_name, "ostest");
     assert_eq!(f.api_dns_name, "api.ostest.example.com");
@@ -266,7 +268,7 @@ fn contract_default_cluster_one_dhcp_host() {
 }
 
 #[test]
-fn contract_fips_cluster() {
+fn fips_cluster() {
     let s = Scenario {
         fips: true,
         ..Default::default()
@@ -279,7 +281,7 @@ fn contract_fips_cluster() {
 }
 
 #[test]
-fn contract_disconnected_cluster() {
+fn disconnected_cluster() {
     let s = Scenario {
         disconnected: true,
         ..Default::default()
@@ -309,7 +311,7 @@ fn contract_disconnected_cluster() {
 }
 
 #[test]
-fn contract_platform_none_uses_user_managed_networking() {
+fn platform_none_uses_user_managed_networking() {
     for platform in ["None", "External"] {
         let s = Scenario {
             platform: platform.into(),
@@ -354,7 +356,7 @@ fn a_proxy_value_that_would_break_the_systemd_drop_in_is_refused() {
 }
 
 #[test]
-fn contract_proxy_cluster() {
+fn proxy_cluster() {
     let s = Scenario {
         proxy: Some(ProxySettings {
             http_proxy: Some("http://proxy.example.com:3128".into()),
@@ -401,14 +403,14 @@ fn contract_proxy_cluster() {
 }
 
 #[test]
-fn contract_several_hosts_static_and_dhcp() {
+fn several_hosts_static_and_dhcp() {
     let hosts = vec![
         static_host("worker-0", "52:54:00:aa:00:30", "192.168.111.30"),
         dhcp_host("worker-1", "52:54:00:aa:00:31"),
         static_host("worker-2", "52:54:00:AA:00:32", "192.168.111.32"),
     ];
     let b = build(&Scenario::default(), &hosts);
-    let f = contract_check(
+    let f = facts_of(
         &b,
         &["52:54:00:aa:00:30", "52:54:00:aa:00:31", "52:54:00:aa:00:32"],
     );
@@ -456,9 +458,9 @@ fn contract_several_hosts_static_and_dhcp() {
             .trim(),
         "deviceName: /dev/sda\nminSizeGigabytes: 100"
     );
-    // A machine whose MAC is in no host is refused by the contract check (it would not find itself).
+    // A machine whose MAC is in no host finds no host config (it would not find itself).
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
-    let err = contract::check(&parsed, &["52:54:00:aa:00:99".to_string()]).unwrap_err();
+    let err = facts::read(&parsed, &["52:54:00:aa:00:99".to_string()]).unwrap_err();
     assert!(
         err.iter()
             .any(|p| p.contains("no host for MAC 52:54:00:aa:00:99")),
@@ -509,7 +511,7 @@ fn custom_pool_targets_its_mcs_path() {
         .unwrap()
         .contains("pool=\"infra\""));
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
-    contract::check(&parsed, &[]).unwrap();
+    facts::read(&parsed, &[]).unwrap();
 }
 
 #[test]
@@ -558,7 +560,7 @@ fn bad_inputs_are_refused_with_the_field() {
         Some("ssh-ed25519 AAAAC3Nza mine"),
     )
     .unwrap();
-    let f = contract_check(&b, &[]);
+    let f = facts_of(&b, &[]);
     assert!(!f.hosts.is_empty());
     let parsed = sim_ignition::parse(b.json.as_bytes()).unwrap();
     assert_eq!(parsed.ssh_keys["core"], vec!["ssh-ed25519 AAAAC3Nza mine"]);
@@ -572,7 +574,10 @@ fn bad_inputs_are_refused_with_the_field() {
 /// --dry-run=server --validate=strict` (unknown or duplicate fields and schema violations are
 /// errors there) without a warning, and refuses a value the CRD forbids (the check can fail).
 #[test]
-#[ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, or set AGENT_DAY2_ASSISTED_SERVICE_SRC"]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn manifests_are_valid_against_their_crds() {
     let dirs = agent_day2_sim::upstream::assisted_crd_dirs().unwrap_or_else(|why| panic!("{why}"));
     if let Err(why) = agent_day2_sim::harness::enter_netns() {
@@ -919,7 +924,7 @@ fn compressed_size_for_1_10_50_hosts() {
         );
         sizes.push(archive.len());
         if n == 50 {
-            contract_check(&b, &["52:54:00:aa:00:31"]);
+            facts_of(&b, &["52:54:00:aa:00:31"]);
         }
     }
     assert!(sizes[0] < sizes[1] && sizes[1] < sizes[2]);
@@ -978,7 +983,7 @@ hosts:
     assert!(!hosts[0].keyfiles.is_empty(), "nmstate gave no keyfiles");
     assert!(hosts[1].keyfiles.is_empty());
     let b = build_with(m, &hosts, None, None).unwrap();
-    let f = contract_check(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31"]);
+    let f = facts_of(&b, &["52:54:00:aa:00:30", "52:54:00:aa:00:31"]);
     assert_eq!(f.host_by_mac("52:54:00:aa:00:31").unwrap().hostname, "worker-1");
     let (name, text) = &hosts[0].keyfiles[0];
     assert_eq!(

@@ -248,7 +248,10 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
 /// The same flow against assisted-service's own CRDs (strict schemas: what import creates must
 /// be valid there too).
 #[test]
-#[ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, or set AGENT_DAY2_ASSISTED_SERVICE_SRC"]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn export_import_wait_against_assisted_services_own_crds() {
     full_run(Crds::Upstream);
 }

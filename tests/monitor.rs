@@ -716,10 +716,13 @@ async fn watcher_get(http: &reqwest::Client, url: &str, token: &str) -> Value {
 }
 
 #[test]
-#[ignore = "needs assisted-service's swagger.yaml: scripts/real-components.sh assisted, or set AGENT_DAY2_ASSISTED_SERVICE_SRC"]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs assisted-service's swagger.yaml: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn requests_and_the_simulators_answers_follow_swagger() {
     use agent_day2::assisted::{self, Client, Limiter};
-    use agent_day2_sim::boot::{contract::Facts, rest, stages};
+    use agent_day2_sim::boot::{facts::Facts, rest, stages};
     let sw = swagger();
 
     // 1. Each request the client builds: path, method, query parameters and security scheme.

@@ -727,7 +727,8 @@ fn write_files(
             let tmp = names.staging_file(&names.finals()[0]);
             let guard = Cleanup::new(vec![tmp.clone()]);
             let mtime = iso::config_image::unix_secs(now);
-            let files = ignition::files(&node.ign);
+            // The node's files plus what upstream's appliance loader requires besides.
+            let files = iso::config_image::with_loader_files(ignition::files(&node.ign));
             let cpio: Vec<iso::cpio::CpioFile<'_>> = files
                 .iter()
                 .map(|(path, data, mode)| iso::cpio::CpioFile {

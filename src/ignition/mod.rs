@@ -51,6 +51,8 @@ pub const DEFAULT_POOL: &str = "worker";
 pub const SERVICE_BASE_URL: &str = "http://127.0.0.1:8090/";
 /// Local image service URL.
 pub const IMAGE_SERVICE_BASE_URL: &str = "http://127.0.0.1:8888/";
+/// systemd's default environment with the cluster's proxy (written only when there is one).
+pub const PROXY_CONF: &str = "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf";
 
 const MODE_PUBLIC: i64 = 0o644;
 const MODE_SECRET: i64 = 0o600;
@@ -613,7 +615,7 @@ pub fn build(inputs: &NodeImageInputs<'_>) -> Result<Config, Error> {
             // Every unit (podman pulls, the agent, the service) inherits systemd's default
             // environment. Proxy URLs may carry credentials: 0600.
             files.add(
-                "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf",
+                PROXY_CONF,
                 format!("[Manager]\nDefaultEnvironment={}\n", env.join(" ")),
                 MODE_SECRET,
             );
@@ -718,6 +720,30 @@ struct Manifests {
     nmstateconfig: Option<String>,
 }
 
+/// The ClusterImageSet as the installer writes it (`sigs.k8s.io/yaml` of a
+/// `hivev1.ClusterImageSet`, openshift/installer `pkg/asset/agent/manifests/clusterimageset.go`:
+/// keys sorted, `creationTimestamp: null`, `status: {}`, each value on its key's line). The
+/// appliance's loader `diff`s this file against the disk's copy, which the installer wrote,
+/// and reads the release with `grep releaseImage | sed 's/^.*releaseImage: //'`; the generic
+/// writer folds a long pull spec (`releaseImage: >-` and the value on the next line), which
+/// fails both. A value that would need quoting falls back to the generic writer.
+fn cluster_image_set_yaml(name: &str, release: &str) -> Result<String, Error> {
+    let cis = json!({
+        "apiVersion": "hive.openshift.io/v1",
+        "kind": "ClusterImageSet",
+        "metadata": {"creationTimestamp": null, "name": name},
+        "spec": {"releaseImage": release},
+        "status": {},
+    });
+    let text = format!(
+        "apiVersion: hive.openshift.io/v1\nkind: ClusterImageSet\nmetadata:\n  creationTimestamp: null\n  name: {name}\nspec:\n  releaseImage: {release}\nstatus: {{}}\n"
+    );
+    match serde_saphyr::from_str::<Value>(&text) {
+        Ok(v) if v == cis => Ok(text),
+        _ => yaml(&cis, "ClusterImageSet"),
+    }
+}
+
 fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> Result<Manifests, Error> {
     let c = inputs.cluster;
     let name = &c.cluster.name;
@@ -726,12 +752,8 @@ fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> R
     } else {
         c.version.current.clone()
     };
-    let cis = json!({
-        "apiVersion": "hive.openshift.io/v1",
-        "kind": "ClusterImageSet",
-        "metadata": {"name": format!("openshift-{version}")},
-        "spec": {"releaseImage": c.version.release_image},
-    });
+    let cluster_image_set =
+        cluster_image_set_yaml(&format!("openshift-{version}"), &c.version.release_image)?;
     let ps_name = format!("{name}-pull-secret");
     let ps = json!({
         "apiVersion": "v1",
@@ -797,7 +819,7 @@ fn manifests(inputs: &NodeImageInputs<'_>, arch: &str, ssh_keys: &[String]) -> R
         docs.push(yaml(&doc, "NMStateConfig")?);
     }
     Ok(Manifests {
-        cluster_image_set: yaml(&cis, "ClusterImageSet")?,
+        cluster_image_set,
         pull_secret: yaml(&ps, "pull-secret Secret")?,
         infraenv: yaml(&infraenv, "InfraEnv")?,
         nmstateconfig: (!docs.is_empty()).then(|| docs.join("---\n")),
@@ -955,6 +977,21 @@ pub fn files(cfg: &Config) -> Vec<(String, Vec<u8>, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cluster_image_set_is_written_as_the_installer_writes_it() {
+        let r = "quay.io/openshift-release-dev/ocp-release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            cluster_image_set_yaml("openshift-4.18.3", r).unwrap(),
+            format!(
+                "apiVersion: hive.openshift.io/v1\nkind: ClusterImageSet\nmetadata:\n  creationTimestamp: null\n  name: openshift-4.18.3\nspec:\n  releaseImage: {r}\nstatus: {{}}\n"
+            )
+        );
+        // A value plain YAML cannot hold is still written correctly.
+        let odd = cluster_image_set_yaml("openshift-4.18.3", "x: #y").unwrap();
+        let v: Value = serde_saphyr::from_str(&odd).unwrap();
+        assert_eq!(v["spec"]["releaseImage"], "x: #y", "{odd}");
+    }
 
     #[test]
     fn keyfiles_show_all_but_their_secret_values() {

@@ -1383,7 +1383,10 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, or set AGENT_DAY2_ASSISTED_SERVICE_SRC"]
+    #[cfg_attr(
+        not(real_assisted),
+        ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+    )]
     fn generated_objects_are_valid_against_the_real_crds() {
         let dirs = agent_day2_sim::upstream::assisted_crd_dirs().unwrap_or_else(|why| panic!("{why}"));
         let mut schemas: BTreeMap<(String, String), Value> = BTreeMap::new();

@@ -8,7 +8,9 @@ module agent-day2.invalid/real
 
 go 1.26.0
 
-require github.com/openshift/assisted-service v0.0.0-20260821015408-063b257950f7
+// The git tree id of that commit (`git rev-parse 063b257950f7^{tree}`): scripts/real-components.sh
+// compares a source tree that is not a git checkout (an unpacked tarball) with it, exactly.
+require github.com/openshift/assisted-service v0.0.0-20260821015408-063b257950f7 // tree 095f064b122912ed0bfd17681c1bbc9219f7c832
 
 replace (
 	github.com/google/gnostic-models => github.com/google/gnostic-models v0.6.8

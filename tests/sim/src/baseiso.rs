@@ -10,8 +10,9 @@
 //!   ` COREOS_KARG_EMBED_AREA`, described by `coreos/kargs.json`
 //!   (`{"default", "files": [{"path", "offset", "pad", "end"}], "size"}`);
 //! * `images/pxeboot/{vmlinuz, initrd.img, rootfs.img}`: small placeholders; `initrd.img` is a
-//!   real gzip-compressed newc cpio (one file, `etc/sim-initrd-release`) so archives can be
-//!   appended to it the way the agent installer does.
+//!   real gzip-compressed newc cpio (`etc/sim-initrd-release` and the live files of
+//!   [`pxe_artifacts`]) so archives can be appended to it the way the agent installer does;
+//!   `rootfs.img` is a newc cpio laid out as a live rootfs.
 //!
 //! The bytes depend only on `arch` (fixed mtimes), so the sha256 is stable.
 
@@ -148,24 +149,59 @@ pub fn base_iso_bytes(arch: &str) -> anyhow::Result<Vec<u8>> {
 /// initramfs, rootfs, in that order; the same bytes as `images/pxeboot/{vmlinuz,initrd.img,rootfs.img}`
 /// in the ISO. File names follow RHCOS: `<build>-live-kernel-<arch>`,
 /// `<build>-live-initramfs.<arch>.img`, `<build>-live-rootfs.<arch>.img`.
+///
+/// As in a real live build (coreos-assembler's live step): the rootfs is an uncompressed newc
+/// cpio whose first member is `root.squashfs` (here a placeholder that starts with the squashfs
+/// magic `hsqs`, its data at byte 124 as the live ISO's `sysroot.mount` assumes) followed by
+/// `etc/coreos-live-rootfs` (the build's version); the initramfs carries
+/// `etc/coreos-live-initramfs` (the same version; `is-live-image` tests for it) and
+/// `etc/coreos-live-want-rootfs`, the [`make_stream_hash`] of the rootfs that the live PXE
+/// initrd checks a fetched rootfs against (`rdcore stream-hash`).
 pub fn pxe_artifacts(arch: &str) -> [(String, Vec<u8>); 3] {
-    let initrd = gzip_stored(&newc_cpio(&[(
-        "etc/sim-initrd-release",
-        format!("NAME=\"simulated RHCOS initramfs\"\nBUILD={RHCOS_BUILD}\nARCH={arch}\n").as_bytes(),
-    )]));
+    let version = format!("{RHCOS_RELEASE}\n");
+    let mut squashfs = b"hsqs".to_vec();
+    squashfs.extend(
+        format!(" simulated root.squashfs {RHCOS_BUILD} {arch}\n")
+            .repeat(64)
+            .into_bytes(),
+    );
+    let rootfs = newc_cpio(&[
+        ("root.squashfs", &squashfs),
+        ("etc/coreos-live-rootfs", version.as_bytes()),
+    ]);
+    let want = make_stream_hash(&rootfs, LIVE_ROOTFS_HASH_CHUNK);
+    let initrd = gzip_stored(&newc_cpio(&[
+        (
+            "etc/sim-initrd-release",
+            format!("NAME=\"simulated RHCOS initramfs\"\nBUILD={RHCOS_BUILD}\nARCH={arch}\n").as_bytes(),
+        ),
+        ("etc/coreos-live-initramfs", version.as_bytes()),
+        ("etc/coreos-live-want-rootfs", want.as_bytes()),
+    ]));
     [
         (
             format!("{RHCOS_BUILD}-live-kernel-{arch}"),
             format!("simulated kernel {RHCOS_BUILD} {arch}\n").into_bytes(),
         ),
         (format!("{RHCOS_BUILD}-live-initramfs.{arch}.img"), initrd),
-        (
-            format!("{RHCOS_BUILD}-live-rootfs.{arch}.img"),
-            format!("simulated rootfs {RHCOS_BUILD} {arch}\n")
-                .repeat(64)
-                .into_bytes(),
-        ),
+        (format!("{RHCOS_BUILD}-live-rootfs.{arch}.img"), rootfs),
     ]
+}
+
+/// Chunk size of the live rootfs's stream hash (2 MiB, as the RHCOS/FCOS live builds write it).
+pub const LIVE_ROOTFS_HASH_CHUNK: usize = 2 * 1024 * 1024;
+
+/// The stream-hash file `rdcore stream-hash` reads (coreos-installer `src/bin/rdcore/
+/// stream_hash.rs`): `stream-hash sha256 <chunk>` then the hex sha256 of each `chunk` bytes of
+/// `data` (the last chunk may be shorter), one a line.
+pub fn make_stream_hash(data: &[u8], chunk: usize) -> String {
+    use sha2::Digest;
+    let mut out = format!("stream-hash sha256 {chunk}\n");
+    for c in data.chunks(chunk) {
+        out.push_str(&hex::encode(sha2::Sha256::digest(c)));
+        out.push('\n');
+    }
+    out
 }
 
 /// A newc ("070701") cpio archive with regular files (mode 0644, fixed inode numbers, mtime of

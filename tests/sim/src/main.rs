@@ -273,6 +273,7 @@ fn main() {
     match raw.get(1).map(String::as_str) {
         Some("podman") => std::process::exit(agent_day2_sim::noderun::podman::main(&raw[2..])),
         Some("discovery-agent") => std::process::exit(agent_day2_sim::noderun::agent::main(&raw[2..])),
+        Some("standin") => std::process::exit(agent_day2_sim::noderun::agent::standin(&raw[2..])),
         _ => {}
     }
     let cli = Cli::parse();

@@ -64,7 +64,7 @@ pub fn assisted_pseudo_version() -> &'static str {
             l.trim()
                 .strip_prefix("require github.com/openshift/assisted-service ")
         })
-        .map(str::trim)
+        .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or("unknown")
 }
 

@@ -3,9 +3,10 @@
 //! Each `--node MAC=IP` is one machine; all run as tasks of one tokio runtime (no thread per
 //! node, so hundreds are fine). A machine:
 //! 1. reads its config from the live ISO's embed area ([`embed`]), PXE files or an appliance
-//!    config image ([`source`]) and checks it
-//!    against the node contract ([`contract`]): a refused image ends the run with exit 3
-//!    before any machine starts, listing every missing item;
+//!    config image ([`source`]) and the facts it needs from it ([`facts`]; a reader, not a
+//!    judge: the real assisted-service judges the image in `run-node`); an image it cannot
+//!    read, or a `--node` MAC no host config lists, ends the run with exit 3 before any
+//!    machine starts;
 //! 2. finds its host by MAC, serves the local assisted-service API on `IP:8090` ([`rest`]) and
 //!    walks the install stages on a fast clock ([`stages`]);
 //! 3. "reboots" (stops serving 8090) and acts as a kubelet ([`kubelet`]): client CSR as the
@@ -16,10 +17,10 @@
 //! 3 image refused; 4 cluster access; 5 `--timeout`; 6 a node's installation failed or a CSR
 //! was denied; 1 anything else. When several apply, 5 wins over 6.
 
-pub mod contract;
 pub mod cpio;
 pub mod csr;
 pub mod embed;
+pub mod facts;
 pub mod ignition;
 pub mod jwt;
 pub mod kubelet;
@@ -35,7 +36,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use contract::Facts;
+use facts::Facts;
 use stages::{End, Faults};
 
 /// Flags of `agent-day2-sim boot`. Exactly one image source: `--iso`, `--pxe-dir`, `--ipxe`,
@@ -244,8 +245,8 @@ struct Machine {
     kubelet_retry: Option<Duration>,
 }
 
-/// Parses and checks the flags into machines. Errors are usage errors (exit 2) or contract
-/// errors (exit 3), returned as (code, lines).
+/// Parses and checks the flags into machines. Errors are usage errors (exit 2) or an image
+/// the machines cannot play (exit 3), returned as (code, lines).
 fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<String>)> {
     let mut out = Vec::new();
     let mut seen_ip = BTreeMap::new();
@@ -264,7 +265,7 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
         }
         let host = facts
             .host_by_mac(mac)
-            .ok_or((3, vec![format!("node contract: no host for MAC {mac}")]))?;
+            .ok_or((3, vec![format!("node image: no host for MAC {mac}")]))?;
         out.push(Machine {
             mac: mac.to_ascii_lowercase(),
             ip,
@@ -315,8 +316,8 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
     Ok(out)
 }
 
-/// Reads the config from the image source the flags name ([`source`]) and runs the contract
-/// check, the same for every source. Err = (exit code, messages).
+/// Reads the config from the image source the flags name ([`source`]) and its facts
+/// ([`facts`]), the same for every source. Err = (exit code, messages).
 fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32, Vec<String>)> {
     // clap drops `requires` when the required arg conflicts (through the group) with a given
     // one, so this pairing is checked here.
@@ -352,7 +353,7 @@ fn load_image(args: &BootArgs, macs: &[String]) -> Result<(Facts, String), (i32,
     for n in &loaded.notes {
         eprintln!("note: {n}");
     }
-    let facts = contract::check(&loaded.cfg, macs).map_err(|p| (3, p))?;
+    let facts = facts::read(&loaded.cfg, macs).map_err(|p| (3, p))?;
     Ok((facts, loaded.from))
 }
 

@@ -20,7 +20,7 @@ use http::{Method, Request, Response, StatusCode};
 use http_body_util::Full;
 use serde_json::{json, Value};
 
-use super::contract::Facts;
+use super::facts::Facts;
 use super::stages::{validations_info, Step, WORKER_STAGES};
 
 /// API prefix (swagger `basePath`).

@@ -1,6 +1,6 @@
 //! Where a simulated machine gets its config: the live ISO's embed area, PXE files, or an
 //! appliance config image. Every source ends in one [`ignition::Config`] that
-//! [`super::contract::check`] checks the same way; only the way to the archive differs.
+//! [`super::facts::read`] reads the same way; only the way to the archive differs.
 //!
 //! * Live ISO: [`super::embed::read_ignition`].
 //! * PXE (`research/iso.md` §2, the agent installer's `agentpxefiles.go`): the initrd is the live
@@ -10,25 +10,30 @@
 //!   earlier one of the same path; `config.ign` is the Ignition config. An iPXE script, when
 //!   there is one, must boot it: a `kernel` line with `initrd=<name>` of an `initrd` line (UEFI
 //!   firmware loads no initrd without it), `coreos.live.rootfs_url=` naming a file served next
-//!   to it, `ignition.firstboot ignition.platform.id=metal`, no `coreos.liveiso=` (the live
-//!   initrd would wait for an ISO that is not there), and a `boot` command.
+//!   to it, `ignition.firstboot` and a valid `ignition.platform.id=`, no `coreos.liveiso=` (the
+//!   live initrd would wait for an ISO that is not there), and a `boot` command; the kernel
+//!   line is read with the live initramfs's rules ([`crate::noderun::livepxe`]: quoting, the
+//!   last value wins). `run-node --pxe-dir` does not check these words: its machines boot the
+//!   script as a live system does ([`crate::noderun::livepxe`]).
 //! * Appliance (design.md "The node ISO", last part): the loader finds the ISO9660 device
 //!   labelled `agent_configimage`, reads the ClusterImageSet's `releaseImage` from `config.gz`
 //!   and refuses one that differs from the release built into the appliance disk, then extracts
-//!   the files by absolute path without replacing existing ones. The disk image already has the
-//!   systemd units and the user's SSH key ([`appliance_disk_files`]); a config file at one of
-//!   the disk's paths is not extracted (reported, as cpio reports it).
+//!   the files by absolute path, replacing the disk's (upstream's `load-config-iso.sh` runs
+//!   `cpio -icvdu`). The disk image already has the systemd units and the user's SSH key
+//!   ([`appliance_disk_files`]); a config file at one of the disk's paths replaces it
+//!   (reported). This is `boot`'s reading; `run-node --config-image` applies upstream's loader
+//!   itself, with its file list (`crate::noderun::appliance`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{contract, embed, ignition};
+use super::{embed, ignition};
 
 /// Volume label the appliance's loader looks for.
 pub const CONFIG_IMAGE_LABEL: &str = "agent_configimage";
-/// Path of the ClusterImageSet manifest inside the config (node contract).
+/// Path of the ClusterImageSet manifest inside the config.
 pub const CLUSTER_IMAGE_SET: &str = "/etc/assisted/manifests/cluster-image-set.yaml";
 
 /// A refused or unreadable source: the exit code (3 refused, 1 unreadable) and one line per
@@ -200,11 +205,8 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         .iter()
         .filter_map(|(_, u)| file(u, "initrd"))
         .collect();
-    let rootfs_url = ipxe
-        .kargs
-        .iter()
-        .find_map(|k| k.strip_prefix("coreos.live.rootfs_url="))
-        .map(str::to_string);
+    let rootfs_url = crate::noderun::livepxe::dracut_getarg(&ipxe.kargs.join(" "), "coreos.live.rootfs_url")
+        .filter(|u| !u.is_empty());
     let rootfs = rootfs_url
         .as_deref()
         .and_then(|u| file(u, "coreos.live.rootfs_url"));
@@ -238,18 +240,26 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         }
     }
     if ipxe.kernel.is_some() {
+        // Read as the live initramfs reads /proc/cmdline (crate::noderun::livepxe): dracut's
+        // getarg for coreos.*, ignition-generator's words for ignition.*; the last value wins.
+        use crate::noderun::livepxe as live;
+        let cmdline = ipxe.kargs.join(" ");
         if rootfs_url.is_none() {
             problems.push(format!("{what}: the kernel line lacks coreos.live.rootfs_url= (the live initrd has no root filesystem to fetch)"));
         }
-        for k in ["ignition.firstboot", "ignition.platform.id=metal"] {
-            if !ipxe.kargs.iter().any(|a| a == k) {
-                problems.push(format!(
-                    "{what}: the kernel line lacks {k} (Ignition would not run the embedded config)"
-                ));
-            }
+        if !live::ignition_cmdline_bool(&cmdline, "ignition.firstboot", "0") {
+            problems.push(format!(
+                "{what}: the kernel line lacks ignition.firstboot (ignition-generator queues no Ignition: the embedded config is not applied)"
+            ));
         }
-        if let Some(l) = ipxe.kargs.iter().find(|k| k.starts_with("coreos.liveiso=")) {
-            problems.push(format!("{what}: the kernel line has {l}; a PXE boot has no ISO and the live initrd would wait for it"));
+        let platform = live::ignition_cmdline_arg(&cmdline, "ignition.platform.id", "");
+        if !live::IGNITION_PLATFORMS.contains(&platform.as_str()) {
+            problems.push(format!(
+                "{what}: the kernel line lacks a valid ignition.platform.id= (got {platform:?}; ignition --platform refuses it and the boot stops; PXE machines use metal)"
+            ));
+        }
+        if let Some(iso) = live::dracut_getarg(&cmdline, "coreos.liveiso").filter(|v| !v.is_empty()) {
+            problems.push(format!("{what}: the kernel line has coreos.liveiso={iso}; a PXE boot has no ISO and the live initrd would wait for it"));
         }
     }
     if !ipxe.boots {
@@ -379,22 +389,41 @@ pub fn from_pxe(set: &PxeSet) -> Result<Loaded, Refusal> {
     })
 }
 
+/// The agent installer's units a simulated appliance disk carries, each with the units it is
+/// ordered `After=` (names of the node image's units, `src/ignition/units.rs`). `boot` runs no
+/// unit; `run-node --config-image` boots a disk made of a node image instead
+/// (`crate::noderun::appliance`).
+const DISK_UNITS: &[(&str, &[&str])] = &[
+    ("assisted-service.service", &[]),
+    ("agent-import-cluster.service", &["assisted-service.service"]),
+    (
+        "agent-register-infraenv.service",
+        &["agent-import-cluster.service"],
+    ),
+    ("agent.service", &["agent-register-infraenv.service"]),
+    ("apply-host-config.service", &["agent-register-infraenv.service"]),
+    ("set-hostname.service", &[]),
+    (
+        "agent-add-node.service",
+        &["agent.service", "apply-host-config.service"],
+    ),
+    ("agent-auth-token-status.service", &[]),
+];
+
 /// Files the simulated appliance disk image already has: the agent installer's systemd units
-/// (enabled, ordered as the node contract asks) and the user's SSH key. Path → contents.
+/// ([`DISK_UNITS`], enabled) and the user's SSH key. Path → contents.
 pub fn appliance_disk_files() -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let mut units: Vec<(&str, &[&str], &str)> = contract::UNITS
-        .iter()
-        .map(|(n, _, after)| (*n, *after, ""))
-        .collect();
+    let mut units: Vec<(&str, &[&str], &str)> =
+        DISK_UNITS.iter().map(|(n, after)| (*n, *after, "")).collect();
     units.push((
         "pre-network-manager-config.service",
         &[],
         "Before=NetworkManager.service\n",
     ));
     units.push(("assisted-service-db.service", &[], ""));
-    // The commands of the roles the contract checks, as the installer's units run them
-    // (research/node-contract-upstream.md §1.3): the database as postgres, the service with its
+    // The commands of the roles, as the installer's units run them
+    // (the agent installer's unit files): the database as postgres, the service with its
     // env files, the client with its inputs mounted. The rest run a script of the disk.
     let exec = |name: &str| -> String {
         let a = "/usr/local/share/assisted-service";
@@ -467,13 +496,11 @@ pub fn from_config_image(img: &Path, disk_release: Option<&str>) -> Result<Loade
     }
     let mut all = appliance_disk_files();
     for (path, data) in files {
-        match all.entry(path) {
-            std::collections::btree_map::Entry::Occupied(e) => notes.push(format!(
-                "{} not extracted: the appliance disk image has it (the loader does not replace existing files)",
-                e.key()
-            )),
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(data);
+        if let Some(old) = all.insert(path.clone(), data) {
+            if all[&path] != old {
+                notes.push(format!(
+                    "{path} replaces the appliance disk image's file (the loader extracts with cpio -u)"
+                ));
             }
         }
     }
@@ -580,7 +607,7 @@ mod tests {
     }
 
     #[test]
-    fn disk_units_satisfy_the_contract_order() {
+    fn disk_units_are_ordered_as_the_node_units() {
         let files = appliance_disk_files();
         let u = String::from_utf8(files["/etc/systemd/system/agent-add-node.service"].clone()).unwrap();
         assert_eq!(

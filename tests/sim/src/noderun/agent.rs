@@ -1,6 +1,67 @@
-//! The discovery agent stand-in (`/usr/bin/agent` of the node-agent image inside a run-node
-//! machine): the real assisted-installer-agent module cannot be fetched here.
+//! The discovery agent of a run-node machine: the REAL assisted-installer-agent where it is
+//! built (`scripts/real-components.sh agent`, pinned by `tests/real/agent/go.mod`; found at
+//! `$AGENT_DAY2_REAL_AGENT_BIN`, else `${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/agent-<commit>/bin`),
+//! with only what it touches outside the machine stood in; else (no build) the stand-in below.
+//! The machine's first line says which (`<mac>: discovery agent: <module>@<version> (the real
+//! agent)` or `... the stand-in of agent-day2-sim (no real agent: <why>)`).
 //!
+//! ## The real agent
+//! It runs as upstream runs it: agent.service copies `/usr/bin/agent` out of the node-agent
+//! image and runs it on the machine; the agent registers the host (its ID: the machine's SMBIOS
+//! system UUID, read by ghw) and starts `next_step_runner` in a container
+//! (`nsenter --target 1 ... podman run ... <node-agent image> next_step_runner`), which runs the
+//! service's steps. Real, with the real binary and its real code paths:
+//! - **inventory** (`podman run ... <image> inventory`: ghw, lscpu, netlink, /proc, /sys, udev
+//!   database, `/dev/disk`, `findmnt /sysroot`), **domain-resolution** (Go's resolver: the
+//!   machine's `/etc/hosts`, filled by run-node `--dns`), **api-vip-connectivity-check** (the
+//!   Ignition download from the cluster and its filter), **ntp-synchronizer** (the step;
+//!   chronyd is stood in, below), **connectivity-check** (no remote hosts here: each machine runs
+//!   its own service, with itself the only host), **free-network-addresses** (the step; nmap is
+//!   stood in), **installation-disk-speed-check** (the step; fio is stood in),
+//!   **container-image-availability** (its `podman pull`s: only the mapped component images
+//!   are pullable, others fail as on a disconnected site), **install** (the step: `podman
+//!   images`, `podman run ... <installer image> --role ...`; the installer is stood in),
+//!   registration, polling, replies, `next_instruction_seconds` as the service says.
+//!
+//! The machine the agent reads ([`machine_setup`], run while the machine's root is built):
+//! - its hardware at the files the agent reads, from run-node's `--cpus`, `--memory-gib`,
+//!   `--disk-gib` (the real inventory code judges them): `/proc/meminfo` (MemTotal),
+//!   `/sys/devices/system/memory` (ghw's physical memory: 128 MiB blocks online),
+//!   `/proc/cpuinfo` and `/sys/devices/system/cpu/{possible,present,online}` (lscpu's count),
+//!   `/sys/class/dmi/id` (SMBIOS: Red Hat KVM, the system UUID run-node derives from the MAC,
+//!   no board serial), one virtio disk `vda` (`/sys/block/vda`, its udev database entry
+//!   `/run/udev/data/b252:0` with `ID_PATH=pci-0000:04:00.0`, `/dev/vda` and its
+//!   `/dev/disk/by-path`, `/dev/disk/by-id` links; `/dev` is the machine's own tmpfs with the
+//!   host's character devices: no host disk is visible), the NIC at a PCI device path in
+//!   `/sys/class/net` (it is a veth, whose `devices/virtual/` path the agent would report as a
+//!   virtual interface, which the service leaves out of the host's NICs), `/sysroot` mounted
+//!   from `/dev/loop0` (a live system: `boot.device_type` ephemeral) or `/dev/vda4` (the
+//!   appliance's installed disk: persistent);
+//! - the live system's services the agent calls: `nsenter` (below), `chronyc` (chronyd's
+//!   client: the machine's clock is the host kernel's, which the host keeps synchronised, so
+//!   the configured sources are reported synchronised), journald (`/run/systemd/journal/socket`,
+//!   read into the machine's `journal/journald.log`: the agent logs only there by default).
+//!
+//! Stood in, each for one thing that would leave the machine (tools of the node-agent image,
+//! replaced in the image root by [`super::podman`], or of the machine):
+//! - `nsenter --target 1 ...` (the agent's `ExecutePrivileged`): enters the machine's PID 1
+//!   namespaces and the machine's root (PID 1 keeps every process chrooted there; util-linux's
+//!   nsenter would land in the host's root and run the host's podman);
+//! - `fio` of the disk speed check: it writes 22 MiB to the installation disk; the stand-in
+//!   writes nothing and answers fio's JSON (99th percentile fdatasync 2 ms), so the real step
+//!   answers `{"io_sync_duration":2,"path":...}`;
+//! - `nmap -sn -PR` of the free-addresses step: it ARP-scans the host's LAN; the stand-in
+//!   answers nmap's XML from the machine's own addresses and neighbour table;
+//! - the installer image's entrypoint (assisted-installer: writes the disk, reboots): it says
+//!   so and keeps running, as the installer does until its reboot, so the install step never
+//!   replies and the host stays `installing`.
+//!
+//! Missing here (the image's OS layer is the host's `/usr`): `dmidecode` (memory then comes
+//! from ghw, as the agent falls back), `sg_inq` (disks report no UUID), `biosdevname`,
+//! `arping`/`ping` (only used with remote hosts, none here), the PCI ids database (no GPUs).
+//! The machine's `/etc/resolv.conf` is the host's: names not in `/etc/hosts` time out.
+//!
+//! ## The stand-in (no real agent built)
 //! It does what the agent does against the REAL service, through its REST API only
 //! (swagger `v2RegisterHost`, `v2GetNextSteps`, `v2PostStepReply`; header `X-Secret-Key` with
 //! `PULL_SECRET_TOKEN` from its environment): registers the host under the machine's SMBIOS
@@ -19,6 +80,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -511,5 +573,689 @@ pub fn main(args: &[String]) -> i32 {
             Err(e) => log(&format!("next steps: {e}")),
         }
         std::thread::sleep(Duration::from_secs_f64((wait * scale).clamp(0.2, 60.0)));
+    }
+}
+
+// --- the real discovery agent on the machine ---------------------------------------------------
+
+/// Inside the machine: the real discovery agent's directory (a read-only bind of
+/// `scripts/real-components.sh agent`'s `bin/`: `agent`, `versions`).
+pub const REAL_AGENT: &str = "/usr/libexec/agent-day2-sim/real-agent";
+/// The pinned commit of `tests/real/agent/go.mod` (the default directory's name).
+pub const AGENT_COMMIT: &str = "a272a11d4f78";
+/// Environment variable naming the real agent's directory (default: the script's output,
+/// `${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/agent-<commit>/bin`).
+pub const AGENT_BIN_ENV: &str = "AGENT_DAY2_REAL_AGENT_BIN";
+/// The names the node-agent image gives the one `agent` binary (upstream's Dockerfile links
+/// them to `/usr/bin/agent`; the binary acts by the name it is called as).
+pub const AGENT_NAMES: [&str; 5] = [
+    "next_step_runner",
+    "inventory",
+    "free_addresses",
+    "disk_speed_check",
+    "logs_sender",
+];
+/// The disk the machine has (its by-path id: a virtio disk on PCI slot 4, as libvirt gives it).
+const DISK_BY_PATH: &str = "pci-0000:04:00.0";
+/// The disk's block device numbers (virtio-blk's dynamic major, first disk).
+const DISK_DEV: &str = "252:0";
+
+/// The real agent's directory: `$AGENT_DAY2_REAL_AGENT_BIN`, else the script's default output.
+pub fn default_agent_bin() -> PathBuf {
+    if let Some(d) = std::env::var_os(AGENT_BIN_ENV) {
+        return PathBuf::from(d);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
+        });
+    cache
+        .join("agent-day2/real")
+        .join(format!("agent-{AGENT_COMMIT}"))
+        .join("bin")
+}
+
+/// The `agent: <module>@<version> ...` line of the real agent's `versions` file, when `dir`
+/// holds a built agent; else what is missing and how to build it.
+pub fn real_agent(dir: &Path) -> Result<String, String> {
+    let v = dir.join("versions");
+    let text = std::fs::read_to_string(&v).map_err(|e| {
+        format!(
+            "{}: {e}: build it with scripts/real-components.sh agent (or set ${AGENT_BIN_ENV})",
+            v.display()
+        )
+    })?;
+    if !dir.join("agent").is_file() {
+        return Err(format!("{} is missing (scripts/real-components.sh agent builds it)", dir.join("agent").display()));
+    }
+    text.lines()
+        .find_map(|l| l.strip_prefix("agent: "))
+        .map(|l| l.split_whitespace().next().unwrap_or(l).to_string())
+        .ok_or_else(|| format!("{}: no 'agent: <module>@<version>' line", v.display()))
+}
+
+fn put(path: &Path, mode: u32, data: &[u8]) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d).map_err(|e| format!("mkdir {}: {e}", d.display()))?;
+    }
+    let _ = std::fs::remove_file(path);
+    std::fs::write(path, data).map_err(|e| format!("write {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("chmod {}: {e}", path.display()))
+}
+
+/// A `/bin/sh` script at `path` that runs the stand-in `tool` (`agent-day2-sim standin TOOL`).
+pub fn standin_script(path: &Path, tool: &str) -> Result<(), String> {
+    put(
+        path,
+        0o755,
+        format!(
+            "#!/bin/sh\n# {tool} stand-in of agent-day2-sim run-node (see agent-day2-sim's noderun::agent)\nexec {} standin {tool} \"$@\"\n",
+            super::machine::SIM_EXE
+        )
+        .as_bytes(),
+    )
+}
+
+/// Makes the machine at `root` (its mount namespace, after the root is built) what the real
+/// discovery agent reads: the real agent's binaries, the live system's `nsenter`, `chronyc`
+/// and journald stood in, and the hardware of [`super::Hardware`] at the files the agent's
+/// inventory reads (see the module docs). Prints which discovery agent the machine runs.
+pub fn machine_setup(spec: &super::Spec, root: &Path) -> Result<(), String> {
+    use super::machine::bind;
+    let inside = |p: &str| root.join(p.trim_start_matches('/'));
+    let dir = default_agent_bin();
+    match real_agent(&dir) {
+        Ok(v) => {
+            bind(&dir, &inside(REAL_AGENT), true)?;
+            println!("{}: discovery agent: {v} (the real agent)", spec.label);
+        }
+        Err(e) => println!(
+            "{}: discovery agent: the stand-in of agent-day2-sim (no real agent: {e})",
+            spec.label
+        ),
+    }
+    // The live system's removable-media mount point (the agent's step containers bind it).
+    std::fs::create_dir_all(inside("/run/media")).map_err(|e| e.to_string())?;
+    standin_script(&inside("/usr/bin/nsenter"), "nsenter")?;
+    standin_script(&inside("/usr/bin/chronyc"), "chronyc")?;
+    hardware(spec, root)?;
+    journald(spec, root)
+}
+
+/// The hardware files (see the module docs).
+fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
+    use super::machine::{bind, mount};
+    let hw = &spec.hardware;
+    let inside = |p: &str| root.join(p.trim_start_matches('/'));
+    let stage = inside(&format!("{RUN_DIR}/hardware"));
+    std::fs::create_dir_all(&stage).map_err(|e| format!("mkdir {}: {e}", stage.display()))?;
+
+    // Memory: /proc/meminfo with MemTotal the machine's (MemFree, MemAvailable at most it).
+    let total_kb = hw.memory_bytes / 1024;
+    let host = std::fs::read_to_string("/proc/meminfo").map_err(|e| format!("/proc/meminfo: {e}"))?;
+    let mut meminfo = String::new();
+    for l in host.lines() {
+        let key = l.split(':').next().unwrap_or("");
+        let kb = l
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        match key {
+            "MemTotal" => meminfo.push_str(&format!("MemTotal:       {total_kb:>8} kB\n")),
+            "MemFree" | "MemAvailable" => meminfo.push_str(&format!(
+                "{:<15} {:>8} kB\n",
+                format!("{key}:"),
+                kb.min(total_kb / 100 * 95)
+            )),
+            _ => {
+                meminfo.push_str(l);
+                meminfo.push('\n');
+            }
+        }
+    }
+    put(&stage.join("meminfo"), 0o444, meminfo.as_bytes())?;
+    bind(&stage.join("meminfo"), &inside("/proc/meminfo"), true)?;
+
+    // The kernel's memory blocks (what ghw counts as physical memory): 128 MiB blocks, all
+    // online, as many as the machine's memory holds.
+    let blocks = inside("/sys/devices/system/memory");
+    if blocks.is_dir() {
+        mount("tmpfs", &blocks, "tmpfs", 0, Some("mode=0755"))?;
+        put(&blocks.join("block_size_bytes"), 0o444, b"8000000\n")?;
+        for k in 0..(hw.memory_bytes >> 27).max(1) {
+            put(&blocks.join(format!("memory{k}/state")), 0o644, b"online\n")?;
+            put(&blocks.join(format!("memory{k}/online")), 0o644, b"1\n")?;
+        }
+    }
+
+    // CPUs: /proc/cpuinfo with `cpus` processors (the host's first one repeated), and the
+    // kernel's possible/present/online CPU lists (what lscpu counts).
+    let n = hw.cpus.max(1);
+    let host = std::fs::read_to_string("/proc/cpuinfo").map_err(|e| format!("/proc/cpuinfo: {e}"))?;
+    let first = host.split("\n\n").next().unwrap_or("").to_string();
+    let mut cpuinfo = String::new();
+    for i in 0..n {
+        for l in first.lines() {
+            let key = l.split(':').next().unwrap_or("").trim();
+            let v = match key {
+                "processor" | "core id" | "apicid" | "initial apicid" => Some(i.to_string()),
+                "cpu cores" | "siblings" => Some(n.to_string()),
+                "physical id" => Some("0".to_string()),
+                _ => None,
+            };
+            match v {
+                Some(v) => cpuinfo.push_str(&format!("{}: {v}\n", l.split(':').next().unwrap_or(""))),
+                None => {
+                    cpuinfo.push_str(l);
+                    cpuinfo.push('\n');
+                }
+            }
+        }
+        cpuinfo.push('\n');
+    }
+    put(&stage.join("cpuinfo"), 0o444, cpuinfo.as_bytes())?;
+    bind(&stage.join("cpuinfo"), &inside("/proc/cpuinfo"), true)?;
+    let list = if n == 1 { "0\n".to_string() } else { format!("0-{}\n", n - 1) };
+    put(&stage.join("cpu-list"), 0o444, list.as_bytes())?;
+    for f in ["possible", "present", "online"] {
+        let p = inside(&format!("/sys/devices/system/cpu/{f}"));
+        if p.exists() {
+            bind(&stage.join("cpu-list"), &p, true)?;
+        }
+    }
+
+    // /sys/class: the machine's own classes (its network interfaces), with `dmi` (the SMBIOS
+    // tables: the system UUID is the agent's host ID) and `block` the machine's.
+    let classes = stage.join("sysfs-class");
+    bind(&inside("/sys/class"), &classes, false)?;
+    mount("tmpfs", &inside("/sys/class"), "tmpfs", 0, Some("mode=0755"))?;
+    for e in std::fs::read_dir(&classes).map_err(|e| format!("{}: {e}", classes.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "dmi" || name == "block" {
+            continue;
+        }
+        if name == "net" {
+            continue;
+        }
+        bind(&e.path(), &inside(&format!("/sys/class/{name}")), false)?;
+    }
+    // /sys/class/net: the machine's NIC (a veth here, whose sysfs device sits under
+    // devices/virtual/, which the agent reports as a virtual interface and the service then
+    // leaves out) at a PCI device path, as a virtio NIC's; the device directory is the veth's
+    // own (its carrier, speed, MTU). Other interfaces as the kernel shows them.
+    let net = inside("/sys/class/net");
+    std::fs::create_dir_all(&net).map_err(|e| e.to_string())?;
+    for e in std::fs::read_dir(classes.join("net")).map_err(|e| format!("{}: {e}", classes.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let link = std::fs::read_link(e.path()).map_err(|e| format!("/sys/class/net/{name}: {e}"))?;
+        if name == spec.ifname {
+            let pci = format!(".devices/pci0000:00/0000:00:02.0/0000:01:00.0/virtio1/net/{name}");
+            let real = inside("/sys").join(link.to_string_lossy().trim_start_matches("../"));
+            bind(&real, &inside("/sys/class").join(&pci), false)?;
+            std::os::unix::fs::symlink(format!("../{pci}"), net.join(&name)).map_err(|e| e.to_string())?;
+        } else {
+            std::os::unix::fs::symlink(&link, net.join(&name)).map_err(|e| e.to_string())?;
+        }
+    }
+    let dmi = [
+        ("product_uuid", hw.system_uuid.clone()),
+        ("product_name", "KVM".to_string()),
+        ("product_version", "RHEL-9.4.0 PC (Q35 + ICH9, 2009)".to_string()),
+        ("product_serial", String::new()),
+        ("product_family", "Red Hat Enterprise Linux".to_string()),
+        ("product_sku", String::new()),
+        ("sys_vendor", "Red Hat".to_string()),
+        ("board_serial", String::new()),
+        ("board_vendor", String::new()),
+        ("board_name", String::new()),
+        ("board_version", String::new()),
+        ("board_asset_tag", String::new()),
+        ("chassis_type", "1".to_string()),
+        ("chassis_vendor", "QEMU".to_string()),
+        ("chassis_serial", String::new()),
+        ("chassis_version", "pc-q35-rhel9.4.0".to_string()),
+        ("chassis_asset_tag", String::new()),
+        ("bios_vendor", "EDK II".to_string()),
+        ("bios_version", "edk2-20240524-1.el9".to_string()),
+        ("bios_date", "05/24/2024".to_string()),
+    ];
+    for (f, v) in dmi {
+        put(&inside(&format!("/sys/class/dmi/id/{f}")), 0o444, format!("{v}\n").as_bytes())?;
+    }
+
+    // The disk: /sys/block/vda (size in 512-byte sectors, not rotational: virtio-blk), its
+    // udev database entry, and /dev/vda with its /dev/disk links. /dev is the machine's own
+    // (the host's character devices bound in; no host disk is in it).
+    let serial = format!("vd{}", spec.mac.replace(':', "").get(6..).unwrap_or("0"));
+    mount("tmpfs", &inside("/sys/block"), "tmpfs", 0, Some("mode=0755"))?;
+    let vda = inside("/sys/block/vda");
+    for (f, v) in [
+        ("size", (hw.disk_bytes / 512).to_string()),
+        ("dev", DISK_DEV.to_string()),
+        ("removable", "0".to_string()),
+        ("ro", "0".to_string()),
+        ("hidden", "0".to_string()),
+        ("queue/rotational", "0".to_string()),
+        ("queue/physical_block_size", "512".to_string()),
+        ("queue/logical_block_size", "512".to_string()),
+        ("device/vendor", "0x1af4".to_string()),
+    ] {
+        put(&vda.join(f), 0o444, format!("{v}\n").as_bytes())?;
+    }
+    std::fs::create_dir_all(vda.join("holders")).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(inside("/sys/class/block")).map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink("../../block/vda", inside("/sys/class/block/vda")).map_err(|e| e.to_string())?;
+    put(
+        &inside(&format!("/run/udev/data/b{DISK_DEV}")),
+        0o644,
+        format!(
+            "S:disk/by-path/{DISK_BY_PATH}\nS:disk/by-id/virtio-{serial}\nE:DEVPATH=/devices/pci0000:00/0000:00:02.3/0000:04:00.0/virtio3/block/vda\nE:DEVNAME=/dev/vda\nE:DEVTYPE=disk\nE:MAJOR=252\nE:MINOR=0\nE:SUBSYSTEM=block\nE:ID_SERIAL={serial}\nE:ID_PATH={DISK_BY_PATH}\nE:ID_PATH_TAG={}\n",
+            DISK_BY_PATH.replace([':', '.'], "_")
+        )
+        .as_bytes(),
+    )?;
+    let dev = inside("/dev");
+    mount("tmpfs", &dev, "tmpfs", libc::MS_NOSUID, Some("mode=0755"))?;
+    for d in ["null", "zero", "full", "random", "urandom", "tty", "ptmx"] {
+        let host = Path::new("/dev").join(d);
+        if host.exists() {
+            bind(&host, &dev.join(d), false)?;
+        }
+    }
+    if Path::new("/dev/pts").is_dir() {
+        bind(Path::new("/dev/pts"), &dev.join("pts"), false)?;
+    }
+    std::fs::create_dir_all(dev.join("shm")).map_err(|e| e.to_string())?;
+    mount("tmpfs", &dev.join("shm"), "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, Some("mode=1777"))?;
+    for (l, t) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(t, dev.join(l)).map_err(|e| e.to_string())?;
+    }
+    // The disk's node: an empty regular file (nothing here reads or writes a disk: the disk
+    // speed check's fio and the installation are stood in).
+    put(&dev.join("vda"), 0o660, b"")?;
+    for (d, name) in [("by-path", DISK_BY_PATH.to_string()), ("by-id", format!("virtio-{serial}"))] {
+        std::fs::create_dir_all(dev.join("disk").join(d)).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink("../../vda", dev.join("disk").join(d).join(name)).map_err(|e| e.to_string())?;
+    }
+
+    // The root file system: a live system's /sysroot is its loop-mounted rootfs image (the
+    // agent reads `boot.device_type` ephemeral from that), an installed one's a disk partition.
+    let sysroot = inside("/sysroot");
+    std::fs::create_dir_all(&sysroot).map_err(|e| e.to_string())?;
+    let src = if hw.boot_device_type == "persistent" { "/dev/vda4" } else { "/dev/loop0" };
+    mount(src, &sysroot, "tmpfs", libc::MS_RDONLY, Some("mode=0755"))?;
+    Ok(())
+}
+
+/// The journald stand-in: `/run/systemd/journal/socket` of the machine, read by a thread of its
+/// PID 1; each entry (journald's native protocol) is appended to the machine's
+/// `journal/journald.log` as `IDENTIFIER: MESSAGE`. The real agent logs there (its default:
+/// journal logging only), and its step containers bind the socket.
+fn journald(spec: &super::Spec, root: &Path) -> Result<(), String> {
+    let sock = root.join("run/systemd/journal/socket");
+    std::fs::create_dir_all(sock.parent().unwrap()).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&sock);
+    let s = std::os::unix::net::UnixDatagram::bind(&sock).map_err(|e| format!("bind {}: {e}", sock.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666));
+    }
+    let out = spec.dir.join("journal").join("journald.log");
+    let _ = std::fs::create_dir_all(out.parent().unwrap());
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(n) = s.recv(&mut buf) {
+            let f = journal_fields(&buf[..n]);
+            let ident = f
+                .get("SYSLOG_IDENTIFIER")
+                .or_else(|| f.get("TAG"))
+                .cloned()
+                .unwrap_or_else(|| "?".into());
+            let msg = f.get("MESSAGE").cloned().unwrap_or_default();
+            if let Ok(mut o) = std::fs::OpenOptions::new().create(true).append(true).open(&out) {
+                for l in msg.trim_end().lines() {
+                    let _ = writeln!(o, "{ident}: {l}");
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The fields of one journald native-protocol datagram (`KEY=VALUE\n`, or `KEY\n`, a 64-bit
+/// little-endian length, the value and `\n` for values with newlines).
+pub fn journal_fields(b: &[u8]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut i = 0;
+    while i < b.len() {
+        let Some(end) = b[i..].iter().position(|c| *c == b'\n' || *c == b'=').map(|p| p + i) else {
+            break;
+        };
+        let key = String::from_utf8_lossy(&b[i..end]).into_owned();
+        if b[end] == b'=' {
+            let vend = b[end + 1..].iter().position(|c| *c == b'\n').map(|p| p + end + 1).unwrap_or(b.len());
+            out.insert(key, String::from_utf8_lossy(&b[end + 1..vend]).into_owned());
+            i = vend + 1;
+        } else {
+            if end + 9 > b.len() {
+                break;
+            }
+            let len = u64::from_le_bytes(b[end + 1..end + 9].try_into().unwrap()) as usize;
+            let start = end + 9;
+            let stop = (start + len).min(b.len());
+            out.insert(key, String::from_utf8_lossy(&b[start..stop]).into_owned());
+            i = stop + 1;
+        }
+    }
+    out
+}
+
+// --- stand-ins of the live system and of the image's tools ----------------------------------
+
+/// `agent-day2-sim standin TOOL ARGS...`: the stand-in tools (see the module docs); returns
+/// the exit code.
+pub fn standin(args: &[String]) -> i32 {
+    let (tool, rest) = match args.split_first() {
+        Some((t, r)) => (t.as_str(), r),
+        None => {
+            eprintln!("standin: name a tool");
+            return 2;
+        }
+    };
+    match tool {
+        "nsenter" => nsenter(rest),
+        "chronyc" => chronyc(rest),
+        "fio" => fio(rest),
+        "nmap" => nmap(rest),
+        "assisted-installer" => installer(rest),
+        other => {
+            eprintln!("standin: no stand-in for {other}");
+            127
+        }
+    }
+}
+
+/// `nsenter --target 1 [--mount] [--net] [--ipc] [--cgroup] [--uts] [--pid] -- CMD...` as
+/// util-linux runs it for the agent (`util.ExecutePrivileged`): enters the namespaces of the
+/// machine's PID 1 and, with `--mount`, the machine's root (PID 1 keeps every process of the
+/// machine chrooted there; the real nsenter would land in the host's root), then runs CMD.
+fn nsenter(args: &[String]) -> i32 {
+    let mut target = None;
+    let mut ns: Vec<&str> = vec![];
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "--" => {
+                i += 1;
+                break;
+            }
+            "-t" | "--target" => {
+                target = args.get(i + 1).cloned();
+                i += 2;
+                continue;
+            }
+            "-m" | "--mount" => ns.push("mnt"),
+            "-n" | "--net" => ns.push("net"),
+            "-i" | "--ipc" => ns.push("ipc"),
+            "-C" | "--cgroup" => ns.push("cgroup"),
+            "-u" | "--uts" => ns.push("uts"),
+            "-p" | "--pid" => ns.push("pid"),
+            s if s.starts_with("--target=") => target = Some(s["--target=".len()..].to_string()),
+            s if s.starts_with('-') => {
+                eprintln!("nsenter: option {s} is not supported by the stand-in of agent-day2-sim run-node");
+                return 1;
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    if target.as_deref() != Some("1") {
+        eprintln!("nsenter: the stand-in enters the machine's PID 1 only (--target 1), got {target:?}");
+        return 1;
+    }
+    let cmd = &args[i..];
+    if cmd.is_empty() {
+        eprintln!("nsenter: no command");
+        return 1;
+    }
+    // The machine's root as PID 1 sees it (host path), read before leaving this view.
+    let root = machine()["root"].as_str().map(String::from);
+    // As util-linux: every namespace file is opened first (after entering the mount
+    // namespace, /proc is another one), then entered, the mount namespace last.
+    ns.sort_by_key(|n| *n == "mnt");
+    let mut files = vec![];
+    for n in &ns {
+        let p = format!("/proc/1/ns/{n}");
+        match std::fs::File::open(&p) {
+            Ok(f) => files.push((n, f)),
+            Err(e) => {
+                eprintln!("nsenter: cannot open {p}: {e}");
+                return 1;
+            }
+        }
+    }
+    for (n, f) in files {
+        use std::os::fd::AsRawFd;
+        // SAFETY: setns on an open namespace file descriptor.
+        if unsafe { libc::setns(f.as_raw_fd(), 0) } != 0 {
+            eprintln!("nsenter: reassociate to namespace '{n}' failed: {}", std::io::Error::last_os_error());
+            return 1;
+        }
+    }
+    if ns.contains(&"mnt") {
+        let Some(root) = root else {
+            eprintln!("nsenter: {RUN_DIR}/machine.json names no machine root (not inside a run-node machine?)");
+            return 1;
+        };
+        let c = std::ffi::CString::new(root.clone()).unwrap();
+        // SAFETY: plain chroot/chdir.
+        if unsafe { libc::chroot(c.as_ptr()) } != 0 || unsafe { libc::chdir(c"/".as_ptr()) } != 0 {
+            eprintln!("nsenter: chroot {root}: {}", std::io::Error::last_os_error());
+            return 1;
+        }
+    }
+    use std::os::unix::process::CommandExt;
+    let e = Command::new(&cmd[0]).args(&cmd[1..]).exec();
+    eprintln!("nsenter: failed to execute {}: {e}", cmd[0]);
+    if e.kind() == std::io::ErrorKind::NotFound {
+        127
+    } else {
+        126
+    }
+}
+
+/// chronyd's client: `chronyc [-n] sources` lists the machine's time sources (the `server`,
+/// `pool` and `peer` lines of /etc/chrony.conf and those added), the first one selected (`^*`),
+/// the others combined (`^+`): the machine's clock is the host kernel's, which the host keeps
+/// synchronised. `chronyc add server NAME [iburst]` adds a source. chronyd itself is a
+/// service of the live system the simulator does not run.
+fn chronyc(args: &[String]) -> i32 {
+    let a: Vec<&str> = args.iter().map(String::as_str).filter(|a| *a != "-n").collect();
+    let added = format!("{RUN_DIR}/chronyc-added");
+    match a.as_slice() {
+        ["sources"] | ["sources", "-v"] => {
+            let conf = std::fs::read_to_string("/etc/chrony.conf").unwrap_or_default();
+            let mut names: Vec<String> = conf
+                .lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    match w.next() {
+                        Some("server") | Some("pool") | Some("peer") => w.next().map(String::from),
+                        _ => None,
+                    }
+                })
+                .collect();
+            for l in std::fs::read_to_string(&added).unwrap_or_default().lines() {
+                if !names.iter().any(|n| n == l) {
+                    names.push(l.to_string());
+                }
+            }
+            println!("MS Name/IP address         Stratum Poll Reach LastRx Last sample");
+            println!("===============================================================================");
+            for (i, n) in names.iter().enumerate() {
+                println!(
+                    "^{} {n:<27} 2   6   377    12   +12us[  +15us] +/-   12ms",
+                    if i == 0 { '*' } else { '+' }
+                );
+            }
+            0
+        }
+        ["add", "server", name, ..] => {
+            let mut t = std::fs::read_to_string(&added).unwrap_or_default();
+            t.push_str(name);
+            t.push('\n');
+            let _ = std::fs::create_dir_all(RUN_DIR);
+            match std::fs::write(&added, t) {
+                Ok(()) => {
+                    println!("200 OK");
+                    0
+                }
+                Err(e) => {
+                    eprintln!("chronyc: {added}: {e}");
+                    1
+                }
+            }
+        }
+        _ => {
+            eprintln!("chronyc: '{}' is not supported by the stand-in of agent-day2-sim run-node (sources, add server)", args.join(" "));
+            1
+        }
+    }
+}
+
+/// fio as the disk speed check runs it (`--filename PATH ... --fdatasync=1
+/// --output-format=json`): it would write 22 MiB to the installation disk, so it writes
+/// nothing and reports a 99th percentile fdatasync latency of 2 ms in fio's JSON
+/// (`jobs[0].sync.lat_ns.percentile["99.000000"]`, in ns).
+fn fio(args: &[String]) -> i32 {
+    // `--filename PATH` (or `--filename=PATH`), its colons escaped (`\:`) as fio wants them.
+    let path = args
+        .iter()
+        .position(|a| a == "--filename")
+        .and_then(|i| args.get(i + 1).cloned())
+        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--filename=").map(String::from)))
+        .unwrap_or_default()
+        .replace("\\:", ":");
+    let path = path.as_str();
+    if !Path::new(path).exists() {
+        eprintln!("fio: {path}: No such file or directory");
+        return 1;
+    }
+    log(&format!("fio stand-in: no write to {path} (the disk speed check's fio is stood in)"));
+    println!(
+        "{}",
+        json!({"fio version": "fio-3.35 (agent-day2-sim stand-in)", "jobs": [{"jobname": "test", "error": 0,
+            "sync": {"total_ios": 10029, "lat_ns": {"min": 800000, "max": 3000000, "mean": 1200000.0,
+            "percentile": {"90.000000": 1500000, "99.000000": 2000000, "99.900000": 2800000}}}}]})
+    );
+    0
+}
+
+/// nmap's ARP ping scan as the free-addresses step runs it (`-sn -PR -n -oX - CIDR`): the
+/// real one sends ARP requests to every address of the network; this one answers from what
+/// the machine's kernel knows is up on it: its own addresses and its neighbour table (the
+/// gateway and any host it talked to), in nmap's XML.
+fn nmap(args: &[String]) -> i32 {
+    let Some(cidr) = args.last().filter(|a| a.contains('/')) else {
+        eprintln!("nmap: the stand-in scans one CIDR (-sn -PR -n -oX - CIDR), got: {}", args.join(" "));
+        return 1;
+    };
+    let Some((net, bits)) = cidr
+        .split_once('/')
+        .and_then(|(a, p)| Some((a.parse::<std::net::Ipv4Addr>().ok()?, p.parse::<u32>().ok()?)))
+    else {
+        eprintln!("nmap: {cidr}: not an IPv4 network");
+        return 1;
+    };
+    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits.min(32)) };
+    let inside = |ip: &str| {
+        ip.parse::<std::net::Ipv4Addr>()
+            .is_ok_and(|a| u32::from(a) & mask == u32::from(net) & mask)
+    };
+    let mut up: Vec<String> = vec![];
+    for l in ip_json(&["-j", "-4", "addr", "show"]).as_array().into_iter().flatten() {
+        for a in l["addr_info"].as_array().into_iter().flatten() {
+            if let Some(ip) = a["local"].as_str() {
+                up.push(ip.to_string());
+            }
+        }
+    }
+    for n in ip_json(&["-j", "-4", "neigh", "show"]).as_array().into_iter().flatten() {
+        let st: Vec<&str> = n["state"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
+        if st.iter().any(|s| matches!(*s, "REACHABLE" | "STALE" | "DELAY" | "PROBE" | "PERMANENT")) {
+            if let Some(ip) = n["dst"].as_str() {
+                up.push(ip.to_string());
+            }
+        }
+    }
+    up.retain(|ip| inside(ip));
+    up.sort();
+    up.dedup();
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<nmaprun scanner=\"nmap\" args=\"nmap ");
+    x.push_str(&args.join(" "));
+    x.push_str("\">\n");
+    for ip in &up {
+        x.push_str(&format!(
+            "<host><status state=\"up\" reason=\"arp-response\"/><address addr=\"{ip}\" addrtype=\"ipv4\"/></host>\n"
+        ));
+    }
+    x.push_str("</nmaprun>\n");
+    print!("{x}");
+    0
+}
+
+/// The installer image's entrypoint (assisted-installer, which writes the OS to the
+/// installation disk and reboots the host): not simulated. It says so and stays running, as
+/// the installer does until its reboot, so the host stays `installing` on the service.
+fn installer(args: &[String]) -> i32 {
+    log(&format!(
+        "assisted-installer stand-in: the installation to disk is not simulated (args: {})",
+        args.join(" ")
+    ));
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_fields_reads_plain_and_length_prefixed_values() {
+        let mut d = b"PRIORITY=6\nTAG=agent\nMESSAGE\n".to_vec();
+        let msg = b"time=x level=info msg=\"two\nlines\"\n";
+        d.extend_from_slice(&(msg.len() as u64).to_le_bytes());
+        d.extend_from_slice(msg);
+        d.extend_from_slice(b"\nDRY_AGENT_ID=\n");
+        let f = journal_fields(&d);
+        assert_eq!(f["PRIORITY"], "6");
+        assert_eq!(f["TAG"], "agent");
+        assert_eq!(f["MESSAGE"], String::from_utf8_lossy(msg));
+        assert_eq!(f["DRY_AGENT_ID"], "");
+    }
+
+    #[test]
+    fn the_real_agent_directory_needs_the_binary_and_its_versions_line() {
+        let d = tempfile::tempdir().unwrap();
+        let e = real_agent(d.path()).unwrap_err();
+        assert!(e.contains("scripts/real-components.sh agent"), "{e}");
+        std::fs::write(d.path().join("versions"), "agent: github.com/openshift/assisted-installer-agent/src/agent/main@v0.0.0-1-a (from x)\n").unwrap();
+        assert!(real_agent(d.path()).unwrap_err().contains("is missing"));
+        std::fs::write(d.path().join("agent"), b"").unwrap();
+        assert_eq!(
+            real_agent(d.path()).unwrap(),
+            "github.com/openshift/assisted-installer-agent/src/agent/main@v0.0.0-1-a"
+        );
     }
 }

@@ -290,6 +290,7 @@ fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
     let machine = serde_json::json!({
         "mac": spec.mac, "ip": spec.ip.to_string(), "prefix": spec.prefix, "gateway": spec.gateway.to_string(),
         "ifname": spec.ifname, "hardware": spec.hardware, "time_scale": spec.time_scale,
+        "root": root,
     });
     write_file(
         root,
@@ -304,6 +305,9 @@ fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
         0o644,
         runner.to_string().as_bytes(),
     )?;
+    // The discovery agent's view of the machine (the real agent, nsenter, chronyc, journald,
+    // the hardware files): super::agent.
+    super::agent::machine_setup(spec, root)?;
     Ok(())
 }
 
@@ -343,6 +347,10 @@ pub fn main(spec_path: &Path) -> i32 {
         let cidr = format!("{}/{}", spec.ip, spec.prefix);
         sh(&["ip", "link", "set", "lo", "up"])?;
         sh(&["ip", "addr", "add", &cidr, "dev", &spec.ifname])?;
+        if let Some((v6, p6)) = spec.ipv6 {
+            // nodad: the address is usable at once (no duplicate detection wait).
+            sh(&["ip", "-6", "addr", "add", &format!("{v6}/{p6}"), "dev", &spec.ifname, "nodad"])?;
+        }
         sh(&["ip", "link", "set", &spec.ifname, "up"])?;
         sh(&[
             "ip",
@@ -363,7 +371,23 @@ pub fn main(spec_path: &Path) -> i32 {
     // SAFETY: valid buffer; we are in our own UTS namespace.
     unsafe { libc::sethostname(name.as_ptr(), 9) };
     let root = spec.dir.join("root");
-    if let Err(e) = build_root(&root, &spec.dir.join("layers"), true).and_then(|()| lay_out(&spec, &root)) {
+    if let Err(e) = build_root(&root, &spec.dir.join("layers"), true) {
+        eprintln!("{label}: cannot build the machine root: {e}");
+        return 1;
+    }
+    // A live PXE boot: the live initramfs's steps decide whether Ignition runs (super::livepxe).
+    let spec = match spec.live.clone() {
+        Some(live) => match super::livepxe::boot(&live, &spec, &root) {
+            Ok(true) => spec,
+            Ok(false) => super::livepxe::without_ignition(spec),
+            Err(e) => {
+                println!("{label}: live boot failed: {e}; {} cannot be reached", spec.until);
+                return 6;
+            }
+        },
+        None => spec,
+    };
+    if let Err(e) = lay_out(&spec, &root) {
         eprintln!("{label}: cannot build the machine root: {e}");
         return 1;
     }
@@ -378,6 +402,32 @@ pub fn main(spec_path: &Path) -> i32 {
         spec.hardware.memory_bytes >> 30,
         spec.hardware.disk_bytes >> 30
     );
+    // An appliance: upstream's loader applies the config image to the disk before the units
+    // run (super::appliance); a failed load stops the machine.
+    let spec = match spec.appliance.clone() {
+        Some(load) => {
+            match super::appliance::load(&label, &root, &spec.dir.join("journal"), &load, &spec.units) {
+                Ok(enable) => {
+                    let mut spec = spec;
+                    for u in enable {
+                        if let Some(e) = spec.units.get_mut(&u) {
+                            e.0 = Some(true);
+                        }
+                    }
+                    spec
+                }
+                Err(e) => {
+                    println!(
+                        "{label}: GOAL FAILED: {} cannot be reached: {} failed: {e}",
+                        spec.until,
+                        super::appliance::UNIT
+                    );
+                    return 6;
+                }
+            }
+        }
+        None => spec,
+    };
     let mut ex = match Executor::new(&spec, root) {
         Ok(e) => e,
         Err(e) => {

@@ -15,10 +15,20 @@
 //! - `podman` ([`podman`]): maps the release payload's component images (`--image ROLE=REF`)
 //!   to the real binaries and runs them in a container root of the image's layout with the
 //!   unit's `--env-file`/`-e`/`-v`/`--user`; a command or image it cannot map fails loudly;
-//! - the discovery agent ([`agent`]): registers the host through the real REST API and answers
-//!   the real service's next-step instructions with what a machine of the given hardware would
-//!   report;
-//! - `hostnamectl` (sets the UTS name and `/etc/hostname`).
+//! - around the REAL discovery agent ([`agent`]; `scripts/real-components.sh agent`): the
+//!   machine's hardware (`--cpus`, `--memory-gib`, `--disk-gib`) at the files its inventory
+//!   reads, `nsenter`, `chronyc`, journald, and the image tools that would touch the disk or
+//!   the LAN (fio, nmap) and the installer; without a built agent, a stand-in that answers
+//!   the real service's next-step instructions with what a machine of that hardware reports;
+//! - `hostnamectl` (sets the UTS name and `/etc/hostname`);
+//! - for `--pxe-dir` with an iPXE script, the live initramfs's steps before Ignition
+//!   ([`livepxe`]): the script's kernel command line as the machine's `/proc/cmdline`, read by
+//!   the kernel's, dracut's and ignition-generator's rules; the rootfs fetched from
+//!   `coreos.live.rootfs_url` with curl and checked against the initramfs's hash list;
+//!   Ignition runs only with `ignition.firstboot`;
+//! - for `--config-image`, the appliance disk (the `--appliance-disk` node ISO's Ignition
+//!   without the loader's paths) and upstream's config image loader, its steps run with the
+//!   real gunzip, cpio and diff ([`appliance`]).
 //!
 //! Output: `assisted-service: github.com/openshift/assisted-service@<version>` first (from
 //! the binaries' `versions` file), then one line per unit event per machine
@@ -35,6 +45,8 @@
 //! the machines stopped, before the goal or without `--stay`); 1 anything else.
 
 pub mod agent;
+pub mod appliance;
+pub mod livepxe;
 pub mod machine;
 pub mod podman;
 pub mod systemd;
@@ -82,9 +94,25 @@ pub struct RunNodeArgs {
     /// PXE: the rootfs.
     #[arg(long, requires = "initrd")]
     pub rootfs: Option<PathBuf>,
-    /// Appliance config image (`agent_configimage`, config.gz).
-    #[arg(long)]
+    /// Appliance config image (`agent_configimage`, config.gz), loaded as upstream's
+    /// `load-config-iso.sh` loads it onto the disk `--appliance-disk` stands for
+    /// ([`appliance`]).
+    #[arg(long, requires = "appliance_disk")]
     pub config_image: Option<PathBuf>,
+    /// Appliance: the node ISO (as `add-nodes` writes it for the same hosts) whose Ignition
+    /// stands for the appliance disk: its units, scripts and the files the loader does not
+    /// copy ([`appliance::disk_ignition`]).
+    #[arg(long, value_name = "ISO", requires = "config_image")]
+    pub appliance_disk: Option<PathBuf>,
+    /// Appliance: the release the disk was built for (its cluster-image-set.yaml's
+    /// `releaseImage`; default: the one the disk's Ignition has).
+    #[arg(long, value_name = "PULLSPEC", requires = "config_image")]
+    pub appliance_release: Option<String>,
+    /// Appliance: built as a live ISO (openshift-appliance's live-ISO format), so the machine
+    /// runs from memory (inventory boot device `ephemeral`); default: the disk image, booted
+    /// from its disk (`persistent`).
+    #[arg(long, requires = "config_image")]
+    pub appliance_live_iso: bool,
     /// A machine: MAC=IP[/PREFIX] (repeatable; prefix default 24), e.g.
     /// 52:54:00:aa:00:30=192.168.111.30/24.
     #[arg(long = "node", value_name = "MAC=IP[/PREFIX]", required = true)]
@@ -118,6 +146,12 @@ pub struct RunNodeArgs {
     /// Failed starts after which a restarting unit is given up.
     #[arg(long, default_value_t = 4)]
     pub max_failures: u32,
+    /// A machine's IPv6 address besides its IPv4 one (a dual-stack host): MAC=IPV6[/PREFIX]
+    /// of a `--node` MAC (repeatable; prefix default 64), e.g.
+    /// 52:54:00:aa:00:30=fd2e:6f44:5dd8:c956::1e/120. Set on the machine's interface with the
+    /// IPv4 one, so the discovery agent's inventory reports both; no IPv6 route leaves it.
+    #[arg(long = "node-ipv6", value_name = "MAC=IPV6[/PREFIX]")]
+    pub nodes_ipv6: Vec<String>,
     /// Default gateway of the machines (an address of the caller's namespace).
     #[arg(long, default_value = "192.168.111.1")]
     pub gateway: Ipv4Addr,
@@ -151,6 +185,9 @@ pub struct Spec {
     pub mac: String,
     pub ip: Ipv4Addr,
     pub prefix: u8,
+    /// A second, IPv6 address with its prefix length (`--node-ipv6`).
+    #[serde(default)]
+    pub ipv6: Option<(std::net::Ipv6Addr, u8)>,
     pub gateway: Ipv4Addr,
     pub ifname: String,
     /// Absolute path → (mode, contents base64).
@@ -178,6 +215,13 @@ pub struct Spec {
     /// `--interrupt` units.
     #[serde(default)]
     pub interrupt: Vec<String>,
+    /// Appliance: the config image the loader applies before the units start.
+    #[serde(default)]
+    pub appliance: Option<appliance::Load>,
+    /// A live PXE boot (`--pxe-dir` with an iPXE script): the kernel command line and the
+    /// initramfs files the live steps of [`livepxe::boot`] read before Ignition.
+    #[serde(default)]
+    pub live: Option<livepxe::LiveBoot>,
 }
 
 /// What the machine is made of (the discovery agent reports it).
@@ -276,9 +320,24 @@ fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), 
             format!("{} (embed area {})", iso.display(), area.path),
         ));
     }
-    if let Some(img) = &a.config_image {
-        let l = source::from_config_image(img, None)?;
-        return Ok((Vec::new(), l.cfg, l.from));
+    if let (Some(img), Some(disk)) = (&a.config_image, &a.appliance_disk) {
+        let mut f = std::fs::File::open(disk).map_err(|e| (3, vec![cannot_open("--appliance-disk", disk, &e)]))?;
+        let (bytes, _) =
+            embed::read_ignition(&mut f).map_err(|e| (3, vec![format!("{}: {e}", disk.display())]))?;
+        let (raw, removed) = appliance::disk_ignition(&bytes, a.appliance_release.as_deref())
+            .map_err(|e| (3, vec![format!("--appliance-disk {}: {e}", disk.display())]))?;
+        let cfg = ignition::parse(&raw).map_err(|e| (3, vec![format!("{}: {e}", disk.display())]))?;
+        appliance::stage(img, &a.work)?;
+        return Ok((
+            raw,
+            cfg,
+            format!(
+                "appliance disk {} ({} paths the loader copies left to the config image) + config image {}",
+                disk.display(),
+                removed.len(),
+                img.display()
+            ),
+        ));
     }
     let set = if let Some(d) = &a.pxe_dir {
         source::pxe_dir(d)?
@@ -305,8 +364,9 @@ fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), 
     Ok((raw, l.cfg, l.from))
 }
 
-/// File modes of `storage.files` (Ignition default 0644). Without the JSON (appliance config
-/// image), scripts under /usr/local/bin get 0755 as the installer's loader leaves them.
+/// File modes of `storage.files` (Ignition default 0644). Without the JSON, scripts under
+/// /usr/local/bin get 0755. (An appliance's disk is the `--appliance-disk` ISO's JSON; the
+/// loader's files get their modes from the cpio.)
 fn modes(raw: &[u8], cfg: &ignition::Config) -> BTreeMap<String, u32> {
     let mut out: BTreeMap<String, u32> = cfg
         .files
@@ -474,6 +534,23 @@ fn parse_node(n: &str) -> Result<(String, Ipv4Addr, u8), String> {
     Ok((m, ip, prefix))
 }
 
+/// `--node-ipv6 MAC=IPV6[/PREFIX]` → (lower-case MAC, (address, prefix)); prefix default 64.
+fn parse_node_ipv6(n: &str) -> Result<(String, (std::net::Ipv6Addr, u8)), String> {
+    let (mac, rest) = n
+        .split_once('=')
+        .ok_or_else(|| format!("--node-ipv6 {n:?}: expected MAC=IPV6[/PREFIX]"))?;
+    let (ip, prefix) = rest.split_once('/').unwrap_or((rest, "64"));
+    let ip: std::net::Ipv6Addr = ip
+        .parse()
+        .map_err(|_| format!("--node-ipv6 {n:?}: {ip:?} is not an IPv6 address"))?;
+    let prefix: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|p| *p <= 128)
+        .ok_or_else(|| format!("--node-ipv6 {n:?}: bad prefix {prefix:?}"))?;
+    Ok((mac.to_ascii_lowercase(), (ip, prefix)))
+}
+
 /// Writes `v` as JSON to `p` (mode 0600: the spec holds the image's tokens) via a temporary
 /// file and a rename.
 pub fn write_private_json<T: Serialize>(p: &Path, v: &T) -> std::io::Result<()> {
@@ -581,6 +658,25 @@ pub fn run(a: RunNodeArgs) -> i32 {
             }
         }
     }
+    let mut ipv6_of = BTreeMap::new();
+    for n in &a.nodes_ipv6 {
+        match parse_node_ipv6(n) {
+            Ok((mac, _)) if !machines.iter().any(|(m, _, _)| *m == mac) => {
+                eprintln!("error: --node-ipv6 {n:?}: no --node has MAC {mac}");
+                return 2;
+            }
+            Ok((mac, v6)) => {
+                if ipv6_of.insert(mac.clone(), v6).is_some() {
+                    eprintln!("error: --node-ipv6 {n:?}: MAC {mac} is given twice");
+                    return 2;
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return 2;
+            }
+        }
+    }
     let mut hosts = Vec::new();
     for d in &a.dns {
         match d.split_once('=') {
@@ -598,7 +694,21 @@ pub fn run(a: RunNodeArgs) -> i32 {
             }
         }
     }
-    let (raw, cfg, from) = match raw_ignition(&a) {
+    // --pxe-dir with an iPXE script: the machines boot it as a live system (livepxe).
+    let live = match a.pxe_dir.as_deref().map(livepxe::load).transpose() {
+        Ok(l) => l.flatten(),
+        Err((code, lines)) => {
+            for l in lines {
+                eprintln!("error: {l}");
+            }
+            return code;
+        }
+    };
+    let loaded = match &live {
+        Some(l) => Ok((l.raw.clone(), l.cfg.clone(), l.from.clone())),
+        None => raw_ignition(&a),
+    };
+    let (raw, cfg, from) = match loaded {
         Ok(x) => x,
         Err((code, lines)) => {
             for l in lines {
@@ -610,7 +720,11 @@ pub fn run(a: RunNodeArgs) -> i32 {
     for p in &cfg.problems {
         eprintln!("warning: Ignition: {p}");
     }
-    let host_configs = host_macs(&cfg.files);
+    // An appliance's host configs come with the config image, not the disk.
+    let host_configs = match &a.config_image {
+        Some(img) => host_macs(&appliance::config_files(img)),
+        None => host_macs(&cfg.files),
+    };
     for (mac, _, _) in &machines {
         if let Some(w) = unlisted_mac_warning(mac, &host_configs) {
             eprintln!("warning: {w}");
@@ -661,6 +775,7 @@ pub fn run(a: RunNodeArgs) -> i32 {
             mac: mac.clone(),
             ip: *ip,
             prefix: *prefix,
+            ipv6: ipv6_of.get(mac).copied(),
             gateway: a.gateway,
             ifname: a.ifname.clone(),
             files: files.clone(),
@@ -677,12 +792,17 @@ pub fn run(a: RunNodeArgs) -> i32 {
             max_failures: a.max_failures,
             hosts: hosts.clone(),
             interrupt: a.interrupt.clone(),
+            appliance: a.config_image.as_ref().map(|img| appliance::Load {
+                config_gz: appliance::staged_path(&a.work),
+                image: img.display().to_string(),
+            }),
+            live: live.as_ref().map(|l| l.live.clone()),
             hardware: Hardware {
                 cpus: a.cpus,
                 memory_bytes: a.memory_gib << 30,
                 disk_bytes: a.disk_gib << 30,
                 system_uuid: uuid_for_mac(mac),
-                boot_device_type: if a.config_image.is_some() {
+                boot_device_type: if a.config_image.is_some() && !a.appliance_live_iso {
                     "persistent".into()
                 } else {
                     "ephemeral".into()

@@ -16,9 +16,24 @@
 //!   server, create the superuser role `admin` and the database `installer` (fixed names; the
 //!   image's script reads no `POSTGRESQL_*`), stop it and run it in the foreground with its
 //!   socket in `/tmp`.
-//! - `node-agent` (agent-installer-node-agent): `/usr/bin/agent`, the discovery agent
-//!   stand-in ([`super::agent`]); the real assisted-installer-agent module cannot be fetched
-//!   here.
+//! - `node-agent` (agent-installer-node-agent; facts from assisted-installer-agent's
+//!   `Dockerfile.ocp`): `/usr/bin/agent`, the REAL agent binary (`scripts/real-components.sh
+//!   agent`), with the image's links `next_step_runner`, `inventory`, `free_addresses`,
+//!   `disk_speed_check`, `logs_sender` to it (it acts by the name it is called as), so the
+//!   step containers the agent starts (`podman run <this image> inventory`, ...) run the real
+//!   code. Three of the image's tools are stood in ([`super::agent`] says why): `fio` (would
+//!   write the installation disk), `nmap` (would scan the LAN), `nsenter` (would leave the
+//!   machine's root). Without a built agent, `/usr/bin/agent` is the discovery agent stand-in
+//!   of [`super::agent`]. As podman does for a host-network container, the machine's
+//!   `/etc/hosts` and `/etc/resolv.conf` are the container's.
+//! - `installer` (agent-installer-orchestrator: assisted-installer), the image the service
+//!   names in the install step, known as `INSTALLER_IMAGE` of the image's agent-images.env
+//!   (no `--image` needed): its entrypoint `/usr/bin/installer` is stood in (it would write
+//!   the OS to the disk and reboot): it says so and keeps running, as the installer does.
+//!
+//! `podman images IMAGE` lists an image the stand-in can run (so the install step pulls
+//! nothing); `podman ps` lists running containers (`--format '{{.Names}}'`, `--quiet`,
+//! `--filter name=...` as the agent's steps use them).
 //!
 //! The OS layer of both images is the host's `/usr` and `/etc` (Debian, not RHEL 9): a
 //! container sees none of the machine's own files unless a `-v` bind gives them, as with the
@@ -89,18 +104,95 @@ fn dispatch(args: &[String]) -> Result<i32, Fail> {
             println!("{img}");
             Ok(0)
         }
-        "ps" => {
-            for (n, st) in list("containers") {
-                println!("{n}\t{st}");
-            }
-            Ok(0)
-        }
+        "ps" => ps(rest),
+        "images" => images(rest),
         "version" | "--version" => {
             println!("podman version 5.0.0 (agent-day2-sim stand-in)");
             Ok(0)
         }
-        other => fail(125, format!("podman {other}: subcommand not supported by the stand-in (run, rm, stop, kill, pod, pull, ps)")),
+        other => fail(125, format!("podman {other}: subcommand not supported by the stand-in (run, rm, stop, kill, pod, pull, ps, images)")),
     }
+}
+
+/// `podman ps [-a] [--quiet] [--format '{{.Names}}'] [--filter name=RE]` (the discovery
+/// agent's steps ask whether their container already runs): running containers (all with
+/// `-a`); `--quiet` prints IDs (here: names), `--format '{{.Names}}'` names, otherwise
+/// `NAME\tSTATE`. A `name=` filter matches as a substring, or anchored by `^`/`$`, as
+/// podman's regular expression does for the agents' patterns.
+fn ps(args: &[String]) -> Result<i32, Fail> {
+    let (mut all, mut names_only) = (false, false);
+    let mut filter: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let (k, v) = match a.split_once('=') {
+            Some((k, v)) if k.starts_with("--") => (k.to_string(), Some(v.to_string())),
+            _ => (a.clone(), None),
+        };
+        match k.as_str() {
+            "-a" | "--all" => all = true,
+            "-q" | "--quiet" => names_only = true,
+            "--noheading" => {}
+            "--format" => {
+                let f = v.or_else(|| it.next().cloned()).unwrap_or_default();
+                if f.trim() != "{{.Names}}" {
+                    return fail(125, format!("ps --format {f:?}: only {{{{.Names}}}} is supported by the stand-in"));
+                }
+                names_only = true;
+            }
+            "-f" | "--filter" => {
+                let f = v.or_else(|| it.next().cloned()).unwrap_or_default();
+                match f.strip_prefix("name=") {
+                    Some(n) => filter = Some(n.to_string()),
+                    None => return fail(125, format!("ps --filter {f:?}: only name= is supported by the stand-in")),
+                }
+            }
+            s => return fail(125, format!("ps option {s} is not supported by the stand-in")),
+        }
+    }
+    let matches = |n: &str| match &filter {
+        None => true,
+        Some(f) => {
+            let (a, f) = f.strip_prefix('^').map(|r| (true, r)).unwrap_or((false, f.as_str()));
+            let (z, f) = f.strip_suffix('$').map(|r| (true, r)).unwrap_or((false, f));
+            match (a, z) {
+                (true, true) => n == f,
+                (true, false) => n.starts_with(f),
+                (false, true) => n.ends_with(f),
+                (false, false) => n.contains(f),
+            }
+        }
+    };
+    for (n, st) in list("containers") {
+        let running = container_pid(&n).is_some_and(pid_alive);
+        if (!all && !running) || !matches(&n) {
+            continue;
+        }
+        if names_only {
+            println!("{n}");
+        } else {
+            println!("{n}\t{st}");
+        }
+    }
+    Ok(0)
+}
+
+/// `podman images [--quiet] IMAGE`: an image the stand-in can run is "present" (its ID: the
+/// first 12 hex digits of its pull spec's sha256); any other prints nothing, as for an image
+/// not in the local storage.
+fn images(args: &[String]) -> Result<i32, Fail> {
+    use sha2::Digest;
+    let quiet = args.iter().any(|a| a == "-q" || a == "--quiet");
+    for img in args.iter().filter(|a| !a.starts_with('-')) {
+        if role_of(img).is_ok() {
+            let id = hex::encode(sha2::Sha256::digest(img.as_bytes()));
+            if quiet {
+                println!("{}", &id[..12]);
+            } else {
+                println!("{img}\t{}", &id[..12]);
+            }
+        }
+    }
+    Ok(0)
 }
 
 fn list(kind: &str) -> Vec<(String, String)> {
@@ -136,8 +228,20 @@ fn role_of(image: &str) -> Result<String, Fail> {
     let images = r["images"].as_object().cloned().unwrap_or_default();
     match images.get(image).and_then(|v| v.as_str()) {
         Some(role) => Ok(role.to_string()),
+        None if installer_image().as_deref() == Some(image) => Ok("installer".to_string()),
         None => fail(125, unknown_image(image, &images)),
     }
+}
+
+/// The installer image (agent-installer-orchestrator) the machine's service hands the install
+/// step: `INSTALLER_IMAGE` of the image's agent-images.env (read in the machine's root).
+fn installer_image() -> Option<String> {
+    let t = std::fs::read_to_string(super::AGENT_IMAGES_ENV).ok()?;
+    podman_env_file(&t)
+        .into_iter()
+        .find(|(k, _)| k == "INSTALLER_IMAGE")
+        .map(|(_, v)| v.trim_matches('"').to_string())
+        .filter(|v| !v.is_empty())
 }
 
 /// The refusal of a pull spec `--image` did not map (`images`: pull spec → role). Without any
@@ -432,6 +536,7 @@ fn parse_run(args: &[String]) -> Result<RunOpts, Fail> {
         "--tls-verify",
         "--conmon-pidfile",
         "--cidfile",
+        "--pids-limit",
     ];
     const FLAGS: &[&str] = &[
         "--rm",
@@ -442,6 +547,7 @@ fn parse_run(args: &[String]) -> Result<RunOpts, Fail> {
         "-i",
         "-t",
         "-it",
+        "-ti",
         "--interactive",
         "--tty",
         "--init",
@@ -558,10 +664,13 @@ fn check_command(role: &str, argv: &[String]) -> Result<(), Fail> {
                     .is_some_and(|s| s == "start_db.sh" || s == "/start_db.sh"))
                 || matches!(prog, "/start_db.sh" | "./start_db.sh")
         }
-        "node-agent" => matches!(
-            prog,
-            "/usr/bin/agent" | "agent" | "cp" | "/usr/bin/cp" | "/bin/cp"
-        ),
+        "node-agent" => {
+            matches!(prog, "/usr/bin/agent" | "agent" | "cp" | "/usr/bin/cp" | "/bin/cp")
+                || super::agent::AGENT_NAMES
+                    .iter()
+                    .any(|n| prog == *n || prog.strip_prefix("/usr/bin/") == Some(n))
+        }
+        "installer" => prog == INSTALLER_ENTRYPOINT,
         _ => false,
     };
     if ok {
@@ -674,6 +783,11 @@ fn run(args: &[String]) -> Result<i32, Fail> {
     let mut argv: Vec<String> = match &o.entrypoint {
         Some(e) => {
             let mut v = vec![e.clone()];
+            v.extend(o.cmd.iter().cloned());
+            v
+        }
+        None if role == "installer" => {
+            let mut v = vec![INSTALLER_ENTRYPOINT.to_string()];
             v.extend(o.cmd.iter().cloned());
             v
         }
@@ -889,6 +1003,9 @@ fn run(args: &[String]) -> Result<i32, Fail> {
     Ok(code)
 }
 
+/// The installer image's entrypoint (assisted-installer; stood in: [`super::agent`]).
+const INSTALLER_ENTRYPOINT: &str = "/usr/bin/installer";
+
 /// PostgreSQL's major version directory under /usr/lib/postgresql (the newest).
 fn pg_bin() -> Result<PathBuf, String> {
     let base = Path::new(IMAGE_BASE).join("usr/lib/postgresql");
@@ -1015,13 +1132,49 @@ fn build_image_root(role: &str, root: &Path, layer: &Path, with_db: bool) -> Res
             let sim = Path::new(super::machine::SIM_EXE);
             bind(sim, &root.join(sim.strip_prefix("/").unwrap()), true)?;
             let agent = root.join("usr/bin/agent");
-            std::fs::write(&agent, format!("#!/bin/sh\n# discovery agent stand-in of agent-day2-sim run-node\nexec {} discovery-agent \"$@\"\n", super::machine::SIM_EXE))
-                .map_err(|e| e.to_string())?;
-            std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-                .map_err(|e| e.to_string())?;
-            // The agent reads the machine's description (its hardware), as it would read /sys.
+            let real = Path::new(super::agent::REAL_AGENT).join("agent");
+            if real.is_file() {
+                // The real agent (one binary, acting by the name it is called as) and the
+                // image's links to it (upstream's Dockerfile).
+                let _ = std::fs::remove_file(&agent);
+                bind(&real, &agent, true)?;
+                for n in super::agent::AGENT_NAMES {
+                    let l = root.join("usr/bin").join(n);
+                    let _ = std::fs::remove_file(&l);
+                    std::os::unix::fs::symlink("agent", &l).map_err(|e| e.to_string())?;
+                }
+                // The image's tools that cannot run here: fio (writes the disk), nmap (scans
+                // the LAN), nsenter (would leave the machine's root): super::agent.
+                for t in ["fio", "nmap", "nsenter"] {
+                    super::agent::standin_script(&root.join("usr/bin").join(t), t)?;
+                }
+            } else {
+                std::fs::write(&agent, format!("#!/bin/sh\n# discovery agent stand-in of agent-day2-sim run-node\nexec {} discovery-agent \"$@\"\n", super::machine::SIM_EXE))
+                    .map_err(|e| e.to_string())?;
+                std::fs::set_permissions(&agent, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                    .map_err(|e| e.to_string())?;
+            }
+            // nsenter's stand-in (and the stand-in agent) read the machine's description.
             let mj = Path::new(RUN_DIR).join("machine.json");
             bind(&mj, &root.join(mj.strip_prefix("/").unwrap()), true)?;
+            // Host network: podman gives the container the host's /etc/hosts and
+            // /etc/resolv.conf (the steps resolve the site's names with them).
+            for f in ["etc/hosts", "etc/resolv.conf"] {
+                let src = Path::new("/").join(f);
+                if src.is_file() {
+                    let _ = std::fs::remove_file(root.join(f));
+                    bind(&src, &root.join(f), true)?;
+                }
+            }
+        }
+        "installer" => {
+            // agent-installer-orchestrator (assisted-installer): its entrypoint stood in.
+            let sim = Path::new(super::machine::SIM_EXE);
+            bind(sim, &root.join(sim.strip_prefix("/").unwrap()), true)?;
+            super::agent::standin_script(
+                &root.join(INSTALLER_ENTRYPOINT.trim_start_matches('/')),
+                "assisted-installer",
+            )?;
         }
         _ => return Err(format!("no image layout for role {role}")),
     }
