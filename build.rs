@@ -4,12 +4,14 @@
 //   time this script ran (it re-runs when HEAD moves or these variables change);
 // - AGENT_DAY2_K8S_API: the Kubernetes API version k8s-openapi was built for (`1.37`), from its
 //   `DEP_K8S_OPENAPI_*_VERSION` (0x00_MM_NN_00; k8s-openapi's documented way, src/lib.rs).
-// And one cfg for the tests:
+// And two cfgs for the tests:
 // - `real_assisted`, when AGENT_DAY2_REAL_ASSISTED=1: scripts/test.sh sets it once
 //   scripts/real-components.sh built the real assisted-service and linked its source tree. The
 //   tests that need them are `#[cfg_attr(not(real_assisted), ignore = "...")]`: run (never
 //   ignored) where the real service is there, counted as ignored elsewhere. A test run with the
 //   variable set and the binaries missing fails; it does not skip.
+// - `real_agent`, when AGENT_DAY2_REAL_AGENT=1 (the real discovery agent, group `agent`), the
+//   same way, for the tests that judge what only the real agent reports.
 fn main() {
     println!("cargo:rerun-if-env-changed=AGENT_DAY2_GIT_COMMIT");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
@@ -27,12 +29,21 @@ fn main() {
 }
 
 fn real_assisted() {
-    println!("cargo::rustc-check-cfg=cfg(real_assisted)");
-    println!("cargo:rerun-if-env-changed=AGENT_DAY2_REAL_ASSISTED");
-    match std::env::var("AGENT_DAY2_REAL_ASSISTED").as_deref() {
-        Ok("1") => println!("cargo:rustc-cfg=real_assisted"),
-        Ok("") | Ok("0") | Err(_) => {}
-        Ok(v) => panic!("AGENT_DAY2_REAL_ASSISTED={v:?}: give 1 (the real assisted-service is built) or 0"),
+    for (var, cfg, what) in [
+        (
+            "AGENT_DAY2_REAL_ASSISTED",
+            "real_assisted",
+            "the real assisted-service",
+        ),
+        ("AGENT_DAY2_REAL_AGENT", "real_agent", "the real discovery agent"),
+    ] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+        println!("cargo:rerun-if-env-changed={var}");
+        match std::env::var(var).as_deref() {
+            Ok("1") => println!("cargo:rustc-cfg={cfg}"),
+            Ok("") | Ok("0") | Err(_) => {}
+            Ok(v) => panic!("{var}={v:?}: give 1 ({what} is built) or 0"),
+        }
     }
 }
 

@@ -45,7 +45,9 @@ for group in assisted agent kube; do
 done
 if [ -n "${real[assisted]:-}" ]; then export AGENT_DAY2_REAL_ASSISTED=1; else export AGENT_DAY2_REAL_ASSISTED=0; fi
 # run-node's machines run the real discovery agent where the agent group was built, else its
-# stand-in (tests/sim/src/noderun/agent.rs says which).
+# stand-in (tests/sim/src/noderun/agent.rs says which); the tests that judge what only the real
+# agent reports need it (cfg real_agent).
+if [ -n "${real[agent]:-}" ]; then export AGENT_DAY2_REAL_AGENT=1; else export AGENT_DAY2_REAL_AGENT=0; fi
 cargo build --workspace --all-targets
 run() { # run PACKAGES... [ARGS]: cargo nextest run when installed, else cargo test
   if cargo nextest --version >/dev/null 2>&1; then

@@ -386,7 +386,10 @@ impl Booted {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn dhcp_host_reaches_installing_on_the_real_service() {
     let b = boot("name: ostest\n", &[dhcp_host(W0)], &[W0], &[]);
     let ip = W0.2;
@@ -456,7 +459,10 @@ fn uuid_of(mac: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn two_hosts_from_one_iso_each_find_their_own_config() {
     let b = boot("name: ostest\n", &[dhcp_host(W0), dhcp_host(W1)], &[W0, W1], &[]);
     // Each machine runs its own assisted-service; each holds one cluster and only itself,
@@ -471,7 +477,10 @@ fn two_hosts_from_one_iso_each_find_their_own_config() {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn static_ip_host_registers_its_nmstate_config_and_reaches_installing() {
     let b = boot("name: ostest\n", &[static_host(W0, 24)], &[W0], &[]);
     let ip = W0.2;
@@ -502,7 +511,10 @@ fn static_ip_host_registers_its_nmstate_config_and_reaches_installing() {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn platform_none_cluster_is_imported_with_user_managed_networking() {
     let b = boot("name: ostest\nplatform: None\n", &[dhcp_host(W0)], &[W0], &[]);
     let cl = clusters(W0.2, &b.user);
@@ -514,7 +526,10 @@ fn platform_none_cluster_is_imported_with_user_managed_networking() {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn import_happens_once_across_a_restart_of_the_import_unit() {
     let b = boot(
         "name: ostest\n",
@@ -542,7 +557,10 @@ fn import_happens_once_across_a_restart_of_the_import_unit() {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn monitor_reads_the_real_service_with_the_watcher_token() {
     let b = boot("name: ostest\n", &[dhcp_host(W0)], &[W0], &[]);
     b.installing_host(W0);
@@ -662,7 +680,10 @@ fn a_worker_with_too_little_memory_stays_insufficient_and_monitor_says_why() {
     assert_eq!(mem["status"], "failure", "{vinfo:#}");
     let message = mem["message"].as_str().unwrap().to_string();
     eprintln!("the real service: has-memory-for-role: {message}");
-    assert!(add_node.contains(&message), "add-node.sh prints the service's message:\n{add_node}");
+    assert!(
+        add_node.contains(&message),
+        "add-node.sh prints the service's message:\n{add_node}"
+    );
     // monitor shows the message and never exits 0 for it: 5 when it gives up waiting (the host
     // can still be fixed: more memory, a reboot), README "Exit codes".
     let o = plugin(
@@ -679,9 +700,16 @@ fn a_worker_with_too_little_memory_stays_insufficient_and_monitor_says_why() {
         ],
     );
     let out = text(&o);
-    assert!(out.contains(&message), "monitor shows the failing validation's message:\n{out}");
+    assert!(
+        out.contains(&message),
+        "monitor shows the failing validation's message:\n{out}"
+    );
     assert!(matches!(o.status.code(), Some(5) | Some(6)), "{out}");
-    eprintln!("measured: to insufficient with the message {:?}; monitor exit {:?}", t.elapsed(), o.status.code());
+    eprintln!(
+        "measured: to insufficient with the message {:?}; monitor exit {:?}",
+        t.elapsed(),
+        o.status.code()
+    );
     drop(node);
     keep(w);
 }
@@ -710,7 +738,10 @@ fn dual_stack_static_host_on_an_ipv6_machine_network_reaches_installing() {
     assert_eq!(code, 200, "{body}");
     let ie: Value = serde_json::from_str(&body).unwrap();
     let snc = ie["static_network_config"].as_str().unwrap_or("");
-    assert!(snc.contains(ip) && snc.contains(V6), "static_network_config: {snc:?}");
+    assert!(
+        snc.contains(ip) && snc.contains(V6),
+        "static_network_config: {snc:?}"
+    );
     let hv = b.installing_host(W0);
     let inv: Value = serde_json::from_str(hv["inventory"].as_str().unwrap_or("null")).unwrap();
     let v6s: Vec<String> = inv["interfaces"]
@@ -721,8 +752,12 @@ fn dual_stack_static_host_on_an_ipv6_machine_network_reaches_installing() {
         .filter_map(|a| a.as_str().map(String::from))
         .collect();
     assert!(v6s.contains(&format!("{V6}/120")), "inventory IPv6 {v6s:?}");
-    let kf = machine_file(&b, mac, "/etc/NetworkManager/system-connections/eth0.nmconnection")
-        .expect("the keyfile on the machine");
+    let kf = machine_file(
+        &b,
+        mac,
+        "/etc/NetworkManager/system-connections/eth0.nmconnection",
+    )
+    .expect("the keyfile on the machine");
     assert!(kf.contains(&format!("{V6}/120")), "{kf}");
     eprintln!("measured: dual-stack static host to installing {:?}", b.took);
     b.finish();
@@ -766,7 +801,13 @@ fn appliance_for(w: &Work, hosts: &[String]) -> (TestCluster, PathBuf, PathBuf) 
 
 /// `run-node --config-image IMG --appliance-disk ISO --stay` for `nodes`, otherwise as
 /// [`run_node`].
-fn run_node_appliance(w: &Work, disk: &Path, img: &Path, nodes: &[(&str, &str, &str)], extra: &[&str]) -> Node {
+fn run_node_appliance(
+    w: &Work,
+    disk: &Path,
+    img: &Path,
+    nodes: &[(&str, &str, &str)],
+    extra: &[&str],
+) -> Node {
     let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
     cmd.arg("run-node")
         .arg("--config-image")
@@ -852,7 +893,10 @@ fn machine_mode(b: &Booted, mac: &str, path: &str) -> Option<u32> {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn config_image_loaded_by_upstreams_loader_reaches_installing_on_the_real_service() {
     const SVC: &str = "/usr/local/share/assisted-service/assisted-service.env";
     real_bin();
@@ -866,7 +910,8 @@ fn config_image_loaded_by_upstreams_loader_reaches_installing_on_the_real_servic
     let (c, iso, img) = appliance_for(&w, &[dhcp_host(W0)]);
     let cfg = config_image_files(&img);
     let (agent, user, watcher) = tokens(&cfg);
-    let infra = env_of(&cfg, SVC, "INFRA_ENV_ID").expect("INFRA_ENV_ID in the config image's assisted-service.env");
+    let infra =
+        env_of(&cfg, SVC, "INFRA_ENV_ID").expect("INFRA_ENV_ID in the config image's assisted-service.env");
     let disk_svc = iso_ignition(&iso).text(SVC).unwrap();
     let t = Instant::now();
     // An appliance built as a live ISO: the machine runs from memory, as the node ISO does
@@ -889,7 +934,10 @@ fn config_image_loaded_by_upstreams_loader_reaches_installing_on_the_real_servic
         _keep,
     };
     let h = b.installing_host(W0);
-    eprintln!("host {} on the appliance: {}", h["requested_hostname"], h["status"]);
+    eprintln!(
+        "host {} on the appliance: {}",
+        h["requested_hostname"], h["status"]
+    );
     let j = loader_journal(&b.w, W0.1);
     for want in [
         "Archive on /dev/sr0 contains release",
@@ -906,25 +954,38 @@ fn config_image_loaded_by_upstreams_loader_reaches_installing_on_the_real_servic
     assert_eq!(machine_file(&b, W0.1, SVC).as_deref(), cfg.text(SVC).as_deref());
     eprintln!(
         "the disk's assisted-service.env {} the config image's",
-        if disk_svc == cfg.text(SVC).unwrap() { "equals" } else { "differed from, and was replaced by," }
+        if disk_svc == cfg.text(SVC).unwrap() {
+            "equals"
+        } else {
+            "differed from, and was replaced by,"
+        }
     );
     // Modes as the cpio records them.
     assert_eq!(
         machine_mode(&b, W0.1, "/etc/assisted/manifests/pull-secret.yaml"),
         Some(0o600)
     );
-    assert_eq!(machine_mode(&b, W0.1, "/etc/assisted/hostconfig/worker-0/role"), Some(0o644));
+    assert_eq!(
+        machine_mode(&b, W0.1, "/etc/assisted/hostconfig/worker-0/role"),
+        Some(0o644)
+    );
     eprintln!("measured: appliance host to installing {took:?}");
     b.finish();
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn config_image_for_another_release_than_the_disks_is_refused_by_the_loader() {
     real_bin();
     let w = Work::new();
     let (_c, iso, img) = appliance_for(&w, &[dhcp_host(W0)]);
-    let other = format!("quay.io/openshift-release-dev/ocp-release@sha256:{}", "0".repeat(64));
+    let other = format!(
+        "quay.io/openshift-release-dev/ocp-release@sha256:{}",
+        "0".repeat(64)
+    );
     let mut node = run_node_appliance(&w, &iso, &img, &[W0], &["--appliance-release", &other]);
     let t = Instant::now();
     let status = loop {
@@ -942,12 +1003,17 @@ fn config_image_for_another_release_than_the_disks_is_refused_by_the_loader() {
     let out = node.text();
     assert_eq!(status.code(), Some(6), "{out}");
     assert!(
-        out.contains(&format!("The cluster-image-set in archive does not match current release {other}")),
+        out.contains(&format!(
+            "The cluster-image-set in archive does not match current release {other}"
+        )),
         "{out}"
     );
     assert!(out.contains("GOAL FAILED"), "{out}");
     let j = loader_journal(&w, W0.1);
-    assert!(!j.contains("Copied file"), "nothing is copied before the release check:\n{j}");
+    assert!(
+        !j.contains("Copied file"),
+        "nothing is copied before the release check:\n{j}"
+    );
     // No unit ran: the service never started on this machine.
     assert!(!out.contains("assisted-service.service: started"), "{out}");
     eprintln!("measured: refused in {:?}", t.elapsed());
@@ -1014,7 +1080,11 @@ fn pxe_files_for(scenario: &str, hosts: &[String]) -> PxeFiles {
     let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
     let nc = nc.to_str().unwrap();
     let out = w.out();
-    let o = plugin(&c, &w, &["add-nodes", "--nodes-config", nc, "--dir", out.to_str().unwrap()]);
+    let o = plugin(
+        &c,
+        &w,
+        &["add-nodes", "--nodes-config", nc, "--dir", out.to_str().unwrap()],
+    );
     assert_eq!(o.status.code(), Some(0), "add-nodes (ISO): {}", text(&o));
     let srv = w.path("srv");
     std::fs::create_dir_all(&srv).unwrap();
@@ -1083,8 +1153,16 @@ fn ignition_differences(iso_raw: &[u8], pxe_raw: &[u8], per_run: &[(String, Stri
     let first_diff = |a: &str, b: &str| -> String {
         let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
         let i = la.iter().zip(&lb).take_while(|(x, y)| x == y).count();
-        let cut = |s: Option<&&str>| s.map(|s| s.chars().take(160).collect::<String>()).unwrap_or_default();
-        format!("line {}: ISO {:?} / PXE {:?}", i + 1, cut(la.get(i)), cut(lb.get(i)))
+        let cut = |s: Option<&&str>| {
+            s.map(|s| s.chars().take(160).collect::<String>())
+                .unwrap_or_default()
+        };
+        format!(
+            "line {}: ISO {:?} / PXE {:?}",
+            i + 1,
+            cut(la.get(i)),
+            cut(lb.get(i))
+        )
     };
     let iso = sim_ignition::parse(iso_raw).unwrap();
     let pxe = sim_ignition::parse(pxe_raw).unwrap();
@@ -1098,7 +1176,10 @@ fn ignition_differences(iso_raw: &[u8], pxe_raw: &[u8], per_run: &[(String, Stri
                     out.push(format!("{p}: {}", first_diff(&a, &b)));
                 }
             }
-            (a, _) => out.push(format!("{p}: only in the {}", if a.is_some() { "ISO" } else { "PXE initrd" })),
+            (a, _) => out.push(format!(
+                "{p}: only in the {}",
+                if a.is_some() { "ISO" } else { "PXE initrd" }
+            )),
         }
     }
     let names: std::collections::BTreeSet<&String> = iso.units.keys().chain(pxe.units.keys()).collect();
@@ -1109,21 +1190,37 @@ fn ignition_differences(iso_raw: &[u8], pxe_raw: &[u8], per_run: &[(String, Stri
                     out.push(format!("unit {n}: {}", first_diff(&a.text, &norm(&b.text))));
                 }
             }
-            (a, _) => out.push(format!("unit {n}: only in the {}", if a.is_some() { "ISO" } else { "PXE initrd" })),
+            (a, _) => out.push(format!(
+                "unit {n}: only in the {}",
+                if a.is_some() { "ISO" } else { "PXE initrd" }
+            )),
         }
     }
     if iso.ssh_keys != pxe.ssh_keys {
-        out.push(format!("SSH keys: ISO {:?} / PXE {:?}", iso.ssh_keys, pxe.ssh_keys));
+        out.push(format!(
+            "SSH keys: ISO {:?} / PXE {:?}",
+            iso.ssh_keys, pxe.ssh_keys
+        ));
     }
     let skeleton = |raw: &[u8]| -> String {
         let mut v: Value = serde_json::from_slice(raw).unwrap();
-        for f in v.pointer_mut("/storage/files").and_then(|f| f.as_array_mut()).into_iter().flatten() {
+        for f in v
+            .pointer_mut("/storage/files")
+            .and_then(|f| f.as_array_mut())
+            .into_iter()
+            .flatten()
+        {
             if let Some(o) = f.as_object_mut() {
                 o.remove("contents");
                 o.remove("append");
             }
         }
-        for u in v.pointer_mut("/systemd/units").and_then(|f| f.as_array_mut()).into_iter().flatten() {
+        for u in v
+            .pointer_mut("/systemd/units")
+            .and_then(|f| f.as_array_mut())
+            .into_iter()
+            .flatten()
+        {
             if let Some(o) = u.as_object_mut() {
                 o.remove("contents");
                 o.remove("dropins");
@@ -1149,7 +1246,12 @@ struct PxeBooted {
 /// unit succeeded.
 fn boot_pxe(p: PxeFiles, machines: &[(&str, &str, &str)]) -> PxeBooted {
     let PxeFiles {
-        c, w, dir, base_url, kargs, ..
+        c,
+        w,
+        dir,
+        base_url,
+        kargs,
+        ..
     } = p;
     let l = pxe_loaded(&dir);
     let (agent, user, watcher) = tokens(&l.cfg);
@@ -1166,7 +1268,10 @@ fn boot_pxe(p: PxeFiles, machines: &[(&str, &str, &str)]) -> PxeBooted {
     let validations = Validations::watch(&ips, &infra, &user);
     node.wait_goal(machines.len(), Duration::from_secs(480));
     let took = t.elapsed();
-    eprintln!("run-node --pxe-dir: {} machine(s) at their goal after {took:?}", machines.len());
+    eprintln!(
+        "run-node --pxe-dir: {} machine(s) at their goal after {took:?}",
+        machines.len()
+    );
     assert!(
         node.text()
             .contains("assisted-service: github.com/openshift/assisted-service@"),
@@ -1206,7 +1311,9 @@ impl PxeBooted {
             "the machine's /proc/cmdline is the script's kernel line"
         );
         assert!(
-            text.contains("ignition-generator: ignition.firstboot: ignition-complete.target queued (PLATFORM_ID=metal)"),
+            text.contains(
+                "ignition-generator: ignition.firstboot: ignition-complete.target queued (PLATFORM_ID=metal)"
+            ),
             "{text}"
         );
         let journal = std::fs::read_to_string(
@@ -1216,8 +1323,14 @@ impl PxeBooted {
         )
         .unwrap();
         let url = format!("{}/node.x86_64-rootfs.img", self.base_url);
-        assert!(journal.contains(&format!("Fetching rootfs image from {url}...")), "{journal}");
-        assert!(journal.contains("verified against /etc/coreos-live-want-rootfs"), "{journal}");
+        assert!(
+            journal.contains(&format!("Fetching rootfs image from {url}...")),
+            "{journal}"
+        );
+        assert!(
+            journal.contains("verified against /etc/coreos-live-want-rootfs"),
+            "{journal}"
+        );
         assert_eq!(
             machine_file(b, m.1, "/run/agent-day2-sim/initramfs/etc/coreos-live-rootfs"),
             Some(format!("{}\n", agent_day2_sim::baseiso::RHCOS_RELEASE)),
@@ -1233,7 +1346,10 @@ impl PxeBooted {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn pxe_host_reaches_installing_on_the_real_service() {
     let p = pxe_files_for("name: ostest\n", &[dhcp_host(W0)]);
     // The initrd carries the Ignition the ISO of the same cluster and hosts carries (the
@@ -1245,15 +1361,26 @@ fn pxe_host_reaches_installing_on_the_real_service() {
     let l = pxe_loaded(&p.dir);
     let per_run = per_run_values(&sim_ignition::parse(&iso_raw).unwrap(), &l.cfg);
     let d = ignition_differences(&iso_raw, &l.raw, &per_run);
-    assert!(d.is_empty(), "the PXE initrd's Ignition differs from the ISO's:\n{}", d.join("\n"));
+    assert!(
+        d.is_empty(),
+        "the PXE initrd's Ignition differs from the ISO's:\n{}",
+        d.join("\n")
+    );
     // The kernel command line the script gives.
     let words: Vec<&str> = p.kargs.split_whitespace().collect();
     let rootfs_url = format!("coreos.live.rootfs_url={}/node.x86_64-rootfs.img", p.base_url);
-    for want in ["initrd=initrd", "ignition.firstboot", "ignition.platform.id=metal", &rootfs_url] {
+    for want in [
+        "initrd=initrd",
+        "ignition.firstboot",
+        "ignition.platform.id=metal",
+        &rootfs_url,
+    ] {
         assert!(words.contains(&want), "{want} not in {}", p.kargs);
     }
     assert!(
-        !words.iter().any(|w| w.starts_with("fips") || w.starts_with("coreos.liveiso")),
+        !words
+            .iter()
+            .any(|w| w.starts_with("fips") || w.starts_with("coreos.liveiso")),
         "{}",
         p.kargs
     );
@@ -1265,7 +1392,10 @@ fn pxe_host_reaches_installing_on_the_real_service() {
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn pxe_host_of_a_fips_cluster_boots_in_fips_mode_and_reaches_installing() {
     let p = pxe_files_for("name: ostest\nfips: true\n", &[dhcp_host(W0)]);
     assert!(
@@ -1297,7 +1427,10 @@ fn run_pxe_to_exit(p: &PxeFiles, m: (&str, &str, &str)) -> (Option<i32>, String)
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn pxe_boot_without_ignition_firstboot_or_its_rootfs_stops_as_a_live_system_does() {
     let p = pxe_files_for("name: ostest\n", &[dhcp_host(W0)]);
     let _keep = KeepOnPanic(p.w.path(""));
@@ -1335,14 +1468,18 @@ fn pxe_boot_without_ignition_firstboot_or_its_rootfs_stops_as_a_live_system_does
     let (code, text) = run_pxe_to_exit(&p, W0);
     assert_eq!(code, Some(6), "{text}");
     assert!(
-        text.contains("Couldn't fetch, verify, and unpack image specified by:") && text.contains("hash mismatch at offset 0"),
+        text.contains("Couldn't fetch, verify, and unpack image specified by:")
+            && text.contains("hash mismatch at offset 0"),
         "{text}"
     );
     drop(p);
 }
 
 #[test]
-#[cfg_attr(not(real_assisted), ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)")]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
 fn appliance_disk_image_host_is_refused_at_install_by_the_real_service() {
     // Booted from the appliance's disk, the host reports a persistent boot device; the real
     // service then wants a release image for the imported cluster (which has no OpenShift
@@ -1370,7 +1507,10 @@ fn appliance_disk_image_host_is_refused_at_install_by_the_real_service() {
     let out = node.text();
     assert!(out.contains("Successfully copied contents of config.gz"), "{out}");
     assert_eq!(status.code(), Some(6), "{out}");
-    assert!(out.contains("GOAL FAILED: agent-add-node.service failed"), "{out}");
+    assert!(
+        out.contains("GOAL FAILED: agent-add-node.service failed"),
+        "{out}"
+    );
     assert!(
         out.contains("no release image found for host: invalid openshiftVersion ''"),
         "{out}"
@@ -1381,8 +1521,8 @@ fn appliance_disk_image_host_is_refused_at_install_by_the_real_service() {
 
 #[test]
 #[cfg_attr(
-    not(real_assisted),
-    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+    not(all(real_assisted, real_agent)),
+    ignore = "needs the real assisted-service and discovery agent: scripts/real-components.sh assisted, then agent (AGENT_DAY2_AGENT_SRC), then AGENT_DAY2_REAL_ASSISTED=1 AGENT_DAY2_REAL_AGENT=1 (scripts/test.sh does both)"
 )]
 fn a_root_device_hint_matching_no_disk_keeps_the_host_from_installing() {
     // The real discovery agent reports the machine's one disk (/dev/vda, read by its own
@@ -1444,9 +1584,14 @@ fn a_root_device_hint_matching_no_disk_keeps_the_host_from_installing() {
     );
     // The real inventory's one disk, as the client saw it when it found no match.
     let applied = journal(&w, mac, "apply-host-config.service");
-    assert!(applied.contains("No disk found matching root device hints"), "{applied}");
     assert!(
-        applied.contains("Eligible disks: [Disk - path: /dev/vda, by-path: /dev/disk/by-path/pci-0000:04:00.0, wwn: ]"),
+        applied.contains("No disk found matching root device hints"),
+        "{applied}"
+    );
+    assert!(
+        applied.contains(
+            "Eligible disks: [Disk - path: /dev/vda, by-path: /dev/disk/by-path/pci-0000:04:00.0, wwn: ]"
+        ),
         "{applied}"
     );
     assert!(
@@ -1471,7 +1616,10 @@ fn a_root_device_hint_matching_no_disk_keeps_the_host_from_installing() {
         "the real service: host {} ({}), installation disk {}",
         host["status"], host["status_info"], host["installation_disk_path"]
     );
-    eprintln!("measured: known, the hint's disk refused twice, after {:?}", t.elapsed());
+    eprintln!(
+        "measured: known, the hint's disk refused twice, after {:?}",
+        t.elapsed()
+    );
     drop(node);
     keep(w);
 }

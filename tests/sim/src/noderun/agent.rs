@@ -627,7 +627,10 @@ pub fn real_agent(dir: &Path) -> Result<String, String> {
         )
     })?;
     if !dir.join("agent").is_file() {
-        return Err(format!("{} is missing (scripts/real-components.sh agent builds it)", dir.join("agent").display()));
+        return Err(format!(
+            "{} is missing (scripts/real-components.sh agent builds it)",
+            dir.join("agent").display()
+        ));
     }
     text.lines()
         .find_map(|l| l.strip_prefix("agent: "))
@@ -759,7 +762,11 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
     }
     put(&stage.join("cpuinfo"), 0o444, cpuinfo.as_bytes())?;
     bind(&stage.join("cpuinfo"), &inside("/proc/cpuinfo"), true)?;
-    let list = if n == 1 { "0\n".to_string() } else { format!("0-{}\n", n - 1) };
+    let list = if n == 1 {
+        "0\n".to_string()
+    } else {
+        format!("0-{}\n", n - 1)
+    };
     put(&stage.join("cpu-list"), 0o444, list.as_bytes())?;
     for f in ["possible", "present", "online"] {
         let p = inside(&format!("/sys/devices/system/cpu/{f}"));
@@ -773,7 +780,10 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
     let classes = stage.join("sysfs-class");
     bind(&inside("/sys/class"), &classes, false)?;
     mount("tmpfs", &inside("/sys/class"), "tmpfs", 0, Some("mode=0755"))?;
-    for e in std::fs::read_dir(&classes).map_err(|e| format!("{}: {e}", classes.display()))?.flatten() {
+    for e in std::fs::read_dir(&classes)
+        .map_err(|e| format!("{}: {e}", classes.display()))?
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         if name == "dmi" || name == "block" {
             continue;
@@ -789,7 +799,10 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
     // own (its carrier, speed, MTU). Other interfaces as the kernel shows them.
     let net = inside("/sys/class/net");
     std::fs::create_dir_all(&net).map_err(|e| e.to_string())?;
-    for e in std::fs::read_dir(classes.join("net")).map_err(|e| format!("{}: {e}", classes.display()))?.flatten() {
+    for e in std::fs::read_dir(classes.join("net"))
+        .map_err(|e| format!("{}: {e}", classes.display()))?
+        .flatten()
+    {
         let name = e.file_name().to_string_lossy().into_owned();
         let link = std::fs::read_link(e.path()).map_err(|e| format!("/sys/class/net/{name}: {e}"))?;
         if name == spec.ifname {
@@ -824,7 +837,11 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
         ("bios_date", "05/24/2024".to_string()),
     ];
     for (f, v) in dmi {
-        put(&inside(&format!("/sys/class/dmi/id/{f}")), 0o444, format!("{v}\n").as_bytes())?;
+        put(
+            &inside(&format!("/sys/class/dmi/id/{f}")),
+            0o444,
+            format!("{v}\n").as_bytes(),
+        )?;
     }
 
     // The disk: /sys/block/vda (size in 512-byte sectors, not rotational: virtio-blk), its
@@ -848,7 +865,8 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
     }
     std::fs::create_dir_all(vda.join("holders")).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(inside("/sys/class/block")).map_err(|e| e.to_string())?;
-    std::os::unix::fs::symlink("../../block/vda", inside("/sys/class/block/vda")).map_err(|e| e.to_string())?;
+    std::os::unix::fs::symlink("../../block/vda", inside("/sys/class/block/vda"))
+        .map_err(|e| e.to_string())?;
     put(
         &inside(&format!("/run/udev/data/b{DISK_DEV}")),
         0o644,
@@ -870,7 +888,13 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
         bind(Path::new("/dev/pts"), &dev.join("pts"), false)?;
     }
     std::fs::create_dir_all(dev.join("shm")).map_err(|e| e.to_string())?;
-    mount("tmpfs", &dev.join("shm"), "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, Some("mode=1777"))?;
+    mount(
+        "tmpfs",
+        &dev.join("shm"),
+        "tmpfs",
+        libc::MS_NOSUID | libc::MS_NODEV,
+        Some("mode=1777"),
+    )?;
     for (l, t) in [
         ("fd", "/proc/self/fd"),
         ("stdin", "/proc/self/fd/0"),
@@ -882,16 +906,24 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
     // The disk's node: an empty regular file (nothing here reads or writes a disk: the disk
     // speed check's fio and the installation are stood in).
     put(&dev.join("vda"), 0o660, b"")?;
-    for (d, name) in [("by-path", DISK_BY_PATH.to_string()), ("by-id", format!("virtio-{serial}"))] {
+    for (d, name) in [
+        ("by-path", DISK_BY_PATH.to_string()),
+        ("by-id", format!("virtio-{serial}")),
+    ] {
         std::fs::create_dir_all(dev.join("disk").join(d)).map_err(|e| e.to_string())?;
-        std::os::unix::fs::symlink("../../vda", dev.join("disk").join(d).join(name)).map_err(|e| e.to_string())?;
+        std::os::unix::fs::symlink("../../vda", dev.join("disk").join(d).join(name))
+            .map_err(|e| e.to_string())?;
     }
 
     // The root file system: a live system's /sysroot is its loop-mounted rootfs image (the
     // agent reads `boot.device_type` ephemeral from that), an installed one's a disk partition.
     let sysroot = inside("/sysroot");
     std::fs::create_dir_all(&sysroot).map_err(|e| e.to_string())?;
-    let src = if hw.boot_device_type == "persistent" { "/dev/vda4" } else { "/dev/loop0" };
+    let src = if hw.boot_device_type == "persistent" {
+        "/dev/vda4"
+    } else {
+        "/dev/loop0"
+    };
     mount(src, &sysroot, "tmpfs", libc::MS_RDONLY, Some("mode=0755"))?;
     Ok(())
 }
@@ -904,7 +936,8 @@ fn journald(spec: &super::Spec, root: &Path) -> Result<(), String> {
     let sock = root.join("run/systemd/journal/socket");
     std::fs::create_dir_all(sock.parent().unwrap()).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&sock);
-    let s = std::os::unix::net::UnixDatagram::bind(&sock).map_err(|e| format!("bind {}: {e}", sock.display()))?;
+    let s =
+        std::os::unix::net::UnixDatagram::bind(&sock).map_err(|e| format!("bind {}: {e}", sock.display()))?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666));
@@ -937,12 +970,20 @@ pub fn journal_fields(b: &[u8]) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut i = 0;
     while i < b.len() {
-        let Some(end) = b[i..].iter().position(|c| *c == b'\n' || *c == b'=').map(|p| p + i) else {
+        let Some(end) = b[i..]
+            .iter()
+            .position(|c| *c == b'\n' || *c == b'=')
+            .map(|p| p + i)
+        else {
             break;
         };
         let key = String::from_utf8_lossy(&b[i..end]).into_owned();
         if b[end] == b'=' {
-            let vend = b[end + 1..].iter().position(|c| *c == b'\n').map(|p| p + end + 1).unwrap_or(b.len());
+            let vend = b[end + 1..]
+                .iter()
+                .position(|c| *c == b'\n')
+                .map(|p| p + end + 1)
+                .unwrap_or(b.len());
             out.insert(key, String::from_utf8_lossy(&b[end + 1..vend]).into_owned());
             i = vend + 1;
         } else {
@@ -1048,13 +1089,18 @@ fn nsenter(args: &[String]) -> i32 {
         use std::os::fd::AsRawFd;
         // SAFETY: setns on an open namespace file descriptor.
         if unsafe { libc::setns(f.as_raw_fd(), 0) } != 0 {
-            eprintln!("nsenter: reassociate to namespace '{n}' failed: {}", std::io::Error::last_os_error());
+            eprintln!(
+                "nsenter: reassociate to namespace '{n}' failed: {}",
+                std::io::Error::last_os_error()
+            );
             return 1;
         }
     }
     if ns.contains(&"mnt") {
         let Some(root) = root else {
-            eprintln!("nsenter: {RUN_DIR}/machine.json names no machine root (not inside a run-node machine?)");
+            eprintln!(
+                "nsenter: {RUN_DIR}/machine.json names no machine root (not inside a run-node machine?)"
+            );
             return 1;
         };
         let c = std::ffi::CString::new(root.clone()).unwrap();
@@ -1143,7 +1189,10 @@ fn fio(args: &[String]) -> i32 {
         .iter()
         .position(|a| a == "--filename")
         .and_then(|i| args.get(i + 1).cloned())
-        .or_else(|| args.iter().find_map(|a| a.strip_prefix("--filename=").map(String::from)))
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("--filename=").map(String::from))
+        })
         .unwrap_or_default()
         .replace("\\:", ":");
     let path = path.as_str();
@@ -1151,7 +1200,9 @@ fn fio(args: &[String]) -> i32 {
         eprintln!("fio: {path}: No such file or directory");
         return 1;
     }
-    log(&format!("fio stand-in: no write to {path} (the disk speed check's fio is stood in)"));
+    log(&format!(
+        "fio stand-in: no write to {path} (the disk speed check's fio is stood in)"
+    ));
     println!(
         "{}",
         json!({"fio version": "fio-3.35 (agent-day2-sim stand-in)", "jobs": [{"jobname": "test", "error": 0,
@@ -1167,7 +1218,10 @@ fn fio(args: &[String]) -> i32 {
 /// gateway and any host it talked to), in nmap's XML.
 fn nmap(args: &[String]) -> i32 {
     let Some(cidr) = args.last().filter(|a| a.contains('/')) else {
-        eprintln!("nmap: the stand-in scans one CIDR (-sn -PR -n -oX - CIDR), got: {}", args.join(" "));
+        eprintln!(
+            "nmap: the stand-in scans one CIDR (-sn -PR -n -oX - CIDR), got: {}",
+            args.join(" ")
+        );
         return 1;
     };
     let Some((net, bits)) = cidr
@@ -1177,22 +1231,42 @@ fn nmap(args: &[String]) -> i32 {
         eprintln!("nmap: {cidr}: not an IPv4 network");
         return 1;
     };
-    let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits.min(32)) };
+    let mask = if bits == 0 {
+        0
+    } else {
+        u32::MAX << (32 - bits.min(32))
+    };
     let inside = |ip: &str| {
         ip.parse::<std::net::Ipv4Addr>()
             .is_ok_and(|a| u32::from(a) & mask == u32::from(net) & mask)
     };
     let mut up: Vec<String> = vec![];
-    for l in ip_json(&["-j", "-4", "addr", "show"]).as_array().into_iter().flatten() {
+    for l in ip_json(&["-j", "-4", "addr", "show"])
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
         for a in l["addr_info"].as_array().into_iter().flatten() {
             if let Some(ip) = a["local"].as_str() {
                 up.push(ip.to_string());
             }
         }
     }
-    for n in ip_json(&["-j", "-4", "neigh", "show"]).as_array().into_iter().flatten() {
-        let st: Vec<&str> = n["state"].as_array().into_iter().flatten().filter_map(|s| s.as_str()).collect();
-        if st.iter().any(|s| matches!(*s, "REACHABLE" | "STALE" | "DELAY" | "PROBE" | "PERMANENT")) {
+    for n in ip_json(&["-j", "-4", "neigh", "show"])
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let st: Vec<&str> = n["state"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str())
+            .collect();
+        if st
+            .iter()
+            .any(|s| matches!(*s, "REACHABLE" | "STALE" | "DELAY" | "PROBE" | "PERMANENT"))
+        {
             if let Some(ip) = n["dst"].as_str() {
                 up.push(ip.to_string());
             }
@@ -1201,7 +1275,8 @@ fn nmap(args: &[String]) -> i32 {
     up.retain(|ip| inside(ip));
     up.sort();
     up.dedup();
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<nmaprun scanner=\"nmap\" args=\"nmap ");
+    let mut x =
+        String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<nmaprun scanner=\"nmap\" args=\"nmap ");
     x.push_str(&args.join(" "));
     x.push_str("\">\n");
     for ip in &up {
@@ -1250,7 +1325,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let e = real_agent(d.path()).unwrap_err();
         assert!(e.contains("scripts/real-components.sh agent"), "{e}");
-        std::fs::write(d.path().join("versions"), "agent: github.com/openshift/assisted-installer-agent/src/agent/main@v0.0.0-1-a (from x)\n").unwrap();
+        std::fs::write(
+            d.path().join("versions"),
+            "agent: github.com/openshift/assisted-installer-agent/src/agent/main@v0.0.0-1-a (from x)\n",
+        )
+        .unwrap();
         assert!(real_agent(d.path()).unwrap_err().contains("is missing"));
         std::fs::write(d.path().join("agent"), b"").unwrap();
         assert_eq!(

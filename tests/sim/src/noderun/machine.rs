@@ -349,7 +349,16 @@ pub fn main(spec_path: &Path) -> i32 {
         sh(&["ip", "addr", "add", &cidr, "dev", &spec.ifname])?;
         if let Some((v6, p6)) = spec.ipv6 {
             // nodad: the address is usable at once (no duplicate detection wait).
-            sh(&["ip", "-6", "addr", "add", &format!("{v6}/{p6}"), "dev", &spec.ifname, "nodad"])?;
+            sh(&[
+                "ip",
+                "-6",
+                "addr",
+                "add",
+                &format!("{v6}/{p6}"),
+                "dev",
+                &spec.ifname,
+                "nodad",
+            ])?;
         }
         sh(&["ip", "link", "set", &spec.ifname, "up"])?;
         sh(&[

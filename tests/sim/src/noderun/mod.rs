@@ -321,7 +321,8 @@ fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), 
         ));
     }
     if let (Some(img), Some(disk)) = (&a.config_image, &a.appliance_disk) {
-        let mut f = std::fs::File::open(disk).map_err(|e| (3, vec![cannot_open("--appliance-disk", disk, &e)]))?;
+        let mut f =
+            std::fs::File::open(disk).map_err(|e| (3, vec![cannot_open("--appliance-disk", disk, &e)]))?;
         let (bytes, _) =
             embed::read_ignition(&mut f).map_err(|e| (3, vec![format!("{}: {e}", disk.display())]))?;
         let (raw, removed) = appliance::disk_ignition(&bytes, a.appliance_release.as_deref())

@@ -135,7 +135,10 @@ fn ps(args: &[String]) -> Result<i32, Fail> {
             "--format" => {
                 let f = v.or_else(|| it.next().cloned()).unwrap_or_default();
                 if f.trim() != "{{.Names}}" {
-                    return fail(125, format!("ps --format {f:?}: only {{{{.Names}}}} is supported by the stand-in"));
+                    return fail(
+                        125,
+                        format!("ps --format {f:?}: only {{{{.Names}}}} is supported by the stand-in"),
+                    );
                 }
                 names_only = true;
             }
@@ -143,7 +146,12 @@ fn ps(args: &[String]) -> Result<i32, Fail> {
                 let f = v.or_else(|| it.next().cloned()).unwrap_or_default();
                 match f.strip_prefix("name=") {
                     Some(n) => filter = Some(n.to_string()),
-                    None => return fail(125, format!("ps --filter {f:?}: only name= is supported by the stand-in")),
+                    None => {
+                        return fail(
+                            125,
+                            format!("ps --filter {f:?}: only name= is supported by the stand-in"),
+                        )
+                    }
                 }
             }
             s => return fail(125, format!("ps option {s} is not supported by the stand-in")),
@@ -152,7 +160,10 @@ fn ps(args: &[String]) -> Result<i32, Fail> {
     let matches = |n: &str| match &filter {
         None => true,
         Some(f) => {
-            let (a, f) = f.strip_prefix('^').map(|r| (true, r)).unwrap_or((false, f.as_str()));
+            let (a, f) = f
+                .strip_prefix('^')
+                .map(|r| (true, r))
+                .unwrap_or((false, f.as_str()));
             let (z, f) = f.strip_suffix('$').map(|r| (true, r)).unwrap_or((false, f));
             match (a, z) {
                 (true, true) => n == f,
@@ -665,10 +676,12 @@ fn check_command(role: &str, argv: &[String]) -> Result<(), Fail> {
                 || matches!(prog, "/start_db.sh" | "./start_db.sh")
         }
         "node-agent" => {
-            matches!(prog, "/usr/bin/agent" | "agent" | "cp" | "/usr/bin/cp" | "/bin/cp")
-                || super::agent::AGENT_NAMES
-                    .iter()
-                    .any(|n| prog == *n || prog.strip_prefix("/usr/bin/") == Some(n))
+            matches!(
+                prog,
+                "/usr/bin/agent" | "agent" | "cp" | "/usr/bin/cp" | "/bin/cp"
+            ) || super::agent::AGENT_NAMES
+                .iter()
+                .any(|n| prog == *n || prog.strip_prefix("/usr/bin/") == Some(n))
         }
         "installer" => prog == INSTALLER_ENTRYPOINT,
         _ => false,
