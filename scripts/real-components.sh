@@ -86,20 +86,29 @@ print_versions() {
 # unpack leaves nothing that is used.
 unpack() {
   local tarball=$1 sum name dest tmp top
-  [ -f "$tarball" ] || { say "$tarball: no such file (give a source tarball or folder)"; return 1; }
+  [ -f "$tarball" ] || { say "$tarball: no such file (give a source tarball; a folder is used as it is)"; return 1; }
   sum=$(sha256sum "$tarball" | cut -c1-16)
   name=$(basename "$tarball"); name=${name%%.tar*}
   dest="$src_cache/$name-$sum"
   if [ ! -d "$dest" ]; then
     mkdir -p "$src_cache"
     tmp=$(mktemp -d "$dest.partial.XXXXXX")
+    # An interrupted unpack removes its partial folder (a KILL leaves it; it is never used).
+    trap 'rm -rf "$tmp"' EXIT INT TERM
     say "unpacking $tarball (sha256 $sum...) into $dest"
     tar -xf "$tarball" -C "$tmp" || { rm -rf "$tmp"; say "cannot unpack $tarball"; return 1; }
-    mv -T "$tmp" "$dest"
+    top=$(find "$tmp" -mindepth 1 -maxdepth 1)
+    if [ -z "$top" ] || [ "$(printf '%s\n' "$top" | wc -l)" != 1 ] || [ ! -d "$top" ]; then
+      say "$tarball: expected one top folder in it, found: $(ls -A "$tmp" | tr '\n' ' ')"
+      rm -rf "$tmp"; return 1
+    fi
+    # Another unpack of the same tarball may have won the race: then its folder is used.
+    mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
+    trap - EXIT INT TERM
   fi
   top=$(find "$dest" -mindepth 1 -maxdepth 1 -type d)
   [ -n "$top" ] && [ "$(printf '%s\n' "$top" | wc -l)" = 1 ] ||
-    { say "$tarball: expected one top folder in it, found: $(ls -A "$dest" | tr '\n' ' ')"; return 1; }
+    { say "$dest: expected one top folder, found: $(ls -A "$dest" | tr '\n' ' ') (delete it and unpack again)"; return 1; }
   (cd "$top" && pwd)
 }
 
@@ -120,7 +129,15 @@ pinned_tree() {
 verify_tree() {
   local dir=$1 commit=$2 want=$3 head got tmpgit
   if [ -e "$dir/.git" ] && head=$(git -C "$dir" rev-parse HEAD 2>/dev/null); then
-    case "$head" in "$commit"*) return 0 ;; esac
+    case "$head" in
+      "$commit"*)
+        # At the pin, and nothing changed: local edits would be built as the real component.
+        if [ -n "$(git -C "$dir" status --porcelain --untracked-files=no 2>&1)" ]; then
+          say "$dir is at $commit but has uncommitted changes (git status): build from a clean checkout"
+          exit 1
+        fi
+        return 0 ;;
+    esac
     say "$dir is at $head, not the pinned $commit: check out $commit there"; exit 1
   fi
   [ -n "$want" ] || { say "no '// tree <id>' beside the pin in $wrapper: cannot check $dir"; exit 1; }
@@ -159,6 +176,9 @@ build_assisted() {
     if [ -n "${AGENT_DAY2_ASSISTED_SERVICE_SRC:-}" ] &&
       dir=$(source_tree "$AGENT_DAY2_ASSISTED_SERVICE_SRC") && [ -d "$dir/config/crd/bases" ]; then
       dir=$(cd "$dir" && pwd)
+      # The tests take the CRDs and swagger.yaml from it: the pinned tree only (checked once
+      # per run; the build path has checked it already).
+      [ "${verified:-}" = "$dir" ] || verify_tree "$dir" "$commit" "$(pinned_tree "$wrapper" "$module")"
     elif ! dir=$(go mod download -json "$module@$pseudo" 2>/dev/null | jq -er '.Dir'); then
       say "no assisted-service source tree for its CRDs and swagger.yaml (the proxy refuses the module): set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of $commit"
       return 0
@@ -201,6 +221,7 @@ build_assisted() {
       [ -f "$src/$f" ] || { say "$src has no $f: not a full checkout of $module at $commit"; exit 1; }
     done
     verify_tree "$src" "$commit" "$(pinned_tree "$wrapper" "$module")"
+    verified=$(cd "$src" && pwd)
   else
     say "BLOCKED: the Go module proxy does not serve $module@$pseudo."
     say "command: (cd $work && ${get_cmd[*]})"
@@ -440,6 +461,9 @@ run_group() {
   (set -e; "build_$1")
   rc=$?
   set -e
+  # The documented statuses: 0 built, 3 blocked, 1 anything else (a command's own status, a
+  # signal's 128+n, is said above and reported as 1, so `all` never shows a failure as 3).
+  [ "$rc" = 0 ] || [ "$rc" = 3 ] || rc=1
 }
 if [ "${1:-}" = unpack ]; then
   [ $# -eq 2 ] || { say "usage: $0 unpack TARBALL"; exit 1; }

@@ -34,7 +34,7 @@ for group in assisted agent kube; do
         echo "test.sh: the real control plane is blocked here (see above): the simulated cluster of every end-to-end test runs on it" >&2
         exit 3
       fi
-      case " ${AGENT_DAY2_REQUIRE_REAL:-} " in
+      case " ${AGENT_DAY2_REQUIRE_REAL//,/ } " in
         *" $group "*)
           echo "test.sh: the real $group components are required here (AGENT_DAY2_REQUIRE_REAL) but blocked (see above)" >&2
           exit 1 ;;

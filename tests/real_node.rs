@@ -130,12 +130,20 @@ impl Node {
 /// `run-node --iso ISO --stay` for `nodes`, with the seeded payload's component images
 /// (`--pxe-dir ISO` when `iso` is a directory of PXE files).
 fn run_node(w: &Work, iso: &Path, nodes: &[(&str, &str, &str)], extra: &[&str]) -> Node {
+    let flag = if iso.is_dir() { "--pxe-dir" } else { "--iso" };
+    spawn_run_node(w, &[flag.as_ref(), iso.as_os_str()], nodes, extra)
+}
+
+/// `run-node IMAGE-SOURCE... --stay` for `nodes` (the image source as flags, e.g. `--iso X`),
+/// with the seeded payload's component images and the site's DNS names.
+fn spawn_run_node(
+    w: &Work,
+    source: &[&std::ffi::OsStr],
+    nodes: &[(&str, &str, &str)],
+    extra: &[&str],
+) -> Node {
     let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
-    cmd.arg("run-node")
-        .arg(if iso.is_dir() { "--pxe-dir" } else { "--iso" })
-        .arg(iso)
-        .arg("--work")
-        .arg(w.path("run"));
+    cmd.arg("run-node").args(source).arg("--work").arg(w.path("run"));
     cmd.arg("--bin-dir").arg(real_bin());
     for (_, mac, ip) in nodes {
         cmd.arg("--node").arg(format!("{mac}={ip}/24"));
@@ -808,52 +816,17 @@ fn run_node_appliance(
     nodes: &[(&str, &str, &str)],
     extra: &[&str],
 ) -> Node {
-    let mut cmd = Command::new(bin("agent-day2-sim").unwrap());
-    cmd.arg("run-node")
-        .arg("--config-image")
-        .arg(img)
-        .arg("--appliance-disk")
-        .arg(disk)
-        .arg("--work")
-        .arg(w.path("run"))
-        .arg("--bin-dir")
-        .arg(real_bin());
-    for (_, mac, ip) in nodes {
-        cmd.arg("--node").arg(format!("{mac}={ip}/24"));
-    }
-    cmd.args(["--image", &format!("api-server={}", component('1'))]);
-    cmd.args(["--image", &format!("node-agent={}", component('2'))]);
-    cmd.args(["--time-scale", "0.1", "--timeout", "8m", "--stay"]);
-    cmd.args(["--dns", "api.ostest.example.com=192.168.111.5"]);
-    cmd.args(["--dns", "api-int.ostest.example.com=192.168.111.5"]);
-    cmd.args([
-        "--dns",
-        &format!(
-            "console-openshift-console.apps.ostest.example.com={}",
-            agent_day2_sim::seed::INGRESS_VIP
-        ),
-    ]);
-    cmd.args(extra);
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let out = Arc::new(Mutex::new(String::new()));
-    for pipe in [
-        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
-        Box::new(child.stderr.take().unwrap()),
-    ] {
-        let out = out.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(pipe).lines().map_while(Result::ok) {
-                eprintln!("{l}");
-                let mut o = out.lock().unwrap();
-                o.push_str(&l);
-                o.push('\n');
-            }
-        });
-    }
-    Node { kid: Kid(child), out }
+    spawn_run_node(
+        w,
+        &[
+            "--config-image".as_ref(),
+            img.as_os_str(),
+            "--appliance-disk".as_ref(),
+            disk.as_os_str(),
+        ],
+        nodes,
+        extra,
+    )
 }
 
 /// The journal of the appliance loader on the machine with MAC `mac`.

@@ -147,8 +147,9 @@ pub struct Loaded {
 
 /// The PXE set in `dir` when it holds exactly one iPXE script `node.<arch>.ipxe`: the script is
 /// parsed and its kernel and initrds resolved in `dir` (not the rootfs, which the machine
-/// fetches), the initrds unpacked, `config.ign` parsed. `Ok(None)`: no script or several (then
-/// [`source::pxe_dir`] decides). Refused (exit 3): a script iPXE would not boot (no `#!ipxe`,
+/// fetches), the initrds unpacked, `config.ign` parsed. `Ok(None)`: no script (then
+/// [`source::pxe_dir`] decides). Refused (exit 3): several `node.*.ipxe` scripts (which one the
+/// PXE server hands out is not ours to guess), a script iPXE would not boot (no `#!ipxe`,
 /// no kernel or initrd line, a file not in `dir`, `initrd=` naming no loaded initrd: UEFI
 /// machines then boot without it, no `boot`), an initrd that does not unpack or holds no
 /// `config.ign`.
@@ -165,8 +166,23 @@ pub fn load(dir: &Path) -> Result<Option<Loaded>, source::Refusal> {
         .map(|e| e.path())
         .collect();
     scripts.sort();
-    let [script] = scripts.as_slice() else {
-        return Ok(None);
+    let script = match scripts.as_slice() {
+        [] => return Ok(None),
+        [one] => one,
+        several => {
+            return Err((
+                3,
+                vec![format!(
+                    "--pxe-dir {}: several iPXE scripts ({}): keep the one your PXE server hands out (add-nodes --pxe writes node.<arch>.ipxe)",
+                    dir.display(),
+                    several
+                        .iter()
+                        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )],
+            ))
+        }
     };
     let what = script.display().to_string();
     let text = std::fs::read_to_string(script).map_err(|e| (1, vec![format!("cannot read {what}: {e}")]))?;

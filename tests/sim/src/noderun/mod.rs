@@ -140,8 +140,8 @@ pub struct RunNodeArgs {
     #[arg(long, default_value = "10m", value_parser = crate::boot::parse_duration)]
     pub timeout: Duration,
     /// Factor applied to every `RestartSec=` and to the agent's instruction interval
-    /// (1: as written).
-    #[arg(long, default_value_t = 1.0)]
+    /// (1: as written; a finite number above 0, at most 1000).
+    #[arg(long, default_value_t = 1.0, value_parser = parse_time_scale)]
     pub time_scale: f64,
     /// Failed starts after which a restarting unit is given up.
     #[arg(long, default_value_t = 4)]
@@ -535,6 +535,16 @@ fn parse_node(n: &str) -> Result<(String, Ipv4Addr, u8), String> {
     Ok((m, ip, prefix))
 }
 
+/// `--time-scale`: a finite factor in (0, 1000].
+fn parse_time_scale(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1000.0 => Ok(f),
+        _ => Err(format!(
+            "{s:?} is not a factor above 0 and at most 1000 (e.g. 0.1)"
+        )),
+    }
+}
+
 /// `--node-ipv6 MAC=IPV6[/PREFIX]` → (lower-case MAC, (address, prefix)); prefix default 64.
 fn parse_node_ipv6(n: &str) -> Result<(String, (std::net::Ipv6Addr, u8)), String> {
     let (mac, rest) = n
@@ -664,6 +674,16 @@ pub fn run(a: RunNodeArgs) -> i32 {
         match parse_node_ipv6(n) {
             Ok((mac, _)) if !machines.iter().any(|(m, _, _)| *m == mac) => {
                 eprintln!("error: --node-ipv6 {n:?}: no --node has MAC {mac}");
+                return 2;
+            }
+            Ok((_, (v6, _))) if v6.is_multicast() || v6.is_unspecified() || v6.is_loopback() => {
+                eprintln!(
+                    "error: --node-ipv6 {n:?}: {v6} cannot be a machine's address (give a unicast address)"
+                );
+                return 2;
+            }
+            Ok((_, (v6, _))) if ipv6_of.values().any(|(a, _): &(std::net::Ipv6Addr, u8)| *a == v6) => {
+                eprintln!("error: --node-ipv6 {n:?}: address {v6} is given twice");
                 return 2;
             }
             Ok((mac, v6)) => {
