@@ -94,7 +94,9 @@ unpack() {
     mkdir -p "$src_cache"
     tmp=$(mktemp -d "$dest.partial.XXXXXX")
     # An interrupted unpack removes its partial folder (a KILL leaves it; it is never used).
-    trap 'rm -rf "$tmp"' EXIT INT TERM
+    unpack_tmp=$tmp
+    trap 'rm -rf "${unpack_tmp:-}"' EXIT
+    trap 'rm -rf "${unpack_tmp:-}"; exit 130' INT TERM
     say "unpacking $tarball (sha256 $sum...) into $dest"
     tar -xf "$tarball" -C "$tmp" || { rm -rf "$tmp"; say "cannot unpack $tarball"; return 1; }
     top=$(find "$tmp" -mindepth 1 -maxdepth 1)
@@ -104,6 +106,7 @@ unpack() {
     fi
     # Another unpack of the same tarball may have won the race: then its folder is used.
     mv -T "$tmp" "$dest" 2>/dev/null || rm -rf "$tmp"
+    unpack_tmp=
     trap - EXIT INT TERM
   fi
   top=$(find "$dest" -mindepth 1 -maxdepth 1 -type d)
