@@ -229,7 +229,7 @@ build_assisted() {
     say "BLOCKED: the Go module proxy does not serve $module@$pseudo."
     say "command: (cd $work && ${get_cmd[*]})"
     sed 's/^/real-components:   /' "$proxy_log" >&2
-    say "set AGENT_DAY2_ASSISTED_SERVICE_SRC to a checkout of commit $commit to build from it instead."
+    say "set AGENT_DAY2_ASSISTED_SERVICE_SRC to a clone of https://github.com/openshift/assisted-service at commit $commit (or a tarball of that tree) to build from it instead (README: where the assisted-service source comes from)."
     exit 3
   fi
 

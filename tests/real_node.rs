@@ -1,12 +1,16 @@
-//! The node ISO judged by the REAL consumer code: the built plugin's `add-nodes` writes the ISO
-//! for a simulated cluster, then `agent-day2-sim run-node` boots its Ignition against the real
-//! assisted-service and agent-based-installer client (built by scripts/real-components.sh from
-//! their Go module), with only podman, the discovery agent and hostnamectl stood in.
+//! The node images judged by the REAL consumer code: the built plugin's `add-nodes` writes the
+//! ISO, the PXE files or the appliance config image for a simulated cluster, then
+//! `agent-day2-sim run-node` boots them against the real assisted-service, its
+//! agent-based-installer client and the real discovery agent (built from source by
+//! scripts/real-components.sh), with only the live system, podman and what would leave the
+//! machine stood in (README "What is proven against real code").
 //!
-//! Every test here needs those binaries: they are `#[ignore]`d with the reason, so a run
-//! without them counts them as ignored; run them with `--include-ignored` where
-//! scripts/real-components.sh has built the binaries (a missing binary then fails the test,
-//! it never passes silently). They need root (network and mount namespaces).
+//! Every test here needs those binaries: `#[cfg_attr(not(real_assisted), ignore = ...)]`
+//! (build.rs), so they are ordinary tests where scripts/test.sh built them (it sets
+//! AGENT_DAY2_REAL_ASSISTED=1, and AGENT_DAY2_REAL_AGENT=1 for the one test that judges what
+//! only the real agent reports) and counted as ignored elsewhere; a missing binary with the
+//! variable set fails the test, it never passes silently. They need root (network and mount
+//! namespaces).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

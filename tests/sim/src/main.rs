@@ -117,10 +117,12 @@ enum Cmd {
     /// `agent-day2-sim netns`: anyone who reaches the address gets in.
     Postgres(PostgresArgs),
     /// Boot day-2 machines from a node image against the REAL assisted-service and its
-    /// agent-based-installer client (scripts/real-components.sh builds them): lays the
-    /// Ignition into a root per machine (own network/mount/PID namespaces, a veth with the
-    /// machine's MAC and IP) and runs its units in systemd order with podman, the discovery
-    /// agent and hostnamectl stood in. Prints the service's module@version first. Exit 0 when
+    /// agent-based-installer client and the real discovery agent (scripts/real-components.sh
+    /// builds them; the agent's stand-in where it is not built, said): lays the Ignition into a
+    /// root per machine (own network/mount/PID namespaces, a veth with the machine's MAC and
+    /// IP) and runs its units in systemd order, with the live system, podman and hostnamectl
+    /// stood in. Run it in the network namespace of `up` (`agent-day2-sim netns`). Prints the
+    /// service's module@version first. Exit 0 when
     /// --until started on every machine, 5 on --timeout, 6 when it failed or a unit it requires
     /// failed for good (unit named),
     /// 130 on SIGINT and 143 on SIGTERM (`interrupted`, machines stopped; with --stay 0 once

@@ -94,14 +94,14 @@ pub struct RunNodeArgs {
     /// PXE: the rootfs.
     #[arg(long, requires = "initrd")]
     pub rootfs: Option<PathBuf>,
-    /// Appliance config image (`agent_configimage`, config.gz), loaded as upstream's
-    /// `load-config-iso.sh` loads it onto the disk `--appliance-disk` stands for
-    /// ([`appliance`]).
+    /// Appliance config image (`agentconfig.noarch.iso` of `add-nodes --config-image`: label
+    /// agent_configimage, config.gz), loaded as upstream's `load-config-iso.sh` loads it onto
+    /// the disk `--appliance-disk` stands for.
     #[arg(long, requires = "appliance_disk")]
     pub config_image: Option<PathBuf>,
     /// Appliance: the node ISO (as `add-nodes` writes it for the same hosts) whose Ignition
     /// stands for the appliance disk: its units, scripts and the files the loader does not
-    /// copy ([`appliance::disk_ignition`]).
+    /// copy.
     #[arg(long, value_name = "ISO", requires = "config_image")]
     pub appliance_disk: Option<PathBuf>,
     /// Appliance: the release the disk was built for (its cluster-image-set.yaml's
@@ -109,8 +109,9 @@ pub struct RunNodeArgs {
     #[arg(long, value_name = "PULLSPEC", requires = "config_image")]
     pub appliance_release: Option<String>,
     /// Appliance: built as a live ISO (openshift-appliance's live-ISO format), so the machine
-    /// runs from memory (inventory boot device `ephemeral`); default: the disk image, booted
-    /// from its disk (`persistent`).
+    /// runs from memory (inventory boot device `ephemeral`) and reaches `installing`; default:
+    /// the disk image, booted from its disk (`persistent`), whose install request the real
+    /// service refuses today (HTTP 500 "no release image found for host": README Limits).
     #[arg(long, requires = "config_image")]
     pub appliance_live_iso: bool,
     /// A machine: MAC=IP[/PREFIX] (repeatable; prefix default 24), e.g.
