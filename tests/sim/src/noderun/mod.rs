@@ -627,6 +627,22 @@ pub fn private_exe(work: &Path) -> Result<PathBuf, String> {
 
 /// Runs `run-node`; returns the exit code.
 pub fn run(a: RunNodeArgs) -> i32 {
+    // clap drops `requires` when the required flag conflicts with the given image source (the
+    // group), so a flag of another source is refused here instead of being ignored.
+    let stray = [
+        (
+            "--appliance-disk",
+            a.appliance_disk.is_some() && a.config_image.is_none(),
+        ),
+        ("--kernel", a.kernel.is_some() && a.initrd.is_none()),
+        ("--rootfs", a.rootfs.is_some() && a.initrd.is_none()),
+    ];
+    if let Some((flag, _)) = stray.iter().find(|(_, bad)| *bad) {
+        eprintln!(
+            "error: {flag} belongs to another image source than the one given (--appliance-disk goes with --config-image, --kernel and --rootfs with --initrd)"
+        );
+        return 2;
+    }
     let bin = a.bin_dir.clone().unwrap_or_else(default_bin_dir);
     let version = match service_version(&bin) {
         Ok(v) => v,
