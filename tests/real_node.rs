@@ -440,9 +440,10 @@ fn dhcp_host_reaches_installing_on_the_real_service() {
     b.finish();
 }
 
-/// A file of the running machine with MAC `mac` (read through its PID 1's mount namespace:
-/// `/proc/<node-machine pid>/root` + the machine's root directory); None when absent.
-fn machine_file(b: &Booted, mac: &str, path: &str) -> Option<String> {
+/// The path, seen from here, of `path` on the running machine with MAC `mac` (through its
+/// PID 1's mount namespace: `/proc/<node-machine pid>/root` + the machine's root directory)
+/// for which `found` holds; None when no such file.
+fn machine_path(b: &Booted, mac: &str, path: &str, found: impl Fn(&Path) -> bool) -> Option<PathBuf> {
     let dir = b.w.path("run").join(format!("machine-{}", mac.replace(':', "")));
     let spec = dir.join("spec.json").to_string_lossy().into_owned();
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
@@ -457,12 +458,18 @@ fn machine_file(b: &Booted, mac: &str, path: &str) -> Option<String> {
                 .join("root")
                 .join(dir.join("root").strip_prefix("/").unwrap())
                 .join(path.trim_start_matches('/'));
-            if let Ok(t) = std::fs::read_to_string(&p) {
-                return Some(t);
+            if found(&p) {
+                return Some(p);
             }
         }
     }
     None
+}
+
+/// A file of the running machine with MAC `mac` ([`machine_path`]); None when absent.
+fn machine_file(b: &Booted, mac: &str, path: &str) -> Option<String> {
+    let p = machine_path(b, mac, path, |p| std::fs::read_to_string(p).is_ok())?;
+    std::fs::read_to_string(p).ok()
 }
 
 /// The host ID run-node's machine reports (its SMBIOS UUID, derived from the MAC).
@@ -844,29 +851,11 @@ fn loader_journal(w: &Work, mac: &str) -> String {
     .unwrap_or_default()
 }
 
-/// The permission bits of a file of the running machine with MAC `mac` (as [`machine_file`]).
+/// The permission bits of a file of the running machine with MAC `mac` ([`machine_path`]).
 fn machine_mode(b: &Booted, mac: &str, path: &str) -> Option<u32> {
     use std::os::unix::fs::PermissionsExt;
-    let dir = b.w.path("run").join(format!("machine-{}", mac.replace(':', "")));
-    let spec = dir.join("spec.json").to_string_lossy().into_owned();
-    for e in std::fs::read_dir("/proc").ok()?.flatten() {
-        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-        let args: Vec<String> = cmd
-            .split(|c| *c == 0)
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        if args.iter().any(|a| a == "node-machine") && args.contains(&spec) {
-            let p = e
-                .path()
-                .join("root")
-                .join(dir.join("root").strip_prefix("/").unwrap())
-                .join(path.trim_start_matches('/'));
-            if let Ok(m) = std::fs::metadata(&p) {
-                return Some(m.permissions().mode() & 0o7777);
-            }
-        }
-    }
-    None
+    let p = machine_path(b, mac, path, |p| std::fs::metadata(p).is_ok())?;
+    Some(std::fs::metadata(p).ok()?.permissions().mode() & 0o7777)
 }
 
 #[test]
