@@ -209,7 +209,7 @@ pub fn required_permissions() -> Vec<Permission> {
             Some(crate::auth::LEGACY_SECRET_NAME),
             &["add-nodes", "monitor"],
         ),
-        p("create", "", "configmaps", own, None, ADD),
+        p("create", "", "configmaps", own, None, BATCH_RW),
         p("get", "", "configmaps", own, None, BATCH_RW),
         p("update", "", "configmaps", own, None, BATCH_RW),
         p("list", "", "configmaps", own, None, BATCH_RW),

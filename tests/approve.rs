@@ -206,7 +206,10 @@ fn approvals(c: &TestCluster) -> Vec<(String, String, String)> {
     let l = kubectl_json(c, BATCH_CONFIGMAPS);
     let items = l["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "one batch record");
-    let rec: Value = serde_json::from_str(items[0]["data"]["batch.json"].as_str().unwrap()).unwrap();
+    let mut recs: Vec<Value> =
+        vec![serde_json::from_str(items[0]["data"]["batch.json"].as_str().unwrap()).unwrap()];
+    merge_records(c, &mut recs);
+    let rec = &recs[0];
     rec["approvals"]
         .as_array()
         .unwrap()

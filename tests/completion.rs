@@ -389,6 +389,7 @@ fn record(name: &str, hosts: &[(&str, &[&str])]) -> (String, Option<BatchRecord>
             .collect(),
         approvals: vec![],
         reboots: vec![],
+        embedded: 0,
     };
     (name.into(), Some(rec))
 }

@@ -828,6 +828,7 @@ fn batch_record(
             .collect(),
         approvals: vec![],
         reboots: vec![],
+        embedded: 0,
     }
 }
 
@@ -1728,6 +1729,7 @@ mod tests {
             }],
             approvals: vec![],
             reboots: vec![],
+            embedded: 0,
         };
         let now = auth::parse_rfc3339("2026-11-29T12:00:00Z").unwrap();
         let recs = [
@@ -1820,6 +1822,7 @@ mod tests {
                 .collect(),
             approvals: vec![],
             reboots: vec![],
+            embedded: 0,
         }
     }
 

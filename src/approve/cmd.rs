@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::{
     nodes_config_addresses, now, parse_node_flag, Action, ApproveOptions, Approver, NodeState, Outcome,
+    Touched,
 };
 use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
@@ -848,13 +849,15 @@ enum Ev {
     Csr(Event<CertificateSigningRequest>),
     Node(Event<Node>),
     Batch(Event<ConfigMap>),
+    Record(Event<ConfigMap>),
 }
 
 type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error>> + Send>>;
 
-/// Watches on CSRs and Nodes, and on the batch records only while some expected node's
-/// address or reboot record is missing (`monitor` records both there; with both known the
-/// records change only by our own approvals, whose large echoes are not worth parsing).
+/// Watches on CSRs, Nodes and the batches' records (approvals and reboot reports, a few hundred
+/// bytes each: [`crate::batch::records`]), and on the batches themselves only while some
+/// expected node's address is missing or its reboot not recorded (`monitor` records addresses
+/// there; otherwise a batch does not change).
 fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvStream {
     let c = target.client.clone();
     let csr = watcher(
@@ -870,7 +873,17 @@ fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvSt
     if let Some(b) = batch_name {
         bcfg = bcfg.fields(&format!("metadata.name={b}"));
     }
-    let mut all = vec![csr.boxed(), node.boxed()];
+    let rsel = match batch_name {
+        Some(b) => format!("{}={b}", crate::batch::records::RECORD_OF),
+        None => crate::batch::records::RECORD_OF.to_string(),
+    };
+    let recs = watcher(
+        Api::<ConfigMap>::namespaced(c.clone(), batch::NAMESPACE),
+        watcher::Config::default().labels(&rsel),
+    )
+    .default_backoff()
+    .map(|r| r.map(Ev::Record));
+    let mut all = vec![csr.boxed(), node.boxed(), recs.boxed()];
     if batches {
         all.push(
             watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg)
@@ -1016,6 +1029,25 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 Err(e) => Err(e),
             },
             Ev::Batch(_) => Ok(()),
+            Ev::Record(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_record(&cm) {
+                Ok(Touched::Node(n)) if csr_synced => {
+                    let names = a.pending_of(&n);
+                    let mut r = Ok(());
+                    for name in names {
+                        if let Some(c) = a_csr(a, &name) {
+                            r = process_one(a, args, &c, &mut live, &mut declined).await;
+                            if r.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    r
+                }
+                Ok(Touched::All) if csr_synced => process_pending(a, args, &mut live, &mut declined).await,
+                Ok(_) => Ok(()),
+                Err(e) => Err(e),
+            },
+            Ev::Record(_) => Ok(()),
             Ev::Csr(Event::InitApply(c)) => {
                 a.observe_csr(&c);
                 Ok(())

@@ -1,6 +1,7 @@
 //! `approve`: finds the pending kubelet CSRs of the expected nodes, judges each with the pure
 //! verdict core ([`crate::csr::verdict_all`]) and approves only the good ones, recording every
-//! approval on the node's batch with compare-and-swap *before* calling `/approval`.
+//! approval for the node's batch *before* calling `/approval` (one record ConfigMap per
+//! approval, created once: [`crate::batch::records`]).
 //!
 //! Rules (design.md "Verifying kubelet CSRs", issue 4):
 //! - expected nodes come from the batch records in `openshift-agent-day2` (all, or one with
@@ -9,8 +10,8 @@
 //! - only the two kubelet signers, only pending CSRs; at most one client and one serving
 //!   approval per expected node (`--reissue NODE` allows one more);
 //! - the write path ([`Approver::approve`]) reads the CSR, the Node and the batch again, judges
-//!   again, records the approval on the batch (CAS on `resourceVersion`, 409 → read again),
-//!   then appends an `Approved` condition through `/approval` (409 → read again, re-check).
+//!   again, records the approval (a create of the node's next approval record; 409 → someone
+//!   else's record: read it, judge again), then appends an `Approved` condition through `/approval` (409 → read again, re-check).
 //!
 //! Engine API (stable; `monitor --approve` uses it): [`ApproveOptions`], [`Approver::new`],
 //! [`Approver::handle`] (one CSR as it arrives: judge, approve or deny as the options say),
@@ -29,6 +30,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
 
+use crate::batch::records::{self, Created, Record};
 use crate::batch::{self, Approval, BatchRecord};
 use crate::cluster::classify;
 use crate::csr::{
@@ -43,7 +45,7 @@ use crate::kube_write::post_params;
 pub const APPROVED_REASON: &str = "AgentDay2Approved";
 /// Reason of the `Denied` condition `--deny-invalid` adds.
 pub const DENIED_REASON: &str = "AgentDay2Denied";
-/// How often a write is retried after a 409 Conflict (batch CAS or `/approval`).
+/// How often a write is retried after a 409 Conflict (an approval record taken or `/approval`).
 const CONFLICT_RETRIES: usize = 8;
 
 /// What the engine may do. `Default` = judge and approve, deny nothing, all batches.
@@ -142,6 +144,17 @@ impl NodeState {
     }
 }
 
+/// What a record seen asks to judge again ([`Approver::observe_record`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touched {
+    /// Nothing new.
+    Nothing,
+    /// The pending CSRs of this node.
+    Node(String),
+    /// Every pending CSR.
+    All,
+}
+
 #[derive(Debug, Clone)]
 struct BatchState {
     rec: BatchRecord,
@@ -166,8 +179,21 @@ pub struct Approver {
     csrs: BTreeMap<String, CertificateSigningRequest>,
     /// (name, uid) → node the CSR speaks for ([`Approver::node_of`]).
     node_cache: std::sync::Mutex<BTreeMap<(String, String), Option<String>>>,
-    /// Batches a compare-and-swap found changed: read again before the next judgement.
-    stale: BTreeSet<String>,
+    /// Batch → its records (approvals, reboots) as read or watched, in arrival order: kept
+    /// apart from the batches, so a batch read again is merged with them.
+    records: BTreeMap<String, Vec<Record>>,
+    /// Names of the record ConfigMaps seen (their watch echoes are skipped).
+    seen_records: BTreeSet<String>,
+    /// Every batch's approvals as the verdicts take them, kept up to date record by record
+    /// (never rebuilt per CSR: that made approve quadratic in the batch size).
+    recorded: ApprovalsRecorded,
+    /// Node → the CSRs (names) that speak for it ([`Approver::node_of`]), kept per CSR event.
+    by_node: BTreeMap<String, BTreeSet<String>>,
+    /// Node (from the requester `system:node:NAME`) → its serving CSRs: name → (created,
+    /// approved, issued).
+    serving: BTreeMap<String, BTreeMap<String, (Option<Time>, bool, bool)>>,
+    /// Expected nodes Ready with their serving certificate issued ([`NodeState::done`]).
+    done: BTreeSet<String>,
     by: String,
     /// CSR → why recording its approval on the batch failed (said in the closing hints instead
     /// of "not approved (dry run, or not confirmed)").
@@ -202,9 +228,6 @@ fn has_certificate(c: &CertificateSigningRequest) -> bool {
         .is_some_and(|b| !b.0.is_empty())
 }
 
-fn is_409(e: &Error) -> bool {
-    matches!(e, Error::Api { message, .. } if message.starts_with("HTTP 409"))
-}
 
 fn kube_409(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
@@ -367,11 +390,15 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
     ))
 }
 
-/// The batch records (newest first) and the batch ConfigMaps that are not batch records
-/// (name, what is wrong, the hostnames they name where readable).
+/// The batch ConfigMaps that are not batch records, or have a record that is not one (name,
+/// what is wrong, the hostnames they name where readable).
 type BadBatches = Vec<(String, String, Vec<String>)>;
 
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchState>, BadBatches)> {
+/// What [`read_batches`] found: the batches (newest first, their records merged in), the bad
+/// ones, and the records by batch with the names of their ConfigMaps.
+type ReadBatches = (Vec<BatchState>, BadBatches, BTreeMap<String, Vec<Record>>, BTreeSet<String>);
+
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBatches> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
     let cms: Vec<ConfigMap> = match only {
         Some(name) => {
@@ -423,7 +450,29 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<Ba
         }
     }
     out.sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
-    Ok((out, bad))
+    let (stored, bad_records) = records::list(target, only).await?;
+    let mut by_batch: BTreeMap<String, Vec<Record>> = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for s in stored {
+        seen.insert(s.name);
+        by_batch.entry(s.batch).or_default().push(s.record);
+    }
+    for b in &mut out {
+        for r in by_batch.get(&b.rec.name).into_iter().flatten() {
+            records::add(&mut b.rec, r);
+        }
+    }
+    // A record that does not parse may be an approval: its batch is not judged without it.
+    for (b, name, message) in bad_records {
+        if let Some(i) = out.iter().position(|x| x.rec.name == b) {
+            let st = out.remove(i);
+            let msg = format!(
+                "its record ConfigMap {name} is not a record ({message}); fix or delete it"
+            );
+            bad.push((b, msg, st.rec.hosts.iter().map(|h| h.hostname.clone()).collect()));
+        }
+    }
+    Ok((out, bad, by_batch, seen))
 }
 
 fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
@@ -466,7 +515,7 @@ impl Approver {
         if let Some(r) = opts.kubelet_retry_seconds {
             policy.kubelet_retry_seconds = r;
         }
-        let (batches, bad_batches) = read_batches(target, opts.batch.as_deref()).await?;
+        let (batches, bad_batches, recs, seen_records) = read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
             if let Some((name, message, _)) = bad_batches.first() {
                 return Err(bad_batch_error(name, message));
@@ -485,7 +534,12 @@ impl Approver {
             ready: BTreeSet::new(),
             csrs: BTreeMap::new(),
             node_cache: Default::default(),
-            stale: BTreeSet::new(),
+            records: recs,
+            seen_records,
+            recorded: ApprovalsRecorded::default(),
+            by_node: BTreeMap::new(),
+            serving: BTreeMap::new(),
+            done: BTreeSet::new(),
             by,
             write_failures: BTreeMap::new(),
             bad_batches,
@@ -503,6 +557,11 @@ impl Approver {
         for b in &self.batches {
             // Checked when read ([`batch_state`]).
             let expires = parse_time(&b.rec.token_expires_at).unwrap_or(Time::UNIX_EPOCH);
+            // Host → its first reboot record on this batch (and its position, for the message).
+            let mut first_reboot: BTreeMap<&str, (usize, &batch::Reboot)> = BTreeMap::new();
+            for (i, r) in b.rec.reboots.iter().enumerate() {
+                first_reboot.entry(r.host.as_str()).or_insert((i, r));
+            }
             for h in &b.rec.hosts {
                 if node_batch.contains_key(&h.hostname) {
                     continue; // a newer batch names it
@@ -511,13 +570,7 @@ impl Approver {
                 node_batch.insert(h.hostname.clone(), b.rec.name.clone());
                 // The first report of this host's reboot on its batch (monitor keeps the first).
                 // One whose time does not parse holds the host's client CSRs ([`Approver::amend`]).
-                let rebooted_at = match b
-                    .rec
-                    .reboots
-                    .iter()
-                    .enumerate()
-                    .find(|(_, r)| r.host == h.hostname)
-                {
+                let rebooted_at = match first_reboot.get(h.hostname.as_str()) {
                     Some((i, r)) => match parse_time(&r.at) {
                         Some(t) => Some(t),
                         None => {
@@ -570,10 +623,83 @@ impl Approver {
                 });
             }
         }
-        self.expected = ExpectedNodes { nodes };
+        self.expected = ExpectedNodes::new(nodes);
         self.node_batch = node_batch;
         self.bad_reboots = bad_reboots;
+        self.rebuild_approvals();
+        self.done = self
+            .expected
+            .nodes
+            .iter()
+            .filter(|n| self.node_done(n))
+            .map(|n| n.hostname.clone())
+            .collect();
         Ok(())
+    }
+
+    /// [`Approver::recorded`] from the batches (after a batch changed, or the CSRs were listed
+    /// again: older records take the CSR's time and requester from the CSR itself).
+    fn rebuild_approvals(&mut self) {
+        let approvals = self
+            .batches
+            .iter()
+            .flat_map(|b| b.rec.approvals.iter())
+            .filter_map(|a| self.recorded_approval(a))
+            .collect();
+        self.recorded = ApprovalsRecorded { approvals };
+    }
+
+    /// One approval as the verdicts take it (None: a kind they do not know).
+    fn recorded_approval(&self, a: &Approval) -> Option<RecordedApproval> {
+        let kind = match a.kind.as_str() {
+            "client" => Kind::Client,
+            "serving" => Kind::Serving,
+            _ => return None,
+        };
+        // Older records lack the CSR's time and requester: the CSR, while it exists, has them.
+        let obj = self.csrs.get(&a.csr);
+        Some(RecordedApproval {
+            node: a.node.clone(),
+            kind,
+            csr: a.csr.clone(),
+            created: a
+                .csr_created
+                .as_deref()
+                .and_then(parse_time)
+                .or_else(|| obj.and_then(|c| c.metadata.creation_timestamp.as_ref().map(|t| t.0))),
+            requester: a
+                .requester
+                .clone()
+                .or_else(|| obj.and_then(|c| c.spec.username.clone())),
+        })
+    }
+
+    /// Ready with a serving certificate issued for a CSR made since its batch was recorded (a
+    /// re-imaged machine's earlier incarnation, same name, had its own).
+    fn node_done(&self, n: &ExpectedNode) -> bool {
+        self.ready.contains(&n.hostname) && self.serving_of(n).1
+    }
+
+    /// (approved, issued) over `n`'s serving CSRs made since its batch was recorded.
+    fn serving_of(&self, n: &ExpectedNode) -> (bool, bool) {
+        self.serving
+            .get(&n.hostname)
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter(|(created, _, _)| created.is_none_or(|t| t >= n.recorded_at))
+            .fold((false, false), |(a, i), (_, ca, ci)| (a || *ca, i || *ci))
+    }
+
+    /// Updates [`Approver::done`] for `node` after an event about it.
+    fn update_done(&mut self, node: &str) {
+        let Some(n) = self.expected.get(node) else {
+            return;
+        };
+        if self.node_done(n) {
+            self.done.insert(node.to_string());
+        } else {
+            self.done.remove(node);
+        }
     }
 
     /// Replaces the client (after the kubeconfig was read again on a 401).
@@ -680,7 +806,7 @@ impl Approver {
                     ));
                 }
                 let recorded = self
-                    .approvals()
+                    .recorded
                     .approvals
                     .iter()
                     .any(|a| a.node == node && a.kind == Kind::Client);
@@ -707,11 +833,12 @@ impl Approver {
                 &self.target,
             )
         })?;
-        self.csrs = l
-            .items
-            .into_iter()
-            .filter_map(|c| Some((c.metadata.name.clone()?, c)))
-            .collect();
+        self.csrs.clear();
+        self.by_node.clear();
+        self.serving.clear();
+        for c in &l.items {
+            self.observe_csr(c);
+        }
         let napi: Api<Node> = Api::all(self.target.client.clone());
         let l = napi
             .list(&ListParams::default())
@@ -722,19 +849,77 @@ impl Approver {
         for n in &l.items {
             self.observe_node(n);
         }
-        Ok(())
+        // The CSRs are known now: older approval records take their time from them.
+        self.rebuild_expected()
     }
 
-    /// Records a CSR seen (watch event or re-read) without judging it.
+    /// Records a CSR seen (watch event or re-read) without judging it; keeps the indexes by
+    /// node up to date (O(log n) per CSR).
     pub fn observe_csr(&mut self, csr: &CertificateSigningRequest) {
-        if let Some(n) = &csr.metadata.name {
-            self.csrs.insert(n.clone(), csr.clone());
+        let Some(n) = &csr.metadata.name else {
+            return;
+        };
+        if let Some(node) = self.node_of(csr) {
+            self.by_node.entry(node).or_default().insert(n.clone());
         }
+        if csr.spec.signer_name == csr::SERVING_SIGNER {
+            if let Some(node) = csr
+                .spec
+                .username
+                .as_deref()
+                .and_then(|u| u.strip_prefix(NODE_PREFIX))
+            {
+                self.serving.entry(node.to_string()).or_default().insert(
+                    n.clone(),
+                    (
+                        csr.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                        has_condition(csr, "Approved"),
+                        has_certificate(csr),
+                    ),
+                );
+                let node = node.to_string();
+                self.csrs.insert(n.clone(), csr.clone());
+                self.update_done(&node);
+                return;
+            }
+        }
+        self.csrs.insert(n.clone(), csr.clone());
     }
 
     /// Forgets a deleted CSR.
     pub fn forget_csr(&mut self, name: &str) {
-        self.csrs.remove(name);
+        let Some(c) = self.csrs.remove(name) else {
+            return;
+        };
+        if let Some(node) = self.node_of(&c) {
+            if let Some(set) = self.by_node.get_mut(&node) {
+                set.remove(name);
+            }
+        }
+        if let Some(node) = c
+            .spec
+            .username
+            .as_deref()
+            .and_then(|u| u.strip_prefix(NODE_PREFIX))
+        {
+            if let Some(m) = self.serving.get_mut(node) {
+                if m.remove(name).is_some() {
+                    let node = node.to_string();
+                    self.update_done(&node);
+                }
+            }
+        }
+    }
+
+    /// The pending CSRs (names) that speak for `node`.
+    pub fn pending_of(&self, node: &str) -> Vec<String> {
+        self.by_node
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|n| self.csrs.get(*n).is_some_and(is_pending))
+            .cloned()
+            .collect()
     }
 
     /// Records a Node (exists; Ready or not).
@@ -752,6 +937,7 @@ impl Approver {
         } else {
             self.ready.remove(&name);
         }
+        self.update_done(&name);
         self.existing.insert(name);
     }
 
@@ -759,6 +945,7 @@ impl Approver {
     pub fn forget_node(&mut self, name: &str) {
         self.existing.remove(name);
         self.ready.remove(name);
+        self.update_done(name);
     }
 
     /// A batch ConfigMap changed (e.g. `monitor --ip-addresses` recorded a DHCP host's
@@ -795,6 +982,10 @@ impl Approver {
             Err(e) => return Err(e),
         };
         self.bad_batches.retain(|(n, _, _)| *n != cm_name);
+        let mut st = st;
+        for r in self.records.get(&cm_name).into_iter().flatten() {
+            records::add(&mut st.rec, r);
+        }
         let before = self.expected.clone();
         match self.batches.iter_mut().find(|b| b.rec.name == st.rec.name) {
             Some(b) => *b = st,
@@ -808,34 +999,92 @@ impl Approver {
         Ok(self.expected != before)
     }
 
-    fn approvals(&self) -> ApprovalsRecorded {
-        let mut approvals = Vec::new();
-        for b in &self.batches {
-            for a in &b.rec.approvals {
-                let kind = match a.kind.as_str() {
-                    "client" => Kind::Client,
-                    "serving" => Kind::Serving,
-                    _ => continue,
+    /// A record ConfigMap of a batch ([`records`]: an approval, a reboot report) seen on the
+    /// watch or written by us or `monitor`: merged into its batch, the indexes updated for that
+    /// one node. Returns what to judge again: [`Touched::Node`] (its pending CSRs),
+    /// [`Touched::All`] (a record that does not parse holds its batch's hosts) or
+    /// [`Touched::Nothing`] (known already, another batch than `--batch`, or a host another
+    /// batch defines). A record of a batch not seen yet is kept for when the batch comes.
+    pub fn observe_record(&mut self, cm: &ConfigMap) -> Result<Touched> {
+        let name = cm.metadata.name.clone().unwrap_or_default();
+        if self.seen_records.contains(&name) {
+            return Ok(Touched::Nothing);
+        }
+        let of = cm
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(records::RECORD_OF))
+            .cloned()
+            .unwrap_or_default();
+        if self.opts.batch.as_ref().is_some_and(|b| *b != of) {
+            return Ok(Touched::Nothing);
+        }
+        let s = match records::from_config_map(cm) {
+            Ok(s) => s,
+            Err(Error::BadObject { message, .. }) => {
+                // It may be an approval: its batch is not judged without it.
+                let Some(i) = self.batches.iter().position(|b| b.rec.name == of) else {
+                    return Ok(Touched::Nothing);
                 };
-                // Older records lack the CSR's time and requester: the CSR, while it exists, has them.
-                let obj = self.csrs.get(&a.csr);
-                approvals.push(RecordedApproval {
-                    node: a.node.clone(),
-                    kind,
-                    csr: a.csr.clone(),
-                    created: a
-                        .csr_created
-                        .as_deref()
-                        .and_then(parse_time)
-                        .or_else(|| obj.and_then(|c| c.metadata.creation_timestamp.as_ref().map(|t| t.0))),
-                    requester: a
-                        .requester
-                        .clone()
-                        .or_else(|| obj.and_then(|c| c.spec.username.clone())),
-                });
+                let st = self.batches.remove(i);
+                self.bad_batches.push((
+                    of,
+                    format!("its record ConfigMap {name} is not a record ({message}); fix or delete it"),
+                    st.rec.hosts.iter().map(|h| h.hostname.clone()).collect(),
+                ));
+                self.rebuild_expected()?;
+                return Ok(Touched::All);
+            }
+            Err(e) => return Err(e),
+        };
+        self.seen_records.insert(name.clone());
+        self.records
+            .entry(s.batch.clone())
+            .or_default()
+            .push(s.record.clone());
+        let Some(bi) = self.batches.iter().position(|b| b.rec.name == s.batch) else {
+            return Ok(Touched::Nothing);
+        };
+        if !records::add(&mut self.batches[bi].rec, &s.record) {
+            return Ok(Touched::Nothing);
+        }
+        match &s.record {
+            Record::Approval(a) => {
+                if let Some(r) = self.recorded_approval(a) {
+                    self.recorded.approvals.push(r);
+                }
+                Ok(Touched::Node(a.node.clone()))
+            }
+            Record::Reboot(r) => {
+                // Only the batch that defines the host binds its CSRs.
+                if self.node_batch.get(&r.host) != Some(&s.batch) {
+                    return Ok(Touched::Nothing);
+                }
+                match parse_time(&r.at) {
+                    Some(t) => {
+                        if let Some(n) = self.expected.get_mut(&r.host) {
+                            if n.rebooted_at.is_none() {
+                                n.rebooted_at = Some(t);
+                            }
+                        }
+                    }
+                    None => {
+                        self.bad_reboots.insert(
+                            r.host.clone(),
+                            (
+                                s.batch.clone(),
+                                format!(
+                                    "reboot record {name}: at {:?} is not an RFC 3339 time",
+                                    escape_for_display(&r.at, 60)
+                                ),
+                            ),
+                        );
+                    }
+                }
+                Ok(Touched::Node(r.host.clone()))
             }
         }
-        ApprovalsRecorded { approvals }
     }
 
     /// Every pending kubelet CSR with its verdict ([`verdict_all`] over all of them at once, so
@@ -854,7 +1103,7 @@ impl Approver {
             &views,
             &self.expected,
             &existing,
-            &self.approvals(),
+            &self.recorded,
             &self.policy,
             now,
         );
@@ -925,13 +1174,19 @@ impl Approver {
             return None;
         }
         let node = self.node_of(target);
-        let mut views: Vec<CsrView> = self
-            .csrs
-            .values()
+        let same_node: Vec<&String> = match &node {
+            Some(n) => self.by_node.get(n).into_iter().flatten().collect(),
+            None => vec![],
+        };
+        let name_s = name.to_string();
+        let mut names: BTreeSet<&String> = same_node.into_iter().collect();
+        names.insert(&name_s);
+        let mut views: Vec<CsrView> = names
+            .into_iter()
+            .filter_map(|n| self.csrs.get(n))
             .filter(|c| is_pending(c))
             .map(CsrView::from_k8s)
             .filter(|v| v.kind() == kind)
-            .filter(|v| v.name == name || (node.is_some() && self.node_of(&self.csrs[&v.name]) == node))
             .collect();
         views.sort_by(|a, b| (a.created, &a.name).cmp(&(b.created, &b.name)));
         let existing = ExistingNodes::new(self.existing.iter().cloned());
@@ -939,7 +1194,7 @@ impl Approver {
             &views,
             &self.expected,
             &existing,
-            &self.approvals(),
+            &self.recorded,
             &self.policy,
             now,
         );
@@ -1110,7 +1365,7 @@ impl Approver {
             &all,
             &self.rival_verdicts(),
             &self.expected,
-            &self.approvals(),
+            &self.recorded,
             |n| self.existing.contains(n),
         )
     }
@@ -1167,7 +1422,7 @@ impl Approver {
             .and_then(|e| e.rebooted_at)
             .is_some_and(|r| created.as_second() >= r.as_second() - csr::REBOOT_CLOCK_SKEW_SECONDS);
         after_reboot
-            && self.approvals().approvals.iter().any(|a| {
+            && self.recorded.approvals.iter().any(|a| {
                 a.node == node
                     && a.kind == Kind::Client
                     && a.csr != name
@@ -1211,13 +1466,8 @@ impl Approver {
             let node = pre.as_ref().and_then(|v| v.node.clone());
             if let Some(n) = &node {
                 self.reread_node(n).await?;
-                // The batch as last seen is judged against; the compare-and-swap below
-                // proves it current (a 409 marks it stale: read again and judge again).
-                if let Some(b) = self.node_batch.get(n).cloned() {
-                    if self.stale.remove(&b) {
-                        self.reread_batch(&b).await?;
-                    }
-                }
+                // The batch as last seen is judged against; the create of the approval record
+                // below proves no other approval took its place (a 409: read it, judge again).
             }
             let Some(v) = self.evaluate(name, now()) else {
                 return Ok(Outcome {
@@ -1241,22 +1491,35 @@ impl Approver {
                     action: Action::Rejected,
                 });
             };
-            // 1. Record on the batch (compare-and-swap), unless this CSR is recorded already
-            //    (a run interrupted between record and /approval finishes it now).
+            // 1. Record the approval (its own ConfigMap, created once), unless this CSR is
+            //    recorded already (a run interrupted between record and /approval finishes it).
             let kind_s = v.kind.to_string();
             let bi = self
                 .batches
                 .iter()
                 .position(|b| b.rec.name == bname)
                 .expect("batch of an expected node");
+            if self.batches[bi].rec.embedded > 0 || self.batches[bi].rec.api_version != batch::API_VERSION {
+                // An earlier version's batch: its approvals become records first.
+                let r = batch::convert(&self.target, &bname).await;
+                if let Err(e) = r {
+                    self.write_failures.insert(
+                        name.to_string(),
+                        format!("converting batch {bname} to {} failed: {}", batch::API_VERSION, e.render().trim()),
+                    );
+                    return Err(e);
+                }
+                self.reread_batch(&bname).await?;
+                continue;
+            }
             let recorded = self.batches[bi]
                 .rec
                 .approvals
                 .iter()
                 .any(|a| a.csr == name && a.node == node && a.kind == kind_s);
             if !recorded {
-                let mut rec = self.batches[bi].rec.clone();
-                rec.approvals.push(Approval {
+                let index = records::next_index(&self.batches[bi].rec, &node, &kind_s);
+                let a = Approval {
                     node: node.clone(),
                     kind: kind_s.clone(),
                     csr: name.into(),
@@ -1264,22 +1527,23 @@ impl Approver {
                     by: self.by.clone(),
                     csr_created: view.created.map(|t| t.to_string()),
                     requester: Some(view.username.clone()),
-                });
-                match cas_update(&self.target, &rec, &self.batches[bi].rv).await {
-                    Ok(rv) => {
-                        self.batches[bi].rec = rec;
-                        self.batches[bi].rv = rv;
+                };
+                match records::create(&self.target, &records::approval_config_map(&bname, index, &a)).await {
+                    Ok(Created::Made(cm)) => {
+                        self.observe_record(&cm)?;
                     }
-                    Err(e) if is_409(&e) => {
-                        tracing::debug!("batch {bname} changed meanwhile; reading it again");
-                        self.stale.insert(bname.clone());
+                    Ok(Created::Existed(cm)) => {
+                        // Another approver recorded this node's approval number `index` first:
+                        // judge again with it.
+                        tracing::debug!("approval {index} of {node} recorded meanwhile; judging again");
+                        self.observe_record(&cm)?;
                         continue;
                     }
                     Err(e) => {
                         self.write_failures.insert(
                             name.to_string(),
                             format!(
-                                "recording its approval on batch {bname} failed: {}",
+                                "recording its approval for batch {bname} failed: {}",
                                 e.render().trim()
                             ),
                         );
@@ -1433,46 +1697,28 @@ impl Approver {
                 &self.target,
             )
         })?;
+        // Its records too (a conversion has just made some).
+        let (stored, _) = records::list(&self.target, Some(name)).await?;
+        for s in &stored {
+            if !self.seen_records.contains(&s.name) {
+                self.seen_records.insert(s.name.clone());
+                self.records
+                    .entry(s.batch.clone())
+                    .or_default()
+                    .push(s.record.clone());
+            }
+        }
         self.observe_batch(&cm)?;
         Ok(())
     }
 
     /// Progress of every expected node (in batch order).
     pub fn node_states(&self) -> Vec<NodeState> {
-        // One pass over the CSRs (this runs after every watch event): per node name, each
-        // serving CSR's (created, approved, issued).
-        type Seen<'c> = Vec<(Option<&'c Time>, bool, bool)>;
-        let mut serving: BTreeMap<&str, Seen<'_>> = BTreeMap::new();
-        for c in self
-            .csrs
-            .values()
-            .filter(|c| c.spec.signer_name == csr::SERVING_SIGNER)
-        {
-            if let Some(n) = c
-                .spec
-                .username
-                .as_deref()
-                .and_then(|u| u.strip_prefix(NODE_PREFIX))
-            {
-                serving.entry(n).or_default().push((
-                    c.metadata.creation_timestamp.as_ref().map(|t| &t.0),
-                    has_condition(c, "Approved"),
-                    has_certificate(c),
-                ));
-            }
-        }
         self.expected
             .nodes
             .iter()
             .map(|n| {
-                // Only CSRs made since the batch was recorded count: a re-imaged machine's
-                // earlier incarnation (same name) had its own serving certificate.
-                let (serving_approved, serving_issued) = serving
-                    .get(n.hostname.as_str())
-                    .into_iter()
-                    .flatten()
-                    .filter(|(created, _, _)| created.is_none_or(|t| *t >= n.recorded_at))
-                    .fold((false, false), |(a, i), (_, ca, ci)| (a || *ca, i || *ci));
+                let (serving_approved, serving_issued) = self.serving_of(n);
                 NodeState {
                     node: n.hostname.clone(),
                     batch: self.node_batch.get(&n.hostname).cloned().unwrap_or_default(),
@@ -1487,29 +1733,10 @@ impl Approver {
     }
 
     /// Every expected node Ready with its serving certificate issued.
+    /// O(1): kept per event ([`Approver::update_done`]).
     pub fn all_done(&self) -> bool {
-        self.node_states().iter().all(NodeState::done)
+        self.done.len() == self.expected.nodes.len()
     }
-}
-
-/// [`batch::update`] that also returns the new `resourceVersion` (so the next approval's
-/// compare-and-swap needs no extra read). Errors as `batch::update` (a 409 is an
-/// [`Error::Api`] whose message starts with `HTTP 409`).
-async fn cas_update(target: &KubeTarget, rec: &BatchRecord, resource_version: &str) -> Result<String> {
-    let mut cm = batch::to_config_map(rec)?;
-    cm.metadata.resource_version = Some(resource_version.to_string());
-    let r = ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, &rec.name);
-    let body = serde_json::to_vec(&cm).map_err(|e| Error::Unexpected(e.to_string()))?;
-    let url = <ConfigMap as kube::Resource>::url_path(&(), Some(batch::NAMESPACE));
-    let req = kube::core::Request::new(url)
-        .replace(&rec.name, &post_params(), body)
-        .map_err(|e| Error::Unexpected(format!("building the update of {r}: {e}")))?;
-    let done = target
-        .client
-        .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
-        .await
-        .map_err(|e| classify(e, "update", r, target))?;
-    Ok(done.metadata.resource_version.unwrap_or_default())
 }
 
 fn approval_message(kind: Kind, node: &str, batch: &str) -> String {

@@ -33,7 +33,7 @@ mod escape;
 mod parse;
 mod reason;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 pub use escape::escape_for_display;
@@ -186,14 +186,48 @@ pub struct ExpectedNode {
 /// Every expected node. A hostname should appear once; the first entry wins otherwise.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ExpectedNodes {
-    /// The nodes.
+    /// The nodes. Their fields may be changed in place; adding, removing or renaming one needs
+    /// [`ExpectedNodes::new`] again (a stale index is noticed and falls back to a scan).
     pub nodes: Vec<ExpectedNode>,
+    /// Hostname → position of its first entry (built by [`ExpectedNodes::new`]).
+    index: BTreeMap<String, usize>,
+    /// `nodes.len()` when the index was built (None: never, as in a struct literal).
+    built_for: Option<usize>,
 }
 
 impl ExpectedNodes {
+    /// The nodes, indexed by hostname (lookups in O(log n): approve judges thousands of CSRs
+    /// against a thousand nodes).
+    pub fn new(nodes: Vec<ExpectedNode>) -> Self {
+        let mut index = BTreeMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            index.entry(n.hostname.clone()).or_insert(i);
+        }
+        let built_for = Some(nodes.len());
+        ExpectedNodes {
+            nodes,
+            index,
+            built_for,
+        }
+    }
+
+    fn position(&self, hostname: &str) -> Option<usize> {
+        match self.index.get(hostname) {
+            Some(&i) if self.nodes.get(i).is_some_and(|n| n.hostname == hostname) => Some(i),
+            // Built by `new` for these very nodes (none added since): a miss is a miss.
+            None if self.built_for == Some(self.nodes.len()) => None,
+            _ => self.nodes.iter().position(|n| n.hostname == hostname),
+        }
+    }
+
     /// The entry for `hostname`, if expected.
     pub fn get(&self, hostname: &str) -> Option<&ExpectedNode> {
-        self.nodes.iter().find(|n| n.hostname == hostname)
+        self.position(hostname).map(|i| &self.nodes[i])
+    }
+
+    /// The entry for `hostname`, to change its fields in place.
+    pub fn get_mut(&mut self, hostname: &str) -> Option<&mut ExpectedNode> {
+        self.position(hostname).map(move |i| &mut self.nodes[i])
     }
 }
 
@@ -1279,16 +1313,14 @@ mod tests {
     /// worker-0's batch recorded at 10:00, its reboot reported at 10:20 (unless `reboot` None).
     fn sc(reboot: Option<&str>) -> Sc {
         Sc {
-            expected: ExpectedNodes {
-                nodes: vec![ExpectedNode {
+            expected: ExpectedNodes::new(vec![ExpectedNode {
                     hostname: "worker-0".into(),
                     ips: vec!["192.168.111.30".parse().unwrap()],
                     recorded_at: t("2026-01-10T10:00:00Z"),
                     token_expires: t("2026-01-11T10:00:00Z"),
                     reissue: 0,
                     rebooted_at: reboot.map(t),
-                }],
-            },
+                }]),
             approvals: ApprovalsRecorded::default(),
             policy: Policy::for_cluster("ostest", "example.com", vec![], vec![]),
         }

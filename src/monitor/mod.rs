@@ -399,7 +399,7 @@ async fn record_address(
         h.ips = vec![ip.to_string()];
         h.ip_source = "monitor".into();
         match batch::update(target, &rec, &rv).await {
-            Ok(()) => {
+            Ok(_) => {
                 let api: ::kube::Api<ConfigMap> =
                     ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
                 return Ok(api.get(name).await.ok());
@@ -413,38 +413,23 @@ async fn record_address(
     )))
 }
 
-/// Records `reboots` (hosts' own reboot reports) on batch `name` in one compare-and-swap (a 409
-/// reads again, up to 8 times). The first record of a host is kept: those already recorded are
-/// left out. Returns the updated ConfigMap for the approver (None: nothing was new).
+/// Records `reboots` (hosts' own reboot reports) for batch `name`, one small record ConfigMap
+/// each ([`batch::records`]; an earlier version's batch is converted first). The first record
+/// of a host is kept: a host recorded already (by another monitor) keeps its record, which is
+/// returned as it stands. Returns the records as they are on the cluster, for the approver.
 async fn record_reboots(
     target: &KubeTarget,
     name: &str,
     reboots: &[batch::Reboot],
-) -> Result<Option<ConfigMap>> {
-    for _ in 0..8 {
-        let (mut rec, rv) = batch::get(target, name).await?;
-        let new: Vec<batch::Reboot> = reboots
-            .iter()
-            .filter(|r| !rec.reboots.iter().any(|x| x.host == r.host))
-            .cloned()
-            .collect();
-        if new.is_empty() {
-            return Ok(None);
-        }
-        rec.reboots.extend(new);
-        match batch::update(target, &rec, &rv).await {
-            Ok(()) => {
-                let api: ::kube::Api<ConfigMap> =
-                    ::kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
-                return Ok(api.get(name).await.ok());
-            }
-            Err(Error::Api { message, .. }) if message.starts_with("HTTP 409") => continue,
-            Err(e) => return Err(e),
+) -> Result<Vec<ConfigMap>> {
+    batch::convert(target, name).await?;
+    let mut out = Vec::new();
+    for r in reboots {
+        match batch::records::create(target, &batch::records::reboot_config_map(name, r)).await? {
+            batch::records::Created::Made(cm) | batch::records::Created::Existed(cm) => out.push(cm),
         }
     }
-    Err(Error::Unexpected(format!(
-        "batch {name} kept changing while recording reboots; run monitor again"
-    )))
+    Ok(out)
 }
 
 /// The reboot records of followed hosts, each from the batch the host is followed through
@@ -466,8 +451,8 @@ type RebootJob = (usize, String, batch::Reboot);
 /// A job with the connection to write it through (the current one: after a 401 the old client
 /// must not be kept alive by an idle writer).
 type RebootQueued = (RebootJob, KubeTarget);
-/// Its outcome: the jobs of one write and the updated ConfigMap (or why not).
-type RebootDone = (Vec<RebootJob>, std::result::Result<Option<ConfigMap>, String>);
+/// Its outcome: the jobs of one write and the record ConfigMaps as on the cluster (or why not).
+type RebootDone = (Vec<RebootJob>, std::result::Result<Vec<ConfigMap>, String>);
 
 /// Whether a failed write of reboot records is worth another round: not a refusal (4xx other
 /// than 409/429) that the same record would meet again.
@@ -483,9 +468,8 @@ fn retry_reboot_write(e: &Error) -> bool {
     }
 }
 
-/// The one writer of reboot records: takes every report queued meanwhile and writes those of a
-/// batch in one compare-and-swap (a hundred hosts rebooting together are a few writes, not a
-/// hundred conflicting ones), off the event loop so stages keep being shown.
+/// The one writer of reboot records: takes every report queued meanwhile and writes them, one
+/// small create each, off the event loop so stages keep being shown.
 async fn reboot_writer(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<RebootQueued>,
     tx: tokio::sync::mpsc::UnboundedSender<RebootDone>,
@@ -509,9 +493,8 @@ async fn reboot_writer(
         }
         for (b, jobs) in by_batch {
             let recs: Vec<batch::Reboot> = jobs.iter().map(|j| j.2.clone()).collect();
-            // approve writes its approvals to the same record: a burst of them can win eight
-            // compare-and-swaps in a row; a lost record holds the host's CSR, so try a few
-            // more rounds after a pause before giving up.
+            // A lost record holds the host's CSR: try a few more rounds after a pause (the
+            // batch's conversion is a compare-and-swap) before giving up.
             let mut r = record_reboots(&target, &b, &recs).await;
             for round in 1..=5u32 {
                 // Every failure is tried again (a lost record holds the host's CSR), except a
@@ -803,7 +786,7 @@ impl Monitor {
         let (jobs, r) = done;
         self.reboots_pending = self.reboots_pending.saturating_sub(jobs.len());
         match r {
-            Ok(cm) => {
+            Ok(cms) => {
                 for (i, b, rec) in &jobs {
                     self.event(
                         Some(*i),
@@ -814,14 +797,21 @@ impl Monitor {
                         ),
                     );
                 }
-                if let (Some(ap), Some(cm)) = (self.approver.as_mut(), cm) {
-                    match ap.observe_batch(&cm) {
-                        Ok(true) => {
-                            self.handled.clear();
-                            self.approve_pending().await;
+                if let Some(ap) = self.approver.as_mut() {
+                    let mut changed = false;
+                    let mut errors = Vec::new();
+                    for cm in &cms {
+                        match ap.observe_record(cm) {
+                            Ok(c) => changed |= c != crate::approve::Touched::Nothing,
+                            Err(e) => errors.push(e),
                         }
-                        Ok(false) => {}
-                        Err(e) => self.event(None, "warning", format!("approver: {e}")),
+                    }
+                    for e in errors {
+                        self.event(None, "warning", format!("approver: {e}"));
+                    }
+                    if changed {
+                        self.handled.clear();
+                        self.approve_pending().await;
                     }
                 }
             }
@@ -886,8 +876,8 @@ impl Monitor {
         if all.is_empty() {
             return;
         }
-        let expected = crate::csr::ExpectedNodes {
-            nodes: self
+        let expected = crate::csr::ExpectedNodes::new(
+            self
                 .tracks
                 .iter()
                 .filter(|t| t.named)
@@ -915,7 +905,7 @@ impl Monitor {
                     })
                 })
                 .collect(),
-        };
+        );
         // A host's approvals on the batch this run follows it through: a re-imaged host's
         // approvals on its old batch are its old image's.
         let followed_batch: BTreeMap<&str, &str> = self

@@ -277,12 +277,10 @@ impl Scenario {
             rebooted_at: Some(rebooted()),
         };
         Scenario {
-            expected: ExpectedNodes {
-                nodes: vec![
+            expected: ExpectedNodes::new(vec![
                     node("worker-0", "192.168.111.30"),
                     node("worker-1", "192.168.111.31"),
-                ],
-            },
+                ]),
             existing: ExistingNodes::new(["master-0", "master-1", "master-2"]),
             approvals: ApprovalsRecorded::default(),
             policy: Policy::for_cluster(

@@ -194,12 +194,54 @@ pub const BATCH_CONFIGMAPS: &[&str] = &[
 
 /// The batch records (parsed batch.json of each record ConfigMap).
 pub fn batch_records(c: &TestCluster) -> Vec<Value> {
-    kubectl_json(c, BATCH_CONFIGMAPS)["items"]
+    let mut recs: Vec<Value> = kubectl_json(c, BATCH_CONFIGMAPS)["items"]
         .as_array()
         .unwrap()
         .iter()
         .map(|cm| serde_json::from_str(cm["data"]["batch.json"].as_str().unwrap()).unwrap())
-        .collect()
+        .collect();
+    merge_records(c, &mut recs);
+    recs
+}
+
+/// The record ConfigMaps (approvals, reboot reports; one each since agent-day2/v2) added to
+/// the batches' JSON (`approvals`, `reboots`), as earlier versions stored them in the batch.
+pub fn merge_records(c: &TestCluster, recs: &mut [Value]) {
+    let l = kubectl_json(
+        c,
+        &[
+            "-n",
+            "openshift-agent-day2",
+            "get",
+            "configmaps",
+            "-l",
+            "agent-day2.openshift.io/record-of",
+            "-o",
+            "json",
+        ],
+    );
+    let mut items: Vec<&Value> = l["items"].as_array().unwrap().iter().collect();
+    items.sort_by_key(|cm| cm["metadata"]["name"].as_str().unwrap_or("").to_string());
+    for cm in items {
+        let of = cm["metadata"]["labels"]["agent-day2.openshift.io/record-of"].clone();
+        let what = cm["metadata"]["labels"]["agent-day2.openshift.io/record"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let r: Value = serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap();
+        if let Some(b) = recs.iter_mut().find(|b| b["name"] == of) {
+            let key = if what == "approval" { "approvals" } else { "reboots" };
+            if !b[key].is_array() {
+                b[key] = Value::Array(vec![]);
+            }
+            b[key].as_array_mut().unwrap().push(r);
+        }
+    }
+    for b in recs.iter_mut() {
+        if let Some(a) = b["approvals"].as_array_mut() {
+            a.sort_by_key(|x| x["at"].as_str().unwrap_or("").to_string());
+        }
+    }
 }
 
 /// `agent-day2-sim boot` of `image` (`--iso F`, `--pxe-dir D`, ...) for `nodes` (MAC=IP), a

@@ -8,8 +8,14 @@
 //! [`BatchRecord`] as JSON (camelCase). A ConfigMap, not a Secret: the record holds no secret
 //! (the tokens are in the auth Secret, see [`crate::auth`]). The namespace is one only
 //! administrators can write (design.md "Verifying kubelet CSRs"), so a record can be trusted by
-//! `approve`. Updates (approvals, addresses learnt by `monitor`) are compare-and-swap on the
-//! ConfigMap's `resourceVersion` ([`update`]). All writes use `fieldValidation=Strict`.
+//! `approve`. The expected hosts do not change after add-nodes, except the addresses `monitor`
+//! learns for DHCP hosts (compare-and-swap on the ConfigMap's `resourceVersion`, [`update`]).
+//! Approvals and reboot reports are not written here but as one small ConfigMap each
+//! ([`records`]), so that an approval costs the same at 1,000 hosts as at one; [`list`] and
+//! [`get`] return a batch with its records merged in, in the shape of `agent-day2/v1`, where
+//! they lived in the batch itself. All writes use `fieldValidation=Strict`.
+
+pub mod records;
 
 use std::collections::BTreeMap;
 
@@ -28,8 +34,11 @@ pub const NAMESPACE: &str = crate::permissions::OWN_NAMESPACE;
 pub const LABEL: &str = "agent-day2.openshift.io/batch";
 /// The data key holding the JSON record.
 pub const DATA_KEY: &str = "batch.json";
-/// `apiVersion` of the record.
-pub const API_VERSION: &str = "agent-day2/v1";
+/// `apiVersion` of the records this version writes: approvals and reboots in [`records`].
+pub const API_VERSION: &str = "agent-day2/v2";
+/// `apiVersion` of earlier versions' records (approvals and reboots inside the batch), read and
+/// converted to [`API_VERSION`] on the first write ([`convert`]).
+pub const API_VERSION_V1: &str = "agent-day2/v1";
 /// `kind` of the record.
 pub const KIND: &str = "Batch";
 
@@ -37,7 +46,7 @@ pub const KIND: &str = "Batch";
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BatchRecord {
-    /// Always [`API_VERSION`].
+    /// [`API_VERSION`], or [`API_VERSION_V1`] for a batch no write of this version touched yet.
     pub api_version: String,
     /// Always [`KIND`].
     pub kind: String,
@@ -73,14 +82,19 @@ pub struct BatchRecord {
     pub token_expires_at: String,
     /// The hosts.
     pub hosts: Vec<BatchHost>,
-    /// Approvals done by `approve` (appended with compare-and-swap).
+    /// Approvals done by `approve`: stored as [`records`] (v2) or here (v1); [`list`] and
+    /// [`get`] merge both.
     #[serde(default)]
     pub approvals: Vec<Approval>,
-    /// Reboots reported by the hosts' own assisted-service, as `monitor` saw them (appended
-    /// with compare-and-swap, one per host, the first kept): `approve` approves a host's client
-    /// CSR only when it was made after this.
+    /// Reboots reported by the hosts' own assisted-service, as `monitor` saw them (one per
+    /// host, the first kept): `approve` approves a host's client CSR only when it was made
+    /// after this. Stored as [`records`] (v2) or here (v1); merged as `approvals`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reboots: Vec<Reboot>,
+    /// How many of `approvals` and `reboots` the batch's own JSON held (an earlier version's,
+    /// or a hand edit): [`update`] moves them into [`records`] first. Not stored.
+    #[serde(skip)]
+    pub embedded: usize,
 }
 
 /// A host's own assisted-service reported that it left the installation for its reboot.
@@ -167,8 +181,18 @@ pub fn new_name(now: std::time::SystemTime) -> String {
 }
 
 /// The ConfigMap holding `rec`.
+///
+/// Compact JSON (a 1,000-host batch stays near 100 KB), without the approvals and reboots
+/// (they are [`records`]) and as [`API_VERSION`].
 pub fn to_config_map(rec: &BatchRecord) -> Result<ConfigMap> {
-    let json = serde_json::to_string_pretty(rec)
+    let rec = BatchRecord {
+        api_version: API_VERSION.into(),
+        approvals: vec![],
+        reboots: vec![],
+        embedded: 0,
+        ..rec.clone()
+    };
+    let json = serde_json::to_string(&rec)
         .map_err(|e| Error::Unexpected(format!("batch record as JSON: {e}")))?;
     Ok(ConfigMap {
         metadata: ObjectMeta {
@@ -200,19 +224,20 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<BatchRecord> {
             resource: r.clone(),
             message: format!("has no data key {DATA_KEY}; it is not an agent-day2 batch record (delete it)"),
         })?;
-    let rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
+    let mut rec: BatchRecord = serde_json::from_str(text).map_err(|e| Error::BadObject {
         resource: r.clone(),
         message: format!("{DATA_KEY} is not a batch record: {}", locate_error(text, &e)),
     })?;
-    if rec.api_version != API_VERSION || rec.kind != KIND {
+    if (rec.api_version != API_VERSION && rec.api_version != API_VERSION_V1) || rec.kind != KIND {
         return Err(Error::BadObject {
             resource: r,
             message: format!(
-                "{DATA_KEY} is {} {}, expected {API_VERSION} {KIND}",
+                "{DATA_KEY} is {} {}, expected {API_VERSION} {KIND} (or {API_VERSION_V1})",
                 rec.api_version, rec.kind
             ),
         });
     }
+    rec.embedded = rec.approvals.len() + rec.reboots.len();
     Ok(rec)
 }
 
@@ -298,8 +323,9 @@ pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
         })
 }
 
-/// Every batch record, oldest first, with the ConfigMap's `resourceVersion`. A labelled
-/// ConfigMap that does not parse is an error naming it. A missing namespace means none.
+/// Every batch record, oldest first, with the ConfigMap's `resourceVersion`, its [`records`]
+/// merged in. A labelled ConfigMap that does not parse (batch or record) is an error naming it.
+/// A missing namespace means none.
 pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let l = match api.list(&ListParams::default().labels(LABEL)).await {
@@ -325,6 +351,15 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
             cm.metadata.resource_version.clone().unwrap_or_default(),
         ));
     }
+    let (recs, bad) = records::list(target, None).await?;
+    if let Some((b, name, message)) = bad.first() {
+        return Err(bad_record(b, name, message));
+    }
+    let mut batches: Vec<BatchRecord> = out.iter().map(|(r, _)| r.clone()).collect();
+    records::merge(&mut batches, &recs);
+    for (o, b) in out.iter_mut().zip(batches) {
+        o.0 = b;
+    }
     out.sort_by(|a, b| {
         a.0.created_at
             .cmp(&b.0.created_at)
@@ -333,7 +368,8 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
     Ok(out)
 }
 
-/// One record and its `resourceVersion`. Errors: 404 ([`Error::NotFound`]) naming the batch.
+/// One record and its `resourceVersion`, its [`records`] merged in. Errors: 404
+/// ([`Error::NotFound`]) naming the batch; a record that does not parse ([`bad_record`]).
 pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, name);
@@ -361,15 +397,39 @@ pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String
             message: format!("is not labelled {LABEL}; not a batch record"),
         });
     }
-    Ok((
-        from_config_map(&cm)?,
-        cm.metadata.resource_version.clone().unwrap_or_default(),
-    ))
+    let mut rec = from_config_map(&cm)?;
+    let (recs, bad) = records::list(target, Some(name)).await?;
+    if let Some((b, name, message)) = bad.first() {
+        return Err(bad_record(b, name, message));
+    }
+    for s in &recs {
+        records::add(&mut rec, &s.record);
+    }
+    Ok((rec, cm.metadata.resource_version.clone().unwrap_or_default()))
 }
 
-/// Replaces the record if its ConfigMap still has `resource_version` (compare-and-swap).
-/// Errors: a 409 (someone changed it meanwhile: read it again and retry) as [`Error::Api`].
-pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &str) -> Result<()> {
+/// A record ConfigMap of batch `batch` that does not parse: it may hold an approval, so the
+/// batch cannot be judged without it (exit 4, naming it and what is wrong).
+pub fn bad_record(batch: &str, name: &str, message: &str) -> Error {
+    Error::BadObject {
+        resource: ResourceRef::namespaced("ConfigMap", NAMESPACE, name),
+        message: format!(
+            "is not a record of batch {batch}: {message}; fix or delete it (it may hold an approval: \
+             deleting it lets that node be approved again)"
+        ),
+    }
+}
+
+/// Replaces the record if its ConfigMap still has `resource_version` (compare-and-swap), as
+/// [`API_VERSION`]: approvals and reboots its JSON held (`embedded`, an earlier version's) are
+/// first created as [`records`] (an existing one is kept), so nothing is lost and an earlier
+/// version refuses the batch from then on instead of missing its approvals. Returns the new
+/// `resourceVersion`. Errors: a 409 (someone changed it meanwhile: read it again and retry) as
+/// [`Error::Api`] whose message starts with `HTTP 409`; a record's create.
+pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &str) -> Result<String> {
+    if rec.embedded > 0 {
+        convert_records(target, rec).await?;
+    }
     let mut cm = to_config_map(rec)?;
     cm.metadata.resource_version = Some(resource_version.to_string());
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &rec.name);
@@ -382,16 +442,62 @@ pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &s
     let req = kube::core::Request::new(url)
         .replace(&rec.name, &pp, body)
         .map_err(|e| Error::Unexpected(format!("building the update of {r}: {e}")))?;
-    target
+    let done = target
         .client
         .request::<ConfigMap>(with_strict_validation(req))
         .await
-        .map(|_| ())
-        .map_err(|e| classify(e, "update", r, target))
+        .map_err(|e| classify(e, "update", r, target))?;
+    if rec.embedded > 0 && rec.api_version == API_VERSION_V1 {
+        eprintln!(
+            "note: batch {}: its approvals and reboot reports now live in ConfigMaps of their own \
+             (label {}={}), and it is marked {API_VERSION}; agent-day2 versions before that \
+             refuse it (so none approves a node twice)",
+            rec.name,
+            records::RECORD_OF,
+            rec.name
+        );
+    }
+    Ok(done.metadata.resource_version.unwrap_or_default())
 }
 
-/// Deletes a batch record. Errors: 404 naming the batch; a ConfigMap without [`LABEL`] is
-/// refused (not ours).
+/// Creates every approval and reboot of `rec` (a merged batch) as a [`records`] ConfigMap,
+/// approvals numbered in their order per node and kind; those that exist are kept.
+async fn convert_records(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
+    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for a in &rec.approvals {
+        let i = seen.entry((a.node.clone(), a.kind.clone())).or_default();
+        records::create(target, &records::approval_config_map(&rec.name, *i, a)).await?;
+        *i += 1;
+    }
+    for r in &rec.reboots {
+        records::create(target, &records::reboot_config_map(&rec.name, r)).await?;
+    }
+    Ok(())
+}
+
+/// Makes `name` an [`API_VERSION`] batch if it is not one yet (an earlier version's: its
+/// approvals and reboots moved into [`records`], said once), before a record is written for it.
+/// Returns the batch as read (merged) when it had to be converted. Errors as [`get`] and
+/// [`update`] (a 409 is retried, up to 8 times).
+pub async fn convert(target: &KubeTarget, name: &str) -> Result<()> {
+    for _ in 0..8 {
+        let (rec, rv) = get(target, name).await?;
+        if rec.embedded == 0 && rec.api_version == API_VERSION {
+            return Ok(());
+        }
+        match update(target, &rec, &rv).await {
+            Ok(_) => return Ok(()),
+            Err(Error::Api { message, .. }) if message.starts_with("HTTP 409") => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(Error::Unexpected(format!(
+        "batch {name} kept changing while converting it to {API_VERSION}; run the command again"
+    )))
+}
+
+/// Deletes a batch record, then its [`records`]. Errors: 404 naming the batch; a ConfigMap
+/// without [`LABEL`] is refused (not ours).
 pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
     get(target, name).await?;
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
@@ -405,7 +511,8 @@ pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
                 ResourceRef::namespaced("ConfigMap", NAMESPACE, name),
                 target,
             )
-        })
+        })?;
+    records::delete_of(target, name).await.map(|_| ())
 }
 
 /// Who we are, for `createdBy`: a SelfSubjectReview's username; else the kubeconfig user
@@ -433,10 +540,10 @@ pub async fn whoami(target: &KubeTarget) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn rec() -> BatchRecord {
+    pub(crate) fn rec() -> BatchRecord {
         BatchRecord {
             api_version: API_VERSION.into(),
             kind: KIND.into(),
@@ -469,6 +576,7 @@ mod tests {
             ],
             approvals: vec![],
             reboots: vec![],
+            embedded: 0,
         }
     }
 
@@ -480,7 +588,7 @@ mod tests {
         assert_eq!(cm.metadata.namespace.as_deref(), Some("openshift-agent-day2"));
         let text = &cm.data.as_ref().unwrap()[DATA_KEY];
         assert!(
-            text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\": \"unknown\""),
+            text.contains("\"tokenExpiresAt\"") && text.contains("\"ipSource\":\"unknown\""),
             "{text}"
         );
         assert_eq!(from_config_map(&cm).unwrap(), r);
