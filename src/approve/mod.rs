@@ -1781,3 +1781,275 @@ pub fn no_batch() -> Error {
 pub fn now() -> Time {
     Time::now()
 }
+
+#[cfg(test)]
+mod tests {
+    //! The engine's state fed with events as the watches deliver them (no cluster: the client
+    //! points at a closed port and is never used by what is tested here).
+    use super::*;
+    use k8s_openapi::api::certificates::v1::{CertificateSigningRequestSpec, CertificateSigningRequestStatus};
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
+    use k8s_openapi::ByteString;
+    use kube::api::ObjectMeta;
+
+    const BATCH: &str = "batch-20261202-100000-ab12";
+    const RECORDED: &str = "2026-12-02T10:00:00Z";
+
+    fn target() -> KubeTarget {
+        let cfg = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        KubeTarget {
+            client: kube::Client::try_from(cfg).unwrap(),
+            server: "http://127.0.0.1:9".into(),
+            namespace: "default".into(),
+            context: None,
+            user_hint: None,
+            proxy: None,
+            request_timeout: None,
+            request_timeout_given: false,
+            deadline: None,
+        }
+    }
+
+    fn batch_cm(hosts: &[&str], reboots: serde_json::Value) -> ConfigMap {
+        let mut rec = crate::batch::tests::rec();
+        rec.name = BATCH.into();
+        rec.created_at = RECORDED.into();
+        rec.token_expires_at = "2099-01-01T00:00:00Z".into();
+        rec.hosts = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| batch::BatchHost {
+                hostname: h.to_string(),
+                macs: vec![format!("52:54:00:aa:00:{i:02x}")],
+                ips: vec![format!("192.168.111.{}", 30 + i)],
+                ip_source: "static".into(),
+            })
+            .collect();
+        let mut cm = batch::to_config_map(&rec).unwrap();
+        if reboots != serde_json::Value::Null {
+            // An earlier version's batch: its reboots inside.
+            let mut v: serde_json::Value = serde_json::from_str(&cm.data.as_ref().unwrap()[batch::DATA_KEY]).unwrap();
+            v["apiVersion"] = batch::API_VERSION_V1.into();
+            v["reboots"] = reboots;
+            cm.data.as_mut().unwrap().insert(batch::DATA_KEY.into(), v.to_string());
+        }
+        cm.metadata.resource_version = Some("1".into());
+        cm.metadata.creation_timestamp = Some(MetaTime(RECORDED.parse().unwrap()));
+        cm
+    }
+
+    async fn approver(hosts: &[&str], reboots: serde_json::Value) -> Approver {
+        let st = batch_state(&batch_cm(hosts, reboots)).unwrap();
+        let mut a = Approver {
+            target: target(),
+            opts: ApproveOptions::default(),
+            policy: Policy::for_cluster(
+                "ostest",
+                "test.metalkube.org",
+                vec!["10.128.0.0/14".parse().unwrap()],
+                vec!["172.30.0.0/16".parse().unwrap()],
+            ),
+            batches: vec![st],
+            expected: ExpectedNodes::default(),
+            node_batch: BTreeMap::new(),
+            existing: BTreeSet::new(),
+            ready: BTreeSet::new(),
+            csrs: BTreeMap::new(),
+            node_cache: Default::default(),
+            records: BTreeMap::new(),
+            seen_records: BTreeSet::new(),
+            recorded: ApprovalsRecorded::default(),
+            by_node: BTreeMap::new(),
+            serving: BTreeMap::new(),
+            done: BTreeSet::new(),
+            by: "admin".into(),
+            write_failures: BTreeMap::new(),
+            bad_batches: vec![],
+            bad_reboots: BTreeMap::new(),
+        };
+        a.rebuild_expected().unwrap();
+        a
+    }
+
+    fn reboot(host: &str, at: &str) -> batch::Reboot {
+        batch::Reboot {
+            host: host.into(),
+            at: at.into(),
+            ip: "192.168.111.30".into(),
+            reported: "added-to-existing-cluster".into(),
+            stage_started_at: None,
+            by: "admin".into(),
+        }
+    }
+
+    fn client_csr(name: &str, node: &str, at: &str) -> CertificateSigningRequest {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut dn = rcgen::DistinguishedName::new();
+        dn.push(rcgen::DnType::OrganizationName, "system:nodes");
+        dn.push(rcgen::DnType::CommonName, format!("system:node:{node}"));
+        let mut p = rcgen::CertificateParams::default();
+        p.distinguished_name = dn;
+        let pem = p.serialize_request(&key).unwrap().pem().unwrap();
+        CertificateSigningRequest {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                uid: Some(format!("uid-{name}")),
+                creation_timestamp: Some(MetaTime(at.parse().unwrap())),
+                ..Default::default()
+            },
+            spec: CertificateSigningRequestSpec {
+                request: ByteString(pem.into_bytes()),
+                signer_name: csr::CLIENT_SIGNER.into(),
+                username: Some(csr::BOOTSTRAPPER.into()),
+                groups: Some(csr::BOOTSTRAPPER_GROUPS.iter().map(|s| s.to_string()).collect()),
+                usages: Some(vec!["digital signature".into(), "client auth".into()]),
+                ..Default::default()
+            },
+            status: None,
+        }
+    }
+
+    fn serving_issued(name: &str, node: &str, at: &str) -> CertificateSigningRequest {
+        let mut c = client_csr(name, node, at);
+        c.spec.signer_name = csr::SERVING_SIGNER.into();
+        c.spec.username = Some(format!("system:node:{node}"));
+        c.status = Some(CertificateSigningRequestStatus {
+            certificate: Some(ByteString(b"issued".to_vec())),
+            conditions: Some(vec![CertificateSigningRequestCondition {
+                type_: "Approved".into(),
+                status: "True".into(),
+                ..Default::default()
+            }]),
+        });
+        c
+    }
+
+    fn ready_node(name: &str) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                ..Default::default()
+            },
+            status: Some(NodeStatus {
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn codes(v: &Verdict) -> Vec<&'static str> {
+        v.reasons.iter().map(|r| r.code()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_reboot_record_binds_only_its_host_and_its_echo_is_nothing() {
+        let mut a = approver(&["worker-0", "worker-1"], serde_json::Value::Null).await;
+        let c = client_csr("csr-w0", "worker-0", "2026-12-02T10:30:00Z");
+        a.observe_csr(&c);
+        let t = now();
+        assert_eq!(codes(&a.evaluate("csr-w0", t).unwrap()), ["boot-unverified"]);
+        let rec = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:20:00Z"));
+        assert_eq!(a.observe_record(&rec).unwrap(), Touched::Node("worker-0".into()));
+        assert!(a.evaluate("csr-w0", t).unwrap().approve, "bound to the reboot record");
+        assert_eq!(a.pending_of("worker-0"), ["csr-w0"]);
+        assert!(a.pending_of("worker-1").is_empty());
+        // The watch's echo, and a later report of the same host: the first is kept.
+        assert_eq!(a.observe_record(&rec).unwrap(), Touched::Nothing);
+        let later = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:40:00Z"));
+        let mut later = later;
+        later.metadata.name = Some(format!("{BATCH}.worker-0.reboot-copy"));
+        assert_eq!(a.observe_record(&later).unwrap(), Touched::Nothing);
+        assert_eq!(
+            a.expected().get("worker-0").unwrap().rebooted_at,
+            Some("2026-12-02T10:20:00Z".parse().unwrap())
+        );
+        // Another batch's record for a host this batch defines binds nothing.
+        let other = records::reboot_config_map("batch-other", &reboot("worker-1", "2026-12-02T10:20:00Z"));
+        assert_eq!(a.observe_record(&other).unwrap(), Touched::Nothing);
+        assert_eq!(a.expected().get("worker-1").unwrap().rebooted_at, None);
+    }
+
+    #[tokio::test]
+    async fn a_rival_approvers_record_refuses_a_second_client_csr_and_reissue_allows_it() {
+        let reboots = serde_json::json!([{"host": "worker-0", "at": "2026-12-02T10:20:00Z", "ip": "x", "reported": "x", "by": "x"}]);
+        let mut a = approver(&["worker-0"], reboots).await;
+        assert_eq!(a.batches[0].rec.embedded, 1, "an earlier version's batch");
+        let x = client_csr("csr-x", "worker-0", "2026-12-02T10:30:00Z");
+        a.observe_csr(&x);
+        assert!(a.evaluate("csr-x", now()).unwrap().approve);
+        // Another approver recorded csr-y as worker-0's first client approval.
+        let y = Approval {
+            node: "worker-0".into(),
+            kind: "client".into(),
+            csr: "csr-y".into(),
+            at: "2026-12-02T10:31:00Z".into(),
+            by: "other".into(),
+            csr_created: Some("2026-12-02T10:29:00Z".into()),
+            requester: Some(csr::BOOTSTRAPPER.into()),
+        };
+        let cm = records::approval_config_map(BATCH, 0, &y);
+        assert_eq!(a.observe_record(&cm).unwrap(), Touched::Node("worker-0".into()));
+        let v = a.evaluate("csr-x", now()).unwrap();
+        assert!(!v.approve && codes(&v).contains(&"already-approved"), "{v:?}");
+        assert_eq!(records::next_index(&a.batches[0].rec, "worker-0", "client"), 1);
+        // A batch read again (an address learnt) keeps the records seen.
+        let reboots = serde_json::json!([{"host": "worker-0", "at": "2026-12-02T10:20:00Z", "ip": "x", "reported": "x", "by": "x"}]);
+        let mut cm2 = batch_cm(&["worker-0"], reboots);
+        cm2.metadata.resource_version = Some("2".into());
+        a.observe_batch(&cm2).unwrap();
+        let v = a.evaluate("csr-x", now()).unwrap();
+        assert!(codes(&v).contains(&"already-approved"), "{v:?}");
+        // With --reissue worker-0 one more is allowed.
+        a.opts.reissue = vec!["worker-0".into()];
+        a.rebuild_expected().unwrap();
+        let v = a.evaluate("csr-x", now()).unwrap();
+        assert!(v.approve, "{v:?}");
+    }
+
+    #[tokio::test]
+    async fn done_is_kept_per_event_and_a_deleted_csr_or_node_undoes_it() {
+        let mut a = approver(&["worker-0", "worker-1"], serde_json::Value::Null).await;
+        assert!(!a.all_done());
+        for n in ["worker-0", "worker-1"] {
+            a.observe_node(&ready_node(n));
+        }
+        assert!(!a.all_done(), "no serving certificate yet");
+        a.observe_csr(&serving_issued("s0", "worker-0", "2026-12-02T10:40:00Z"));
+        // A serving certificate of an earlier life (before the batch) does not count.
+        a.observe_csr(&serving_issued("s1-old", "worker-1", "2026-12-01T10:40:00Z"));
+        assert!(!a.all_done());
+        a.observe_csr(&serving_issued("s1", "worker-1", "2026-12-02T10:41:00Z"));
+        assert!(a.all_done());
+        assert!(a.node_states().iter().all(NodeState::done));
+        a.forget_csr("s1");
+        assert!(!a.all_done());
+        a.observe_csr(&serving_issued("s1", "worker-1", "2026-12-02T10:41:00Z"));
+        a.forget_node("worker-0");
+        assert!(!a.all_done());
+        assert_eq!(
+            a.node_states().iter().filter(|n| n.done()).map(|n| n.node.as_str()).collect::<Vec<_>>(),
+            ["worker-1"]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_record_that_does_not_parse_holds_its_batch() {
+        let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
+        let mut cm = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:20:00Z"));
+        cm.data.as_mut().unwrap().insert(records::DATA_KEY.into(), "{}".into());
+        assert_eq!(a.observe_record(&cm).unwrap(), Touched::All);
+        assert!(a.expected().get("worker-0").is_none());
+        let bad = a.bad_batches();
+        assert_eq!(bad.len(), 1);
+        assert!(bad[0].1.contains(&format!("{BATCH}.worker-0.reboot")), "{bad:?}");
+        let c = client_csr("csr-w0", "worker-0", "2026-12-02T10:30:00Z");
+        a.observe_csr(&c);
+        let v = a.evaluate("csr-w0", now()).unwrap();
+        assert_eq!(codes(&v), ["bad-batch-record"], "{v:?}");
+    }
+}
