@@ -154,15 +154,32 @@ m = re.search(r"approve cpu: user ([\d.]+) s, sys ([\d.]+) s", open(err).read())
 if m:
     print(f"approve cpu per 1,000 approvals: {(float(m[1]) + float(m[2])) * 1000 / (2 * int(n)):.1f} s")
 PY
-# The largest object the plugin wrote (every approval made): the batch and its records.
-kubectl -n openshift-agent-day2 get configmaps -o json >"$W/cms.json" && python3 - "$W/cms.json" <<'PY'
-import json, sys
+# The largest object the plugin wrote (every approval made): the batch and its records, in
+# bytes as etcd stores them (the API server's protobuf encoding, read back from etcd's own
+# gRPC gateway: etcd's request limit, 1.5 MiB, applies to that) and as JSON.
+ETCD_URL=$(tr '\0' '\n' <"/proc/$ETCD/cmdline" 2>/dev/null | sed -n 's/^--listen-client-urls=//p' | cut -d, -f1)
+kubectl -n openshift-agent-day2 get configmaps -o json >"$W/cms.json" && python3 - "$W/cms.json" "$ETCD_URL" <<'PY'
+import base64, json, sys, urllib.request
 items = json.load(open(sys.argv[1]))["items"]
-size = lambda i: len(json.dumps(i, separators=(",", ":")))
-big = max(items, key=size)
-recs = [size(i) for i in items if "agent-day2.openshift.io/record-of" in (i["metadata"].get("labels") or {})]
-b, name = size(big), big["metadata"]["name"]
-ok = "ok" if b < 100 * 1024 else "MISSED"
-print(f"largest object written: {name}, {b} bytes ({b / 1024:.1f} KiB; target < 100 KiB: {ok}); "
-      f"{len(recs)} record objects, largest {max(recs, default=0)} bytes")
+def stored(name):
+    key = base64.b64encode(f"/registry/configmaps/openshift-agent-day2/{name}".encode()).decode()
+    try:
+        req = urllib.request.Request(sys.argv[2] + "/v3/kv/range", data=json.dumps({"key": key}).encode())
+        kvs = json.load(urllib.request.urlopen(req, timeout=10)).get("kvs") or []
+        return len(base64.b64decode(kvs[0]["value"])) if kvs else None
+    except Exception:
+        return None
+as_json = lambda i: len(json.dumps(i, separators=(",", ":")))
+big = max(items, key=as_json)
+name = big["metadata"]["name"]
+recs = [i for i in items if "agent-day2.openshift.io/record-of" in (i["metadata"].get("labels") or {})]
+s = stored(name)
+size = s if s is not None else as_json(big)
+ok = "ok" if size < 100 * 1024 else "MISSED"
+rbig = max(recs, key=as_json) if recs else None
+rs = stored(rbig["metadata"]["name"]) if rbig else 0
+print(f"largest object written: {name}, {size} bytes in etcd ({size / 1024:.1f} KiB; target < 100 KiB: {ok}), "
+      f"{as_json(big)} bytes as JSON; {len(recs)} record objects, largest {rs} bytes in etcd")
 PY
+# LOGS=DIR keeps the run's logs (boot, approve, monitor) for a timeline.
+if [ -n "${LOGS:-}" ]; then mkdir -p "$LOGS" && cp "$W"/*.log "$W"/*.out "$W"/*.err "$LOGS"/ 2>/dev/null || true; fi

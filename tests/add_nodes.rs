@@ -323,7 +323,9 @@ fn iso_for_a_static_and_a_dhcp_host_boots_and_both_join() {
     assert_eq!(b["name"], r["batch"]);
     assert_eq!(
         b["hosts"][0],
-        json!({"hostname": "worker-0", "macs": ["52:54:00:aa:00:30"], "ips": ["192.168.111.30"], "ipSource": "static"})
+        // agent-day2/v2 leaves out `ipSource` when it is `static` (issue 24: a 1,000-host batch
+        // under 100 KiB).
+        json!({"hostname": "worker-0", "macs": ["52:54:00:aa:00:30"], "ips": ["192.168.111.30"]})
     );
     assert_eq!(b["hosts"][1]["ipSource"], "unknown");
     assert_eq!(b["hosts"][1]["ips"], json!([]));

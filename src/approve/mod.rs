@@ -144,6 +144,122 @@ impl NodeState {
     }
 }
 
+/// An approval decided on the state as watched ([`Approver::plan_approval`]), whose writes
+/// ([`execute`]) run while the engine goes on with other events; [`Approver::complete`] takes
+/// the result back. Its checks are those of [`Approver::approve`], made optimistic: the CSR is
+/// the watched object (the `/approval` write carries its `resourceVersion`: a CSR changed
+/// since is a 409), the Node is read again (client CSRs), and the approval record's create is
+/// the compare-and-swap against any other approval of the node.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    csr: CertificateSigningRequest,
+    verdict: Verdict,
+    node: String,
+    batch: String,
+    /// The approval record to create (None: recorded already, by an interrupted run).
+    record: Option<ConfigMap>,
+    target: KubeTarget,
+}
+
+impl Planned {
+    /// The CSR's name.
+    pub fn csr_name(&self) -> &str {
+        self.csr.metadata.name.as_deref().unwrap_or("")
+    }
+
+    /// The CSR as watched.
+    pub fn csr(&self) -> &CertificateSigningRequest {
+        &self.csr
+    }
+
+    /// The node it is for.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+}
+
+/// What [`Approver::plan_approval`] makes of a CSR.
+#[derive(Debug)]
+pub enum Plan {
+    /// Run [`execute`], then [`Approver::complete`].
+    Io(Box<Planned>),
+    /// Another approval of the same node and kind is being written: judge it after that one.
+    Wait,
+    /// Not an approval to pipeline (refused, not pending, dry run, a batch to convert, ...):
+    /// use [`Approver::handle`].
+    Handle,
+}
+
+/// What the writes of a [`Planned`] approval met.
+#[derive(Debug, Clone)]
+pub enum Executed {
+    /// Approved: the CSR as the API server returned it.
+    Approved(CertificateSigningRequest),
+    /// The Node exists now (client CSR): judged again.
+    NodeExists(Node),
+    /// Someone else's approval record took this one's number: judged again with it.
+    Taken(ConfigMap),
+    /// The CSR changed since it was watched (409 on `/approval`): read it again.
+    Conflict,
+}
+
+/// The writes of `p`: the Node read again (client CSRs), the approval record created, the
+/// `Approved` condition appended through `/approval`. Returns the record made (if any) with
+/// what happened. Errors: the API's (a 403 names the permission), as [`Approver::approve`].
+pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
+    let name = p.csr_name().to_string();
+    if p.verdict.kind == Kind::Client {
+        let napi: Api<Node> = Api::all(p.target.client.clone());
+        match napi.get_opt(&p.node).await {
+            Ok(Some(n)) => return Ok((None, Executed::NodeExists(n))),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(classify(
+                    e,
+                    "read",
+                    ResourceRef::cluster("Node", &p.node),
+                    &p.target,
+                ))
+            }
+        }
+    }
+    let mut made = None;
+    if let Some(cm) = &p.record {
+        match records::create(&p.target, cm).await? {
+            Created::Made(cm) => made = Some(cm),
+            Created::Existed(other) => return Ok((None, Executed::Taken(other))),
+        }
+    }
+    let capi: Api<CertificateSigningRequest> = Api::all(p.target.client.clone());
+    let mut obj = p.csr.clone();
+    let t = MetaTime(now());
+    obj.status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(CertificateSigningRequestCondition {
+            type_: "Approved".into(),
+            status: "True".into(),
+            reason: Some(APPROVED_REASON.into()),
+            message: Some(approval_message(p.verdict.kind, &p.node, &p.batch)),
+            last_update_time: Some(t.clone()),
+            last_transition_time: Some(t),
+        });
+    match capi
+        .replace_subresource("approval", &name, &post_params(), &obj)
+        .await
+    {
+        Ok(done) => Ok((made, Executed::Approved(done))),
+        Err(e) if kube_409(&e) => Ok((made, Executed::Conflict)),
+        Err(e) => Err(classify(
+            e,
+            "approve",
+            ResourceRef::cluster("CertificateSigningRequest", &name),
+            &p.target,
+        )),
+    }
+}
+
 /// What a record seen asks to judge again ([`Approver::observe_record`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Touched {
@@ -194,6 +310,9 @@ pub struct Approver {
     serving: BTreeMap<String, BTreeMap<String, (Option<Time>, bool, bool)>>,
     /// Expected nodes Ready with their serving certificate issued ([`NodeState::done`]).
     done: BTreeSet<String>,
+    /// (node, kind) of the approvals planned and not completed yet ([`Approver::plan_approval`]):
+    /// another CSR of the same node and kind waits for it.
+    in_flight: BTreeSet<(String, Kind)>,
     by: String,
     /// CSR → why recording its approval on the batch failed (said in the closing hints instead
     /// of "not approved (dry run, or not confirmed)").
@@ -227,7 +346,6 @@ fn has_certificate(c: &CertificateSigningRequest) -> bool {
         .and_then(|s| s.certificate.as_ref())
         .is_some_and(|b| !b.0.is_empty())
 }
-
 
 fn kube_409(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
@@ -396,7 +514,12 @@ type BadBatches = Vec<(String, String, Vec<String>)>;
 
 /// What [`read_batches`] found: the batches (newest first, their records merged in), the bad
 /// ones, and the records by batch with the names of their ConfigMaps.
-type ReadBatches = (Vec<BatchState>, BadBatches, BTreeMap<String, Vec<Record>>, BTreeSet<String>);
+type ReadBatches = (
+    Vec<BatchState>,
+    BadBatches,
+    BTreeMap<String, Vec<Record>>,
+    BTreeSet<String>,
+);
 
 async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBatches> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
@@ -466,9 +589,7 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBat
     for (b, name, message) in bad_records {
         if let Some(i) = out.iter().position(|x| x.rec.name == b) {
             let st = out.remove(i);
-            let msg = format!(
-                "its record ConfigMap {name} is not a record ({message}); fix or delete it"
-            );
+            let msg = format!("its record ConfigMap {name} is not a record ({message}); fix or delete it");
             bad.push((b, msg, st.rec.hosts.iter().map(|h| h.hostname.clone()).collect()));
         }
     }
@@ -540,6 +661,7 @@ impl Approver {
             by_node: BTreeMap::new(),
             serving: BTreeMap::new(),
             done: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
             by,
             write_failures: BTreeMap::new(),
             bad_batches,
@@ -1308,11 +1430,7 @@ impl Approver {
     /// cluster never has one, but a broken or hostile server may list one) is skipped with an
     /// escaped warning and [`Action::Ignored`], so the other CSRs are still processed.
     fn unaddressable(&self, name: &str) -> Option<Outcome> {
-        if !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_graphic() && !"/%?#\\".contains(c))
-        {
+        if addressable(name) {
             return None;
         }
         eprintln!(
@@ -1505,7 +1623,11 @@ impl Approver {
                 if let Err(e) = r {
                     self.write_failures.insert(
                         name.to_string(),
-                        format!("converting batch {bname} to {} failed: {}", batch::API_VERSION, e.render().trim()),
+                        format!(
+                            "converting batch {bname} to {} failed: {}",
+                            batch::API_VERSION,
+                            e.render().trim()
+                        ),
                     );
                     return Err(e);
                 }
@@ -1590,6 +1712,119 @@ impl Approver {
             resource: r_csr,
             message: format!("still conflicting after {CONFLICT_RETRIES} attempts (someone else keeps changing it or its batch); run approve again"),
         })
+    }
+
+    /// Decides CSR `c` (as watched) on the state as it stands, for the pipelined write path
+    /// ([`Plan`]). Only an approval of an expected node whose batch needs no conversion is
+    /// pipelined; everything else is [`Plan::Handle`].
+    pub fn plan_approval(&mut self, c: &CertificateSigningRequest) -> Plan {
+        self.observe_csr(c);
+        let name = c.metadata.name.clone().unwrap_or_default();
+        if self.opts.dry_run || !addressable(&name) || !is_pending(c) {
+            return Plan::Handle;
+        }
+        let Some(v) = self.evaluate(&name, now()) else {
+            return Plan::Handle;
+        };
+        if !v.approve {
+            return Plan::Handle;
+        }
+        let Some(node) = v.node.clone() else {
+            return Plan::Handle;
+        };
+        let Some(bname) = self.node_batch.get(&node).cloned() else {
+            return Plan::Handle;
+        };
+        let Some(b) = self.batches.iter().find(|b| b.rec.name == bname) else {
+            return Plan::Handle;
+        };
+        if b.rec.embedded > 0 || b.rec.api_version != batch::API_VERSION {
+            return Plan::Handle;
+        }
+        if self.in_flight.contains(&(node.clone(), v.kind)) {
+            return Plan::Wait;
+        }
+        let kind_s = v.kind.to_string();
+        let recorded = b
+            .rec
+            .approvals
+            .iter()
+            .any(|a| a.csr == name && a.node == node && a.kind == kind_s);
+        let record = (!recorded).then(|| {
+            let view = CsrView::from_k8s(c);
+            records::approval_config_map(
+                &bname,
+                records::next_index(&b.rec, &node, &kind_s),
+                &Approval {
+                    node: node.clone(),
+                    kind: kind_s.clone(),
+                    csr: name.clone(),
+                    at: now().to_string(),
+                    by: self.by.clone(),
+                    csr_created: view.created.map(|t| t.to_string()),
+                    requester: Some(view.username.clone()),
+                },
+            )
+        });
+        self.in_flight.insert((node.clone(), v.kind));
+        Plan::Io(Box::new(Planned {
+            csr: c.clone(),
+            verdict: v,
+            node,
+            batch: bname,
+            record,
+            target: self.target.clone(),
+        }))
+    }
+
+    /// Takes back what [`execute`] did for `p`: the record and the CSR observed. Returns the
+    /// outcome when approved; None when the CSR must be judged again through
+    /// [`Approver::handle`] (the Node appeared, another approval took the number, the CSR
+    /// changed). Errors: `execute`'s, with the approval's write failure remembered
+    /// ([`Approver::write_failure`]).
+    pub fn complete(
+        &mut self,
+        p: &Planned,
+        r: Result<(Option<ConfigMap>, Executed)>,
+    ) -> Result<Option<Outcome>> {
+        self.in_flight.remove(&(p.node.clone(), p.verdict.kind));
+        let (made, ex) = match r {
+            Ok(x) => x,
+            Err(e) => {
+                self.write_failures.insert(
+                    p.csr_name().to_string(),
+                    format!(
+                        "recording or approving it for batch {} failed: {}",
+                        p.batch,
+                        e.render().trim()
+                    ),
+                );
+                return Err(e);
+            }
+        };
+        if let Some(cm) = &made {
+            self.observe_record(cm)?;
+        }
+        match ex {
+            Executed::Approved(done) => {
+                self.observe_csr(&done);
+                tracing::info!(csr = p.csr_name(), node = %p.node, kind = %p.verdict.kind, "approved");
+                Ok(Some(Outcome {
+                    csr: p.csr_name().to_string(),
+                    verdict: p.verdict.clone(),
+                    action: Action::Approved,
+                }))
+            }
+            Executed::NodeExists(n) => {
+                self.observe_node(&n);
+                Ok(None)
+            }
+            Executed::Taken(cm) => {
+                self.observe_record(&cm)?;
+                Ok(None)
+            }
+            Executed::Conflict => Ok(None),
+        }
     }
 
     /// Denies pending CSR `name` (`--deny-invalid`) after reading it again and judging it
@@ -1739,6 +1974,14 @@ impl Approver {
     }
 }
 
+/// A CSR name that can be put in a request path as it is ([`Approver::unaddressable`]).
+fn addressable(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_graphic() && !"/%?#\\".contains(c))
+}
+
 fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
     let common = "one PEM CSR, signature and key algorithm allowed, subject O=system:nodes CN=system:node:<name>, pending, lifetime within policy";
     match kind {
@@ -1787,7 +2030,9 @@ mod tests {
     //! The engine's state fed with events as the watches deliver them (no cluster: the client
     //! points at a closed port and is never used by what is tested here).
     use super::*;
-    use k8s_openapi::api::certificates::v1::{CertificateSigningRequestSpec, CertificateSigningRequestStatus};
+    use k8s_openapi::api::certificates::v1::{
+        CertificateSigningRequestSpec, CertificateSigningRequestStatus,
+    };
     use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
     use k8s_openapi::ByteString;
     use kube::api::ObjectMeta;
@@ -1828,10 +2073,14 @@ mod tests {
         let mut cm = batch::to_config_map(&rec).unwrap();
         if reboots != serde_json::Value::Null {
             // An earlier version's batch: its reboots inside.
-            let mut v: serde_json::Value = serde_json::from_str(&cm.data.as_ref().unwrap()[batch::DATA_KEY]).unwrap();
+            let mut v: serde_json::Value =
+                serde_json::from_str(&cm.data.as_ref().unwrap()[batch::DATA_KEY]).unwrap();
             v["apiVersion"] = batch::API_VERSION_V1.into();
             v["reboots"] = reboots;
-            cm.data.as_mut().unwrap().insert(batch::DATA_KEY.into(), v.to_string());
+            cm.data
+                .as_mut()
+                .unwrap()
+                .insert(batch::DATA_KEY.into(), v.to_string());
         }
         cm.metadata.resource_version = Some("1".into());
         cm.metadata.creation_timestamp = Some(MetaTime(RECORDED.parse().unwrap()));
@@ -1862,6 +2111,7 @@ mod tests {
             by_node: BTreeMap::new(),
             serving: BTreeMap::new(),
             done: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
             by: "admin".into(),
             write_failures: BTreeMap::new(),
             bad_batches: vec![],
@@ -1955,7 +2205,10 @@ mod tests {
         assert_eq!(codes(&a.evaluate("csr-w0", t).unwrap()), ["boot-unverified"]);
         let rec = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:20:00Z"));
         assert_eq!(a.observe_record(&rec).unwrap(), Touched::Node("worker-0".into()));
-        assert!(a.evaluate("csr-w0", t).unwrap().approve, "bound to the reboot record");
+        assert!(
+            a.evaluate("csr-w0", t).unwrap().approve,
+            "bound to the reboot record"
+        );
         assert_eq!(a.pending_of("worker-0"), ["csr-w0"]);
         assert!(a.pending_of("worker-1").is_empty());
         // The watch's echo, and a later report of the same host: the first is kept.
@@ -2032,7 +2285,11 @@ mod tests {
         a.forget_node("worker-0");
         assert!(!a.all_done());
         assert_eq!(
-            a.node_states().iter().filter(|n| n.done()).map(|n| n.node.as_str()).collect::<Vec<_>>(),
+            a.node_states()
+                .iter()
+                .filter(|n| n.done())
+                .map(|n| n.node.as_str())
+                .collect::<Vec<_>>(),
             ["worker-1"]
         );
     }
@@ -2041,7 +2298,10 @@ mod tests {
     async fn a_record_that_does_not_parse_holds_its_batch() {
         let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
         let mut cm = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:20:00Z"));
-        cm.data.as_mut().unwrap().insert(records::DATA_KEY.into(), "{}".into());
+        cm.data
+            .as_mut()
+            .unwrap()
+            .insert(records::DATA_KEY.into(), "{}".into());
         assert_eq!(a.observe_record(&cm).unwrap(), Touched::All);
         assert!(a.expected().get("worker-0").is_none());
         let bad = a.bad_batches();

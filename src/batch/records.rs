@@ -155,8 +155,7 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<Stored> {
             Record::Approval(a)
         }
         Some("reboot") => Record::Reboot(
-            serde_json::from_str(text)
-                .map_err(|e| bad(format!("{DATA_KEY} is not a reboot record: {e}")))?,
+            serde_json::from_str(text).map_err(|e| bad(format!("{DATA_KEY} is not a reboot record: {e}")))?,
         ),
         other => {
             return Err(bad(format!(
@@ -164,11 +163,7 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<Stored> {
             )))
         }
     };
-    Ok(Stored {
-        batch,
-        name,
-        record,
-    })
+    Ok(Stored { batch, name, record })
 }
 
 /// What a create did.
@@ -202,7 +197,10 @@ pub async fn create(target: &KubeTarget, cm: &ConfigMap) -> Result<Created> {
 
 /// Every record (of `batch` only, when given), in name order, and the labelled ConfigMaps that
 /// are not records (batch, ConfigMap name, what is wrong). A missing namespace means none.
-pub async fn list(target: &KubeTarget, batch: Option<&str>) -> Result<(Vec<Stored>, Vec<(String, String, String)>)> {
+pub async fn list(
+    target: &KubeTarget,
+    batch: Option<&str>,
+) -> Result<(Vec<Stored>, Vec<(String, String, String)>)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let sel = match batch {
         Some(b) => format!("{RECORD_OF}={b}"),
@@ -330,7 +328,9 @@ mod tests {
             at: "2026-12-02T10:00:00Z".into(),
             by: "admin".into(),
             csr_created: Some("2026-12-02T09:59:59Z".into()),
-            requester: Some("system:serviceaccount:openshift-machine-config-operator:node-bootstrapper".into()),
+            requester: Some(
+                "system:serviceaccount:openshift-machine-config-operator:node-bootstrapper".into(),
+            ),
         }
     }
 
@@ -341,12 +341,21 @@ mod tests {
             approval_name(b, "worker-1", "client", 0),
             "batch-20261202-100000-ab12.worker-1.client-0"
         );
-        assert_eq!(reboot_name(b, "worker-1"), "batch-20261202-100000-ab12.worker-1.reboot");
+        assert_eq!(
+            reboot_name(b, "worker-1"),
+            "batch-20261202-100000-ab12.worker-1.reboot"
+        );
         let long = format!("{}.example.com", "a".repeat(230));
         let n = approval_name(b, &long, "serving", 3);
         assert!(n.len() <= 253, "{n}");
-        assert!(n.starts_with("batch-20261202-100000-ab12.h") && n.ends_with(".serving-3"), "{n}");
-        assert_ne!(approval_name(b, &long, "serving", 3), approval_name(b, &format!("b{long}"), "serving", 3));
+        assert!(
+            n.starts_with("batch-20261202-100000-ab12.h") && n.ends_with(".serving-3"),
+            "{n}"
+        );
+        assert_ne!(
+            approval_name(b, &long, "serving", 3),
+            approval_name(b, &format!("b{long}"), "serving", 3)
+        );
     }
 
     #[test]
@@ -354,16 +363,36 @@ mod tests {
         let a = appr("worker-1", "client", "csr-a");
         let cm = approval_config_map("batch-x", 0, &a);
         let text = &cm.data.as_ref().unwrap()[DATA_KEY];
-        assert!(text.len() < 400, "an approval costs a few hundred bytes: {}", text.len());
+        assert!(
+            text.len() < 400,
+            "an approval costs a few hundred bytes: {}",
+            text.len()
+        );
         let s = from_config_map(&cm).unwrap();
         assert_eq!(s.batch, "batch-x");
         assert_eq!(s.record, Record::Approval(a.clone()));
         let mut bad = cm.clone();
-        bad.data.as_mut().unwrap().insert(DATA_KEY.into(), "{\"node\":1}".into());
+        bad.data
+            .as_mut()
+            .unwrap()
+            .insert(DATA_KEY.into(), "{\"node\":1}".into());
         let e = from_config_map(&bad).unwrap_err().to_string();
-        assert!(e.contains("ConfigMap openshift-agent-day2/batch-x.worker-1.client-0"), "{e}");
-        let mut odd = approval_config_map("batch-x", 0, &Approval { kind: "peer".into(), ..a });
-        assert!(from_config_map(&odd).unwrap_err().to_string().contains("neither client nor serving"));
+        assert!(
+            e.contains("ConfigMap openshift-agent-day2/batch-x.worker-1.client-0"),
+            "{e}"
+        );
+        let mut odd = approval_config_map(
+            "batch-x",
+            0,
+            &Approval {
+                kind: "peer".into(),
+                ..a
+            },
+        );
+        assert!(from_config_map(&odd)
+            .unwrap_err()
+            .to_string()
+            .contains("neither client nor serving"));
         odd.metadata.labels.as_mut().unwrap().remove(RECORD_OF);
         assert!(from_config_map(&odd).unwrap_err().to_string().contains(RECORD_OF));
     }
@@ -380,7 +409,10 @@ mod tests {
             stage_started_at: None,
             by: "admin".into(),
         };
-        let r2 = Reboot { at: "2026-12-02T11:00:00Z".into(), ..r1.clone() };
+        let r2 = Reboot {
+            at: "2026-12-02T11:00:00Z".into(),
+            ..r1.clone()
+        };
         let a = appr("worker-1", "client", "csr-a");
         let stored = |name: &str, record: Record| Stored {
             batch: "batch-x".into(),

@@ -1314,13 +1314,13 @@ mod tests {
     fn sc(reboot: Option<&str>) -> Sc {
         Sc {
             expected: ExpectedNodes::new(vec![ExpectedNode {
-                    hostname: "worker-0".into(),
-                    ips: vec!["192.168.111.30".parse().unwrap()],
-                    recorded_at: t("2026-01-10T10:00:00Z"),
-                    token_expires: t("2026-01-11T10:00:00Z"),
-                    reissue: 0,
-                    rebooted_at: reboot.map(t),
-                }]),
+                hostname: "worker-0".into(),
+                ips: vec!["192.168.111.30".parse().unwrap()],
+                recorded_at: t("2026-01-10T10:00:00Z"),
+                token_expires: t("2026-01-11T10:00:00Z"),
+                reissue: 0,
+                rebooted_at: reboot.map(t),
+            }]),
             approvals: ApprovalsRecorded::default(),
             policy: Policy::for_cluster("ostest", "example.com", vec![], vec![]),
         }

@@ -137,6 +137,9 @@ pub fn csr_node(csr: &CertificateSigningRequest) -> Option<(Kind, String)> {
 pub struct CsrIndex {
     /// CSR name → (resourceVersion, kind and node).
     cache: std::collections::HashMap<String, (Option<String>, CsrNode)>,
+    /// Node → the names of its CSRs in the store, kept per event ([`CsrIndex::update`]) so
+    /// that an event costs O(log n), not a pass over every CSR (issue 24).
+    members: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 /// What [`csr_node`] returns.
@@ -158,6 +161,78 @@ impl CsrIndex {
     }
 
     /// The CSRs of `store` grouped by node, oldest first, with their kind.
+    /// Keeps the index for CSR `name` after an event (in `store` now, or gone). Returns the
+    /// node it speaks for (before or after the event), if any.
+    pub fn update(&mut self, store: &Store<CertificateSigningRequest>, name: &str) -> Option<String> {
+        let old = self
+            .cache
+            .get(name)
+            .and_then(|(_, v)| v.as_ref().map(|(_, n)| n.clone()));
+        if let Some(n) = &old {
+            if let Some(set) = self.members.get_mut(n) {
+                set.remove(name);
+            }
+        }
+        match store.items.get(name) {
+            Some(c) => {
+                let new = self.node_of(c).map(|(_, n)| n);
+                if let Some(n) = &new {
+                    self.members
+                        .entry(n.clone())
+                        .or_default()
+                        .insert(name.to_string());
+                }
+                new.or(old)
+            }
+            None => {
+                self.cache.remove(name);
+                old
+            }
+        }
+    }
+
+    /// The index built again over every CSR of `store` (after a relist).
+    pub fn rebuild(&mut self, store: &Store<CertificateSigningRequest>) {
+        self.cache.retain(|n, _| store.items.contains_key(n));
+        self.members.clear();
+        for (name, c) in &store.items {
+            if let Some((_, n)) = self.node_of(c) {
+                self.members.entry(n).or_default().insert(name.clone());
+            }
+        }
+    }
+
+    /// The kubelet CSRs of `node` with their kind, oldest first (as [`CsrIndex::by_node`]).
+    pub fn of_node<'a>(
+        &self,
+        store: &'a Store<CertificateSigningRequest>,
+        node: &str,
+    ) -> Vec<(Kind, &'a CertificateSigningRequest)> {
+        let mut v: Vec<(Kind, &CertificateSigningRequest)> = self
+            .members
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter_map(|n| {
+                let c = store.items.get(n)?;
+                let (_, k) = self.cache.get(n)?;
+                Some((k.as_ref()?.0, c))
+            })
+            .collect();
+        v.sort_by_key(|(_, c)| c.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        v
+    }
+
+    /// How many client CSRs `node` has in the store.
+    pub fn clients_of(&self, node: &str) -> usize {
+        self.members
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|n| matches!(self.cache.get(*n), Some((_, Some((Kind::Client, _))))))
+            .count()
+    }
+
     pub fn by_node<'a>(
         &mut self,
         store: &'a Store<CertificateSigningRequest>,

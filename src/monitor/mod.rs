@@ -558,10 +558,20 @@ impl Monitor {
     /// the watches listed CSRs and Nodes once (or 5 s passed): a node that already joined
     /// must not be reported "not booted" first.
     fn show_changes(&mut self) {
+        self.show_changes_for(None);
+    }
+
+    /// [`Monitor::show_changes`] for the tracks of `only`'s nodes (None: every track): an
+    /// event touches one node, and looking at every track on every event made monitor
+    /// quadratic in the hosts (issue 24).
+    fn show_changes_for(&mut self, only: Option<&BTreeSet<String>>) {
         if !self.showing {
             return;
         }
         for i in 0..self.tracks.len() {
+            if only.is_some_and(|o| !o.contains(&self.tracks[i].name)) {
+                continue;
+            }
             let now = self.tracks[i].now();
             if self.tracks[i].shown.as_ref() == Some(&now) {
                 continue;
@@ -589,10 +599,11 @@ impl Monitor {
         }
     }
 
-    fn refresh_kube(&mut self) {
-        let by_node = self.index.by_node(&self.csrs);
+    /// The Kubernetes side of the tracks of `only`'s nodes (None: every track), from the CSR
+    /// index ([`kube::CsrIndex::of_node`]: O(log n) per track).
+    fn refresh_kube_for(&mut self, only: Option<&BTreeSet<String>>) {
         for t in &mut self.tracks {
-            if !t.named {
+            if !t.named || only.is_some_and(|o| !o.contains(&t.name)) {
                 continue;
             }
             let since = t.batch.as_ref().and_then(|b| self.since.get(b)).copied();
@@ -606,13 +617,8 @@ impl Monitor {
                 None if t.ip.is_some() && t.assisted.stage < Stage::Rebooting => kube::Clients::None,
                 None => kube::Clients::All,
             };
-            t.kube = kube::view_of(
-                &t.name,
-                since,
-                clients,
-                by_node.get(&t.name).map(Vec::as_slice).unwrap_or(&[]),
-                &self.nodes,
-            );
+            let csrs = self.index.of_node(&self.csrs, &t.name);
+            t.kube = kube::view_of(&t.name, since, clients, &csrs, &self.nodes);
         }
     }
 
@@ -877,8 +883,7 @@ impl Monitor {
             return;
         }
         let expected = crate::csr::ExpectedNodes::new(
-            self
-                .tracks
+            self.tracks
                 .iter()
                 .filter(|t| t.named)
                 .filter_map(|t| {
@@ -1356,24 +1361,61 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     if let Ok(clusters) = &poll {
                         m.note_reboot(&target, i, clusters, at);
                     }
-                    m.refresh_kube();
-                    m.show_changes();
+                    let only = BTreeSet::from([m.tracks[i].name.clone()]);
+                    m.refresh_kube_for(Some(&only));
+                    m.show_changes_for(Some(&only));
                 }
                 Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),
             },
             Some(done) = reboot_done.recv() => m.reboots_recorded(done).await,
             Some(msg) = watch.next() => {
+                // The nodes the event is about (None: all, after a relist).
+                let only: Option<BTreeSet<String>>;
                 match msg {
                     kube::Msg::Csr(e) => {
-                        if matches!(*e, ::kube::runtime::watcher::Event::InitDone) { synced.0 = true; }
+                        use ::kube::runtime::watcher::Event as E;
+                        let init = matches!(*e, E::InitDone);
+                        if init { synced.0 = true; }
+                        let name = match &*e {
+                            E::Apply(c) | E::Delete(c) => c.metadata.name.clone(),
+                            _ => None,
+                        };
                         if !m.csrs.apply(*e) { continue; }
+                        only = match (init, name) {
+                            (false, Some(n)) => Some(m.index.update(&m.csrs, &n).into_iter().collect()),
+                            _ => {
+                                m.index.rebuild(&m.csrs);
+                                None
+                            }
+                        };
                     }
                     kube::Msg::Node(e) => {
-                        if matches!(*e, ::kube::runtime::watcher::Event::InitDone) { synced.1 = true; }
+                        use ::kube::runtime::watcher::Event as E;
+                        let init = matches!(*e, E::InitDone);
+                        if init { synced.1 = true; }
+                        let changed = match &*e {
+                            E::Apply(n) => Some((n.metadata.name.clone().unwrap_or_default(), true)),
+                            E::Delete(n) => Some((n.metadata.name.clone().unwrap_or_default(), false)),
+                            _ => None,
+                        };
                         if !m.nodes.apply(*e) { continue; }
-                        if let Some(ap) = m.approver.as_mut() {
-                            for n in m.nodes.items.values() { ap.observe_node(n); }
-                        }
+                        only = match changed {
+                            Some((name, exists)) if !init => {
+                                if let Some(ap) = m.approver.as_mut() {
+                                    match (exists, m.nodes.items.get(&name)) {
+                                        (true, Some(n)) => ap.observe_node(n),
+                                        _ => ap.forget_node(&name),
+                                    }
+                                }
+                                Some(BTreeSet::from([name]))
+                            }
+                            _ => {
+                                if let Some(ap) = m.approver.as_mut() {
+                                    for n in m.nodes.items.values() { ap.observe_node(n); }
+                                }
+                                None
+                            }
+                        };
                     }
                     kube::Msg::Error { what, unauthorized, message } => {
                         if unauthorized {
@@ -1392,16 +1434,20 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                         continue;
                     }
                 }
-                m.refresh_kube();
+                m.refresh_kube_for(only.as_ref());
                 // Stages first: "client CSR X pending approval" comes before "approved client
                 // CSR X" (the order in which they happened).
-                m.show_changes();
+                m.show_changes_for(only.as_ref());
                 m.approve_pending().await;
-                if m.showing {
+                // No alarm without two client CSRs of one node (an approved one and another,
+                // or two pending): only a node the event touched can have gained one.
+                if m.showing
+                    && only.as_ref().is_none_or(|o| o.iter().any(|n| m.index.clients_of(n) >= 2))
+                {
                     m.show_alarms();
                 }
                 m.apply_labels(&target).await;
-                m.show_changes();
+                m.show_changes_for(only.as_ref());
             }
         }
     };

@@ -278,9 +278,9 @@ impl Scenario {
         };
         Scenario {
             expected: ExpectedNodes::new(vec![
-                    node("worker-0", "192.168.111.30"),
-                    node("worker-1", "192.168.111.31"),
-                ]),
+                node("worker-0", "192.168.111.30"),
+                node("worker-1", "192.168.111.31"),
+            ]),
             existing: ExistingNodes::new(["master-0", "master-1", "master-2"]),
             approvals: ApprovalsRecorded::default(),
             policy: Policy::for_cluster(

@@ -230,7 +230,11 @@ pub fn merge_records(c: &TestCluster, recs: &mut [Value]) {
             .to_string();
         let r: Value = serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap();
         if let Some(b) = recs.iter_mut().find(|b| b["name"] == of) {
-            let key = if what == "approval" { "approvals" } else { "reboots" };
+            let key = if what == "approval" {
+                "approvals"
+            } else {
+                "reboots"
+            };
             if !b[key].is_array() {
                 b[key] = Value::Array(vec![]);
             }

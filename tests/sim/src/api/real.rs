@@ -422,6 +422,12 @@ pub fn controller_manager_args(p: &PkiFiles) -> Vec<String> {
         // The binder's periodic resync (15 s by default) also retries a claim whose volume
         // came a moment after the claim's first sync.
         "--pvclaimbinder-sync-period=1s".into(),
+        // OpenShift's own client limits for the controller manager (its operator's
+        // bindata/assets/config/defaultconfig.yaml: kube-api-qps 150, kube-api-burst 300); the
+        // upstream defaults (20/30) would cap the CSR signer at 20 certificates a second, a
+        // floor no OpenShift cluster has (issue 24: 2,000 CSRs took 100 s behind it).
+        "--kube-api-qps=150".into(),
+        "--kube-api-burst=300".into(),
     ]
 }
 
@@ -1748,5 +1754,6 @@ mod tests {
             .any(|f| f.starts_with("--kubelet-certificate-authority=")));
         assert!(a.iter().any(|f| f.starts_with("--kubelet-client-certificate=")));
         assert!(!k.iter().any(|f| f.contains("csrapproving")));
+        assert!(k.contains(&"--kube-api-qps=150".to_string()));
     }
 }
