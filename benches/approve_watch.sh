@@ -113,6 +113,14 @@ if [ "${BIND:-}" = 1 ]; then
 fi
 bash -c 'TIMEFORMAT="approve cpu: user %U s, sys %S s, wall %R s"; time "$0" approve --watch --yes "${@:1}" --timeout 15m' "$B/kubectl-agent_day2" "${TRUST[@]}" >"$W/approve.out" 2>"$W/approve.err" &
 APP=$!
+# RIVALS=1: a second `approve --watch --yes` runs side by side (two administrators at once);
+# afterwards every CSR must carry exactly one Approved condition and every node one approval
+# record of each kind (issue 24: never approve twice).
+RIVAL=
+if [ "${RIVALS:-}" = 1 ]; then
+    "$B/kubectl-agent_day2" approve --watch --yes "${TRUST[@]}" --timeout 15m >"$W/rival.out" 2>"$W/rival.err" &
+    RIVAL=$!
+fi
 bash -c 'TIMEFORMAT="simulated machines (agent-day2-sim boot) cpu: user %U s, sys %S s, wall %R s"; time "$0" "$@"' \
     "$B/agent-day2-sim" boot --dir "$W/sim" --pxe-dir "$W/bench/boot-artifacts" "${BOOTARGS[@]}" \
     --stage-delay-ms "$DELAY" --timeout 15m >"$W/boot.log" 2>"$W/boot.err" &
@@ -120,6 +128,8 @@ BOOT=$!
 set +e
 wait $APP; rc=$?
 end=$(date +%s.%N)
+rrc=
+[ -n "$RIVAL" ] && { wait "$RIVAL"; rrc=$?; }
 API1=$(cpu_of "$APISERVER") ETCD1=$(cpu_of "$ETCD")
 APP=
 wait $BOOT; brc=$?
@@ -129,6 +139,24 @@ if [ -n "$MON" ]; then
 fi
 set -e
 approved=$(grep -c ' approved ' "$W/approve.out" || true)
+if [ -n "$RIVAL" ]; then
+    kubectl get csr -o json >"$W/csrs.json"
+    kubectl -n openshift-agent-day2 get cm -l agent-day2.openshift.io/record=approval -o json >"$W/approvals.json"
+    python3 - "$W/csrs.json" "$W/approvals.json" "$NODES" "$rc" "$rrc" "$approved" "$(grep -c ' approved ' "$W/rival.out" || true)" <<'PY'
+import collections, json, sys
+csrs = json.load(open(sys.argv[1]))["items"]
+recs = json.load(open(sys.argv[2]))["items"]
+n = int(sys.argv[3])
+twice = [c["metadata"]["name"] for c in csrs
+         if sum(1 for x in (c.get("status") or {}).get("conditions") or [] if x["type"] == "Approved") > 1]
+per = collections.Counter((json.loads(r["data"]["record.json"])["node"], json.loads(r["data"]["record.json"])["kind"]) for r in recs)
+dup = [k for k, v in per.items() if v > 1]
+ok = not twice and not dup and len(per) == 2 * n
+print(f"two approve --watch runs side by side: exits {sys.argv[4]} and {sys.argv[5]}, approvals {sys.argv[6]} + {sys.argv[7]}; "
+      f"CSRs approved twice: {len(twice)}; nodes with two records of a kind: {len(dup)}; records {len(recs)} of {2 * n} "
+      f"(each CSR approved exactly once: {'ok' if ok else 'MISSED'})")
+PY
+fi
 python3 - "$start" "$end" "$NODES" "$rc" "$brc" "$approved" <<'PY'
 import sys
 s, e, n, rc, brc, ap = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]

@@ -626,6 +626,12 @@ impl Monitor {
     /// Not before the stages are shown ([`Monitor::show_changes`]): an approval is reported
     /// after the stage that says its CSR is pending.
     async fn approve_pending(&mut self) {
+        self.approve_pending_for(None).await
+    }
+
+    /// [`Monitor::approve_pending`] for the CSRs of `only`'s nodes (None: every CSR), so that
+    /// an event costs what its node's CSRs cost (issue 24).
+    async fn approve_pending_for(&mut self, only: Option<&BTreeSet<String>>) {
         if !self.showing {
             return;
         }
@@ -635,13 +641,19 @@ impl Monitor {
         let followed: BTreeSet<String> = self
             .tracks
             .iter()
-            .filter(|t| t.named)
+            .filter(|t| t.named && only.is_none_or(|o| o.contains(&t.name)))
             .map(|t| t.name.clone())
             .collect();
-        let pending: Vec<CertificateSigningRequest> = self
-            .csrs
-            .items
-            .values()
+        let candidates: Vec<&CertificateSigningRequest> = match only {
+            Some(o) => o
+                .iter()
+                .flat_map(|n| self.index.of_node(&self.csrs, n))
+                .map(|(_, c)| c)
+                .collect(),
+            None => self.csrs.items.values().collect(),
+        };
+        let pending: Vec<CertificateSigningRequest> = candidates
+            .into_iter()
             .filter(|c| {
                 let st = c.status.as_ref();
                 st.and_then(|s| s.conditions.as_ref())
@@ -662,6 +674,7 @@ impl Monitor {
         let awaiting_reboot: BTreeSet<String> = self
             .tracks
             .iter()
+            .filter(|t| only.is_none_or(|o| o.contains(&t.name)))
             .filter(|t| t.named && t.ip.is_some() && t.assisted.stage != Stage::Failed)
             .filter(|t| !self.reboot_at.contains_key(&t.name))
             .map(|t| t.name.clone())
@@ -1438,7 +1451,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                 // Stages first: "client CSR X pending approval" comes before "approved client
                 // CSR X" (the order in which they happened).
                 m.show_changes_for(only.as_ref());
-                m.approve_pending().await;
+                m.approve_pending_for(only.as_ref()).await;
                 // No alarm without two client CSRs of one node (an approved one and another,
                 // or two pending): only a node the event touched can have gained one.
                 if m.showing
