@@ -14,8 +14,11 @@
 # release ones, as users run them); runs itself inside `agent-day2-sim netns` (a private network
 # namespace; nothing leaves it). The cluster runs on the real control plane (benches/lib.sh).
 # BIND=1: part 2 as a user runs it since issue 14: `monitor` records each host's reboot report
-# on the batch (200 ms stages so its 100 ms polls see them) and approve runs without
-# --trust-unverified-boot, every client CSR bound to its host's record.
+# (200 ms stages so its 100 ms polls see them) and approve runs without
+# --trust-unverified-boot, every client CSR bound to its host's record. RIVALS=1: a second
+# approve --watch runs side by side; each CSR must be approved exactly once. LOGS=DIR keeps the
+# logs. Prints the CPU seconds of approve, monitor, the simulated machines, kube-apiserver and
+# etcd, and the largest object written (bytes as etcd stores it; target < 100 KiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODES="${1:-200}"
