@@ -225,6 +225,17 @@ pub async fn list(
     let mut good = Vec::new();
     let mut bad = Vec::new();
     for cm in &l {
+        // Only what carries the label is a record (a server that ignored the selector listed
+        // everything: the batch itself is not a broken record).
+        if cm
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(RECORD_OF))
+            .is_none()
+        {
+            continue;
+        }
         match from_config_map(cm) {
             Ok(s) => good.push(s),
             Err(Error::BadObject { message, .. }) => bad.push((
