@@ -1656,9 +1656,21 @@ impl Approver {
                     }
                     Ok(Created::Existed(cm)) => {
                         // Another approver recorded this node's approval number `index` first:
-                        // judge again with it.
+                        // judge again with it. One already known cannot be why the name is
+                        // taken: the ConfigMap is not what its name says; stop, naming it.
                         tracing::debug!("approval {index} of {node} recorded meanwhile; judging again");
-                        self.observe_record(&cm)?;
+                        if self.observe_record(&cm)? == Touched::Nothing {
+                            return Err(Error::InvalidInput {
+                                field: format!(
+                                    "ConfigMap {}/{}",
+                                    batch::NAMESPACE,
+                                    cm.metadata.name.clone().unwrap_or_default()
+                                ),
+                                message: format!(
+                                    "holds the name of {node}'s {kind_s} approval number {index} but is not that record; fix or delete it, then run approve again"
+                                ),
+                            });
+                        }
                         continue;
                     }
                     Err(e) => {
@@ -2213,9 +2225,8 @@ mod tests {
         assert!(a.pending_of("worker-1").is_empty());
         // The watch's echo, and a later report of the same host: the first is kept.
         assert_eq!(a.observe_record(&rec).unwrap(), Touched::Nothing);
+        // (A second monitor's later report has the same name: its create fails, the first stands.)
         let later = records::reboot_config_map(BATCH, &reboot("worker-0", "2026-12-02T10:40:00Z"));
-        let mut later = later;
-        later.metadata.name = Some(format!("{BATCH}.worker-0.reboot-copy"));
         assert_eq!(a.observe_record(&later).unwrap(), Touched::Nothing);
         assert_eq!(
             a.expected().get("worker-0").unwrap().rebooted_at,

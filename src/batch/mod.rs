@@ -363,9 +363,7 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
         ));
     }
     let (recs, bad) = records::list(target, None).await?;
-    if let Some((b, name, message)) = bad.first() {
-        return Err(bad_record(b, name, message));
-    }
+    warn_bad_records(&bad);
     let mut batches: Vec<BatchRecord> = out.iter().map(|(r, _)| r.clone()).collect();
     records::merge(&mut batches, &recs);
     for (o, b) in out.iter_mut().zip(batches) {
@@ -410,24 +408,25 @@ pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String
     }
     let mut rec = from_config_map(&cm)?;
     let (recs, bad) = records::list(target, Some(name)).await?;
-    if let Some((b, name, message)) = bad.first() {
-        return Err(bad_record(b, name, message));
-    }
+    warn_bad_records(&bad);
     for s in &recs {
         records::add(&mut rec, &s.record);
     }
     Ok((rec, cm.metadata.resource_version.clone().unwrap_or_default()))
 }
 
-/// A record ConfigMap of batch `batch` that does not parse: it may hold an approval, so the
-/// batch cannot be judged without it (exit 4, naming it and what is wrong).
-pub fn bad_record(batch: &str, name: &str, message: &str) -> Error {
-    Error::BadObject {
-        resource: ResourceRef::namespaced("ConfigMap", NAMESPACE, name),
-        message: format!(
-            "is not a record of batch {batch}: {message}; fix or delete it (it may hold an approval: \
-             deleting it lets that node be approved again)"
-        ),
+/// Says (on stderr) which record ConfigMaps were skipped as not records: (batch, name, what
+/// is wrong). `approve` holds such a batch's hosts instead ([`crate::approve`]); the other
+/// readers (lists, monitor's stages, add-nodes' overlaps) go on without them.
+fn warn_bad_records(bad: &[(String, String, String)]) {
+    for (b, name, message) in bad {
+        eprintln!(
+            "warning: ConfigMap {NAMESPACE}/{} is labelled a record of batch {} but is not one ({}): skipped; \
+             approve holds that batch's hosts until it is fixed or deleted",
+            crate::output::escape_for_display(name, 253),
+            crate::output::escape_for_display(b, 253),
+            crate::output::escape_for_display(message, 300)
+        );
     }
 }
 

@@ -152,14 +152,37 @@ pub fn from_config_map(cm: &ConfigMap) -> Result<Stored> {
                     a.kind
                 )));
             }
+            // The name is the record's key (the create that can fail only once): it must be
+            // what the content says, or an approver would try that name for ever.
+            let full = approval_name(&batch, &a.node, &a.kind, 0);
+            let prefix = &full[..full.len() - 1];
+            let n = name.strip_prefix(prefix).unwrap_or("");
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad(format!(
+                    "its name does not match {DATA_KEY} (a {} approval of node {:?}: expected {prefix}<n>)",
+                    a.kind, a.node
+                )));
+            }
             Record::Approval(a)
         }
-        Some("reboot") => Record::Reboot(
-            serde_json::from_str(text).map_err(|e| bad(format!("{DATA_KEY} is not a reboot record: {e}")))?,
-        ),
+        Some("reboot") => {
+            let r: Reboot = serde_json::from_str(text)
+                .map_err(|e| bad(format!("{DATA_KEY} is not a reboot record: {e}")))?;
+            let want = reboot_name(&batch, &r.host);
+            if name != want {
+                return Err(bad(format!(
+                    "its name does not match {DATA_KEY} (a reboot report of host {:?}: expected {want})",
+                    r.host
+                )));
+            }
+            Record::Reboot(r)
+        }
         other => {
             return Err(bad(format!(
-                "label {RECORD} is {other:?}, expected approval or reboot"
+                "label {RECORD} is {}, expected approval or reboot",
+                other
+                    .map(|o| format!("{o:?}"))
+                    .unwrap_or_else(|| "missing".into())
             )))
         }
     };
@@ -392,6 +415,42 @@ mod tests {
             e.contains("ConfigMap openshift-agent-day2/batch-x.worker-1.client-0"),
             "{e}"
         );
+        // A record whose name says another node, kind or host than its content is no record
+        // (an approver would otherwise try that name for ever).
+        let mut renamed = approval_config_map(
+            "batch-x",
+            0,
+            &Approval {
+                kind: "serving".into(),
+                ..a.clone()
+            },
+        );
+        renamed.metadata.name = Some("batch-x.worker-1.client-0".into());
+        let e = from_config_map(&renamed).unwrap_err().to_string();
+        assert!(e.contains("its name does not match"), "{e}");
+        let mut r = reboot_config_map(
+            "batch-x",
+            &Reboot {
+                host: "worker-1".into(),
+                at: "2026-12-02T10:00:00Z".into(),
+                ip: "192.168.111.31".into(),
+                reported: "x".into(),
+                stage_started_at: None,
+                by: "a".into(),
+            },
+        );
+        assert!(from_config_map(&r).is_ok());
+        r.metadata.name = Some("batch-x.worker-2.reboot".into());
+        assert!(from_config_map(&r)
+            .unwrap_err()
+            .to_string()
+            .contains("expected batch-x.worker-1.reboot"));
+        let mut unlabelled = approval_config_map("batch-x", 0, &a);
+        unlabelled.metadata.labels.as_mut().unwrap().remove(RECORD);
+        assert!(from_config_map(&unlabelled)
+            .unwrap_err()
+            .to_string()
+            .contains("is missing, expected approval or reboot"));
         let mut odd = approval_config_map(
             "batch-x",
             0,
