@@ -916,8 +916,11 @@ struct Live {
     last: BTreeMap<String, (Row, Action)>,
     /// Approvals being written ([`super::execute`]), at most [`PIPELINE`].
     pipe: futures::stream::FuturesUnordered<InFlight>,
-    /// Nodes whose pending CSRs are judged again (an approval of theirs completed).
+    /// Nodes whose deferred CSRs are judged again (an approval of theirs completed).
     retouch: std::collections::BTreeSet<String>,
+    /// Node → CSRs deferred while an approval of the same node and kind was written
+    /// ([`Plan::Wait`]): judged when it completes, as they would have been after it.
+    deferred: BTreeMap<String, std::collections::BTreeSet<String>>,
 }
 
 /// How many approvals `approve --watch --yes` writes at once: a CSR's writes are three round
@@ -955,7 +958,8 @@ async fn finish(a: &mut Approver, live: &mut Live, w: Written) -> Result<()> {
     Ok(())
 }
 
-/// Judges again the pending CSRs of the nodes in `live.retouch`.
+/// Judges the CSRs deferred for the nodes in `live.retouch` (only those: the others were
+/// judged when they came, and judging them again would change what their rows said).
 async fn retouch(
     a: &mut Approver,
     args: &ApproveArgs,
@@ -963,7 +967,8 @@ async fn retouch(
     declined: &mut std::collections::BTreeSet<String>,
 ) -> Result<()> {
     while let Some(n) = live.retouch.pop_first() {
-        for name in a.pending_of(&n) {
+        let names = live.deferred.remove(&n).unwrap_or_default();
+        for name in names {
             if let Some(c) = a_csr(a, &name) {
                 process_one(a, args, &c, live, declined).await?;
             }
@@ -1014,6 +1019,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         last: BTreeMap::new(),
         pipe: Default::default(),
         retouch: Default::default(),
+        deferred: Default::default(),
     };
     let mut declined: std::collections::BTreeSet<String> = Default::default();
     let mut alarmed: std::collections::BTreeSet<String> = Default::default();
@@ -1316,7 +1322,12 @@ async fn process_one(
                 live.pipe.push(start(p));
                 return Ok(());
             }
-            Plan::Wait => return Ok(()),
+            Plan::Wait => {
+                if let Some(node) = a.evaluate(&name, now()).and_then(|v| v.node) {
+                    live.deferred.entry(node).or_default().insert(name);
+                }
+                return Ok(());
+            }
             Plan::Handle => {}
         }
     }

@@ -313,6 +313,9 @@ pub struct Approver {
     /// (node, kind) of the approvals planned and not completed yet ([`Approver::plan_approval`]):
     /// another CSR of the same node and kind waits for it.
     in_flight: BTreeSet<(String, Kind)>,
+    /// Names of the approval records being created by this run: their watch echo may come
+    /// before the write completes, and must not make the node's CSRs be judged again.
+    own_pending: BTreeSet<String>,
     by: String,
     /// CSR → why recording its approval on the batch failed (said in the closing hints instead
     /// of "not approved (dry run, or not confirmed)").
@@ -662,6 +665,7 @@ impl Approver {
             serving: BTreeMap::new(),
             done: BTreeSet::new(),
             in_flight: BTreeSet::new(),
+            own_pending: BTreeSet::new(),
             by,
             write_failures: BTreeMap::new(),
             bad_batches,
@@ -1175,6 +1179,9 @@ impl Approver {
             Record::Approval(a) => {
                 if let Some(r) = self.recorded_approval(a) {
                     self.recorded.approvals.push(r);
+                }
+                if self.own_pending.contains(&name) {
+                    return Ok(Touched::Nothing);
                 }
                 Ok(Touched::Node(a.node.clone()))
             }
@@ -1779,6 +1786,10 @@ impl Approver {
             )
         });
         self.in_flight.insert((node.clone(), v.kind));
+        if let Some(cm) = &record {
+            self.own_pending
+                .insert(cm.metadata.name.clone().unwrap_or_default());
+        }
         Plan::Io(Box::new(Planned {
             csr: c.clone(),
             verdict: v,
@@ -1800,6 +1811,13 @@ impl Approver {
         r: Result<(Option<ConfigMap>, Executed)>,
     ) -> Result<Option<Outcome>> {
         self.in_flight.remove(&(p.node.clone(), p.verdict.kind));
+        if let Some(cm) = &p.record {
+            // Kept until the record is merged below (its echo may still come: it is seen then).
+            let n = cm.metadata.name.clone().unwrap_or_default();
+            if !matches!(&r, Ok((Some(_), _))) {
+                self.own_pending.remove(&n);
+            }
+        }
         let (made, ex) = match r {
             Ok(x) => x,
             Err(e) => {
@@ -1816,6 +1834,8 @@ impl Approver {
         };
         if let Some(cm) = &made {
             self.observe_record(cm)?;
+            self.own_pending
+                .remove(cm.metadata.name.as_deref().unwrap_or_default());
         }
         match ex {
             Executed::Approved(done) => {
@@ -2124,6 +2144,7 @@ mod tests {
             serving: BTreeMap::new(),
             done: BTreeSet::new(),
             in_flight: BTreeSet::new(),
+            own_pending: BTreeSet::new(),
             by: "admin".into(),
             write_failures: BTreeMap::new(),
             bad_batches: vec![],
