@@ -160,7 +160,6 @@ impl CsrIndex {
         v
     }
 
-    /// The CSRs of `store` grouped by node, oldest first, with their kind.
     /// Keeps the index for CSR `name` after an event (in `store` now, or gone). Returns the
     /// node it speaks for (before or after the event), if any.
     pub fn update(&mut self, store: &Store<CertificateSigningRequest>, name: &str) -> Option<String> {
@@ -202,7 +201,7 @@ impl CsrIndex {
         }
     }
 
-    /// The kubelet CSRs of `node` with their kind, oldest first (as [`CsrIndex::by_node`]).
+    /// The kubelet CSRs of `node` with their kind, oldest first.
     pub fn of_node<'a>(
         &self,
         store: &'a Store<CertificateSigningRequest>,
@@ -232,23 +231,6 @@ impl CsrIndex {
             .filter(|n| matches!(self.cache.get(*n), Some((_, Some((Kind::Client, _))))))
             .count()
     }
-
-    pub fn by_node<'a>(
-        &mut self,
-        store: &'a Store<CertificateSigningRequest>,
-    ) -> BTreeMap<String, Vec<(Kind, &'a CertificateSigningRequest)>> {
-        self.cache.retain(|n, _| store.items.contains_key(n));
-        let mut out: BTreeMap<String, Vec<(Kind, &CertificateSigningRequest)>> = BTreeMap::new();
-        for c in store.items.values() {
-            if let Some((kind, node)) = self.node_of(c) {
-                out.entry(node).or_default().push((kind, c));
-            }
-        }
-        for v in out.values_mut() {
-            v.sort_by_key(|(_, c)| c.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        }
-        out
-    }
 }
 
 /// Which client CSRs of a node count for its stage ([`view_of`]).
@@ -262,7 +244,7 @@ pub enum Clients {
     Since(Time),
 }
 
-/// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::by_node`]) created
+/// The cluster's view of node `name` from its CSRs (`csrs`, from [`CsrIndex::of_node`]) created
 /// at or after `since` (the batch's creation, so an earlier life of the same name does not
 /// count) its client CSRs as `clients` says, and its Node.
 /// The CSR's Approved condition is dated before `at` by more than the clock skew allowed
