@@ -231,20 +231,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
         }
     }
     let capi: Api<CertificateSigningRequest> = Api::all(p.target.client.clone());
-    let mut obj = p.csr.clone();
-    let t = MetaTime(now());
-    obj.status
-        .get_or_insert_with(Default::default)
-        .conditions
-        .get_or_insert_with(Vec::new)
-        .push(CertificateSigningRequestCondition {
-            type_: "Approved".into(),
-            status: "True".into(),
-            reason: Some(APPROVED_REASON.into()),
-            message: Some(approval_message(p.verdict.kind, &p.node, &p.batch)),
-            last_update_time: Some(t.clone()),
-            last_transition_time: Some(t),
-        });
+    let obj = with_approved_condition(&p.csr, p.verdict.kind, &p.node, &p.batch);
     match capi
         .replace_subresource("approval", &name, &post_params(), &obj)
         .await
@@ -592,7 +579,7 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBat
     for (b, name, message) in bad_records {
         if let Some(i) = out.iter().position(|x| x.rec.name == b) {
             let st = out.remove(i);
-            let msg = format!("its record ConfigMap {name} is not a record ({message}); fix or delete it");
+            let msg = bad_record_message(&name, &message);
             bad.push((b, msg, st.rec.hosts.iter().map(|h| h.hostname.clone()).collect()));
         }
     }
@@ -1156,7 +1143,7 @@ impl Approver {
                 let st = self.batches.remove(i);
                 self.bad_batches.push((
                     of,
-                    format!("its record ConfigMap {name} is not a record ({message}); fix or delete it"),
+                    bad_record_message(&name, &message),
                     st.rec.hosts.iter().map(|h| h.hostname.clone()).collect(),
                 ));
                 self.rebuild_expected()?;
@@ -1641,23 +1628,8 @@ impl Approver {
                 self.reread_batch(&bname).await?;
                 continue;
             }
-            let recorded = self.batches[bi]
-                .rec
-                .approvals
-                .iter()
-                .any(|a| a.csr == name && a.node == node && a.kind == kind_s);
-            if !recorded {
-                let index = records::next_index(&self.batches[bi].rec, &node, &kind_s);
-                let a = Approval {
-                    node: node.clone(),
-                    kind: kind_s.clone(),
-                    csr: name.into(),
-                    at: now().to_string(),
-                    by: self.by.clone(),
-                    csr_created: view.created.map(|t| t.to_string()),
-                    requester: Some(view.username.clone()),
-                };
-                match records::create(&self.target, &records::approval_config_map(&bname, index, &a)).await {
+            if let Some((index, record)) = self.approval_record(&self.batches[bi].rec, &node, v.kind, &view) {
+                match records::create(&self.target, &record).await {
                     Ok(Created::Made(cm)) => {
                         self.observe_record(&cm)?;
                     }
@@ -1693,19 +1665,7 @@ impl Approver {
                 }
             }
             // 2. /approval: append our condition to the fresh object.
-            let mut obj = fresh.clone();
-            let st = obj.status.get_or_insert_with(Default::default);
-            let t = MetaTime(now());
-            st.conditions
-                .get_or_insert_with(Vec::new)
-                .push(CertificateSigningRequestCondition {
-                    type_: "Approved".into(),
-                    status: "True".into(),
-                    reason: Some(APPROVED_REASON.into()),
-                    message: Some(approval_message(v.kind, &node, &bname)),
-                    last_update_time: Some(t.clone()),
-                    last_transition_time: Some(t),
-                });
+            let obj = with_approved_condition(&fresh, v.kind, &node, &bname);
             match capi
                 .replace_subresource("approval", name, &post_params(), &obj)
                 .await
@@ -1731,6 +1691,37 @@ impl Approver {
             resource: r_csr,
             message: format!("still conflicting after {CONFLICT_RETRIES} attempts (someone else keeps changing it or its batch); run approve again"),
         })
+    }
+
+    /// The record of approving CSR `view` as `node`'s next `kind` approval on batch `rec`, with
+    /// its index; None when this CSR's approval is recorded already (a run interrupted between
+    /// the record and `/approval` finishes it).
+    fn approval_record(
+        &self,
+        rec: &BatchRecord,
+        node: &str,
+        kind: Kind,
+        view: &CsrView,
+    ) -> Option<(usize, ConfigMap)> {
+        let kind_s = kind.to_string();
+        if rec
+            .approvals
+            .iter()
+            .any(|a| a.csr == view.name && a.node == node && a.kind == kind_s)
+        {
+            return None;
+        }
+        let index = records::next_index(rec, node, &kind_s);
+        let a = Approval {
+            node: node.to_string(),
+            kind: kind_s,
+            csr: view.name.clone(),
+            at: now().to_string(),
+            by: self.by.clone(),
+            csr_created: view.created.map(|t| t.to_string()),
+            requester: Some(view.username.clone()),
+        };
+        Some((index, records::approval_config_map(&rec.name, index, &a)))
     }
 
     /// Decides CSR `c` (as watched) on the state as it stands, for the pipelined write path
@@ -1763,28 +1754,9 @@ impl Approver {
         if self.in_flight.contains(&(node.clone(), v.kind)) {
             return Plan::Wait;
         }
-        let kind_s = v.kind.to_string();
-        let recorded = b
-            .rec
-            .approvals
-            .iter()
-            .any(|a| a.csr == name && a.node == node && a.kind == kind_s);
-        let record = (!recorded).then(|| {
-            let view = CsrView::from_k8s(c);
-            records::approval_config_map(
-                &bname,
-                records::next_index(&b.rec, &node, &kind_s),
-                &Approval {
-                    node: node.clone(),
-                    kind: kind_s.clone(),
-                    csr: name.clone(),
-                    at: now().to_string(),
-                    by: self.by.clone(),
-                    csr_created: view.created.map(|t| t.to_string()),
-                    requester: Some(view.username.clone()),
-                },
-            )
-        });
+        let record = self
+            .approval_record(&b.rec, &node, v.kind, &CsrView::from_k8s(c))
+            .map(|(_, cm)| cm);
         self.in_flight.insert((node.clone(), v.kind));
         if let Some(cm) = &record {
             self.own_pending
@@ -2004,6 +1976,36 @@ impl Approver {
     pub fn all_done(&self) -> bool {
         self.done.len() == self.expected.nodes.len()
     }
+}
+
+/// Why a batch is held for its record ConfigMap `name` that is not a record (`message`).
+fn bad_record_message(name: &str, message: &str) -> String {
+    format!("its record ConfigMap {name} is not a record ({message}); fix or delete it")
+}
+
+/// `csr` with our `Approved` condition appended (reason [`APPROVED_REASON`], a message naming
+/// the checks), for the `/approval` subresource.
+fn with_approved_condition(
+    csr: &CertificateSigningRequest,
+    kind: Kind,
+    node: &str,
+    batch: &str,
+) -> CertificateSigningRequest {
+    let mut obj = csr.clone();
+    let t = MetaTime(now());
+    obj.status
+        .get_or_insert_with(Default::default)
+        .conditions
+        .get_or_insert_with(Vec::new)
+        .push(CertificateSigningRequestCondition {
+            type_: "Approved".into(),
+            status: "True".into(),
+            reason: Some(APPROVED_REASON.into()),
+            message: Some(approval_message(kind, node, batch)),
+            last_update_time: Some(t.clone()),
+            last_transition_time: Some(t),
+        });
+    obj
 }
 
 /// A CSR name that can be put in a request path as it is ([`Approver::unaddressable`]).

@@ -487,8 +487,8 @@ async fn convert_records(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
 
 /// Makes `name` an [`API_VERSION`] batch if it is not one yet (an earlier version's: its
 /// approvals and reboots moved into [`records`], said once), before a record is written for it.
-/// Returns the batch as read (merged) when it had to be converted. Errors as [`get`] and
-/// [`update`] (a 409 is retried, up to 8 times).
+/// A batch once converted stays so (earlier versions refuse it), so a caller need not ask
+/// twice. Errors as [`get`] and [`update`] (a 409 is retried, up to 8 times).
 pub async fn convert(target: &KubeTarget, name: &str) -> Result<()> {
     for _ in 0..8 {
         let (rec, rv) = get(target, name).await?;
