@@ -417,12 +417,18 @@ async fn record_address(
 /// each ([`batch::records`]; an earlier version's batch is converted first). The first record
 /// of a host is kept: a host recorded already (by another monitor) keeps its record, which is
 /// returned as it stands. Returns the records as they are on the cluster, for the approver.
+/// `converted`: the batches this run has converted or found converted already.
 async fn record_reboots(
     target: &KubeTarget,
     name: &str,
     reboots: &[batch::Reboot],
+    converted: &mut BTreeSet<String>,
 ) -> Result<Vec<ConfigMap>> {
-    batch::convert(target, name).await?;
+    // Once per batch and run: the check reads the whole batch and lists its records.
+    if !converted.contains(name) {
+        batch::convert(target, name).await?;
+        converted.insert(name.to_string());
+    }
     let mut out = Vec::new();
     for r in reboots {
         match batch::records::create(target, &batch::records::reboot_config_map(name, r)).await? {
@@ -475,6 +481,7 @@ async fn reboot_writer(
     tx: tokio::sync::mpsc::UnboundedSender<RebootDone>,
 ) {
     let mut by: Option<String> = None;
+    let mut converted = BTreeSet::new();
     while let Some((first, mut target)) = rx.recv().await {
         let mut jobs = vec![first];
         while let Ok((j, t)) = rx.try_recv() {
@@ -495,7 +502,7 @@ async fn reboot_writer(
             let recs: Vec<batch::Reboot> = jobs.iter().map(|j| j.2.clone()).collect();
             // A lost record holds the host's CSR: try a few more rounds after a pause (the
             // batch's conversion is a compare-and-swap) before giving up.
-            let mut r = record_reboots(&target, &b, &recs).await;
+            let mut r = record_reboots(&target, &b, &recs, &mut converted).await;
             for round in 1..=5u32 {
                 // Every failure is tried again (a lost record holds the host's CSR), except a
                 // refusal the same write would meet again.
@@ -503,7 +510,7 @@ async fn reboot_writer(
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
-                r = record_reboots(&target, &b, &recs).await;
+                r = record_reboots(&target, &b, &recs, &mut converted).await;
             }
             let r = r.map_err(|e| e.to_string());
             if tx.send((jobs, r)).is_err() {
