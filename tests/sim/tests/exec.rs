@@ -152,16 +152,24 @@ fn volume(c: &TestCluster, ns: &str, claim: &str) -> PathBuf {
     c.dir.join("volumes").join(ns).join(claim)
 }
 
+/// Creates the namespace and the copy pod, and waits until the pod is Ready: the scheduler,
+/// provisioner and kubelet stand-ins act on watch events, so an exec straight after `apply`
+/// can meet a pod with no node yet ("pod copy does not have a host assigned", seen in CI).
 fn make_copy_pod(c: &TestCluster) {
     ok(c, &["create", "namespace", NS], b"");
     ok(c, &["apply", "-f", "-"], COPY_POD.as_bytes());
+    ok(
+        c,
+        &["wait", "-n", NS, "--for=condition=Ready", "pod/copy", "--timeout=60s"],
+        b"",
+    );
 }
 
 #[test]
 fn kubectl_exec_tar_exit_codes_and_authz() {
     let Some(c) = cluster(&[]) else { return };
     make_copy_pod(&c);
-    // The claim is bound at once, the pod Running and ready on a master.
+    // Once the pod is Ready: the claim is bound, the pod Running and ready on a master.
     let phase = ok(
         &c,
         &[
