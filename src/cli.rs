@@ -140,7 +140,7 @@ one JSON event per line (kind MonitorEvent; the last one is the summary).
 Exit status: 0 every node Ready with its serving certificate; 2 bad flags (--approve without
 --yes when stdin is not a terminal); 4 cluster access; 5 timed out; 6 a node's installation
 failed, was cancelled, or its token expired; 7 CSRs still pending at the end. When several
-apply, the lowest wins.";
+apply: 6 before 7 before 5 (a failed installation always shows).";
 
 const MONITOR_AFTER: &str = "\
 Examples:

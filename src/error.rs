@@ -27,6 +27,29 @@ pub mod exit {
     pub const CSRS: u8 = 7;
     /// Declined at the prompt; nothing was changed.
     pub const DECLINED: u8 = 8;
+
+    /// The order in which codes win when several apply to one run, most serious first
+    /// (README "Exit codes"): what stopped the run (1-4), then a node's failed installation
+    /// (6: it needs a re-install), then CSRs that need a decision (7), then a plain timeout
+    /// (5: waiting longer may be enough), then a decline (8). A failure always shows: a run
+    /// with one failed node and one still installing exits 6, not 5.
+    pub const PRECEDENCE: [u8; 8] = [
+        UNEXPECTED,
+        USAGE,
+        INVALID_INPUT,
+        CLUSTER_ACCESS,
+        INSTALL_FAILED,
+        CSRS,
+        TIMEOUT,
+        DECLINED,
+    ];
+
+    /// The code a run exits with when each of `codes` applies: 0 when all are 0 (or there are
+    /// none), else the one first in [`PRECEDENCE`]; a code outside it ranks last.
+    pub fn most_serious(codes: impl IntoIterator<Item = u8>) -> u8 {
+        let rank = |c: u8| PRECEDENCE.iter().position(|p| *p == c).unwrap_or(PRECEDENCE.len());
+        codes.into_iter().filter(|c| *c != OK).min_by_key(|c| rank(*c)).unwrap_or(OK)
+    }
 }
 
 /// A Kubernetes object (or a collection of them) that a message talks about,
@@ -119,7 +142,8 @@ pub enum Error {
     },
 
     /// Several errors, each printed as its own `error:` line with its hint (e.g. every
-    /// resource `info` could not read). The exit code is the lowest non-zero of theirs.
+    /// resource `info` could not read). The exit code is the most serious of theirs
+    /// ([`exit::most_serious`]).
     #[error("{}", .0.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\nerror: "))]
     Many(Vec<Error>),
 
@@ -191,12 +215,8 @@ impl Error {
         match self {
             Error::Usage(_) => exit::USAGE,
             Error::InvalidInput { .. } | Error::InvalidConfig(_) => exit::INVALID_INPUT,
-            Error::Many(v) => v
-                .iter()
-                .map(Error::exit_code)
-                .filter(|c| *c != 0)
-                .min()
-                .unwrap_or(exit::UNEXPECTED),
+            Error::Many(v) if v.is_empty() => exit::UNEXPECTED,
+            Error::Many(v) => exit::most_serious(v.iter().map(Error::exit_code)),
             Error::Kubeconfig { .. }
             | Error::KubeconfigEntry { .. }
             | Error::ImpersonationRefused { .. }
@@ -337,7 +357,7 @@ mod tests {
         );
         assert!(r.contains("\\u{1b}]0;pwned\\u{7}boom\\u{202e}"), "{r}");
         assert_eq!(r.matches("error: ").count(), 2, "{r}");
-        assert_eq!(e.exit_code(), 4, "lowest non-zero of 4 and 5");
+        assert_eq!(e.exit_code(), 4, "4 outranks 5");
     }
 
     #[test]
@@ -354,5 +374,19 @@ mod tests {
         assert_eq!(Error::Timeout("x".into()).exit_code(), 5);
         assert_eq!(Error::Unexpected("x".into()).exit_code(), 1);
         assert_eq!(Error::ClusterUnsupported { reasons: vec![] }.exit_code(), 4);
+    }
+
+    #[test]
+    fn a_failure_outranks_pending_csrs_and_a_timeout() {
+        use exit::most_serious;
+        assert_eq!(most_serious([]), 0);
+        assert_eq!(most_serious([0, 0]), 0);
+        assert_eq!(most_serious([5, 6]), 6);
+        assert_eq!(most_serious([7, 5]), 7);
+        assert_eq!(most_serious([7, 6, 5]), 6);
+        assert_eq!(most_serious([7, 3]), 3);
+        assert_eq!(most_serious([6, 4]), 4);
+        assert_eq!(most_serious([8, 5]), 5);
+        assert_eq!(most_serious([9, 5]), 5);
     }
 }

@@ -397,7 +397,7 @@ boot:
 
 /// A failing validation (message shown, exit 5), a failed install (exit 6, logs gathered), a
 /// node never booted (exit 5), a Ready node whose serving CSR stays pending (exit 7), and all of
-/// them at once from the batch record (the lowest code, 5).
+/// them at once from the batch record (6: a failure outranks a timeout and pending CSRs).
 #[test]
 fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     require_netns!();
@@ -530,9 +530,10 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     // An unknown batch is a clear error.
     let o = env.plugin(&["monitor", "--batch", "batch-nosuch"]);
     assert_fails(&o, 4, "\"batch-nosuch\" not found");
-    // The whole batch (--batch, no anchors): 6, 5 and 7 apply; the lowest, 5, wins.
+    // The whole batch (--batch, no anchors): 6, 5 and 7 apply; the failure, 6, wins (issue 22
+    // item 5: "lowest wins" gave 5 and hid the failed install behind a timeout).
     let o = env.monitor(&["--batch", r["batch"].as_str().unwrap(), "-o", "json"], "4s");
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
     let evs = events(&o);
     let s = evs.last().unwrap();
     let codes: BTreeMap<String, i64> = s["nodes"]
@@ -556,6 +557,7 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         ]),
         "{s}"
     );
+    assert_eq!(s["exitCode"], 6, "the JSON summary keeps the run's code in step: {s}");
     stop.store(true, Ordering::SeqCst);
     assert!(approver.join().unwrap() >= 1);
 }

@@ -828,9 +828,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
     let mut exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
-    // A skipped batch record is invalid input (README "Exit codes": the lowest wins).
-    if !a.bad_batches().is_empty() && (exit_code == exit::OK || exit_code > exit::INVALID_INPUT) {
-        exit_code = exit::INVALID_INPUT;
+    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    if !a.bad_batches().is_empty() {
+        exit_code = exit::most_serious([exit_code, exit::INVALID_INPUT]);
     }
     Report {
         api_version: "agent-day2/v1",
@@ -1216,9 +1216,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
         code = exit::CSRS;
     }
-    // A skipped batch record is invalid input (README "Exit codes": the lowest wins).
-    if !a.bad_batches().is_empty() && (code == exit::OK || code > exit::INVALID_INPUT) {
-        code = exit::INVALID_INPUT;
+    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    if !a.bad_batches().is_empty() {
+        code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
     let still = waiting(a);
     if args.output != OutputFormat::Table {

@@ -22,7 +22,7 @@
 //!
 //! Exit status ([`state::node_exit`], [`state::overall_exit`]): 0 only when every node is Ready
 //! with its serving certificate; 6 a node failed; 5 timed out; 7 CSRs still pending (with a
-//! hint to run `approve`); the lowest non-zero wins.
+//! hint to run `approve`); when several apply, 6 before 7 before 5 ([`crate::error::exit::most_serious`]).
 
 pub mod kube;
 pub mod output;
@@ -1549,7 +1549,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     if timed_out {
-        // README "Exit codes": each node has its own code, the run the lowest; a node
+        // README "Exit codes": each node has its own code, the run the most serious; a node
         // waiting on its CSRs is 7 even though the timeout ended the run.
         hints.push(if code == exit::CSRS {
             format!(

@@ -396,12 +396,12 @@ pub fn node_exit(stage: Stage) -> u8 {
     }
 }
 
-/// The command's exit code from the nodes': 0 when every one is 0, else the lowest non-zero
-/// (design.md: "When several apply (monitor --approve), the lowest non-zero of 6, 5, 7 wins").
-/// The run's timeout is not a code of its own: a node waiting on a CSR stays 7 when the
-/// timeout ended the run (README "Exit codes"), else 7 could never be returned.
+/// The command's exit code from the nodes': 0 when every one is 0, else the most serious by
+/// [`exit::most_serious`] (6 before 7 before 5: a failed installation always shows). The
+/// run's timeout is not a code of its own: a node waiting on a CSR stays 7 when the timeout
+/// ended the run (README "Exit codes"), else 7 could never be returned.
 pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
-    codes.into_iter().filter(|c| *c != 0).min().unwrap_or(exit::OK)
+    exit::most_serious(codes)
 }
 
 /// One monitored node.
@@ -684,8 +684,10 @@ mod tests {
         assert_eq!(node_exit(Stage::Failed), 6);
         assert_eq!(node_exit(Stage::ServingCsrPending), 7);
         assert_eq!(node_exit(Stage::Validations), 5);
-        assert_eq!(overall_exit([0, 7, 6, 5]), 5);
-        assert_eq!(overall_exit([0, 7, 6]), 6);
+        assert_eq!(overall_exit([0, 7, 6, 5]), 6);
+        assert_eq!(overall_exit([0, 5, 6]), 6);
+        assert_eq!(overall_exit([0, 7, 5]), 7);
+        assert_eq!(overall_exit([5, 5]), 5);
         assert_eq!(overall_exit([7, 0]), 7);
         assert_eq!(overall_exit([0, 0]), 0);
     }
