@@ -1348,7 +1348,9 @@ impl ClusterModel {
         (model, errors)
     }
 
-    /// Whether add-nodes can go ahead on this cluster (no [`ClusterModel::problems`]).
+    /// Whether no [`ClusterModel::problems`] stand in add-nodes' way. Only part of the verdict:
+    /// a required object that could not be read is an error of [`ClusterModel::from_objects_partial`],
+    /// not a problem (`info` combines both).
     pub fn can_add_nodes(&self) -> bool {
         self.problems.is_empty()
     }

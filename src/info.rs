@@ -40,8 +40,9 @@ pub struct ClusterInfo {
     pub model: ClusterModel,
     /// Permissions the user lacks.
     pub permissions: PermissionReport,
-    /// True when [`ClusterModel::problems`] is empty (an unknown fact add-nodes needs is a
-    /// problem, so this is false then).
+    /// True when add-nodes can go ahead: no [`ClusterModel::problems`] and every object
+    /// add-nodes cannot do without was read and usable (an unknown fact add-nodes needs makes
+    /// it false; `errors` then says which).
     pub can_add_nodes: bool,
     /// The `error:` lines `info` ends with (cannot read X, cluster unsupported), as text.
     pub errors: Vec<String>,
@@ -152,6 +153,7 @@ pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
     }
     let (objects, fetch_errors) = cluster::fetch_all(&target).await?;
     let (model, model_errors) = ClusterModel::from_objects_partial(&objects);
+    let stops_add_nodes = !model_errors.is_empty();
     let perms = permissions::check(&target).await?;
 
     let mut errors = fetch_errors;
@@ -199,6 +201,10 @@ pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
         .collect();
     let mut errors = errors;
     let mut doc = ClusterInfo::new(model, perms);
+    // add-nodes builds its model with `from_objects`, which stops on any of these (a required
+    // object unreadable or unusable): the verdict must say so (issue 22 item 2: "yes" and exit
+    // 4 together).
+    doc.can_add_nodes &= !stops_add_nodes;
     doc.errors = errors.iter().map(|e| e.to_string()).collect();
     let stdout = output::render(args.output, &doc, || render_table(&doc))?;
     let error = match errors.len() {
@@ -459,8 +465,10 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         "Can add nodes",
         if doc.can_add_nodes {
             "yes".into()
-        } else {
+        } else if doc.errors.is_empty() {
             "NO".into()
+        } else {
+            format!("NO ({}: see below)", plural(doc.errors.len(), "error", "errors"))
         },
     ));
     let mut out = key_values(&rows);

@@ -242,6 +242,17 @@ fn forbidden_pull_secret_names_it_and_the_user() {
         "{e}"
     );
     assert!(e.contains("README \"Permissions\""), "{e}");
+    // The verdict agrees with the exit code (issue 22 item 2: it said "yes" and exited 4).
+    let t = text(&out.stdout);
+    assert!(
+        t.lines().any(|l| l.starts_with("Can add nodes") && l.contains(" NO (1 error: see below)")),
+        "{t}"
+    );
+    let out = plugin(&c, &["info", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stderr));
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["canAddNodes"], false, "{d}");
+    assert_eq!(d["pullSecretFound"], serde_json::Value::Null, "{d}");
 }
 
 #[test]
