@@ -581,8 +581,8 @@ impl Client {
         let message = serde_json::from_slice::<InfraError>(&body)
             .map(|e| e.message)
             .or_else(|_| serde_json::from_slice::<ApiError>(&body).map(|e| e.reason))
-            .unwrap_or_else(|_| String::from_utf8_lossy(&body).chars().take(200).collect());
-        let message = crate::output::display(&message);
+            .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
+        let message = crate::output::http_message(&message);
         Err(match status {
             401 => AssistedError::Unauthorized {
                 url: shown,

@@ -253,9 +253,11 @@ pub struct ApproveArgs {
     /// is warned about).
     #[arg(long)]
     pub trust_unverified_boot: bool,
-    /// The kubelet's re-key interval (15m, its certificate manager's wait); a simulator passes
-    /// its shorter one.
-    #[arg(long, value_name = "DURATION", default_value = "15m", hide = true)]
+    /// How long a kubelet waits for its client CSR before it makes a new key and posts another
+    /// (15m, the kubelet certificate manager's). approve tells a kubelet's own re-keyed CSR
+    /// from a rival's by it; change it only for kubelets that retry sooner, e.g.
+    /// --kubelet-retry 5m.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub kubelet_retry: String,
     /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind ApproveReport).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
@@ -551,7 +553,7 @@ Examples:
 
 const VERSION_AFTER: &str = "\
 Examples:
-  # Version, git commit, build date, Kubernetes API and supported OpenShift versions
+  # Version, git commit, build date, client types and supported Kubernetes and OpenShift
   oc agent-day2 version
 
   # As JSON (apiVersion agent-day2/v1, kind Version)

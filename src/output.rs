@@ -70,6 +70,14 @@ pub fn display(s: &str) -> String {
     escape_for_display(s, VALUE_MAX)
 }
 
+/// An HTTP error's message for the operator: its first 200 characters, the whitespace around
+/// it dropped (a plain-text body ends in a newline, which [`display`] would show as `\u{a}`),
+/// then escaped with [`display`]. `body` is the body's text or the message a JSON body carried.
+pub fn http_message(body: &str) -> String {
+    let cut: String = body.trim().chars().take(200).collect();
+    display(cut.trim_end())
+}
+
 /// Returns `s` with every character that could hide or reorder what an operator reads replaced
 /// by a visible escape, cut to at most `max` characters (counted after escaping, including the
 /// final `…` that marks a cut).
@@ -135,7 +143,7 @@ fn needs_escape(c: char) -> bool {
 #[cfg(test)]
 mod escape_tests {
     use super::escape_for_display as e;
-    use super::{display, VALUE_MAX};
+    use super::{display, http_message, VALUE_MAX};
 
     #[test]
     fn plain_text_is_unchanged() {
@@ -164,6 +172,13 @@ mod escape_tests {
         assert_eq!(e("ab\u{202e}cdef", 9), "ab…");
         assert!(e(&"x".repeat(1000), 64).chars().count() == 64);
         assert_eq!(e("ääää", 3), "ää…");
+    }
+
+    #[test]
+    fn http_message_drops_the_newline_of_a_plain_body() {
+        assert_eq!(http_message("Unauthorized\n"), "Unauthorized");
+        assert_eq!(http_message("  a\nb \r\n"), "a\\u{a}b");
+        assert_eq!(http_message(&"x".repeat(300)).chars().count(), 200);
     }
 
     #[test]

@@ -25,14 +25,22 @@ pub struct VersionInfo {
     /// build.rs last ran.
     pub build_date: &'static str,
     /// Kubernetes API version of the k8s-openapi types compiled in (`1.37`): the newest API the
-    /// binary knows; the resources it uses (core v1, certificates v1) are stable on older servers.
+    /// binary knows, not the cluster's; the resources it uses (core v1, certificates v1) are
+    /// stable on older servers.
     pub kubernetes_api_version: &'static str,
+    /// Oldest Kubernetes server the plugin works with (`1.31`, the one the oldest supported
+    /// OpenShift ships: [`MIN_KUBERNETES`]).
+    pub min_kubernetes_version: String,
     /// Oldest OpenShift release the plugin works with (`4.18`); newer ones are supported too
     /// ([`crate::cluster::MIN_VERSION`], the check `info` and `add-nodes` make).
     pub min_open_shift_version: String,
     /// Target OS/arch, Go style as krew uses them (`linux/amd64`).
     pub platform: String,
 }
+
+/// The Kubernetes minor the oldest supported OpenShift ships: OpenShift 4.N ships Kubernetes
+/// 1.(N+13) (4.18: 1.31, as the simulated control plane of the tests runs it).
+pub const MIN_KUBERNETES: (u64, u64) = (1, MIN_VERSION.1 + 13);
 
 /// The build's version facts.
 pub fn info() -> VersionInfo {
@@ -49,6 +57,7 @@ pub fn info() -> VersionInfo {
         git_commit: option_env!("AGENT_DAY2_GIT_COMMIT").filter(|c| !c.is_empty()),
         build_date: env!("AGENT_DAY2_BUILD_DATE"),
         kubernetes_api_version: env!("AGENT_DAY2_K8S_API"),
+        min_kubernetes_version: format!("{}.{}", MIN_KUBERNETES.0, MIN_KUBERNETES.1),
         min_open_shift_version: format!("{}.{}", MIN_VERSION.0, MIN_VERSION.1),
         platform: format!("{}/{arch}", std::env::consts::OS),
     }
@@ -65,7 +74,15 @@ fn table(v: &VersionInfo) -> String {
     let rows = [
         ("Git commit:", v.git_commit.unwrap_or("unknown").to_string()),
         ("Build date:", v.build_date.to_string()),
-        ("Kubernetes API:", v.kubernetes_api_version.to_string()),
+        // The compiled-in types, not the cluster's version (issue 22 item 10: "Kubernetes API
+        // 1.37" read as a claim about a 1.31 cluster).
+        (
+            "Client types:",
+            format!(
+                "Kubernetes {} (servers {} and newer)",
+                v.kubernetes_api_version, v.min_kubernetes_version
+            ),
+        ),
         ("OpenShift:", format!("{} and newer", v.min_open_shift_version)),
         ("Platform:", v.platform.clone()),
     ];
@@ -95,7 +112,12 @@ mod tests {
             "{}",
             v.build_date
         );
+        assert_eq!(v.min_kubernetes_version, "1.31");
         let t = table(&v);
+        assert!(
+            t.contains(&format!("Client types:   Kubernetes {} (servers 1.31 and newer)\n", v.kubernetes_api_version)),
+            "{t}"
+        );
         assert!(t.starts_with(&format!("agent-day2 v{}\n", v.version)), "{t}");
         let os = t.lines().find(|l| l.starts_with("OpenShift:")).unwrap();
         assert!(

@@ -404,6 +404,9 @@ fn full_run(crds: Crds) {
     assert_eq!(out.status.code(), Some(5), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("cluster 0 unreachable, retrying").count(), 1, "{err}");
+    // The hint is about reaching cluster 0, not about -n (issue 22 item 10).
+    assert!(err.contains("hint: cluster 0's API server did not answer"), "{err}");
+    assert!(!err.contains("pass the same -n"), "{err}");
 
     // No Agent deleted or recreated across the runs.
     let v1 = versions(&e, &ns);

@@ -1010,11 +1010,20 @@ fn next_steps(
     } else {
         first
     };
-    vec![
-        first,
+    let mut steps = vec![first];
+    if kind == OutputKind::Pxe {
+        // 0600 files of the user who ran add-nodes: a web server running as its own user
+        // cannot read them (issue 22 item 10).
+        steps.push(format!(
+            "the files are mode 0600 and yours, so a web server running as its own user cannot read them: copy them where it serves from, readable by its group only, e.g. install -m 0640 -g apache {}/* /var/www/html/day2/",
+            names.dir.join(PXE_DIR).display()
+        ));
+    }
+    steps.extend([
         format!("boot them before {expiry}: the node tokens expire then"),
         "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (approval only)".into(),
-    ]
+    ]);
+    steps
 }
 
 /// Default `--token-ttl` (the agent installer's 48 h, [`auth::DEFAULT_TTL`]).
@@ -1946,7 +1955,8 @@ mod tests {
         );
         let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None, false);
         assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
-        assert!(without[2].contains("monitor --approve") && without[2].contains("approve --watch"));
+        assert!(without[1].contains("mode 0600") && without[1].contains("install -m 0640"), "{without:?}");
+        assert!(without[3].contains("monitor --approve") && without[3].contains("approve --watch"));
     }
 
     #[test]

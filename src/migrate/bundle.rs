@@ -196,15 +196,16 @@ pub struct BundleWriter {
 
 impl BundleWriter {
     /// Starts a bundle that will be `dest`. `dest` must not exist (checked here, and again
-    /// atomically at the rename). Errors: [`Error::Usage`] when `dest` exists; [`Error::Io`]
+    /// atomically at the rename). Errors: [`Error::InvalidInput`] (exit 3, as add-nodes' existing output) when `dest` exists; [`Error::Io`]
     /// naming the temporary directory (missing or read-only parent).
     pub fn create(dest: &Path) -> Result<BundleWriter, Error> {
         if dest.symlink_metadata().is_ok() {
-            return Err(Error::Usage(format!(
-                "--out {}: it already exists; export writes a new directory and never replaces one: \
-                 give a path that does not exist",
-                dest.display()
-            )));
+            return Err(Error::InvalidInput {
+                field: format!("--out {}", dest.display()),
+                message: "already exists; export writes a new directory and never replaces one: \
+                          give a path that does not exist"
+                    .into(),
+            });
         }
         let name = dest
             .file_name()
@@ -316,7 +317,7 @@ impl BundleWriter {
     /// Writes manifest.json (with `manifest.files` replaced by the files written, sorted) and
     /// manifest.json.sha256, fsyncs every directory, and renames the temporary directory to
     /// the destination without replacing anything. Returns the bundle checksum (hex sha256 of
-    /// manifest.json). Errors: [`Error::Usage`] when the destination appeared meanwhile (the
+    /// manifest.json). Errors: [`Error::InvalidInput`] when the destination appeared meanwhile (the
     /// temporary directory is removed); [`Error::Io`].
     pub fn commit(mut self, mut manifest: BundleManifest) -> Result<String, Error> {
         manifest.files = self.files.values().cloned().collect();
@@ -348,11 +349,12 @@ impl BundleWriter {
             Err(e)
                 if e.kind() == io::ErrorKind::AlreadyExists || e.raw_os_error() == Some(libc::ENOTEMPTY) =>
             {
-                return Err(Error::Usage(format!(
-                    "--out {}: it appeared while the bundle was written; nothing was replaced: give a \
-                     path that does not exist",
-                    self.dest.display()
-                )));
+                return Err(Error::InvalidInput {
+                    field: format!("--out {}", self.dest.display()),
+                    message: "appeared while the bundle was written; nothing was replaced: give a \
+                              path that does not exist"
+                        .into(),
+                });
             }
             Err(e) => return Err(io_err(&self.dest, e)),
         }
@@ -781,12 +783,12 @@ mod tests {
         assert_eq!(b.read("db/dump.sql").unwrap().len(), 35);
         assert!(b.read("nope").is_err());
         // Existing destination: refused before writing, and at commit.
-        assert!(matches!(BundleWriter::create(&dest), Err(Error::Usage(_))));
+        assert!(matches!(BundleWriter::create(&dest), Err(Error::InvalidInput { .. })));
         let dest2 = d.path().join("c");
         let w = BundleWriter::create(&dest2).unwrap();
         std::fs::create_dir(&dest2).unwrap();
         let tmp = w.temp_path().to_path_buf();
-        assert!(matches!(w.commit(manifest()), Err(Error::Usage(_))));
+        assert!(matches!(w.commit(manifest()), Err(Error::InvalidInput { .. })));
         assert!(!tmp.exists(), "temp dir removed after a refused commit");
     }
 

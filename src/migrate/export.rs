@@ -339,8 +339,8 @@ impl Source {
                     .and_then(Value::as_str)
                     .map(str::to_string)
             })
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(200).collect());
-        let msg = crate::output::display(&msg);
+            .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+        let msg = crate::output::http_message(&msg);
         Err(match status {
             401 => source_error(
                 &shown,

@@ -63,6 +63,9 @@ pub enum MigrateCommand {
 
 // Examples (kubectl style) of each command; together they show every flag (tests/help.rs).
 const MIGRATE_AFTER: &str = "\
+Exit status: each subcommand's --help lists its own; the codes are the plugin's (0 done, 1
+unexpected, 2 bad flags, 3 invalid input, 4 cluster or node 0 access, 5 timed out).
+
 Examples:
   # 1. On node 0: its assisted-service data into a bundle directory
   oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
@@ -76,9 +79,10 @@ Examples:
 
 const EXPORT_AFTER: &str = "\
 Exit status: 0 the bundle was written; 2 bad flags (no or several database sources, a bad
---from, --out existing or in a missing directory, pg_dump or podman not installed); 3 invalid
-input (an unreadable --token-file or --db-dump, a dump of another install or moment, an id unfit
-for a file name); 4 node 0's service or database refused or failed (HTTP error, pg_dump failed);
+--from, --out in a missing directory, pg_dump or podman not installed); 3 invalid input (--out
+exists, an unreadable --token-file or --db-dump, a dump of another install or moment, an id
+unfit for a file name); 4 node 0's service or database refused or failed (HTTP error, pg_dump
+failed);
 1 the bundle could not be written, or pg_dump or podman could not be run.
 
 Examples:
@@ -127,9 +131,9 @@ Examples:
   # On node 0: exit 0 once cluster 0 holds this bundle's completion record
   oc agent-day2 migrate wait ./bundle --timeout 2h
 
-  # The record in namespace ostest, polled every 30 s, with node 0's kubeconfig
+  # The record in namespace ostest, polled every 30 s, with the wait's own kubeconfig
   oc agent-day2 migrate wait ./bundle -n ostest --interval 30s \\
-      --kubeconfig /etc/kubernetes/kubeconfig";
+      --kubeconfig /var/lib/agent-day2/migrate-wait.kubeconfig";
 
 const STATUS_AFTER: &str = "\
 Exit status: 0 the report was printed (counts that differ or cannot be read are listed in it,
@@ -243,10 +247,11 @@ pub struct UnitArgs {
         default_value = "/var/lib/agent-day2/migration"
     )]
     pub bundle: PathBuf,
-    /// Kubeconfig of cluster 0 on node 0 (a path on node 0). Its user needs only `get` on
-    /// ConfigMap agent-day2-migration in the migration namespace (role agent-day2-migrate-wait
-    /// in README "Permissions").
-    #[arg(long, value_name = "FILE", default_value = "/etc/kubernetes/kubeconfig")]
+    /// Kubeconfig of cluster 0 on node 0 (a path on node 0), made for the wait: its user may
+    /// only `get` ConfigMap agent-day2-migration in the migration namespace (role
+    /// agent-day2-migrate-wait; README "Permissions" shows how to make the file). Not node 0's
+    /// own /etc/kubernetes/kubeconfig, whose credential can do far more (a warning says so).
+    #[arg(long, value_name = "FILE", default_value = unit::KUBECONFIG_PATH)]
     pub kubeconfig: PathBuf,
     /// The plugin binary on node 0 that the unit runs.
     #[arg(

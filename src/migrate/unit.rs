@@ -17,6 +17,14 @@ use crate::kube_flags::parse_duration;
 /// Seconds added to the wait's timeout for `TimeoutStopSec` (start-up of the binary, last poll).
 pub const STOP_MARGIN_SECS: u64 = 120;
 
+/// Default `--kubeconfig` of the unit: a file made for the wait alone (README "Permissions",
+/// role agent-day2-migrate-wait), beside the default bundle directory.
+pub const KUBECONFIG_PATH: &str = "/var/lib/agent-day2/migrate-wait.kubeconfig";
+
+/// Node 0's own kubeconfig: its credential can do far more than read the completion record,
+/// so the unit warns when pointed at it (issue 22 item 8).
+pub const NODE0_OWN_KUBECONFIG: &str = "/etc/kubernetes/kubeconfig";
+
 /// Default path of the plugin binary the unit calls (as installed by README "Install";
 /// `--plugin` changes it).
 pub const PLUGIN_PATH: &str = "/usr/local/bin/kubectl-agent_day2";
@@ -52,6 +60,13 @@ pub fn run(kube: &crate::kube_flags::KubeFlags, args: &super::UnitArgs) -> Resul
         },
         timeout,
     )?;
+    if args.kubeconfig == Path::new(NODE0_OWN_KUBECONFIG) {
+        eprintln!(
+            "warning: --kubeconfig {NODE0_OWN_KUBECONFIG} is node 0's own kubeconfig, whose credential \
+             can do far more than read the completion record; give the unit a kubeconfig of role \
+             agent-day2-migrate-wait instead (README \"Permissions\")"
+        );
+    }
     crate::emit(&text);
     Ok(0)
 }

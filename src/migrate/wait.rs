@@ -44,6 +44,8 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
     let mut last_said: Option<(String, Instant)> = None;
     // The cause of the last poll that did not find the import complete (for the timeout error).
     let mut last_cause = String::from("no poll finished");
+    // What the last finished poll found, for the timeout's hint.
+    let mut last_poll = LastPoll::Nothing;
     let mut say = |what: String, last_cause: &mut String| {
         *last_cause = what.clone();
         let now = Instant::now();
@@ -67,13 +69,16 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
         let res = tokio::time::timeout(bound, poll).await.ok();
         match res {
             // Only a record import writes (its label) counts; see the README's limits.
-            Some(Ok(Some((_, cm)))) if !has_record_label(&cm) => say(
+            Some(Ok(Some((_, cm)))) if !has_record_label(&cm) => {
+                last_poll = LastPoll::Other;
+                say(
                 format!(
                     "{rref} has no label {}=true: not a record migrate import wrote; waiting",
                     record::RECORD_LABEL
                 ),
                 &mut last_cause,
-            ),
+            )
+            }
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
                 crate::emit(&format!(
                     "cluster 0 holds the data of cluster {} ({}): import complete at {}\n",
@@ -83,7 +88,9 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
                 ));
                 return Ok(0);
             }
-            Some(Ok(Some((rec, _)))) if rec.is_of(&sum) => say(
+            Some(Ok(Some((rec, _)))) if rec.is_of(&sum) => {
+                last_poll = LastPoll::Other;
+                say(
                 format!(
                     "import in progress (done: {})",
                     if rec.steps_done.is_empty() {
@@ -93,25 +100,39 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
                     }
                 ),
                 &mut last_cause,
-            ),
-            Some(Ok(Some((rec, _)))) => say(
+            )
+            }
+            Some(Ok(Some((rec, _)))) => {
+                last_poll = LastPoll::NoRecordOfThisBundle;
+                say(
                 format!(
                     "{rref} is of another bundle ({}); waiting for this one's",
                     rec.bundle_sha256
                 ),
                 &mut last_cause,
-            ),
-            Some(Ok(None)) => say(
+            )
+            }
+            Some(Ok(None)) => {
+                last_poll = LastPoll::NoRecordOfThisBundle;
+                say(
                 format!(
                     "no record ConfigMap {} in namespace {ns} yet (import not started, or it used another namespace)",
                     record::RECORD_NAME
                 ),
                 &mut last_cause,
-            ),
-            Some(Err(record::ReadError::Bad(e))) => say(format!("{e}; retrying"), &mut last_cause),
+            )
+            }
+            Some(Err(record::ReadError::Bad(e))) => {
+                last_poll = LastPoll::Other;
+                say(format!("{e}; retrying"), &mut last_cause)
+            }
             Some(Err(record::ReadError::Kube(e))) => {
                 let e = classify(e, "read", rref.clone(), &target);
                 let first = e.to_string().lines().next().unwrap_or("").to_string();
+                last_poll = match &e {
+                    Error::Unreachable { .. } => LastPoll::Unreachable,
+                    _ => LastPoll::Other,
+                };
                 match e {
                     Error::Unreachable { .. } => {
                         say("cluster 0 unreachable, retrying".into(), &mut last_cause);
@@ -122,31 +143,62 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             }
             // The deadline cut this poll short: that says nothing about cluster 0.
             None if cut_by_deadline => {}
-            None => say(
-                format!(
-                    "cluster 0 did not answer within {}s, retrying",
-                    POLL_MAX.as_secs()
-                ),
-                &mut last_cause,
-            ),
+            None => {
+                last_poll = LastPoll::Unreachable;
+                say(
+                    format!(
+                        "cluster 0 did not answer within {}s, retrying",
+                        POLL_MAX.as_secs()
+                    ),
+                    &mut last_cause,
+                )
+            }
         }
         let remaining = timeout.map(|t| t.saturating_sub(start.elapsed()));
         if remaining.is_some_and(|r| r.is_zero()) {
             // Printed here: Error::Timeout's hint is about single API requests.
-            let hint = super::import::namespace_hint(&ns, explicit);
             let esc = |t: &str| crate::output::escape_for_display(t, 4000);
             eprintln!(
-                "error: {}\n  hint: {}",
+                "error: {}",
                 esc(&format!(
                     "timed out after --timeout {}: {rref} not complete for bundle {sum}; last: {last_cause}",
                     args.timeout
-                )),
-                esc(&hint)
+                ))
             );
+            if let Some(hint) = timeout_hint(last_poll, &ns, explicit) {
+                eprintln!("  hint: {}", esc(&hint));
+            }
             return Ok(exit::TIMEOUT);
         }
         let nap = remaining.map_or(interval, |r| r.min(interval));
         tokio::time::sleep(nap).await;
+    }
+}
+
+/// What the last finished poll of `wait` found: the timeout's hint follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastPoll {
+    /// No poll finished.
+    Nothing,
+    /// No record, or the record of another bundle: the namespace may be the wrong one.
+    NoRecordOfThisBundle,
+    /// Cluster 0 did not answer (connection refused, DNS, TLS, or no answer in time).
+    Unreachable,
+    /// Anything else (import in progress, a bad record, a refused read): the last cause says it.
+    Other,
+}
+
+/// The hint under `wait`'s timeout error, if one helps (issue 22 item 10: an unreachable
+/// cluster got the `-n` hint, which cannot help there).
+pub fn timeout_hint(last: LastPoll, ns: &str, explicit: bool) -> Option<String> {
+    match last {
+        LastPoll::NoRecordOfThisBundle => Some(super::import::namespace_hint(ns, explicit)),
+        LastPoll::Unreachable | LastPoll::Nothing => Some(
+            "cluster 0's API server did not answer: check the server address of the kubeconfig \
+             and that it is reachable from here (oc --kubeconfig FILE get --raw /readyz)"
+                .into(),
+        ),
+        LastPoll::Other => None,
     }
 }
 
@@ -163,6 +215,15 @@ pub fn has_record_label(cm: &k8s_openapi::api::core::v1::ConfigMap) -> bool {
 #[cfg(test)]
 mod label_tests {
     use super::*;
+
+    #[test]
+    fn the_timeout_hint_follows_the_last_poll() {
+        let ns_hint = timeout_hint(LastPoll::NoRecordOfThisBundle, "ostest", false).unwrap();
+        assert!(ns_hint.contains("pass the same -n"), "{ns_hint}");
+        let down = timeout_hint(LastPoll::Unreachable, "ostest", false).unwrap();
+        assert!(down.contains("did not answer") && !down.contains("-n"), "{down}");
+        assert_eq!(timeout_hint(LastPoll::Other, "ostest", true), None);
+    }
 
     #[test]
     fn only_a_labelled_config_map_is_a_record() {

@@ -78,8 +78,9 @@ pub struct MonitorArgs {
     /// after checking on the host's console (each such approval is warned about).
     #[arg(long, requires = "approve")]
     pub trust_unverified_boot: bool,
-    /// The kubelet's re-key interval (15m); a simulator passes its shorter one.
-    #[arg(long, value_name = "DURATION", default_value = "15m", hide = true)]
+    /// With --approve: how long a kubelet waits for its client CSR before it re-keys and posts
+    /// another (15m, the kubelet certificate manager's); as approve's, e.g. --kubelet-retry 5m.
+    #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub kubelet_retry: String,
     /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
     /// --gather ./logs.
