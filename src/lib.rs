@@ -17,6 +17,7 @@ pub mod completion;
 pub mod csr;
 pub mod error;
 pub mod files;
+pub mod follow;
 pub mod ignition;
 pub mod info;
 pub mod iso;

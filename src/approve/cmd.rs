@@ -24,6 +24,7 @@ use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
 use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict};
 use crate::error::{exit, Error, Result};
+use crate::follow::{Follower, Seen};
 use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
 
 /// Longest CSR-provided value in a table cell (after escaping).
@@ -1005,6 +1006,71 @@ impl Live {
     }
 }
 
+/// Starts following the hosts' own reboot reports (issue 22 item 1: without it, `approve
+/// --watch` alone held every client CSR as boot-unverified until its timeout). None when no
+/// host needs it, or the node tokens cannot be read (said once, with the way around).
+async fn start_follower(a: &Approver) -> Option<Follower> {
+    // A dry run changes nothing, reboot records included.
+    let hosts = a.hosts_to_follow();
+    if hosts.is_empty() || a.options().dry_run {
+        return None;
+    }
+    let n = hosts.len();
+    let started = match crate::follow::read_auth(a.target()).await {
+        Ok(tokens) => Follower::start(a.target(), &tokens, hosts, FOLLOW_INTERVAL),
+        Err(e) => Err(e),
+    };
+    match started {
+        Ok(f) => {
+            eprintln!(
+                "approve: following {n} host(s) at their own assisted-service (port 8090) to record their reboots, which their client CSRs are checked against"
+            );
+            Some(f)
+        }
+        Err(e) => {
+            eprintln!(
+                "warning: cannot follow the hosts' reboots ({}): their client CSRs stay held (boot-unverified) unless `oc agent-day2 monitor` runs alongside and records them",
+                e.to_string().lines().next().unwrap_or("")
+            );
+            None
+        }
+    }
+}
+
+/// How often `approve --watch` polls a followed host that answers (1 s while it installs).
+const FOLLOW_INTERVAL: Duration = Duration::from_secs(5);
+
+async fn next_seen(f: &mut Option<Follower>) -> Option<Seen> {
+    match f {
+        Some(f) => f.seen.recv().await,
+        None => None,
+    }
+}
+
+/// One line on stderr for what the follower saw that matters to the operator.
+fn say_seen(a: &Approver, seen: &Seen) {
+    let esc = |s: &str| escape_for_display(s, 253);
+    match seen {
+        Seen::Answered { host } => tracing::debug!(host = %host, "its live assisted-service answers"),
+        Seen::Recorded { host, reported } => {
+            eprintln!("approve: {}: reboot recorded ({})", esc(host), esc(reported))
+        }
+        Seen::Failed { host, message } => eprintln!(
+            "warning: {}: its reboot could not be recorded ({}); its client CSR stays held (boot-unverified)",
+            esc(host),
+            escape_for_display(message, 400)
+        ),
+        Seen::Lost { host, url } => eprintln!(
+            "warning: {}: its live system at {url} stopped answering before it reported its reboot: if it rebooted, \
+             that reboot was not seen and its client CSR stays held (boot-unverified). Check on the host's console \
+             that it runs the installed system, then run `oc agent-day2 approve --batch {} --trust-unverified-boot` \
+             on a terminal: it shows each CSR and asks before approving",
+            esc(host),
+            esc(a.batch_of(host).unwrap_or("BATCH"))
+        ),
+    }
+}
+
 async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout: Duration) -> Result<u8> {
     let deadline = tokio::time::Instant::now() + timeout;
     let token_left = a
@@ -1030,6 +1096,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
     );
     let mut csr_synced = false;
+    let mut follower = start_follower(a).await;
     // The watch's own deadlines (--timeout, token expiry), as opposed to an API request that
     // timed out: only the latter is the API server's fault (issue 15 §2).
     let mut own_deadline: Option<&'static str> = None;
@@ -1044,6 +1111,13 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Some(w) = live.pipe.next(), if !live.pipe.is_empty() => {
                 if let Err(e) = finish(a, &mut live, w).await {
                     break Err(e);
+                }
+                continue;
+            }
+            seen = next_seen(&mut follower), if follower.is_some() => {
+                match seen {
+                    Some(seen) => say_seen(a, &seen),
+                    None => follower = None,
                 }
                 continue;
             }

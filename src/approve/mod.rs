@@ -835,6 +835,35 @@ impl Approver {
         &self.expected
     }
 
+    /// The hosts whose reboot reports `approve --watch` follows itself ([`crate::follow`]):
+    /// expected nodes with a known address, no reboot record and no Node yet, unless
+    /// `--trust-unverified-boot` makes records moot. Each with its batch's MACs, cluster and
+    /// token expiry; a node whose batch is unknown or lists no such host is left out.
+    pub fn hosts_to_follow(&self) -> Vec<crate::follow::Followed> {
+        if self.opts.trust_unverified_boot {
+            return vec![];
+        }
+        self.expected
+            .nodes
+            .iter()
+            .filter(|n| n.rebooted_at.is_none() && !self.existing.contains(&n.hostname))
+            .filter_map(|n| {
+                let ip = *n.ips.first()?;
+                let b = self.batch_of(&n.hostname)?;
+                let rec = &self.batches.iter().find(|s| s.rec.name == b)?.rec;
+                let h = rec.hosts.iter().find(|h| h.hostname == n.hostname)?;
+                Some(crate::follow::Followed {
+                    host: n.hostname.clone(),
+                    batch: b.to_string(),
+                    ip,
+                    macs: h.macs.clone(),
+                    cluster_id: rec.cluster_id.clone(),
+                    token_expires_at: rec.token_expires_at.clone(),
+                })
+            })
+            .collect()
+    }
+
     /// The batch that expects `node`.
     pub fn batch_of(&self, node: &str) -> Option<&str> {
         self.node_batch.get(node).map(String::as_str)

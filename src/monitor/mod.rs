@@ -38,14 +38,14 @@ use std::time::{Duration, Instant, SystemTime};
 use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use serde_json::json;
 
 use crate::approve::{Action, ApproveOptions, Approver};
 use crate::assisted::{self, AssistedError, Cluster, Limiter};
-use crate::auth::AuthMaterial;
 use crate::batch::{self, BatchRecord};
 use crate::cluster::classify;
+use crate::follow::{read_auth, record_reboots, retry_reboot_write};
 use crate::error::{exit, Error, ResourceRef, Result};
 use crate::kube_flags::{KubeFlags, KubeTarget};
 use output::{Event, Format, Out};
@@ -122,113 +122,6 @@ fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
             "{flag} {s:?}: must be longer than 0, e.g. 90m"
         ))),
         Err(e) => Err(Error::Usage(format!("{flag} {s:?}: {e}"))),
-    }
-}
-
-/// The node tokens `monitor` calls the nodes' API with: those of Secret
-/// `openshift-config/agent-auth-token` (written by add-nodes or `oc adm node-image`), and
-/// those of the Secret earlier agent-day2 versions wrote (`openshift-agent-day2/agent-day2-auth`)
-/// for the batches made with them.
-struct NodeTokens {
-    /// The current Secret's material; when that Secret does not exist, the old one's.
-    main: AuthMaterial,
-    /// `main` comes from the old Secret (the current one does not exist).
-    main_is_legacy: bool,
-    /// The old Secret's material, when `main` is the current one and the old one exists.
-    legacy: Option<AuthMaterial>,
-}
-
-impl NodeTokens {
-    /// The material for nodes of a batch whose record says its tokens expire at
-    /// `token_expires_at` (None: a node of no batch): the old Secret's when that is the one
-    /// whose expiry the batch recorded (and the current one's is not), else `main`. The bool
-    /// says whether the old Secret's was chosen.
-    fn for_batch(&self, token_expires_at: Option<&str>) -> (&AuthMaterial, bool) {
-        let exp = token_expires_at.and_then(crate::auth::parse_rfc3339);
-        match &self.legacy {
-            Some(l) if exp == Some(l.expires_at) && exp != Some(self.main.expires_at) => (l, true),
-            _ => (&self.main, self.main_is_legacy),
-        }
-    }
-}
-
-fn secret_data(s: Secret) -> (BTreeMap<String, Vec<u8>>, BTreeMap<String, String>) {
-    let ann = s.metadata.annotations.unwrap_or_default();
-    let data = s
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(k, v)| (k, v.0))
-        .collect();
-    (data, ann)
-}
-
-/// Reads the node tokens ([`NodeTokens`]). The current Secret must be readable (missing is
-/// fine when the old one exists); the old one is read only for the fallback, and when the
-/// current one exists a failure to read or parse it is logged, not fatal.
-///
-/// Errors (exit 4 naming the Secret): neither Secret exists, the current one cannot be read
-/// or is malformed, or only the old one exists and it is malformed.
-async fn read_auth(target: &KubeTarget) -> Result<NodeTokens> {
-    use crate::auth::{LEGACY_SECRET_NAME, LEGACY_SECRET_NAMESPACE, SECRET_NAME, SECRET_NAMESPACE};
-    let r = ResourceRef::namespaced("Secret", SECRET_NAMESPACE, SECRET_NAME);
-    let lr = ResourceRef::namespaced("Secret", LEGACY_SECRET_NAMESPACE, LEGACY_SECRET_NAME);
-    let api: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), SECRET_NAMESPACE);
-    let current = match api
-        .get_opt(SECRET_NAME)
-        .await
-        .map_err(|e| classify(e, "read", r.clone(), target))?
-    {
-        None => None,
-        Some(s) => {
-            let (data, ann) = secret_data(s);
-            Some(
-                AuthMaterial::from_secret_data(&data, &ann).map_err(|e| Error::BadObject {
-                    resource: r.clone(),
-                    message: format!("{}; run `oc agent-day2 add-nodes` to have new node tokens made (images made before cannot be followed)", e.without_secret()),
-                })?,
-            )
-        }
-    };
-    let lapi: ::kube::Api<Secret> = ::kube::Api::namespaced(target.client.clone(), LEGACY_SECRET_NAMESPACE);
-    let legacy = match lapi.get_opt(LEGACY_SECRET_NAME).await {
-        Ok(None) => None,
-        Ok(Some(s)) => match AuthMaterial::from_legacy_secret_data(&secret_data(s).0) {
-            Ok(m) => Some(m),
-            Err(e) if current.is_some() => {
-                tracing::warn!(error = %e, "the old node tokens cannot be used; batches made with them are followed with the current ones");
-                None
-            }
-            Err(e) => {
-                return Err(Error::BadObject {
-                    resource: lr,
-                    message: e.without_secret(),
-                })
-            }
-        },
-        Err(e) if current.is_some() => {
-            tracing::debug!(error = %e, secret = %lr, "cannot read the old auth Secret");
-            None
-        }
-        Err(e) => return Err(classify(e, "read", lr, target)),
-    };
-    match (current, legacy) {
-        (Some(main), legacy) => Ok(NodeTokens {
-            main,
-            main_is_legacy: false,
-            legacy,
-        }),
-        (None, Some(main)) => Ok(NodeTokens {
-            main,
-            main_is_legacy: true,
-            legacy: None,
-        }),
-        (None, None) => Err(Error::NotFound {
-            resource: r,
-            why: Some(
-                "it holds the node tokens add-nodes (or oc adm node-image) made; run `oc agent-day2 add-nodes` first".into(),
-            ),
-        }),
     }
 }
 
@@ -414,31 +307,6 @@ async fn record_address(
     )))
 }
 
-/// Records `reboots` (hosts' own reboot reports) for batch `name`, one small record ConfigMap
-/// each ([`batch::records`]; an earlier version's batch is converted first). The first record
-/// of a host is kept: a host recorded already (by another monitor) keeps its record, which is
-/// returned as it stands. Returns the records as they are on the cluster, for the approver.
-/// `converted`: the batches this run has converted or found converted already.
-async fn record_reboots(
-    target: &KubeTarget,
-    name: &str,
-    reboots: &[batch::Reboot],
-    converted: &mut BTreeSet<String>,
-) -> Result<Vec<ConfigMap>> {
-    // Once per batch and run: the check reads the whole batch and lists its records.
-    if !converted.contains(name) {
-        batch::convert(target, name).await?;
-        converted.insert(name.to_string());
-    }
-    let mut out = Vec::new();
-    for r in reboots {
-        match batch::records::create(target, &batch::records::reboot_config_map(name, r)).await? {
-            batch::records::Created::Made(cm) | batch::records::Created::Existed(cm) => out.push(cm),
-        }
-    }
-    Ok(out)
-}
-
 /// The reboot records of followed hosts, each from the batch the host is followed through
 /// (`tracks`: host, batch): (host, its time; None when `at` is not RFC 3339 — recorded, but it
 /// binds no CSR; approve holds them naming the field).
@@ -460,20 +328,6 @@ type RebootJob = (usize, String, batch::Reboot);
 type RebootQueued = (RebootJob, KubeTarget);
 /// Its outcome: the jobs of one write and the record ConfigMaps as on the cluster (or why not).
 type RebootDone = (Vec<RebootJob>, std::result::Result<Vec<ConfigMap>, String>);
-
-/// Whether a failed write of reboot records is worth another round: not a refusal (4xx other
-/// than 409/429) that the same record would meet again.
-fn retry_reboot_write(e: &Error) -> bool {
-    match e {
-        Error::Api { message, .. } => {
-            !(message.starts_with("HTTP 4")
-                && !message.starts_with("HTTP 409")
-                && !message.starts_with("HTTP 429"))
-        }
-        Error::Forbidden { .. } | Error::Unauthorized { .. } | Error::BadObject { .. } => false,
-        _ => true,
-    }
-}
 
 /// The one writer of reboot records: takes every report queued meanwhile and writes them, one
 /// small create each, off the event loop so stages keep being shown.
@@ -1736,6 +1590,8 @@ fn humanize(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::AuthMaterial;
+    use crate::follow::NodeTokens;
 
     /// Batches made with the old Secret's tokens are followed with those; every other batch
     /// (and a node of no batch) with the current Secret's; only the old one: it for all.

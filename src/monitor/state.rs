@@ -12,8 +12,9 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use crate::assisted::{AssistedError, Cluster, Host};
+use crate::assisted::{AssistedError, Cluster};
 use crate::error::exit;
+pub use crate::follow::{find_host, host_time, reboot_report};
 
 /// A node's stage. The order is the order of the walk (`Failed` last).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -99,28 +100,6 @@ impl Default for AssistedView {
             finished: false,
         }
     }
-}
-
-/// The host among `clusters` that is this node: the one whose inventory MACs meet `macs`, else
-/// (no MACs known) the only host. None when no host matches (not registered yet, or another
-/// machine answers on this address).
-pub fn find_host<'a>(clusters: &'a [Cluster], macs: &[String]) -> Option<(&'a Cluster, &'a Host)> {
-    let all: Vec<(&Cluster, &Host)> = clusters
-        .iter()
-        .flat_map(|c| c.hosts.iter().map(move |h| (c, h)))
-        .collect();
-    if macs.is_empty() {
-        return if all.len() == 1 {
-            all.into_iter().next()
-        } else {
-            None
-        };
-    }
-    all.into_iter().find(|(_, h)| {
-        h.macs()
-            .iter()
-            .any(|m| macs.iter().any(|x| x.eq_ignore_ascii_case(m)))
-    })
 }
 
 /// The next assisted view after one poll, from the previous one. `token_expired` says the
@@ -261,48 +240,6 @@ pub fn next_view(
         }
     }
     v
-}
-
-/// What the host's own assisted-service says about leaving the installation for its reboot:
-/// `(reported, stage_started_at)` when the host matched by MAC ([`find_host`]) is
-/// `added-to-existing-cluster` / `installed` or at install stage `Rebooting`; None otherwise.
-/// Only an explicit report counts: a live API that stops answering proves nothing (a network
-/// blip, or someone keeping the host's address quiet).
-///
-/// `stage_started_at` is host-supplied (anyone answering at the host's address with its MAC can
-/// say anything): kept only when it is an RFC 3339 time, and then as its normalized UTC form
-/// (bounded); otherwise dropped with a debug log. `reported` is one of our own fixed strings.
-pub fn reboot_report(clusters: &[Cluster], macs: &[String]) -> Option<(String, Option<String>)> {
-    let (_, h) = find_host(clusters, macs)?;
-    let p = h.progress.clone().unwrap_or_default();
-    let started = p.stage_started_at.as_deref().and_then(host_time);
-    match h.status.as_str() {
-        "added-to-existing-cluster" | "installed" => Some((h.status.clone(), started)),
-        s if s.starts_with("installing") && p.current_stage.as_deref() == Some("Rebooting") => {
-            Some(("install stage Rebooting".into(), started))
-        }
-        _ => None,
-    }
-}
-
-/// A host-supplied time as normalized RFC 3339 UTC (`2026-01-10T10:20:00Z`), None (with a debug
-/// log of its escaped, cut start) when it is empty or not RFC 3339.
-pub fn host_time(s: &str) -> Option<String> {
-    if s.is_empty() {
-        return None;
-    }
-    match time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339) {
-        Ok(t) => crate::csr::Time::from_second(t.unix_timestamp())
-            .ok()
-            .map(|t| t.to_string()),
-        Err(_) => {
-            tracing::debug!(
-                "host-supplied time {} is not RFC 3339: ignored",
-                crate::output::escape_for_display(s, 80)
-            );
-            None
-        }
-    }
 }
 
 /// "not booted yet (no answer from http://IP:8090/api/assisted-install/v2)" for a request URL.
@@ -490,7 +427,7 @@ impl Track {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assisted::HostProgressInfo;
+    use crate::assisted::{Host, HostProgressInfo};
 
     /// Finding 2: a host-supplied stage time is kept only as a normalized RFC 3339 time.
     #[test]
