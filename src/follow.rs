@@ -334,7 +334,10 @@ impl HostFollow {
 /// [`Limiter`] of 16 in flight), each ending once the host's reboot is recorded or the host is
 /// lost. Dropping it stops every loop.
 pub struct Follower {
-    tasks: tokio::task::JoinSet<()>,
+    /// The loops; dropping the set aborts them.
+    _tasks: tokio::task::JoinSet<()>,
+    /// Hosts recorded by someone else meanwhile (a monitor): their loops end at their next turn.
+    recorded: Arc<std::sync::Mutex<BTreeSet<String>>>,
     /// What the loops saw, in arrival order.
     pub seen: tokio::sync::mpsc::UnboundedReceiver<Seen>,
 }
@@ -350,6 +353,7 @@ impl Follower {
         let (tx, seen) = tokio::sync::mpsc::unbounded_channel();
         let mut tasks = tokio::task::JoinSet::new();
         let by: Arc<tokio::sync::OnceCell<String>> = Arc::new(tokio::sync::OnceCell::new());
+        let recorded: Arc<std::sync::Mutex<BTreeSet<String>>> = Default::default();
         for h in hosts {
             let t = tokens.for_batch(Some(&h.token_expires_at)).0;
             let client = assisted::Client::new(
@@ -359,14 +363,27 @@ impl Follower {
                 &t.user_token,
                 limiter.clone(),
             );
-            tasks.spawn(follow_one(target.clone(), client, h, interval, tx.clone(), by.clone()));
+            tasks.spawn(follow_one(
+                target.clone(),
+                client,
+                h,
+                interval,
+                tx.clone(),
+                (by.clone(), recorded.clone()),
+            ));
         }
-        Ok(Follower { tasks, seen })
+        Ok(Follower {
+            _tasks: tasks,
+            recorded,
+            seen,
+        })
     }
 
-    /// Whether any host is still followed.
-    pub fn is_following(&self) -> bool {
-        !self.tasks.is_empty()
+    /// `host`'s reboot is recorded already (a monitor's record arrived): stop polling it.
+    pub fn recorded(&self, host: &str) {
+        if let Ok(mut r) = self.recorded.lock() {
+            r.insert(host.to_string());
+        }
     }
 }
 
@@ -376,12 +393,15 @@ async fn follow_one(
     h: Followed,
     interval: Duration,
     tx: tokio::sync::mpsc::UnboundedSender<Seen>,
-    by: Arc<tokio::sync::OnceCell<String>>,
+    (by, recorded): (Arc<tokio::sync::OnceCell<String>>, Arc<std::sync::Mutex<BTreeSet<String>>>),
 ) {
     let cap = interval.max((interval * 4).min(Duration::from_secs(30)));
     let mut delay = interval;
     let mut st = HostFollow::default();
     loop {
+        if recorded.lock().is_ok_and(|r| r.contains(&h.host)) {
+            return;
+        }
         let poll = client.list_clusters(Some(&h.cluster_id)).await;
         let at = crate::csr::Time::now();
         let step = st.step(&poll, &h.macs);

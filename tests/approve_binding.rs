@@ -259,6 +259,65 @@ fn a_rogue_client_csr_posted_before_boot_is_never_approved_under_watch_yes() {
     assert_eq!(code, 7, "{all}");
 }
 
+/// `approve --watch --yes` alone, no monitor (issue 22 item 1): approve follows the host's own
+/// assisted-service itself and records its reboot, so the kubelet's client CSR is approved and
+/// the node joins. Once with a static host; once with a DHCP host whose address is given with
+/// `--node NAME=IP`.
+#[test]
+fn approve_watch_alone_records_the_reboot_and_the_node_joins() {
+    require_netns!();
+    for dhcp in [false, true] {
+        let w = Work::new();
+        let c = cluster("", &w);
+        let host = if dhcp { dhcp_host(W0) } else { static_host(W0, 24) };
+        let nc = w.write("nodes-config.yaml", &nodes_config(&[host]));
+        let out = w.out();
+        let o = plugin(
+            &c,
+            &w,
+            &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", out.to_str().unwrap()],
+        );
+        assert!(o.status.success(), "add-nodes: {}", text(&o));
+        let iso = out.join("node.x86_64.iso");
+        let ap_log = w.path("approve.log");
+        let node_flag = format!("{}={}", W0.0, W0.2);
+        let mut args = vec!["approve", "--watch", "--yes", "--timeout", "200s"];
+        if dhcp {
+            args.extend(["--node", &node_flag]);
+        }
+        let mut ap = spawn_logged(plugin_cmd(&c, &w, &args), &ap_log);
+        let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+        let code = wait_exit(&mut ap, 220, &ap_log);
+        let boot_code = wait_exit(&mut bt, 60, &boot_log);
+        let all = format!(
+            "dhcp {dhcp}: approve exit {code}\n{}\nboot:\n{}",
+            read(&ap_log),
+            read(&boot_log)
+        );
+        assert_eq!(code, 0, "{all}");
+        assert_eq!(boot_code, 0, "{all}");
+        assert!(node_ready_with_serving_cert(&c, "worker-0"), "{all}");
+        let log = read(&ap_log);
+        assert!(log.contains("approve: following 1 host(s)"), "{all}");
+        assert!(log.contains("approve: worker-0: reboot recorded ("), "{all}");
+        // The record approve made, from the host's own service, before the client CSR.
+        let recs = batch_records(&c);
+        let reboot = &recs[0]["reboots"][0];
+        assert_eq!(reboot["host"], "worker-0", "{:#}", recs[0]);
+        assert_eq!(reboot["ip"], W0.2);
+        assert!(reboot["by"].as_str().is_some_and(|b| !b.is_empty()), "{reboot:#}");
+        let client = &recs[0]["approvals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["kind"] == "client")
+            .cloned()
+            .unwrap_or_else(|| panic!("no client approval: {:#}", recs[0]));
+        assert!(client["csr"].as_str().is_some(), "{client:#}");
+        assert!(!log.contains("boot-unverified"), "{all}");
+    }
+}
+
 /// A node whose kubelet re-keyed twice (three client CSRs, each with a new key, spaced by the
 /// kubelet's retry) gets the newest approved, the older ones shown as superseded, and joins; the
 /// abandoned attempts do not make the run exit 7.

@@ -1178,6 +1178,12 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Ev::Batch(_) => Ok(()),
             Ev::Record(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_record(&cm) {
                 Ok(Touched::Node(n)) if csr_synced => {
+                    // Recorded (by us or a monitor): no need to poll the host any more.
+                    if let Some(f) = &follower {
+                        if a.expected().get(&n).is_some_and(|e| e.rebooted_at.is_some()) {
+                            f.recorded(&n);
+                        }
+                    }
                     let names = a.pending_of(&n);
                     let mut r = Ok(());
                     for name in names {
