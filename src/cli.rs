@@ -174,7 +174,8 @@ signers are never touched. Rejected CSRs (REJECT) stay pending (or are denied wi
 stay pending and are judged again when that comes.
 
 A client CSR is approved only when made after the host's own assisted-service reported its
-reboot, as `monitor` records it on the batch (2 s of clock skew allowed); without a record,
+reboot, as --watch (or monitor) records it: --watch follows each expected host with a known
+address at http://IP:8090 while it installs (2 s of clock skew allowed); without a record,
 only with --trust-unverified-boot. Of a re-keying kubelet's CSRs (a new key every 15 min) the
 newest is approved; two closer together mean a second requester: all are held. A bootstrap
 client CSR after a node's approved one is reported as a possible impostor (alarm:, -o json

@@ -91,7 +91,9 @@ fn p(
 ///   `agent-day2-auth` read.
 /// - approve: Infrastructure and Network `cluster` (the API names and networks a serving
 ///   certificate must not claim, src/approve `read_policy`), CSRs, Nodes, the batch records
-///   (read, listed, watched by `--watch`, updated with each approval). No Secret.
+///   (read, listed, watched by `--watch`, updated with each approval); with `--watch`, Secret
+///   `openshift-config/agent-auth-token` (and the old `agent-day2-auth`) read for the node
+///   tokens it follows the hosts' reboots with (src/follow.rs).
 /// - monitor: CSRs and Nodes (watched; Nodes labelled), the batch records (read, listed,
 ///   updated with learnt addresses), Secret `openshift-config/agent-auth-token` read for the
 ///   node tokens and the old `agent-day2-auth` for batches made with it; with
@@ -174,14 +176,15 @@ pub fn required_permissions() -> Vec<Permission> {
         p("create", "", "namespaces", None, None, ADD),
         // The node tokens, where oc adm node-image keeps them (src/add_nodes/token.rs):
         // add-nodes reads Secret agent-auth-token, replaces it (PUT) or creates it (RBAC
-        // cannot limit create by name); monitor reads it (src/monitor, never writes it).
+        // cannot limit create by name); monitor and approve --watch read it (src/follow.rs,
+        // never writing it).
         p(
             "get",
             "",
             "secrets",
             Some(crate::auth::SECRET_NAMESPACE),
             Some(crate::auth::SECRET_NAME),
-            &["add-nodes", "monitor"],
+            &["add-nodes", "approve", "monitor"],
         ),
         p(
             "create",
@@ -207,7 +210,7 @@ pub fn required_permissions() -> Vec<Permission> {
             "secrets",
             own,
             Some(crate::auth::LEGACY_SECRET_NAME),
-            &["add-nodes", "monitor"],
+            &["add-nodes", "approve", "monitor"],
         ),
         p("create", "", "configmaps", own, None, BATCH_RW),
         p("get", "", "configmaps", own, None, BATCH_RW),
@@ -507,16 +510,15 @@ mod tests {
         assert_eq!(ns.needed_by, ["add-nodes", "migrate import"]);
     }
 
-    /// approve and monitor write no Secret (they read batch records; monitor reads the
-    /// node tokens of `agent-auth-token` and the old `agent-day2-auth` by name).
+    /// approve and monitor write no Secret (they read batch records; monitor and approve
+    /// --watch read the node tokens of `agent-auth-token` and the old `agent-day2-auth` by name).
     #[test]
     fn approve_and_monitor_write_no_secret() {
         for p in required_permissions() {
             if p.resource != "secrets" {
                 continue;
             }
-            assert!(!p.needed_by.iter().any(|c| c == "approve"), "{}", p.describe());
-            if p.needed_by.iter().any(|c| c == "monitor") {
+            if p.needed_by.iter().any(|c| c == "monitor" || c == "approve") {
                 assert!(
                     [
                         "get secrets/agent-auth-token -n openshift-config",

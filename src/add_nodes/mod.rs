@@ -1021,7 +1021,7 @@ fn next_steps(
     }
     steps.extend([
         format!("boot them before {expiry}: the node tokens expire then"),
-        "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (approval only)".into(),
+        "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (the approvals alone, without install stages)".into(),
     ]);
     steps
 }
