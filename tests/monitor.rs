@@ -126,6 +126,26 @@ impl Env {
         let boot = self.boot(image, nodes, &[]);
         (mon.wait_with_output().unwrap(), boot)
     }
+
+    /// As [`Env::monitor_while_booting`], with `extra` flags for the boot (faults).
+    fn monitor_while_booting_with(
+        &self,
+        args: &[&str],
+        delay_ms: u64,
+        image: &[&str],
+        nodes: &[(&str, &str, &str)],
+        extra: &[&str],
+    ) -> (Output, Boot) {
+        let mon = self
+            .cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let boot = self.boot(image, nodes, extra);
+        (mon.wait_with_output().unwrap(), boot)
+    }
 }
 
 /// A running `agent-day2-sim boot` and its log file (stdout; stderr beside it as .err).
@@ -560,6 +580,46 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
     assert_eq!(s["exitCode"], 6, "the JSON summary keeps the run's code in step: {s}");
     stop.store(true, Ordering::SeqCst);
     assert!(approver.join().unwrap() >= 1);
+}
+
+/// A host whose live system goes away mid-install (power lost at "Writing image to disk", 50 %)
+/// has not rebooted: monitor calls it failed (exit 6, not 5 after "rebooting"), names the last
+/// stage it saw, and with --gather says why nothing could be saved (issue 22 item 4).
+#[test]
+fn a_host_lost_mid_install_is_a_failure_not_a_reboot() {
+    require_netns!();
+    let env = Env::new();
+    let off = ("w-off", "52:54:00:aa:00:44", "192.168.111.44");
+    let r = env.add_nodes(&[static_host(off, 24)], &[]);
+    let iso = r["files"][0]["path"].as_str().unwrap().to_string();
+    let logs = env.path("logs");
+    let (o, boot) = env.monitor_while_booting_with(
+        &["monitor", "--poll-interval", "100ms", "--timeout", "90s", "--gather", logs.to_str().unwrap(), "-o", "json"],
+        300,
+        &["--iso", &iso],
+        &[off],
+        &["--power-off", "w-off"],
+    );
+    let all = format!("{}\nboot:\n{}", text(&o), boot.log());
+    assert_eq!(o.status.code(), Some(6), "{all}");
+    assert!(boot.log().contains("lost power mid-install"), "{all}");
+    let evs = events(&o);
+    let stages = stages_of(&evs, "w-off");
+    assert!(stages.contains(&"installing".to_string()), "{stages:?} {all}");
+    assert!(!stages.contains(&"rebooting".to_string()), "called rebooting: {stages:?} {all}");
+    assert_eq!(stages.last().map(String::as_str), Some("failed"), "{all}");
+    let s = evs.last().unwrap();
+    let node = &s["nodes"][0];
+    assert_eq!(node["exitCode"], 6, "{s}");
+    let msg = node["message"].as_str().unwrap();
+    assert!(
+        msg.contains("stopped answering during the install") && msg.contains("Writing image to disk"),
+        "{msg}"
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("its logs cannot be saved under"),
+        "{all}"
+    );
 }
 
 /// 100 simulated nodes (one boot process, PXE) followed at once: every node is followed through

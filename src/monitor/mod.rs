@@ -1225,7 +1225,15 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     }
                     if m.tracks[i].assisted.stage == Stage::Failed && before != Stage::Failed && !m.tracks[i].gathered {
                         m.tracks[i].gathered = true;
-                        if let (Some(ids), Some(c)) = (m.tracks[i].assisted.ids.clone(), clients[i].clone()) {
+                        if matches!(poll, Err(AssistedError::Unreachable { .. })) {
+                            // Lost mid-install: nothing answers to give its events or logs.
+                            if let Some(dir) = &args.gather {
+                                m.event(Some(i), "warning", format!(
+                                    "its logs cannot be saved under {}: its live system no longer answers; read them on the host's console (journalctl -u agent-add-node)",
+                                    dir.display()
+                                ));
+                            }
+                        } else if let (Some(ids), Some(c)) = (m.tracks[i].assisted.ids.clone(), clients[i].clone()) {
                             follow_ups.spawn(follow_failure(i, m.tracks[i].name.clone(), c, ids, args.gather.clone(), tx.clone()));
                         }
                     }

@@ -86,6 +86,8 @@ pub struct AssistedView {
     pub seen: bool,
     /// Polling can stop: the host left the live system (installed) or ended in error.
     pub finished: bool,
+    /// Polls in a row that got no answer after the host answered.
+    pub silent: u32,
 }
 
 impl Default for AssistedView {
@@ -98,6 +100,7 @@ impl Default for AssistedView {
             ids: None,
             seen: false,
             finished: false,
+            silent: 0,
         }
     }
 }
@@ -113,9 +116,22 @@ pub fn next_view(
     let mut v = prev.clone();
     match poll {
         Err(AssistedError::Unreachable { url, .. }) => {
-            if prev.stage >= Stage::Installing && prev.stage != Stage::Failed {
+            v.silent = prev.silent.saturating_add(1);
+            if prev.stage >= Stage::Rebooting && prev.stage != Stage::Failed {
                 v.stage = Stage::Rebooting;
                 v.detail = "rebooting into the installed system (its live API went away)".into();
+                v.finished = true;
+            } else if prev.stage == Stage::Installing && v.silent >= crate::follow::LOST_AFTER {
+                // Gone before it reported the Rebooting stage (issue 22 item 4): it did not
+                // finish as far as anyone saw; calling it "rebooting" hid a failure behind a
+                // timeout.
+                let last = prev.detail.trim_end_matches(" (its API stopped answering)");
+                v.stage = Stage::Failed;
+                v.detail = format!(
+                    "its live system stopped answering during the install ({last}), before it reported its reboot: \
+                     the install did not finish as far as anyone saw; look at the host's console (if it rebooted \
+                     anyway, that reboot was not seen and its client CSR stays held)"
+                );
                 v.finished = true;
             } else if !prev.seen {
                 if token_expired {
@@ -153,6 +169,7 @@ pub fn next_view(
         }
         Ok(clusters) => {
             v.seen = true;
+            v.silent = 0;
             let Some((c, h)) = find_host(clusters, macs) else {
                 v.stage = Stage::ApiReachable;
                 v.detail = "assisted-service API reachable; host not registered yet".into();
@@ -527,6 +544,11 @@ mod tests {
         );
         assert_eq!((v.stage, v.percent), (Stage::Installing, Some(50)));
         assert_eq!(v.detail, "installing: Writing image to disk, 50%");
+        // Gone right after 50 % is not a reboot (issue 22 item 4); the Rebooting stage is.
+        v = next_view(&v, &unreachable, &macs(), false);
+        assert_eq!(v.stage, Stage::Installing);
+        v = next_view(&v, &Ok(host("installing-in-progress", Some("Rebooting"), Some(83))), &macs(), false);
+        assert_eq!(v.stage, Stage::Rebooting);
         v = next_view(&v, &unreachable, &macs(), false);
         assert_eq!(v.stage, Stage::Rebooting);
         assert!(v.finished);
@@ -566,6 +588,42 @@ mod tests {
             next_view(&AssistedView::default(), &unreachable, &macs(), true).stage,
             Stage::Failed
         );
+    }
+
+    /// Gone at "Writing image to disk": a few silent polls are a blip; LOST_AFTER of them is a
+    /// failure naming the last stage, never "rebooting". Gone after "Rebooting": a reboot.
+    #[test]
+    fn a_host_gone_mid_install_fails_one_gone_after_rebooting_reboots() {
+        let down = Err(AssistedError::Unreachable {
+            url: "u".into(),
+            cause: "c".into(),
+        });
+        let mut v = next_view(
+            &AssistedView::default(),
+            &Ok(host("installing-in-progress", Some("Writing image to disk"), Some(50))),
+            &macs(),
+            false,
+        );
+        for _ in 1..crate::follow::LOST_AFTER {
+            v = next_view(&v, &down, &macs(), false);
+            assert_eq!(v.stage, Stage::Installing, "{v:?}");
+        }
+        v = next_view(&v, &down, &macs(), false);
+        assert_eq!(v.stage, Stage::Failed, "{v:?}");
+        assert!(v.finished);
+        assert!(v.detail.contains("installing: Writing image to disk, 50%"), "{}", v.detail);
+        assert!(!v.detail.contains("(its API stopped answering)"), "{}", v.detail);
+        assert_eq!(node_exit(v.stage), exit::INSTALL_FAILED);
+
+        let r = next_view(
+            &AssistedView::default(),
+            &Ok(host("installing-in-progress", Some("Rebooting"), Some(83))),
+            &macs(),
+            false,
+        );
+        let r = next_view(&r, &down, &macs(), false);
+        assert_eq!(r.stage, Stage::Rebooting);
+        assert!(r.finished);
     }
 
     #[test]

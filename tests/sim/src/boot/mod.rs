@@ -93,6 +93,10 @@ pub struct BootArgs {
     /// Host never gets past discovering. Repeatable.
     #[arg(long, value_name = "HOST")]
     pub stall: Vec<String>,
+    /// Host loses power at "Writing image to disk", 50 %: its API goes away for good, before
+    /// any reboot report (exit 6). Repeatable.
+    #[arg(long, value_name = "HOST")]
+    pub power_off: Vec<String>,
     /// Host's kubelet sends a second client CSR (as a restarted kubelet would). Repeatable.
     #[arg(long, value_name = "HOST")]
     pub second_client_csr: Vec<String>,
@@ -300,6 +304,9 @@ fn machines(args: &BootArgs, facts: &Facts) -> Result<Vec<Machine>, (i32, Vec<St
             pick("--fail-install", h)?,
             Box::new(|m| m.faults.fail_install = true),
         ));
+    }
+    for h in &args.power_off {
+        set.push((pick("--power-off", h)?, Box::new(|m| m.faults.power_off = true)));
     }
     for h in &args.stall {
         set.push((pick("--stall", h)?, Box::new(|m| m.faults.stall = true)));
@@ -574,6 +581,12 @@ async fn run_machine(
                 tokio::time::sleep(clock.delay(step.nominal_secs)).await;
                 std::mem::forget(server);
                 return Outcome::Failed(format!("installation failed: {reason}"));
+            }
+            End::PowerOff => {
+                tokio::time::sleep(clock.delay(step.nominal_secs)).await;
+                server.stop().await;
+                say("powered-off", &format!("lost power mid-install ({addr} stops answering for good; simulated --power-off)"));
+                return Outcome::Failed("lost power mid-install (simulated --power-off)".into());
             }
             End::Reboot => {
                 reboot = true;

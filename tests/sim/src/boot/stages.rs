@@ -19,6 +19,9 @@ pub enum End {
     Failed(String),
     /// The live system reboots into the installed system: 8090 goes away.
     Reboot,
+    /// The machine loses power mid-install (`--power-off`): 8090 goes away and nothing comes
+    /// back (stands in for a pulled plug or a crashed live system).
+    PowerOff,
 }
 
 /// One state of the host as the REST API shows it.
@@ -45,6 +48,8 @@ pub struct Faults {
     pub fail_validation: Option<String>,
     pub fail_install: bool,
     pub stall: bool,
+    /// Loses power at "Writing image to disk", 50 % (`--power-off`).
+    pub power_off: bool,
 }
 
 /// Stages that `progress_stages` lists for a day-2 worker (swagger `host-stage`).
@@ -215,8 +220,11 @@ pub fn plan(hostname: &str, faults: &Faults) -> Vec<Step> {
             Some(pct),
             format!("Host {hostname}: reached installation stage Writing image to disk: {pct}%"),
             60,
-            End::Next,
+            if pct == 50 && faults.power_off { End::PowerOff } else { End::Next },
         ));
+    }
+    if faults.power_off {
+        return s;
     }
     if faults.fail_install {
         let reason = "failed to write image to disk: exit status 1 (simulated --fail-install)".to_string();
