@@ -1690,6 +1690,21 @@ fn unsupported_cluster_exits_4_as_info_does() {
     assert!(!w.out().join("node.x86_64.iso").exists());
 }
 
+/// A MachineConfig add-nodes needs but may not read: the error names the read and the
+/// permission, not "cannot take day-2 nodes" (issue 22 item 6).
+#[test]
+fn a_forbidden_machineconfig_read_is_named_not_an_unsupported_cluster() {
+    require_netns!();
+    let c = TestCluster::start("forbidden:\n- resource: machineconfigs\n  name: 99-worker-fips\n").unwrap();
+    let w = Work::new();
+    let o = add_w0(&c, &w, &w.out(), &[]);
+    assert_fails(&o, 4, "cannot read MachineConfig 99-worker-fips: forbidden");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!e.contains("cannot take day-2 nodes"), "{e}");
+    assert!(e.contains("README \"Permissions\""), "{e}");
+    assert!(!w.out().join("node.x86_64.iso").exists());
+}
+
 // ------------------------------------------------------------------------------------------
 // Upstream conformance: node-joiner's acceptance cases, through the binary and our ISO.
 

@@ -202,6 +202,41 @@ async fn make(target: &KubeTarget, plan: &Plan) -> Result<String> {
     output::render(plan.output, &rep, || report::render_table(&rep))
 }
 
+/// The error for a model with problems: a fact add-nodes needs that could not be read is that
+/// read's error (a 403 names the permission, issue 22 item 6: it was a headline about
+/// unsupported clusters); the rest (too old, unsupported platform) is "cannot take day-2
+/// nodes". Several: each on its own `error:` line.
+fn problems_error(model: &ClusterModel) -> Error {
+    let mut errors: Vec<Error> = model
+        .unreadable
+        .iter()
+        .filter(|u| u.problem.is_some())
+        .filter_map(|u| {
+            Some(Error::Unreadable {
+                resource: u.resource_ref.clone()?,
+                reason: u.reason.clone(),
+                unknown: u.what.clone(),
+            })
+        })
+        .collect();
+    let other: Vec<String> = model
+        .problems
+        .iter()
+        .filter(|p| !model.unreadable.iter().any(|u| u.problem.as_ref() == Some(*p)))
+        .cloned()
+        .collect();
+    if !other.is_empty() {
+        errors.push(Error::ClusterUnsupported { reasons: other });
+    }
+    match errors.len() {
+        0 => Error::ClusterUnsupported {
+            reasons: model.problems.clone(),
+        },
+        1 => errors.remove(0),
+        _ => Error::Many(errors),
+    }
+}
+
 /// Prints a warning on stderr and keeps it for the report.
 fn warn(w: String, list: &mut Vec<String>) {
     eprintln!("warning: {w}");
@@ -215,9 +250,7 @@ async fn read_cluster(target: &KubeTarget, warnings: &mut Vec<String>) -> Result
     let objects = cluster::fetch(target).await?;
     let model = ClusterModel::from_objects(&objects)?;
     if !model.can_add_nodes() {
-        return Err(Error::ClusterUnsupported {
-            reasons: model.problems.clone(),
-        });
+        return Err(problems_error(&model));
     }
     for w in &model.warnings {
         warn(w.clone(), warnings);
