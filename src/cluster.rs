@@ -347,10 +347,14 @@ impl std::fmt::Debug for PullSecret {
 pub struct ClusterIdentity {
     /// `ClusterVersion.spec.clusterID` (UUID).
     pub id: String,
-    /// Cluster name: the label after `api.` in the API DNS name.
+    /// Cluster name: install-config's `metadata.name`, else the label after `api.` in the API
+    /// DNS name ([`cluster_name_and_domain`]).
     pub name: String,
     /// Base domain: the API DNS name after `api.<name>.`.
     pub base_domain: String,
+    /// Where `name` and `base_domain` come from ([`cluster_name_and_domain`]):
+    /// `install-config+apiServerURL` (both agree), `install-config` or `apiServerURL`.
+    pub identity_source: String,
     /// `Infrastructure.status.apiServerURL`, e.g. `https://api.ostest.example.com:6443`.
     #[serde(rename = "apiURL")]
     pub api_url: String,
@@ -671,6 +675,85 @@ fn decode_data_url(url: &str) -> Option<String> {
     }
 }
 
+/// A cluster's name and base domain, and where they come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NameAndDomain {
+    pub name: String,
+    pub base_domain: String,
+    /// `install-config+apiServerURL`, `install-config` or `apiServerURL`.
+    pub source: &'static str,
+    /// Said when the two sources disagree or one of them is unusable.
+    pub warning: Option<String>,
+}
+
+/// The cluster's name and base domain from its two sources (issue 22 item 6: one field was
+/// trusted): install-config's `metadata.name` and `baseDomain` (ConfigMap
+/// `kube-system/cluster-config-v1`, what the installer named the cluster with) and the host of
+/// `Infrastructure status.apiServerURL` (`api.<name>.<base domain>`, as the installer makes
+/// it). Both agree: either. They differ: install-config's, with a warning naming both. Only one
+/// usable: that one (a warning when the API host is not `api.<name>.<domain>`). Err: neither,
+/// with what to do.
+pub fn cluster_name_and_domain(api_host: &str, install_config: Option<&Value>) -> std::result::Result<NameAndDomain, String> {
+    let from_api = api_host
+        .strip_prefix("api.")
+        .and_then(|r| r.split_once('.'))
+        .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+        .map(|(n, d)| (n.to_string(), d.to_string()));
+    let from_ic = install_config.and_then(|ic| {
+        let n = ic.pointer("/metadata/name")?.as_str()?.trim();
+        let d = ic.pointer("/baseDomain")?.as_str()?.trim().trim_end_matches('.');
+        (!n.is_empty() && !d.is_empty()).then(|| (n.to_string(), d.to_string()))
+    });
+    let esc = |s: &str| crate::output::display(s);
+    match (from_api, from_ic) {
+        (Some(a), Some(i)) if a == i => Ok(NameAndDomain {
+            name: i.0,
+            base_domain: i.1,
+            source: "install-config+apiServerURL",
+            warning: None,
+        }),
+        (Some(a), Some(i)) => Ok(NameAndDomain {
+            warning: Some(format!(
+                "install-config (kube-system/cluster-config-v1) names the cluster {} with base domain {}, but \
+                 Infrastructure status.apiServerURL's host {} says {} and {}: using install-config's; \
+                 check the image's cluster name if the API name was changed on purpose",
+                esc(&i.0),
+                esc(&i.1),
+                esc(api_host),
+                esc(&a.0),
+                esc(&a.1)
+            )),
+            name: i.0,
+            base_domain: i.1,
+            source: "install-config",
+        }),
+        (None, Some(i)) => Ok(NameAndDomain {
+            warning: Some(format!(
+                "Infrastructure status.apiServerURL's host {} is not api.<cluster name>.<base domain>: \
+                 the cluster name {} and base domain {} come from install-config (kube-system/cluster-config-v1)",
+                esc(api_host),
+                esc(&i.0),
+                esc(&i.1)
+            )),
+            name: i.0,
+            base_domain: i.1,
+            source: "install-config",
+        }),
+        (Some(a), None) => Ok(NameAndDomain {
+            name: a.0,
+            base_domain: a.1,
+            source: "apiServerURL",
+            warning: None,
+        }),
+        (None, None) => Err(format!(
+            "status.apiServerURL host {api_host:?} is not api.<cluster name>.<base domain>, and ConfigMap \
+             kube-system/cluster-config-v1 has no install-config with metadata.name and baseDomain: \
+             cannot tell the cluster name and base domain; check that this is an OpenShift cluster \
+             the installer made"
+        )),
+    }
+}
+
 fn count_certs(pem: &str) -> usize {
     pem.matches("-----BEGIN CERTIFICATE-----").count()
 }
@@ -805,7 +888,12 @@ impl ClusterModel {
                 String::new()
             }
         };
-        let (api_url, name, base_domain) = match str_at(infra, "/status/apiServerURL") {
+        let install_config = o
+            .cluster_config
+            .as_ref()
+            .and_then(|cm| cm_value(cm, "install-config"))
+            .and_then(|ic| serde_saphyr::from_str::<Value>(ic).ok());
+        let (api_url, name, base_domain, identity_source) = match str_at(infra, "/status/apiServerURL") {
             None => {
                 if have_infra {
                     errors.push(Error::BadObject {
@@ -813,7 +901,7 @@ impl ClusterModel {
                         message: "status.apiServerURL is empty".into(),
                     });
                 }
-                (String::new(), String::new(), String::new())
+                (String::new(), String::new(), String::new(), String::new())
             }
             Some(api_url) => {
                 let api_url = api_url.to_string();
@@ -827,23 +915,19 @@ impl ClusterModel {
                             resource: infra_ref.clone(),
                             message: format!("status.apiServerURL {api_url:?} is not a URL"),
                         });
-                        (api_url, String::new(), String::new())
+                        (api_url, String::new(), String::new(), String::new())
                     }
-                    Some(api_host) => match api_host
-                        .strip_prefix("api.")
-                        .and_then(|r| r.split_once('.'))
-                        .map(|(n, d)| (n.to_string(), d.to_string()))
-                    {
-                        Some((n, d)) => (api_url, n, d),
-                        None => {
+                    Some(api_host) => match cluster_name_and_domain(&api_host, install_config.as_ref()) {
+                        Ok(id) => {
+                            warnings.extend(id.warning);
+                            (api_url, id.name, id.base_domain, id.source.to_string())
+                        }
+                        Err(message) => {
                             errors.push(Error::BadObject {
                                 resource: infra_ref.clone(),
-                                message: format!(
-                                    "status.apiServerURL host {api_host:?} is not api.<cluster name>.<base domain>; \
-                                     cannot tell the cluster name and base domain"
-                                ),
+                                message,
                             });
-                            (api_url, String::new(), String::new())
+                            (api_url, String::new(), String::new(), String::new())
                         }
                     },
                 }
@@ -958,11 +1042,8 @@ impl ClusterModel {
             source: "infrastructure".into(),
         };
         if machine_networks.cidrs.is_empty() {
-            let from_ic = o
-                .cluster_config
+            let from_ic = install_config
                 .as_ref()
-                .and_then(|cm| cm_value(cm, "install-config"))
-                .and_then(|ic| serde_saphyr::from_str::<Value>(ic).ok())
                 .map(|ic| {
                     ic.pointer("/networking/machineNetwork")
                         .and_then(Value::as_array)
@@ -1308,6 +1389,7 @@ impl ClusterModel {
                 id,
                 name,
                 base_domain,
+                identity_source,
                 api_url,
                 api_int_url,
                 control_plane_topology,
@@ -2003,6 +2085,24 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_name_and_domain_from_both_sources() {
+        let ic = |n: &str, d: &str| serde_json::json!({"metadata": {"name": n}, "baseDomain": d});
+        let both = cluster_name_and_domain("api.ostest.example.com", Some(&ic("ostest", "example.com"))).unwrap();
+        assert_eq!((both.name.as_str(), both.base_domain.as_str(), both.source), ("ostest", "example.com", "install-config+apiServerURL"));
+        assert_eq!(both.warning, None);
+        let differ = cluster_name_and_domain("api.other.example.org", Some(&ic("ostest", "example.com"))).unwrap();
+        assert_eq!((differ.name.as_str(), differ.source), ("ostest", "install-config"));
+        assert!(differ.warning.unwrap().contains("api.other.example.org says other and example.org"));
+        let lb = cluster_name_and_domain("lb.example.com", Some(&ic("ostest", "example.com."))).unwrap();
+        assert_eq!((lb.name.as_str(), lb.base_domain.as_str()), ("ostest", "example.com"));
+        assert!(lb.warning.unwrap().contains("is not api.<cluster name>.<base domain>"));
+        let api_only = cluster_name_and_domain("api.ostest.example.com", None).unwrap();
+        assert_eq!((api_only.name.as_str(), api_only.source), ("ostest", "apiServerURL"));
+        assert!(cluster_name_and_domain("lb.example.com", None).unwrap_err().contains("cluster-config-v1"));
+        assert!(cluster_name_and_domain("lb.example.com", Some(&ic("", "x"))).is_err());
+    }
 
     /// An error wrapping another, the way the kube client wraps hyper's connect error.
     #[derive(Debug)]

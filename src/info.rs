@@ -262,7 +262,13 @@ pub fn render_table(doc: &ClusterInfo) -> String {
         ),
         (
             "Base domain",
-            val("cluster.baseDomain", &|| display(&m.cluster.base_domain)),
+            val("cluster.baseDomain", &|| {
+                // Where name and domain come from, when not both sources agree.
+                match m.cluster.identity_source.as_str() {
+                    "install-config+apiServerURL" | "" => display(&m.cluster.base_domain),
+                    src => format!("{} (name and domain from {src})", display(&m.cluster.base_domain)),
+                }
+            }),
         ),
         ("API", val("cluster.apiURL", &|| display(&m.cluster.api_url))),
         (

@@ -556,3 +556,28 @@ fn missing_coreos_bootimages_hint_fits_every_cluster() {
     );
     assert!(text(&out.stdout).contains("Base ISO"), "partial report printed");
 }
+
+/// The cluster's name and base domain come from install-config and the API URL, cross-checked
+/// (issue 22 item 6): an API host that is not `api.<name>.<domain>` no longer stops anything;
+/// install-config names the cluster, a warning says so and the report says which source.
+#[test]
+fn cluster_identity_from_install_config_when_the_api_host_says_nothing() {
+    require_netns!();
+    let c = TestCluster::start("").unwrap();
+    let d = json_info(&c, &[]);
+    assert_eq!(d["cluster"]["identitySource"], "install-config+apiServerURL", "{d}");
+    let patch = r#"{"status":{"apiServerURL":"https://kube.lab.example.com:6443"}}"#;
+    let o = c.kubectl(&[
+        "patch", "infrastructure", "cluster", "--subresource=status", "--type=merge", "-p", patch,
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let d = json_info(&c, &[]);
+    assert_eq!(d["cluster"]["identitySource"], "install-config", "{d}");
+    assert_eq!(d["cluster"]["name"], "ostest", "{d}");
+    assert_eq!(d["cluster"]["baseDomain"], "example.com", "{d}");
+    assert_eq!(d["canAddNodes"], true, "{d}");
+    let w = d["warnings"].to_string();
+    assert!(w.contains("kube.lab.example.com is not api.<cluster name>.<base domain>"), "{w}");
+    let t = text(&plugin(&c, &["info"]).stdout);
+    assert!(t.contains("example.com (name and domain from install-config)"), "{t}");
+}
