@@ -1320,6 +1320,17 @@ fn a_broken_batch_record_is_skipped_naming_the_field_and_the_others_go_on() {
         assert_eq!(row["action"], "held", "{doc}");
         assert!(row["reasons"].to_string().contains("bad-batch-record"), "{doc}");
         assert_eq!(report_row(&doc, &good)["action"], "would-approve", "{doc}");
+
+        // monitor and batch list skip it as well, naming it (issue 22 item 12: they stopped
+        // with exit 4); monitor ends with approve's exit 3.
+        let o = plugin(&c, &w, &["monitor", "--timeout", "3s", "-o", "json"]);
+        assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+        let warning = format!("warning: ConfigMap openshift-agent-day2/{b1} is labelled a batch record but is not one");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&warning), "{}", text(&o));
+        let o = plugin(&c, &w, &["add-nodes", "batch", "list"]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).contains(&b0), "{}", text(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&warning), "{}", text(&o));
     }
     hand_edit_batch(&c, &b1, |r| {
         r["reboots"] = json!([]);

@@ -335,13 +335,37 @@ pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
 }
 
 /// Every batch record, oldest first, with the ConfigMap's `resourceVersion`, its [`records`]
-/// merged in. A labelled ConfigMap that does not parse (batch or record) is an error naming it.
-/// A missing namespace means none.
+/// merged in. A labelled ConfigMap that does not parse (batch or record) is skipped with a
+/// `warning:` naming it and what is wrong (issue 22 item 12: one hand-edited record stopped
+/// monitor and `batch list` with exit 4, while approve skipped it). A missing namespace means
+/// none.
 pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
+    let (good, bad) = list_checked(target).await?;
+    for (name, message) in &bad {
+        eprintln!("warning: {}", bad_batch_message(name, message));
+    }
+    Ok(good)
+}
+
+/// What is said of a batch ConfigMap that is not a batch record: its name, what is wrong, and
+/// what to do.
+pub fn bad_batch_message(name: &str, message: &str) -> String {
+    format!(
+        "ConfigMap {NAMESPACE}/{} is labelled a batch record but is not one ({}): skipped, its hosts \
+         are not followed or approved; fix it or delete it (oc delete configmap -n {NAMESPACE} {})",
+        crate::output::escape_for_display(name, 253),
+        crate::output::escape_for_display(message, 300),
+        crate::output::escape_for_display(name, 253)
+    )
+}
+
+/// As [`list`], returning the skipped batch ConfigMaps (name, what is wrong) instead of
+/// warning about them.
+pub async fn list_checked(target: &KubeTarget) -> Result<(Vec<(BatchRecord, String)>, Vec<(String, String)>)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let l = match api.list(&ListParams::default().labels(LABEL)).await {
         Ok(l) => l,
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(vec![]),
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok((vec![], vec![])),
         Err(e) => {
             return Err(classify(
                 e,
@@ -356,11 +380,18 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
         }
     };
     let mut out = Vec::new();
+    let mut skipped = Vec::new();
     for cm in &l.items {
-        out.push((
-            from_config_map(cm)?,
-            cm.metadata.resource_version.clone().unwrap_or_default(),
-        ));
+        match from_config_map(cm) {
+            Ok(r) => out.push((r, cm.metadata.resource_version.clone().unwrap_or_default())),
+            Err(e) => skipped.push((
+                cm.metadata.name.clone().unwrap_or_default(),
+                match e {
+                    Error::BadObject { message, .. } => message,
+                    e => e.to_string(),
+                },
+            )),
+        }
     }
     let (recs, bad) = records::list(target, None).await?;
     warn_bad_records(&bad);
@@ -374,7 +405,7 @@ pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
             .cmp(&b.0.created_at)
             .then_with(|| a.0.name.cmp(&b.0.name))
     });
-    Ok(out)
+    Ok((out, skipped))
 }
 
 /// One record and its `resourceVersion`, its [`records`] merged in. Errors: 404

@@ -264,10 +264,18 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
 }
 
 /// The batches to follow and their resourceVersions.
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<Vec<BatchRecord>> {
+/// The batch records to follow, and how many batch ConfigMaps were skipped as not batch
+/// records (each said in a `warning:`; the run then exits 3 at the earliest, as approve does).
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchRecord>, usize)> {
     Ok(match only {
-        Some(n) => vec![batch::get(target, n).await?.0],
-        None => batch::list(target).await?.into_iter().map(|(r, _)| r).collect(),
+        Some(n) => (vec![batch::get(target, n).await?.0], 0),
+        None => {
+            let (good, bad) = batch::list_checked(target).await?;
+            for (name, message) in &bad {
+                eprintln!("warning: {}", batch::bad_batch_message(name, message));
+            }
+            (good.into_iter().map(|(r, _)| r).collect(), bad.len())
+        }
     })
 }
 
@@ -924,9 +932,15 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     let mut target = target;
-    let batches = read_batches(&target, args.batch.as_deref()).await?;
+    let (batches, skipped_batches) = read_batches(&target, args.batch.as_deref()).await?;
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
     let auth = read_auth(&target).await;
+    if batches.is_empty() && !anchors && skipped_batches > 0 {
+        return Err(Error::InvalidInput {
+            field: format!("ConfigMaps in {}", batch::NAMESPACE),
+            message: "every batch record was skipped as not one (the warnings above say why): fix or delete them, or run add-nodes again".into(),
+        });
+    }
     if batches.is_empty() && !anchors {
         // Following addresses needs the node tokens: offer it only when they exist (e.g.
         // `oc adm node-image` made the image), so the next hint does not fail in turn.
@@ -1371,7 +1385,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
 
     // Summary.
     let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
-    let code = state::overall_exit(codes.iter().copied());
+    let mut code = state::overall_exit(codes.iter().copied());
+    // A skipped batch record is invalid input (README "Exit codes"), as in approve.
+    if skipped_batches > 0 {
+        code = exit::most_serious([code, exit::INVALID_INPUT]);
+    }
     let stats = limiter.stats();
     let elapsed = started.elapsed();
     let pending: Vec<&Track> = m
