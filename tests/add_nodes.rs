@@ -1413,6 +1413,26 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
     seed_release(&c2, &w, &["x86_64"]);
     let o = add_nc(&c2, &w, &nc, &w.path("out2"), &[]);
     assert_fails(&o, 3, "cpuArchitecture");
+    drop(c2);
+    // A Default-feature-set cluster installed straight from the multi payload: the API says
+    // nothing, the release image's manifest list does (issue 22 item 12).
+    let (w3, c3) = cluster_or_skip!("multiArch: true\nmultiArchInApi: false\n");
+    if c3.registry_url.is_some() {
+        let info = plugin(&c3, &w3, &["info", "-o", "json"]);
+        assert_eq!(json_of(&info)["architecture"]["multiArch"], false, "{}", text(&info));
+        let nc3 = w3.write(
+            "nodes-config.yaml",
+            &format!("cpuArchitecture: arm64\n{}", nodes_config(&[dhcp_host(W0)])),
+        );
+        let o = add_nc(&c3, &w3, &nc3, &w3.out(), &["-o", "json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("is a multi-arch manifest list serving aarch64"),
+            "{}",
+            text(&o)
+        );
+        assert!(w3.out().join("node.aarch64.iso").exists());
+    }
 }
 
 // ------------------------------------------------------------------------------------------

@@ -285,6 +285,47 @@ struct Hosts {
     replaced: Vec<String>,
 }
 
+/// Hosts of another architecture than the control plane's, on a cluster whose API does not say
+/// it runs the multi-arch payload: the release image's own manifest decides (a list serving
+/// that architecture; issue 22 item 12). Some(model marked multi-arch) when it does; None
+/// otherwise (nothing to ask, a single-arch payload, or the registry could not tell: a warning
+/// says so and the validation refuses the hosts as before).
+async fn multi_arch_from_payload(
+    plan: &Plan,
+    model: &ClusterModel,
+    cfg_arch: Option<&str>,
+    warnings: &mut Vec<String>,
+) -> Option<ClusterModel> {
+    let want = normalize_arch(cfg_arch?.trim());
+    let cp = &model.architecture.control_plane;
+    if model.architecture.multi_arch || cp.is_empty() || &want == cp {
+        return None;
+    }
+    let reg = RegistryContext::from_cluster(model, plan.registry_config.clone(), plan.insecure);
+    match ReleasePayload::serves_arch(&model.version.release_image, &reg, &want).await {
+        Ok(true) => {
+            warn(
+                format!(
+                    "the release image {} is a multi-arch manifest list serving {want}, although the cluster's API does not say so (the Default feature set prunes it): {want} hosts may join",
+                    model.version.release_image
+                ),
+                warnings,
+            );
+            let mut m = model.clone();
+            m.architecture.multi_arch = true;
+            Some(m)
+        }
+        Ok(false) => None,
+        Err(e) => {
+            warn(
+                format!("cannot tell from the release image whether the cluster's payload is multi-arch: {e}"),
+                warnings,
+            );
+            None
+        }
+    }
+}
+
 /// Step 3: the nodes config read and validated against the cluster (every error at once,
 /// exit 3), the architecture, `--pool` against the cluster's MachineConfigPools, the PXE base
 /// URL, earlier batches with the same hosts (warnings), and the output paths (not there
@@ -297,6 +338,8 @@ async fn validate_hosts(
     warnings: &mut Vec<String>,
 ) -> Result<Hosts> {
     let (cfg, parse_errors) = read_nodes_config(&plan.nodes)?;
+    let probed = multi_arch_from_payload(plan, model, cfg.cpu_architecture.as_deref(), warnings).await;
+    let model = probed.as_ref().unwrap_or(model);
     let mut validated = nodes_config::validate(&cfg, model);
     let source = match &cfg.origin {
         Origin::File(p) => p.clone(),

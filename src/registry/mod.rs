@@ -364,6 +364,22 @@ impl ReleasePayload {
         }
         Ok(images)
     }
+
+    /// Whether `release_image` is a multi-arch payload that serves `arch` (CoreOS or Go
+    /// spelling): its manifest is a list (OCI index or Docker manifest list) with a
+    /// `linux/<arch>` entry. The API tells this only on some clusters
+    /// ([`crate::cluster::ArchitectureInfo::multi_arch`]); a Default-feature-set cluster
+    /// installed straight from the multi payload says it nowhere else (issue 22 item 12).
+    /// Ok(false): a single-arch manifest, or a list without `arch`. Errors: as
+    /// [`ReleasePayload::component_images`].
+    pub async fn serves_arch(release_image: &str, ctx: &RegistryContext, arch: &str) -> Result<bool, RegistryError> {
+        let fetcher = fetch::Fetcher::new(ctx)?;
+        match fetcher.resolve(release_image, coreos_arch(arch)).await {
+            Ok(r) => Ok(r.reference.digest() != Some(r.top_digest.as_str())),
+            Err(RegistryError::NoPlatform { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// Extracts `/coreos/coreos-<arch>.iso` from the `machine-os-images` image into `dest`

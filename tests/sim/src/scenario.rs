@@ -18,6 +18,7 @@
 //! | `sno` | false | one node `master-0`, topology `SingleReplica` |
 //! | `architecture` | `amd64` | Node arch labels and `nodeInfo.architecture`; the stream lists this arch's ISO |
 //! | `multiArch` | false | `ClusterVersion.spec.desiredUpdate.architecture: Multi` (as `oc adm upgrade --to-multi-arch` leaves it; the Default feature set has no `status.desired.architecture`), `multi` payload, both x86_64 and aarch64 in the stream |
+//! | `multiArchInApi` | true | with `multiArch`: whether the ClusterVersion says so (`spec.desiredUpdate`); false plays a Default-feature-set cluster installed straight from the multi payload, which only its release image's manifest list tells |
 //! | `fips` | false | `99-worker-fips`/`99-master-fips` with `fips: true` (absent otherwise, as the installer does) |
 //! | `upgradeTo` | none | Partial history entry on top, `desired` = that version |
 //! | `dualStack` | false | IPv6 machine (`fd2e:6f44:5dd8:c956::/120`), cluster (`fd01::/48`) and service (`fd02::/112`) networks, node IPv6 addresses |
@@ -61,6 +62,10 @@ pub struct Scenario {
     /// `ClusterVersion.spec.desiredUpdate.architecture: Multi` (multi-arch release payload).
     #[serde(deserialize_with = "strict_bool")]
     pub multi_arch: bool,
+    /// With `multi_arch`: the ClusterVersion says so (default). False: only the payload's
+    /// manifest list does.
+    #[serde(deserialize_with = "strict_bool")]
+    pub multi_arch_in_api: bool,
     /// FIPS cluster: `99-worker-fips` MachineConfig with `fips: true`.
     #[serde(deserialize_with = "strict_bool")]
     pub fips: bool,
@@ -133,6 +138,7 @@ impl Default for Scenario {
             sno: false,
             architecture: "amd64".into(),
             multi_arch: false,
+            multi_arch_in_api: true,
             fips: false,
             upgrade_to: None,
             dual_stack: false,
