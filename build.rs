@@ -12,6 +12,8 @@
 //   variable set and the binaries missing fails; it does not skip.
 // - `real_agent`, when AGENT_DAY2_REAL_AGENT=1 (the real discovery agent, group `agent`), the
 //   same way, for the tests that judge what only the real agent reports.
+// - `real_krew`, when AGENT_DAY2_REAL_KREW=1 (the real krew, group `krew`), the same way, for
+//   tests/krew.rs's installs through `kubectl krew`.
 fn main() {
     println!("cargo:rerun-if-env-changed=AGENT_DAY2_GIT_COMMIT");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
@@ -36,6 +38,7 @@ fn real_assisted() {
             "the real assisted-service",
         ),
         ("AGENT_DAY2_REAL_AGENT", "real_agent", "the real discovery agent"),
+        ("AGENT_DAY2_REAL_KREW", "real_krew", "the real krew"),
     ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo:rerun-if-env-changed={var}");

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds real components from their Go modules, outside the work tree, and prints what it built.
-# Three groups; name one to build only it (default: all, in this order):
+# Four groups; name one to build only it (default: all, in this order):
 #
 #   assisted  the real consumer components of the node ISO:
 #     assisted-service        github.com/openshift/assisted-service/cmd
@@ -42,7 +42,16 @@
 #     ${AGENT_DAY2_REAL_AGENT_DIR:-${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/agent-<commit>}/bin
 #   and are reused while they exist.
 #
-# Usage: scripts/real-components.sh [assisted|kube|agent|all]
+#   krew  the real krew, the kubectl plugin manager (issue 22, item 13):
+#     kubectl-krew            sigs.k8s.io/krew/cmd/krew (`kubectl krew`; CGO_ENABLED=0, the
+#                             version stamped as upstream's hack/make-binaries.sh does)
+#     validate-krew-manifest  sigs.k8s.io/krew/cmd/validate-krew-manifest (krew-index's check)
+#   pinned by tests/real/krew/go.mod + go.sum (a wrapper module of ours whose `tool` lines name
+#   the two main packages), built with -mod=readonly from the module proxy. Binaries go to
+#     ${AGENT_DAY2_REAL_KREW_DIR:-${XDG_CACHE_HOME:-~/.cache}/agent-day2/real/krew-<version>}/bin
+#   and are reused while they exist and bin/go.mod equals the wrapper's.
+#
+# Usage: scripts/real-components.sh [assisted|kube|agent|krew|all]
 # Exit status: 0 built (or cached); 3 blocked: the proxy refused a module and no other source
 # was given (the exact command and the proxy's answer are printed); 1 any other failure or a
 # bad argument. With `all`, every group is tried: 1 if any failed, else 3 if any was blocked.
@@ -455,6 +464,62 @@ build_agent() {
   print_versions
 }
 
+# --- group krew ----------------------------------------------------------------------------
+# The real krew: `kubectl krew` (tests/krew.rs installs the plugin's archive with it, from a
+# manifest and from a local index) and validate-krew-manifest (the check krew-index runs on a
+# manifest), from sigs.k8s.io/krew at the version tests/real/krew/go.mod requires.
+build_krew() {
+  local wrapper_dir="$root/tests/real/krew" module=sigs.k8s.io/krew ver out work log t0 probe
+  command -v go >/dev/null || { say "krew: needs Go (go1.24 or newer) on PATH"; exit 1; }
+  command -v jq >/dev/null || { say "krew: needs jq on PATH"; exit 1; }
+  [ -f "$wrapper_dir/go.mod" ] && [ -f "$wrapper_dir/go.sum" ] ||
+    { say "krew: $wrapper_dir must hold go.mod and go.sum"; exit 1; }
+  ver=$( (cd "$wrapper_dir" && go mod edit -json) | jq -r --arg m "$module" '.Require[]? | select(.Path == $m) | .Version')
+  [ -n "$ver" ] || { say "krew: $wrapper_dir/go.mod must require $module"; exit 1; }
+  out=${AGENT_DAY2_REAL_KREW_DIR:-$cache_root/krew-$ver}
+  bin="$out/bin"
+  if [ -x "$bin/kubectl-krew" ] && [ -x "$bin/validate-krew-manifest" ] && [ -s "$bin/versions" ] &&
+    cmp -s "$bin/go.mod" "$wrapper_dir/go.mod"; then
+    say "krew: cached in $bin"
+    print_versions
+    return 0
+  fi
+  work="$out/wrapper"
+  mkdir -p "$bin" "$work"
+  cp "$wrapper_dir/go.mod" "$wrapper_dir/go.sum" "$work/"
+  export GOFLAGS="-mod=readonly ${GOFLAGS:-}" CGO_ENABLED=0
+  log="$out/proxy.log"
+  # Download (retried): exactly the modules the two main packages load, checked against go.sum.
+  local get_cmd=(go list -deps -f '{{if .Error}}{{.ImportPath}}: {{.Error}}{{end}}' "$module/cmd/krew" "$module/cmd/validate-krew-manifest")
+  t0=$SECONDS
+  if ! (cd "$work" && retry 3 "${get_cmd[@]}") >"$log" 2>&1; then
+    if grep -qE "$refusal" "$log"; then
+      say "krew: BLOCKED: the Go module proxy refused a module $module@$ver needs."
+      say "krew: command: (cd $work && ${get_cmd[*]})"
+      grep -E 'reading https?://|server response' "$log" | sort -u | sed 's/^/real-components:   /' >&2
+      exit 3
+    fi
+    say "krew: downloading the modules failed:"
+    sed 's/^/real-components:   /' "$log" >&2
+    exit 1
+  fi
+  say "krew: building kubectl-krew and validate-krew-manifest $ver"
+  (cd "$work" &&
+    go build -trimpath -ldflags "-s -w -X $module/internal/version.gitTag=$ver" -o "$bin/kubectl-krew" "$module/cmd/krew" &&
+    go build -trimpath -ldflags "-s -w" -o "$bin/validate-krew-manifest" "$module/cmd/validate-krew-manifest")
+  # `kubectl krew version` makes its directories under KREW_ROOT (default ~/.krew): a throw-away one.
+  probe=$(mktemp -d)
+  {
+    echo "kubectl-krew: $module/cmd/krew@$ver ($(KREW_ROOT=$probe KREW_NO_UPGRADE_CHECK=1 "$bin/kubectl-krew" version 2>/dev/null | awk '$1 == "GitTag" {print "GitTag " $2}'))"
+    echo "validate-krew-manifest: $module/cmd/validate-krew-manifest@$ver"
+    echo "go: $(go env GOVERSION), CGO_ENABLED=0; wrapper tests/real/krew/go.mod sha256 $(sha256sum "$wrapper_dir/go.mod" | cut -c1-12)"
+  } >"$bin/versions"
+  rm -rf "$probe"
+  cp "$wrapper_dir/go.mod" "$bin/go.mod"
+  say "krew: built into $bin in $((SECONDS - t0)) s"
+  print_versions
+}
+
 # --- which groups --------------------------------------------------------------------------
 # run_group NAME: runs build_NAME in a subshell (its `exit` ends only it) and sets rc to its
 # status. Never call it where its status is tested (`|| ...`, `if`): bash then ignores the
@@ -472,17 +537,17 @@ if [ "${1:-}" = unpack ]; then
   [ $# -eq 2 ] || { say "usage: $0 unpack TARBALL"; exit 1; }
   unpack "$2"; exit
 fi
-[ $# -le 1 ] || { say "usage: $0 [assisted|kube|agent|all] (one group, got $#: $*)"; exit 1; }
+[ $# -le 1 ] || { say "usage: $0 [assisted|kube|agent|krew|all] (one group, got $#: $*)"; exit 1; }
 case "${1:-all}" in
-  assisted | kube | agent)
+  assisted | kube | agent | krew)
     run_group "$1"; exit "$rc" ;;
   all)
     worst=0
-    for g in assisted kube agent; do
+    for g in assisted kube agent krew; do
       run_group "$g"
       if [ "$rc" -eq 1 ] || { [ "$rc" -ne 0 ] && [ "$worst" -ne 1 ]; }; then worst=$rc; fi
       [ "$rc" -eq 0 ] || say "group $g ended with exit status $rc"
     done
     exit "$worst" ;;
-  *) say "usage: $0 [assisted|kube|agent|all] (unknown group '$1')"; exit 1 ;;
+  *) say "usage: $0 [assisted|kube|agent|krew|all] (unknown group '$1')"; exit 1 ;;
 esac

@@ -16,7 +16,9 @@
 # cfg real_assisted), run and counted, never ignored. Where it is blocked (the proxy refuses the
 # module and no tree is given: exit 3 of real-components.sh) its tests stay ignored, said; with
 # AGENT_DAY2_REQUIRE_REAL=assisted (CI, .ci/run, where the snapshot is there) a blocked or
-# failed build fails the run.
+# failed build fails the run. The real krew (group `krew`, from the module proxy) likewise:
+# AGENT_DAY2_REAL_KREW=1 (cfg real_krew) runs tests/krew.rs's installs through `kubectl krew`;
+# .ci/run requires it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=scripts/setup.sh
@@ -24,7 +26,7 @@ cd "$(dirname "$0")/.."
 ensure_packages
 ensure_coreos_installer
 declare -A real=()
-for group in assisted agent kube; do
+for group in assisted agent kube krew; do
   rc=0
   scripts/real-components.sh "$group" || rc=$?
   case $rc in
@@ -48,6 +50,8 @@ if [ -n "${real[assisted]:-}" ]; then export AGENT_DAY2_REAL_ASSISTED=1; else ex
 # stand-in (tests/sim/src/noderun/agent.rs says which); the tests that judge what only the real
 # agent reports need it (cfg real_agent).
 if [ -n "${real[agent]:-}" ]; then export AGENT_DAY2_REAL_AGENT=1; else export AGENT_DAY2_REAL_AGENT=0; fi
+# tests/krew.rs installs the plugin with the real krew (cfg real_krew).
+if [ -n "${real[krew]:-}" ]; then export AGENT_DAY2_REAL_KREW=1; else export AGENT_DAY2_REAL_KREW=0; fi
 cargo build --workspace --all-targets
 run() { # run PACKAGES... [ARGS]: cargo nextest run when installed, else cargo test
   if cargo nextest --version >/dev/null 2>&1; then
