@@ -209,7 +209,8 @@ Examples:
   # The static addresses of a nodes-config file
   oc agent-day2 approve --nodes-config nodes-config.yaml
 
-  # worker-0 was reinstalled: allow one more client and serving approval
+  # worker-0 was reinstalled from a new image (add-nodes --reimage worker-0): allow one more
+  # client and serving approval
   oc agent-day2 approve --reissue worker-0 --yes
 
   # No monitor saw the hosts reboot and you checked them yourself: approve without that record
@@ -245,6 +246,8 @@ pub struct ApproveArgs {
     #[arg(long = "node", value_name = "NAME=IP[,IP]")]
     pub nodes: Vec<String>,
     /// Allow one more client and serving approval for NODE (repeatable), e.g. --reissue worker-0.
+    /// The client CSR must still come from a new install: a reboot recorded after the one
+    /// approved before (re-install from a new image: add-nodes --reimage NODE).
     #[arg(long, value_name = "NODE")]
     pub reissue: Vec<String>,
     /// Approve client CSRs of hosts whose reboot no `monitor` recorded (no monitor ran while

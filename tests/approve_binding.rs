@@ -318,6 +318,35 @@ fn approve_watch_alone_records_the_reboot_and_the_node_joins() {
     }
 }
 
+/// A re-install is re-bound (issue 22 item 3): after worker-0 joined, its Node is deleted as for
+/// a re-install and a rogue client CSR is posted; `approve --reissue worker-0 --yes` holds it
+/// (`reissue-unbound`: no reboot recorded after the approved client CSR) instead of approving it.
+#[test]
+fn a_reissue_needs_a_reboot_recorded_after_the_first_approval() {
+    require_netns!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let iso = add_worker_0(&c, &w);
+    let ap_log = w.path("approve.log");
+    let mut ap = spawn_logged(
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "150s"]),
+        &ap_log,
+    );
+    let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
+    assert_eq!(wait_exit(&mut bt, 150, &boot_log), 0, "{}\n{}", read(&boot_log), read(&ap_log));
+    assert_eq!(wait_exit(&mut ap, 60, &ap_log), 0, "{}", read(&ap_log));
+    let o = c.kubectl(&["delete", "node", "worker-0"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let rogue = rogue_csr(&c, "worker-0");
+    let o = approve(&c, &w, &["--reissue", "worker-0", "--yes", "-o", "json"]);
+    let doc = json_of(&o);
+    let r = row(&doc, &rogue);
+    assert_eq!(r["action"], "held", "{}", text(&o));
+    assert_eq!(codes(&r), ["reissue-unbound"], "{r:#}");
+    assert!(!approved(&c, &rogue), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+}
+
 /// A node whose kubelet re-keyed twice (three client CSRs, each with a new key, spaced by the
 /// kubelet's retry) gets the newest approved, the older ones shown as superseded, and joins; the
 /// abandoned attempts do not make the run exit 7.

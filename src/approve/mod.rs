@@ -2320,9 +2320,17 @@ mod tests {
         a.observe_batch(&cm2).unwrap();
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(codes(&v).contains(&"already-approved"), "{v:?}");
-        // With --reissue worker-0 one more is allowed.
+        // With --reissue worker-0 one more is allowed, but only from a new install: csr-x
+        // comes from the boot csr-y came from (its reboot record is older than csr-y), so it
+        // is held (issue 22 item 3: a rogue CSR posted after the Node was deleted passed).
         a.opts.reissue = vec!["worker-0".into()];
         a.rebuild_expected().unwrap();
+        let v = a.evaluate("csr-x", now()).unwrap();
+        assert!(!v.approve && codes(&v) == ["reissue-unbound"], "{v:?}");
+        let held = v.reasons[0].to_string();
+        assert!(held.contains("add-nodes --reimage worker-0") && held.contains("csr-y"), "{held}");
+        // A reboot recorded after csr-y (a re-install from a new image): approved.
+        a.expected.get_mut("worker-0").unwrap().rebooted_at = Some("2026-12-02T10:29:30Z".parse().unwrap());
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(v.approve, "{v:?}");
     }

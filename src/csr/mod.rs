@@ -278,6 +278,15 @@ impl ApprovalsRecorded {
             .filter(|a| a.node == node && a.kind == kind && a.csr != except)
             .count() as u32
     }
+
+    /// The newest recorded client approval of `node` (by its CSR's creation time), not
+    /// counting CSR `except`.
+    pub fn last_client(&self, node: &str, except: &str) -> Option<&RecordedApproval> {
+        self.approvals
+            .iter()
+            .filter(|a| a.node == node && a.kind == Kind::Client && a.csr != except)
+            .max_by_key(|a| a.created.map(|t| t.as_second()))
+    }
 }
 
 /// Cluster facts and limits the checks use.
@@ -776,6 +785,22 @@ fn check_client(
                     created,
                     expires: exp.token_expires,
                 });
+            }
+        }
+    }
+    // A reissue is bound to a new install: a reboot recorded after the client CSR approved
+    // before (issue 22 item 3).
+    if count >= 1 && count <= exp.reissue && !policy.trust_unverified_boot {
+        if let Some(prev) = approvals.last_client(name, &csr.name) {
+            if let Some(prev_created) = prev.created {
+                if exp.rebooted_at.is_none_or(|r| r.as_second() <= prev_created.as_second()) {
+                    reasons.push(Reason::ReissueUnbound {
+                        node: name.to_string(),
+                        previous: prev.csr.clone(),
+                        previous_created: prev_created,
+                        rebooted: exp.rebooted_at,
+                    });
+                }
             }
         }
     }

@@ -181,6 +181,17 @@ pub enum Reason {
     /// Client: no reboot of the host is recorded on its batch, so nothing binds the CSR to the
     /// machine (approved only with `--trust-unverified-boot`).
     BootUnverified { node: String },
+    /// Client, under `--reissue`: no reboot of the node was recorded after the client CSR
+    /// approved before (`previous`, made at `previous_created`), so nothing binds this one to a
+    /// new install (issue 22 item 3: a rogue CSR posted after the Node was deleted was
+    /// approved). Waits for a newer record: a re-install from a new image (`add-nodes
+    /// --reimage`) records one on its batch.
+    ReissueUnbound {
+        node: String,
+        previous: String,
+        previous_created: Time,
+        rebooted: Option<Time>,
+    },
     /// Client ([`super::verdict_all`]): passing client CSRs of one node with different keys made
     /// closer together than the kubelet re-keys: a second requester exists; all are held.
     SecondRequester {
@@ -201,6 +212,7 @@ impl Reason {
         matches!(
             self,
             Reason::BootUnverified { .. }
+                | Reason::ReissueUnbound { .. }
                 | Reason::BadRebootRecord { .. }
                 | Reason::BadBatchRecord { .. }
                 | Reason::SecondRequester { .. }
@@ -272,6 +284,7 @@ impl Reason {
             BadRebootRecord { .. } => "bad-reboot-record",
             BadBatchRecord { .. } => "bad-batch-record",
             BootUnverified { .. } => "boot-unverified",
+            ReissueUnbound { .. } => "reissue-unbound",
             SecondRequester { .. } => "second-requester",
         }
     }
@@ -518,6 +531,21 @@ impl fmt::Display for Reason {
                 f,
                 "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`oc agent-day2 monitor` records it when the host's own assisted-service reports it; a DHCP host needs its address: monitor --ip-addresses IP); if monitor follows this host, wait for its reboot record (approve --watch judges the CSR again when it lands); pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's",
                 esc(node)
+            ),
+            ReissueUnbound {
+                node,
+                previous,
+                previous_created,
+                rebooted,
+            } => write!(
+                f,
+                "a second client certificate for {0} must come from a new install: its client CSR {1} (made {previous_created}) was approved before, and no reboot of {0} was recorded after that ({2}); re-install {0} from a new image (oc agent-day2 add-nodes --reimage {0}), whose batch records the new reboot, then approve --reissue {0} again; pass --trust-unverified-boot only after checking on its console that this CSR is its kubelet's",
+                esc(node),
+                esc(previous),
+                match rebooted {
+                    Some(r) => format!("its reboot record is from {r}"),
+                    None => "it has no reboot record".into(),
+                }
             ),
             SecondRequester {
                 node,
