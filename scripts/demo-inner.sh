@@ -36,13 +36,24 @@ fi
 # The cluster runs on the real control plane demo.sh built (the control-plane nodes' kubelets,
 # the scheduler and the volume provisioner are the simulator's).
 "$sim" up --dir "$dir" --listen 192.168.111.5:6443 --registry "${migrate_extra[@]}" "$@" >"$dir/sim.log" 2>&1 &
-for _ in $(seq 1 1200); do [ -f "$dir/ready" ] && break; sleep 0.1; done
+for _ in $(seq 1 1200); do [ -f "$dir/ready" ] || [ -f "$dir/failed" ] && break; sleep 0.1; done
 [ -f "$dir/ready" ] || { cat "$dir/sim.log" >&2; echo "simulator did not start" >&2; exit 1; }
 # Install the plugin the way a user would: one executable on PATH (target/debug also holds
 # cargo's kubectl-agent_day2.d, which `kubectl plugin list` would rightly warn about).
 mkdir -p "$dir/bin" && ln -s "$bin/kubectl-agent_day2" "$dir/bin/kubectl-agent_day2"
 export KUBECONFIG="$dir/kubeconfig" PATH="$dir/bin:$PATH"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+# What is real here and what is played (README "What is proven against real code").
+real_parts="kube-apiserver, etcd and kube-controller-manager (the control plane), kubectl, docker-registry (the release payload), coreos-installer"
+if [ -n "$migrate_why" ]; then :; else real_parts="$real_parts, PostgreSQL"; fi
+cat <<EOF
+
+Real programs in this demo: $real_parts.
+Also real where its source is on this machine: assisted-service and its agent-based-installer
+client, judging the node ISO (the part after add-nodes says whether it runs).
+Played by the simulator: the RHCOS machines (boot, disk install, their kubelets), the control-plane
+nodes' kubelets, the scheduler and the volume provisioner, node 0's REST API in the migrate part.
+EOF
 step kubectl get nodes -o wide
 step kubectl version
 step kubectl plugin list
@@ -104,7 +115,7 @@ fi
 # monitor, which checks and approves their kubelet CSRs (--approve --yes) until both are Ready
 # with their serving certificates. worker-1 has no static address: monitor learns it from
 # --ip-addresses once the host's own assisted-service answers with the batch token.
-printf '\n\033[1m$ agent-day2-sim boot --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 &\033[0m\n' "$dir/out/node.x86_64.iso"
+printf '\n\033[1m$ agent-day2-sim boot --dir %s --iso %s --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 &\033[0m\n' "$dir" "$dir/out/node.x86_64.iso"
 "$sim" boot --dir "$dir" --iso "$dir/out/node.x86_64.iso" \
     --node 52:54:00:aa:00:30=192.168.111.30 --node 52:54:00:aa:00:31=192.168.111.32 --timeout 180s >"$dir/boot.log" 2>&1 &
 boot=$!

@@ -134,7 +134,8 @@ approves the host's client CSR only if made after it. Alarms (a possible imposto
 requester) are `alarm` lines/events. The batch's node labels are applied when the
 Node appears. --approve approves the kubelet CSRs with every check of `approve`.
 
-On a terminal: a live table, one row per node. Otherwise one line per change, or with -o json
+On a terminal: a live table, one row per node (NODE, IP, STAGE, DETAIL cut at the terminal's
+width). Otherwise one line per change, or with -o json
 one JSON event per line (kind MonitorEvent; the last one is the summary).
 
 Exit status: 0 every node Ready with its serving certificate; 2 bad flags (--approve without
@@ -263,9 +264,40 @@ pub struct ApproveArgs {
     /// --kubelet-retry 5m.
     #[arg(long, value_name = "DURATION", default_value = "15m")]
     pub kubelet_retry: String,
-    /// Output format, e.g. -o json (apiVersion agent-day2/v1, kind ApproveReport).
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    /// Output format: a table with reason codes, -o wide with the SANs and every reason in
+    /// full, or -o json (apiVersion agent-day2/v1, kind ApproveReport).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = ApproveOutput::Table)]
+    pub output: ApproveOutput,
+}
+
+/// `-o` values of `approve`: the common ones and `wide` (kubectl get's density: one line per
+/// CSR, details on request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveOutput {
+    /// One line per CSR, reasons as codes.
+    Table,
+    /// The table with the SANs and every reason in full.
+    Wide,
+    /// One JSON document.
+    Json,
+    /// One YAML document.
+    Yaml,
+}
+
+impl ApproveOutput {
+    /// The document format ([`OutputFormat::Table`] for both tables).
+    pub fn format(self) -> OutputFormat {
+        match self {
+            ApproveOutput::Table | ApproveOutput::Wide => OutputFormat::Table,
+            ApproveOutput::Json => OutputFormat::Json,
+            ApproveOutput::Yaml => OutputFormat::Yaml,
+        }
+    }
+
+    /// Whether the table shows every detail.
+    pub fn wide(self) -> bool {
+        self == ApproveOutput::Wide
+    }
 }
 
 const ADD_NODES_LONG: &str = "\

@@ -473,34 +473,49 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
+    // One line per CSR, reasons as codes (issue 22 item 9), said once on stderr.
     assert_eq!(
         header,
-        [
-            "CSR",
-            "NODE",
-            "KIND",
-            "REQUESTER",
-            "SANS",
-            "AGE",
-            "VERDICT",
-            "REASONS"
-        ],
+        ["CSR", "NODE", "KIND", "REQUESTER", "AGE", "VERDICT", "REASONS"],
         "{out}"
     );
-    let line = |name: &str| {
+    let line = |out: &str, name: &str| {
         out.lines()
             .find(|l| l.starts_with(name))
             .unwrap_or_else(|| panic!("{name} in {out}"))
             .to_string()
     };
     assert!(
-        line(&good).contains("worker-0") && line(&good).contains(" approve "),
+        line(&out, &good).contains("worker-0") && line(&out, &good).contains(" approve "),
         "{out}"
     );
     assert!(
-        line(&rogue).contains("REJECT") && line(&rogue).contains("master-1"),
+        line(&out, &rogue).contains("REJECT")
+            && line(&out, &rogue).contains("master-1")
+            && line(&out, &rogue).trim_end().ends_with("node-exists,not-expected-node"),
         "{out}"
     );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).matches("hint: REASONS are codes").count(),
+        1,
+        "{}",
+        text(&o)
+    );
+    // -o wide: the SANs and every reason in full.
+    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "-o", "wide"]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    let wide = String::from_utf8_lossy(&o.stdout).to_string();
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["CSR", "NODE", "KIND", "REQUESTER", "SANS", "AGE", "VERDICT", "REASONS"],
+        "{wide}"
+    );
+    assert!(
+        line(&wide, &rogue).contains("node master-1 already exists; node master-1 is not an expected new node"),
+        "{wide}"
+    );
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("hint: REASONS are codes"), "{}", text(&o));
     pristine();
 
     // -o json parses, with codes.

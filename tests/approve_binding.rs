@@ -705,7 +705,7 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
         .and_then(|s| s.split_whitespace().next())
         .unwrap()
         .to_string();
-    let o = approve(&c, &w, &["--dry-run"]);
+    let o = approve(&c, &w, &["--dry-run", "-o", "wide"]);
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let line = out
@@ -715,7 +715,7 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
     assert!(line.contains("HOLD") && !line.contains("REJECT"), "{line}");
     assert!(line.contains("node-bootstrapper (SA)"), "{line}");
     assert!(
-        line.contains("if monitor follows this host, wait for its reboot record"),
+        line.contains("if a watch follows this host, wait for its reboot record"),
         "{line}"
     );
     let o = approve(&c, &w, &["--dry-run", "-o", "json"]);

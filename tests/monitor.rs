@@ -1504,3 +1504,67 @@ fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
         "{hints:#?}"
     );
 }
+
+/// On a terminal the live table has a header, an IP column, and no line wider than the
+/// terminal (issue 22 item 9). The terminal is a pty of 80 columns from util-linux `script`.
+#[test]
+fn the_live_table_has_a_header_an_ip_column_and_fits_the_terminal() {
+    require_netns!();
+    let env = Env::new();
+    let far = ("worker-with-a-rather-long-name-0", "52:54:00:aa:00:45", "192.168.111.45");
+    env.add_nodes(&[static_host(far, 24)], &[]);
+    let inner = format!(
+        "stty cols 80 rows 30; {} monitor --poll-interval 100ms --timeout 3s",
+        cluster::BIN
+    );
+    let o = Command::new("script")
+        .args(["-qec", &inner, "/dev/null"])
+        .env("KUBECONFIG", &env.c.kubeconfig)
+        .env("XDG_CACHE_HOME", env.w.cache())
+        .env_remove("HTTPS_PROXY")
+        .env_remove("https_proxy")
+        .stdin(Stdio::null())
+        .output()
+        .expect("util-linux script");
+    let raw = String::from_utf8_lossy(&o.stdout).to_string();
+    // What was drawn, one drawn line per line: the terminal's control sequences (cursor moves,
+    // line clears, which indicatif redraws its rows with) and carriage returns end a line.
+    let plain: String = {
+        let mut s = String::new();
+        let mut it = raw.chars().peekable();
+        while let Some(c) = it.next() {
+            if c == '\u{1b}' {
+                if it.peek() == Some(&'[') {
+                    it.next();
+                    for d in it.by_ref() {
+                        if d.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+                s.push('\n');
+                continue;
+            }
+            s.push(if c == '\r' { '\n' } else { c });
+        }
+        s
+    };
+    assert!(plain.contains("NODE") && plain.contains("STAGE") && plain.contains("DETAIL"), "{plain}");
+    assert!(plain.contains("192.168.111.45"), "{plain}");
+    assert!(plain.contains("worker-with-a-rather-lo…"), "{plain}");
+    // indicatif fills each row to the terminal's width and lets the terminal wrap to the next:
+    // a drawn line is whole rows of 80 columns, each a row of its own (the node's row starts a
+    // row), and the long detail is cut, never wrapped onto a row of its own.
+    for l in plain.lines() {
+        let chars: Vec<char> = l.chars().collect();
+        for row in chars.chunks(80) {
+            let row: String = row.iter().collect();
+            if let Some(i) = row.find("worker-with") {
+                assert!(i <= 4, "the node's row does not start a terminal row: {row:?}\nraw: {raw:?}");
+            }
+        }
+    }
+    // The summary table at the end is plain text (the terminal wraps it like kubectl get's).
+    let live = &plain[..plain.find("worker-with-a-rather-long-name-0").expect("the summary table")];
+    assert!(!live.contains("(no answer from"), "the detail was not cut at the width:\n{live}");
+}

@@ -400,6 +400,10 @@ fn age(created: Option<&str>, now: Time) -> String {
 }
 
 fn verdict_cell(r: &Row) -> String {
+    // A kubelet's own earlier attempt is no rejection (issue 22 item 9).
+    if r.action == Action::Rejected && !r.reasons.is_empty() && r.reasons.iter().all(|x| x.code == "superseded") {
+        return "superseded".into();
+    }
     match r.action {
         Action::Approved => "approved".into(),
         Action::Denied => "DENIED".into(),
@@ -497,46 +501,90 @@ fn escape_tokens(escaped: &str) -> Vec<String> {
     tokens
 }
 
-fn table(rows: &[Row]) -> String {
+/// The cells of one row: CSR, NODE, KIND, REQUESTER, AGE, VERDICT, REASONS (codes), and with
+/// `wide` SANS before AGE and each reason in full.
+fn cells(r: &Row, wide: bool, now: Time) -> Vec<String> {
+    let mut v = vec![cut(&r.name), cut(&r.node), r.kind.to_string(), requester_cell(&r.requester)];
+    if wide {
+        v.push(if r.sans.is_empty() {
+            "-".into()
+        } else {
+            r.sans.iter().map(|x| cut(x)).collect::<Vec<_>>().join(",")
+        });
+    }
+    v.push(age(r.created.as_deref(), now));
+    v.push(verdict_cell(r));
+    v.push(if r.reasons.is_empty() {
+        "-".into()
+    } else if wide {
+        r.reasons.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")
+    } else {
+        r.reasons.iter().map(|x| x.code.clone()).collect::<Vec<_>>().join(",")
+    });
+    v
+}
+
+fn header(wide: bool) -> Vec<&'static str> {
+    let mut h = vec!["csr", "node", "kind", "requester"];
+    if wide {
+        h.push("sans");
+    }
+    h.extend(["age", "verdict", "reasons"]);
+    h
+}
+
+/// The verdict table (issue 22 item 9: `kubectl get`'s density). With no row, one sentence
+/// instead of a header alone.
+fn table(rows: &[Row], wide: bool) -> String {
+    if rows.is_empty() {
+        return "No pending kubelet CSRs of the expected nodes.".into();
+    }
     let now = now();
-    crate::output::table(
-        &[
-            "csr",
-            "node",
-            "kind",
-            "requester",
-            "sans",
-            "age",
-            "verdict",
-            "reasons",
-        ],
-        rows.iter()
-            .map(|r| {
-                vec![
-                    cut(&r.name),
-                    cut(&r.node),
-                    r.kind.to_string(),
-                    requester_cell(&r.requester),
-                    if r.sans.is_empty() {
-                        "-".into()
-                    } else {
-                        r.sans.iter().map(|x| cut(x)).collect::<Vec<_>>().join(",")
-                    },
-                    age(r.created.as_deref(), now),
-                    verdict_cell(r),
-                    if r.reasons.is_empty() {
-                        "-".into()
-                    } else {
-                        r.reasons
-                            .iter()
-                            .map(|x| x.message.clone())
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    },
-                ]
-            })
-            .collect(),
-    )
+    crate::output::table(&header(wide), rows.iter().map(|r| cells(r, wide, now)).collect())
+}
+
+/// Said once after a table whose REASONS are codes.
+const CODES_HINT: &str =
+    "hint: REASONS are codes; -o wide shows each in full, -o json each with its message";
+
+/// Prints [`CODES_HINT`] on stderr when a table of `rows` (not wide) showed a reason.
+fn hint_codes(rows: &[Row], wide: bool) {
+    if !wide && rows.iter().any(|r| !r.reasons.is_empty()) {
+        eprintln!("{CODES_HINT}");
+    }
+}
+
+/// Column widths of the rows `--watch` prints one at a time (they must line up although each
+/// is printed alone): CSR, NODE, KIND, REQUESTER, [SANS,] AGE, VERDICT; REASONS takes the rest.
+fn watch_widths(wide: bool) -> Vec<usize> {
+    let mut w = vec![26, 20, 8, 24];
+    if wide {
+        w.push(32);
+    }
+    w.extend([5, 11]);
+    w
+}
+
+/// One line of `--watch` at [`watch_widths`]: each cell cut to its width (ending in `…`).
+fn watch_line(cells: &[String], widths: &[usize]) -> String {
+    let mut out = String::new();
+    for (i, c) in cells.iter().enumerate() {
+        match widths.get(i) {
+            Some(&w) => {
+                let n = c.chars().count();
+                let cell: String = if n > w {
+                    c.chars().take(w - 1).chain(['…']).collect()
+                } else {
+                    c.clone()
+                };
+                let pad = w.saturating_sub(cell.chars().count()) + 2;
+                out.push_str(&cell);
+                out.push_str(&" ".repeat(pad));
+            }
+            None => out.push_str(c),
+        }
+    }
+    out.trim_end().to_string()
 }
 
 /// Exit status from the rows and the node states: 0 nothing rejected, held or left pending
@@ -624,8 +672,8 @@ fn emit(s: &str) {
 /// gets one document either way (as add-nodes does).
 pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
     let r = run_checked(flags, target, args).await;
-    if let (Err(e), true) = (&r, args.output != OutputFormat::Table) {
-        if let Ok(doc) = error_document(args.output, e) {
+    if let (Err(e), true) = (&r, args.output.format() != OutputFormat::Table) {
+        if let Ok(doc) = error_document(args.output.format(), e) {
             emit(&doc);
         }
     }
@@ -756,7 +804,10 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     if args.dry_run || !writes {
         let doc = report(a, rows);
         let code = doc.exit_code;
-        emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+        emit(&crate::output::render(args.output.format(), &doc, || table(&doc.csrs, args.output.wide()))?);
+        if args.output.format() == OutputFormat::Table {
+            hint_codes(&doc.csrs, args.output.wide());
+        }
         print_alarms(a, &mut Default::default());
         if code == exit::CSRS {
             explain_exit_7(&doc.waiting, &doc.csrs);
@@ -766,10 +817,11 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     if !args.yes {
         // Show what would happen, then ask (the prompt is on the terminal, not stdout; with
         // -o json|yaml the table goes to stderr so stdout stays one document).
-        if args.output == OutputFormat::Table {
-            emit(&format!("{}\n", table(&rows)));
+        if args.output.format() == OutputFormat::Table {
+            emit(&format!("{}\n", table(&rows, args.output.wide())));
+            hint_codes(&rows, args.output.wide());
         } else {
-            eprintln!("{}", table(&rows));
+            eprintln!("{}", table(&rows, args.output.wide()));
         }
         let mut q = format!(
             "Approve {} CSR{}",
@@ -816,8 +868,8 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     }
     let doc = report(a, rows);
     let code = doc.exit_code;
-    if args.yes || args.output != OutputFormat::Table {
-        emit(&crate::output::render(args.output, &doc, || table(&doc.csrs))?);
+    if args.yes || args.output.format() != OutputFormat::Table {
+        emit(&crate::output::render(args.output.format(), &doc, || table(&doc.csrs, args.output.wide()))?);
     }
     print_alarms(a, &mut Default::default());
     if code == exit::CSRS {
@@ -913,6 +965,10 @@ fn is_401(e: &watcher::Error) -> bool {
 /// Streams a row per decision (table: one line each; json/yaml: one document at the end).
 struct Live {
     format: OutputFormat,
+    /// `-o wide`: every detail in the rows.
+    wide: bool,
+    /// [`CODES_HINT`] was said.
+    hinted: bool,
     header: bool,
     last: BTreeMap<String, (Row, Action)>,
     /// Approvals being written ([`super::execute`]), at most [`PIPELINE`].
@@ -993,15 +1049,16 @@ impl Live {
         if same || self.format != OutputFormat::Table {
             return;
         }
-        let line = table(std::slice::from_ref(&r));
-        let mut lines = line.lines();
-        let head = lines.next().unwrap_or("");
+        let widths = watch_widths(self.wide);
         if !self.header {
-            emit(&format!("{head}\n"));
+            let h: Vec<String> = header(self.wide).iter().map(|h| h.to_uppercase()).collect();
+            emit(&format!("{}\n", watch_line(&h, &widths)));
             self.header = true;
         }
-        for l in lines {
-            emit(&format!("{l}\n"));
+        emit(&format!("{}\n", watch_line(&cells(&r, self.wide, now()), &widths)));
+        if !self.wide && !self.hinted && !r.reasons.is_empty() {
+            eprintln!("{CODES_HINT}");
+            self.hinted = true;
         }
     }
 }
@@ -1080,7 +1137,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         .unwrap_or(timeout);
     let token_deadline = tokio::time::Instant::now() + token_left;
     let mut live = Live {
-        format: args.output,
+        format: args.output.format(),
+        wide: args.output.wide(),
+        hinted: false,
         header: false,
         last: BTreeMap::new(),
         pipe: Default::default(),
@@ -1301,7 +1360,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
     let still = waiting(a);
-    if args.output != OutputFormat::Table {
+    if args.output.format() != OutputFormat::Table {
         let doc = Report {
             api_version: "agent-day2/v1",
             kind: "ApproveReport",
@@ -1312,7 +1371,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             waiting: still.clone(),
             exit_code: code,
         };
-        emit(&crate::output::render(args.output, &doc, String::new)?);
+        emit(&crate::output::render(args.output.format(), &doc, String::new)?);
     }
     match end {
         Ok(()) => {
@@ -1417,7 +1476,7 @@ async fn process_one(
         if let Some(v) = a.evaluate(&name, now()) {
             if v.approve && !declined.contains(&name) {
                 let r = row(&view, &v, Action::WouldApprove);
-                emit(&format!("{}\n", table(std::slice::from_ref(&r))));
+                emit(&format!("{}\n", table(std::slice::from_ref(&r), args.output.wide())));
                 if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
                     let o = a.approve(&name).await?;
                     warn_client(&o);

@@ -1495,7 +1495,7 @@ mod tests {
         .to_string();
         assert!(
             m.contains("no reboot of worker-0 is recorded")
-                && m.contains("if monitor follows this host, wait for its reboot record")
+                && m.contains("if a watch follows this host, wait for its reboot record")
                 && m.contains("approve --watch judges the CSR again when it lands")
                 && m.contains("pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's")
                 && !m.contains("having checked the host yourself"),

@@ -529,7 +529,7 @@ impl fmt::Display for Reason {
             ),
             BootUnverified { node } => write!(
                 f,
-                "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`oc agent-day2 monitor` records it when the host's own assisted-service reports it; a DHCP host needs its address: monitor --ip-addresses IP); if monitor follows this host, wait for its reboot record (approve --watch judges the CSR again when it lands); pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's",
+                "could not verify that this CSR comes from the machine that booted {0}'s image: no reboot of {0} is recorded on its batch (`approve --watch` and `monitor` record it when the host's own assisted-service reports it; a DHCP host needs its address: --node NAME=IP, or monitor --ip-addresses IP); if a watch follows this host, wait for its reboot record (approve --watch judges the CSR again when it lands); pass --trust-unverified-boot only after checking on the host's console that it rebooted into the installed system and that this CSR is its kubelet's",
                 esc(node)
             ),
             ReissueUnbound {

@@ -93,6 +93,22 @@ pub struct Out {
 struct Live {
     multi: indicatif::MultiProgress,
     rows: BTreeMap<String, indicatif::ProgressBar>,
+    /// The header row, added with the first node's row.
+    header: Option<indicatif::ProgressBar>,
+}
+
+/// The live table's columns before the detail: NODE, IP, STAGE (issue 22 item 9: no header,
+/// no address, and rows wrapped past the terminal). The detail takes the rest of the line and
+/// is cut at the terminal's width (indicatif's `wide_msg`).
+fn live_prefix(node: &str, ip: &str, stage: &str) -> String {
+    let cut = |s: &str, w: usize| -> String {
+        if s.chars().count() > w {
+            s.chars().take(w - 1).chain(['…']).collect()
+        } else {
+            format!("{s:<w$}")
+        }
+    };
+    format!("{} {} {}", cut(node, 24), cut(ip, 17), cut(stage, 19))
 }
 
 impl Out {
@@ -102,6 +118,7 @@ impl Out {
         let live = (format == Format::Table && std::io::stderr().is_terminal()).then(|| Live {
             multi: indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr()),
             rows: BTreeMap::new(),
+            header: None,
         });
         Out { format, live }
     }
@@ -121,18 +138,30 @@ impl Out {
             }
             (Format::Table, Some(live)) => {
                 if let (Some(node), "stage") = (&e.node, e.event) {
+                    let style = || {
+                        indicatif::ProgressStyle::with_template("{spinner} {prefix} {wide_msg}")
+                            .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner())
+                    };
+                    if live.header.is_none() {
+                        let h = live.multi.add(indicatif::ProgressBar::new_spinner());
+                        h.set_style(style());
+                        h.set_prefix(live_prefix("NODE", "IP", "STAGE"));
+                        h.finish_with_message("DETAIL");
+                        live.header = Some(h);
+                    }
                     let bar = live.rows.entry(node.clone()).or_insert_with(|| {
                         let b = live.multi.add(indicatif::ProgressBar::new_spinner());
-                        b.set_style(
-                            indicatif::ProgressStyle::with_template("{spinner} {prefix:<20} {msg}")
-                                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-                        );
+                        b.set_style(style());
                         b.enable_steady_tick(std::time::Duration::from_millis(200));
                         b
                     });
-                    bar.set_prefix(crate::output::display(node));
                     let stage = e.stage.map(|s| s.as_str()).unwrap_or("");
-                    bar.set_message(format!("{:<20} {}", stage, e.message));
+                    bar.set_prefix(live_prefix(
+                        &crate::output::display(node),
+                        e.ip.as_deref().unwrap_or("-"),
+                        stage,
+                    ));
+                    bar.set_message(e.message.clone());
                     if matches!(e.stage, Some(Stage::Done | Stage::Failed)) {
                         bar.finish();
                     }

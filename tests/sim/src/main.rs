@@ -355,8 +355,14 @@ fn main() {
                 .enable_all()
                 .build()
                 .expect("tokio runtime");
+            let up_dir = opts.dir.clone();
+            // A `failed` left by an earlier run must not stop a waiting loop early.
+            let _ = std::fs::remove_file(up_dir.join("failed"));
             if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
                 eprintln!("error: {e:#}");
+                // Where a loop waiting for `DIR/ready` sees it (issue 22 item 11: it waited
+                // for ever): `DIR/failed` holds the error.
+                agent_day2_sim::api::up::write_failed(&up_dir, &format!("{e:#}"));
                 // A scenario found invalid only while seeding (an `omit` naming nothing) is
                 // still an invalid scenario.
                 let invalid_scenario = e

@@ -334,7 +334,18 @@ where
         match ev {
             Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
                 if let Err(e) = handle(o).await {
-                    tracing::warn!("{who}: {e:#}");
+                    // The API server's refusal in a line, not kube's Status struct (issue 22
+                    // item 11: the demo printed Rust debug structs as warnings); a conflict is
+                    // the object having moved on, judged again at its next event.
+                    match e.chain().find_map(|c| c.downcast_ref::<kube::Error>()) {
+                        Some(kube::Error::Api(s)) if s.code == 409 => {
+                            tracing::debug!("{who}: {}: HTTP 409 {}", e, s.message)
+                        }
+                        Some(kube::Error::Api(s)) => {
+                            tracing::warn!("{who}: {e}: HTTP {} {}: {}", s.code, s.reason, s.message)
+                        }
+                        _ => tracing::warn!("{who}: {e:#}"),
+                    }
                 }
             }
             Ok(_) => {}

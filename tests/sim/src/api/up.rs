@@ -240,6 +240,19 @@ pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
     super::real::run(opts, bins).await
 }
 
+/// Writes `DIR/failed` (the error that stopped `up`, one paragraph) under a temporary name
+/// and renames it, so a loop waiting for `DIR/ready` can stop too: `while [ ! -f DIR/ready ] &&
+/// [ ! -f DIR/failed ]`. Best effort: a directory that cannot be written is said on stderr.
+pub fn write_failed(dir: &std::path::Path, error: &str) {
+    let tmp = dir.join(".failed.tmp");
+    let r = std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::write(&tmp, format!("{error}\n")))
+        .and_then(|_| std::fs::rename(&tmp, dir.join("failed")));
+    if let Err(e) = r {
+        eprintln!("cannot write {}: {e}", dir.join("failed").display());
+    }
+}
+
 /// Writes `DIR/ready` (the API URL, the file server's base URL, and with `--registry` the
 /// registry's URL, one per line) under a temporary name and renames it, so a reader that sees
 /// the file sees all of it. Both `up` modes end their start-up with it.
