@@ -458,9 +458,12 @@ impl fmt::Display for Reason {
             IpSanServiceNetwork { ip, net } => write!(f, "IP SAN {ip} is in the service network {net}"),
             IpSanNotNodeAddress { ip, node, expected } => write!(
                 f,
-                "IP SAN {ip} is not one of {}'s addresses ({})",
+                "IP SAN {ip} is not one of {}'s addresses ({}); if {ip} is {}'s own new address (a DHCP lease that changed after the batch learnt the old one), check it on the host, then give it with --node {}={ip} (or monitor --ip-addresses {ip} records it); otherwise this CSR is not {}'s",
                 esc(node),
-                expected.join(", ")
+                expected.join(", "),
+                esc(node),
+                esc(node),
+                esc(node)
             ),
             NoExpectedAddresses { node } => write!(
                 f,
