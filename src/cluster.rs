@@ -1430,6 +1430,17 @@ impl ClusterModel {
         (model, errors)
     }
 
+    /// The [`ClusterModel::problems`] that no unreadable object caused (too old, unsupported
+    /// platform): what "the cluster cannot take day-2 nodes" lists; an unreadable object's
+    /// problem is said as that read's error instead.
+    pub fn other_problems(&self) -> Vec<String> {
+        self.problems
+            .iter()
+            .filter(|p| !self.unreadable.iter().any(|u| u.problem.as_ref() == Some(*p)))
+            .cloned()
+            .collect()
+    }
+
     /// Whether no [`ClusterModel::problems`] stand in add-nodes' way. Only part of the verdict:
     /// a required object that could not be read is an error of [`ClusterModel::from_objects_partial`],
     /// not a problem (`info` combines both).

@@ -172,12 +172,7 @@ pub async fn run(target: &KubeTarget, args: &InfoArgs) -> Result<InfoOutcome> {
             });
         }
     }
-    let other_problems: Vec<String> = model
-        .problems
-        .iter()
-        .filter(|p| !model.unreadable.iter().any(|u| u.problem.as_ref() == Some(*p)))
-        .cloned()
-        .collect();
+    let other_problems = model.other_problems();
     if !other_problems.is_empty() {
         errors.push(Error::ClusterUnsupported {
             reasons: other_problems,

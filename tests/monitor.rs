@@ -116,15 +116,7 @@ impl Env {
         image: &[&str],
         nodes: &[(&str, &str, &str)],
     ) -> (Output, Boot) {
-        let mon = self
-            .cmd(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let boot = self.boot(image, nodes, &[]);
-        (mon.wait_with_output().unwrap(), boot)
+        self.monitor_while_booting_with(args, delay_ms, image, nodes, &[])
     }
 
     /// As [`Env::monitor_while_booting`], with `extra` flags for the boot (faults).

@@ -219,12 +219,7 @@ fn problems_error(model: &ClusterModel) -> Error {
             })
         })
         .collect();
-    let other: Vec<String> = model
-        .problems
-        .iter()
-        .filter(|p| !model.unreadable.iter().any(|u| u.problem.as_ref() == Some(*p)))
-        .cloned()
-        .collect();
+    let other = model.other_problems();
     if !other.is_empty() {
         errors.push(Error::ClusterUnsupported { reasons: other });
     }
