@@ -726,21 +726,6 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
     assert_eq!(doc["waiting"][0]["waitsFor"], "client-csr-held", "{doc:#}");
     assert!(r.get("unverifiedBoot").is_none(), "{r:#}");
 
-    // A monitor started after the host rebooted: not "not booted yet" while its kubelet asks,
-    // but the missed reboot and the way forward (issue 22 item 1), exit 7.
-    let o = plugin(&c, &w, &["monitor", "--timeout", "3s", "--poll-interval", "100ms", "-o", "json"]);
-    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
-    let out = String::from_utf8_lossy(&o.stdout);
-    let summary: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-    let n = &summary["nodes"][0];
-    assert_eq!(n["stage"], "client-csr-pending", "{summary}");
-    let m = n["message"].as_str().unwrap();
-    assert!(
-        m.contains(&format!("client CSR {real} asks in its name, but its reboot was not seen"))
-            && m.contains("--trust-unverified-boot"),
-        "{m}"
-    );
-
     let o = approve(&c, &w, &["--yes", "--trust-unverified-boot", "-o", "json"]);
     let doc = json_of(&o);
     let r = row(&doc, &real);

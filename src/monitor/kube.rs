@@ -296,11 +296,6 @@ pub fn view_of(
                 }
             };
             if !eligible {
-                // No reboot record binds it: kept apart, for a host whose reboot nobody saw.
-                let v = CsrView::from_k8s(csr);
-                if matches!(clients, Clients::None) && v.conditions.is_empty() && !v.has_certificate {
-                    k.unbound_client_pending = Some(v.name);
-                }
                 continue;
             }
         }

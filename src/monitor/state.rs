@@ -273,10 +273,6 @@ pub fn not_booted(url: &str) -> String {
 pub struct KubeView {
     /// A pending client CSR for this node (name).
     pub client_csr_pending: Option<String>,
-    /// A pending client CSR in this node's name that no reboot record binds (none was
-    /// recorded): not counted as the host's, but said when the host's API never answered
-    /// (issue 22 item 1: "not booted yet" while its kubelet kept asking).
-    pub unbound_client_pending: Option<String>,
     /// An approved client CSR (name): the kubelet has its credentials, the Node may follow.
     pub client_approved: Option<String>,
     /// The Node exists.
@@ -338,16 +334,6 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
         return (
             Stage::ClientCsrPending,
             format!("client CSR {c} pending approval"),
-        );
-    }
-    if let (Some(c), Stage::WaitingForBoot) = (&k.unbound_client_pending, a.stage) {
-        return (
-            Stage::ClientCsrPending,
-            format!(
-                "client CSR {c} asks in its name, but its reboot was not seen (its live API never answered here: \
-                 it rebooted before anything followed it, or the CSR is someone else's); check on the host's \
-                 console that it runs the installed system, then approve with --trust-unverified-boot"
-            ),
         );
     }
     (a.stage, a.detail.clone())
@@ -638,28 +624,6 @@ mod tests {
         let r = next_view(&r, &down, &macs(), false);
         assert_eq!(r.stage, Stage::Rebooting);
         assert!(r.finished);
-    }
-
-    /// A host monitor never reached, with a client CSR no reboot record binds: its missed
-    /// reboot is said (stage client-csr-pending, exit 7), not "not booted yet".
-    #[test]
-    fn an_unbound_client_csr_of_a_host_never_reached_is_said() {
-        let a = AssistedView::default();
-        let k = KubeView {
-            unbound_client_pending: Some("csr-1".into()),
-            ..Default::default()
-        };
-        let (stage, msg) = combined(&a, &k);
-        assert_eq!(stage, Stage::ClientCsrPending);
-        assert!(msg.contains("csr-1") && msg.contains("its reboot was not seen"), "{msg}");
-        assert_eq!(node_exit(stage), exit::CSRS);
-        // A host that answers (installing): its own stage, the CSR is not its installed kubelet's.
-        let seen = AssistedView {
-            stage: Stage::Installing,
-            seen: true,
-            ..Default::default()
-        };
-        assert_eq!(combined(&seen, &k).0, Stage::Installing);
     }
 
     #[test]
