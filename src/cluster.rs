@@ -693,7 +693,10 @@ pub struct NameAndDomain {
 /// it). Both agree: either. They differ: install-config's, with a warning naming both. Only one
 /// usable: that one (a warning when the API host is not `api.<name>.<domain>`). Err: neither,
 /// with what to do.
-pub fn cluster_name_and_domain(api_host: &str, install_config: Option<&Value>) -> std::result::Result<NameAndDomain, String> {
+pub fn cluster_name_and_domain(
+    api_host: &str,
+    install_config: Option<&Value>,
+) -> std::result::Result<NameAndDomain, String> {
     let from_api = api_host
         .strip_prefix("api.")
         .and_then(|r| r.split_once('.'))
@@ -2100,18 +2103,40 @@ mod tests {
     #[test]
     fn cluster_name_and_domain_from_both_sources() {
         let ic = |n: &str, d: &str| serde_json::json!({"metadata": {"name": n}, "baseDomain": d});
-        let both = cluster_name_and_domain("api.ostest.example.com", Some(&ic("ostest", "example.com"))).unwrap();
-        assert_eq!((both.name.as_str(), both.base_domain.as_str(), both.source), ("ostest", "example.com", "install-config+apiServerURL"));
+        let both =
+            cluster_name_and_domain("api.ostest.example.com", Some(&ic("ostest", "example.com"))).unwrap();
+        assert_eq!(
+            (both.name.as_str(), both.base_domain.as_str(), both.source),
+            ("ostest", "example.com", "install-config+apiServerURL")
+        );
         assert_eq!(both.warning, None);
-        let differ = cluster_name_and_domain("api.other.example.org", Some(&ic("ostest", "example.com"))).unwrap();
-        assert_eq!((differ.name.as_str(), differ.source), ("ostest", "install-config"));
-        assert!(differ.warning.unwrap().contains("api.other.example.org says other and example.org"));
+        let differ =
+            cluster_name_and_domain("api.other.example.org", Some(&ic("ostest", "example.com"))).unwrap();
+        assert_eq!(
+            (differ.name.as_str(), differ.source),
+            ("ostest", "install-config")
+        );
+        assert!(differ
+            .warning
+            .unwrap()
+            .contains("api.other.example.org says other and example.org"));
         let lb = cluster_name_and_domain("lb.example.com", Some(&ic("ostest", "example.com."))).unwrap();
-        assert_eq!((lb.name.as_str(), lb.base_domain.as_str()), ("ostest", "example.com"));
-        assert!(lb.warning.unwrap().contains("is not api.<cluster name>.<base domain>"));
+        assert_eq!(
+            (lb.name.as_str(), lb.base_domain.as_str()),
+            ("ostest", "example.com")
+        );
+        assert!(lb
+            .warning
+            .unwrap()
+            .contains("is not api.<cluster name>.<base domain>"));
         let api_only = cluster_name_and_domain("api.ostest.example.com", None).unwrap();
-        assert_eq!((api_only.name.as_str(), api_only.source), ("ostest", "apiServerURL"));
-        assert!(cluster_name_and_domain("lb.example.com", None).unwrap_err().contains("cluster-config-v1"));
+        assert_eq!(
+            (api_only.name.as_str(), api_only.source),
+            ("ostest", "apiServerURL")
+        );
+        assert!(cluster_name_and_domain("lb.example.com", None)
+            .unwrap_err()
+            .contains("cluster-config-v1"));
         assert!(cluster_name_and_domain("lb.example.com", Some(&ic("", "x"))).is_err());
     }
 

@@ -47,8 +47,17 @@ pub mod exit {
     /// The code a run exits with when each of `codes` applies: 0 when all are 0 (or there are
     /// none), else the one first in [`PRECEDENCE`]; a code outside it ranks last.
     pub fn most_serious(codes: impl IntoIterator<Item = u8>) -> u8 {
-        let rank = |c: u8| PRECEDENCE.iter().position(|p| *p == c).unwrap_or(PRECEDENCE.len());
-        codes.into_iter().filter(|c| *c != OK).min_by_key(|c| rank(*c)).unwrap_or(OK)
+        let rank = |c: u8| {
+            PRECEDENCE
+                .iter()
+                .position(|p| *p == c)
+                .unwrap_or(PRECEDENCE.len())
+        };
+        codes
+            .into_iter()
+            .filter(|c| *c != OK)
+            .min_by_key(|c| rank(*c))
+            .unwrap_or(OK)
     }
 }
 

@@ -308,7 +308,9 @@ impl HostFollow {
                     return Step::Record(reported, started);
                 }
                 self.installing = find_host(clusters, macs).is_some_and(|(_, h)| {
-                    ["known", "preparing", "installing"].iter().any(|s| h.status.starts_with(s))
+                    ["known", "preparing", "installing"]
+                        .iter()
+                        .any(|s| h.status.starts_with(s))
                 });
                 if first {
                     Step::Answered
@@ -347,7 +349,12 @@ impl Follower {
     /// between polls of a host that answers (1 s from `known` to the end of its install, as the
     /// report is on its API only until its live system shuts down; doubling to 30 s while it
     /// does not answer).
-    pub fn start(target: &KubeTarget, tokens: &NodeTokens, hosts: Vec<Followed>, interval: Duration) -> Result<Follower> {
+    pub fn start(
+        target: &KubeTarget,
+        tokens: &NodeTokens,
+        hosts: Vec<Followed>,
+        interval: Duration,
+    ) -> Result<Follower> {
         let http = assisted::http_client().map_err(Error::Unexpected)?;
         let limiter = Limiter::new(16);
         let (tx, seen) = tokio::sync::mpsc::unbounded_channel();
@@ -393,7 +400,10 @@ async fn follow_one(
     h: Followed,
     interval: Duration,
     tx: tokio::sync::mpsc::UnboundedSender<Seen>,
-    (by, recorded): (Arc<tokio::sync::OnceCell<String>>, Arc<std::sync::Mutex<BTreeSet<String>>>),
+    (by, recorded): (
+        Arc<tokio::sync::OnceCell<String>>,
+        Arc<std::sync::Mutex<BTreeSet<String>>>,
+    ),
 ) {
     let cap = interval.max((interval * 4).min(Duration::from_secs(30)));
     let mut delay = interval;
@@ -423,7 +433,8 @@ async fn follow_one(
                     by,
                 };
                 let mut converted = BTreeSet::new();
-                let mut r = record_reboots(&target, &h.batch, std::slice::from_ref(&rec), &mut converted).await;
+                let mut r =
+                    record_reboots(&target, &h.batch, std::slice::from_ref(&rec), &mut converted).await;
                 for round in 1..=5u32 {
                     if !matches!(&r, Err(e) if retry_reboot_write(e)) {
                         break;
@@ -502,10 +513,26 @@ mod tests {
         }
         assert_eq!(f.step(&Ok(clusters("known", None, MAC)), &macs), Step::Answered);
         assert!(f.installing);
-        assert_eq!(f.step(&Ok(clusters("installing-in-progress", Some("Writing image to disk"), MAC)), &macs), Step::Nothing);
         assert_eq!(
-            f.step(&Ok(clusters("installing-in-progress", Some("Rebooting"), MAC)), &macs),
-            Step::Record("install stage Rebooting".into(), Some("2026-01-10T10:20:00Z".into()))
+            f.step(
+                &Ok(clusters(
+                    "installing-in-progress",
+                    Some("Writing image to disk"),
+                    MAC
+                )),
+                &macs
+            ),
+            Step::Nothing
+        );
+        assert_eq!(
+            f.step(
+                &Ok(clusters("installing-in-progress", Some("Rebooting"), MAC)),
+                &macs
+            ),
+            Step::Record(
+                "install stage Rebooting".into(),
+                Some("2026-01-10T10:20:00Z".into())
+            )
         );
         assert!(f.done);
     }
@@ -524,12 +551,26 @@ mod tests {
     fn a_host_that_goes_silent_before_its_report_is_lost() {
         let macs = vec![MAC.to_string()];
         let mut f = HostFollow::default();
-        f.step(&Ok(clusters("installing-in-progress", Some("Writing image to disk"), MAC)), &macs);
+        f.step(
+            &Ok(clusters(
+                "installing-in-progress",
+                Some("Writing image to disk"),
+                MAC,
+            )),
+            &macs,
+        );
         for _ in 1..LOST_AFTER {
             assert_eq!(f.step(&down(), &macs), Step::Nothing);
         }
         // An answer in between starts the count again.
-        f.step(&Ok(clusters("installing-in-progress", Some("Writing image to disk"), MAC)), &macs);
+        f.step(
+            &Ok(clusters(
+                "installing-in-progress",
+                Some("Writing image to disk"),
+                MAC,
+            )),
+            &macs,
+        );
         for _ in 1..LOST_AFTER {
             assert_eq!(f.step(&down(), &macs), Step::Nothing);
         }

@@ -115,7 +115,10 @@ mod tests {
         assert_eq!(v.min_kubernetes_version, "1.31");
         let t = table(&v);
         assert!(
-            t.contains(&format!("Client types:   Kubernetes {} (servers 1.31 and newer)\n", v.kubernetes_api_version)),
+            t.contains(&format!(
+                "Client types:   Kubernetes {} (servers 1.31 and newer)\n",
+                v.kubernetes_api_version
+            )),
             "{t}"
         );
         assert!(t.starts_with(&format!("agent-day2 v{}\n", v.version)), "{t}");

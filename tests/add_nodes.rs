@@ -1419,7 +1419,12 @@ fn scenario_multi_arch_aarch64_hosts_get_an_aarch64_iso() {
     let (w3, c3) = cluster_or_skip!("multiArch: true\nmultiArchInApi: false\n");
     if c3.registry_url.is_some() {
         let info = plugin(&c3, &w3, &["info", "-o", "json"]);
-        assert_eq!(json_of(&info)["architecture"]["multiArch"], false, "{}", text(&info));
+        assert_eq!(
+            json_of(&info)["architecture"]["multiArch"],
+            false,
+            "{}",
+            text(&info)
+        );
         let nc3 = w3.write(
             "nodes-config.yaml",
             &format!("cpuArchitecture: arm64\n{}", nodes_config(&[dhcp_host(W0)])),

@@ -492,30 +492,52 @@ fn one_shot_table_json_dry_run_prompt_yes_reissue_and_deny_invalid() {
     assert!(
         line(&out, &rogue).contains("REJECT")
             && line(&out, &rogue).contains("master-1")
-            && line(&out, &rogue).trim_end().ends_with("node-exists,not-expected-node"),
+            && line(&out, &rogue)
+                .trim_end()
+                .ends_with("node-exists,not-expected-node"),
         "{out}"
     );
     assert_eq!(
-        String::from_utf8_lossy(&o.stderr).matches("hint: REASONS are codes").count(),
+        String::from_utf8_lossy(&o.stderr)
+            .matches("hint: REASONS are codes")
+            .count(),
         1,
         "{}",
         text(&o)
     );
     // -o wide: the SANs and every reason in full.
-    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--dry-run", "-o", "wide"]);
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--dry-run", "-o", "wide"],
+    );
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let wide = String::from_utf8_lossy(&o.stdout).to_string();
     let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
-        ["CSR", "NODE", "KIND", "REQUESTER", "SANS", "AGE", "VERDICT", "REASONS"],
+        [
+            "CSR",
+            "NODE",
+            "KIND",
+            "REQUESTER",
+            "SANS",
+            "AGE",
+            "VERDICT",
+            "REASONS"
+        ],
         "{wide}"
     );
     assert!(
-        line(&wide, &rogue).contains("node master-1 already exists; node master-1 is not an expected new node"),
+        line(&wide, &rogue)
+            .contains("node master-1 already exists; node master-1 is not an expected new node"),
         "{wide}"
     );
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("hint: REASONS are codes"), "{}", text(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("hint: REASONS are codes"),
+        "{}",
+        text(&o)
+    );
     pristine();
 
     // -o json parses, with codes.
@@ -1340,12 +1362,21 @@ fn a_broken_batch_record_is_skipped_naming_the_field_and_the_others_go_on() {
         // with exit 4); monitor ends with approve's exit 3.
         let o = plugin(&c, &w, &["monitor", "--timeout", "3s", "-o", "json"]);
         assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-        let warning = format!("warning: ConfigMap openshift-agent-day2/{b1} is labelled a batch record but is not one");
-        assert!(String::from_utf8_lossy(&o.stderr).contains(&warning), "{}", text(&o));
+        let warning =
+            format!("warning: ConfigMap openshift-agent-day2/{b1} is labelled a batch record but is not one");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&warning),
+            "{}",
+            text(&o)
+        );
         let o = plugin(&c, &w, &["add-nodes", "batch", "list"]);
         assert!(o.status.success(), "{}", text(&o));
         assert!(String::from_utf8_lossy(&o.stdout).contains(&b0), "{}", text(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(&warning), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&warning),
+            "{}",
+            text(&o)
+        );
     }
     hand_edit_batch(&c, &b1, |r| {
         r["reboots"] = json!([]);

@@ -286,7 +286,13 @@ fn approve_watch_alone(dhcp: bool) {
         let o = plugin(
             &c,
             &w,
-            &["add-nodes", "--nodes-config", nc.to_str().unwrap(), "--dir", out.to_str().unwrap()],
+            &[
+                "add-nodes",
+                "--nodes-config",
+                nc.to_str().unwrap(),
+                "--dir",
+                out.to_str().unwrap(),
+            ],
         );
         assert!(o.status.success(), "add-nodes: {}", text(&o));
         let iso = out.join("node.x86_64.iso");
@@ -344,7 +350,13 @@ fn a_reissue_needs_a_reboot_recorded_after_the_first_approval() {
         &ap_log,
     );
     let (mut bt, boot_log) = boot(&c, &w, &iso, &[]);
-    assert_eq!(wait_exit(&mut bt, 150, &boot_log), 0, "{}\n{}", read(&boot_log), read(&ap_log));
+    assert_eq!(
+        wait_exit(&mut bt, 150, &boot_log),
+        0,
+        "{}\n{}",
+        read(&boot_log),
+        read(&ap_log)
+    );
     assert_eq!(wait_exit(&mut ap, 60, &ap_log), 0, "{}", read(&ap_log));
     let o = c.kubectl(&["delete", "node", "worker-0"]);
     assert!(o.status.success(), "{}", text(&o));

@@ -162,7 +162,10 @@ fn version_names_build_kubernetes_api_and_openshift_minimum() {
     let out = plugin(home.path(), &["version"]);
     let t = text(&out.stdout);
     for want in [
-        format!("Client types:   Kubernetes {} (servers 1.31 and newer)", k8s_openapi_version()),
+        format!(
+            "Client types:   Kubernetes {} (servers 1.31 and newer)",
+            k8s_openapi_version()
+        ),
         format!("OpenShift:      {major}.{minor} and newer"),
         format!("Build date:     {date}"),
         "Git commit:".to_string(),

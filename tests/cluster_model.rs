@@ -646,10 +646,15 @@ fn bad_pull_secret_and_bad_api_url_are_errors() {
     let mut v = default_values();
     kind_mut(&mut v, "Infrastructure")["status"]["apiServerURL"] = json!("https://kube.example.com:6443");
     let m = ClusterModel::from_objects(&ClusterObjects::from_values(v.clone())).unwrap();
-    assert_eq!((m.cluster.name.as_str(), m.cluster.base_domain.as_str()), ("ostest", "example.com"));
+    assert_eq!(
+        (m.cluster.name.as_str(), m.cluster.base_domain.as_str()),
+        ("ostest", "example.com")
+    );
     assert_eq!(m.cluster.identity_source, "install-config");
     assert!(
-        m.warnings.iter().any(|w| w.contains("kube.example.com is not api.<cluster name>.<base domain>")),
+        m.warnings
+            .iter()
+            .any(|w| w.contains("kube.example.com is not api.<cluster name>.<base domain>")),
         "{:?}",
         m.warnings
     );
@@ -657,7 +662,8 @@ fn bad_pull_secret_and_bad_api_url_are_errors() {
     v.retain(|o| o["metadata"]["name"] != "cluster-config-v1");
     let e = ClusterModel::from_objects(&ClusterObjects::from_values(v)).unwrap_err();
     assert!(
-        e.to_string().contains("is not api.<cluster name>.<base domain>") && e.to_string().contains("cluster-config-v1"),
+        e.to_string().contains("is not api.<cluster name>.<base domain>")
+            && e.to_string().contains("cluster-config-v1"),
         "{e}"
     );
 }

@@ -122,7 +122,9 @@ fn shared_cases_table() {
             "07-serving-cn-mismatch" => assert!(codes(&v).contains(&"cn-mismatch")),
             "08-serving-foreign-ip-san" => assert!(
                 msgs.len() == 1
-                    && msgs[0].starts_with("IP SAN 192.168.111.20 is not one of worker-0's addresses (192.168.111.30); ")
+                    && msgs[0].starts_with(
+                        "IP SAN 192.168.111.20 is not one of worker-0's addresses (192.168.111.30); "
+                    )
                     && msgs[0].contains("--node worker-0=192.168.111.20"),
                 "{msgs:?}"
             ),

@@ -245,7 +245,8 @@ fn forbidden_pull_secret_names_it_and_the_user() {
     // The verdict agrees with the exit code (issue 22 item 2: it said "yes" and exited 4).
     let t = text(&out.stdout);
     assert!(
-        t.lines().any(|l| l.starts_with("Can add nodes") && l.contains(" NO (1 error: see below)")),
+        t.lines()
+            .any(|l| l.starts_with("Can add nodes") && l.contains(" NO (1 error: see below)")),
         "{t}"
     );
     let out = plugin(&c, &["info", "-o", "json"]);
@@ -565,10 +566,19 @@ fn cluster_identity_from_install_config_when_the_api_host_says_nothing() {
     require_netns!();
     let c = TestCluster::start("").unwrap();
     let d = json_info(&c, &[]);
-    assert_eq!(d["cluster"]["identitySource"], "install-config+apiServerURL", "{d}");
+    assert_eq!(
+        d["cluster"]["identitySource"], "install-config+apiServerURL",
+        "{d}"
+    );
     let patch = r#"{"status":{"apiServerURL":"https://kube.lab.example.com:6443"}}"#;
     let o = c.kubectl(&[
-        "patch", "infrastructure", "cluster", "--subresource=status", "--type=merge", "-p", patch,
+        "patch",
+        "infrastructure",
+        "cluster",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        patch,
     ]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let d = json_info(&c, &[]);
@@ -577,7 +587,13 @@ fn cluster_identity_from_install_config_when_the_api_host_says_nothing() {
     assert_eq!(d["cluster"]["baseDomain"], "example.com", "{d}");
     assert_eq!(d["canAddNodes"], true, "{d}");
     let w = d["warnings"].to_string();
-    assert!(w.contains("kube.lab.example.com is not api.<cluster name>.<base domain>"), "{w}");
+    assert!(
+        w.contains("kube.lab.example.com is not api.<cluster name>.<base domain>"),
+        "{w}"
+    );
     let t = text(&plugin(&c, &["info"]).stdout);
-    assert!(t.contains("example.com (name and domain from install-config)"), "{t}");
+    assert!(
+        t.contains("example.com (name and domain from install-config)"),
+        "{t}"
+    );
 }

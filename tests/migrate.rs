@@ -405,7 +405,10 @@ fn full_run(crds: Crds) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("cluster 0 unreachable, retrying").count(), 1, "{err}");
     // The hint is about reaching cluster 0, not about -n (issue 22 item 10).
-    assert!(err.contains("hint: cluster 0's API server did not answer"), "{err}");
+    assert!(
+        err.contains("hint: cluster 0's API server did not answer"),
+        "{err}"
+    );
     assert!(!err.contains("pass the same -n"), "{err}");
 
     // No Agent deleted or recreated across the runs.

@@ -246,7 +246,11 @@ fn export_writes_a_private_verified_bundle_that_matches_the_database() {
     // (issue 22 item 10: it was 2), the bundle untouched.
     let o = export(&n0, &n0.token_file, &["--db-url", &db], &out);
     assert_eq!(o.status.code(), Some(3), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("already exists"),
+        "{}",
+        text(&o)
+    );
     assert_eq!(Bundle::open(&out).unwrap().checksum, b.checksum);
 
     // One changed byte: refused with exit 3 naming the file (in-process and through the binary).

@@ -569,7 +569,10 @@ fn failures_timeouts_and_pending_csrs_give_their_exit_codes() {
         ]),
         "{s}"
     );
-    assert_eq!(s["exitCode"], 6, "the JSON summary keeps the run's code in step: {s}");
+    assert_eq!(
+        s["exitCode"], 6,
+        "the JSON summary keeps the run's code in step: {s}"
+    );
     stop.store(true, Ordering::SeqCst);
     assert!(approver.join().unwrap() >= 1);
 }
@@ -586,7 +589,17 @@ fn a_host_lost_mid_install_is_a_failure_not_a_reboot() {
     let iso = r["files"][0]["path"].as_str().unwrap().to_string();
     let logs = env.path("logs");
     let (o, boot) = env.monitor_while_booting_with(
-        &["monitor", "--poll-interval", "100ms", "--timeout", "90s", "--gather", logs.to_str().unwrap(), "-o", "json"],
+        &[
+            "monitor",
+            "--poll-interval",
+            "100ms",
+            "--timeout",
+            "90s",
+            "--gather",
+            logs.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
         300,
         &["--iso", &iso],
         &[off],
@@ -598,7 +611,10 @@ fn a_host_lost_mid_install_is_a_failure_not_a_reboot() {
     let evs = events(&o);
     let stages = stages_of(&evs, "w-off");
     assert!(stages.contains(&"installing".to_string()), "{stages:?} {all}");
-    assert!(!stages.contains(&"rebooting".to_string()), "called rebooting: {stages:?} {all}");
+    assert!(
+        !stages.contains(&"rebooting".to_string()),
+        "called rebooting: {stages:?} {all}"
+    );
     assert_eq!(stages.last().map(String::as_str), Some("failed"), "{all}");
     let s = evs.last().unwrap();
     let node = &s["nodes"][0];
@@ -1503,7 +1519,11 @@ fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
 fn the_live_table_has_a_header_an_ip_column_and_fits_the_terminal() {
     require_netns!();
     let env = Env::new();
-    let far = ("worker-with-a-rather-long-name-0", "52:54:00:aa:00:45", "192.168.111.45");
+    let far = (
+        "worker-with-a-rather-long-name-0",
+        "52:54:00:aa:00:45",
+        "192.168.111.45",
+    );
     env.add_nodes(&[static_host(far, 24)], &[]);
     let inner = format!(
         "stty cols 80 rows 30; {} monitor --poll-interval 100ms --timeout 3s",
@@ -1541,7 +1561,10 @@ fn the_live_table_has_a_header_an_ip_column_and_fits_the_terminal() {
         }
         s
     };
-    assert!(plain.contains("NODE") && plain.contains("STAGE") && plain.contains("DETAIL"), "{plain}");
+    assert!(
+        plain.contains("NODE") && plain.contains("STAGE") && plain.contains("DETAIL"),
+        "{plain}"
+    );
     assert!(plain.contains("192.168.111.45"), "{plain}");
     assert!(plain.contains("worker-with-a-rather-lo…"), "{plain}");
     // indicatif fills each row to the terminal's width and lets the terminal wrap to the next:
@@ -1552,11 +1575,19 @@ fn the_live_table_has_a_header_an_ip_column_and_fits_the_terminal() {
         for row in chars.chunks(80) {
             let row: String = row.iter().collect();
             if let Some(i) = row.find("worker-with") {
-                assert!(i <= 4, "the node's row does not start a terminal row: {row:?}\nraw: {raw:?}");
+                assert!(
+                    i <= 4,
+                    "the node's row does not start a terminal row: {row:?}\nraw: {raw:?}"
+                );
             }
         }
     }
     // The summary table at the end is plain text (the terminal wraps it like kubectl get's).
-    let live = &plain[..plain.find("worker-with-a-rather-long-name-0").expect("the summary table")];
-    assert!(!live.contains("(no answer from"), "the detail was not cut at the width:\n{live}");
+    let live = &plain[..plain
+        .find("worker-with-a-rather-long-name-0")
+        .expect("the summary table")];
+    assert!(
+        !live.contains("(no answer from"),
+        "the detail was not cut at the width:\n{live}"
+    );
 }

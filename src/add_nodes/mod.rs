@@ -313,7 +313,9 @@ async fn multi_arch_from_payload(
         Ok(false) => None,
         Err(e) => {
             warn(
-                format!("cannot tell from the release image whether the cluster's payload is multi-arch: {e}"),
+                format!(
+                    "cannot tell from the release image whether the cluster's payload is multi-arch: {e}"
+                ),
                 warnings,
             );
             None
@@ -2026,7 +2028,10 @@ mod tests {
         );
         let without = next_steps(OutputKind::Pxe, &n, "x86_64", "T", None, false);
         assert!(without[0].contains("no .ipxe script was written"), "{without:?}");
-        assert!(without[1].contains("mode 0600") && without[1].contains("install -m 0640"), "{without:?}");
+        assert!(
+            without[1].contains("mode 0600") && without[1].contains("install -m 0640"),
+            "{without:?}"
+        );
         assert!(without[3].contains("monitor --approve") && without[3].contains("approve --watch"));
     }
 

@@ -401,7 +401,10 @@ fn age(created: Option<&str>, now: Time) -> String {
 
 fn verdict_cell(r: &Row) -> String {
     // A kubelet's own earlier attempt is no rejection (issue 22 item 9).
-    if r.action == Action::Rejected && !r.reasons.is_empty() && r.reasons.iter().all(|x| x.code == "superseded") {
+    if r.action == Action::Rejected
+        && !r.reasons.is_empty()
+        && r.reasons.iter().all(|x| x.code == "superseded")
+    {
         return "superseded".into();
     }
     match r.action {
@@ -504,7 +507,12 @@ fn escape_tokens(escaped: &str) -> Vec<String> {
 /// The cells of one row: CSR, NODE, KIND, REQUESTER, AGE, VERDICT, REASONS (codes), and with
 /// `wide` SANS before AGE and each reason in full.
 fn cells(r: &Row, wide: bool, now: Time) -> Vec<String> {
-    let mut v = vec![cut(&r.name), cut(&r.node), r.kind.to_string(), requester_cell(&r.requester)];
+    let mut v = vec![
+        cut(&r.name),
+        cut(&r.node),
+        r.kind.to_string(),
+        requester_cell(&r.requester),
+    ];
     if wide {
         v.push(if r.sans.is_empty() {
             "-".into()
@@ -517,9 +525,17 @@ fn cells(r: &Row, wide: bool, now: Time) -> Vec<String> {
     v.push(if r.reasons.is_empty() {
         "-".into()
     } else if wide {
-        r.reasons.iter().map(|x| x.message.clone()).collect::<Vec<_>>().join("; ")
+        r.reasons
+            .iter()
+            .map(|x| x.message.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
     } else {
-        r.reasons.iter().map(|x| x.code.clone()).collect::<Vec<_>>().join(",")
+        r.reasons
+            .iter()
+            .map(|x| x.code.clone())
+            .collect::<Vec<_>>()
+            .join(",")
     });
     v
 }
@@ -544,8 +560,7 @@ fn table(rows: &[Row], wide: bool) -> String {
 }
 
 /// Said once after a table whose REASONS are codes.
-const CODES_HINT: &str =
-    "hint: REASONS are codes; -o wide shows each in full, -o json each with its message";
+const CODES_HINT: &str = "hint: REASONS are codes; -o wide shows each in full, -o json each with its message";
 
 /// Prints [`CODES_HINT`] on stderr when a table of `rows` (not wide) showed a reason.
 fn hint_codes(rows: &[Row], wide: bool) {
@@ -804,7 +819,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     if args.dry_run || !writes {
         let doc = report(a, rows);
         let code = doc.exit_code;
-        emit(&crate::output::render(args.output.format(), &doc, || table(&doc.csrs, args.output.wide()))?);
+        emit(&crate::output::render(args.output.format(), &doc, || {
+            table(&doc.csrs, args.output.wide())
+        })?);
         if args.output.format() == OutputFormat::Table {
             hint_codes(&doc.csrs, args.output.wide());
         }
@@ -869,7 +886,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     let doc = report(a, rows);
     let code = doc.exit_code;
     if args.yes || args.output.format() != OutputFormat::Table {
-        emit(&crate::output::render(args.output.format(), &doc, || table(&doc.csrs, args.output.wide()))?);
+        emit(&crate::output::render(args.output.format(), &doc, || {
+            table(&doc.csrs, args.output.wide())
+        })?);
     }
     print_alarms(a, &mut Default::default());
     if code == exit::CSRS {
@@ -1055,7 +1074,10 @@ impl Live {
             emit(&format!("{}\n", watch_line(&h, &widths)));
             self.header = true;
         }
-        emit(&format!("{}\n", watch_line(&cells(&r, self.wide, now()), &widths)));
+        emit(&format!(
+            "{}\n",
+            watch_line(&cells(&r, self.wide, now()), &widths)
+        ));
         if !self.wide && !self.hinted && !r.reasons.is_empty() {
             eprintln!("{CODES_HINT}");
             self.hinted = true;
@@ -1476,7 +1498,10 @@ async fn process_one(
         if let Some(v) = a.evaluate(&name, now()) {
             if v.approve && !declined.contains(&name) {
                 let r = row(&view, &v, Action::WouldApprove);
-                emit(&format!("{}\n", table(std::slice::from_ref(&r), args.output.wide())));
+                emit(&format!(
+                    "{}\n",
+                    table(std::slice::from_ref(&r), args.output.wide())
+                ));
                 if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
                     let o = a.approve(&name).await?;
                     warn_client(&o);

@@ -2328,7 +2328,10 @@ mod tests {
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(!v.approve && codes(&v) == ["reissue-unbound"], "{v:?}");
         let held = v.reasons[0].to_string();
-        assert!(held.contains("add-nodes --reimage worker-0") && held.contains("csr-y"), "{held}");
+        assert!(
+            held.contains("add-nodes --reimage worker-0") && held.contains("csr-y"),
+            "{held}"
+        );
         // A reboot recorded after csr-y (a re-install from a new image): approved.
         a.expected.get_mut("worker-0").unwrap().rebooted_at = Some("2026-12-02T10:29:30Z".parse().unwrap());
         let v = a.evaluate("csr-x", now()).unwrap();

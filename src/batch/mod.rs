@@ -361,7 +361,9 @@ pub fn bad_batch_message(name: &str, message: &str) -> String {
 
 /// As [`list`], returning the skipped batch ConfigMaps (name, what is wrong) instead of
 /// warning about them.
-pub async fn list_checked(target: &KubeTarget) -> Result<(Vec<(BatchRecord, String)>, Vec<(String, String)>)> {
+pub async fn list_checked(
+    target: &KubeTarget,
+) -> Result<(Vec<(BatchRecord, String)>, Vec<(String, String)>)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let l = match api.list(&ListParams::default().labels(LABEL)).await {
         Ok(l) => l,

@@ -793,7 +793,10 @@ fn check_client(
     if count >= 1 && count <= exp.reissue && !policy.trust_unverified_boot {
         if let Some(prev) = approvals.last_client(name, &csr.name) {
             if let Some(prev_created) = prev.created {
-                if exp.rebooted_at.is_none_or(|r| r.as_second() <= prev_created.as_second()) {
+                if exp
+                    .rebooted_at
+                    .is_none_or(|r| r.as_second() <= prev_created.as_second())
+                {
                     reasons.push(Reason::ReissueUnbound {
                         node: name.to_string(),
                         previous: prev.csr.clone(),

@@ -783,7 +783,10 @@ mod tests {
         assert_eq!(b.read("db/dump.sql").unwrap().len(), 35);
         assert!(b.read("nope").is_err());
         // Existing destination: refused before writing, and at commit.
-        assert!(matches!(BundleWriter::create(&dest), Err(Error::InvalidInput { .. })));
+        assert!(matches!(
+            BundleWriter::create(&dest),
+            Err(Error::InvalidInput { .. })
+        ));
         let dest2 = d.path().join("c");
         let w = BundleWriter::create(&dest2).unwrap();
         std::fs::create_dir(&dest2).unwrap();

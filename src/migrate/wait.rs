@@ -72,12 +72,12 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             Some(Ok(Some((_, cm)))) if !has_record_label(&cm) => {
                 last_poll = LastPoll::Other;
                 say(
-                format!(
-                    "{rref} has no label {}=true: not a record migrate import wrote; waiting",
-                    record::RECORD_LABEL
-                ),
-                &mut last_cause,
-            )
+                    format!(
+                        "{rref} has no label {}=true: not a record migrate import wrote; waiting",
+                        record::RECORD_LABEL
+                    ),
+                    &mut last_cause,
+                )
             }
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
                 crate::emit(&format!(
@@ -91,26 +91,26 @@ pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> 
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) => {
                 last_poll = LastPoll::Other;
                 say(
-                format!(
-                    "import in progress (done: {})",
-                    if rec.steps_done.is_empty() {
-                        "nothing yet".into()
-                    } else {
-                        rec.steps_done.join(", ")
-                    }
-                ),
-                &mut last_cause,
-            )
+                    format!(
+                        "import in progress (done: {})",
+                        if rec.steps_done.is_empty() {
+                            "nothing yet".into()
+                        } else {
+                            rec.steps_done.join(", ")
+                        }
+                    ),
+                    &mut last_cause,
+                )
             }
             Some(Ok(Some((rec, _)))) => {
                 last_poll = LastPoll::NoRecordOfThisBundle;
                 say(
-                format!(
-                    "{rref} is of another bundle ({}); waiting for this one's",
-                    rec.bundle_sha256
-                ),
-                &mut last_cause,
-            )
+                    format!(
+                        "{rref} is of another bundle ({}); waiting for this one's",
+                        rec.bundle_sha256
+                    ),
+                    &mut last_cause,
+                )
             }
             Some(Ok(None)) => {
                 last_poll = LastPoll::NoRecordOfThisBundle;

@@ -547,7 +547,12 @@ mod tests {
         // Gone right after 50 % is not a reboot (issue 22 item 4); the Rebooting stage is.
         v = next_view(&v, &unreachable, &macs(), false);
         assert_eq!(v.stage, Stage::Installing);
-        v = next_view(&v, &Ok(host("installing-in-progress", Some("Rebooting"), Some(83))), &macs(), false);
+        v = next_view(
+            &v,
+            &Ok(host("installing-in-progress", Some("Rebooting"), Some(83))),
+            &macs(),
+            false,
+        );
         assert_eq!(v.stage, Stage::Rebooting);
         v = next_view(&v, &unreachable, &macs(), false);
         assert_eq!(v.stage, Stage::Rebooting);
@@ -600,7 +605,11 @@ mod tests {
         });
         let mut v = next_view(
             &AssistedView::default(),
-            &Ok(host("installing-in-progress", Some("Writing image to disk"), Some(50))),
+            &Ok(host(
+                "installing-in-progress",
+                Some("Writing image to disk"),
+                Some(50),
+            )),
             &macs(),
             false,
         );
@@ -611,7 +620,11 @@ mod tests {
         v = next_view(&v, &down, &macs(), false);
         assert_eq!(v.stage, Stage::Failed, "{v:?}");
         assert!(v.finished);
-        assert!(v.detail.contains("installing: Writing image to disk, 50%"), "{}", v.detail);
+        assert!(
+            v.detail.contains("installing: Writing image to disk, 50%"),
+            "{}",
+            v.detail
+        );
         assert!(!v.detail.contains("(its API stopped answering)"), "{}", v.detail);
         assert_eq!(node_exit(v.stage), exit::INSTALL_FAILED);
 

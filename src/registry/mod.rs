@@ -372,7 +372,11 @@ impl ReleasePayload {
     /// installed straight from the multi payload says it nowhere else (issue 22 item 12).
     /// Ok(false): a single-arch manifest, or a list without `arch`. Errors: as
     /// [`ReleasePayload::component_images`].
-    pub async fn serves_arch(release_image: &str, ctx: &RegistryContext, arch: &str) -> Result<bool, RegistryError> {
+    pub async fn serves_arch(
+        release_image: &str,
+        ctx: &RegistryContext,
+        arch: &str,
+    ) -> Result<bool, RegistryError> {
         let fetcher = fetch::Fetcher::new(ctx)?;
         match fetcher.resolve(release_image, coreos_arch(arch)).await {
             Ok(r) => Ok(r.reference.digest() != Some(r.top_digest.as_str())),

@@ -551,7 +551,11 @@ pub fn seed_objects_with_registry(
     }
 
     // ClusterVersion
-    let desired_arch = if s.multi_arch && s.multi_arch_in_api { "Multi" } else { "" };
+    let desired_arch = if s.multi_arch && s.multi_arch_in_api {
+        "Multi"
+    } else {
+        ""
+    };
     let mut history = Vec::new();
     let mut desired = json!({"version": s.version, "image": release, "url": format!("https://access.redhat.com/errata/RHSA-2025:0{}", s.version.replace('.', ""))});
     if let Some(up) = &s.upgrade_to {

@@ -160,7 +160,14 @@ fn make_copy_pod(c: &TestCluster) {
     ok(c, &["apply", "-f", "-"], COPY_POD.as_bytes());
     ok(
         c,
-        &["wait", "-n", NS, "--for=condition=Ready", "pod/copy", "--timeout=60s"],
+        &[
+            "wait",
+            "-n",
+            NS,
+            "--for=condition=Ready",
+            "pod/copy",
+            "--timeout=60s",
+        ],
         b"",
     );
 }

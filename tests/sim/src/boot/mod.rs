@@ -585,7 +585,12 @@ async fn run_machine(
             End::PowerOff => {
                 tokio::time::sleep(clock.delay(step.nominal_secs)).await;
                 server.stop().await;
-                say("powered-off", &format!("lost power mid-install ({addr} stops answering for good; simulated --power-off)"));
+                say(
+                    "powered-off",
+                    &format!(
+                        "lost power mid-install ({addr} stops answering for good; simulated --power-off)"
+                    ),
+                );
                 return Outcome::Failed("lost power mid-install (simulated --power-off)".into());
             }
             End::Reboot => {

@@ -220,7 +220,11 @@ pub fn plan(hostname: &str, faults: &Faults) -> Vec<Step> {
             Some(pct),
             format!("Host {hostname}: reached installation stage Writing image to disk: {pct}%"),
             60,
-            if pct == 50 && faults.power_off { End::PowerOff } else { End::Next },
+            if pct == 50 && faults.power_off {
+                End::PowerOff
+            } else {
+                End::Next
+            },
         ));
     }
     if faults.power_off {
