@@ -169,6 +169,34 @@ pub fn retry_reboot_write(e: &Error) -> bool {
     }
 }
 
+/// [`record_reboots`], tried again up to five more times with a growing pause (200 ms, 400 ms,
+/// ...) while it fails in a way another round may cure ([`retry_reboot_write`]): a lost record
+/// holds the host's client CSR. The last outcome is returned.
+pub async fn record_reboots_retrying(
+    target: &KubeTarget,
+    name: &str,
+    reboots: &[batch::Reboot],
+    converted: &mut BTreeSet<String>,
+) -> Result<Vec<ConfigMap>> {
+    let mut r = record_reboots(target, name, reboots, converted).await;
+    for round in 1..=5u32 {
+        if !matches!(&r, Err(e) if retry_reboot_write(e)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
+        r = record_reboots(target, name, reboots, converted).await;
+    }
+    r
+}
+
+/// Whether a host of `status` is about to install or installing (`known`, `preparing-*`,
+/// `installing-*`): its reboot report is near, so it is polled at least every second.
+pub fn about_to_install(status: &str) -> bool {
+    ["known", "preparing", "installing"]
+        .iter()
+        .any(|s| status.starts_with(s))
+}
+
 /// The host among `clusters` that is this node: the one whose inventory MACs meet `macs`, else
 /// (no MACs known) the only host. None when no host matches (not registered yet, or another
 /// machine answers on this address).
@@ -307,11 +335,7 @@ impl HostFollow {
                     self.done = true;
                     return Step::Record(reported, started);
                 }
-                self.installing = find_host(clusters, macs).is_some_and(|(_, h)| {
-                    ["known", "preparing", "installing"]
-                        .iter()
-                        .any(|s| h.status.starts_with(s))
-                });
+                self.installing = find_host(clusters, macs).is_some_and(|(_, h)| about_to_install(&h.status));
                 if first {
                     Step::Answered
                 } else {
@@ -433,15 +457,9 @@ async fn follow_one(
                     by,
                 };
                 let mut converted = BTreeSet::new();
-                let mut r =
-                    record_reboots(&target, &h.batch, std::slice::from_ref(&rec), &mut converted).await;
-                for round in 1..=5u32 {
-                    if !matches!(&r, Err(e) if retry_reboot_write(e)) {
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
-                    r = record_reboots(&target, &h.batch, std::slice::from_ref(&rec), &mut converted).await;
-                }
+                let r =
+                    record_reboots_retrying(&target, &h.batch, std::slice::from_ref(&rec), &mut converted)
+                        .await;
                 Some(match r {
                     Ok(_) => Seen::Recorded {
                         host: h.host.clone(),

@@ -46,7 +46,7 @@ use crate::assisted::{self, AssistedError, Cluster, Limiter};
 use crate::batch::{self, BatchRecord};
 use crate::cluster::classify;
 use crate::error::{exit, Error, ResourceRef, Result};
-use crate::follow::{read_auth, record_reboots, retry_reboot_write};
+use crate::follow::{read_auth, record_reboots_retrying};
 use crate::kube_flags::{KubeFlags, KubeTarget};
 use output::{Event, Format, Out};
 use state::{Stage, Track};
@@ -154,11 +154,10 @@ async fn poll_loop(
         delay = match &r {
             Err(AssistedError::Unreachable { .. }) => (delay * 2).min(cap),
             Ok(cs)
-                if cs.iter().flat_map(|c| &c.hosts).any(|h| {
-                    ["known", "preparing", "installing"]
-                        .iter()
-                        .any(|s| h.status.starts_with(s))
-                }) =>
+                if cs
+                    .iter()
+                    .flat_map(|c| &c.hosts)
+                    .any(|h| crate::follow::about_to_install(&h.status)) =>
             {
                 interval.min(INSTALLING_POLL)
             }
@@ -363,19 +362,11 @@ async fn reboot_writer(
         }
         for (b, jobs) in by_batch {
             let recs: Vec<batch::Reboot> = jobs.iter().map(|j| j.2.clone()).collect();
-            // A lost record holds the host's CSR: try a few more rounds after a pause (the
-            // batch's conversion is a compare-and-swap) before giving up.
-            let mut r = record_reboots(&target, &b, &recs, &mut converted).await;
-            for round in 1..=5u32 {
-                // Every failure is tried again (a lost record holds the host's CSR), except a
-                // refusal the same write would meet again.
-                if !matches!(&r, Err(e) if retry_reboot_write(e)) {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(200 * u64::from(round))).await;
-                r = record_reboots(&target, &b, &recs, &mut converted).await;
-            }
-            let r = r.map_err(|e| e.to_string());
+            // A lost record holds the host's CSR: a few more rounds after a pause (the batch's
+            // conversion is a compare-and-swap) before giving up.
+            let r = record_reboots_retrying(&target, &b, &recs, &mut converted)
+                .await
+                .map_err(|e| e.to_string());
             if tx.send((jobs, r)).is_err() {
                 return;
             }
@@ -1617,7 +1608,7 @@ fn humanize(d: Duration) -> String {
 mod tests {
     use super::*;
     use crate::auth::AuthMaterial;
-    use crate::follow::NodeTokens;
+    use crate::follow::{retry_reboot_write, NodeTokens};
 
     /// Batches made with the old Secret's tokens are followed with those; every other batch
     /// (and a node of no batch) with the current Secret's; only the old one: it for all.
