@@ -210,8 +210,8 @@ Examples:
   # The static addresses of a nodes-config file
   oc agent-day2 approve --nodes-config nodes-config.yaml
 
-  # worker-0 was reinstalled from a new image (add-nodes --reimage worker-0): allow one more
-  # client and serving approval
+  # One more client and serving approval for worker-0 within its batch (a machine re-installed
+  # from a new image needs none: add-nodes --reimage makes a new batch, which starts afresh)
   oc agent-day2 approve --reissue worker-0 --yes
 
   # No monitor saw the hosts reboot and you checked them yourself: approve without that record
@@ -246,9 +246,10 @@ pub struct ApproveArgs {
     /// An expected node's address(es) (repeatable), e.g. --node worker-1=192.168.111.31.
     #[arg(long = "node", value_name = "NAME=IP[,IP]")]
     pub nodes: Vec<String>,
-    /// Allow one more client and serving approval for NODE (repeatable), e.g. --reissue worker-0.
-    /// The client CSR must still come from a new install: a reboot recorded after the one
-    /// approved before (re-install from a new image: add-nodes --reimage NODE).
+    /// Allow one more client and serving approval for NODE within its batch (repeatable), e.g.
+    /// --reissue worker-0. The client CSR must still come from a new install: a reboot recorded
+    /// after the one approved before. A re-install from a new image (add-nodes --reimage NODE)
+    /// needs no --reissue: its new batch's approvals start afresh.
     #[arg(long, value_name = "NODE")]
     pub reissue: Vec<String>,
     /// Approve client CSRs of hosts whose reboot no `monitor` recorded (no monitor ran while

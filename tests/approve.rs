@@ -1093,6 +1093,84 @@ fn a_watch_timeout_names_the_waiting_hosts_and_does_not_blame_the_api_server() {
     );
 }
 
+/// `approve --batch B` leaves the other batches' nodes alone: their CSRs are not judged, not
+/// shown and do not make it exit 7 (issue 22: they were REJECT `not-expected-node`, exit 7),
+/// and one note says how many were left and whose.
+#[test]
+fn approve_batch_leaves_the_other_batches_nodes_alone() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let (b0, b1, good0) = two_batches_one_client_csr(&c, &w);
+    let good1 = post_client_csr(&c, &w, "good-client-worker-1", "worker-1");
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--batch",
+            &b0,
+            "--trust-unverified-boot",
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+    );
+    let doc = json_of(&o);
+    let names: Vec<&str> = doc["csrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, [good0.as_str()], "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!(
+            "note: --batch {b0}: 1 pending CSR of other batches' nodes ({b1}) left alone"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("not-expected-node"), "{err}");
+    // With --yes: worker-0's is approved, worker-1's untouched; what is left is worker-0 alone
+    // (no Node yet), not a rejection.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--batch",
+            &b0,
+            "--trust-unverified-boot",
+            "--yes",
+            "-o",
+            "json",
+        ],
+    );
+    let doc = json_of(&o);
+    assert!(!conditions(&c, &good0).is_empty(), "{}", text(&o));
+    assert!(
+        conditions(&c, &good1).is_empty(),
+        "the other batch's CSR is untouched: {}",
+        text(&o)
+    );
+    let waiting: Vec<&str> = doc["waiting"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(waiting, ["worker-0"], "{doc}");
+    assert!(
+        doc["csrs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["node"] != "worker-1"),
+        "{doc}"
+    );
+}
+
 /// The API server really not answering (a listener that never replies, --request-timeout 1s):
 /// then, and only then, the timeout is the API server's, and the hint says so.
 #[test]

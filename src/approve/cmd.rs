@@ -779,10 +779,29 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) 
     for h in a.hints() {
         eprintln!("hint: {h}");
     }
+    if let Some(note) = other_batches_note(&a, args.batch.as_deref()) {
+        eprintln!("{note}");
+    }
     match timeout {
         Some(t) => watch(flags, &mut a, args, t).await,
         None => once(&mut a, args).await,
     }
+}
+
+/// Under `--batch B`, the one line saying that other batches' pending kubelet CSRs are left
+/// alone (None when there are none, or without `--batch`).
+fn other_batches_note(a: &Approver, batch: Option<&str>) -> Option<String> {
+    let b = batch?;
+    let (n, others) = a.out_of_scope_pending();
+    (n > 0).then(|| {
+        let names: Vec<String> = others.iter().map(|x| escape_for_display(x, CELL_MAX)).collect();
+        format!(
+            "note: --batch {}: {n} pending CSR{} of other batches' nodes ({}) left alone; approve without --batch handles every batch",
+            escape_for_display(b, CELL_MAX),
+            if n == 1 { "" } else { "s" },
+            names.join(", ")
+        )
+    })
 }
 
 async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {

@@ -312,6 +312,9 @@ pub struct Approver {
     bad_batches: Vec<(String, String, Vec<String>)>,
     /// Node → (batch, field): its reboot record is unusable (`at` not RFC 3339).
     bad_reboots: BTreeMap<String, (String, String)>,
+    /// Under `--batch`: the hosts another batch expects (read once at the start). Their CSRs
+    /// are out of scope: not judged, not shown, no exit 7 ([`Approver::out_of_scope`]).
+    other_hosts: OtherHosts,
 }
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
@@ -511,36 +514,40 @@ type ReadBatches = (
     BTreeSet<String>,
 );
 
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBatches> {
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBatches, OtherHosts)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
+    let listed = || async {
+        match api.list(&ListParams::default().labels(batch::LABEL)).await {
+            Ok(l) => Ok(l.items),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(vec![]),
+            Err(e) => Err(classify(
+                e,
+                "list",
+                ResourceRef {
+                    kind: "ConfigMaps".into(),
+                    namespace: Some(batch::NAMESPACE.into()),
+                    name: None,
+                },
+                target,
+            )),
+        }
+    };
+    let mut others = OtherHosts::new();
     let cms: Vec<ConfigMap> = match only {
         Some(name) => {
             let (_, _) = batch::get(target, name).await?; // label check and a clear 404
-            vec![api.get(name).await.map_err(|e| {
+            let this = api.get(name).await.map_err(|e| {
                 classify(
                     e,
                     "read",
                     ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
                     target,
                 )
-            })?]
+            })?;
+            others = other_batches_hosts(&this, &listed().await?);
+            vec![this]
         }
-        None => match api.list(&ListParams::default().labels(batch::LABEL)).await {
-            Ok(l) => l.items,
-            Err(kube::Error::Api(s)) if s.code == 404 => vec![],
-            Err(e) => {
-                return Err(classify(
-                    e,
-                    "list",
-                    ResourceRef {
-                        kind: "ConfigMaps".into(),
-                        namespace: Some(batch::NAMESPACE.into()),
-                        name: None,
-                    },
-                    target,
-                ))
-            }
-        },
+        None => listed().await?,
     };
     let mut out = Vec::new();
     let mut bad = Vec::new();
@@ -583,7 +590,48 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<ReadBat
             bad.push((b, msg, st.rec.hosts.iter().map(|h| h.hostname.clone()).collect()));
         }
     }
-    Ok((out, bad, by_batch, seen))
+    Ok(((out, bad, by_batch, seen), others))
+}
+
+/// Under `--batch B`: hostname → the other batch that has it (issue 22: `approve --batch B`
+/// rejected the CSRs of every other batch's nodes as `not-expected-node` and exited 7).
+pub type OtherHosts = BTreeMap<String, String>;
+
+/// The hosts of `this` batch's neighbours in `all` (every batch ConfigMap, `this` among them),
+/// hostnames read as far as they parse ([`batch::hostnames_of`], broken records too): the hosts
+/// only other batches name, and those of `this` that a newer batch names too (the newest batch
+/// naming a host is the one that expects it, as without `--batch`). Pure.
+fn other_batches_hosts(this: &ConfigMap, all: &[ConfigMap]) -> OtherHosts {
+    let hosts = |cm: &ConfigMap| -> Vec<String> {
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get(batch::DATA_KEY))
+            .map(|t| batch::hostnames_of(t))
+            .unwrap_or_default()
+    };
+    let key = |cm: &ConfigMap| {
+        (
+            cm.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            cm.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    let mine: BTreeSet<String> = hosts(this).into_iter().collect();
+    let mut rest: Vec<&ConfigMap> = all
+        .iter()
+        .filter(|c| c.metadata.name != this.metadata.name)
+        .collect();
+    // Oldest first, so that the newest batch naming a host is the one kept.
+    rest.sort_by_key(|c| key(c));
+    let mut out = OtherHosts::new();
+    for cm in rest {
+        let newer = key(cm) > key(this);
+        for h in hosts(cm) {
+            if !mine.contains(&h) || newer {
+                out.insert(h, cm.metadata.name.clone().unwrap_or_default());
+            }
+        }
+    }
+    out
 }
 
 fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
@@ -626,7 +674,8 @@ impl Approver {
         if let Some(r) = opts.kubelet_retry_seconds {
             policy.kubelet_retry_seconds = r;
         }
-        let (batches, bad_batches, recs, seen_records) = read_batches(target, opts.batch.as_deref()).await?;
+        let ((batches, bad_batches, recs, seen_records), other_hosts) =
+            read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
             if let Some((name, message, _)) = bad_batches.first() {
                 return Err(bad_batch_error(name, message));
@@ -657,6 +706,7 @@ impl Approver {
             write_failures: BTreeMap::new(),
             bad_batches,
             bad_reboots: BTreeMap::new(),
+            other_hosts,
         };
         a.rebuild_expected()?;
         a.refresh().await?;
@@ -676,7 +726,7 @@ impl Approver {
                 first_reboot.entry(r.host.as_str()).or_insert((i, r));
             }
             for h in &b.rec.hosts {
-                if node_batch.contains_key(&h.hostname) {
+                if node_batch.contains_key(&h.hostname) || self.other_hosts.contains_key(&h.hostname) {
                     continue; // a newer batch names it
                 }
                 let ips: Vec<IpAddr> = h.ips.iter().filter_map(|i| i.parse().ok()).collect();
@@ -752,11 +802,22 @@ impl Approver {
 
     /// [`Approver::recorded`] from the batches (after a batch changed, or the CSRs were listed
     /// again: older records take the CSR's time and requester from the CSR itself).
+    ///
+    /// Only the approvals recorded on the batch that expects the node now (the newest naming
+    /// it) count: a machine re-imaged on purpose (`add-nodes --reimage`) starts afresh under
+    /// its new batch, whose reboot record binds the new kubelet's CSRs; the old batch's
+    /// approvals made its serving CSR "already approved" for ever and raised an impostor alarm
+    /// against the genuine machine (issue 22 item 3).
     fn rebuild_approvals(&mut self) {
         let approvals = self
             .batches
             .iter()
-            .flat_map(|b| b.rec.approvals.iter())
+            .flat_map(|b| {
+                b.rec
+                    .approvals
+                    .iter()
+                    .filter(|a| self.node_batch.get(&a.node).is_none_or(|nb| *nb == b.rec.name))
+            })
             .filter_map(|a| self.recorded_approval(a))
             .collect();
         self.recorded = ApprovalsRecorded { approvals };
@@ -1083,6 +1144,29 @@ impl Approver {
         self.existing.insert(name);
     }
 
+    /// A kubelet CSR for a node another batch expects, under `--batch` ([`Approver::other_hosts`]):
+    /// left alone (not judged, not shown; the other batch's approve run handles it).
+    pub fn out_of_scope(&self, csr: &CertificateSigningRequest) -> bool {
+        !self.other_hosts.is_empty()
+            && self
+                .node_of(csr)
+                .is_some_and(|n| self.other_hosts.contains_key(&n))
+    }
+
+    /// How many pending kubelet CSRs are left alone as another batch's ([`Approver::out_of_scope`]),
+    /// and the batches they belong to.
+    pub fn out_of_scope_pending(&self) -> (usize, BTreeSet<String>) {
+        let mut batches = BTreeSet::new();
+        let mut n = 0;
+        for c in self.csrs.values().filter(|c| is_pending(c)) {
+            if let Some(b) = self.node_of(c).and_then(|h| self.other_hosts.get(&h)) {
+                n += 1;
+                batches.insert(b.clone());
+            }
+        }
+        (n, batches)
+    }
+
     /// Forgets a deleted Node.
     pub fn forget_node(&mut self, name: &str) {
         self.existing.remove(name);
@@ -1193,7 +1277,9 @@ impl Approver {
         }
         match &s.record {
             Record::Approval(a) => {
-                if let Some(r) = self.recorded_approval(a) {
+                // Counted only on the batch that expects the node ([`Approver::rebuild_approvals`]).
+                let current = self.node_batch.get(&a.node).is_none_or(|nb| *nb == s.batch);
+                if let Some(r) = self.recorded_approval(a).filter(|_| current) {
                     self.recorded.approvals.push(r);
                 }
                 if self.own_pending.contains(&name) {
@@ -1238,7 +1324,7 @@ impl Approver {
         let mut views: Vec<CsrView> = self
             .csrs
             .values()
-            .filter(|c| is_pending(c))
+            .filter(|c| is_pending(c) && !self.out_of_scope(c))
             .map(CsrView::from_k8s)
             .filter(|v| v.kind() != Kind::NotKubelet)
             .collect();
@@ -1319,6 +1405,9 @@ impl Approver {
             return None;
         }
         let node = self.node_of(target);
+        if node.as_ref().is_some_and(|n| self.other_hosts.contains_key(n)) {
+            return None;
+        }
         let same_node: Vec<&String> = match &node {
             Some(n) => self.by_node.get(n).into_iter().flatten().collect(),
             None => vec![],
@@ -1385,7 +1474,7 @@ impl Approver {
         self.observe_csr(csr);
         let name = csr.metadata.name.clone().unwrap_or_default();
         let view = CsrView::from_k8s(csr);
-        if view.kind() == Kind::NotKubelet {
+        if view.kind() == Kind::NotKubelet || self.out_of_scope(csr) {
             let v = crate::csr::verdict(
                 &view,
                 &self.expected,
@@ -2119,9 +2208,13 @@ mod tests {
     }
 
     fn batch_cm(hosts: &[&str], reboots: serde_json::Value) -> ConfigMap {
+        batch_cm_named(BATCH, RECORDED, hosts, reboots)
+    }
+
+    fn batch_cm_named(name: &str, created: &str, hosts: &[&str], reboots: serde_json::Value) -> ConfigMap {
         let mut rec = crate::batch::tests::rec();
-        rec.name = BATCH.into();
-        rec.created_at = RECORDED.into();
+        rec.name = name.into();
+        rec.created_at = created.into();
         rec.token_expires_at = "2099-01-01T00:00:00Z".into();
         rec.hosts = hosts
             .iter()
@@ -2146,7 +2239,7 @@ mod tests {
                 .insert(batch::DATA_KEY.into(), v.to_string());
         }
         cm.metadata.resource_version = Some("1".into());
-        cm.metadata.creation_timestamp = Some(MetaTime(RECORDED.parse().unwrap()));
+        cm.metadata.creation_timestamp = Some(MetaTime(created.parse().unwrap()));
         cm
     }
 
@@ -2180,6 +2273,7 @@ mod tests {
             write_failures: BTreeMap::new(),
             bad_batches: vec![],
             bad_reboots: BTreeMap::new(),
+            other_hosts: OtherHosts::new(),
         };
         a.rebuild_expected().unwrap();
         a
@@ -2336,6 +2430,57 @@ mod tests {
         a.expected.get_mut("worker-0").unwrap().rebooted_at = Some("2026-12-02T10:29:30Z".parse().unwrap());
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(v.approve, "{v:?}");
+    }
+
+    /// Issue 22 item 3: a machine re-imaged under a new batch (`add-nodes --reimage`) starts
+    /// afresh: the old batch's approvals neither refuse its new CSRs nor raise an alarm.
+    #[tokio::test]
+    async fn approvals_of_an_older_batch_do_not_count_once_a_newer_batch_names_the_node() {
+        let reboots = serde_json::json!([{"host": "worker-0", "at": "2026-12-02T10:20:00Z", "ip": "x", "reported": "x", "by": "x"}]);
+        let mut a = approver(&["worker-0"], reboots).await;
+        for (i, kind, csr_name) in [(0, "client", "csr-a1"), (0, "serving", "csr-a2")] {
+            let ap = Approval {
+                node: "worker-0".into(),
+                kind: kind.into(),
+                csr: csr_name.into(),
+                at: "2026-12-02T10:31:00Z".into(),
+                by: "admin".into(),
+                csr_created: Some("2026-12-02T10:30:00Z".into()),
+                requester: Some(csr::BOOTSTRAPPER.into()),
+            };
+            a.observe_record(&records::approval_config_map(BATCH, i, &ap))
+                .unwrap();
+        }
+        let x = client_csr("csr-b1", "worker-0", "2026-12-02T12:30:00Z");
+        a.observe_csr(&x);
+        let v = a.evaluate("csr-b1", now()).unwrap();
+        assert!(codes(&v).contains(&"already-approved"), "batch A alone: {v:?}");
+        // Re-imaged: batch B (newer) names worker-0, with its own reboot record.
+        let b_reboots = serde_json::json!([{"host": "worker-0", "at": "2026-12-02T12:20:00Z", "ip": "x", "reported": "x", "by": "x"}]);
+        let b = batch_cm_named(
+            "batch-20261202-120000-cd34",
+            "2026-12-02T12:00:00Z",
+            &["worker-0"],
+            b_reboots,
+        );
+        assert!(a.observe_batch(&b).unwrap());
+        assert_eq!(a.batch_of("worker-0"), Some("batch-20261202-120000-cd34"));
+        let v = a.evaluate("csr-b1", now()).unwrap();
+        assert!(v.approve, "batch A's approvals no longer count: {v:?}");
+        assert!(a.alarms().is_empty(), "no impostor alarm: {:?}", a.alarms());
+        // An approval recorded on A after the re-image (a stale approver) counts for nothing.
+        let late = Approval {
+            node: "worker-0".into(),
+            kind: "client".into(),
+            csr: "csr-a3".into(),
+            at: "2026-12-02T12:31:00Z".into(),
+            by: "other".into(),
+            csr_created: Some("2026-12-02T12:29:00Z".into()),
+            requester: Some(csr::BOOTSTRAPPER.into()),
+        };
+        a.observe_record(&records::approval_config_map(BATCH, 1, &late))
+            .unwrap();
+        assert!(a.evaluate("csr-b1", now()).unwrap().approve);
     }
 
     #[tokio::test]

@@ -542,7 +542,7 @@ impl fmt::Display for Reason {
                 rebooted,
             } => write!(
                 f,
-                "a second client certificate for {0} must come from a new install: its client CSR {1} (made {previous_created}) was approved before, and no reboot of {0} was recorded after that ({2}); re-install {0} from a new image (oc agent-day2 add-nodes --reimage {0}), whose batch records the new reboot, then approve --reissue {0} again; pass --trust-unverified-boot only after checking on its console that this CSR is its kubelet's",
+                "a second client certificate for {0} must come from a new install: its client CSR {1} (made {previous_created}) was approved before, and no reboot of {0} was recorded after that ({2}); re-install {0} from a new image (oc agent-day2 add-nodes --reimage {0}), whose new batch records the new reboot and starts afresh (no --reissue needed); pass --trust-unverified-boot only after checking on its console that this CSR is its kubelet's",
                 esc(node),
                 esc(previous),
                 match rebooted {
