@@ -749,6 +749,49 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
     assert_eq!(doc["waiting"][0]["waitsFor"], "client-csr-held", "{doc:#}");
     assert!(r.get("unverifiedBoot").is_none(), "{r:#}");
 
+    // A monitor started after the host rebooted: the stage stays waiting-for-boot (the same
+    // facts fit a rogue CSR before boot), but once the host stayed silent for 30 s while its
+    // kubelet asks, one warning says its reboot may have been missed and the way forward
+    // (issue 22 item 1); the timeout exits 5.
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "monitor",
+            "--timeout",
+            "33s",
+            "--poll-interval",
+            "1s",
+            "-o",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let evs: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let missed: Vec<&Value> = evs
+        .iter()
+        .filter(|e| {
+            e["event"] == "warning"
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("its reboot was missed"))
+        })
+        .collect();
+    assert_eq!(missed.len(), 1, "once: {out}");
+    let m = missed[0]["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!("client CSR {real} asks in worker-0's name"))
+            && m.contains("--trust-unverified-boot` on a terminal"),
+        "{m}"
+    );
+    assert!(
+        evs.iter()
+            .filter(|e| e["event"] == "stage")
+            .all(|e| e["stage"] == "waiting-for-boot"),
+        "{out}"
+    );
+
     let o = approve(&c, &w, &["--yes", "--trust-unverified-boot", "-o", "json"]);
     let doc = json_of(&o);
     let r = row(&doc, &real);
@@ -981,17 +1024,7 @@ fn a_reimaged_host_gets_a_reboot_record_on_its_new_batch_and_joins_again() {
     );
     let ap2_log = w.path("approve-b.log");
     let mut ap2 = spawn_logged(
-        plugin_cmd(
-            &c,
-            &w,
-            &[
-                "approve",
-                "--watch",
-                "--yes",
-                "--timeout",
-                "150s",
-            ],
-        ),
+        plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "150s"]),
         &ap2_log,
     );
     let boot2_log = w.path("boot-b.log");

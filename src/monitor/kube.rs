@@ -296,6 +296,11 @@ pub fn view_of(
                 }
             };
             if !eligible {
+                // Not the host's (yet): kept apart for [`super::state::missed_reboot`].
+                let v = CsrView::from_k8s(csr);
+                if matches!(clients, Clients::None) && v.conditions.is_empty() && !v.has_certificate {
+                    k.unbound_client_pending = Some(v.name);
+                }
                 continue;
             }
         }

@@ -1252,6 +1252,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                     let only = BTreeSet::from([m.tracks[i].name.clone()]);
                     m.refresh_kube_for(Some(&only));
                     m.show_changes_for(Some(&only));
+                    if let Some(w) = state::missed_reboot(&m.tracks[i], started.elapsed()) {
+                        if m.told.insert(format!("missed-reboot/{}", m.tracks[i].name)) {
+                            m.event(Some(i), "warning", w);
+                        }
+                    }
                 }
                 Report::Info(i, kind, msg) => m.event(Some(i), kind, msg),
             },

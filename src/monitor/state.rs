@@ -285,6 +285,39 @@ pub struct KubeView {
     pub serving_approved: bool,
     /// An issued serving certificate (CSR name).
     pub serving_issued: Option<String>,
+    /// A pending client CSR in this node's name that does not count as the host's (no reboot
+    /// record binds it while monitor waits for the host's own service): said by
+    /// [`missed_reboot`] when the host never answers, never shown as its stage (a rogue CSR
+    /// posted before the host booted must not set it).
+    pub unbound_client_pending: Option<String>,
+}
+
+/// How long a host whose kubelet asks for a client certificate ([`KubeView::unbound_client_pending`])
+/// may stay silent before [`missed_reboot`] says its reboot may have been missed. A live ISO
+/// boots its assisted-service in minutes; a kubelet asks only after the install and reboot, so a
+/// host that does not answer while its kubelet asks most likely rebooted before anything
+/// followed it.
+pub const MISSED_REBOOT_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The one warning for a host monitor never reached while a client CSR in its name is pending
+/// (issue 22 item 1: a `monitor --approve` started after the hosts rebooted said "not booted
+/// yet" for ever while their kubelets kept asking). None while the host answered once, is not
+/// waiting for its boot, has no such CSR, or has been silent for less than
+/// [`MISSED_REBOOT_AFTER`]. The stage stays `waiting-for-boot`: the same facts fit a rogue CSR
+/// posted before the host booted, so the sentence gives both readings and the one safe way
+/// forward (the console, then `approve --trust-unverified-boot` on a terminal). Pure.
+pub fn missed_reboot(t: &Track, silent_for: std::time::Duration) -> Option<String> {
+    let c = t.kube.unbound_client_pending.as_ref()?;
+    if t.assisted.seen || t.assisted.stage != Stage::WaitingForBoot || silent_for < MISSED_REBOOT_AFTER {
+        return None;
+    }
+    let n = crate::output::display(&t.name);
+    Some(format!(
+        "client CSR {} asks in {n}'s name, but {n}'s live system has not answered in {}s: if {n}          rebooted into the installed system before anything followed it, its reboot was missed and          cannot be recorded now; check on its console that it runs the installed system, then run          `oc agent-day2 approve --batch {} --trust-unverified-boot` on a terminal (it asks for          each CSR); if {n} has not booted yet, the CSR is not its kubelet's and is never approved",
+        crate::output::display(c),
+        silent_for.as_secs(),
+        t.batch.as_deref().map(crate::output::display).unwrap_or_else(|| "BATCH".into()),
+    ))
 }
 
 /// The stage and sentence shown for a node, combining both sides. The kube side wins as soon
@@ -637,6 +670,31 @@ mod tests {
         let r = next_view(&r, &down, &macs(), false);
         assert_eq!(r.stage, Stage::Rebooting);
         assert!(r.finished);
+    }
+
+    /// Issue 22 item 1: a host never reached while a client CSR in its name waits is said once
+    /// it stayed silent long enough, never before, never once it answered; the stage is kept.
+    #[test]
+    fn a_silent_host_whose_kubelet_asks_is_said_after_a_while() {
+        let mut t = Track::new("worker-0", Some("192.168.111.30".parse().unwrap()));
+        t.batch = Some("batch-b".into());
+        let long = MISSED_REBOOT_AFTER;
+        assert_eq!(missed_reboot(&t, long), None, "no CSR");
+        t.kube.unbound_client_pending = Some("csr-1".into());
+        assert_eq!(
+            missed_reboot(&t, long - std::time::Duration::from_secs(1)),
+            None,
+            "too early"
+        );
+        let m = missed_reboot(&t, long).unwrap();
+        assert!(
+            m.contains("client CSR csr-1 asks in worker-0's name") && m.contains("--batch batch-b"),
+            "{m}"
+        );
+        assert_eq!(t.now().0, Stage::WaitingForBoot, "the stage is kept");
+        t.assisted.seen = true;
+        t.assisted.stage = Stage::Installing;
+        assert_eq!(missed_reboot(&t, long * 10), None, "it answered");
     }
 
     #[test]
