@@ -669,7 +669,10 @@ fn report(
             &auth.material.expiry_rfc3339(),
             hosts.base_url.as_deref(),
             plan.dry_run,
-        ),
+        )
+        .into_iter()
+        .chain(dhcp_step(&hosts.hosts))
+        .collect(),
         ignition_files: Vec::new(),
     }
 }
@@ -1097,6 +1100,31 @@ fn next_steps(
         "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (the approvals alone, without install stages)".into(),
     ]);
     steps
+}
+
+/// The step for DHCP hosts (None without any): monitor and `approve --watch` reach a host's
+/// own service only at a known address, and without it no reboot record binds the host's
+/// client CSR, which then stays held (`boot-unverified`) for good (issue 22: plain
+/// `monitor --approve` held a DHCP host's client CSR until the timeout with no word why).
+fn dhcp_step(hosts: &[ValidatedHost]) -> Option<String> {
+    let dhcp: Vec<&str> = hosts
+        .iter()
+        .filter(|h| h.static_ips.is_empty())
+        .map(|h| h.hostname.as_str())
+        .collect();
+    let first = dhcp.first()?;
+    Some(format!(
+        "DHCP host{} {}: give monitor {} address{} as the DHCP server leases {} (oc agent-day2 monitor --approve --ip-addresses IP[,IP…], or --node {first}=IP): without it nothing follows {} install, no reboot is recorded and {} client CSR{} stay{} held",
+        if dhcp.len() == 1 { "" } else { "s" },
+        dhcp.join(", "),
+        if dhcp.len() == 1 { "its" } else { "their" },
+        if dhcp.len() == 1 { "" } else { "es" },
+        if dhcp.len() == 1 { "it" } else { "them" },
+        if dhcp.len() == 1 { "its" } else { "their" },
+        if dhcp.len() == 1 { "its" } else { "their" },
+        if dhcp.len() == 1 { "" } else { "s" },
+        if dhcp.len() == 1 { "s" } else { "" },
+    ))
 }
 
 /// Default `--token-ttl` (the agent installer's 48 h, [`auth::DEFAULT_TTL`]).
@@ -1914,6 +1942,27 @@ mod tests {
             macs: vec![mac.into()],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn dhcp_hosts_get_a_step_naming_them_and_how_to_give_their_addresses() {
+        let mut st = vhost("worker-0", "52:54:00:aa:00:30");
+        st.static_ips = vec!["192.168.111.30".parse().unwrap()];
+        assert_eq!(dhcp_step(std::slice::from_ref(&st)), None);
+        let one = dhcp_step(&[st.clone(), vhost("worker-1", "52:54:00:aa:00:31")]).unwrap();
+        assert!(
+            one.starts_with("DHCP host worker-1: give monitor its address")
+                && one.contains("--ip-addresses IP")
+                && one.contains("--node worker-1=IP")
+                && one.ends_with("its client CSR stays held"),
+            "{one}"
+        );
+        let two = dhcp_step(&[vhost("worker-1", "m1"), vhost("worker-2", "m2")]).unwrap();
+        assert!(
+            two.starts_with("DHCP hosts worker-1, worker-2: give monitor their addresses"),
+            "{two}"
+        );
+        assert!(two.ends_with("their client CSRs stay held"), "{two}");
     }
 
     #[test]
