@@ -1132,6 +1132,28 @@ fn approve_batch_leaves_the_other_batches_nodes_alone() {
         "{err}"
     );
     assert!(!err.contains("not-expected-node"), "{err}");
+    // A dry-run watch follows no host and says so (its HOLD rows would not clear).
+    let o = plugin(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--batch",
+            &b0,
+            "--watch",
+            "--dry-run",
+            "--timeout",
+            "2s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "note: --dry-run: the 1 host(s) without a reboot record are not followed and no reboot is recorded"
+        ),
+        "{}",
+        text(&o)
+    );
     // With --yes: worker-0's is approved, worker-1's untouched; what is left is worker-0 alone
     // (no Node yet), not a rejection.
     let o = plugin(

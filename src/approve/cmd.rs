@@ -1110,7 +1110,15 @@ impl Live {
 async fn start_follower(a: &Approver) -> Option<Follower> {
     // A dry run changes nothing, reboot records included.
     let hosts = a.hosts_to_follow();
-    if hosts.is_empty() || a.options().dry_run {
+    if hosts.is_empty() {
+        return None;
+    }
+    if a.options().dry_run {
+        // Said, so that a HOLD (boot-unverified) row is not read as "wait and it will pass".
+        eprintln!(
+            "note: --dry-run: the {} host(s) without a reboot record are not followed and no reboot is recorded, so their client CSRs show HOLD (boot-unverified) here; `oc agent-day2 monitor` records them",
+            hosts.len()
+        );
         return None;
     }
     let n = hosts.len();
