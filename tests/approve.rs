@@ -1518,4 +1518,11 @@ fn a_broken_batch_record_is_skipped_naming_the_field_and_the_others_go_on() {
     assert!(!approved(&w1), "{}", text(&o));
     assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let _ = b0;
+
+    // The way out of a record that does not parse: `batch delete` removes it (it exited 4).
+    hand_edit_batch(&c, &b1, |r| r["tokenExpiresAt"] = json!("soon"));
+    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &b1]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let o = c.kubectl(&["get", "configmap", "-n", "openshift-agent-day2", &b1]);
+    assert!(!o.status.success(), "deleted: {}", text(&o));
 }

@@ -413,6 +413,19 @@ pub async fn list_checked(
 /// One record and its `resourceVersion`, its [`records`] merged in. Errors: 404
 /// ([`Error::NotFound`]) naming the batch; a record that does not parse ([`bad_record`]).
 pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
+    let cm = get_labelled(target, name).await?;
+    let mut rec = from_config_map(&cm)?;
+    let (recs, bad) = records::list(target, Some(name)).await?;
+    warn_bad_records(&bad);
+    for s in &recs {
+        records::add(&mut rec, &s.record);
+    }
+    Ok((rec, cm.metadata.resource_version.clone().unwrap_or_default()))
+}
+
+/// Batch `name`'s ConfigMap, checked for the batch label only (not parsed: `batch delete` must
+/// remove a hand-edited record that no longer parses). Errors as [`get`]'s.
+async fn get_labelled(target: &KubeTarget, name: &str) -> Result<ConfigMap> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, name);
     let cm = api
@@ -439,13 +452,7 @@ pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String
             message: format!("is not labelled {LABEL}; not a batch record"),
         });
     }
-    let mut rec = from_config_map(&cm)?;
-    let (recs, bad) = records::list(target, Some(name)).await?;
-    warn_bad_records(&bad);
-    for s in &recs {
-        records::add(&mut rec, &s.record);
-    }
-    Ok((rec, cm.metadata.resource_version.clone().unwrap_or_default()))
+    Ok(cm)
 }
 
 /// Says (on stderr) which record ConfigMaps were skipped as not records: (batch, name, what
@@ -542,7 +549,8 @@ pub async fn convert(target: &KubeTarget, name: &str) -> Result<()> {
 /// Deletes a batch record, then its [`records`]. Errors: 404 naming the batch; a ConfigMap
 /// without [`LABEL`] is refused (not ours).
 pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
-    get(target, name).await?;
+    // A record that does not parse is deleted too (the README's way out of a broken one).
+    get_labelled(target, name).await?;
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     api.delete(name, &DeleteParams::default())
         .await
