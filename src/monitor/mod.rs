@@ -262,18 +262,19 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
     Err(std::io::Error::other("too many log files for this node"))
 }
 
-/// The batches to follow and their resourceVersions.
-/// The batch records to follow, and how many batch ConfigMaps were skipped as not batch
-/// records (each said in a `warning:`; the run then exits 3 at the earliest, as approve does).
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchRecord>, usize)> {
+/// The batch records to follow, and one sentence per batch ConfigMap skipped as not a batch
+/// record (said as a `warning` event, in `-o json` too; the run then exits 3 at the earliest,
+/// as approve does).
+async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchRecord>, Vec<String>)> {
     Ok(match only {
-        Some(n) => (vec![batch::get(target, n).await?.0], 0),
+        Some(n) => (vec![batch::get(target, n).await?.0], vec![]),
         None => {
             let (good, bad) = batch::list_checked(target).await?;
-            for (name, message) in &bad {
-                eprintln!("warning: {}", batch::bad_batch_message(name, message));
-            }
-            (good.into_iter().map(|(r, _)| r).collect(), bad.len())
+            let said = bad
+                .iter()
+                .map(|(name, message)| batch::bad_batch_message(name, message))
+                .collect();
+            (good.into_iter().map(|(r, _)| r).collect(), said)
         }
     })
 }
@@ -923,10 +924,14 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     let mut target = target;
-    let (batches, skipped_batches) = read_batches(&target, args.batch.as_deref()).await?;
+    let (batches, skipped) = read_batches(&target, args.batch.as_deref()).await?;
+    let skipped_batches = skipped.len();
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
     let auth = read_auth(&target).await;
     if batches.is_empty() && !anchors && skipped_batches > 0 {
+        for w in &skipped {
+            eprintln!("warning: {w}");
+        }
         return Err(Error::InvalidInput {
             field: format!("ConfigMaps in {}", batch::NAMESPACE),
             message: "every batch record was skipped as not one (the warnings above say why): fix or delete them, or run add-nodes again".into(),
@@ -1018,7 +1023,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     let now = SystemTime::now();
     let mut since = BTreeMap::new();
     let mut token_expires = BTreeMap::new();
-    let mut warnings = Vec::new();
+    let mut warnings = skipped;
     for b in &batches {
         if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
             // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
