@@ -80,7 +80,7 @@ pub struct MonitorArgs {
     pub trust_unverified_boot: bool,
     /// With --approve: how long a kubelet waits for its client CSR before it re-keys and posts
     /// another (15m, the kubelet certificate manager's); as approve's, e.g. --kubelet-retry 5m.
-    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    #[arg(long, value_name = "DURATION", default_value = "15m", requires = "approve")]
     pub kubelet_retry: String,
     /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
     /// --gather ./logs.
