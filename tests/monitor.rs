@@ -628,6 +628,15 @@ fn a_host_lost_mid_install_is_a_failure_not_a_reboot() {
         String::from_utf8_lossy(&o.stdout).contains("its logs cannot be saved under"),
         "{all}"
     );
+    // A closing hint says what exit 6 means and what to do.
+    assert!(
+        s["hints"].as_array().unwrap().iter().any(|h| {
+            h.as_str().is_some_and(|h| {
+                h.starts_with("w-off failed to install (exit 6") && h.contains("boot it again")
+            })
+        }),
+        "{s}"
+    );
 }
 
 /// 100 simulated nodes (one boot process, PXE) followed at once: every node is followed through

@@ -1430,6 +1430,24 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             unexplained.join(", ")
         ));
     }
+    let failed: Vec<&str> = m
+        .tracks
+        .iter()
+        .filter(|t| t.now().0 == Stage::Failed)
+        .map(|t| t.name.as_str())
+        .collect();
+    if !failed.is_empty() {
+        // The closing line that says what exit 6 means and what to do (issue 22 trial finding:
+        // the run ended with exit 6 and no word of it).
+        hints.push(format!(
+            "{} failed to install (exit 6; the reason is on {} row above): fix the cause, then boot {} again from {} image before its tokens expire, or make a new one with add-nodes{}",
+            failed.join(", "),
+            if failed.len() == 1 { "its" } else { "each" },
+            if failed.len() == 1 { "it" } else { "them" },
+            if failed.len() == 1 { "its" } else { "their" },
+            if args.gather.is_none() { "; --gather DIR saves a failed host's logs" } else { "" }
+        ));
+    }
     if timed_out {
         // README "Exit codes": each node has its own code, the run the most serious; a node
         // waiting on its CSRs is 7 even though the timeout ended the run.
