@@ -772,10 +772,11 @@ impl Approver {
                     ),
                 });
             };
-            for ip in ips {
-                if !n.ips.contains(ip) {
-                    n.ips.push(*ip);
-                }
+            // First: the operator's word is newer than a recorded DHCP lease, and the
+            // follower polls a host at its first address ([`Approver::hosts_to_follow`]).
+            for (i, ip) in ips.iter().enumerate() {
+                n.ips.retain(|x| x != ip);
+                n.ips.insert(i, *ip);
             }
         }
         for r in &self.opts.reissue {
@@ -2481,6 +2482,23 @@ mod tests {
         a.observe_record(&records::approval_config_map(BATCH, 1, &late))
             .unwrap();
         assert!(a.evaluate("csr-b1", now()).unwrap().approve);
+    }
+
+    /// Issue 22 item 12: a stale DHCP address on the batch; `--node NAME=IP` is followed first.
+    #[tokio::test]
+    async fn an_address_given_with_node_is_followed_before_the_recorded_one() {
+        let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
+        assert_eq!(a.hosts_to_follow()[0].ip.to_string(), "192.168.111.30");
+        let fresh: IpAddr = "192.168.111.99".parse().unwrap();
+        a.opts.extra_nodes = vec![("worker-0".into(), vec![fresh])];
+        a.rebuild_expected().unwrap();
+        assert_eq!(a.hosts_to_follow()[0].ip, fresh);
+        let ips = &a.expected().get("worker-0").unwrap().ips;
+        assert_eq!(
+            ips.len(),
+            2,
+            "the recorded one is still accepted in a serving CSR: {ips:?}"
+        );
     }
 
     #[tokio::test]
