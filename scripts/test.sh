@@ -52,6 +52,12 @@ if [ -n "${real[assisted]:-}" ]; then export AGENT_DAY2_REAL_ASSISTED=1; else ex
 if [ -n "${real[agent]:-}" ]; then export AGENT_DAY2_REAL_AGENT=1; else export AGENT_DAY2_REAL_AGENT=0; fi
 # tests/krew.rs installs the plugin with the real krew (cfg real_krew).
 if [ -n "${real[krew]:-}" ]; then export AGENT_DAY2_REAL_KREW=1; else export AGENT_DAY2_REAL_KREW=0; fi
+# The house rules (README "The two set-up commands"): rustfmt's layout and clippy's lints, both as errors,
+# before anything is built for the tests.
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
 run() { # run PACKAGES... [ARGS]: cargo nextest run when installed, else cargo test
   if cargo nextest --version >/dev/null 2>&1; then

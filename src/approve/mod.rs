@@ -190,15 +190,18 @@ pub enum Plan {
     Handle,
 }
 
+/// One node's serving CSRs: name → (created, approved, issued).
+type ServingCsrs = BTreeMap<String, (Option<Time>, bool, bool)>;
+
 /// What the writes of a [`Planned`] approval met.
 #[derive(Debug, Clone)]
 pub enum Executed {
     /// Approved: the CSR as the API server returned it.
-    Approved(CertificateSigningRequest),
+    Approved(Box<CertificateSigningRequest>),
     /// The Node exists now (client CSR): judged again.
-    NodeExists(Node),
+    NodeExists(Box<Node>),
     /// Someone else's approval record took this one's number: judged again with it.
-    Taken(ConfigMap),
+    Taken(Box<ConfigMap>),
     /// The CSR changed since it was watched (409 on `/approval`): read it again.
     Conflict,
 }
@@ -211,7 +214,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
     if p.verdict.kind == Kind::Client {
         let napi: Api<Node> = Api::all(p.target.client.clone());
         match napi.get_opt(&p.node).await {
-            Ok(Some(n)) => return Ok((None, Executed::NodeExists(n))),
+            Ok(Some(n)) => return Ok((None, Executed::NodeExists(Box::new(n)))),
             Ok(None) => {}
             Err(e) => {
                 return Err(classify(
@@ -227,7 +230,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
     if let Some(cm) = &p.record {
         match records::create(&p.target, cm).await? {
             Created::Made(cm) => made = Some(cm),
-            Created::Existed(other) => return Ok((None, Executed::Taken(other))),
+            Created::Existed(other) => return Ok((None, Executed::Taken(Box::new(other)))),
         }
     }
     let capi: Api<CertificateSigningRequest> = Api::all(p.target.client.clone());
@@ -236,7 +239,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
         .replace_subresource("approval", &name, &post_params(), &obj)
         .await
     {
-        Ok(done) => Ok((made, Executed::Approved(done))),
+        Ok(done) => Ok((made, Executed::Approved(Box::new(done)))),
         Err(e) if kube_409(&e) => Ok((made, Executed::Conflict)),
         Err(e) => Err(classify(
             e,
@@ -292,9 +295,8 @@ pub struct Approver {
     recorded: ApprovalsRecorded,
     /// Node → the CSRs (names) that speak for it ([`Approver::node_of`]), kept per CSR event.
     by_node: BTreeMap<String, BTreeSet<String>>,
-    /// Node (from the requester `system:node:NAME`) → its serving CSRs: name → (created,
-    /// approved, issued).
-    serving: BTreeMap<String, BTreeMap<String, (Option<Time>, bool, bool)>>,
+    /// Node (from the requester `system:node:NAME`) → its serving CSRs.
+    serving: BTreeMap<String, ServingCsrs>,
     /// Expected nodes Ready with their serving certificate issued ([`NodeState::done`]).
     done: BTreeSet<String>,
     /// (node, kind) of the approvals planned and not completed yet ([`Approver::plan_approval`]):

@@ -183,7 +183,7 @@ fn record(id: &[u8], extent: u32, size: u32, is_dir: bool, t: i64, su: &[u8]) ->
     r[28..32].copy_from_slice(&both16(1));
     r[32] = id.len() as u8;
     r.extend_from_slice(id);
-    if id.len() % 2 == 0 {
+    if id.len().is_multiple_of(2) {
         r.push(0);
     }
     r.extend_from_slice(su);

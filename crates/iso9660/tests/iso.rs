@@ -503,9 +503,6 @@ fn genisoimage_joliet_and_rock_ridge_images() {
             br#"{"file":"images/ignition.img"}"#,
             "{flag}"
         );
-        assert_eq!(
-            isoinfo_extent(&iso, &e.path).or_else(|| Some(e.offset)),
-            Some(e.offset)
-        );
+        assert_eq!(isoinfo_extent(&iso, &e.path).or(Some(e.offset)), Some(e.offset));
     }
 }

@@ -1237,7 +1237,7 @@ mod tests {
             new_journal_lines(&p, &mut off).is_empty(),
             "nothing new, the partial line waits"
         );
-        write!(f, "icient: x\n").unwrap();
+        writeln!(f, "icient: x").unwrap();
         assert_eq!(
             new_journal_lines(&p, &mut off),
             ["add-node: host is insufficient: x"]
