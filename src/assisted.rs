@@ -582,7 +582,7 @@ impl Client {
             .map(|e| e.message)
             .or_else(|_| serde_json::from_slice::<ApiError>(&body).map(|e| e.reason))
             .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-        let message = crate::output::http_message(&message);
+        let message = crate::text::http_message(&message);
         Err(match status {
             401 => AssistedError::Unauthorized {
                 url: shown,

@@ -6,7 +6,6 @@
 //! objects with the user's own credentials.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 
 use base64::Engine;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -15,7 +14,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, ResourceRef, Result};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
+pub use crate::kube::{classify, connect_failure, error_chain, with_deadline};
+pub use crate::net::cidr_contains;
 
 /// Oldest supported OpenShift release (major, minor): the add-nodes contract with three
 /// signed tokens exists from 4.18 on (design.md "What the cluster tells us").
@@ -608,21 +609,6 @@ pub fn major_minor(version: &str) -> Option<(u64, u64)> {
     Some((major, minor))
 }
 
-/// Whether `ip` is inside `net/bits` (IPv4 or IPv6; families must match).
-pub fn cidr_contains(net: IpAddr, bits: u8, ip: IpAddr) -> bool {
-    match (net, ip) {
-        (IpAddr::V4(n), IpAddr::V4(i)) if bits <= 32 => {
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
-            u32::from(n) & mask == u32::from(i) & mask
-        }
-        (IpAddr::V6(n), IpAddr::V6(i)) if bits <= 128 => {
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
-            u128::from(n) & mask == u128::from(i) & mask
-        }
-        _ => false,
-    }
-}
-
 /// Reads a ConfigMap/Secret data value: `data` (base64 for Secrets) or `stringData`.
 fn secret_value(secret: &Value, key: &str) -> Option<String> {
     if let Some(b64) = secret
@@ -707,7 +693,7 @@ pub fn cluster_name_and_domain(
         let d = ic.pointer("/baseDomain")?.as_str()?.trim().trim_end_matches('.');
         (!n.is_empty() && !d.is_empty()).then(|| (n.to_string(), d.to_string()))
     });
-    let esc = |s: &str| crate::output::display(s);
+    let esc = |s: &str| crate::text::display(s);
     match (from_api, from_ic) {
         (Some(a), Some(i)) if a == i => Ok(NameAndDomain {
             name: i.0,
@@ -1549,179 +1535,8 @@ enum Need {
     Optional,
 }
 
-/// Whether a kube error is a timeout (hyper-timeout's io TimedOut, tower's Elapsed, or a
-/// deadline of ours) rather than a connection failure.
-fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::TimedOut {
-                return true;
-            }
-        }
-        let t = err.to_string().to_ascii_lowercase();
-        if t.contains("timed out") || t.contains("deadline has elapsed") || t == "elapsed" {
-            return true;
-        }
-        cur = err.source();
-    }
-    false
-}
-
-/// Runs one request under [`KubeTarget::deadline`] (if set); a request still waiting then
-/// is [`Error::Timeout`] naming it (exit 5).
-pub async fn with_deadline<T>(
-    target: &KubeTarget,
-    what: impl FnOnce() -> String,
-    fut: impl std::future::Future<Output = std::result::Result<T, kube::Error>>,
-) -> std::result::Result<std::result::Result<T, kube::Error>, Error> {
-    match target.deadline {
-        None => Ok(fut.await),
-        Some(d) => match tokio::time::timeout(d, fut).await {
-            Ok(r) => Ok(r),
-            Err(_) => Err(Error::Timeout(format!(
-                "{} at {}: no answer within {} ({})",
-                what(),
-                target.server,
-                humantime_ish(d),
-                if target.request_timeout_given {
-                    "--request-timeout"
-                } else {
-                    "the default deadline; --request-timeout overrides it"
-                }
-            ))),
-        },
-    }
-}
-
-/// `30s`, `1.5s`, `250ms`.
-fn humantime_ish(d: std::time::Duration) -> String {
-    if d.as_millis() < 1000 {
-        format!("{}ms", d.as_millis())
-    } else if d.subsec_millis() == 0 {
-        format!("{}s", d.as_secs())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
-}
-
 fn ar(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
-}
-
-/// Turns a kube error on `resource` into our error. Connection trouble and 401 are the same
-/// whatever the resource; 403 names the user (from the API server's message when present).
-pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &KubeTarget) -> Error {
-    match err {
-        kube::Error::Api(status) => match status.code {
-            401 => Error::Unauthorized {
-                url: target.server.clone(),
-            },
-            // Impersonation refused: kube-apiserver's message is `users "x" is forbidden: User
-            // "y" cannot impersonate resource "users" ...`; it is not missing RBAC on `resource`.
-            403 if status.message.contains("cannot impersonate") => Error::ImpersonationRefused {
-                message: status.message.clone(),
-            },
-            403 => Error::Forbidden {
-                verb: verb.into(),
-                resource,
-                user: user_from_message(&status.message).or_else(|| target.user_hint.clone()),
-            },
-            404 => Error::NotFound { resource, why: None },
-            code => Error::Api {
-                verb: verb.into(),
-                resource,
-                message: format!("HTTP {code}: {}", status.message),
-            },
-        },
-        kube::Error::SerdeError(e) => Error::Api {
-            verb: verb.into(),
-            resource,
-            message: format!("unexpected answer: {e}"),
-        },
-        other if is_timeout(&other) => Error::Timeout(format!(
-            "{verb} {resource}: no answer from {} within --request-timeout {}",
-            target.server,
-            target
-                .request_timeout
-                .map(humantime_ish)
-                .unwrap_or_else(|| "(client default)".into())
-        )),
-        other => Error::Unreachable {
-            url: target.server.clone(),
-            cause: match &target.proxy {
-                Some(p) => format!("{} (through proxy {p})", connect_failure(&other)),
-                None => connect_failure(&other),
-            },
-        },
-    }
-}
-
-/// A failure to reach a server in the operator's words, for [`Error::Unreachable`]'s cause:
-/// the operating system's answer when the chain holds one (`connection refused: nothing
-/// listens at that address and port`, `no route to host`, `connection timed out`), a name
-/// that does not resolve, else the innermost cause (a TLS problem, e.g. `invalid peer
-/// certificate: UnknownIssuer`) without the client library's wrapping (`ServiceError: client
-/// error (Connect): ...`) and without `(os error N)`.
-pub fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
-    use std::io::ErrorKind as K;
-    let mut innermost = e.to_string();
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(c) = cur {
-        let text = c.to_string();
-        if let Some(dns) = text.strip_prefix("dns error: ") {
-            return format!("the host name does not resolve ({})", strip_os_error(dns));
-        }
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            let plain = match io.kind() {
-                K::ConnectionRefused => Some("connection refused: nothing listens at that address and port"),
-                K::ConnectionReset => Some("connection reset by the server"),
-                K::ConnectionAborted => Some("connection aborted"),
-                K::HostUnreachable => Some("no route to host"),
-                K::NetworkUnreachable => Some("network unreachable"),
-                K::TimedOut => Some("connection timed out"),
-                K::AddrNotAvailable => Some("the address is not available on this machine"),
-                _ => None,
-            };
-            if let Some(p) = plain {
-                return p.to_string();
-            }
-        }
-        if !text.is_empty() {
-            innermost = text;
-        }
-        cur = c.source();
-    }
-    strip_os_error(&innermost)
-}
-
-/// `... (os error 111)` → `...`.
-fn strip_os_error(s: &str) -> String {
-    match s.rfind(" (os error ") {
-        Some(i) if s.ends_with(')') => s[..i].to_string(),
-        _ => s.to_string(),
-    }
-}
-
-/// `User "dev" cannot get resource ...` → `dev` (the API server's Forbidden message).
-fn user_from_message(msg: &str) -> Option<String> {
-    let start = msg.find("User \"")? + 6;
-    let end = msg[start..].find('"')? + start;
-    Some(msg[start..end].to_string())
-}
-
-/// Joins an error and its sources with ": ", dropping repeats (hyper nests the same text).
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts: Vec<String> = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let t = s.to_string();
-        if !parts.iter().any(|p| p.contains(&t)) {
-            parts.push(t);
-        }
-        src = s.source();
-    }
-    parts.join(": ")
 }
 
 /// The ConfigMap in `openshift-config` that a config object names at `pointer` (Proxy
@@ -2099,6 +1914,8 @@ pub async fn fetch_all(target: &KubeTarget) -> Result<(ClusterObjects, Vec<Error
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kube::errors::{strip_os_error, user_from_message};
+    use std::net::IpAddr;
 
     #[test]
     fn cluster_name_and_domain_from_both_sources() {

@@ -125,7 +125,7 @@ pub enum Error {
 
     /// Every error of a nodes-config (file or single-host flags), one `error:` line each.
     #[error("{}", .0.lines().join("\nerror: "))]
-    InvalidConfig(crate::nodes_config::ConfigErrors),
+    InvalidConfig(ConfigErrors),
 
     /// The kubeconfig or a connection flag cannot be used.
     #[error("{message}")]
@@ -306,7 +306,7 @@ impl Error {
 
     /// The text [`Error::print`] writes. Messages carry text from the cluster (server
     /// messages, object names, versions): each line is escaped with
-    /// [`crate::output::escape_for_display`] (design.md: everything shown to the operator is
+    /// [`crate::text::escape_for_display`] (design.md: everything shown to the operator is
     /// escaped), so a hostile value cannot send terminal control sequences.
     pub fn render(&self) -> String {
         if let Error::Many(v) = self {
@@ -314,7 +314,7 @@ impl Error {
         }
         let esc = |s: &str| {
             s.lines()
-                .map(|l| crate::output::escape_for_display(l, 2000))
+                .map(|l| crate::text::escape_for_display(l, 2000))
                 .collect::<Vec<_>>()
                 .join("\n")
         };
@@ -329,6 +329,74 @@ impl Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// The input errors of nodes-config and flags (`crate::nodes_config` re-exports them): here,
+// below everything that reports them.
+
+/// One problem in the input: where and what.
+///
+/// `Display`: `hosts[1].interfaces[0].macAddress: "52:54:00:AA:00:30" is already used by hosts[0]`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FieldError {
+    /// Field path (`hosts[0].rootDeviceHints.wwn`), a flag (`--mac-address`) or, for errors
+    /// about the whole document, the file name.
+    pub path: String,
+    /// What is wrong, quoting the value, and what to do.
+    pub message: String,
+}
+
+impl FieldError {
+    /// A new error at `path`.
+    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for FieldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Every error found in one input (never empty when returned as an `Err`).
+///
+/// `Display`: one [`FieldError`] per line. Converts into
+/// [`Error::InvalidConfig`] (exit code 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors {
+    /// The input as named to the user: the file path as given, or `flags`.
+    pub source: String,
+    /// The errors, in input order.
+    pub errors: Vec<FieldError>,
+}
+
+impl ConfigErrors {
+    /// The errors as display lines.
+    pub fn lines(&self) -> Vec<String> {
+        self.errors.iter().map(ToString::to_string).collect()
+    }
+}
+
+impl std::fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.lines().join("\n"))
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+impl From<ConfigErrors> for Error {
+    fn from(e: ConfigErrors) -> Self {
+        Error::InvalidConfig(e)
+    }
+}
 
 #[cfg(test)]
 mod tests {

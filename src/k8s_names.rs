@@ -2,6 +2,9 @@
 //! `IsDNS1123Subdomain`), the one place for them: node names checked by the CSR verdict, and
 //! the names `migrate` makes and accepts.
 
+/// Namespace where agent-day2 keeps its batch records and secrets.
+pub const OWN_NAMESPACE: &str = "openshift-agent-day2";
+
 /// Whether `name` is a DNS-1123 label: 1–63 characters of `[a-z0-9-]`, starting and ending
 /// alphanumeric (namespaces, `migrate`'s ClusterDeployment name).
 pub fn is_dns1123_label(name: &str) -> bool {

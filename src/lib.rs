@@ -22,15 +22,17 @@ pub mod ignition;
 pub mod info;
 pub mod iso;
 pub mod k8s_names;
+pub mod kube;
 pub mod kube_flags;
-pub mod kube_write;
 pub mod migrate;
 pub mod monitor;
+pub mod net;
 pub mod nodes_config;
 pub mod output;
 pub mod permissions;
 pub mod registry;
 pub mod tempfiles;
+pub mod text;
 pub mod version;
 
 use std::ffi::OsString;

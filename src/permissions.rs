@@ -10,8 +10,7 @@ use serde::Serialize;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube_flags::KubeTarget;
 
-/// Namespace where agent-day2 keeps its batch records and secrets.
-pub const OWN_NAMESPACE: &str = "openshift-agent-day2";
+pub use crate::k8s_names::OWN_NAMESPACE;
 
 /// One permission: a verb on a resource (optionally in a namespace, with a name).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -38,8 +38,8 @@ use crate::csr::{
     ExpectedNode, ExpectedNodes, IpNet, Kind, Policy, RecordedApproval, Time, Verdict, NODE_PREFIX,
 };
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::write::post_params;
 use crate::kube_flags::KubeTarget;
-use crate::kube_write::post_params;
 
 /// Reason of the `Approved` condition we add (kubectl uses `KubectlApprove`).
 pub const APPROVED_REASON: &str = "AgentDay2Approved";

@@ -25,11 +25,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::write::{create_strict, with_strict_validation, FIELD_MANAGER};
 use crate::kube_flags::KubeTarget;
-use crate::kube_write::{create_strict, with_strict_validation, FIELD_MANAGER};
 
 /// Our namespace ([`crate::permissions::OWN_NAMESPACE`]).
-pub const NAMESPACE: &str = crate::permissions::OWN_NAMESPACE;
+pub const NAMESPACE: &str = crate::k8s_names::OWN_NAMESPACE;
 /// Label on every batch ConfigMap; its value is the batch name.
 pub const LABEL: &str = "agent-day2.openshift.io/batch";
 /// The data key holding the JSON record.

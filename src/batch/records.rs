@@ -32,8 +32,8 @@ use sha2::{Digest, Sha256};
 use super::{Approval, BatchRecord, Reboot, NAMESPACE};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::write::create_strict;
 use crate::kube_flags::KubeTarget;
-use crate::kube_write::create_strict;
 
 /// Label on every record: the batch it belongs to.
 pub const RECORD_OF: &str = "agent-day2.openshift.io/record-of";

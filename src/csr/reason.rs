@@ -520,7 +520,7 @@ impl fmt::Display for Reason {
                 esc(node),
                 esc(batch),
                 esc(field),
-                crate::batch::NAMESPACE
+                crate::k8s_names::OWN_NAMESPACE
             ),
             BadBatchRecord { node, batch, message } => write!(
                 f,
@@ -528,7 +528,7 @@ impl fmt::Display for Reason {
                 esc(node),
                 esc(batch),
                 esc(message),
-                crate::batch::NAMESPACE
+                crate::k8s_names::OWN_NAMESPACE
             ),
             BootUnverified { node } => write!(
                 f,

@@ -43,8 +43,8 @@ use super::record::{self, Phase, Record};
 use super::restore;
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
+use crate::kube::write::{create_strict, patch_params};
 use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
-use crate::kube_write::{create_strict, patch_params};
 
 /// Annotation on every object import creates: the bundle checksum (whose import made it).
 pub const BUNDLE_ANNOTATION: &str = "agent-day2.openshift.io/migration-bundle";
@@ -2019,7 +2019,7 @@ impl Importer<'_> {
         let body = serde_json::to_vec(&obj).map_err(|e| Error::Unexpected(e.to_string()))?;
         let req = http::Request::put(format!(
             "{url}?fieldManager={}&fieldValidation=Strict",
-            crate::kube_write::FIELD_MANAGER
+            crate::kube::write::FIELD_MANAGER
         ))
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(body)

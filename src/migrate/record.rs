@@ -355,7 +355,7 @@ pub async fn write_if(
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let want = rec.to_config_map(namespace);
     let Some(rv) = resource_version else {
-        let made = crate::kube_write::create_strict(client, &(), Some(namespace), &want).await?;
+        let made = crate::kube::write::create_strict(client, &(), Some(namespace), &want).await?;
         return Ok(made.metadata.resource_version);
     };
     let mut cm = api.get(RECORD_NAME).await?;
@@ -372,14 +372,14 @@ pub async fn write_if(
     let req = kube::core::Request::new(format!("/api/v1/namespaces/{namespace}/configmaps"))
         .replace(
             RECORD_NAME,
-            &crate::kube_write::post_params(),
+            &crate::kube::write::post_params(),
             serde_json::to_vec(&cm).map_err(kube::Error::SerdeError)?,
         )
         .map_err(kube::Error::BuildRequest)?;
     // The body carries the resourceVersion read: the API server refuses (409) a replace of a
     // record changed in between.
     let done = client
-        .request::<ConfigMap>(crate::kube_write::with_strict_validation(req))
+        .request::<ConfigMap>(crate::kube::write::with_strict_validation(req))
         .await?;
     Ok(done.metadata.resource_version)
 }

@@ -17,9 +17,7 @@ use crate::kube_flags::parse_duration;
 /// Seconds added to the wait's timeout for `TimeoutStopSec` (start-up of the binary, last poll).
 pub const STOP_MARGIN_SECS: u64 = 120;
 
-/// Default `--kubeconfig` of the unit: a file made for the wait alone (README "Permissions",
-/// role agent-day2-migrate-wait), beside the default bundle directory.
-pub const KUBECONFIG_PATH: &str = "/var/lib/agent-day2/migrate-wait.kubeconfig";
+pub use crate::cli::migrate::UNIT_KUBECONFIG_PATH as KUBECONFIG_PATH;
 
 /// Node 0's own kubeconfig: its credential can do far more than read the completion record,
 /// so the unit warns when pointed at it (issue 22 item 8).

@@ -35,7 +35,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::Args;
 use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
@@ -44,76 +43,13 @@ use serde_json::json;
 use crate::approve::{Action, ApproveOptions, Approver};
 use crate::assisted::{self, AssistedError, Cluster, Limiter};
 use crate::batch::{self, BatchRecord};
+pub use crate::cli::monitor::MonitorArgs;
 use crate::cluster::classify;
 use crate::error::{exit, Error, ResourceRef, Result};
 use crate::follow::{read_auth, record_reboots_retrying};
 use crate::kube_flags::{KubeFlags, KubeTarget};
 use output::{Event, Format, Out};
 use state::{Stage, Track};
-
-/// Arguments of `monitor`.
-#[derive(Debug, Clone, Args)]
-pub struct MonitorArgs {
-    /// Follow only this batch's hosts, e.g. --batch batch-20261129-211034-ab12 (default: every
-    /// batch record).
-    #[arg(long, value_name = "NAME")]
-    pub batch: Option<String>,
-    /// Follow the hosts at these addresses (comma-separated or repeated), e.g. --ip-addresses
-    /// 192.168.111.30,192.168.111.31. A DHCP host of a batch is recognised by its MAC and its
-    /// address recorded on the batch.
-    #[arg(long = "ip-addresses", value_name = "IP,...", value_delimiter = ',')]
-    pub ip_addresses: Vec<IpAddr>,
-    /// Follow this node at this address (repeatable), e.g. --node worker-1=192.168.111.31.
-    #[arg(long = "node", value_name = "NAME=IP", value_parser = parse_node)]
-    pub nodes: Vec<(String, IpAddr)>,
-    /// Approve the nodes' kubelet CSRs as they arrive, with every check of `approve`
-    /// (needs --yes when stdin is not a terminal).
-    #[arg(long)]
-    pub approve: bool,
-    /// With --approve: approve without asking.
-    #[arg(long, short = 'y', requires = "approve")]
-    pub yes: bool,
-    /// With --approve: approve client CSRs of hosts whose reboot was not seen (monitor started
-    /// after they rebooted, or a DHCP host without its address) on the other checks alone; only
-    /// after checking on the host's console (each such approval is warned about).
-    #[arg(long, requires = "approve")]
-    pub trust_unverified_boot: bool,
-    /// With --approve: how long a kubelet waits for its client CSR before it re-keys and posts
-    /// another (15m, the kubelet certificate manager's); as approve's, e.g. --kubelet-retry 5m.
-    #[arg(long, value_name = "DURATION", default_value = "15m", requires = "approve")]
-    pub kubelet_retry: String,
-    /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
-    /// --gather ./logs.
-    #[arg(long, value_name = "DIR")]
-    pub gather: Option<PathBuf>,
-    /// Give up after this long, e.g. --timeout 2h (exit 5, or 7 when CSRs are pending).
-    #[arg(long, value_name = "DURATION", default_value = "90m")]
-    pub timeout: String,
-    /// Output: a live table on a terminal (one line per change otherwise), or -o json (one
-    /// JSON event per line).
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
-    pub output: Format,
-    /// How often a node's API is polled once it answers.
-    #[arg(long, value_name = "DURATION", default_value = "5s", hide = true)]
-    pub poll_interval: String,
-    /// Bound on assisted-service requests in flight, all nodes together.
-    #[arg(long, value_name = "N", default_value_t = 16, hide = true)]
-    pub max_in_flight: usize,
-}
-
-fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), String> {
-    let (n, ip) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=IP, e.g. worker-1=192.168.111.31"))?;
-    let ip = ip.trim().trim_start_matches('[').trim_end_matches(']');
-    let ip: IpAddr = ip
-        .parse()
-        .map_err(|_| format!("{s:?}: {ip:?} is not an IP address"))?;
-    if n.is_empty() {
-        return Err(format!("{s:?}: the node name is empty"));
-    }
-    Ok((n.to_string(), ip))
-}
 
 fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
     match crate::kube_flags::parse_duration(s) {
@@ -866,7 +802,7 @@ impl Monitor {
             }
             let api: ::kube::Api<Node> = ::kube::Api::all(target.client.clone());
             // Field manager agent-day2, fieldValidation=Strict, as every write of the plugin.
-            let pp = crate::kube_write::patch_params();
+            let pp = crate::kube::write::patch_params();
             let patch = ::kube::api::Patch::Merge(json!({"metadata": {"labels": missing}}));
             match api.patch(&name, &pp, &patch).await {
                 Ok(_) => {
@@ -1636,6 +1572,7 @@ fn humanize(d: Duration) -> String {
 mod tests {
     use super::*;
     use crate::auth::AuthMaterial;
+    use crate::cli::monitor::parse_node;
     use crate::follow::{retry_reboot_write, NodeTokens};
 
     /// Batches made with the old Secret's tokens are followed with those; every other batch

@@ -11,16 +11,9 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::state::Stage;
+pub use crate::cli::monitor::Format;
 
-/// Output mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// A live table on a terminal, else one line per change.
-    Table,
-    /// One JSON event per line (apiVersion agent-day2/v1, kind MonitorEvent).
-    Json,
-}
+use super::state::Stage;
 
 /// One JSON event (`-o json`): `event` is `stage` (a node changed stage or detail), `warning`,
 /// `info` (labels applied, address or reboot recorded, logs saved), `alarm` (a possible

@@ -22,11 +22,10 @@ mod parse;
 mod validate;
 pub mod yaml;
 
-use std::fmt;
-
 use serde::Serialize;
 use serde_json::Value;
 
+pub use crate::error::{ConfigErrors, FieldError};
 pub use flags::{from_flags, FlagsHost};
 pub use parse::{merge_errors, parse, parse_partial};
 pub use validate::{validate, Validated, ValidatedHost};
@@ -134,71 +133,6 @@ pub struct Interface {
     pub name: String,
     /// `macAddress`: as typed (validate normalises it to lowercase `aa:bb:..`).
     pub mac_address: String,
-}
-
-/// One problem in the input: where and what.
-///
-/// `Display`: `hosts[1].interfaces[0].macAddress: "52:54:00:AA:00:30" is already used by hosts[0]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FieldError {
-    /// Field path (`hosts[0].rootDeviceHints.wwn`), a flag (`--mac-address`) or, for errors
-    /// about the whole document, the file name.
-    pub path: String,
-    /// What is wrong, quoting the value, and what to do.
-    pub message: String,
-}
-
-impl FieldError {
-    /// A new error at `path`.
-    pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError {
-            path: path.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{}", self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// Every error found in one input (never empty when returned as an `Err`).
-///
-/// `Display`: one [`FieldError`] per line. Converts into
-/// [`Error::InvalidConfig`](crate::error::Error::InvalidConfig) (exit code 3).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigErrors {
-    /// The input as named to the user: the file path as given, or `flags`.
-    pub source: String,
-    /// The errors, in input order.
-    pub errors: Vec<FieldError>,
-}
-
-impl ConfigErrors {
-    /// The errors as display lines.
-    pub fn lines(&self) -> Vec<String> {
-        self.errors.iter().map(ToString::to_string).collect()
-    }
-}
-
-impl fmt::Display for ConfigErrors {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.lines().join("\n"))
-    }
-}
-
-impl std::error::Error for ConfigErrors {}
-
-impl From<ConfigErrors> for crate::error::Error {
-    fn from(e: ConfigErrors) -> Self {
-        crate::error::Error::InvalidConfig(e)
-    }
 }
 
 /// Architectures OpenShift nodes run, CoreOS spelling.

@@ -393,7 +393,7 @@ impl<'a> Fetcher<'a> {
                         "waiting for registry {registry} (retry {tries}/{} in {} s): {}",
                         policy.attempts.max(1) - 1,
                         delay.as_secs_f64(),
-                        crate::output::escape_for_display(&describe(&err), 300)
+                        crate::text::escape_for_display(&describe(&err), 300)
                     );
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(policy.max_backoff);

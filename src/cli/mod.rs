@@ -5,6 +5,9 @@
 //! once at the root with `global = true`, so they work before or after the subcommand).
 //! Usage text says `oc agent-day2`: the plugin cannot tell which of the two called it.
 
+pub mod migrate;
+pub mod monitor;
+
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -77,10 +80,10 @@ pub enum Command {
     /// Follow every expected node from boot to Ready with its serving certificate; exit 0 only
     /// when all of them got there.
     #[command(long_about = MONITOR_LONG, after_help = MONITOR_AFTER)]
-    Monitor(Box<crate::monitor::MonitorArgs>),
+    Monitor(Box<monitor::MonitorArgs>),
     /// Carry node 0's assisted-service data (database, CRs, credentials, logs) onto cluster 0:
     /// export on node 0, import on cluster 0, wait before node 0 reboots.
-    Migrate(crate::migrate::MigrateArgs),
+    Migrate(migrate::MigrateArgs),
     /// Print a shell completion script for kubectl-agent_day2 (bash, zsh, fish, powershell,
     /// elvish).
     #[command(after_help = COMPLETION_AFTER)]
@@ -613,15 +616,23 @@ pub struct VersionArgs {
     pub output: OutputFormat,
 }
 
-/// `-o` values of commands that report data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// Human-readable tables.
-    Table,
-    /// One JSON document.
-    Json,
-    /// One YAML document.
-    Yaml,
+pub use crate::output::OutputFormat;
+
+/// `-o table|json|yaml` on the command line (the type itself is [`crate::output`]'s, below
+/// every command; clap's side of it is here, with the other clap types).
+impl ValueEnum for OutputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[OutputFormat::Table, OutputFormat::Json, OutputFormat::Yaml]
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        use clap::builder::PossibleValue as V;
+        Some(match self {
+            OutputFormat::Table => V::new("table").help("Human-readable tables"),
+            OutputFormat::Json => V::new("json").help("One JSON document"),
+            OutputFormat::Yaml => V::new("yaml").help("One YAML document"),
+        })
+    }
 }
 
 #[cfg(test)]
