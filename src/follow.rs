@@ -21,7 +21,7 @@ use crate::auth::AuthMaterial;
 use crate::batch;
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// The node tokens `monitor` and `approve --watch` call the nodes' API with: those of Secret
 /// `openshift-config/agent-auth-token` (written by add-nodes or `oc adm node-image`), and

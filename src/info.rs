@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::cli::InfoArgs;
 use crate::cluster::{self, ClusterModel};
 use crate::error::{Error, ResourceRef, Result};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 use crate::output::{self, display, key_values, table};
 use crate::permissions::{self, PermissionReport};
 

@@ -8,7 +8,7 @@ use kube::api::{Api, PostParams};
 use serde::Serialize;
 
 use crate::error::{Error, ResourceRef, Result};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 pub use crate::k8s_names::OWN_NAMESPACE;
 

@@ -53,7 +53,7 @@ use crate::cluster::{self, classify, normalize_arch, ClusterModel};
 use crate::error::{Error, ResourceRef, Result};
 use crate::ignition::{self, NodeImageInputs};
 use crate::iso::{self, IsoError};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 use crate::nodes_config::{self, NodesConfig, Origin, ValidatedHost};
 use crate::output;
 use crate::registry::{RegistryContext, ReleasePayload};

@@ -209,7 +209,7 @@ pub(super) fn check_base_url(u: &str, field: &str) -> Result<String> {
 /// to boot and install), at most 8760 h.
 pub fn parse_ttl(s: &str) -> Result<std::time::Duration> {
     use std::time::Duration;
-    let d = crate::kube_flags::parse_duration(s)
+    let d = crate::duration::parse_duration(s)
         .map_err(|e| invalid("--token-ttl", format!("{s:?}: {e}; e.g. 48h")))?
         .ok_or_else(|| invalid("--token-ttl", format!("{s:?} is zero; give e.g. 48h")))?;
     if d < Duration::from_secs(3600) || d > Duration::from_secs(8760 * 3600) {

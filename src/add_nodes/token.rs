@@ -21,7 +21,7 @@ use crate::auth::{self, AuthMaterial};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube::write::{create_strict, FIELD_MANAGER};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// Auth material for this batch and where it came from.
 pub(super) struct Auth {

@@ -23,9 +23,11 @@ use super::{
 use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
 use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict};
+use crate::duration::parse_duration;
 use crate::error::{exit, Error, Result};
 use crate::follow::{Follower, Seen};
-use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
+use crate::kube::KubeTarget;
+use crate::kube_flags::KubeFlags;
 
 /// Longest CSR-provided value in a table cell (after escaping).
 const CELL_MAX: usize = 48;

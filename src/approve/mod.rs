@@ -39,7 +39,7 @@ use crate::csr::{
 };
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube::write::post_params;
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// Reason of the `Approved` condition we add (kubectl uses `KubectlApprove`).
 pub const APPROVED_REASON: &str = "AgentDay2Approved";

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube::write::{create_strict, with_strict_validation, FIELD_MANAGER};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// Our namespace ([`crate::permissions::OWN_NAMESPACE`]).
 pub const NAMESPACE: &str = crate::k8s_names::OWN_NAMESPACE;

@@ -33,7 +33,7 @@ use super::{Approval, BatchRecord, Reboot, NAMESPACE};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube::write::create_strict;
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// Label on every record: the batch it belongs to.
 pub const RECORD_OF: &str = "agent-day2.openshift.io/record-of";

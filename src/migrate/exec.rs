@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
-use crate::kube_flags::KubeTarget;
+use crate::kube::KubeTarget;
 
 /// Most stdout kept from a command (longer output is cut and `stdout_truncated` set).
 pub const STDOUT_MAX: usize = 16 * 1024 * 1024;

@@ -42,9 +42,11 @@ use super::exec::{self, Db, PodContainer, Producer};
 use super::record::{self, Phase, Record};
 use super::restore;
 use crate::cluster::classify;
+use crate::duration::parse_duration;
 use crate::error::{Error, ResourceRef};
 use crate::kube::write::{create_strict, patch_params};
-use crate::kube_flags::{parse_duration, KubeFlags, KubeTarget};
+use crate::kube::KubeTarget;
+use crate::kube_flags::KubeFlags;
 
 /// Annotation on every object import creates: the bundle checksum (whose import made it).
 pub const BUNDLE_ANNOTATION: &str = "agent-day2.openshift.io/migration-bundle";

@@ -25,7 +25,7 @@ use crate::kube_flags::KubeFlags;
 /// failed) and one message per failure.
 pub async fn table_counts(
     db: &exec::Db,
-    target: &crate::kube_flags::KubeTarget,
+    target: &crate::kube::KubeTarget,
     tables: &[String],
 ) -> (BTreeMap<String, Option<u64>>, Vec<String>) {
     let mut out = BTreeMap::new();

@@ -11,8 +11,8 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::duration::parse_duration;
 use crate::error::Error;
-use crate::kube_flags::parse_duration;
 
 /// Seconds added to the wait's timeout for `TimeoutStopSec` (start-up of the binary, last poll).
 pub const STOP_MARGIN_SECS: u64 = 120;

@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 use super::bundle::Bundle;
 use super::record::{self, Phase};
 use crate::cluster::classify;
+use crate::duration::parse_duration;
 use crate::error::{exit, Error, ResourceRef};
-use crate::kube_flags::{parse_duration, KubeFlags};
+use crate::kube_flags::KubeFlags;
 
 /// Longest single poll.
 const POLL_MAX: Duration = Duration::from_secs(30);

@@ -47,12 +47,13 @@ pub use crate::cli::monitor::MonitorArgs;
 use crate::cluster::classify;
 use crate::error::{exit, Error, ResourceRef, Result};
 use crate::follow::{read_auth, record_reboots_retrying};
-use crate::kube_flags::{KubeFlags, KubeTarget};
+use crate::kube::KubeTarget;
+use crate::kube_flags::KubeFlags;
 use output::{Event, Format, Out};
 use state::{Stage, Track};
 
 fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
-    match crate::kube_flags::parse_duration(s) {
+    match crate::duration::parse_duration(s) {
         Ok(Some(d)) => Ok(d),
         Ok(None) => Err(Error::Usage(format!(
             "{flag} {s:?}: must be longer than 0, e.g. 90m"

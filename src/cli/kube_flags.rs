@@ -8,8 +8,8 @@
 //! `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY` unless `NO_PROXY` matches the server (Go's
 //! `http.ProxyFromEnvironment`). No other module reads kubeconfig files.
 
+use crate::duration::parse_duration;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use clap::Args;
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -712,67 +712,6 @@ fn read_ca_file(path: &Path) -> Result<Vec<Vec<u8>>> {
     Ok(certs)
 }
 
-/// Parses kubectl's `--request-timeout`: a Go duration (`1h2m3s`, `500ms`) or a bare number of
-/// seconds. `0` means no limit (`None`).
-pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> {
-    let s = s.trim();
-    if s.is_empty() {
-        return Err("empty duration".into());
-    }
-    if let Ok(secs) = s.parse::<u64>() {
-        let d = Duration::from_secs(secs);
-        if d > MAX_DURATION {
-            return Err(out_of_range());
-        }
-        return Ok((secs > 0).then_some(d));
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err("expected a number, e.g. 30s, 1m, 1h".into());
-        }
-        let num: f64 = rest[..num_len]
-            .parse()
-            .map_err(|_| format!("bad number {:?}", &rest[..num_len]))?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let factor = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            "" => return Err("missing unit (ns, us, ms, s, m, h)".into()),
-            u => return Err(format!("unknown unit {u:?} (use ns, us, ms, s, m, h)")),
-        };
-        rest = &rest[unit_len..];
-        // Checked: a user's `9999999999999999h` must be an error, not a panic in
-        // Duration::from_secs_f64 or in the addition.
-        total = Duration::try_from_secs_f64(num * factor)
-            .ok()
-            .and_then(|d| total.checked_add(d))
-            .filter(|t| *t <= MAX_DURATION)
-            .ok_or_else(out_of_range)?;
-    }
-    Ok((!total.is_zero()).then_some(total))
-}
-
-/// The longest duration accepted: Go's `time.Duration` is an int64 of nanoseconds, so kubectl
-/// refuses anything above 2562047h47m16.854775807s; staying below also keeps `Instant + d` from
-/// overflowing.
-pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
-
-fn out_of_range() -> String {
-    "out of range: at most 2562047h (the longest duration kubectl accepts), e.g. 30s, 48h".into()
-}
-
 /// Picks the proxy for the API server like client-go: the kubeconfig cluster's `proxy-url`
 /// wins; else `HTTPS_PROXY`/`https_proxy` (https servers) or `HTTP_PROXY`/`http_proxy`, unless
 /// `NO_PROXY`/`no_proxy` matches the server or the server is localhost/loopback (Go never
@@ -874,6 +813,7 @@ pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn durations_like_kubectl() {
