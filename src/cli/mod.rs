@@ -5,6 +5,7 @@
 //! once at the root with `global = true`, so they work before or after the subcommand).
 //! Usage text says `oc agent-day2`: the plugin cannot tell which of the two called it.
 
+pub mod completion;
 pub mod kube_flags;
 pub mod migrate;
 pub mod monitor;

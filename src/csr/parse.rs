@@ -20,7 +20,7 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::public_key::PublicKey;
 
-use super::Reason;
+use super::reason::Reason;
 
 const PEM_LABEL: &str = "CERTIFICATE REQUEST";
 /// RSA modulus sizes accepted (bits); ring's PKCS#1 verifiers accept 2048–8192 too.
@@ -71,7 +71,7 @@ pub enum San {
 impl std::fmt::Display for San {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            San::Dns { name, .. } => write!(f, "DNS:{}", super::esc(name)),
+            San::Dns { name, .. } => write!(f, "DNS:{}", super::basics::esc(name)),
             San::Ip(b) => match ip_of(b) {
                 Some(ip) => write!(f, "IP:{ip}"),
                 None => write!(
@@ -81,8 +81,8 @@ impl std::fmt::Display for San {
                     hex::encode(&b[..b.len().min(20)])
                 ),
             },
-            San::Email(s) => write!(f, "email:{}", super::esc(s)),
-            San::Uri(s) => write!(f, "URI:{}", super::esc(s)),
+            San::Email(s) => write!(f, "email:{}", super::basics::esc(s)),
+            San::Uri(s) => write!(f, "URI:{}", super::basics::esc(s)),
             San::Other(k) => write!(f, "{k}"),
         }
     }
@@ -241,7 +241,7 @@ fn pem_to_der(input: &[u8]) -> Result<Vec<u8>, String> {
     if label != PEM_LABEL {
         return Err(format!(
             "PEM block is {:?}, expected {PEM_LABEL}",
-            super::esc(label)
+            super::basics::esc(label)
         ));
     }
     let end = format!("-----END {PEM_LABEL}-----");

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{esc, Kind, Time};
+use super::basics::{esc, Kind, Time};
 
 /// A failed check. `Display` names the check and the offending value (CSR-supplied text is
 /// escaped with [`super::escape_for_display`]); [`Reason::code`] is a stable kebab-case code
@@ -142,7 +142,7 @@ pub enum Reason {
     /// [`super::verdict_all`]: a newer passing CSR of the same kind for the node is approved instead.
     Superseded { node: String, kind: Kind, by: String },
     /// Client: created before the host's own assisted-service reported leaving the installation
-    /// for its reboot (less [`super::REBOOT_CLOCK_SKEW_SECONDS`]): not its installed kubelet's.
+    /// for its reboot (less [`super::basics::REBOOT_CLOCK_SKEW_SECONDS`]): not its installed kubelet's.
     CreatedBeforeReboot {
         node: String,
         /// The CSR's name.
@@ -151,7 +151,7 @@ pub enum Reason {
         rebooted: Time,
     },
     /// Client ([`super::verdict_all`]): created before the host's reboot record but within
-    /// [`super::REBOOT_CLOCK_SKEW_SECONDS`] of it, while another client CSR for the node was
+    /// [`super::basics::REBOOT_CLOCK_SKEW_SECONDS`] of it, while another client CSR for the node was
     /// made before that window (after the batch): someone was asking before the installed
     /// system existed, so a CSR of the skew window may be theirs; never approved (the real
     /// kubelet's next CSR comes after the record).
@@ -496,7 +496,7 @@ impl fmt::Display for Reason {
                 f,
                 "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot (allowing {1} s of clock skew): it is not from {0}'s installed system and is never approved; someone else holding the bootstrap token made it: delete it (oc delete csr {2}); if you are sure it is {0}'s kubelet, the clock of the machine running monitor is ahead of the API server's: fix NTP there",
                 esc(node),
-                super::REBOOT_CLOCK_SKEW_SECONDS,
+                super::basics::REBOOT_CLOCK_SKEW_SECONDS,
                 esc(csr)
             ),
             EarlyRequester {
@@ -510,7 +510,7 @@ impl fmt::Display for Reason {
                 f,
                 "CSR created at {created}, before {0}'s own assisted-service reported at {rebooted} that it left the installation for its reboot; within the {1} s of clock skew allowed, but client CSR {2} for {0} was made at {earlier_created}, before the installed system existed: someone else holding the bootstrap token is asking for {0}, and a CSR made before the record may be theirs, so it is never approved (the real kubelet asks again after the record); delete it (oc delete csr {3})",
                 esc(node),
-                super::REBOOT_CLOCK_SKEW_SECONDS,
+                super::basics::REBOOT_CLOCK_SKEW_SECONDS,
                 esc(earlier),
                 esc(csr)
             ),

@@ -10,6 +10,11 @@
 //! literally; systemd's `EnvironmentFile=` strips quotes only around a whole value, and no value
 //! here starts with a quote (JSON values start with `[`).
 
+/// Local assisted-service URL (the node is its own rendezvous host).
+pub const SERVICE_BASE_URL: &str = "http://127.0.0.1:8090/";
+/// Local image service URL.
+pub const IMAGE_SERVICE_BASE_URL: &str = "http://127.0.0.1:8888/";
+
 use serde_json::{json, Value};
 
 /// Day-2 marker and cluster identity (`ConditionPathExists=` of the day-2 units; read by the
@@ -212,8 +217,8 @@ pub fn env_files(i: &EnvInputs<'_>) -> Vec<EnvFile> {
             path: RENDEZVOUS_ENV,
             entries: vec![
                 ("NODE_ZERO_IP", s("127.0.0.1")),
-                ("SERVICE_BASE_URL", s(super::SERVICE_BASE_URL)),
-                ("IMAGE_SERVICE_BASE_URL", s(super::IMAGE_SERVICE_BASE_URL)),
+                ("SERVICE_BASE_URL", s(SERVICE_BASE_URL)),
+                ("IMAGE_SERVICE_BASE_URL", s(IMAGE_SERVICE_BASE_URL)),
                 ("PULL_SECRET_TOKEN", s(i.agent_token)),
                 ("USER_AUTH_TOKEN", s(i.user_token)),
                 ("WORKFLOW_TYPE", s("addnodes")),
@@ -230,7 +235,7 @@ pub fn env_files(i: &EnvInputs<'_>) -> Vec<EnvFile> {
             entries: vec![
                 ("ASSISTED_SERVICE_HOST", s("127.0.0.1:8090")),
                 ("ASSISTED_SERVICE_SCHEME", s("http")),
-                ("IMAGE_SERVICE_BASE_URL", s(super::IMAGE_SERVICE_BASE_URL)),
+                ("IMAGE_SERVICE_BASE_URL", s(IMAGE_SERVICE_BASE_URL)),
                 ("OS_IMAGES", os_images(i).to_string()),
             ],
             mode: 0o644,

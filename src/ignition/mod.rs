@@ -47,10 +47,7 @@ pub const MANIFEST_NAMESPACE: &str = "cluster0";
 pub const NMSTATE_LABEL: &str = "infraenvs.agent-install.openshift.io";
 /// The pool new hosts join unless `--pool` says otherwise.
 pub const DEFAULT_POOL: &str = "worker";
-/// Local assisted-service URL (the node is its own rendezvous host).
-pub const SERVICE_BASE_URL: &str = "http://127.0.0.1:8090/";
-/// Local image service URL.
-pub const IMAGE_SERVICE_BASE_URL: &str = "http://127.0.0.1:8888/";
+pub use env::{IMAGE_SERVICE_BASE_URL, SERVICE_BASE_URL};
 /// systemd's default environment with the cluster's proxy (written only when there is one).
 pub const PROXY_CONF: &str = "/etc/systemd/system.conf.d/10-agent-day2-proxy.conf";
 

@@ -604,6 +604,146 @@ pub fn table_rows(
     Ok(out)
 }
 
+/// A libpq connection string (`--db-url` of export and import) split into the same string
+/// without its password and the password, so that the password reaches `pg_dump`/`psql` in the
+/// `PGPASSWORD` environment variable and never on their command line (visible to every user in
+/// `ps` and /proc/PID/cmdline). libpq takes a password in the URL before `PGPASSWORD`, so the
+/// connection is the same.
+///
+/// Forms (PostgreSQL docs "Connection Strings"): a URI `postgres[ql]://user:PASSWORD@host/db`
+/// (the userinfo ends at the first `@` before any `/`, as libpq reads it; the password is
+/// percent-decoded) and its `?password=...` parameter (also percent-decoded, removed with its
+/// `&`); or keyword/value `host=h password=PASSWORD dbname=d` (values bare or single-quoted with
+/// `\'` and `\\`). When the password is given twice the last one counts, as in libpq. Anything
+/// else is returned unchanged with no password.
+pub fn split_db_password(conn: &str) -> (String, Option<Vec<u8>>) {
+    let t = conn.trim_start();
+    let scheme = ["postgresql://", "postgres://"]
+        .into_iter()
+        .find(|s| t.starts_with(s));
+    match scheme {
+        Some(sc) => split_uri_password(&t[..sc.len()], &t[sc.len()..]),
+        None if t.contains('=') => split_keyword_password(conn),
+        None => (conn.to_string(), None),
+    }
+}
+
+fn split_uri_password(scheme: &str, rest: &str) -> (String, Option<Vec<u8>>) {
+    let mut password = None;
+    let mut out = String::from(scheme);
+    let mut rest = rest;
+    let end = rest.find(['@', '/']).unwrap_or(rest.len());
+    if rest[end..].starts_with('@') {
+        let userinfo = &rest[..end];
+        match userinfo.split_once(':') {
+            Some((user, pw)) => {
+                password = Some(percent_decode(pw));
+                out.push_str(user);
+            }
+            None => out.push_str(userinfo),
+        }
+        out.push('@');
+        rest = &rest[end + 1..];
+    }
+    let Some((before, query)) = rest.split_once('?') else {
+        out.push_str(rest);
+        return (out, password);
+    };
+    out.push_str(before);
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| match kv.split_once('=') {
+            Some(("password", v)) => {
+                password = Some(percent_decode(v));
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    if !kept.is_empty() {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    (out, password)
+}
+
+fn split_keyword_password(conn: &str) -> (String, Option<Vec<u8>>) {
+    let b = conn.as_bytes();
+    let mut password = None;
+    let mut kept: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let start = i;
+        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key = &conn[start..i];
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() || b[i] != b'=' {
+            // Not keyword=value: leave the string to libpq, which reports it.
+            return (conn.to_string(), None);
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let mut value = Vec::new();
+        if i < b.len() && b[i] == b'\'' {
+            i += 1;
+            while i < b.len() && b[i] != b'\'' {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                value.push(b[i]);
+                i += 1;
+            }
+            i += 1; // closing quote (libpq refuses a missing one)
+        } else {
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                if b[i] == b'\\' && i + 1 < b.len() {
+                    i += 1;
+                }
+                value.push(b[i]);
+                i += 1;
+            }
+        }
+        if key == "password" {
+            password = Some(value);
+        } else {
+            kept.push(&conn[start..i.min(b.len())]);
+        }
+    }
+    (kept.join(" "), password)
+}
+
+/// `%XX` decoded (libpq's URI rule); an invalid escape is kept as it is.
+fn percent_decode(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

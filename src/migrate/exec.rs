@@ -7,6 +7,7 @@
 //! collected up to a bound, stderr up to 64 KiB; the exit status comes from the status channel
 //! (metav1.Status: `Success`, or `NonZeroExitCode` with cause `ExitCode`), as the kubelet sends it.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
@@ -345,7 +346,7 @@ async fn local_psql(url: &str, args: &[&str], stdin: Option<Producer>) -> Result
     use std::process::Stdio;
     let mut cmd = tokio::process::Command::new("psql");
     // The password goes in PGPASSWORD, not on psql's command line (visible in `ps`).
-    let (url, password) = super::export::split_db_password(url);
+    let (url, password) = super::dump::split_db_password(url);
     cmd.arg("-X").arg("-d").arg(&url).args(args);
     if let Some(pw) = password {
         use std::os::unix::ffi::OsStringExt;
@@ -473,6 +474,36 @@ pub async fn find_assisted_db(kube: &KubeTarget) -> Result<Db, Error> {
         user: key("db.user")?,
         name: key("db.name")?,
     })
+}
+
+/// `SELECT count(*)` of each of `tables` (names of letters, digits and `_` only; others are
+/// skipped) in cluster 0's assisted-service database `db`: the counts (None where the query
+/// failed) and one message per failure.
+pub async fn table_counts(
+    db: &Db,
+    target: &crate::kube::KubeTarget,
+    tables: &[String],
+) -> (BTreeMap<String, Option<u64>>, Vec<String>) {
+    let mut out = BTreeMap::new();
+    let mut errors = Vec::new();
+    for table in tables {
+        if table.is_empty() || !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
+            continue;
+        }
+        match db
+            .query(Some(target), &format!("SELECT count(*) FROM public.{table}"))
+            .await
+        {
+            Ok(l) => {
+                out.insert(table.clone(), l.first().and_then(|s| s.trim().parse().ok()));
+            }
+            Err(e) => {
+                out.insert(table.clone(), None);
+                errors.push(format!("table {table}: {e}"));
+            }
+        }
+    }
+    (out, errors)
 }
 
 #[cfg(test)]

@@ -56,7 +56,7 @@ impl DbSource {
 
     /// Picks the one source given. Errors: [`Error::Usage`] (exit 2) when none is given,
     /// explaining the three.
-    pub fn from_args(a: &super::ExportArgs) -> Result<DbSource, Error> {
+    pub fn from_args(a: &crate::cli::migrate::ExportArgs) -> Result<DbSource, Error> {
         let given: Vec<DbSource> = [
             a.db_url.clone().map(DbSource::Url),
             a.db_container.clone().map(DbSource::Container),
@@ -87,7 +87,7 @@ impl DbSource {
         match self {
             DbSource::Url(u) => {
                 let mut v = base.to_vec();
-                v.extend(["-d".into(), split_db_password(u).0]);
+                v.extend(["-d".into(), super::dump::split_db_password(u).0]);
                 Some(("pg_dump".into(), v))
             }
             DbSource::Container(n) => {
@@ -105,150 +105,10 @@ impl DbSource {
     /// sources.
     pub fn password(&self) -> Option<Vec<u8>> {
         match self {
-            DbSource::Url(u) => split_db_password(u).1,
+            DbSource::Url(u) => super::dump::split_db_password(u).1,
             _ => None,
         }
     }
-}
-
-/// A libpq connection string (`--db-url` of export and import) split into the same string
-/// without its password and the password, so that the password reaches `pg_dump`/`psql` in the
-/// `PGPASSWORD` environment variable and never on their command line (visible to every user in
-/// `ps` and /proc/PID/cmdline). libpq takes a password in the URL before `PGPASSWORD`, so the
-/// connection is the same.
-///
-/// Forms (PostgreSQL docs "Connection Strings"): a URI `postgres[ql]://user:PASSWORD@host/db`
-/// (the userinfo ends at the first `@` before any `/`, as libpq reads it; the password is
-/// percent-decoded) and its `?password=...` parameter (also percent-decoded, removed with its
-/// `&`); or keyword/value `host=h password=PASSWORD dbname=d` (values bare or single-quoted with
-/// `\'` and `\\`). When the password is given twice the last one counts, as in libpq. Anything
-/// else is returned unchanged with no password.
-pub fn split_db_password(conn: &str) -> (String, Option<Vec<u8>>) {
-    let t = conn.trim_start();
-    let scheme = ["postgresql://", "postgres://"]
-        .into_iter()
-        .find(|s| t.starts_with(s));
-    match scheme {
-        Some(sc) => split_uri_password(&t[..sc.len()], &t[sc.len()..]),
-        None if t.contains('=') => split_keyword_password(conn),
-        None => (conn.to_string(), None),
-    }
-}
-
-fn split_uri_password(scheme: &str, rest: &str) -> (String, Option<Vec<u8>>) {
-    let mut password = None;
-    let mut out = String::from(scheme);
-    let mut rest = rest;
-    let end = rest.find(['@', '/']).unwrap_or(rest.len());
-    if rest[end..].starts_with('@') {
-        let userinfo = &rest[..end];
-        match userinfo.split_once(':') {
-            Some((user, pw)) => {
-                password = Some(percent_decode(pw));
-                out.push_str(user);
-            }
-            None => out.push_str(userinfo),
-        }
-        out.push('@');
-        rest = &rest[end + 1..];
-    }
-    let Some((before, query)) = rest.split_once('?') else {
-        out.push_str(rest);
-        return (out, password);
-    };
-    out.push_str(before);
-    let kept: Vec<&str> = query
-        .split('&')
-        .filter(|kv| match kv.split_once('=') {
-            Some(("password", v)) => {
-                password = Some(percent_decode(v));
-                false
-            }
-            _ => true,
-        })
-        .collect();
-    if !kept.is_empty() {
-        out.push('?');
-        out.push_str(&kept.join("&"));
-    }
-    (out, password)
-}
-
-fn split_keyword_password(conn: &str) -> (String, Option<Vec<u8>>) {
-    let b = conn.as_bytes();
-    let mut password = None;
-    let mut kept: Vec<&str> = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() {
-            break;
-        }
-        let start = i;
-        while i < b.len() && b[i] != b'=' && !b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let key = &conn[start..i];
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() || b[i] != b'=' {
-            // Not keyword=value: leave the string to libpq, which reports it.
-            return (conn.to_string(), None);
-        }
-        i += 1;
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let mut value = Vec::new();
-        if i < b.len() && b[i] == b'\'' {
-            i += 1;
-            while i < b.len() && b[i] != b'\'' {
-                if b[i] == b'\\' && i + 1 < b.len() {
-                    i += 1;
-                }
-                value.push(b[i]);
-                i += 1;
-            }
-            i += 1; // closing quote (libpq refuses a missing one)
-        } else {
-            while i < b.len() && !b[i].is_ascii_whitespace() {
-                if b[i] == b'\\' && i + 1 < b.len() {
-                    i += 1;
-                }
-                value.push(b[i]);
-                i += 1;
-            }
-        }
-        if key == "password" {
-            password = Some(value);
-        } else {
-            kept.push(&conn[start..i.min(b.len())]);
-        }
-    }
-    (kept.join(" "), password)
-}
-
-/// `%XX` decoded (libpq's URI rule); an invalid escape is kept as it is.
-fn percent_decode(s: &str) -> Vec<u8> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    out
 }
 
 /// A reader of node 0's REST API.
@@ -651,7 +511,7 @@ fn human_size(n: u64) -> String {
 }
 
 /// `migrate export` (see the module doc). Returns exit code 0.
-pub async fn run(a: &super::ExportArgs) -> Result<u8, Error> {
+pub async fn run(a: &crate::cli::migrate::ExportArgs) -> Result<u8, Error> {
     let db = DbSource::from_args(a)?;
     check_out(&a.out)?;
     check_program(&db)?;
@@ -1160,7 +1020,11 @@ mod tests {
             ("host=h password='a b\\'c' user=u", "host=h user=u", pw("a b'c")),
             ("installer", "installer", None),
         ] {
-            assert_eq!(split_db_password(conn), (want.to_string(), password), "{conn}");
+            assert_eq!(
+                super::super::dump::split_db_password(conn),
+                (want.to_string(), password),
+                "{conn}"
+            );
         }
         let d = DbSource::Url("postgres://admin:hunter2@h/installer".into());
         let argv = d.command().unwrap().1.join(" ");

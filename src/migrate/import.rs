@@ -858,7 +858,7 @@ pub fn artifact_files(bundle: &Bundle) -> Vec<&super::bundle::BundleFileEntry> {
 /// CR set, namespace rules, CRDs, the assisted-service database and its schema version, the
 /// record, conflicts) after the plan is printed; the exit code is the one the real import would
 /// fail with (0 when every check passes), and nothing is changed.
-pub async fn run(kube: &KubeFlags, args: &super::ImportArgs) -> Result<u8, Error> {
+pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::ImportArgs) -> Result<u8, Error> {
     let timeout = parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
     let started = Instant::now();
@@ -1000,7 +1000,7 @@ struct Importer<'a> {
     ns: String,
     /// Whether `ns` was given with `-n` (else it is the default, see [`namespace_for`]).
     explicit_ns: bool,
-    args: &'a super::ImportArgs,
+    args: &'a crate::cli::migrate::ImportArgs,
     deadline: Option<Instant>,
     record: Option<Record>,
     counts: Counts,
@@ -1171,7 +1171,7 @@ impl Importer<'_> {
             .filter(|t| t.as_str() != "migrations")
             .cloned()
             .collect();
-        let (have_rows, errs) = super::status::table_counts(&db, &self.target, &tables).await;
+        let (have_rows, errs) = super::exec::table_counts(&db, &self.target, &tables).await;
         for e in errs {
             progress(&format!("warning: {e}"));
         }

@@ -20,36 +20,6 @@ use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
 use crate::kube_flags::KubeFlags;
 
-/// `SELECT count(*)` of each of `tables` (names of letters, digits and `_` only; others are
-/// skipped) in cluster 0's assisted-service database `db`: the counts (None where the query
-/// failed) and one message per failure.
-pub async fn table_counts(
-    db: &exec::Db,
-    target: &crate::kube::KubeTarget,
-    tables: &[String],
-) -> (BTreeMap<String, Option<u64>>, Vec<String>) {
-    let mut out = BTreeMap::new();
-    let mut errors = Vec::new();
-    for table in tables {
-        if table.is_empty() || !table.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') {
-            continue;
-        }
-        match db
-            .query(Some(target), &format!("SELECT count(*) FROM public.{table}"))
-            .await
-        {
-            Ok(l) => {
-                out.insert(table.clone(), l.first().and_then(|s| s.trim().parse().ok()));
-            }
-            Err(e) => {
-                out.insert(table.clone(), None);
-                errors.push(format!("table {table}: {e}"));
-            }
-        }
-    }
-    (out, errors)
-}
-
 /// Have/want of one kind or table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Count {
@@ -168,7 +138,7 @@ fn record_view<S: serde::Serializer>(r: &Option<Record>, s: S) -> Result<S::Ok, 
 }
 
 /// `migrate status`.
-pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error> {
+pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::StatusArgs) -> Result<u8, Error> {
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
     let (ns, explicit) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
@@ -239,7 +209,7 @@ pub async fn run(kube: &KubeFlags, args: &super::StatusArgs) -> Result<u8, Error
     };
     if let Some(db) = db {
         let tables: Vec<String> = rows.keys().cloned().collect();
-        let (have, errs) = table_counts(&db, &target, &tables).await;
+        let (have, errs) = super::exec::table_counts(&db, &target, &tables).await;
         errors.extend(errs);
         for (table, n) in have {
             if let Some(c) = rows.get_mut(&table) {

@@ -44,7 +44,7 @@ pub struct UnitPaths<'a> {
 
 /// Prints the unit for `args` on stdout. The global `-n`/`--context` given to `node0-unit`
 /// go into its `migrate wait` (a kubeconfig path on node 0 is `--kubeconfig` of node0-unit).
-pub fn run(kube: &crate::kube_flags::KubeFlags, args: &super::UnitArgs) -> Result<u8, Error> {
+pub fn run(kube: &crate::kube_flags::KubeFlags, args: &crate::cli::migrate::UnitArgs) -> Result<u8, Error> {
     let timeout = parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
         .ok_or_else(|| Error::Usage("--timeout 0: the stop must have a limit".into()))?;

@@ -22,7 +22,7 @@ const POLL_MAX: Duration = Duration::from_secs(30);
 const REPEAT_EVERY: Duration = Duration::from_secs(60);
 
 /// `migrate wait`.
-pub async fn run(kube: &KubeFlags, args: &super::WaitArgs) -> Result<u8, Error> {
+pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::WaitArgs) -> Result<u8, Error> {
     let timeout = parse_duration(&args.timeout)
         .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
     let interval = parse_duration(&args.interval)

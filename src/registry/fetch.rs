@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 use super::auth::DockerConfig;
 use super::layers::{decompress, is_net_error, ChannelReader};
 use super::mirrors::{pull_candidates, PullCandidate};
-use super::{CredentialSource, RegistryContext, RegistryError};
+use super::types::{CredentialSource, RegistryContext, RegistryError};
 
 /// Manifest media types we accept, lists first (a multi-arch release is an index).
 const ACCEPT: &[&str] = &[
@@ -307,9 +307,11 @@ impl<'a> Fetcher<'a> {
         self.attempt_with(image, true, op).await
     }
 
-    /// `--request-timeout` or [`super::DEFAULT_REQUEST_TIMEOUT`].
+    /// `--request-timeout` or [`super::types::DEFAULT_REQUEST_TIMEOUT`].
     fn request_timeout(&self) -> Duration {
-        self.ctx.request_timeout.unwrap_or(super::DEFAULT_REQUEST_TIMEOUT)
+        self.ctx
+            .request_timeout
+            .unwrap_or(super::types::DEFAULT_REQUEST_TIMEOUT)
     }
 
     /// [`Fetcher::attempt`]; `bounded`: the whole `op` must finish within the request timeout
