@@ -33,11 +33,14 @@
 //! no base ISO is downloaded (a cached or `--base-iso` one is measured; otherwise the 256 KiB
 //! area of RHCOS live ISOs is assumed).
 
+mod basics;
 mod flag_checks;
 pub mod plan;
 pub mod report;
 mod token;
 
+use basics::{dir_error, invalid};
+pub use basics::{OutputKind, DEFAULT_TTL};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -73,34 +76,6 @@ pub const PXE_DIR: &str = "boot-artifacts";
 /// Embed area of real RHCOS live ISOs (design.md "The node ISO"), assumed by `--dry-run` when
 /// no base ISO is at hand.
 pub const RHCOS_EMBED_AREA: u64 = 256 * 1024;
-
-/// What kind of output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputKind {
-    /// `DIR/node.<arch>.iso`.
-    Iso,
-    /// `DIR/boot-artifacts/node.<arch>-{vmlinuz,initrd.img,rootfs.img}` (+ `.ipxe`).
-    Pxe,
-    /// `DIR/agentconfig.noarch.iso`.
-    ConfigImage,
-}
-
-impl OutputKind {
-    fn name(self) -> &'static str {
-        match self {
-            OutputKind::Iso => "iso",
-            OutputKind::Pxe => "pxe",
-            OutputKind::ConfigImage => "config-image",
-        }
-    }
-}
-
-fn invalid(field: impl Into<String>, message: impl Into<String>) -> Error {
-    Error::InvalidInput {
-        field: field.into(),
-        message: message.into(),
-    }
-}
 
 /// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.
 ///
@@ -1127,9 +1102,6 @@ fn dhcp_step(hosts: &[ValidatedHost]) -> Option<String> {
     ))
 }
 
-/// Default `--token-ttl` (the agent installer's 48 h, [`auth::DEFAULT_TTL`]).
-pub const DEFAULT_TTL: &str = "48h";
-
 fn host_summary(h: &ValidatedHost) -> HostSummary {
     HostSummary {
         hostname: h.hostname.clone(),
@@ -1153,16 +1125,6 @@ fn prepare_dir(dir: &Path) -> Result<()> {
             .map_err(|e| dir_error(dir, e))?;
     }
     probe_dir(dir, dir)
-}
-
-fn dir_error(dir: &Path, e: std::io::Error) -> Error {
-    invalid(
-        "--dir",
-        format!(
-            "cannot write to {}: {e}; choose a directory you can write to",
-            dir.display()
-        ),
-    )
 }
 
 /// The nodes config and, for a file, its parse errors (validated together with the rest:

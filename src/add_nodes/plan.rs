@@ -6,8 +6,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::basics::{invalid, OutputKind, DEFAULT_TTL};
+use super::flag_checks;
 use super::token::TokenRequest;
-use super::{flag_checks, invalid, OutputKind, DEFAULT_TTL};
 use crate::cli::{AddNodesArgs, OutputFormat};
 use crate::error::{Error, Result};
 use crate::ignition;
@@ -322,7 +323,7 @@ pub(super) fn probe_dir(at: &Path, dir: &Path) -> Result<()> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) => Err(super::dir_error(dir, e)),
+        Err(e) => Err(super::basics::dir_error(dir, e)),
     }
 }
 

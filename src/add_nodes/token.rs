@@ -16,7 +16,8 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::ByteString;
 use kube::api::{Api, ObjectMeta, PostParams};
 
-use super::{invalid, report};
+use super::basics::invalid;
+use super::report;
 use crate::auth::{self, AuthMaterial};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};

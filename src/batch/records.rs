@@ -29,7 +29,7 @@ use kube::api::{Api, ListParams, ObjectMeta};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::{Approval, BatchRecord, Reboot, NAMESPACE};
+use super::model::{Approval, BatchRecord, Reboot, NAMESPACE};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
 use crate::kube::write::create_strict;

@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agent_day2_iso9660::{write_iso, IsoData, IsoInput};
 
 use super::cpio::{newc_archive_flat, CpioFile};
+use super::error::{IsoError, Result};
 use super::output::AtomicFile;
-use super::{IsoError, Result};
 
 /// Volume label the appliance's loader looks for.
 pub const VOLUME_ID: &str = "agent_configimage";

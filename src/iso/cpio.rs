@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{IsoError, Result};
+use super::error::{IsoError, Result};
 
 /// One member to write.
 #[derive(Debug, Clone, PartialEq, Eq)]

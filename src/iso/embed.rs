@@ -24,8 +24,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::cpio::{newc_archive, read_newc, CpioFile, CpioMember};
+use super::error::{IsoError, Result};
 use super::output::AtomicFile;
-use super::{IsoError, Result};
 
 /// Name of the Ignition config inside the embedded initrd archive; the kernel unpacks it to
 /// `/config.ign`, which Ignition's dracut module reads on live images.

@@ -11,7 +11,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{IsoError, Result};
+use super::error::{IsoError, Result};
 
 /// Mode of every file created here: owner read/write only.
 pub const SECRET_FILE_MODE: u32 = 0o600;

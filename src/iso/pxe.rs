@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use agent_day2_iso9660 as iso9660;
 
 use super::embed::EmbedPlan;
+use super::error::{IsoError, Result};
 use super::output::{write_new_file, AtomicFile};
-use super::{IsoError, Result};
 
 /// What to write.
 #[derive(Debug, Clone, Default)]

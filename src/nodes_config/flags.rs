@@ -4,11 +4,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::model::{did_you_mean, q, Host, Interface, NodesConfig, Origin, RootDeviceHints};
 use super::parse::HINT_KEYS;
 use super::validate::normalize_mac;
-use super::{
-    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin, RootDeviceHints,
-};
+use crate::error::{ConfigErrors, FieldError};
 
 /// The single-host flags as typed (the anchor's names; research/node-image.md §2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

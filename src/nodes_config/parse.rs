@@ -4,9 +4,8 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{
-    did_you_mean, q, ConfigErrors, FieldError, Host, Interface, NodesConfig, Origin, RootDeviceHints,
-};
+use super::model::{did_you_mean, q, Host, Interface, NodesConfig, Origin, RootDeviceHints};
+use crate::error::{ConfigErrors, FieldError};
 
 /// Top-level keys we read.
 const TOP_KEYS: [&str; 4] = ["cpuArchitecture", "sshKey", "bootArtifactsBaseURL", "hosts"];

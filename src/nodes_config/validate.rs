@@ -7,8 +7,9 @@ use std::net::IpAddr;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{q, ConfigErrors, FieldError, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES};
+use super::model::{q, Host, NodesConfig, Origin, RootDeviceHints, ARCHITECTURES};
 use crate::cluster::{major_minor, normalize_arch, ClusterModel, MIN_VERSION};
+use crate::error::{ConfigErrors, FieldError};
 
 /// The outcome of [`validate`]: all errors, all warnings, and the per-host facts.
 ///
@@ -978,7 +979,7 @@ fn read_reporting_unknown<T: serde::de::DeserializeOwned>(
             expected = flat_keys(&at);
         }
         let exp: Vec<&str> = expected.iter().map(String::as_str).collect();
-        let text = match super::did_you_mean(&key, &exp) {
+        let text = match super::model::did_you_mean(&key, &exp) {
             Some(s) => format!("unknown field; did you mean {}?", q(s)),
             None if exp.is_empty() => "unknown field".to_string(),
             None => format!("unknown field; expected one of {}", exp.join(", ")),
