@@ -1,11 +1,13 @@
-//! README facts a user acts on: the add-nodes examples can be run one after another, and the
-//! exit-code table is the one the binary uses (issue 15 §5).
+//! Documented facts a user acts on: the README's add-nodes examples can be run one after
+//! another, and the exit-code table of docs/exit-codes.md is the one the binary uses
+//! (issue 15 §5).
 
 use std::collections::BTreeMap;
 
 use agent_day2::error::exit;
 
 const README: &str = include_str!("../README.md");
+const EXIT_CODES: &str = include_str!("../docs/exit-codes.md");
 
 /// The README's example command lines of `oc agent-day2 add-nodes` (a `\` continuation joined).
 fn add_nodes_examples() -> Vec<String> {
@@ -63,13 +65,14 @@ fn add_nodes_examples_use_distinct_dirs() {
     assert!(seen.len() >= 4, "{seen:#?}");
 }
 
-/// The exit-code table lists every code of `agent_day2::error::exit`, and 3 names an output
-/// file that already exists (what add-nodes returns then: tests/add_nodes.rs checks the exit).
+/// The exit-code table of docs/exit-codes.md lists every code of `agent_day2::error::exit`,
+/// and 3 names an output file that already exists (what add-nodes returns then:
+/// tests/add_nodes.rs checks the exit).
 #[test]
 fn exit_code_table_matches_the_code() {
-    let table: BTreeMap<u8, String> = README
+    let table: BTreeMap<u8, String> = EXIT_CODES
         .lines()
-        .skip_while(|l| *l != "## Exit codes")
+        .skip_while(|l| *l != "# Exit codes")
         .skip(1)
         .take_while(|l| !l.starts_with("## "))
         .filter_map(|l| {

@@ -704,7 +704,7 @@ fn a_worker_with_too_little_memory_stays_insufficient_and_monitor_says_why() {
         "add-node.sh prints the service's message:\n{add_node}"
     );
     // monitor shows the message and never exits 0 for it: 5 when it gives up waiting (the host
-    // can still be fixed: more memory, a reboot), README "Exit codes".
+    // can still be fixed: more memory, a reboot), docs/exit-codes.md.
     let o = plugin(
         &c,
         &w,

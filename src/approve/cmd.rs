@@ -680,7 +680,7 @@ fn emit(s: &str) {
     let _ = o.flush();
 }
 
-/// Runs `approve`. Returns the exit status (design.md "Exit codes"); errors carry theirs.
+/// Runs `approve`. Returns the exit status (docs/exit-codes.md); errors carry theirs.
 ///
 /// With `-o json|yaml`, an error also prints an `ApproveError` document on stdout
 /// ([`error_document`]) before the `error:` line goes to stderr, so a script reading stdout
@@ -919,7 +919,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
     let mut exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
-    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    // A skipped batch record is invalid input (docs/exit-codes.md "When several apply").
     if !a.bad_batches().is_empty() {
         exit_code = exit::most_serious([exit_code, exit::INVALID_INPUT]);
     }
@@ -1404,7 +1404,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
         code = exit::CSRS;
     }
-    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    // A skipped batch record is invalid input (docs/exit-codes.md "When several apply").
     if !a.bad_batches().is_empty() {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }

@@ -2152,7 +2152,7 @@ fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
 /// The error when no batch record exists (exit 4): named as the user knows it (a batch, not
 /// a ConfigMap), so no generic "is this an OpenShift cluster" hint goes with it; the only
 /// next step is add-nodes (monitor words its own: it can also follow addresses).
-/// Exit 3 (README "Exit codes": invalid input, naming the field) for a batch ConfigMap that is
+/// Exit 3 (docs/exit-codes.md: invalid input, naming the field) for a batch ConfigMap that is
 /// not a batch record.
 pub fn bad_batch_error(name: &str, message: &str) -> Error {
     Error::InvalidInput {

@@ -265,7 +265,7 @@ pub struct UnitArgs {
     pub timeout: String,
 }
 
-/// Runs one migrate subcommand; returns the exit code (design.md "Exit codes").
+/// Runs one migrate subcommand; returns the exit code (docs/exit-codes.md).
 ///
 /// Namespace of import/wait/status (the CRs and the completion record): the global
 /// `-n/--namespace` of [`KubeFlags`] when given (non-empty), else the cluster's name from the

@@ -1387,7 +1387,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     // Summary.
     let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
     let mut code = state::overall_exit(codes.iter().copied());
-    // A skipped batch record is invalid input (README "Exit codes"), as in approve.
+    // A skipped batch record is invalid input (docs/exit-codes.md), as in approve.
     if skipped_batches > 0 {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
@@ -1449,8 +1449,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     if timed_out {
-        // README "Exit codes": each node has its own code, the run the most serious; a node
-        // waiting on its CSRs is 7 even though the timeout ended the run.
+        // docs/exit-codes.md "When several apply": each node has its own code, the run the
+        // most serious; a node waiting on its CSRs is 7 even though the timeout ended the run.
         hints.push(if code == exit::CSRS {
             format!(
                 "timed out after {}; every node not done waits on a CSR, so the exit code is 7 (CSRs), not 5",
