@@ -306,8 +306,8 @@ impl Error {
 
     /// The text [`Error::print`] writes. Messages carry text from the cluster (server
     /// messages, object names, versions): each line is escaped with
-    /// [`crate::output::escape_for_display`] (design.md: everything shown to the operator is
-    /// escaped), so a hostile value cannot send terminal control sequences.
+    /// [`crate::output::escape_for_display`] (docs/design.md "Plugin conventions": everything
+    /// shown to the operator is escaped), so a hostile value cannot send terminal control sequences.
     pub fn render(&self) -> String {
         if let Error::Many(v) = self {
             return v.iter().map(Error::render).collect();

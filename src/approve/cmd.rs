@@ -221,7 +221,7 @@ fn held_code(kind: Kind, code: &str) -> &'static str {
 }
 
 /// What each expected node that is not done still waits for, from the approver's view of
-/// Nodes and CSRs (design.md "monitor": done means Ready *and* serving certificate issued).
+/// Nodes and CSRs (docs/monitor.md "What done means": Ready *and* serving certificate issued).
 pub fn waiting(a: &Approver) -> Vec<Waiting> {
     let verdicts = a.evaluate_all(now());
     let mut out = Vec::new();

@@ -7,7 +7,7 @@
 //! `app.kubernetes.io/managed-by=agent-day2`, whose `data["batch.json"]` is one
 //! [`BatchRecord`] as JSON (camelCase). A ConfigMap, not a Secret: the record holds no secret
 //! (the tokens are in the auth Secret, see [`crate::auth`]). The namespace is one only
-//! administrators can write (design.md "Verifying kubelet CSRs"), so a record can be trusted by
+//! administrators can write (docs/approve.md "Verifying kubelet CSRs"), so a record can be trusted by
 //! `approve`. The expected hosts do not change after add-nodes, except the addresses `monitor`
 //! learns for DHCP hosts (compare-and-swap on the ConfigMap's `resourceVersion`, [`update`]).
 //! Approvals and reboot reports are not written here but as one small ConfigMap each
