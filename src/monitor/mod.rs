@@ -1,5 +1,5 @@
 //! `monitor`: follows every expected node from boot to Ready with its serving certificate, and
-//! tells the truth in its exit status (design.md "monitor", issue 5).
+//! tells the truth in its exit status (docs/monitor.md, issue 5).
 //!
 //! Which nodes: every host of the batch records (or `--batch NAME`), or, as the anchor
 //! `oc adm node-image monitor` does, the addresses of `--ip-addresses` and `--node NAME=IP`.

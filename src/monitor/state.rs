@@ -1,7 +1,7 @@
 //! What monitor knows about one node, and the stage and exit code that follow from it. Pure:
 //! no I/O, so every rule is unit-tested.
 //!
-//! Stages (design.md "monitor", issue 5), in order: waiting for boot → API reachable → host
+//! Stages (docs/monitor.md, issue 5), in order: waiting for boot → API reachable → host
 //! registered → pre-flight validations → installing (percent, stage) → rebooting → client CSR
 //! pending → client CSR approved (the kubelet registers the Node) → node joined → Ready →
 //! serving CSR pending → done (serving certificate issued).
