@@ -200,7 +200,7 @@ pub enum Created {
 
 /// Creates record `cm` (`fieldValidation=Strict`). A 409 reads the existing one instead
 /// ([`Created::Existed`]). Errors: the API's, naming the ConfigMap (403: the `create`
-/// permission on ConfigMaps in the namespace, README "Permissions").
+/// permission on ConfigMaps in the namespace, docs/permissions.md).
 pub async fn create(target: &KubeTarget, cm: &ConfigMap) -> Result<Created> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &name);
