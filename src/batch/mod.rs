@@ -549,7 +549,8 @@ pub async fn convert(target: &KubeTarget, name: &str) -> Result<()> {
 /// Deletes a batch record, then its [`records`]. Errors: 404 naming the batch; a ConfigMap
 /// without [`LABEL`] is refused (not ours).
 pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
-    // A record that does not parse is deleted too (the README's way out of a broken one).
+    // A record that does not parse is deleted too (docs/batch-records.md: the way out of a
+    // broken one).
     get_labelled(target, name).await?;
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     api.delete(name, &DeleteParams::default())

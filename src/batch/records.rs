@@ -2,7 +2,7 @@
 //! small ConfigMap of its own, created once and never updated, so that recording costs a few
 //! hundred bytes whatever the batch's size and no writer rewrites what another wrote.
 //!
-//! Format (`agent-day2/v2` batches, README "Batch records"): a ConfigMap in
+//! Format (`agent-day2/v2` batches, docs/batch-records.md): a ConfigMap in
 //! [`super::NAMESPACE`] labelled [`RECORD_OF`]`=<batch>`, [`RECORD`]`=approval|reboot` and
 //! `app.kubernetes.io/managed-by=agent-day2`, whose `data["record.json"]` is one
 //! [`super::Approval`] or [`super::Reboot`] as compact JSON. Names:
