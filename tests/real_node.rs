@@ -3,7 +3,7 @@
 //! `agent-day2-sim run-node` boots them against the real assisted-service, its
 //! agent-based-installer client and the real discovery agent (built from source by
 //! scripts/real-components.sh), with only the live system, podman and what would leave the
-//! machine stood in (README "What is proven against real code").
+//! machine stood in (docs/real-vs-simulated.md).
 //!
 //! Every test here needs those binaries: `#[cfg_attr(not(real_assisted), ignore = ...)]`
 //! (build.rs), so they are ordinary tests where scripts/test.sh built them (it sets
