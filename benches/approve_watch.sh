@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `approve --watch` against the simulated cluster (design.md / issue 4 targets):
+# Benchmark of `approve --watch` against the simulated cluster (issue 4 targets; docs/tests.md "Benchmarks"):
 #  1. latency from CSR creation to approval: LAT (default 20) client CSRs, one per expected
 #     node of a batch, posted one at a time as the node-bootstrapper while `approve --watch
 #     --yes` runs; each is timed from just before the POST until a GET (polled every 5 ms)

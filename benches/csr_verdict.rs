@@ -73,8 +73,9 @@ fn main() {
         )
         .pem(),
     );
-    // The kubelet's key is ECDSA P-256 (research/csr.md §2): the target applies to those.
-    // P-384 is allowed but ring's P-384 verification alone costs several hundred µs.
+    // The kubelet's key is ECDSA P-256 (docs/approve.md "What a real kubelet sends"): the target
+    // applies to those. P-384 is allowed but ring's P-384 verification alone costs several
+    // hundred µs.
     let kubelet = [
         measure("client-p256-approve", &sc, &client, true),
         measure("serving-p256-approve", &sc, &serving, true),

@@ -43,7 +43,7 @@ for _ in $(seq 1 1200); do [ -f "$dir/ready" ] || [ -f "$dir/failed" ] && break;
 mkdir -p "$dir/bin" && ln -s "$bin/kubectl-agent_day2" "$dir/bin/kubectl-agent_day2"
 export KUBECONFIG="$dir/kubeconfig" PATH="$dir/bin:$PATH"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
-# What is real here and what is played (README "What is proven against real code").
+# What is real here and what is played (docs/real-vs-simulated.md).
 real_parts="kube-apiserver, etcd and kube-controller-manager (the control plane), kubectl, docker-registry (the release payload), coreos-installer"
 if [ -n "$migrate_why" ]; then :; else real_parts="$real_parts, PostgreSQL"; fi
 cat <<EOF

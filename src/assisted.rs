@@ -3,7 +3,8 @@
 //! Source: assisted-service `swagger.yaml` at the pinned commit 063b2579 (`agent-day2-sim upstream assisted-swagger`):
 //! `basePath` `/api/assisted-install`, paths under `/v2`, models `cluster`, `host`,
 //! `host-progress-info`, `inventory`, `interface`, `event`, `error`, `infra_error`. The node
-//! serves it on `http://<ip>:8090` (research/node-image.md §6; IPv6 in brackets).
+//! serves it on `http://<ip>:8090` (docs/monitor.md "How monitor reads a host"; IPv6 in
+//! brackets).
 //!
 //! Operations used, each with the security scheme swagger allows and the token we send
 //! (tokens from Secret openshift-config/agent-auth-token, [`crate::auth`]):

@@ -1,6 +1,6 @@
 //! The base image add-nodes embeds into: where it comes from, the local cache, downloads.
 //!
-//! Order (issue 3, design.md "The node ISO"): `--base-iso FILE` when given; else a cache hit;
+//! Order (issue 3, docs/iso.md "The base ISO"): `--base-iso FILE` when given; else a cache hit;
 //! else the release payload's `machine-os-images` image (`/coreos/coreos-<arch>.iso`, through
 //! the cluster's mirrors, so it works disconnected; [`crate::registry::machine_os_iso`]); else
 //! the `coreos-bootimages` stream location, downloaded over HTTP(S) with retries and a progress
@@ -497,7 +497,7 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// A byte progress bar on stderr, only when stderr is a terminal (design.md "Plugin
+/// A byte progress bar on stderr, only when stderr is a terminal (docs/design.md "Plugin
 /// conventions").
 fn progress_bar() -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;

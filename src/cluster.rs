@@ -1,6 +1,6 @@
 //! What agent-day2 reads from the cluster: the read-only cluster model.
 //!
-//! [`ClusterObjects`] holds the raw objects (design.md, "What the cluster tells us"), as JSON;
+//! [`ClusterObjects`] holds the raw objects (docs/design.md "What the cluster tells us"), as JSON;
 //! [`ClusterModel::from_objects`] turns them into the facts add-nodes, approve and info use,
 //! purely (no I/O, unit-tested on fixtures). [`fetch`] is the thin async layer that reads the
 //! objects with the user's own credentials.
@@ -19,7 +19,7 @@ pub use crate::kube::{classify, connect_failure, error_chain, with_deadline};
 pub use crate::net::cidr_contains;
 
 /// Oldest supported OpenShift release (major, minor): the add-nodes contract with three
-/// signed tokens exists from 4.18 on (design.md "What the cluster tells us").
+/// signed tokens exists from 4.18 on (docs/design.md "What the cluster tells us").
 pub const MIN_VERSION: (u64, u64) = (4, 18);
 
 /// Platforms (`Infrastructure.status.platformStatus.type`) where day-2 nodes can be added

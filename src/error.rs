@@ -1,12 +1,12 @@
 //! What the user can hit, as one typed error, and the exit code of each case.
 //!
-//! The exit codes are the contract of design.md ("Exit codes"): 0 ok, 1 unexpected,
+//! The exit codes are the contract of docs/exit-codes.md: 0 ok, 1 unexpected,
 //! 2 usage, 3 invalid input, 4 cluster access, 5 timed out, 6 install failed, 7 CSRs,
 //! 8 declined. Every message names the resource or field; [`Error::hint`] says what to do.
 
 use std::fmt;
 
-/// Exit codes of every command (design.md, "Exit codes").
+/// Exit codes of every command (docs/exit-codes.md).
 pub mod exit {
     /// Everything asked for happened.
     pub const OK: u8 = 0;
@@ -29,10 +29,10 @@ pub mod exit {
     pub const DECLINED: u8 = 8;
 
     /// The order in which codes win when several apply to one run, most serious first
-    /// (README "Exit codes"): what stopped the run (1-4), then a node's failed installation
-    /// (6: it needs a re-install), then CSRs that need a decision (7), then a plain timeout
-    /// (5: waiting longer may be enough), then a decline (8). A failure always shows: a run
-    /// with one failed node and one still installing exits 6, not 5.
+    /// (docs/exit-codes.md "When several apply"): what stopped the run (1-4), then a node's
+    /// failed installation (6: it needs a re-install), then CSRs that need a decision (7),
+    /// then a plain timeout (5: waiting longer may be enough), then a decline (8). A failure
+    /// always shows: a run with one failed node and one still installing exits 6, not 5.
     pub const PRECEDENCE: [u8; 8] = [
         UNEXPECTED,
         USAGE,
@@ -219,7 +219,7 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit status for this error (design.md "Exit codes").
+    /// The process exit status for this error (docs/exit-codes.md).
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => exit::USAGE,
@@ -306,8 +306,8 @@ impl Error {
 
     /// The text [`Error::print`] writes. Messages carry text from the cluster (server
     /// messages, object names, versions): each line is escaped with
-    /// [`crate::text::escape_for_display`] (design.md: everything shown to the operator is
-    /// escaped), so a hostile value cannot send terminal control sequences.
+    /// [`crate::text::escape_for_display`] (docs/design.md "Plugin conventions": everything
+    /// shown to the operator is escaped), so a hostile value cannot send terminal control sequences.
     pub fn render(&self) -> String {
         if let Error::Many(v) = self {
             return v.iter().map(Error::render).collect();

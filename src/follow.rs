@@ -4,10 +4,11 @@
 //! A host booted from our image runs its own assisted-service on `http://IP:8090`. When that
 //! service reports that the host left the installation for its reboot ([`reboot_report`]), the
 //! time is recorded as a reboot record of the host's batch ([`crate::batch::records`]); approve
-//! approves the host's client CSR only when it was made after that record (README "approve",
-//! threat model). Here: the node tokens the hosts' APIs take ([`read_auth`]), the pure reading
-//! of a poll ([`find_host`], [`reboot_report`]), the record write ([`record_reboots`]), and the
-//! [`Follower`] that `approve --watch` runs (monitor has its own loop, which also shows stages).
+//! approves the host's client CSR only when it was made after that record (docs/approve.md
+//! "Binding a client CSR to the machine" and its threat model). Here: the node tokens the
+//! hosts' APIs take ([`read_auth`]), the pure reading of a poll ([`find_host`],
+//! [`reboot_report`]), the record write ([`record_reboots`]), and the [`Follower`] that
+//! `approve --watch` runs (monitor has its own loop, which also shows stages).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;

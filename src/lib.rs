@@ -3,7 +3,7 @@
 //!
 //! Layout: [`cli`] (clap definitions only) → [`kube_flags`] (the one place that turns kubectl's
 //! connection flags into a client) → commands ([`info`], [`add_nodes`], [`version`]) built on the pure
-//! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of design.md.
+//! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of docs/exit-codes.md.
 
 pub mod add_nodes;
 pub mod approve;
@@ -44,7 +44,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{exit, Error};
 
 /// Parses `args` (argv including argv[0]), runs the command, prints data to stdout and
-/// errors to stderr, and returns the exit code (design.md "Exit codes").
+/// errors to stderr, and returns the exit code (docs/exit-codes.md).
 pub fn run<I, T>(args: I) -> u8
 where
     I: IntoIterator<Item = T>,

@@ -78,8 +78,8 @@ fn p(
     }
 }
 
-/// Every permission the plugin's commands need (design.md "What the cluster tells us",
-/// "Verifying kubelet CSRs", "monitor", "migrate"), each with the commands that need it
+/// Every permission the plugin's commands need (the table of docs/permissions.md; what they
+/// read: docs/design.md "What the cluster tells us"), each with the commands that need it
 /// (`needed_by`: info, add-nodes, approve, monitor, migrate import, migrate status,
 /// migrate wait). Each (verb, group, resource, subresource, namespace, name) appears once.
 ///

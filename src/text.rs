@@ -31,8 +31,9 @@ pub fn http_message(body: &str) -> String {
 /// characters (zero-width space/joiners, U+2028/9, U+FEFF, soft hyphen, U+2060–U+2064,
 /// U+180E, U+FFF9–U+FFFB), each as `\u{hex}`; a backslash becomes `\\` so an escape in the
 /// output can always be told from the same text in the input. An escape is never cut in
-/// half. `max == 0` gives an empty string. Source of the rule: design.md "Verifying kubelet
-/// CSRs" and "Each read ..." (everything shown to the operator is escaped).
+/// half. `max == 0` gives an empty string. Source of the rule: docs/design.md "Plugin
+/// conventions" and docs/approve.md "Verifying kubelet CSRs" (everything shown to the operator
+/// is escaped).
 pub fn escape_for_display(s: &str, max: usize) -> String {
     if max == 0 {
         return String::new();

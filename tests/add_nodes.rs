@@ -1021,7 +1021,7 @@ fn tokens_of_oc_adm_node_image_are_reused_until_they_expire_within_24h() {
     boot_w0_joins(&c, &w, &["--iso", iso.to_str().unwrap()]);
 }
 
-/// The reuse rule for the runs that follow (README "Node tokens").
+/// The reuse rule for the runs that follow (docs/add-nodes.md "Node tokens").
 #[test]
 fn token_reuse_rule_across_runs() {
     let (w, c) = cluster_or_skip!("");
@@ -1777,8 +1777,8 @@ fn upstream_node_joiner_cases_hold_for_our_iso() {
         let (mut c, mut o) = run(false);
         if o.status.code() == Some(3) && String::from_utf8_lossy(&o.stderr).contains("cpuArchitecture") {
             // Deliberate difference: node-joiner accepts hosts of another architecture on a
-            // single-arch release; we refuse them (design.md). Check the rest on a multi-arch
-            // release.
+            // single-arch release; we refuse them (docs/add-nodes.md "Hosts of another
+            // architecture"). Check the rest on a multi-arch release.
             eprintln!("{name}: refused on a single-arch release as designed; checking on a multi-arch one");
             asserted += 1;
             drop(c); // one simulator per namespace at a time

@@ -1,7 +1,7 @@
 //! add-nodes against hostile or broken inputs, end to end through the binary against the
 //! simulated cluster (private network namespace, as tests/add_nodes.rs): interrupted writes
 //! leave no secrets behind, unbounded files, bad flag values and unusable output paths are
-//! refused with the exit codes of design.md and the flag named.
+//! refused with the exit codes of docs/exit-codes.md and the flag named.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,8 @@
 //! The CSR verdict (`agent_day2::csr`): an external case table (a folder of `NN-name/` cases with
 //! case.json, csr.yaml, request.pem, named by `$AGENT_DAY2_CSR_CASES`; not part of this
-//! repository, so that test is `#[ignore]`d) and one generated case per checklist line of design.md "Verifying kubelet CSRs (approve)", built the
-//! way an attacker would (hand-built DER signed with ring, rcgen, openssl).
+//! repository, so that test is `#[ignore]`d; docs/tests.md "The CSR case table") and one
+//! generated case per checklist line of docs/approve.md "Verifying kubelet CSRs", built the way an
+//! attacker would (hand-built DER signed with ring, rcgen, openssl).
 
 mod csr_support;
 
@@ -84,8 +85,9 @@ fn shared_cases_table() {
         let pem = std::fs::read(d.join("request.pem")).unwrap();
         assert_eq!(obj.spec.request.0, pem, "{name}: spec.request is request.pem");
         let mut view = CsrView::from_k8s(&obj);
-        // The cases carry no creationTimestamp (README): the API server would set it; put it
-        // inside the batch window so only what the case is about decides.
+        // The cases carry no creationTimestamp (docs/tests.md "The CSR case table"): the API
+        // server would set it; put it inside the batch window so only what the case is about
+        // decides.
         if view.created.is_none() {
             view.created = Some(created());
         }

@@ -1282,8 +1282,8 @@ impl Sandbox {
         through_kubectl(&self.root, &self.home, &p.spec.caveats, version);
     }
 
-    /// README's uninstall: `kubectl krew uninstall agent-day2` (the plugin, its link and receipt
-    /// are gone; the completion helper the caveats copied stays), then `rm` of the helper.
+    /// docs/release.md's uninstall: `kubectl krew uninstall agent-day2` (the plugin, its link and
+    /// receipt are gone; the completion helper the caveats copied stays), then `rm` of the helper.
     fn uninstall(&self) {
         self.ok(&["krew", "uninstall", PLUGIN_NAME]);
         let bin = self.root.join("bin");
@@ -1503,7 +1503,7 @@ fn git(dir: &Path, home: &Path, args: &[&str]) {
     );
 }
 
-/// (b) The real krew installs the plugin from the `krew/` index, as README says for a published
+/// (b) The real krew installs the plugin from the `krew/` index, as the README says for a published
 /// index (`kubectl krew index add`, `kubectl krew install agent-day2/agent-day2`): the index is
 /// a git repository made from `krew/` whose manifest names the archive on a local HTTP server;
 /// then `kubectl krew upgrade` takes a new version committed to the index (krew fetches the
@@ -1856,7 +1856,7 @@ fn elf_reader_sees_glibc_needs_of_the_host_build() {
 /// The linux/amd64 release binary (in the dist/ archive and in cargo-zigbuild's target dir, where
 /// present) runs on glibc 2.28: its highest GLIBC symbol version is at most 2.28 and it needs no
 /// library outside glibc. Built by `scripts/release.sh` (a cold zigbuild release build takes
-/// long on 2 cores, so the test command does not build it; see README).
+/// long on 2 cores, so the test command does not build it; see docs/release.md).
 #[test]
 #[ignore = "needs the release archive: scripts/release.sh builds dist/ (scripts/test.sh runs these with --ignored when dist/ holds an archive)"]
 fn release_binary_runs_on_rhel8_glibc() {

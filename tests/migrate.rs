@@ -278,7 +278,7 @@ fn full_run(crds: Crds) {
     let ns = cd.clone();
     let b = bundle.to_str().unwrap();
 
-    // Dry run: the plan, in design.md's order, and nothing on the cluster.
+    // Dry run: the plan, in the order of docs/migrate.md, and nothing on the cluster.
     let out = e.plugin(&["migrate", "import", b, "--dry-run"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let plan = String::from_utf8_lossy(&out.stdout).to_string();

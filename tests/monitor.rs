@@ -1459,7 +1459,7 @@ fn with_no_batch_monitor_offers_only_what_works() {
 /// `monitor --approve --yes` of a DHCP host nobody gave an address for: its client CSR is
 /// approved, its serving CSR held (its IPs cannot be checked). The closing hint says that reason
 /// and its fix in approve's `waiting:` words, not the generic "run approve"; the run ends at the
-/// timeout and exits 7 (the node waits on a CSR: README "Exit codes").
+/// timeout and exits 7 (the node waits on a CSR: docs/exit-codes.md).
 #[test]
 fn monitor_approve_says_why_it_held_a_csr_and_exits_7_at_the_timeout() {
     require_netns!();

@@ -3,7 +3,7 @@
 //! `agent-day2-sim run-node` boots them against the real assisted-service, its
 //! agent-based-installer client and the real discovery agent (built from source by
 //! scripts/real-components.sh), with only the live system, podman and what would leave the
-//! machine stood in (README "What is proven against real code").
+//! machine stood in (docs/real-vs-simulated.md).
 //!
 //! Every test here needs those binaries: `#[cfg_attr(not(real_assisted), ignore = ...)]`
 //! (build.rs), so they are ordinary tests where scripts/test.sh built them (it sets
@@ -704,7 +704,7 @@ fn a_worker_with_too_little_memory_stays_insufficient_and_monitor_says_why() {
         "add-node.sh prints the service's message:\n{add_node}"
     );
     // monitor shows the message and never exits 0 for it: 5 when it gives up waiting (the host
-    // can still be fixed: more memory, a reboot), README "Exit codes".
+    // can still be fixed: more memory, a reboot), docs/exit-codes.md.
     let o = plugin(
         &c,
         &w,

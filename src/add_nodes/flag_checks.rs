@@ -1,5 +1,5 @@
 //! add-nodes flag values checked before any cluster or registry work (exit 3 naming the flag),
-//! and the output-path errors found at write time mapped to exit 3 (design.md "Exit codes":
+//! and the output-path errors found at write time mapped to exit 3 (docs/exit-codes.md, code 3:
 //! an unusable `--dir` is invalid input, not an unexpected error).
 
 use std::collections::BTreeMap;

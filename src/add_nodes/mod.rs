@@ -73,8 +73,8 @@ pub use token::{reuse_decision, TokenRequest};
 pub const CONFIG_IMAGE_NAME: &str = "agentconfig.noarch.iso";
 /// Subdirectory of `--dir` for PXE files (as `oc adm node-image create --pxe`).
 pub const PXE_DIR: &str = "boot-artifacts";
-/// Embed area of real RHCOS live ISOs (design.md "The node ISO"), assumed by `--dry-run` when
-/// no base ISO is at hand.
+/// Embed area of real RHCOS live ISOs (docs/iso.md "Embedding the Ignition config"), assumed by
+/// `--dry-run` when no base ISO is at hand.
 pub const RHCOS_EMBED_AREA: u64 = 256 * 1024;
 
 /// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.

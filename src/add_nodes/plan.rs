@@ -1,4 +1,4 @@
-//! `add-nodes` flags resolved once (docs/style.md item 2, ripgrep's lowargs → hiargs): the
+//! `add-nodes` flags resolved once (docs/design.md "Code layout", ripgrep's lowargs → hiargs): the
 //! clap struct [`AddNodesArgs`] holds the raw flags, [`Plan::from_args`] checks every one of
 //! them (with [`super::flag_checks`]) before any cluster or registry work, and the steps of
 //! `make` read only the [`Plan`]. Nothing after this module sees a clap type.

@@ -57,7 +57,7 @@ pub struct TokenRequest {
 }
 
 /// Whether stored tokens expiring at `expires` serve a run at `now` that asks for `req`. The
-/// rule (README "Node tokens"), which for a default run is `oc adm node-image`'s:
+/// rule (docs/add-nodes.md "Node tokens"), which for a default run is `oc adm node-image`'s:
 /// - `--new-token` never reuses;
 /// - tokens that have expired, or expire within [`auth::REUSE_MARGIN`] (24 h), are replaced
 ///   (installer `authconfig.go` regenerates once now is past `exp - 24h`);

@@ -223,7 +223,7 @@ fn held_code(kind: Kind, code: &str) -> &'static str {
 }
 
 /// What each expected node that is not done still waits for, from the approver's view of
-/// Nodes and CSRs (design.md "monitor": done means Ready *and* serving certificate issued).
+/// Nodes and CSRs (docs/monitor.md "What done means": Ready *and* serving certificate issued).
 pub fn waiting(a: &Approver) -> Vec<Waiting> {
     let verdicts = a.evaluate_all(now());
     let mut out = Vec::new();
@@ -682,7 +682,7 @@ fn emit(s: &str) {
     let _ = o.flush();
 }
 
-/// Runs `approve`. Returns the exit status (design.md "Exit codes"); errors carry theirs.
+/// Runs `approve`. Returns the exit status (docs/exit-codes.md); errors carry theirs.
 ///
 /// With `-o json|yaml`, an error also prints an `ApproveError` document on stdout
 /// ([`error_document`]) before the `error:` line goes to stderr, so a script reading stdout
@@ -921,7 +921,7 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
 fn report(a: &Approver, csrs: Vec<Row>) -> Report {
     let nodes = a.node_states();
     let mut exit_code = exit_code(&csrs, &nodes, |r| a.abandoned(&r.name));
-    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    // A skipped batch record is invalid input (docs/exit-codes.md "When several apply").
     if !a.bad_batches().is_empty() {
         exit_code = exit::most_serious([exit_code, exit::INVALID_INPUT]);
     }
@@ -1406,7 +1406,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
         code = exit::CSRS;
     }
-    // A skipped batch record is invalid input (README "Exit codes": precedence).
+    // A skipped batch record is invalid input (docs/exit-codes.md "When several apply").
     if !a.bad_batches().is_empty() {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }

@@ -3,7 +3,7 @@
 //! approval for the node's batch *before* calling `/approval` (one record ConfigMap per
 //! approval, created once: [`crate::batch::records`]).
 //!
-//! Rules (design.md "Verifying kubelet CSRs", issue 4):
+//! Rules (docs/approve.md "Verifying kubelet CSRs", issue 4):
 //! - expected nodes come from the batch records in `openshift-agent-day2` (all, or one with
 //!   `--batch`); `--nodes-config` / `--node NAME=IP` only add addresses to nodes of a batch.
 //!   Expected IPs never come from `Node.status.addresses` (the node writes those itself);
@@ -138,7 +138,7 @@ pub struct NodeState {
 }
 
 impl NodeState {
-    /// Done as design.md means it: Ready *and* its serving certificate issued.
+    /// Done as docs/monitor.md "What done means" says: Ready *and* its serving certificate issued.
     pub fn done(&self) -> bool {
         self.ready && self.serving_issued
     }
@@ -981,8 +981,9 @@ impl Approver {
     /// No bootstrap client certificate is approved for a Node that exists (the machine-approver
     /// refuses it too: "node already exists"; the kubelet renews its client certificate as
     /// `system:node:NAME`, which the controller manager's selfnodeclient check handles:
-    /// research/csr.md), and `--reissue` does not change that. What the CSR is decides what to
-    /// say, so no one deletes a good Node on a stale or foreign CSR's account:
+    /// docs/approve.md "Verifying kubelet CSRs"), and `--reissue` does not change that. What the
+    /// CSR is decides what to say, so no one deletes a good Node on a stale or foreign CSR's
+    /// account:
     /// - made before the node's batch was recorded, or before its host's reboot report: from a
     ///   replaced image or someone else; never approved; the Node is fine: delete the CSR;
     /// - otherwise a second bootstrap request: a reinstalled machine, or another holder of the
@@ -2152,7 +2153,7 @@ fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
 /// The error when no batch record exists (exit 4): named as the user knows it (a batch, not
 /// a ConfigMap), so no generic "is this an OpenShift cluster" hint goes with it; the only
 /// next step is add-nodes (monitor words its own: it can also follow addresses).
-/// Exit 3 (README "Exit codes": invalid input, naming the field) for a batch ConfigMap that is
+/// Exit 3 (docs/exit-codes.md: invalid input, naming the field) for a batch ConfigMap that is
 /// not a batch record.
 pub fn bad_batch_error(name: &str, message: &str) -> Error {
     Error::InvalidInput {

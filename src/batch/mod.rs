@@ -7,7 +7,7 @@
 //! `app.kubernetes.io/managed-by=agent-day2`, whose `data["batch.json"]` is one
 //! [`BatchRecord`] as JSON (camelCase). A ConfigMap, not a Secret: the record holds no secret
 //! (the tokens are in the auth Secret, see [`crate::auth`]). The namespace is one only
-//! administrators can write (design.md "Verifying kubelet CSRs"), so a record can be trusted by
+//! administrators can write (docs/approve.md "Verifying kubelet CSRs"), so a record can be trusted by
 //! `approve`. The expected hosts do not change after add-nodes, except the addresses `monitor`
 //! learns for DHCP hosts (compare-and-swap on the ConfigMap's `resourceVersion`, [`update`]).
 //! Approvals and reboot reports are not written here but as one small ConfigMap each
@@ -402,7 +402,8 @@ pub async fn convert(target: &KubeTarget, name: &str) -> Result<()> {
 /// Deletes a batch record, then its [`records`]. Errors: 404 naming the batch; a ConfigMap
 /// without [`LABEL`] is refused (not ours).
 pub async fn delete(target: &KubeTarget, name: &str) -> Result<()> {
-    // A record that does not parse is deleted too (the README's way out of a broken one).
+    // A record that does not parse is deleted too (docs/batch-records.md: the way out of a
+    // broken one).
     get_labelled(target, name).await?;
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     api.delete(name, &DeleteParams::default())

@@ -2,7 +2,7 @@
 //! small ConfigMap of its own, created once and never updated, so that recording costs a few
 //! hundred bytes whatever the batch's size and no writer rewrites what another wrote.
 //!
-//! Format (`agent-day2/v2` batches, README "Batch records"): a ConfigMap in
+//! Format (`agent-day2/v2` batches, docs/batch-records.md): a ConfigMap in
 //! [`super::NAMESPACE`] labelled [`RECORD_OF`]`=<batch>`, [`RECORD`]`=approval|reboot` and
 //! `app.kubernetes.io/managed-by=agent-day2`, whose `data["record.json"]` is one
 //! [`super::Approval`] or [`super::Reboot`] as compact JSON. Names:
@@ -200,7 +200,7 @@ pub enum Created {
 
 /// Creates record `cm` (`fieldValidation=Strict`). A 409 reads the existing one instead
 /// ([`Created::Existed`]). Errors: the API's, naming the ConfigMap (403: the `create`
-/// permission on ConfigMaps in the namespace, README "Permissions").
+/// permission on ConfigMaps in the namespace, docs/permissions.md).
 pub async fn create(target: &KubeTarget, cm: &ConfigMap) -> Result<Created> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, &name);

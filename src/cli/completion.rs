@@ -1,7 +1,7 @@
 //! Shell completion: `completion SHELL` prints a clap_complete script for the binary, and the
 //! hidden `__complete WORDS... CURRENT` answers kubectl's plugin completion protocol
 //! (kubectl 1.26+ runs `kubectl_complete-agent_day2` from PATH, which execs
-//! `kubectl-agent_day2 __complete "$@"`; research/plugin.md §1).
+//! `kubectl-agent_day2 __complete "$@"`; docs/commands.md "completion").
 //!
 //! Protocol (Cobra's `__complete`): the arguments are the words after the plugin name, the last
 //! one being the word under the cursor (`""` when starting a new word). The answer is one

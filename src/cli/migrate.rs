@@ -6,8 +6,8 @@ use clap::{Args, Subcommand, ValueHint};
 
 use crate::output::OutputFormat;
 
-/// Default `--kubeconfig` of the unit: a file made for the wait alone (README "Permissions",
-/// role agent-day2-migrate-wait), beside the default bundle directory.
+/// Default `--kubeconfig` of the unit: a file made for the wait alone (docs/permissions.md
+/// "migrate wait on node 0", role agent-day2-migrate-wait), beside the default bundle directory.
 pub const UNIT_KUBECONFIG_PATH: &str = "/var/lib/agent-day2/migrate-wait.kubeconfig";
 
 /// `migrate` and its subcommands.

@@ -1,7 +1,7 @@
 //! The verdict on a kubelet CSR: a pure function of the CSR, the expected and existing nodes,
 //! the approvals already recorded, the policy and the time. No I/O.
 //!
-//! Source of every rule: design.md "Verifying kubelet CSRs (approve)" and research/csr.md §3.
+//! Source of every rule: docs/approve.md "Verifying kubelet CSRs".
 //! [`verdict`] runs every check it can and returns every reason that failed, so the operator
 //! sees the whole story at once; a CSR is approved only when there is none.
 //!
@@ -17,7 +17,7 @@
 //!
 //! Client CSRs whose checks are tied to the batch (expected, not yet a Node, created inside the
 //! batch window, approval count) need `metadata.creationTimestamp`; serving CSRs are not tied to
-//! the batch window (design.md), only to the expected node, its addresses and its count.
+//! the batch window (docs/approve.md), only to the expected node, its addresses and its count.
 //!
 //! Binding to the machine (issue 14): a client CSR of an expected node is approved only when it
 //! was created after that host's own assisted-service reported leaving the installation for its
@@ -319,8 +319,8 @@ impl Verdict {
 /// Decides whether `csr` may be approved. Pure and total: never panics, never does I/O.
 ///
 /// A CSR of any other signer gets `Kind::NotKubelet`, `approve == false` and the single reason
-/// `other-signer` (callers leave it alone). For kubelet CSRs every check of design.md is run
-/// even after one failed, and all failures are returned.
+/// `other-signer` (callers leave it alone). For kubelet CSRs every check of
+/// docs/approve.md "Verifying kubelet CSRs" is run even after one failed, and all failures are returned.
 pub fn verdict(
     csr: &CsrView,
     expected: &ExpectedNodes,
@@ -340,7 +340,7 @@ pub fn verdict(
 ///   the one the kubelet waits on, and the older ones get `superseded`;
 /// - client CSRs with different keys, the node's reboot recorded: the kubelet on OpenShift's
 ///   path makes a new key and CSR each time one stays unapproved for
-///   [`Policy::kubelet_retry_seconds`] (research/peer-approvers.md §4). When every two
+///   [`Policy::kubelet_retry_seconds`] (docs/approve.md "What a real kubelet sends"). When every two
 ///   consecutive ones with different keys are at least 90 % of that apart, the newest is
 ///   approved and the older ones are `superseded`; when two are closer (no kubelet does that),
 ///   a second requester exists and all are held (`second-requester`);

@@ -4,7 +4,7 @@
 //! requested extensions and the SubjectAltName are walked here from the DER, because
 //! x509-parser only exposes the *first* ExtensionRequest attribute and the first value of
 //! its SET (Go merges every value it finds), and neither reports duplicates
-//! (research/csr.md §8, design.md "parsing is stricter than Go's"). asn1-rs 0.7 (under
+//! (docs/approve.md "Verifying kubelet CSRs", "Parsing, stricter than Go's"). asn1-rs 0.7 (under
 //! x509-parser) also accepts BER lengths (rusticata/asn1-rs#149), non-minimal OIDs (#150) and
 //! any primitive TLV where an OID belongs, so [`parse_request`] re-walks the DER strictly.
 
@@ -334,8 +334,9 @@ fn sig_kind(req: &X509CertificationRequest<'_>) -> SigKind {
     }
 }
 
-/// The allow-list (design.md): ECDSA P-256 with SHA-256, P-384 with SHA-384 (what Go's
-/// `CreateCertificateRequest` pairs them with), RSA 2048–8192 bits with PKCS#1 v1.5 SHA-256/384/512.
+/// The allow-list (docs/approve.md "Verifying kubelet CSRs"): ECDSA P-256 with SHA-256, P-384
+/// with SHA-384 (what Go's `CreateCertificateRequest` pairs them with), RSA 2048–8192 bits with
+/// PKCS#1 v1.5 SHA-256/384/512.
 fn check_algorithms(key: &KeyKind, sig: &SigKind, reasons: &mut Vec<Reason>) {
     let key_ok = match key {
         KeyKind::EcP256 | KeyKind::EcP384 => true,

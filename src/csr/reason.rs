@@ -6,8 +6,7 @@ use super::basics::{esc, Kind, Time};
 
 /// A failed check. `Display` names the check and the offending value (CSR-supplied text is
 /// escaped with [`super::escape_for_display`]); [`Reason::code`] is a stable kebab-case code
-/// for `-o json|yaml` and scripts. Sources of the rules: design.md "Verifying kubelet CSRs",
-/// research/csr.md §3.
+/// for `-o json|yaml` and scripts. Source of the rules: docs/approve.md "Verifying kubelet CSRs".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason {
     /// `spec.signerName` is not a kubelet signer: the CSR is never touched.

@@ -3,8 +3,8 @@
 //! its agent-based-installer client (`cmd/agentbasedinstaller/client/main.go`) read, and where.
 //!
 //! Pure: [`env_files`] turns the resolved facts into `(path, text, mode)`. Keys and file
-//! names are interface facts (node-contract.md, research/node-contract-upstream.md §1.2);
-//! the values are ours.
+//! names are interface facts (docs/node-contract.md "Files and environment keys"); the values
+//! are ours.
 //!
 //! Format: one `KEY=VALUE` per line, no quotes. podman's `--env-file` takes the value
 //! literally; systemd's `EnvironmentFile=` strips quotes only around a whole value, and no value

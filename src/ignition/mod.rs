@@ -1,14 +1,15 @@
-//! The day-2 node's Ignition config: everything the node contract (the project's design notes) lists, written
-//! from the facts of the cluster ([`ClusterModel`]), the batch's hosts ([`HostSpec`]), the auth
-//! material ([`AuthMaterial`]) and the release's component images ([`ComponentImages`]).
+//! The day-2 node's Ignition config: everything the node contract (docs/node-contract.md)
+//! lists, written from the facts of the cluster ([`ClusterModel`]), the batch's hosts
+//! ([`HostSpec`]), the auth material ([`AuthMaterial`]) and the release's component images
+//! ([`ComponentImages`]).
 //!
 //! Pure: [`build`] returns a typed Ignition 3.2 config (`ignition-config` crate; the RHCOS live
 //! ISO's Ignition reads 3.2 and newer); [`to_json`] serialises it for embedding;
 //! [`redacted`] is the `--dry-run` view with every secret file's contents replaced by
 //! `<redacted>`.
 //!
-//! Layout of the files (paths are interface facts: node-contract.md,
-//! research/node-contract-upstream.md §1):
+//! Layout of the files (paths are interface facts: docs/node-contract.md "Files and environment
+//! keys"):
 //! * the env files of [`env`]: `/etc/assisted/{add-nodes,rendezvous-host}.env`,
 //!   `/usr/local/share/assisted-service/{assisted-service,images,agent-images,assisted-db}.env`;
 //! * `/etc/assisted/clusterconfig/{import-cluster-config,worker-ignition-endpoint}.json`,

@@ -1,6 +1,6 @@
-//! The systemd units and scripts of the day-2 live system (node-contract.md "Units (roles)",
-//! research/node-contract-upstream.md §1.3): written from the roles and the operational facts
-//! the real consumers rely on, not copied from any template.
+//! The systemd units and scripts of the day-2 live system (docs/node-contract.md "Units"):
+//! written from the roles and the operational facts the real consumers rely on, not copied from
+//! any template.
 //!
 //! Order of a boot (every unit `After=` what it needs):
 //! `pre-network-manager-config` (keyfiles by MAC, before NetworkManager) →

@@ -1,4 +1,4 @@
-//! The appliance config image (design.md "The node ISO", last part): an ISO9660 image with
+//! The appliance config image (docs/iso.md "The appliance config image"): an ISO9660 image with
 //! volume label `agent_configimage` holding one file, `config.gz`: a gzip of a newc cpio of
 //! the config files at their absolute target paths.
 //!

@@ -1,6 +1,6 @@
 //! Embedding an Ignition config and kernel arguments into a CoreOS/RHCOS live ISO the way
 //! coreos-installer 0.27 does (`src/live/embed.rs`: `InitrdEmbedArea`, `KargEmbedAreas`;
-//! docs/research/iso.md section 1), without re-mastering the image.
+//! docs/iso.md "Embedding the Ignition config"), without re-mastering the image.
 //!
 //! * Ignition area: `coreos/igninfo.json` `{file, offset?, length?}` names a file of the image
 //!   and a byte range in it (s390x: inside `images/cdboot.img`); without the JSON it is the

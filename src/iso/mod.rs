@@ -1,4 +1,4 @@
-//! The node ISO, PXE files and the appliance config image (design.md "The node ISO").
+//! The node ISO, PXE files and the appliance config image (docs/iso.md).
 //!
 //! * [`embed`]: find the Ignition and kernel-argument embed areas of a CoreOS/RHCOS live ISO
 //!   exactly as `coreos-installer iso ignition embed` / `iso kargs modify` do, build the

@@ -1,7 +1,7 @@
 //! Creating output files that hold secrets (node ISOs, PXE initrds, config images, migration
 //! bundles): mode 0600 from the first byte, written under a temporary name in the target
 //! directory, fsync-ed, then renamed into place without replacing an existing file
-//! (design.md "The node ISO"). The target directory itself is never chmod-ed.
+//! (docs/iso.md "Output files"). The target directory itself is never chmod-ed.
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};

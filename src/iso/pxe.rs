@@ -1,4 +1,4 @@
-//! PXE files for a node, from the cluster's live ISO (docs/research/iso.md section 2, as the
+//! PXE files for a node, from the cluster's live ISO (docs/iso.md "PXE files", as the
 //! agent installer's `agentpxefiles.go` does it): the kernel, the live initrd with the
 //! Ignition archive appended, the rootfs, and an iPXE script when a base URL is known.
 //!

@@ -1,5 +1,5 @@
 //! The migration bundle: a directory written by `migrate export` and read by `import`, `wait`
-//! and `status` (layout and manifest: notes/migrate-contract.md "Bundle").
+//! and `status` (layout and manifest: docs/migrate.md "The migration contract", "Bundle").
 //!
 //! ```text
 //! manifest.json           BundleManifest
@@ -73,7 +73,7 @@ pub struct BundleSource {
     /// The greatest `migrations.id` of the dump (longest, then greatest as text). Kept for
     /// readers of older bundles and as a cross-check of the dump; it is no version order:
     /// assisted-service's id `21211125182200` (a typo for 2021) is the greatest on every real
-    /// database since late 2021 (research/node0-real.md §2), so import compares
+    /// database since late 2021 (docs/migrate.md "Node 0 and cluster 0"), so import compares
     /// [`Self::migration_ids`] and the dump's columns instead.
     pub schema_version: String,
     /// Every `migrations.id` of the dump (gormigrate's applied migrations of node 0's

@@ -1,19 +1,20 @@
 //! The CRs recreated from what node 0's assisted-service holds (pure): crs/crs.json of the bundle.
 //!
-//! The ABI manifests are only the input of the install; anything changed later through the
-//! REST API never reached them (research/migration.md §0), so the CRs are made from the REST
-//! answers (cluster with hosts, infra-envs, hosts) plus the credentials and the pull secret
-//! from the dump. Order and shape follow notes/migrate-contract.md "CRs" and design.md
-//! "migrate": Secrets (`<cd>-pull-secret`, `<cd>-admin-kubeconfig`, `<cd>-admin-password`),
-//! ClusterImageSet `openshift-<version>`, ClusterDeployment `<cd>` (installed, clusterMetadata,
-//! `platform.agentBareMetal.agentSelector: {}`, held by `hive.openshift.io/reconcile-pause`),
-//! AgentClusterInstall `<cd>` (`holdInstallation`), the InfraEnvs, their NMStateConfigs
-//! (`<infraenv>-<n>` from the infra-env's `static_network_config`), the Agents (named by host
-//! id, `skip-spoke-cleanup`). Namespaces are left empty: import fills them.
+//! The ABI manifests are only the input of the install; anything changed later through the REST API
+//! never reached them (docs/migrate.md "Node 0 and cluster 0"), so the CRs are made from the REST
+//! answers (cluster with hosts, infra-envs, hosts) plus the credentials and the pull secret from
+//! the dump. Order and shape follow docs/migrate.md "The migration contract" ("CRs") and
+//! docs/migrate.md "The order on cluster 0": Secrets (`<cd>-pull-secret`, `<cd>-admin-kubeconfig`,
+//! `<cd>-admin-password`), ClusterImageSet `openshift-<version>`, ClusterDeployment `<cd>`
+//! (installed, clusterMetadata, `platform.agentBareMetal.agentSelector: {}`, held by
+//! `hive.openshift.io/reconcile-pause`), AgentClusterInstall `<cd>` (`holdInstallation`), the
+//! InfraEnvs, their NMStateConfigs (`<infraenv>-<n>` from the infra-env's `static_network_config`),
+//! the Agents (named by host id, `skip-spoke-cleanup`). Namespaces are left empty: import fills
+//! them.
 //!
 //! Each object may carry a `status` that import writes through `/status`; node-0 URLs
 //! (`debugInfo.eventsURL/logsURL`, `isoDownloadURL`) are never put there (the controllers
-//! fill them only when empty; research/migration.md §4).
+//! fill them only when empty; docs/migrate.md "The order on cluster 0").
 
 use std::collections::BTreeMap;
 
@@ -27,7 +28,7 @@ pub const MIGRATION_ANNOTATION: &str = "agent-day2.openshift.io/migration-cluste
 /// The InfraEnv label on NMStateConfigs and Agents (assisted-service API).
 pub const INFRAENV_LABEL: &str = "infraenvs.agent-install.openshift.io";
 /// Keeps an Agent's deletion from removing the Node and Machine of cluster 0 (agent_controller.go
-/// handleAgentFinalizer; research/migration.md §4).
+/// handleAgentFinalizer; docs/migrate.md "The order on cluster 0").
 pub const SKIP_SPOKE_CLEANUP: &str = "agent.agent-install.openshift.io/skip-spoke-cleanup";
 /// Hive's pause annotation on the ClusterDeployment (assisted-service reads it as a hold).
 pub const RECONCILE_PAUSE: &str = "hive.openshift.io/reconcile-pause";
@@ -357,7 +358,8 @@ pub fn build(inp: &CrInputs<'_>) -> Result<CrSet, Error> {
             "spec": {"releaseImage": release},
         }),
     ];
-    // The metadata openshift-install/the CD controller keep (import-installed-cluster.md).
+    // The metadata openshift-install/the CD controller keep (docs/migrate.md "The migration
+    // contract", "CRs").
     let ocp_id = s(c, "openshift_cluster_id");
     let cluster_metadata = json!({
         "clusterID": ocp_id,

@@ -5,7 +5,7 @@
 //! separated by a tab) and ended by a line `\.` (PostgreSQL docs, "COPY", "Text Format"; and
 //! pg_dump's plain format). What migrate needs from it:
 //! - [`summarize`]: rows per table, the `migrations` ids (assisted-service's gormigrate keeps
-//!   one row per applied migration; research/migration.md §5, node0-real.md §2) and the
+//!   one row per applied migration; docs/migrate.md "Node 0 and cluster 0") and the
 //!   greatest of them;
 //! - [`classify_line`]: the lines outside COPY data, of which only pg_dump's own are accepted
 //!   (the restore stream is built from the parsed COPY data: [`super::restore`]);
@@ -21,7 +21,7 @@ use std::io::{BufRead, Read};
 
 use crate::error::Error;
 
-/// How to make a dump this module reads (shown in errors and the README).
+/// How to make a dump this module reads (shown in errors, the README and docs/migrate.md).
 pub const DUMP_COMMAND: &str = "pg_dump --data-only --no-owner --no-privileges -d installer";
 
 /// The header line pg_dump writes at the top of a plain-text dump.
@@ -63,7 +63,7 @@ pub struct DumpSummary {
     pub schema_version: Option<String>,
     /// Every `id` of table `migrations` (unescaped): the gormigrate migrations node 0's
     /// assisted-service applied. Real ids include typos (`21211125182200`, `2021115162400`),
-    /// so only the set says which migrations a database has (research/node0-real.md §2).
+    /// so only the set says which migrations a database has (docs/migrate.md "Node 0 and cluster 0").
     pub migration_ids: BTreeSet<String>,
     /// Bytes read.
     pub bytes: u64,

@@ -415,7 +415,7 @@ async fn local_psql(url: &str, args: &[&str], stdin: Option<Producer>) -> Result
 
 /// The assisted-service pod on cluster 0: label `app=assisted-service` in any namespace, phase
 /// Running, with a container `postgres`; plus `db.user`/`db.name` of Secret `postgres` in its
-/// namespace (the infrastructure operator's names, research/migration.md §5).
+/// namespace (the infrastructure operator's names, docs/migrate.md "Node 0 and cluster 0").
 ///
 /// Errors: none found → [`Error::NotFound`] (exit 4) saying what installs it; a Secret without
 /// the keys → [`Error::BadObject`]; API errors classified.

@@ -1,6 +1,6 @@
 //! `migrate export`: node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle.
 //!
-//! Reads, over the REST v2 API at `--from` (notes/migrate-contract.md "Node 0"; swagger paths
+//! Reads, over the REST v2 API at `--from` (docs/migrate.md "The migration contract", "Node 0"; swagger paths
 //! under `/api/assisted-install/v2`, userAuth `Authorization: <token>` (the bare token, as
 //! assisted-service's agent-installer-local authentication reads it) from `--token-file`): the cluster with its hosts, the infra-envs and their hosts, every event
 //! page (cluster and infra-env events, 1000 per page, ascending), the logs archive (streamed to

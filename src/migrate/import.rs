@@ -1,5 +1,5 @@
 //! `migrate import DIR`: restore a bundle on the current context (cluster 0), in the order of
-//! design.md "migrate" / research/migration.md §4:
+//! docs/migrate.md "The order on cluster 0":
 //!
 //! 1. checks, before any change: the bundle (checksums), the CRDs (missing ones named, or
 //!    `--wait-for-crds`), conflicts (a ClusterDeployment, AgentClusterInstall, InfraEnv or
@@ -20,10 +20,10 @@
 //!    over exec, as `oc cp` does), the pod deleted afterwards;
 //! 8. holds released (unless `--keep-held`), record `complete`.
 //!
-//! Re-running is safe: every step checks what is there; identical objects are left alone,
-//! different ones are a conflict (exit 4) unless `--force` (replaced, never deleted: an Agent is
-//! never deleted, research/migration.md §4 "skip-spoke-cleanup"); the database is restored once
-//! (the record says so); a killed run resumes from the record's `steps_done`.
+//! Re-running is safe: every step checks what is there; identical objects are left alone, different
+//! ones are a conflict (exit 4) unless `--force` (replaced, never deleted: an Agent is never
+//! deleted, docs/migrate.md "The order on cluster 0": "skip-spoke-cleanup"); the database is
+//! restored once (the record says so); a killed run resumes from the record's `steps_done`.
 //!
 //! Test hook: `AGENT_DAY2_MIGRATE_STOP_AFTER=<step>` stops the run (exit 1) right after that
 //! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
@@ -94,7 +94,7 @@ pub struct KindInfo {
     pub plural: &'static str,
     /// Namespaced (else cluster-scoped).
     pub namespaced: bool,
-    /// Position in design.md's order (lower first).
+    /// Position in the order of docs/migrate.md "The order on cluster 0" (lower first).
     pub rank: u8,
     /// The step that applies it.
     pub step: &'static str,
@@ -121,7 +121,7 @@ impl KindInfo {
     }
 }
 
-/// The kinds of crs/crs.json (design.md "migrate" order).
+/// The kinds of crs/crs.json (docs/migrate.md "The order on cluster 0").
 pub const KINDS: [KindInfo; 8] = [
     KindInfo {
         kind: "Secret",
@@ -243,7 +243,7 @@ impl Planned {
     }
 }
 
-/// Server-set metadata dropped from every object (design.md "migrate").
+/// Server-set metadata dropped from every object (docs/migrate.md "The order on cluster 0").
 const STRIP_METADATA: [&str; 10] = [
     "uid",
     "resourceVersion",
@@ -257,7 +257,7 @@ const STRIP_METADATA: [&str; 10] = [
     "deletionGracePeriodSeconds",
 ];
 
-/// Status fields that hold node-0 URLs (research/migration.md §4: the controller fills
+/// Status fields that hold node-0 URLs (docs/migrate.md "The order on cluster 0": the controller fills
 /// `debugInfo.eventsURL/logsURL` only when empty, so a copied one would stay).
 const STATUS_URLS: [&[&str]; 4] = [
     &["debugInfo", "eventsURL"],
@@ -271,7 +271,8 @@ const STATUS_URLS: [&[&str]; 4] = [
 /// ownerReferences, finalizers, the last-applied annotation), namespace set on namespaced
 /// objects, `InfraEnv.spec.clusterRef.namespace` and `Agent.spec.clusterDeploymentName.namespace`
 /// set to `ns`, Secret `stringData` folded into `data`, annotation [`BUNDLE_ANNOTATION`] =
-/// `checksum` added, `status` split off with node-0 URLs cleared. Sorted by design.md's order
+/// `checksum` added, `status` split off with node-0 URLs cleared. Sorted by the order of
+/// docs/migrate.md "The order on cluster 0"
 /// (stable within a kind). A Namespace object in the list is skipped (import makes its own).
 ///
 /// Errors: [`Error::InvalidInput`] (exit 3) naming `crs/crs.json[i]` for an object without
@@ -462,7 +463,7 @@ pub fn sql_literal(s: &str) -> Result<String, Error> {
     Ok(format!("'{}'", s.replace('\'', "''")))
 }
 
-/// The UPDATEs appended to the restore (research/migration.md §3: the controllers find the
+/// The UPDATEs appended to the restore (docs/migrate.md "Node 0 and cluster 0": the controllers find the
 /// rows by these keys; ABI leaves them empty): the cluster row gets `kube_key_name` =
 /// ClusterDeployment name and `kube_key_namespace` = `ns`; the infra-envs and hosts this
 /// restore wrote (`restored.infra_env_ids`, `restored.host_keys`: collected while the dump was
@@ -612,7 +613,7 @@ fn restore_note(c: &restore::Checked) -> String {
 /// table): a migration node 0's assisted-service applied and cluster 0's did not means cluster
 /// 0's is the older build. Neither compares `max(id)`: real ids include typos
 /// (`21211125182200`), so the greatest id is the same on every database since 2021
-/// (research/node0-real.md §2). Errors: [`Error::InvalidInput`] (exit 3) naming the tables and
+/// (docs/migrate.md "Node 0 and cluster 0"). Errors: [`Error::InvalidInput`] (exit 3) naming the tables and
 /// columns, or the ids, that cluster 0 lacks; both as [`Error::Many`] when both fail.
 pub fn check_target_schema(
     found: &restore::Checked,
@@ -2255,9 +2256,9 @@ impl Importer<'_> {
 
 /// The refusal when namespace `ns` holds the record of another bundle: what is there (bundle
 /// checksum, exported when, phase) and what to do. Replacing an import is not supported
-/// (README "Limits"): for the same cluster (e.g. node 0 exported again) the data is already
-/// on cluster 0, so there is nothing to do but `migrate status`; for another cluster, another
-/// namespace.
+/// (docs/migrate.md "Limits of migrate"): for the same cluster (e.g. node 0 exported again) the
+/// data is already on cluster 0, so there is nothing to do but `migrate status`; for another
+/// cluster, another namespace.
 pub fn other_bundle_message(r: &Record, bundle: &Bundle, ns: &str) -> String {
     let exported = r
         .bundle_created
@@ -2293,7 +2294,7 @@ pub fn other_bundle_message(r: &Record, bundle: &Bundle, ns: &str) -> String {
     format!("{there}. {todo}")
 }
 
-/// What installs the missing CRDs (research/migration.md §2).
+/// What installs the missing CRDs (docs/migrate.md "Node 0 and cluster 0", "Cluster 0").
 fn crd_installers(missing: &[String]) -> String {
     let hive = missing
         .iter()

@@ -1,10 +1,10 @@
 //! `migrate`: carry node 0's ephemeral assisted-service data (database, CRs, credentials, logs)
-//! onto cluster 0 (seed 001; design.md "migrate"; research/migration.md).
+//! onto cluster 0 (user story 001; docs/migrate.md).
 //!
 //! Flow: `export` reads node 0's REST v2 API and a PostgreSQL dump into a bundle directory
 //! ([`bundle`]); `import` checks the bundle and restores it on the current context in the order of
-//! design.md ([`import`]); it ends with a completion record ([`record`]) that `wait` (run on node 0
-//! before its reboot, see [`unit`]) and `status` read.
+//! docs/migrate.md "The order on cluster 0" ([`import`]); it ends with a completion record
+//! ([`record`]) that `wait` (run on node 0 before its reboot, see [`unit`]) and `status` read.
 //!
 //! Module map (one idea each): [`bundle`] the on-disk format, manifest and checksums;
 //! [`dump`] reading a `pg_dump --data-only` text (COPY blocks: row counts, schema version, filters);
@@ -30,7 +30,7 @@ pub use crate::cli::migrate::{
 use crate::error::Error;
 use crate::kube_flags::KubeFlags;
 
-/// Runs one migrate subcommand; returns the exit code (design.md "Exit codes").
+/// Runs one migrate subcommand; returns the exit code (docs/exit-codes.md).
 ///
 /// Namespace of import/wait/status (the CRs and the completion record): the global
 /// `-n/--namespace` of [`KubeFlags`] when given (non-empty), else the cluster's name from the

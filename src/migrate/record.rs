@@ -1,6 +1,6 @@
 //! The completion record of an import: ConfigMap `agent-day2-migration` in the CR namespace,
 //! label `agent-day2.openshift.io/migration=true`, key `record.json` (the contract of issue 6,
-//! notes/migrate-contract.md "Cluster 0").
+//! docs/migrate.md "The migration contract", "Cluster 0").
 //!
 //! `import` writes it `in-progress` before its first change after the namespace, adds each step
 //! to `steps_done` as it finishes (so a killed run resumes where it stopped), and sets

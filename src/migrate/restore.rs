@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 use super::dump::{self, CopyHeader, Statement};
 use crate::error::Error;
 
-/// The assisted-service tables restored (the contract's, research/migration.md §5), in no
+/// The assisted-service tables restored (docs/migrate.md "Node 0 and cluster 0", "Tables"), in no
 /// particular order. `migrations` is not one of them: the target keeps its own.
 pub const RESTORED_TABLES: &[&str] = &[
     "clusters",

@@ -1,8 +1,8 @@
 //! `migrate node0-unit`: a systemd unit for node 0 whose *stop* runs `migrate wait`, so that the
 //! shutdown before node 0's reboot waits for cluster 0's completion record.
 //!
-//! A proposal, not proven on a real node 0 (design.md "migrate"): node 0 is rebooted by
-//! assisted-installer (`shutdown +1` after its last report, research/migration.md §1), and a
+//! A proposal, not proven on a real node 0 (docs/migrate.md "node0-unit"): node 0 is rebooted by
+//! assisted-installer (`shutdown +1` after its last report, docs/migrate.md "Node 0 and cluster 0"), and a
 //! oneshot unit with `RemainAfterExit=yes` started early is stopped during that shutdown; units
 //! are stopped in the reverse order of their start ordering, so `After=` network-online,
 //! the kubelet-independent targets and `Before=shutdown.target reboot.target` keep the network up

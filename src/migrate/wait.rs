@@ -69,7 +69,7 @@ pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::WaitArgs) -> Resu
             .max(Duration::from_millis(1));
         let res = tokio::time::timeout(bound, poll).await.ok();
         match res {
-            // Only a record import writes (its label) counts; see the README's limits.
+            // Only a record import writes (its label) counts; see docs/migrate.md "Limits of migrate".
             Some(Ok(Some((_, cm)))) if !has_record_label(&cm) => {
                 last_poll = LastPoll::Other;
                 say(

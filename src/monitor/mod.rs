@@ -1,5 +1,5 @@
 //! `monitor`: follows every expected node from boot to Ready with its serving certificate, and
-//! tells the truth in its exit status (design.md "monitor", issue 5).
+//! tells the truth in its exit status (docs/monitor.md, issue 5).
 //!
 //! Which nodes: every host of the batch records (or `--batch NAME`), or, as the anchor
 //! `oc adm node-image monitor` does, the addresses of `--ip-addresses` and `--node NAME=IP`.
@@ -1324,7 +1324,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     // Summary.
     let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
     let mut code = state::overall_exit(codes.iter().copied());
-    // A skipped batch record is invalid input (README "Exit codes"), as in approve.
+    // A skipped batch record is invalid input (docs/exit-codes.md), as in approve.
     if skipped_batches > 0 {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
@@ -1386,8 +1386,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     if timed_out {
-        // README "Exit codes": each node has its own code, the run the most serious; a node
-        // waiting on its CSRs is 7 even though the timeout ended the run.
+        // docs/exit-codes.md "When several apply": each node has its own code, the run the
+        // most serious; a node waiting on its CSRs is 7 even though the timeout ended the run.
         hints.push(if code == exit::CSRS {
             format!(
                 "timed out after {}; every node not done waits on a CSR, so the exit code is 7 (CSRs), not 5",

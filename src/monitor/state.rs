@@ -1,7 +1,7 @@
 //! What monitor knows about one node, and the stage and exit code that follow from it. Pure:
 //! no I/O, so every rule is unit-tested.
 //!
-//! Stages (design.md "monitor", issue 5), in order: waiting for boot → API reachable → host
+//! Stages (docs/monitor.md, issue 5), in order: waiting for boot → API reachable → host
 //! registered → pre-flight validations → installing (percent, stage) → rebooting → client CSR
 //! pending → client CSR approved (the kubelet registers the Node) → node joined → Ready →
 //! serving CSR pending → done (serving certificate issued).
@@ -372,7 +372,7 @@ pub fn combined(a: &AssistedView, k: &KubeView) -> (Stage, String) {
     (a.stage, a.detail.clone())
 }
 
-/// The exit code of one node at the end (design.md "Exit codes"): 0 done; 6 failed;
+/// The exit code of one node at the end (docs/exit-codes.md): 0 done; 6 failed;
 /// 7 a CSR still pending; 5 anything else not finished (timed out).
 pub fn node_exit(stage: Stage) -> u8 {
     match stage {
@@ -386,7 +386,7 @@ pub fn node_exit(stage: Stage) -> u8 {
 /// The command's exit code from the nodes': 0 when every one is 0, else the most serious by
 /// [`exit::most_serious`] (6 before 7 before 5: a failed installation always shows). The
 /// run's timeout is not a code of its own: a node waiting on a CSR stays 7 when the timeout
-/// ended the run (README "Exit codes"), else 7 could never be returned.
+/// ended the run (docs/exit-codes.md "When several apply"), else 7 could never be returned.
 pub fn overall_exit(codes: impl IntoIterator<Item = u8>) -> u8 {
     exit::most_serious(codes)
 }

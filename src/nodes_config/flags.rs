@@ -9,7 +9,7 @@ use super::parse::HINT_KEYS;
 use super::validate::normalize_mac;
 use crate::error::{ConfigErrors, FieldError};
 
-/// The single-host flags as typed (the anchor's names; research/node-image.md §2).
+/// The single-host flags as typed (the anchor's names; docs/add-nodes.md "Single-host flags").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FlagsHost {
     /// `--mac-address` (required in this mode).
@@ -29,11 +29,11 @@ pub struct FlagsHost {
 /// Builds a one-host [`NodesConfig`] from the single-host flags.
 ///
 /// Paths are used as typed: absolute, or relative to `cwd` (the anchor resolves them under
-/// `--dir` and fails on absolute ones; research/node-image.md §8.16c). `--cpu-architecture`
+/// `--dir` and fails on absolute ones; docs/add-nodes.md "Single-host flags"). `--cpu-architecture`
 /// and `--ssh-key-path` become the top-level `cpuArchitecture`/`sshKey` (the anchor writes them
-/// into the host, where node-joiner ignores them, §8.16b). The interface name is the NMState
+/// into the host, where node-joiner ignores them). The interface name is the NMState
 /// ethernet interface whose `mac-address` is `--mac-address`, else the NMState's only ethernet
-/// interface, else `eth0` (the anchor always uses `eth0`, §8.16j).
+/// interface, else `eth0` (the anchor always uses `eth0`).
 ///
 /// Errors name the flag: a file that cannot be read or parsed (`--network-config-path`,
 /// `--ssh-key-path`), a hint without `:` or with an unknown key (with "did you mean"), a

@@ -3,7 +3,7 @@
 //!
 //! Three steps, all pure (the only I/O is [`from_flags`] reading the files its flags name):
 //! - [`parse`] turns the YAML into a [`NodesConfig`]: shape and types only, every unknown key
-//!   refused with a "did you mean" (design.md "nodes-config.yaml").
+//!   refused with a "did you mean" (docs/add-nodes.md "nodes-config.yaml").
 //! - [`from_flags`] builds the same model from the single-host flags of the anchor
 //!   (`--mac-address`, `--hostname`, `--network-config-path`, `--root-device-hint`,
 //!   `--cpu-architecture`, `--ssh-key-path`).
@@ -12,7 +12,8 @@
 //!   collecting every error and warning ([`Validated`]).
 //!
 //! Schema source: `Config` of openshift/installer `pkg/asset/agent/joiner/addnodesconfig.go`
-//! and `agent.Host` of `pkg/types/agent/agent_config_type.go` (research/node-image.md §3).
+//! and `agent.Host` of `pkg/types/agent/agent_config_type.go` (docs/add-nodes.md
+//! "nodes-config.yaml").
 //! Every error is a [`FieldError`]: the field path (`hosts[1].interfaces[0].macAddress`) and a
 //! message that quotes the value and says what to do. [`ConfigErrors`] (all of them) becomes
 //! [`Error::InvalidConfig`](crate::error::Error::InvalidConfig), exit code 3.

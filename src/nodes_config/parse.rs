@@ -35,7 +35,7 @@ pub(crate) const HINT_KEYS: [&str; 8] = [
 
 /// Parses `nodes-config.yaml` text. `source` names the file in messages (as the user gave it).
 ///
-/// Accepts the schema of `oc adm node-image create` (design.md "nodes-config.yaml"):
+/// Accepts the schema of `oc adm node-image create` (docs/add-nodes.md "nodes-config.yaml"):
 /// top level `cpuArchitecture`, `sshKey`, `bootArtifactsBaseURL`, `hosts`, plus ignored
 /// `apiVersion`/`kind`/`metadata`; per host `hostname`, `role`, `rootDeviceHints`, `interfaces`
 /// (`name`, `macAddress`), `networkConfig` (an NMState mapping) and `bmc` (ignored, noted).

@@ -68,7 +68,7 @@ impl Validated {
     }
 }
 
-/// Checks `cfg` against `cluster`, collecting every problem (design.md "nodes-config.yaml").
+/// Checks `cfg` against `cluster`, collecting every problem (docs/add-nodes.md "nodes-config.yaml").
 ///
 /// Errors (each names its field path and quotes the value):
 /// - the cluster: release older than 4.18 (compared as numbers, from [`ClusterModel::version`]);

@@ -1,6 +1,6 @@
 //! Reads from the cluster's release payload through the registry (Distribution) API:
 //! the agent-installer component images named in `release-manifests/image-references`, and the
-//! base ISO inside the `machine-os-images` image (issue 3, design.md "Disconnected clusters").
+//! base ISO inside the `machine-os-images` image (issue 3, docs/iso.md "Disconnected clusters").
 //!
 //! Access is as the anchor (`oc adm release info` / `oc adm node-image`) has it: the cluster's
 //! pull secret (or `--registry-config`, which replaces it), the cluster's ImageDigestMirrorSets,

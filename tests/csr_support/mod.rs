@@ -1,7 +1,8 @@
 //! Shared by tests/csr_cases.rs, tests/csr_fuzz.rs and benches/csr_verdict.rs: a tiny DER
 //! writer and a PKCS#10 builder signed with ring, so every odd shape an attacker could send
 //! (two CNs, two ExtensionRequest attributes, duplicate extensions, 5-byte IP SANs…) can be
-//! produced with a valid self-signature; the scenario of the CSR case table (design.md).
+//! produced with a valid self-signature; the scenario of the CSR case table (docs/tests.md
+//! "The CSR case table").
 #![allow(dead_code)]
 
 use std::net::IpAddr;
@@ -233,7 +234,7 @@ pub fn pem_of(der: &[u8]) -> Vec<u8> {
     s.into_bytes()
 }
 
-// ---- Scenario (as the CSR case table's README gives it) -----------------------------------
+// ---- Scenario (docs/tests.md "The CSR case table") -----------------------------------------
 
 pub fn t(s: &str) -> Time {
     s.parse().unwrap()

@@ -2,7 +2,7 @@
 //! seeded `coreos-bootimages` stream, so the plugin downloads, verifies and customises a base
 //! ISO exactly as it would a real one.
 //!
-//! Layout (the CoreOS live ISO facts of `docs/research/iso.md`):
+//! Layout (the CoreOS live ISO facts of docs/iso.md "Embedding the Ignition config"):
 //! * `coreos/igninfo.json` = `{"file":"images/ignition.img"}` and a zeroed 256 KiB
 //!   `images/ignition.img` (the Ignition embed area);
 //! * `EFI/redhat/grub.cfg` and `isolinux/isolinux.cfg` whose kernel lines end in a karg embed

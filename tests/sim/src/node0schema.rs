@@ -15,7 +15,7 @@
 //!
 //! `migrations (id varchar(255) primary key)` is gormigrate's table: one row per applied
 //! migration. Its ids are those of the real assisted-service at 063b2579 ([`REAL_MIGRATIONS`],
-//! research/node0-real.md §2), typos included: `2021115162400` (13 digits) and
+//! docs/migrate.md "Node 0 and cluster 0"), typos included: `2021115162400` (13 digits) and
 //! `21211125182200` (year 2121) make `max(id)` the same on every real database since 2021, so
 //! the schema "version" here is the newest migration by the date it was written
 //! ([`schema_version`]), and a newer or older assisted-service build is a different set of ids
@@ -28,7 +28,7 @@ use anyhow::Context;
 pub const DEFAULT_SCHEMA_VERSION: &str = "20260413120000";
 
 /// The gormigrate ids a fresh database of assisted-service at 063b2579 holds (all 26,
-/// research/node0-real.md §2, read back from a database its migrations made), each with the
+/// docs/migrate.md "Node 0 and cluster 0", read back from a database its migrations made), each with the
 /// date (`YYYYMMDDhhmmss`) it was written: the id itself, except the two typos, whose date is
 /// their file's name (`20211115162400_modify_events_id.go`, `20211125182200_change_hosts_pkey.go`).
 pub const REAL_MIGRATIONS: &[(&str, &str)] = &[

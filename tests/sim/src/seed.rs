@@ -1,7 +1,7 @@
 //! The objects a new simulated cluster starts with: an OpenShift 4.18 compact bare-metal
 //! cluster installed with the agent-based installer by default; the [`Scenario`] changes it.
 //!
-//! The seed holds what `docs/design.md` ("What the cluster tells us") says the plugin reads,
+//! The seed holds what docs/design.md ("What the cluster tells us") says the plugin reads,
 //! shaped as a real cluster has it: ClusterVersion `version`, Infrastructure/DNS/Network/
 //! Proxy/Image/Ingress `cluster`, the pull secret, `kube-system/cluster-config-v1`,
 //! `coreos-bootimages` (a CoreOS stream naming the simulator's own base ISO and PXE files with

@@ -1,5 +1,5 @@
-//! Where the tests, the simulator's users (demo, README, benches) and the sim itself take the
-//! public upstream reference data from: the one place that knows.
+//! Where the tests, the simulator's users (demo, docs/simulator.md, benches) and the sim itself
+//! take the public upstream reference data from: the one place that knows.
 //!
 //! A clone of the project carries none of this data (and must not: it is upstream's). Each data
 //! set is taken from where any user gets it too, in this order:

@@ -1,5 +1,5 @@
-//! `agent-day2-sim postgres` (a real PostgreSQL server in the foreground for the README's
-//! migrate flow) and `up --assisted-db-url` creating assisted-service's schema in a database
+//! `agent-day2-sim postgres` (a real PostgreSQL server in the foreground for the migrate flow
+//! of docs/simulator.md) and `up --assisted-db-url` creating assisted-service's schema in a database
 //! that has none (and leaving one that has it alone). Each test runs in its own network
 //! namespace (root) and fails with the reason when that or the PostgreSQL server is unavailable.
 
@@ -222,7 +222,7 @@ fn up_creates_the_assisted_schema_only_when_absent() {
         "{e}"
     );
 
-    // SIGINT (Ctrl-C in the README's shell) stops it too.
+    // SIGINT (Ctrl-C in docs/simulator.md's shell) stops it too.
     assert_eq!(stop(&mut child, libc::SIGINT).code(), Some(0));
     assert!(psql(&url, "SELECT 1").is_err(), "server stopped");
 }

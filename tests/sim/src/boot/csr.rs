@@ -1,4 +1,4 @@
-//! The CSRs a kubelet sends (research/csr.md §2; client-go `certificate_manager.go`
+//! The CSRs a kubelet sends (docs/approve.md "What a real kubelet sends"; client-go `certificate_manager.go`
 //! `generateCSR`, kubelet `pkg/kubelet/certificate/kubelet.go`): an ECDSA P-256 key, subject
 //! exactly O=`system:nodes`, CN=`system:node:<name>`; the client CSR has no SANs and no
 //! extension request; the serving CSR has DNS and IP SANs only.

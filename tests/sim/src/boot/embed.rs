@@ -2,7 +2,7 @@
 //!
 //! Source of the rules: coreos-installer `src/live/embed.rs` (`InitrdEmbedArea::for_iso`) and
 //! `src/io/compress.rs`, the kernel's initramfs unpacker (`init/initramfs.c`), and
-//! `shared/docs/research/iso.md` §1:
+//! docs/iso.md "Embedding the Ignition config":
 //! * the embed area is found through `coreos/igninfo.json` (`file`, optional `offset` and
 //!   `length`), else it is the whole of `images/ignition.img`;
 //! * an area that is all zeros holds nothing (a pristine ISO);

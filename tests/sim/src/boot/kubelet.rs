@@ -1,5 +1,6 @@
 //! The kubelet's TLS bootstrap after the node rebooted into the cluster (kubelet
-//! `pkg/kubelet/certificate/bootstrap`, client-go certificate manager; research/csr.md §2):
+//! `pkg/kubelet/certificate/bootstrap`, client-go certificate manager; docs/approve.md "What a
+//! real kubelet sends"):
 //! a client CSR as the node-bootstrapper service account, wait for it (a watch on the CSR by
 //! field selector `metadata.name`), then with the issued client certificate: create the Node,
 //! post Ready in `nodes/status`, send the serving CSR as `system:node:<name>`, wait for it.

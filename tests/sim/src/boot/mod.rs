@@ -13,9 +13,10 @@
 //!    node-bootstrapper, Node + Ready with the issued certificate, serving CSR as itself.
 //!
 //! Output: one line per event on stdout (`worker-0 192.168.111.30: client certificate issued`),
-//! or JSON lines with `--json`. Exit codes (design.md): 0 every node has both certificates;
-//! 3 image refused; 4 cluster access; 5 `--timeout`; 6 a node's installation failed or a CSR
-//! was denied; 1 anything else. When several apply, 5 wins over 6.
+//! or JSON lines with `--json`. Exit codes (docs/simulator.md "Machines joining: boot"): 0
+//! every node has both certificates; 3 image refused; 4 cluster access; 5 `--timeout`; 6 a
+//! node's installation failed or a CSR was denied; 1 anything else. When several apply, 5 wins
+//! over 6.
 
 pub mod cpio;
 pub mod csr;
@@ -482,7 +483,8 @@ pub async fn run(args: BootArgs) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// Exit code precedence: 5 beats 6 (design.md), otherwise the first non-zero stays.
+/// Exit code precedence: 5 beats 6 (docs/simulator.md "Machines joining: boot"), otherwise the
+/// first non-zero stays.
 fn pick_code(cur: i32, new: i32) -> i32 {
     match (cur, new) {
         (0, n) => n,

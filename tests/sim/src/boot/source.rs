@@ -3,7 +3,7 @@
 //! [`super::facts::read`] reads the same way; only the way to the archive differs.
 //!
 //! * Live ISO: [`super::embed::read_ignition`].
-//! * PXE (`research/iso.md` §2, the agent installer's `agentpxefiles.go`): the initrd is the live
+//! * PXE (docs/iso.md "PXE files", the agent installer's `agentpxefiles.go`): the initrd is the live
 //!   initrd with the Ignition archive appended. The machine gets it as the kernel does: the
 //!   initrd files are concatenated (iPXE `initrd` lines in order), then every archive in them,
 //!   gzip, xz or plain newc with zero padding between, is unpacked; a later member replaces an
@@ -15,7 +15,7 @@
 //!   line is read with the live initramfs's rules ([`crate::noderun::livepxe`]: quoting, the
 //!   last value wins). `run-node --pxe-dir` does not check these words: its machines boot the
 //!   script as a live system does ([`crate::noderun::livepxe`]).
-//! * Appliance (design.md "The node ISO", last part): the loader finds the ISO9660 device
+//! * Appliance (docs/iso.md "The appliance config image"): the loader finds the ISO9660 device
 //!   labelled `agent_configimage`, reads the ClusterImageSet's `releaseImage` from `config.gz`
 //!   and refuses one that differs from the release built into the appliance disk, then extracts
 //!   the files by absolute path, replacing the disk's (upstream's `load-config-iso.sh` runs

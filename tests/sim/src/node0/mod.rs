@@ -1,5 +1,6 @@
 //! `agent-day2-sim node0`: node 0's ephemeral assisted-service after a finished agent-based
-//! install, the source of `oc agent-day2 migrate export` (contract: notes/migrate-contract.md).
+//! install, the source of `oc agent-day2 migrate export` (contract: docs/migrate.md "The migration
+//! contract").
 //!
 //! 1. The database at `--db-url` (a real PostgreSQL, see [`crate::postgres`]) gets the
 //!    assisted-service tables ([`crate::node0schema::create`] with `--schema-version`) unless

@@ -111,7 +111,7 @@ pub struct RunNodeArgs {
     /// Appliance: built as a live ISO (openshift-appliance's live-ISO format), so the machine
     /// runs from memory (inventory boot device `ephemeral`) and reaches `installing`; default:
     /// the disk image, booted from its disk (`persistent`), whose install request the real
-    /// service refuses today (HTTP 500 "no release image found for host": README Limits).
+    /// service refuses today (HTTP 500 "no release image found for host": docs/limits.md).
     #[arg(long, requires = "config_image")]
     pub appliance_live_iso: bool,
     /// A machine: MAC=IP[/PREFIX] (repeatable; prefix default 24), e.g.
