@@ -1,6 +1,6 @@
 //! The house's layering, checked on the source (issue 23 item 1): no import circle among the
 //! files of `src/`, clap only under `src/cli/` (and the binary's entry in `lib.rs`/`main.rs`),
-//! and the leaves import nothing above them. The rules and the layers are in README "Layout".
+//! and the leaves import nothing above them. The rules and the layers are in docs/design.md "Code layout".
 //!
 //! What counts as an import: a `crate::a::b` path (also inside `use crate::a::{b, c}`), a
 //! `super::x` path, and a child module named from its parent (`state::Stage`), in code outside
@@ -11,6 +11,37 @@ use std::path::{Path, PathBuf};
 
 /// The leaves: modules that may import only each other.
 const LEAVES: [&str; 6] = ["error", "text", "net", "duration", "files", "k8s_names"];
+
+/// The layers of docs/design.md "Code layout", bottom first: a module imports only modules of
+/// its own layer or below (within a layer, the circle check keeps the order).
+const LAYERS: [&[&str]; 6] = [
+    &["error", "text", "net", "duration", "files", "k8s_names"],
+    &["output", "tempfiles"],
+    &["kube"],
+    &[
+        "cluster",
+        "auth",
+        "csr",
+        "nodes_config",
+        "registry",
+        "base_iso",
+        "ignition",
+        "iso",
+        "assisted",
+        "batch",
+    ],
+    &["cli"],
+    &[
+        "info",
+        "version",
+        "add_nodes",
+        "approve",
+        "follow",
+        "monitor",
+        "migrate",
+        "permissions",
+    ],
+];
 
 /// Files that may use clap outside `src/cli/`: the binary's entry.
 const CLAP_ENTRY: [&str; 2] = ["", "main"];
@@ -278,4 +309,28 @@ fn leaves_import_only_leaves() {
             .collect();
         assert!(above.is_empty(), "leaf {leaf} imports {above:?}");
     }
+}
+
+#[test]
+fn modules_import_only_their_layer_or_below() {
+    let t = Tree::read(&src());
+    let layer = |m: &str| {
+        LAYERS
+            .iter()
+            .position(|l| l.contains(&m.split("::").next().unwrap()))
+    };
+    let mut up = Vec::new();
+    // The binary's entry (`main.rs`) sits above every layer.
+    for (m, to) in edges(&t).into_iter().filter(|(m, _)| m != "main") {
+        let Some(lm) = layer(&m) else {
+            up.push(format!("{m} is in no layer of docs/design.md \"Code layout\""));
+            continue;
+        };
+        for x in to {
+            if layer(&x).is_none_or(|lx| lx > lm) {
+                up.push(format!("{m} imports {x}"));
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports upward: {up:#?}");
 }
