@@ -1,9 +1,11 @@
 //! agent-day2: a kubectl/oc plugin that adds worker nodes to OpenShift clusters installed with
 //! the agent-based installer, on day 2.
 //!
-//! Layout: [`cli`] (clap definitions only) → [`kube_flags`] (the one place that turns kubectl's
-//! connection flags into a client) → commands ([`info`], [`add_nodes`], [`version`]) built on the pure
-//! [`cluster::ClusterModel`]; [`error`] maps every failure to the exit codes of docs/exit-codes.md.
+//! Layout: layers that import downward only, from the leaves ([`error`], [`text`], ...) through
+//! [`output`], [`kube`] and the field's facts ([`cluster`], [`csr`], [`batch`], ...) to [`cli`]
+//! (every clap type) and the commands ([`add_nodes`], [`approve`], [`monitor`], [`migrate`], ...);
+//! docs/design.md "Code layout" lists them and `tests/house.rs` keeps them. [`error`] maps
+//! every failure to the exit codes of docs/exit-codes.md.
 
 pub mod add_nodes;
 pub mod approve;
