@@ -819,11 +819,29 @@ impl Approver {
                 b.rec
                     .approvals
                     .iter()
-                    .filter(|a| self.node_batch.get(&a.node).is_none_or(|nb| *nb == b.rec.name))
+                    .filter(|a| self.approval_counts(a, &b.rec.name))
             })
             .filter_map(|a| self.recorded_approval(a))
             .collect();
         self.recorded = ApprovalsRecorded { approvals };
+    }
+
+    /// Whether approval `a`, recorded on batch `on`, counts: always on the batch that expects
+    /// the node now; on an older batch only when made after that batch was recorded (an
+    /// approver still working from the old batch after a re-image: a break-it trial got a
+    /// rogue CSR approved that way, and the real kubelet's then passed with no alarm).
+    fn approval_counts(&self, a: &Approval, on: &str) -> bool {
+        let Some(nb) = self.node_batch.get(&a.node) else {
+            return true;
+        };
+        if nb == on {
+            return true;
+        }
+        let current = self.batches.iter().find(|b| &b.rec.name == nb).map(|b| b.created);
+        match (current, parse_time(&a.at)) {
+            (Some(c), Some(at)) => at >= c,
+            _ => true,
+        }
     }
 
     /// One approval as the verdicts take it (None: a kind they do not know).
@@ -1066,6 +1084,23 @@ impl Approver {
         let Some(n) = &csr.metadata.name else {
             return;
         };
+        // A CSR's status only moves forward: an older copy (the `/approval` write's answer,
+        // taken back after the watch already delivered the issued certificate) must not undo
+        // what is known. It made a finished `approve --watch` see a node's serving certificate
+        // as not issued and exit 7 (a flake of the e2e tests in cold CI runs).
+        if let Some(known) = self.csrs.get(n) {
+            let same = known.metadata.uid == csr.metadata.uid;
+            if same && has_certificate(known) && !has_certificate(csr) {
+                return;
+            }
+            if same
+                && has_condition(known, "Approved")
+                && !has_condition(csr, "Approved")
+                && !has_certificate(csr)
+            {
+                return;
+            }
+        }
         if let Some(node) = self.node_of(csr) {
             self.by_node.entry(node).or_default().insert(n.clone());
         }
@@ -1282,7 +1317,7 @@ impl Approver {
         match &s.record {
             Record::Approval(a) => {
                 // Counted only on the batch that expects the node ([`Approver::rebuild_approvals`]).
-                let current = self.node_batch.get(&a.node).is_none_or(|nb| *nb == s.batch);
+                let current = self.approval_counts(a, &s.batch);
                 if let Some(r) = self.recorded_approval(a).filter(|_| current) {
                     self.recorded.approvals.push(r);
                 }
@@ -2472,7 +2507,8 @@ mod tests {
         let v = a.evaluate("csr-b1", now()).unwrap();
         assert!(v.approve, "batch A's approvals no longer count: {v:?}");
         assert!(a.alarms().is_empty(), "no impostor alarm: {:?}", a.alarms());
-        // An approval recorded on A after the re-image (a stale approver) counts for nothing.
+        // An approval recorded on A after the re-image (an approver still on A) counts: the
+        // next CSR is refused and the theft is seen.
         let late = Approval {
             node: "worker-0".into(),
             kind: "client".into(),
@@ -2484,7 +2520,8 @@ mod tests {
         };
         a.observe_record(&records::approval_config_map(BATCH, 1, &late))
             .unwrap();
-        assert!(a.evaluate("csr-b1", now()).unwrap().approve);
+        let v = a.evaluate("csr-b1", now()).unwrap();
+        assert!(codes(&v).contains(&"already-approved"), "{v:?}");
     }
 
     /// Issue 22 item 12: a stale DHCP address on the batch; `--node NAME=IP` is followed first.

@@ -313,7 +313,7 @@ pub fn missed_reboot(t: &Track, silent_for: std::time::Duration) -> Option<Strin
     }
     let n = crate::output::display(&t.name);
     Some(format!(
-        "client CSR {} asks in {n}'s name, but {n}'s live system has not answered in {}s: if {n}          rebooted into the installed system before anything followed it, its reboot was missed and          cannot be recorded now; check on its console that it runs the installed system, then run          `oc agent-day2 approve --batch {} --trust-unverified-boot` on a terminal (it asks for          each CSR); if {n} has not booted yet, the CSR is not its kubelet's and is never approved",
+        "client CSR {} asks in {n}'s name, but {n}'s live system has not answered in {}s: if {n} rebooted into the installed system before anything followed it, its reboot was missed and cannot be recorded now; check on its console that it runs the installed system, then run `oc agent-day2 approve --batch {} --trust-unverified-boot` on a terminal (it asks for each CSR); if {n} has not booted yet, the CSR is not its kubelet's and is never approved",
         crate::output::display(c),
         silent_for.as_secs(),
         t.batch.as_deref().map(crate::output::display).unwrap_or_else(|| "BATCH".into()),
