@@ -560,12 +560,7 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBa
             // hosts' CSRs held naming the field ([`Approver::amend`]), exit 3 at the end.
             Err(Error::BadObject { message, .. }) => {
                 let name = cm.metadata.name.clone().unwrap_or_default();
-                let hosts = cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(batch::DATA_KEY))
-                    .map(|t| batch::hostnames_of(t))
-                    .unwrap_or_default();
+                let hosts = cm_hostnames(cm);
                 bad.push((name, message, hosts));
             }
             Err(e) => return Err(e),
@@ -595,6 +590,16 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBa
     Ok(((out, bad, by_batch, seen), others))
 }
 
+/// The hostnames a batch ConfigMap names, read as far as they parse
+/// ([`batch::hostnames_of`]; a record that is not one still names its hosts).
+fn cm_hostnames(cm: &ConfigMap) -> Vec<String> {
+    cm.data
+        .as_ref()
+        .and_then(|d| d.get(batch::DATA_KEY))
+        .map(|t| batch::hostnames_of(t))
+        .unwrap_or_default()
+}
+
 /// Under `--batch B`: hostname → the other batch that has it (issue 22: `approve --batch B`
 /// rejected the CSRs of every other batch's nodes as `not-expected-node` and exited 7).
 pub type OtherHosts = BTreeMap<String, String>;
@@ -604,13 +609,7 @@ pub type OtherHosts = BTreeMap<String, String>;
 /// only other batches name, and those of `this` that a newer batch names too (the newest batch
 /// naming a host is the one that expects it, as without `--batch`). Pure.
 fn other_batches_hosts(this: &ConfigMap, all: &[ConfigMap]) -> OtherHosts {
-    let hosts = |cm: &ConfigMap| -> Vec<String> {
-        cm.data
-            .as_ref()
-            .and_then(|d| d.get(batch::DATA_KEY))
-            .map(|t| batch::hostnames_of(t))
-            .unwrap_or_default()
-    };
+    let hosts = cm_hostnames;
     let key = |cm: &ConfigMap| {
         (
             cm.metadata.creation_timestamp.as_ref().map(|t| t.0),
@@ -1232,12 +1231,7 @@ impl Approver {
             // Edited into something that is not a batch record: skipped from now on, its
             // hosts' CSRs held naming the field ([`Approver::amend`]).
             Err(Error::BadObject { message, .. }) => {
-                let hosts = cm
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get(batch::DATA_KEY))
-                    .map(|t| batch::hostnames_of(t))
-                    .unwrap_or_default();
+                let hosts = cm_hostnames(cm);
                 self.bad_batches.retain(|(n, _, _)| *n != cm_name);
                 self.bad_batches.push((cm_name.clone(), message, hosts));
                 self.batches.retain(|b| b.rec.name != cm_name);
