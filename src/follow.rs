@@ -357,6 +357,24 @@ impl HostFollow {
     }
 }
 
+/// How long a host followed from the start may stay silent, while a client CSR in its name
+/// waits, before its reboot is said to have been missed ([`missed_reboot_message`]). A live
+/// ISO boots its assisted-service in minutes; a kubelet asks only after the install and reboot,
+/// so a host that does not answer while its kubelet asks most likely rebooted before anything
+/// followed it.
+pub const MISSED_REBOOT_AFTER: Duration = Duration::from_secs(30);
+
+/// The one sentence, in monitor and approve alike, for a host never reached while client CSR
+/// `csr` asks in its name (issue 22 item 1: its reboot may have happened before anything
+/// followed it, and then can never be recorded). Both readings are given, and the one safe way
+/// forward (the console, then `approve --trust-unverified-boot` on a terminal). The arguments
+/// are escaped for display by the caller. Pure.
+pub fn missed_reboot_message(node: &str, csr: &str, silent_secs: u64, batch: &str) -> String {
+    format!(
+        "client CSR {csr} asks in {node}'s name, but {node}'s live system has not answered in {silent_secs}s: if {node} rebooted into the installed system before anything followed it, its reboot was missed and cannot be recorded now; check on its console that it runs the installed system, then run `oc agent-day2 approve --batch {batch} --trust-unverified-boot` on a terminal (it asks for each CSR); if {node} has not booted yet, the CSR is not its kubelet's and is never approved"
+    )
+}
+
 /// The follower `approve --watch` runs: one poll loop per host (all requests through one
 /// [`Limiter`] of 16 in flight), each ending once the host's reboot is recorded or the host is
 /// lost. Dropping it stops every loop.
@@ -411,7 +429,8 @@ impl Follower {
         })
     }
 
-    /// `host`'s reboot is recorded already (a monitor's record arrived): stop polling it.
+    /// `host`'s reboot is recorded already (a monitor's record arrived), or its batch was
+    /// deleted: stop polling it.
     pub fn recorded(&self, host: &str) {
         if let Ok(mut r) = self.recorded.lock() {
             r.insert(host.to_string());

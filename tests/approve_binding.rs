@@ -751,7 +751,13 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
     // A monitor started after the host rebooted: the stage stays waiting-for-boot (the same
     // facts fit a rogue CSR before boot), but once the host stayed silent for 30 s while its
     // kubelet asks, one warning says its reboot may have been missed and the way forward
-    // (issue 22 item 1); the timeout exits 5.
+    // (issue 22 item 1); the node waits on a decision about that CSR, so the timeout exits 7.
+    // `approve --watch` alone, meanwhile, says the same once and exits 7 as well.
+    let watch = plugin_cmd(&c, &w, &["approve", "--watch", "--yes", "--timeout", "34s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let o = plugin(
         &c,
         &w,
@@ -765,9 +771,20 @@ fn an_unverified_boot_is_held_and_trusting_it_is_warned() {
             "json",
         ],
     );
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let evs: Vec<Value> = out.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let watched = watch.wait_with_output().unwrap();
+    assert_eq!(watched.status.code(), Some(7), "{}", text(&watched));
+    let err = String::from_utf8_lossy(&watched.stderr);
+    assert_eq!(
+        err.matches(&format!(
+            "warning: client CSR {real} asks in worker-0's name, but worker-0's live system has not answered"
+        ))
+        .count(),
+        1,
+        "{err}"
+    );
     let missed: Vec<&Value> = evs
         .iter()
         .filter(|e| {

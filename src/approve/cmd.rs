@@ -3,7 +3,7 @@
 //! Data (the table or the `-o json|yaml` document) goes to stdout; hints and progress to
 //! stderr. Every value that comes from a CSR is escaped ([`crate::csr::escape_for_display`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::pin::Pin;
 use std::time::Duration;
@@ -947,11 +947,11 @@ enum Ev {
 
 type EvStream = Pin<Box<dyn Stream<Item = std::result::Result<Ev, watcher::Error>> + Send>>;
 
-/// Watches on CSRs, Nodes and the batches' records (approvals and reboot reports, a few hundred
-/// bytes each: [`crate::batch::records`]), and on the batches themselves only while some
-/// expected node's address is missing or its reboot not recorded (`monitor` records addresses
-/// there; otherwise a batch does not change).
-fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvStream {
+/// Watches on CSRs, Nodes, the batches' records (approvals and reboot reports, a few hundred
+/// bytes each: [`crate::batch::records`]) and every batch ConfigMap: a batch deleted while the
+/// watch runs stops its hosts' approvals, and under `--batch` a batch made meanwhile takes its
+/// hosts out of scope ([`Approver::forget_batch`], [`Approver::observe_batch`]).
+fn streams(target: &KubeTarget, batch_name: Option<&str>) -> EvStream {
     let c = target.client.clone();
     let csr = watcher(
         Api::<CertificateSigningRequest>::all(c.clone()),
@@ -962,10 +962,6 @@ fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvSt
     let node = watcher(Api::<Node>::all(c.clone()), watcher::Config::default())
         .default_backoff()
         .map(|r| r.map(Ev::Node));
-    let mut bcfg = watcher::Config::default().labels(batch::LABEL);
-    if let Some(b) = batch_name {
-        bcfg = bcfg.fields(&format!("metadata.name={b}"));
-    }
     let rsel = match batch_name {
         Some(b) => format!("{}={b}", crate::batch::records::RECORD_OF),
         None => crate::batch::records::RECORD_OF.to_string(),
@@ -976,16 +972,18 @@ fn streams(target: &KubeTarget, batch_name: Option<&str>, batches: bool) -> EvSt
     )
     .default_backoff()
     .map(|r| r.map(Ev::Record));
-    let mut all = vec![csr.boxed(), node.boxed(), recs.boxed()];
-    if batches {
-        all.push(
-            watcher(Api::<ConfigMap>::namespaced(c, batch::NAMESPACE), bcfg)
-                .default_backoff()
-                .map(|r| r.map(Ev::Batch))
-                .boxed(),
-        );
-    }
-    Box::pin(futures::stream::select_all(all))
+    let batches = watcher(
+        Api::<ConfigMap>::namespaced(c, batch::NAMESPACE),
+        watcher::Config::default().labels(batch::LABEL),
+    )
+    .default_backoff()
+    .map(|r| r.map(Ev::Batch));
+    Box::pin(futures::stream::select_all(vec![
+        csr.boxed(),
+        node.boxed(),
+        recs.boxed(),
+        batches.boxed(),
+    ]))
 }
 
 fn is_401(e: &watcher::Error) -> bool {
@@ -1179,6 +1177,42 @@ fn say_seen(a: &Approver, seen: &Seen) {
     }
 }
 
+/// Issue 22 item 1, as monitor says it: a followed host that never answered while a client
+/// CSR in its name is held as boot-unverified gets one warning
+/// ([`crate::follow::missed_reboot_message`]); its reboot may have come before approve looked.
+fn say_missed_reboots<'h>(
+    a: &Approver,
+    live: &Live,
+    never_answered: impl Iterator<Item = &'h String>,
+    silent: Duration,
+    told: &mut BTreeSet<String>,
+) {
+    for host in never_answered {
+        if told.contains(host) {
+            continue;
+        }
+        let held = live.last.values().find(|(r, act)| {
+            r.kind == Kind::Client
+                && *act == Action::Held
+                && r.node == escape_for_display(host, usize::MAX)
+                && r.reasons.iter().any(|x| x.code == "boot-unverified")
+                && still_pending(a, &r.name)
+        });
+        if let Some((r, _)) = held {
+            told.insert(host.clone());
+            eprintln!(
+                "warning: {}",
+                crate::follow::missed_reboot_message(
+                    &escape_for_display(host, 253),
+                    &r.name,
+                    silent.as_secs(),
+                    &escape_for_display(a.batch_of(host).unwrap_or("BATCH"), 253),
+                )
+            );
+        }
+    }
+}
+
 async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout: Duration) -> Result<u8> {
     let deadline = tokio::time::Instant::now() + timeout;
     let token_left = a
@@ -1200,13 +1234,21 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     let mut declined: std::collections::BTreeSet<String> = Default::default();
     let mut alarmed: std::collections::BTreeSet<String> = Default::default();
     let mut reauthed = false;
-    let mut s = streams(
-        a.target(),
-        args.batch.as_deref(),
-        a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
-    );
+    // A watch failed at least once (the API server did not answer throughout).
+    let mut api_trouble = false;
+    let mut s = streams(a.target(), args.batch.as_deref());
     let mut csr_synced = false;
     let mut follower = start_follower(a).await;
+    // The hosts followed, those that answered at least once, and those whose missed reboot was
+    // said ([`say_missed_reboots`]).
+    let followed: BTreeSet<String> = match &follower {
+        Some(_) => a.hosts_to_follow().into_iter().map(|f| f.host).collect(),
+        None => BTreeSet::new(),
+    };
+    let mut answered: BTreeSet<String> = BTreeSet::new();
+    let mut missed_told: BTreeSet<String> = BTreeSet::new();
+    let started = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
     // The watch's own deadlines (--timeout, token expiry), as opposed to an API request that
     // timed out: only the latter is the API server's fault (issue 15 §2).
     let mut own_deadline: Option<&'static str> = None;
@@ -1226,8 +1268,21 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             seen = next_seen(&mut follower), if follower.is_some() => {
                 match seen {
-                    Some(seen) => say_seen(a, &seen),
+                    Some(seen) => {
+                        if let Seen::Answered { host } = &seen {
+                            answered.insert(host.clone());
+                        }
+                        say_seen(a, &seen)
+                    }
                     None => follower = None,
+                }
+                continue;
+            }
+            _ = tick.tick(), if !followed.is_empty() && csr_synced => {
+                let silent = started.elapsed();
+                if silent >= crate::follow::MISSED_REBOOT_AFTER {
+                    let never = followed.iter().filter(|h| !answered.contains(*h));
+                    say_missed_reboots(a, &live, never, silent, &mut missed_told);
                 }
                 continue;
             }
@@ -1257,16 +1312,13 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 tracing::warn!("the API server answered 401: reading the kubeconfig again");
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(
-                    a.target(),
-                    args.batch.as_deref(),
-                    a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
-                );
+                s = streams(a.target(), args.batch.as_deref());
                 reauthed = true;
                 continue;
             }
             Err(e) => {
                 tracing::warn!("watch: {e} (retrying)");
+                api_trouble = true;
                 continue;
             }
         };
@@ -1285,6 +1337,37 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
             },
+            Ev::Batch(Event::Delete(cm)) => {
+                let name = cm.metadata.name.clone().unwrap_or_default();
+                let hosts: Vec<String> = a
+                    .expected()
+                    .nodes
+                    .iter()
+                    .filter(|n| a.batch_of(&n.hostname) == Some(name.as_str()))
+                    .map(|n| n.hostname.clone())
+                    .collect();
+                match a.forget_batch(&name) {
+                    Ok(true) => {
+                        eprintln!(
+                            "warning: batch {} was deleted: its hosts' CSRs are no longer approved",
+                            escape_for_display(&name, 253)
+                        );
+                        // A reboot record on a deleted batch would be an orphan.
+                        if let Some(f) = &follower {
+                            for h in hosts.iter().filter(|h| a.batch_of(h).is_none()) {
+                                f.recorded(h);
+                            }
+                        }
+                        if csr_synced {
+                            process_pending(a, args, &mut live, &mut declined).await
+                        } else {
+                            Ok(())
+                        }
+                    }
+                    Ok(false) => Ok(()),
+                    Err(e) => Err(e),
+                }
+            }
             Ev::Batch(_) => Ok(()),
             Ev::Record(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_record(&cm) {
                 Ok(Touched::Node(n)) if csr_synced => {
@@ -1351,11 +1434,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Err(Error::Unauthorized { .. }) if !reauthed => {
                 let t = flags.resolve().await?;
                 a.set_target(&t);
-                s = streams(
-                    a.target(),
-                    args.batch.as_deref(),
-                    a.expected().nodes.iter().any(|n| n.ips.is_empty()) || a.awaits_reboot_records(),
-                );
+                s = streams(a.target(), args.batch.as_deref());
                 reauthed = true;
             }
             Err(e) => break Err(e),
@@ -1370,7 +1449,13 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
         }
     }
-    let rows: Vec<Row> = live.last.values().map(|(r, _)| r.clone()).collect();
+    // A CSR whose host a batch made meanwhile took out of `--batch`'s scope is that batch's.
+    let rows: Vec<Row> = live
+        .last
+        .values()
+        .filter(|(r, _)| !a.csrs.get(&r.name).is_some_and(|c| a.out_of_scope(c)))
+        .map(|(r, _)| r.clone())
+        .collect();
     let nodes = a.node_states();
     // A client CSR made before its node's batch was recorded (a replaced image's, or someone
     // else's before add-nodes) is never approved and a done node does not need it: said, but
@@ -1401,6 +1486,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     let mut code = match &end {
         Ok(()) if !rejected && declined.is_empty() => exit::OK,
         Ok(()) => exit::CSRS,
+        // Held or rejected CSRs still pending at our own deadline need a decision, which
+        // waiting longer does not bring: 7 wins over 5 (docs/exit-codes.md "When several apply").
+        Err(Error::Timeout(_)) if own_deadline.is_some() && rejected => exit::CSRS,
         Err(e) => e.exit_code(),
     };
     if code == exit::OK && !nodes.iter().all(NodeState::done) {
@@ -1433,18 +1521,22 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             Ok(code)
         }
-        // Our own deadline: the cluster answered throughout, so Error::Timeout's hint (about a
-        // single API request) does not apply. Say which hosts did not get there, and why.
+        // Our own deadline: Error::Timeout's hint (about a single API request) does not apply.
+        // Say which hosts did not get there, and why. The code is the report's (7 when CSRs
+        // wait on a decision, 3 with a skipped batch record).
         Err(Error::Timeout(m)) if own_deadline.is_some() => {
             eprintln!("error: timed out: {}", escape_for_display(&m, 4000));
             for w in &still {
                 eprintln!("waiting: {}", w.message);
             }
             let batches: std::collections::BTreeSet<&str> = still.iter().map(|w| w.batch.as_str()).collect();
-            let mut hint = String::from(
+            let mut hint = String::from(if api_trouble {
+                "the API server did not always answer (see the watch warnings above), and \
+                 the hosts above did not get that far; `oc agent-day2 monitor` shows their install stages"
+            } else {
                 "the API server answered throughout: the hosts above did not get that far; \
-                 `oc agent-day2 monitor` shows their install stages",
-            );
+                 `oc agent-day2 monitor` shows their install stages"
+            });
             if args.batch.is_none() && batches.len() > 1 {
                 hint.push_str("; to follow one batch only, pass --batch NAME");
             }
@@ -1457,7 +1549,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 "; or give them more time with --timeout"
             });
             eprintln!("       ({hint})");
-            Ok(exit::TIMEOUT)
+            Ok(code)
         }
         Err(e) => Err(e),
     }

@@ -314,9 +314,16 @@ pub struct Approver {
     bad_batches: Vec<(String, String, Vec<String>)>,
     /// Node → (batch, field): its reboot record is unusable (`at` not RFC 3339).
     bad_reboots: BTreeMap<String, (String, String)>,
-    /// Under `--batch`: the hosts another batch expects (read once at the start). Their CSRs
-    /// are out of scope: not judged, not shown, no exit 7 ([`Approver::out_of_scope`]).
+    /// Under `--batch`: the hosts another batch expects, kept current from [`Approver::batch_cms`]
+    /// as batches come and go. Their CSRs are out of scope: not judged, not shown, no exit 7
+    /// ([`Approver::out_of_scope`]).
     other_hosts: OtherHosts,
+    /// Every batch ConfigMap (labelled [`batch::LABEL`]) as last read or watched, by name: under
+    /// `--batch` the other batches' hosts are read from it ([`Approver::observe_batch`]).
+    batch_cms: BTreeMap<String, ConfigMap>,
+    /// `--node` names left out because another batch expects them (under `--batch`), with that
+    /// batch: said once in the hints.
+    others_named: BTreeMap<String, String>,
 }
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
@@ -417,6 +424,12 @@ pub fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), St
                 .map_err(|_| format!("{s:?}: {i:?} is not an IP address"))
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
+    if let Some((ip, why)) = ips
+        .iter()
+        .find_map(|ip| Some((ip, crate::net::not_a_host_address(*ip)?)))
+    {
+        return Err(format!("{s:?}: {ip} is {why}"));
+    }
     Ok((name.to_string(), ips))
 }
 
@@ -508,12 +521,13 @@ pub async fn read_policy(target: &KubeTarget) -> Result<Policy> {
 type BadBatches = Vec<(String, String, Vec<String>)>;
 
 /// What [`read_batches`] found: the batches (newest first, their records merged in), the bad
-/// ones, and the records by batch with the names of their ConfigMaps.
+/// ones, the records by batch with the names of their ConfigMaps, and every batch ConfigMap.
 type ReadBatches = (
     Vec<BatchState>,
     BadBatches,
     BTreeMap<String, Vec<Record>>,
     BTreeSet<String>,
+    BTreeMap<String, ConfigMap>,
 );
 
 async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBatches, OtherHosts)> {
@@ -535,24 +549,26 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBa
         }
     };
     let mut others = OtherHosts::new();
-    let cms: Vec<ConfigMap> = match only {
-        Some(name) => {
-            let (_, _) = batch::get(target, name).await?; // label check and a clear 404
-            let this = api.get(name).await.map_err(|e| {
-                classify(
-                    e,
-                    "read",
-                    ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
-                    target,
-                )
-            })?;
-            others = other_batches_hosts(&this, &listed().await?);
+    let mut bad = Vec::new();
+    // Checked first: a clear 404 for a batch that does not exist, and the label.
+    let this = match only {
+        Some(name) => Some(batch::get_labelled(target, name).await?),
+        None => None,
+    };
+    let all = listed().await?;
+    let cms: Vec<ConfigMap> = match this {
+        Some(this) => {
+            others = other_batches_hosts(&this, &all);
+            bad.extend(unreadable_others(&this, &all));
             vec![this]
         }
-        None => listed().await?,
+        None => all.clone(),
     };
+    let all: BTreeMap<String, ConfigMap> = all
+        .into_iter()
+        .map(|c| (c.metadata.name.clone().unwrap_or_default(), c))
+        .collect();
     let mut out = Vec::new();
-    let mut bad = Vec::new();
     for cm in &cms {
         match batch_state(cm) {
             Ok(b) => out.push(b),
@@ -587,7 +603,7 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBa
             bad.push((b, msg, st.rec.hosts.iter().map(|h| h.hostname.clone()).collect()));
         }
     }
-    Ok(((out, bad, by_batch, seen), others))
+    Ok(((out, bad, by_batch, seen, all), others))
 }
 
 /// The hostnames a batch ConfigMap names, read as far as they parse
@@ -635,6 +651,22 @@ fn other_batches_hosts(this: &ConfigMap, all: &[ConfigMap]) -> OtherHosts {
     out
 }
 
+/// Under `--batch`: the other batch ConfigMaps that are not batch records and whose hostnames
+/// cannot be read at all (not JSON, no `hosts`), with what is wrong and no hosts. Such a batch
+/// may name any host, so a CSR of a node no batch names is held for it, not rejected
+/// ([`Approver::amend`]). Pure.
+fn unreadable_others(this: &ConfigMap, all: &[ConfigMap]) -> BadBatches {
+    all.iter()
+        .filter(|c| c.metadata.name != this.metadata.name && cm_hostnames(c).is_empty())
+        .filter_map(|c| match batch_state(c) {
+            Err(Error::BadObject { message, .. }) => {
+                Some((c.metadata.name.clone().unwrap_or_default(), message, Vec::new()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
     let rec = batch::from_config_map(cm)?;
     if parse_time(&rec.token_expires_at).is_none() {
@@ -675,7 +707,7 @@ impl Approver {
         if let Some(r) = opts.kubelet_retry_seconds {
             policy.kubelet_retry_seconds = r;
         }
-        let ((batches, bad_batches, recs, seen_records), other_hosts) =
+        let ((batches, bad_batches, recs, seen_records, batch_cms), other_hosts) =
             read_batches(target, opts.batch.as_deref()).await?;
         if batches.is_empty() {
             if let Some((name, message, _)) = bad_batches.first() {
@@ -708,13 +740,20 @@ impl Approver {
             bad_batches,
             bad_reboots: BTreeMap::new(),
             other_hosts,
+            batch_cms,
+            others_named: BTreeMap::new(),
         };
-        a.rebuild_expected()?;
+        a.rebuild_expected(true)?;
         a.refresh().await?;
         Ok(a)
     }
 
-    fn rebuild_expected(&mut self) -> Result<()> {
+    /// The expected nodes, from the batches (newest first) and `--node` / `--reissue`.
+    /// `strict` (at the start): a `--node` or `--reissue` name no batch expects is an error
+    /// (exit 3); later (a batch edited or deleted while watching) it is left out with a warning.
+    /// Under `--batch`, a `--node` name another batch expects is left out (its CSRs are out of
+    /// scope) and said in the hints.
+    fn rebuild_expected(&mut self, strict: bool) -> Result<()> {
         let mut nodes: Vec<ExpectedNode> = Vec::new();
         let mut node_batch = BTreeMap::new();
         let mut bad_reboots = BTreeMap::new();
@@ -763,8 +802,17 @@ impl Approver {
                 });
             }
         }
+        let mut others_named = BTreeMap::new();
         for (name, ips) in &self.opts.extra_nodes {
+            if let Some(b) = self.other_hosts.get(name) {
+                others_named.insert(name.clone(), b.clone());
+                continue;
+            }
             let Some(n) = nodes.iter_mut().find(|n| &n.hostname == name) else {
+                if !strict {
+                    tracing::warn!("--node {name}: no batch expects it any more; left out");
+                    continue;
+                }
                 return Err(Error::InvalidInput {
                     field: format!("--node {name}"),
                     message: format!(
@@ -781,7 +829,7 @@ impl Approver {
             }
         }
         for r in &self.opts.reissue {
-            if !node_batch.contains_key(r) {
+            if !node_batch.contains_key(r) && strict {
                 return Err(Error::InvalidInput {
                     field: format!("--reissue {r}"),
                     message: format!("{r} is not an expected node of any batch record"),
@@ -789,6 +837,7 @@ impl Approver {
             }
         }
         self.expected = ExpectedNodes::new(nodes);
+        self.others_named = others_named;
         self.node_batch = node_batch;
         self.bad_reboots = bad_reboots;
         self.rebuild_approvals();
@@ -990,6 +1039,12 @@ impl Approver {
                     n.hostname
                 )
             }));
+        out.extend(self.others_named.iter().map(|(n, b)| {
+            format!(
+                "--node {n}: batch {b} (newer) expects {n}, so under --batch {} its CSRs are left to `approve --batch {b}`",
+                self.opts.batch.as_deref().unwrap_or("")
+            )
+        }));
         out.extend(self.existing_node_client_hints());
         out
     }
@@ -1074,7 +1129,7 @@ impl Approver {
             self.observe_node(n);
         }
         // The CSRs are known now: older approval records take their time from them.
-        self.rebuild_expected()
+        self.rebuild_expected(false)
     }
 
     /// Records a CSR seen (watch event or re-read) without judging it; keeps the indexes by
@@ -1212,19 +1267,22 @@ impl Approver {
         self.update_done(name);
     }
 
-    /// A batch ConfigMap changed (e.g. `monitor --ip-addresses` recorded a DHCP host's
-    /// address). Returns true when the expected nodes changed (pending CSRs should be judged
-    /// again). Batches outside `--batch` are ignored.
+    /// A batch ConfigMap was created or changed (e.g. `monitor --ip-addresses` recorded a DHCP
+    /// host's address, or a new `add-nodes` run). Returns true when what is expected changed
+    /// (pending CSRs should be judged again). Under `--batch B`, another batch only changes
+    /// which hosts are left to it ([`Approver::out_of_scope`]): a batch made while
+    /// `approve --batch B --watch` runs takes its hosts out of B's judgement.
     pub fn observe_batch(&mut self, cm: &ConfigMap) -> Result<bool> {
+        let cm_name = cm.metadata.name.clone().unwrap_or_default();
+        self.batch_cms.insert(cm_name.clone(), cm.clone());
+        if self.opts.batch.as_ref().is_some_and(|b| *b != cm_name) {
+            return self.refresh_others();
+        }
         // Our own compare-and-swap's echo: already known, skip parsing it again.
-        if let (Some(name), Some(rv)) = (&cm.metadata.name, &cm.metadata.resource_version) {
-            if self.batches.iter().any(|b| &b.rec.name == name && &b.rv == rv) {
+        if let Some(rv) = &cm.metadata.resource_version {
+            if self.batches.iter().any(|b| b.rec.name == cm_name && &b.rv == rv) {
                 return Ok(false);
             }
-        }
-        let cm_name = cm.metadata.name.clone().unwrap_or_default();
-        if self.opts.batch.as_ref().is_some_and(|b| *b != cm_name) {
-            return Ok(false);
         }
         let st = match batch_state(cm) {
             Ok(st) => st,
@@ -1235,7 +1293,7 @@ impl Approver {
                 self.bad_batches.retain(|(n, _, _)| *n != cm_name);
                 self.bad_batches.push((cm_name.clone(), message, hosts));
                 self.batches.retain(|b| b.rec.name != cm_name);
-                self.rebuild_expected()?;
+                self.rebuild_expected(false)?;
                 return Ok(true);
             }
             Err(e) => return Err(e),
@@ -1254,8 +1312,74 @@ impl Approver {
                     .sort_by(|a, b| (b.created, &b.rec.name).cmp(&(a.created, &a.rec.name)));
             }
         }
-        self.rebuild_expected()?;
+        self.rebuild_expected(false)?;
         Ok(self.expected != before)
+    }
+
+    /// A batch ConfigMap was deleted (`add-nodes batch delete`, issue 22: a running approver
+    /// went on approving the deleted batch's CSRs, a rogue one included). Its hosts are no
+    /// longer expected: their pending CSRs are judged again (true) and rejected as
+    /// `not-expected-node` unless another batch names them.
+    ///
+    /// Errors: under `--batch B`, B itself deleted ends the run (exit 4, naming the batch):
+    /// nothing is left to approve.
+    pub fn forget_batch(&mut self, name: &str) -> Result<bool> {
+        if self.opts.batch.as_deref() == Some(name) {
+            return Err(Error::NotFound {
+                resource: ResourceRef {
+                    kind: "batch".into(),
+                    namespace: None,
+                    name: Some(format!("{name:?}")),
+                },
+                why: Some(
+                    "deleted while approve ran (add-nodes batch delete): none of its CSRs is approved any more"
+                        .into(),
+                ),
+            });
+        }
+        let known = self.batch_cms.remove(name).is_some()
+            | self.batches.iter().any(|b| b.rec.name == name)
+            | self.bad_batches.iter().any(|(n, _, _)| n == name);
+        if !known {
+            return Ok(false);
+        }
+        self.batches.retain(|b| b.rec.name != name);
+        self.bad_batches.retain(|(n, _, _)| n != name);
+        self.records.remove(name);
+        if self.opts.batch.is_some() {
+            self.refresh_others()?;
+        }
+        self.rebuild_expected(false)?;
+        Ok(true)
+    }
+
+    /// Under `--batch B`: the other batches' hosts and unreadable batches again, from
+    /// [`Approver::batch_cms`]; the expected nodes rebuilt when they changed. Returns whether
+    /// anything changed.
+    fn refresh_others(&mut self) -> Result<bool> {
+        let Some(b) = self.opts.batch.clone() else {
+            return Ok(false);
+        };
+        let Some(this) = self.batch_cms.get(&b) else {
+            return Ok(false);
+        };
+        let all: Vec<ConfigMap> = self.batch_cms.values().cloned().collect();
+        let others = other_batches_hosts(this, &all);
+        let unreadable = unreadable_others(this, &all);
+        let mut bad: BadBatches = self
+            .bad_batches
+            .iter()
+            .filter(|(n, _, _)| *n == b)
+            .cloned()
+            .collect();
+        bad.extend(unreadable);
+        if others == self.other_hosts && bad == self.bad_batches {
+            return Ok(false);
+        }
+        self.other_hosts = others;
+        self.bad_batches = bad;
+        self.rebuild_expected(false)?;
+        Ok(true)
     }
 
     /// A record ConfigMap of a batch ([`records`]: an approval, a reboot report) seen on the
@@ -1292,7 +1416,7 @@ impl Approver {
                     bad_record_message(&name, &message),
                     st.rec.hosts.iter().map(|h| h.hostname.clone()).collect(),
                 ));
-                self.rebuild_expected()?;
+                self.rebuild_expected(false)?;
                 return Ok(Touched::All);
             }
             Err(e) => return Err(e),
@@ -1388,13 +1512,22 @@ impl Approver {
     fn amend(&self, v: &mut Verdict) {
         let Some(node) = v.node.clone() else { return };
         for (b, msg, hosts) in &self.bad_batches {
-            if hosts.contains(&node) {
+            // A batch whose hostnames cannot be read may name any node no batch names.
+            let unknown = hosts.is_empty()
+                && v.reasons
+                    .iter()
+                    .any(|r| matches!(r, crate::csr::Reason::NotExpectedNode { .. }));
+            if hosts.contains(&node) || unknown {
                 v.reasons
                     .retain(|r| !matches!(r, crate::csr::Reason::NotExpectedNode { .. }));
                 v.reasons.push(crate::csr::Reason::BadBatchRecord {
                     node: node.clone(),
                     batch: b.clone(),
-                    message: msg.clone(),
+                    message: if hosts.is_empty() {
+                        format!("{msg}; its hosts cannot be read, so it may name {node}")
+                    } else {
+                        msg.clone()
+                    },
                 });
                 v.approve = false;
             }
@@ -1691,12 +1824,6 @@ impl Approver {
                     && a.csr != name
                     && a.created.is_some_and(|t| t > created)
             })
-    }
-
-    /// True when some expected node has no reboot record and `--trust-unverified-boot` was not
-    /// given: the batch records are watched for monitor's record.
-    pub fn awaits_reboot_records(&self) -> bool {
-        !self.opts.trust_unverified_boot && self.expected.nodes.iter().any(|n| n.rebooted_at.is_none())
     }
 
     /// The checked approval of pending CSR `name`: reads the CSR, (client) the Node and the
@@ -2277,7 +2404,8 @@ mod tests {
     }
 
     async fn approver(hosts: &[&str], reboots: serde_json::Value) -> Approver {
-        let st = batch_state(&batch_cm(hosts, reboots)).unwrap();
+        let cm = batch_cm(hosts, reboots);
+        let st = batch_state(&cm).unwrap();
         let mut a = Approver {
             target: target(),
             opts: ApproveOptions::default(),
@@ -2307,9 +2435,56 @@ mod tests {
             bad_batches: vec![],
             bad_reboots: BTreeMap::new(),
             other_hosts: OtherHosts::new(),
+            batch_cms: BTreeMap::from([(BATCH.to_string(), cm)]),
+            others_named: BTreeMap::new(),
         };
-        a.rebuild_expected().unwrap();
+        a.rebuild_expected(true).unwrap();
         a
+    }
+
+    /// Issue 22: a batch deleted while approve runs is no longer expected (its host's CSR is
+    /// rejected as not expected); under `--batch` of it the run ends (exit 4).
+    #[tokio::test]
+    async fn a_deleted_batch_is_no_longer_expected() {
+        let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
+        let x = client_csr("csr-x", "worker-0", "2026-12-02T10:30:00Z");
+        a.observe_csr(&x);
+        assert!(a.expected().get("worker-0").is_some());
+        assert!(a.forget_batch(BATCH).unwrap());
+        assert!(a.expected().get("worker-0").is_none());
+        let v = a.evaluate("csr-x", now()).unwrap();
+        assert!(!v.approve && codes(&v).contains(&"not-expected-node"), "{v:?}");
+        assert!(!a.forget_batch(BATCH).unwrap(), "known no more");
+
+        let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
+        a.opts.batch = Some(BATCH.into());
+        let e = a.forget_batch(BATCH).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::CLUSTER_ACCESS, "{e}");
+        assert!(e.to_string().contains("deleted while approve ran"), "{e}");
+    }
+
+    /// Issue 22: under `--batch A`, a batch made meanwhile that names A's host takes it out of
+    /// scope (its CSRs are not judged), and deleting that batch brings it back.
+    #[tokio::test]
+    async fn under_batch_a_newer_batch_takes_its_hosts_and_gives_them_back() {
+        let mut a = approver(&["worker-0", "worker-1"], serde_json::Value::Null).await;
+        a.opts.batch = Some(BATCH.into());
+        let x = client_csr("csr-x", "worker-1", "2026-12-02T12:30:00Z");
+        a.observe_csr(&x);
+        assert!(!a.out_of_scope(&x));
+        let newer = batch_cm_named(
+            "batch-20261202-120000-cd34",
+            "2026-12-02T12:00:00Z",
+            &["worker-1"],
+            serde_json::Value::Null,
+        );
+        assert!(a.observe_batch(&newer).unwrap());
+        assert!(a.out_of_scope(&x));
+        assert!(a.expected().get("worker-1").is_none());
+        assert!(a.evaluate_all(now()).is_empty());
+        assert!(a.forget_batch("batch-20261202-120000-cd34").unwrap());
+        assert!(!a.out_of_scope(&x));
+        assert!(a.expected().get("worker-1").is_some());
     }
 
     fn reboot(host: &str, at: &str) -> batch::Reboot {
@@ -2451,7 +2626,7 @@ mod tests {
         // comes from the boot csr-y came from (its reboot record is older than csr-y), so it
         // is held (issue 22 item 3: a rogue CSR posted after the Node was deleted passed).
         a.opts.reissue = vec!["worker-0".into()];
-        a.rebuild_expected().unwrap();
+        a.rebuild_expected(true).unwrap();
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(!v.approve && codes(&v) == ["reissue-unbound"], "{v:?}");
         let held = v.reasons[0].to_string();
@@ -2525,7 +2700,7 @@ mod tests {
         assert_eq!(a.hosts_to_follow()[0].ip.to_string(), "192.168.111.30");
         let fresh: IpAddr = "192.168.111.99".parse().unwrap();
         a.opts.extra_nodes = vec![("worker-0".into(), vec![fresh])];
-        a.rebuild_expected().unwrap();
+        a.rebuild_expected(true).unwrap();
         assert_eq!(a.hosts_to_follow()[0].ip, fresh);
         let ips = &a.expected().get("worker-0").unwrap().ips;
         assert_eq!(

@@ -193,9 +193,12 @@ pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
 /// monitor and `batch list` with exit 4, while approve skipped it). A missing namespace means
 /// none.
 pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
-    let (good, bad) = list_checked(target).await?;
+    let (good, bad, records_said) = list_checked(target).await?;
     for (name, message) in &bad {
         eprintln!("warning: {}", bad_batch_message(name, message));
+    }
+    for w in records_said {
+        eprintln!("warning: {w}");
     }
     Ok(good)
 }
@@ -212,15 +215,15 @@ pub fn bad_batch_message(name: &str, message: &str) -> String {
     )
 }
 
-/// As [`list`], returning the skipped batch ConfigMaps (name, what is wrong) instead of
-/// warning about them.
+/// As [`list`], returning the skipped batch ConfigMaps (name, what is wrong) and the sentences
+/// about skipped record ConfigMaps instead of warning about them.
 pub async fn list_checked(
     target: &KubeTarget,
-) -> Result<(Vec<(BatchRecord, String)>, Vec<(String, String)>)> {
+) -> Result<(Vec<(BatchRecord, String)>, Vec<(String, String)>, Vec<String>)> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let l = match api.list(&ListParams::default().labels(LABEL)).await {
         Ok(l) => l,
-        Err(kube::Error::Api(s)) if s.code == 404 => return Ok((vec![], vec![])),
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok((vec![], vec![], vec![])),
         Err(e) => {
             return Err(classify(
                 e,
@@ -249,7 +252,6 @@ pub async fn list_checked(
         }
     }
     let (recs, bad) = records::list(target, None).await?;
-    warn_bad_records(&bad);
     let mut batches: Vec<BatchRecord> = out.iter().map(|(r, _)| r.clone()).collect();
     records::merge(&mut batches, &recs);
     for (o, b) in out.iter_mut().zip(batches) {
@@ -260,25 +262,38 @@ pub async fn list_checked(
             .cmp(&b.0.created_at)
             .then_with(|| a.0.name.cmp(&b.0.name))
     });
-    Ok((out, skipped))
+    Ok((out, skipped, bad_records_said(&bad)))
 }
 
 /// One record and its `resourceVersion`, its [`records`] merged in. Errors: 404
 /// ([`Error::NotFound`]) naming the batch; a record that does not parse ([`bad_record`]).
 pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
+    let (rec, rv, said) = get_saying(target, name).await?;
+    for w in said {
+        eprintln!("warning: {w}");
+    }
+    Ok((rec, rv))
+}
+
+/// [`get`], with the sentences about its record ConfigMaps skipped as not records returned
+/// instead of printed (monitor says them as `warning` events, in `-o json` too).
+pub async fn get_saying(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String, Vec<String>)> {
     let cm = get_labelled(target, name).await?;
     let mut rec = from_config_map(&cm)?;
     let (recs, bad) = records::list(target, Some(name)).await?;
-    warn_bad_records(&bad);
     for s in &recs {
         records::add(&mut rec, &s.record);
     }
-    Ok((rec, cm.metadata.resource_version.clone().unwrap_or_default()))
+    Ok((
+        rec,
+        cm.metadata.resource_version.clone().unwrap_or_default(),
+        bad_records_said(&bad),
+    ))
 }
 
 /// Batch `name`'s ConfigMap, checked for the batch label only (not parsed: `batch delete` must
 /// remove a hand-edited record that no longer parses). Errors as [`get`]'s.
-async fn get_labelled(target: &KubeTarget, name: &str) -> Result<ConfigMap> {
+pub async fn get_labelled(target: &KubeTarget, name: &str) -> Result<ConfigMap> {
     let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
     let r = ResourceRef::namespaced("ConfigMap", NAMESPACE, name);
     let cm = api
@@ -311,16 +326,19 @@ async fn get_labelled(target: &KubeTarget, name: &str) -> Result<ConfigMap> {
 /// Says (on stderr) which record ConfigMaps were skipped as not records: (batch, name, what
 /// is wrong). `approve` holds such a batch's hosts instead ([`crate::approve`]); the other
 /// readers (lists, monitor's stages, add-nodes' overlaps) go on without them.
-fn warn_bad_records(bad: &[(String, String, String)]) {
-    for (b, name, message) in bad {
-        eprintln!(
-            "warning: ConfigMap {NAMESPACE}/{} is labelled a record of batch {} but is not one ({}): skipped; \
-             approve holds that batch's hosts until it is fixed or deleted",
-            crate::output::escape_for_display(name, 253),
-            crate::output::escape_for_display(b, 253),
-            crate::output::escape_for_display(message, 300)
-        );
-    }
+/// One sentence per record ConfigMap skipped as not a record: (batch, ConfigMap, what is wrong).
+fn bad_records_said(bad: &[(String, String, String)]) -> Vec<String> {
+    bad.iter()
+        .map(|(b, name, message)| {
+            format!(
+                "ConfigMap {NAMESPACE}/{} is labelled a record of batch {} but is not one ({}): skipped; \
+                 approve holds that batch's hosts until it is fixed or deleted",
+                crate::output::escape_for_display(name, 253),
+                crate::output::escape_for_display(b, 253),
+                crate::output::escape_for_display(message, 300)
+            )
+        })
+        .collect()
 }
 
 /// Replaces the record if its ConfigMap still has `resource_version` (compare-and-swap), as

@@ -242,7 +242,7 @@ pub struct ApproveArgs {
     #[arg(long, value_name = "DURATION", default_value = "60m", requires = "watch")]
     pub timeout: String,
     /// Only the nodes of this batch record, e.g. --batch batch-20261129-211034-ab12.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = monitor::parse_batch_name)]
     pub batch: Option<String>,
     /// Addresses of expected nodes from a nodes-config file (its static IPs), e.g.
     /// --nodes-config nodes-config.yaml.

@@ -10,12 +10,12 @@ use clap::Args;
 pub struct MonitorArgs {
     /// Follow only this batch's hosts, e.g. --batch batch-20261129-211034-ab12 (default: every
     /// batch record).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = parse_batch_name)]
     pub batch: Option<String>,
     /// Follow the hosts at these addresses (comma-separated or repeated), e.g. --ip-addresses
     /// 192.168.111.30,192.168.111.31. A DHCP host of a batch is recognised by its MAC and its
     /// address recorded on the batch.
-    #[arg(long = "ip-addresses", value_name = "IP,...", value_delimiter = ',')]
+    #[arg(long = "ip-addresses", value_name = "IP,...", value_delimiter = ',', value_parser = parse_host_ip)]
     pub ip_addresses: Vec<IpAddr>,
     /// Follow this node at this address (repeatable), e.g. --node worker-1=192.168.111.31.
     #[arg(long = "node", value_name = "NAME=IP", value_parser = parse_node)]
@@ -75,5 +75,32 @@ pub(crate) fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), Strin
     if n.is_empty() {
         return Err(format!("{s:?}: the node name is empty"));
     }
+    if let Some(why) = crate::net::not_a_host_address(ip) {
+        return Err(format!("{s:?}: {ip} is {why}"));
+    }
     Ok((n.to_string(), ip))
+}
+
+/// `--ip-addresses` items: an IP address that can be a host's ([`crate::net::not_a_host_address`]).
+pub(crate) fn parse_host_ip(s: &str) -> std::result::Result<IpAddr, String> {
+    let t = s.trim().trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = t.parse().map_err(|_| format!("{s:?} is not an IP address"))?;
+    match crate::net::not_a_host_address(ip) {
+        Some(why) => Err(format!("{ip} is {why}")),
+        None => Ok(ip),
+    }
+}
+
+/// `--batch` values: a batch's name is its ConfigMap's (a lowercase RFC 1123 subdomain, e.g.
+/// batch-20261129-211034-ab12): anything else is a usage error (exit 2), not a lookup that
+/// fails (exit 4).
+pub(crate) fn parse_batch_name(s: &str) -> std::result::Result<String, String> {
+    if crate::k8s_names::is_dns1123_subdomain(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{:?} is not a batch name (lowercase letters, digits, '-' and '.', e.g. batch-20261129-211034-ab12; see `oc agent-day2 add-nodes batch list`)",
+            crate::text::escape_for_display(s, 80)
+        ))
+    }
 }

@@ -1,5 +1,5 @@
-//! The cluster side of monitor: watches of CertificateSigningRequests and Nodes
-//! (`kube::runtime::watcher`, resumed from the last resourceVersion, re-listed after a 410,
+//! The cluster side of monitor: watches of CertificateSigningRequests, Nodes and the batch
+//! ConfigMaps (`kube::runtime::watcher`, resumed from the last resourceVersion, re-listed after a 410,
 //! with the default backoff on errors), merged into one stream, and the per-node view taken
 //! from the two stores.
 
@@ -8,7 +8,7 @@ use std::pin::Pin;
 
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
@@ -22,6 +22,9 @@ pub enum Msg {
     Csr(Box<Event<CertificateSigningRequest>>),
     /// A Node watch event.
     Node(Box<Event<Node>>),
+    /// A batch ConfigMap watch event (labelled [`crate::batch::LABEL`]): one made, edited or
+    /// deleted (`add-nodes batch delete`) while monitor runs.
+    Batch(Box<Event<ConfigMap>>),
     /// A watch failed; `unauthorized` when the API server answered 401 (the login expired).
     Error {
         what: &'static str,
@@ -30,7 +33,7 @@ pub enum Msg {
     },
 }
 
-/// The merged stream of both watches for `client`.
+/// The merged stream of the three watches for `client`.
 pub fn watch(client: kube::Client) -> Pin<Box<dyn Stream<Item = Msg> + Send>> {
     let csrs = watcher::watcher(
         Api::<CertificateSigningRequest>::all(client.clone()),
@@ -41,13 +44,26 @@ pub fn watch(client: kube::Client) -> Pin<Box<dyn Stream<Item = Msg> + Send>> {
         Ok(e) => Msg::Csr(Box::new(e)),
         Err(e) => err("CertificateSigningRequests", e),
     });
-    let nodes = watcher::watcher(Api::<Node>::all(client), watcher::Config::default())
+    let nodes = watcher::watcher(Api::<Node>::all(client.clone()), watcher::Config::default())
         .default_backoff()
         .map(|r| match r {
             Ok(e) => Msg::Node(Box::new(e)),
             Err(e) => err("Nodes", e),
         });
-    Box::pin(futures::stream::select(csrs, nodes))
+    let batches = watcher::watcher(
+        Api::<ConfigMap>::namespaced(client, crate::batch::NAMESPACE),
+        watcher::Config::default().labels(crate::batch::LABEL),
+    )
+    .default_backoff()
+    .map(|r| match r {
+        Ok(e) => Msg::Batch(Box::new(e)),
+        Err(e) => err("batch ConfigMaps", e),
+    });
+    Box::pin(futures::stream::select_all([
+        csrs.boxed(),
+        nodes.boxed(),
+        batches.boxed(),
+    ]))
 }
 
 fn err(what: &'static str, e: watcher::Error) -> Msg {

@@ -202,16 +202,29 @@ fn save_logs(dir: &Path, node: &str, bytes: &[u8]) -> std::io::Result<PathBuf> {
 /// The batch records to follow, and one sentence per batch ConfigMap skipped as not a batch
 /// record (said as a `warning` event, in `-o json` too; the run then exits 3 at the earliest,
 /// as approve does).
-async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(Vec<BatchRecord>, Vec<String>)> {
+///
+/// Returns (batches, batch ConfigMaps skipped, record ConfigMaps skipped), the last two as
+/// sentences. Errors: `--batch` of a ConfigMap that is not a batch record is invalid input
+/// (exit 3, naming it), as in approve.
+async fn read_batches(
+    target: &KubeTarget,
+    only: Option<&str>,
+) -> Result<(Vec<BatchRecord>, Vec<String>, Vec<String>)> {
     Ok(match only {
-        Some(n) => (vec![batch::get(target, n).await?.0], vec![]),
+        Some(n) => match batch::get_saying(target, n).await {
+            Ok((rec, _, said)) => (vec![rec], vec![], said),
+            Err(Error::BadObject { message, .. }) => {
+                return Err(crate::approve::bad_batch_error(n, &message))
+            }
+            Err(e) => return Err(e),
+        },
         None => {
-            let (good, bad) = batch::list_checked(target).await?;
+            let (good, bad, records_said) = batch::list_checked(target).await?;
             let said = bad
                 .iter()
                 .map(|(name, message)| batch::bad_batch_message(name, message))
                 .collect();
-            (good.into_iter().map(|(r, _)| r).collect(), said)
+            (good.into_iter().map(|(r, _)| r).collect(), said, records_said)
         }
     })
 }
@@ -340,6 +353,9 @@ struct Monitor {
     reboots: tokio::sync::mpsc::UnboundedSender<RebootQueued>,
     /// Records queued and not written yet.
     reboots_pending: usize,
+    /// Batches deleted while this run watched (`add-nodes batch delete`): no reboot is recorded
+    /// on them (it would be an orphan) and the approver no longer expects their hosts.
+    deleted_batches: BTreeSet<String>,
 }
 
 impl Monitor {
@@ -573,7 +589,7 @@ impl Monitor {
         let (Some(b), Some(ip), true) = (t.batch.clone(), t.ip, t.named) else {
             return;
         };
-        if self.rebooted.contains(&t.name) {
+        if self.rebooted.contains(&t.name) || self.deleted_batches.contains(&b) {
             return;
         }
         let Some((reported, started)) = state::reboot_report(clusters, &t.macs) else {
@@ -861,7 +877,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
         ));
     }
     let mut target = target;
-    let (batches, skipped) = read_batches(&target, args.batch.as_deref()).await?;
+    let (batches, skipped, records_skipped) = read_batches(&target, args.batch.as_deref()).await?;
     let skipped_batches = skipped.len();
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
     let auth = read_auth(&target).await;
@@ -961,6 +977,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     let mut since = BTreeMap::new();
     let mut token_expires = BTreeMap::new();
     let mut warnings = skipped;
+    warnings.extend(records_skipped);
     for b in &batches {
         if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
             // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
@@ -1064,6 +1081,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             .collect(),
         reboots: reboot_tx,
         reboots_pending: 0,
+        deleted_batches: BTreeSet::new(),
     };
     for w in warnings {
         m.event(None, "warning", w);
@@ -1252,6 +1270,43 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                             }
                         };
                     }
+                    kube::Msg::Batch(e) => {
+                        use ::kube::runtime::watcher::Event as E;
+                        match *e {
+                            E::Apply(cm) | E::InitApply(cm) => {
+                                let r = match m.approver.as_mut() {
+                                    Some(ap) => ap.observe_batch(&cm),
+                                    None => Ok(false),
+                                };
+                                match r {
+                                    Ok(true) => only = None,
+                                    Ok(false) => continue,
+                                    Err(e) => {
+                                        m.event(None, "warning", format!("approver: {e}"));
+                                        continue;
+                                    }
+                                }
+                            }
+                            E::Delete(cm) => {
+                                let name = cm.metadata.name.clone().unwrap_or_default();
+                                let r = match m.approver.as_mut() {
+                                    Some(ap) => ap.forget_batch(&name)?,
+                                    None => false,
+                                };
+                                let followed = m.tracks.iter().any(|t| t.batch.as_deref() == Some(name.as_str()));
+                                if m.deleted_batches.insert(name.clone()) && (r || followed) {
+                                    m.event(None, "warning", format!(
+                                        "batch {} was deleted (add-nodes batch delete): no reboot is recorded on it{}",
+                                        crate::text::escape_for_display(&name, 253),
+                                        if m.approver.is_some() { " and its hosts' CSRs are no longer approved" } else { "" }
+                                    ));
+                                }
+                                if !r { continue; }
+                                only = None;
+                            }
+                            _ => continue,
+                        }
+                    }
                     kube::Msg::Error { what, unauthorized, message } => {
                         if unauthorized {
                             if reread {
@@ -1322,7 +1377,11 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     m.out.finish();
 
     // Summary.
-    let codes: Vec<u8> = m.tracks.iter().map(|t| state::node_exit(t.now().0)).collect();
+    let codes: Vec<u8> = m
+        .tracks
+        .iter()
+        .map(|t| state::track_exit(t, started.elapsed()))
+        .collect();
     let mut code = state::overall_exit(codes.iter().copied());
     // A skipped batch record is invalid input (docs/exit-codes.md), as in approve.
     if skipped_batches > 0 {
@@ -1333,7 +1392,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
     let pending: Vec<&Track> = m
         .tracks
         .iter()
-        .filter(|t| state::node_exit(t.now().0) == exit::CSRS)
+        .filter(|t| state::track_exit(t, started.elapsed()) == exit::CSRS)
         .collect();
     let mut hints = Vec::new();
     // With --approve: why the approver held a node's CSR and what to do, in approve's own
@@ -1421,7 +1480,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                 "nodes".into(),
                 json!(m.tracks.iter().map(|t| {
                     let (s, d) = t.now();
-                    json!({"node": t.name, "ip": t.ip.map(|i| i.to_string()), "batch": t.batch, "stage": s, "message": d, "exitCode": state::node_exit(s)})
+                    json!({"node": t.name, "ip": t.ip.map(|i| i.to_string()), "batch": t.batch, "stage": s, "message": d, "exitCode": state::track_exit(t, started.elapsed())})
                 }).collect::<Vec<_>>()),
             );
             e.extra.insert("requests".into(), json!(stats));

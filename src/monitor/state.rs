@@ -292,12 +292,7 @@ pub struct KubeView {
     pub unbound_client_pending: Option<String>,
 }
 
-/// How long a host whose kubelet asks for a client certificate ([`KubeView::unbound_client_pending`])
-/// may stay silent before [`missed_reboot`] says its reboot may have been missed. A live ISO
-/// boots its assisted-service in minutes; a kubelet asks only after the install and reboot, so a
-/// host that does not answer while its kubelet asks most likely rebooted before anything
-/// followed it.
-pub const MISSED_REBOOT_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+pub use crate::follow::MISSED_REBOOT_AFTER;
 
 /// The one warning for a host monitor never reached while a client CSR in its name is pending
 /// (issue 22 item 1: a `monitor --approve` started after the hosts rebooted said "not booted
@@ -311,12 +306,14 @@ pub fn missed_reboot(t: &Track, silent_for: std::time::Duration) -> Option<Strin
     if t.assisted.seen || t.assisted.stage != Stage::WaitingForBoot || silent_for < MISSED_REBOOT_AFTER {
         return None;
     }
-    let n = crate::output::display(&t.name);
-    Some(format!(
-        "client CSR {} asks in {n}'s name, but {n}'s live system has not answered in {}s: if {n} rebooted into the installed system before anything followed it, its reboot was missed and cannot be recorded now; check on its console that it runs the installed system, then run `oc agent-day2 approve --batch {} --trust-unverified-boot` on a terminal (it asks for each CSR); if {n} has not booted yet, the CSR is not its kubelet's and is never approved",
-        crate::output::display(c),
+    Some(crate::follow::missed_reboot_message(
+        &crate::output::display(&t.name),
+        &crate::output::display(c),
         silent_for.as_secs(),
-        t.batch.as_deref().map(crate::output::display).unwrap_or_else(|| "BATCH".into()),
+        &t.batch
+            .as_deref()
+            .map(crate::output::display)
+            .unwrap_or_else(|| "BATCH".into()),
     ))
 }
 
@@ -380,6 +377,17 @@ pub fn node_exit(stage: Stage) -> u8 {
         Stage::Failed => exit::INSTALL_FAILED,
         Stage::ClientCsrPending | Stage::ServingCsrPending => exit::CSRS,
         _ => exit::TIMEOUT,
+    }
+}
+
+/// [`node_exit`] of track `t` at the end of a run that lasted `elapsed`: a host whose reboot
+/// was missed ([`missed_reboot`]) waits on a decision about its client CSR, 7, not a timeout
+/// (waiting longer does not bring its reboot record). Pure.
+pub fn track_exit(t: &Track, elapsed: std::time::Duration) -> u8 {
+    if missed_reboot(t, elapsed).is_some() {
+        exit::CSRS
+    } else {
+        node_exit(t.now().0)
     }
 }
 
@@ -692,6 +700,9 @@ mod tests {
             "{m}"
         );
         assert_eq!(t.now().0, Stage::WaitingForBoot, "the stage is kept");
+        // A decision is needed: 7 at the end, not the timeout's 5.
+        assert_eq!(track_exit(&t, long), exit::CSRS);
+        assert_eq!(track_exit(&t, long / 2), exit::TIMEOUT);
         t.assisted.seen = true;
         t.assisted.stage = Stage::Installing;
         assert_eq!(missed_reboot(&t, long * 10), None, "it answered");
