@@ -100,10 +100,20 @@ fn usage_errors_exit_2() {
             "https://127.0.0.1:1",
         ][..],
         &["info", "--server", "https://[::1", "--token", "x"][..],
+        // Issue 22: a batch name that cannot be one, an address that cannot be a host's: usage
+        // errors, before any cluster read (they were exit 4, or accepted).
+        &["approve", "--batch", ""][..],
+        &["approve", "--batch", "b\x1b[31m"][..],
+        &["monitor", "--batch", "Batch_1"][..],
+        &["approve", "--node", "worker-1=0.0.0.0"][..],
+        &["monitor", "--node", "worker-1=224.0.0.1"][..],
+        &["monitor", "--ip-addresses", "192.168.111.30,::"][..],
+        &["monitor", "--ip-addresses", "255.255.255.255"][..],
     ] {
         let out = plugin(home.path(), args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
         assert!(!text(&out.stderr).is_empty(), "{args:?}: no message");
+        assert!(!text(&out.stderr).contains('\x1b'), "{args:?}: escaped");
     }
 }
 

@@ -17,8 +17,8 @@ use kube::runtime::WatchStreamExt;
 use serde::Serialize;
 
 use super::{
-    execute, nodes_config_addresses, now, parse_node_flag, Action, ApproveOptions, Approver, Executed,
-    NodeState, Outcome, Plan, Planned, Touched,
+    execute, nodes_config_addresses, now, Action, ApproveOptions, Approver, Executed, NodeState, Outcome,
+    Plan, Planned, Touched,
 };
 use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
@@ -627,9 +627,7 @@ fn options(args: &ApproveArgs) -> Result<ApproveOptions> {
     if let Some(p) = &args.nodes_config {
         extra.extend(nodes_config_addresses(p)?);
     }
-    for n in &args.nodes {
-        extra.push(parse_node_flag(n).map_err(|e| Error::Usage(format!("--node {e}")))?);
-    }
+    extra.extend(args.nodes.iter().cloned());
     Ok(ApproveOptions {
         yes: args.yes,
         dry_run: args.dry_run,

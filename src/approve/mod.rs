@@ -405,34 +405,6 @@ pub fn nodes_config_addresses(path: &std::path::Path) -> Result<Vec<(String, Vec
     Ok(out)
 }
 
-/// Parses `--node NAME=IP[,IP]` (`NAME=` alone is refused: give an address).
-pub fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), String> {
-    let (name, ips) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected NAME=IP[,IP]"))?;
-    if !csr::is_dns1123_subdomain(name) {
-        return Err(format!(
-            "{:?}: {:?} is not a node name (lowercase RFC 1123)",
-            s, name
-        ));
-    }
-    let ips = ips
-        .split(',')
-        .map(|i| {
-            i.trim()
-                .parse::<IpAddr>()
-                .map_err(|_| format!("{s:?}: {i:?} is not an IP address"))
-        })
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    if let Some((ip, why)) = ips
-        .iter()
-        .find_map(|ip| Some((ip, crate::net::not_a_host_address(*ip)?)))
-    {
-        return Err(format!("{s:?}: {ip} is {why}"));
-    }
-    Ok((name.to_string(), ips))
-}
-
 /// The cluster facts the checks need: API names from `Infrastructure/cluster`
 /// `status.apiServerURL`, networks from `Network.config.openshift.io/cluster` (status, else spec).
 /// Errors (exit 4) name the object.

@@ -249,8 +249,8 @@ pub struct ApproveArgs {
     #[arg(long, value_name = "FILE")]
     pub nodes_config: Option<PathBuf>,
     /// An expected node's address(es) (repeatable), e.g. --node worker-1=192.168.111.31.
-    #[arg(long = "node", value_name = "NAME=IP[,IP]")]
-    pub nodes: Vec<String>,
+    #[arg(long = "node", value_name = "NAME=IP[,IP]", value_parser = monitor::parse_node_flag)]
+    pub nodes: Vec<(String, Vec<std::net::IpAddr>)>,
     /// Allow one more client and serving approval for NODE within its batch (repeatable), e.g.
     /// --reissue worker-0. The client CSR must still come from a new install: a reboot recorded
     /// after the one approved before. A re-install from a new image (add-nodes --reimage NODE)

@@ -81,6 +81,34 @@ pub(crate) fn parse_node(s: &str) -> std::result::Result<(String, IpAddr), Strin
     Ok((n.to_string(), ip))
 }
 
+/// Parses `--node NAME=IP[,IP]` (`NAME=` alone is refused: give an address).
+pub(crate) fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAddr>), String> {
+    let (name, ips) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected NAME=IP[,IP]"))?;
+    if !crate::k8s_names::is_dns1123_subdomain(name) {
+        return Err(format!(
+            "{:?}: {:?} is not a node name (lowercase RFC 1123)",
+            s, name
+        ));
+    }
+    let ips = ips
+        .split(',')
+        .map(|i| {
+            i.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("{s:?}: {i:?} is not an IP address"))
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if let Some((ip, why)) = ips
+        .iter()
+        .find_map(|ip| Some((ip, crate::net::not_a_host_address(*ip)?)))
+    {
+        return Err(format!("{s:?}: {ip} is {why}"));
+    }
+    Ok((name.to_string(), ips))
+}
+
 /// `--ip-addresses` items: an IP address that can be a host's ([`crate::net::not_a_host_address`]).
 pub(crate) fn parse_host_ip(s: &str) -> std::result::Result<IpAddr, String> {
     let t = s.trim().trim_start_matches('[').trim_end_matches(']');
