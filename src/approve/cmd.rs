@@ -323,10 +323,34 @@ pub fn waiting(a: &Approver) -> Vec<Waiting> {
 
 /// The exit-7 explanation on stderr: each expected node still waiting (its batch, what it
 /// waits for) and, when every one is done, the CSRs that were rejected.
-fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
+/// The `waiting:` lines on stderr, one per host. A reason that several hosts share at length
+/// (`boot-unverified`: a paragraph naming the way forward) is shortened on each line and
+/// said in full once after them (a new user read the same paragraph on every line).
+fn print_waiting(waiting: &[Waiting]) {
+    const SHARED: &str = "boot-unverified";
+    let shared = |w: &Waiting| w.reasons.iter().find(|r| r.code == SHARED).cloned();
+    let many = waiting.iter().filter(|w| shared(w).is_some()).count() > 1;
+    let mut full: Option<String> = None;
     for w in waiting {
-        eprintln!("waiting: {}", w.message);
+        match shared(w) {
+            Some(r) if many => {
+                let short = format!(
+                    "{SHARED} (no reboot of {} is recorded on its batch; see below)",
+                    w.node
+                );
+                eprintln!("waiting: {}", w.message.replace(&r.message, &short));
+                full.get_or_insert(r.message);
+            }
+            _ => eprintln!("waiting: {}", w.message),
+        }
     }
+    if let Some(f) = full {
+        eprintln!("       ({SHARED}, for the first of them: {f})");
+    }
+}
+
+fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
+    print_waiting(waiting);
     if waiting.is_empty() {
         let of = |a: Action| -> Vec<String> {
             rows.iter()
@@ -1524,9 +1548,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         // wait on a decision, 3 with a skipped batch record).
         Err(Error::Timeout(m)) if own_deadline.is_some() => {
             eprintln!("error: timed out: {}", escape_for_display(&m, 4000));
-            for w in &still {
-                eprintln!("waiting: {}", w.message);
-            }
+            print_waiting(&still);
             let batches: std::collections::BTreeSet<&str> = still.iter().map(|w| w.batch.as_str()).collect();
             let mut hint = String::from(if api_trouble {
                 "the API server did not always answer (see the watch warnings above), and \

@@ -202,11 +202,12 @@ pub fn text_line(e: &Event) -> String {
     match e.event {
         "warning" => format!("warning: {who}{}", e.message),
         "alarm" => format!("alarm: {who}{}", e.message),
-        "stage" => format!(
-            "{who}{} - {}",
-            e.stage.map(|s| s.as_str()).unwrap_or(""),
-            e.message
-        ),
+        // `installing: Writing image to disk, 50%` names its stage already (it said
+        // "installing - installing: ...").
+        "stage" => match e.stage.map(|s| s.as_str()).unwrap_or("") {
+            st if !st.is_empty() && e.message.starts_with(st) => format!("{who}{}", e.message),
+            st => format!("{who}{st} - {}", e.message),
+        },
         _ => format!("{who}{}", e.message),
     }
 }
