@@ -1083,10 +1083,11 @@ fn a_watch_timeout_names_the_waiting_hosts_and_does_not_blame_the_api_server() {
             "json",
         ],
     );
-    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    // worker-1's rejected CSR needs a decision: 7, in the JSON as in the status.
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
     let doc = json_of(&o);
     assert_eq!(doc["kind"], "ApproveReport");
-    assert_eq!(doc["exitCode"], 5);
+    assert_eq!(doc["exitCode"], 7);
     assert_eq!(doc["waiting"].as_array().unwrap().len(), 1, "{doc}");
     assert_eq!(doc["waiting"][0]["node"], "worker-1");
     assert!(

@@ -124,19 +124,36 @@ impl Tree {
                         format!("{base}::{p}")
                     }
                 };
-                // `use crate::a::{b, c::d}`: each item of the group.
+                // `use crate::a::{b, c::d}` and `use super::{b, c}`: each item of the group
+                // (the latter imports siblings, not the parent).
                 let after = &rest[path.len()..];
-                if let (Some(group), true) = (after.strip_prefix("::{"), !path.is_empty()) {
+                let group = if path.is_empty() {
+                    after.strip_prefix('{')
+                } else {
+                    after.strip_prefix("::{")
+                };
+                if let Some(group) = group {
                     if let Some(end) = group.find('}') {
                         for item in group[..end].split(',') {
                             let item = item.split_whitespace().next().unwrap_or("");
-                            if let Some(t) = self.resolve(&join(&format!("{path}::{item}"))) {
+                            let item = if path.is_empty() {
+                                item.to_string()
+                            } else {
+                                format!("{path}::{item}")
+                            };
+                            if let Some(t) = self.resolve(&join(&item)) {
                                 out.insert(t);
                             }
                         }
                     }
                 }
-                if let Some(t) = self.resolve(&join(path)) {
+                let whole = if path.is_empty() {
+                    // `super::*`: the parent itself.
+                    (group.is_none()).then(|| base.clone())
+                } else {
+                    Some(join(path))
+                };
+                if let Some(t) = whole.and_then(|w| self.resolve(&w)) {
                     out.insert(t);
                 }
             }
@@ -254,8 +271,24 @@ fn no_import_circle_in_src() {
         c.is_empty(),
         "top-level modules that import each other in a circle: {c:?}"
     );
-    // What is left at the file level is printed (`cargo test --test house -- --nocapture`).
-    eprintln!("file-level circles left: {:?}", file_level_circles(&t));
+    let files = file_level_circles(&t);
+    assert!(
+        files.is_empty(),
+        "files that import each other in a circle: {files:?}"
+    );
+}
+
+/// The simulator's crate (tests/sim) as well: no two of its files import each other, directly
+/// or round a circle (issue 23: it had four circles, one of seven files).
+#[test]
+fn no_import_circle_in_the_simulator() {
+    let t = Tree::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sim/src"));
+    assert!(t.code.len() > 30, "read {} files", t.code.len());
+    let files = file_level_circles(&t);
+    assert!(
+        files.is_empty(),
+        "files that import each other in a circle: {files:?}"
+    );
 }
 
 /// The circles among single files (a parent module and its children counted apart).
@@ -274,6 +307,10 @@ fn the_check_finds_a_circle() {
     t.code.insert("p".into(), "pub use c::Y;".into());
     t.code.insert("p::c".into(), "use super::Z;".into());
     t.code.insert("q".into(), "use crate::a::{self};".into());
+    // `use super::{x, y}` imports the siblings, not the parent: no circle r ↔ r::d.
+    t.code.insert("r".into(), "use d::W;".into());
+    t.code.insert("r::d".into(), "use super::{e};".into());
+    t.code.insert("r::e".into(), "pub struct V;".into());
     let c = circles(&edges(&t));
     assert_eq!(
         c,

@@ -17,9 +17,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use agent_day2::auth::{self, AuthMaterial};
 use agent_day2::cluster::{ClusterModel, ClusterObjects};
 use agent_day2::ignition::{self, ComponentImages, HostInterface, HostSpec, NodeImageInputs};
+use agent_day2_sim::baseiso::BaseIsoInfo;
 use agent_day2_sim::boot::{facts, ignition as sim_ignition};
 use agent_day2_sim::scenario::{ProxySettings, Scenario};
-use agent_day2_sim::seed::{seed_objects, BaseIsoInfo, SeedContext};
+use agent_day2_sim::seed::{seed_objects, SeedContext};
 use serde_json::{json, Value};
 use uuid::Uuid;
 

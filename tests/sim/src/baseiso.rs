@@ -22,7 +22,17 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use agent_day2_iso9660::{write_iso, IsoData, IsoInput};
 
-use crate::seed::BaseIsoInfo;
+/// A base ISO on disk, served by the file server under `file_name`.
+#[derive(Debug, Clone)]
+pub struct BaseIsoInfo {
+    pub path: std::path::PathBuf,
+    /// File name under the file server root, e.g. `rhcos-418.94.202501221327-0-live.x86_64.iso`.
+    pub file_name: String,
+    /// Lowercase hex sha256 of the file.
+    pub sha256: String,
+    /// Size in bytes.
+    pub size: u64,
+}
 
 /// RHCOS build the simulated live ISO pretends to be (also its ISO9660 volume id).
 pub const RHCOS_BUILD: &str = "rhcos-418.94.202501221327-0";

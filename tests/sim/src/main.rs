@@ -358,7 +358,7 @@ fn main() {
             let up_dir = opts.dir.clone();
             // A `failed` left by an earlier run must not stop a waiting loop early.
             let _ = std::fs::remove_file(up_dir.join("failed"));
-            if let Err(e) = rt.block_on(agent_day2_sim::api::up::run(opts)) {
+            if let Err(e) = rt.block_on(agent_day2_sim::api::real::up(opts)) {
                 eprintln!("error: {e:#}");
                 // Where a loop waiting for `DIR/ready` sees it (issue 22 item 11: it waited
                 // for ever): `DIR/failed` holds the error.

@@ -18,7 +18,7 @@ use base64::Engine;
 use serde_json::{json, Value};
 use sha2::Digest;
 
-use crate::baseiso;
+use crate::baseiso::{self, BaseIsoInfo};
 use crate::scenario::Scenario;
 
 /// What the seed needs to know about the running simulator.
@@ -32,18 +32,6 @@ pub struct SeedContext {
     pub base_iso: BaseIsoInfo,
     /// PEM of the simulator's CA (also used as the Machine Config Server CA).
     pub ca_pem: String,
-}
-
-/// A base ISO on disk, served by the file server under `file_name`.
-#[derive(Debug, Clone)]
-pub struct BaseIsoInfo {
-    pub path: std::path::PathBuf,
-    /// File name under the file server root, e.g. `rhcos-418.94.202501221327-0-live.x86_64.iso`.
-    pub file_name: String,
-    /// Lowercase hex sha256 of the file.
-    pub sha256: String,
-    /// Size in bytes.
-    pub size: u64,
 }
 
 /// The default machine network (IPv4) and, for dual-stack, IPv6.

@@ -1,8 +1,9 @@
 //! The seeded cluster holds what the plugin reads, shaped as a real cluster has it.
 
 use agent_day2_sim::baseiso;
+use agent_day2_sim::baseiso::BaseIsoInfo;
 use agent_day2_sim::scenario::{ProxySettings, Scenario};
-use agent_day2_sim::seed::{seed_objects, BaseIsoInfo, SeedContext};
+use agent_day2_sim::seed::{seed_objects, SeedContext};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use serde_json::Value;

@@ -367,7 +367,7 @@ pub async fn start(
     nodes: &[ControlPlaneNode],
     volumes_dir: &Path,
 ) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
-    let admin = super::real::client_for(kubeconfig).await?;
+    let admin = super::client::client_for(kubeconfig).await?;
     let mut clients = BTreeMap::new();
     for n in nodes {
         let leaf = ca.issue_client(&format!("system:node:{}", n.name), &["system:nodes"])?;
@@ -380,7 +380,7 @@ pub async fn start(
             bootstrapper_token: "unused",
             viewer_token: "unused",
         });
-        clients.insert(n.name.clone(), super::real::client_for(&kc).await?);
+        clients.insert(n.name.clone(), super::client::client_for(&kc).await?);
     }
     std::fs::create_dir_all(volumes_dir)
         .with_context(|| format!("cannot create {}", volumes_dir.display()))?;
@@ -479,7 +479,7 @@ pub fn container_exec(dir: &Path, ns: &str, pod: &str, container: &str, command:
             .enable_all()
             .build()?;
         let pod_v = rt.block_on(async {
-            let client = super::real::client_for(&kc).await?;
+            let client = super::client::client_for(&kc).await?;
             let p = Api::<Pod>::namespaced(client, ns).get(pod).await?;
             anyhow::Ok(serde_json::to_value(p)?)
         })?;

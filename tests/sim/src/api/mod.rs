@@ -8,6 +8,7 @@
 //! permissions; [`registry`] the permissive CRDs for kinds no public module defines.
 
 pub mod authz;
+pub mod client;
 pub mod cp_kubelet;
 pub mod exec;
 pub mod mcs;

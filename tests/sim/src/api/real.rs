@@ -29,6 +29,7 @@
 //! service account and `viewer` (tokens of `--token-auth-file`), bound by [`identities`] to
 //! what [`super::authz`] says each may do.
 
+use super::client::client_for;
 use crate::pki::Ca;
 use anyhow::{anyhow, bail, Context};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -65,9 +66,6 @@ pub const KCM_CONTROLLERS: [&str; 6] = [
     "pvc-protection",
     "pv-protection",
 ];
-
-/// The context of `DIR/kubeconfig` used to seed the cluster.
-const ADMIN_CONTEXT: &str = "admin";
 
 /// Name of the ClusterRole (and its binding) that gives user `viewer` what the simulator's
 /// server's viewer may do: get/list/watch every served resource but core Secrets.
@@ -460,20 +458,6 @@ fn wait_etcd(proc_: &mut Proc, port: u16) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// The client of the kubeconfig text's `admin` context (the admin, or another identity rendered
-/// into that context).
-pub async fn client_for(kubeconfig: &str) -> anyhow::Result<kube::Client> {
-    let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).context("the admin kubeconfig")?;
-    let opts = kube::config::KubeConfigOptions {
-        context: Some(ADMIN_CONTEXT.into()),
-        ..Default::default()
-    };
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &opts)
-        .await
-        .context("the admin kubeconfig")?;
-    kube::Client::try_from(cfg).context("building the admin client")
 }
 
 /// A raw GET as admin; the body text.
@@ -978,7 +962,7 @@ pub fn openshift_crd(root: &Path, group: &str, kind: &str) -> anyhow::Result<Opt
         if !text.contains(&kind_line) || !text.contains(&group_line) {
             continue;
         }
-        for doc in super::up::parse_docs(&text).with_context(|| format!("{}", f.display()))? {
+        for doc in super::client::parse_docs(&text).with_context(|| format!("{}", f.display()))? {
             if doc["kind"] == "CustomResourceDefinition"
                 && doc["spec"]["group"] == group
                 && doc["spec"]["names"]["kind"] == kind
@@ -1244,6 +1228,13 @@ async fn start_mcs(
             }
         }
     })))
+}
+
+/// Runs the simulator until SIGINT/SIGTERM: the cluster on the real control plane in
+/// `opts.real_apiserver` (default [`default_kube_bin_dir`]); see [`run`].
+pub async fn up(opts: super::up::UpOptions) -> anyhow::Result<()> {
+    let bins = opts.real_apiserver.clone().unwrap_or_else(default_kube_bin_dir);
+    run(opts, bins).await
 }
 
 /// `up [--real-apiserver BIN_DIR]`: the simulated cluster (scenario, PKI, base

@@ -5,11 +5,13 @@
 //! `DIR/ready` (lines: API URL, file server base URL, and with `--registry` the registry URL
 //! `https://ADDR`).
 
+use crate::baseiso::BaseIsoInfo;
 use crate::pki::Ca;
 use crate::scenario::Scenario;
-use crate::seed::BaseIsoInfo;
 use anyhow::Context;
 use serde_json::Value;
+
+pub use super::client::parse_docs;
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
@@ -42,7 +44,7 @@ pub struct UpOptions {
     /// as pod exec's `tar` sees them; default `<dir>/volumes`.
     pub volumes_dir: Option<PathBuf>,
     /// `--real-apiserver [BIN_DIR]`: where the real etcd, kube-apiserver,
-    /// kube-controller-manager and kubelet-exec are (see [`super::real`]); None: where
+    /// kube-controller-manager and kubelet-exec are (see `api::real`); None: where
     /// `scripts/real-components.sh kube` builds them.
     pub real_apiserver: Option<PathBuf>,
 }
@@ -87,35 +89,6 @@ pub fn load_yaml_dir(dir: &Path) -> anyhow::Result<Vec<(PathBuf, Value)>> {
             out.push((f.clone(), v));
         }
     }
-    Ok(out)
-}
-
-/// Splits a multi-document YAML text into JSON values (empty documents skipped).
-pub fn parse_docs(text: &str) -> anyhow::Result<Vec<Value>> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let flush = |cur: &mut String, out: &mut Vec<Value>| -> anyhow::Result<()> {
-        if cur
-            .lines()
-            .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        {
-            let v: Value = serde_saphyr::from_str(cur).map_err(|e| anyhow::anyhow!("{e}"))?;
-            if !v.is_null() {
-                out.push(v);
-            }
-        }
-        cur.clear();
-        Ok(())
-    };
-    for line in text.lines() {
-        if line.trim_end() == "---" || line.starts_with("--- ") {
-            flush(&mut cur, &mut out)?;
-        } else {
-            cur.push_str(line);
-            cur.push('\n');
-        }
-    }
-    flush(&mut cur, &mut out)?;
     Ok(out)
 }
 
@@ -228,16 +201,6 @@ pub async fn assisted_db(opts: &UpOptions) -> anyhow::Result<Option<super::exec:
         eprintln!("agent-day2-sim: created the assisted-service schema (version {v}) in --assisted-db-url");
     }
     Ok(Some(db))
-}
-
-/// Runs the simulator until SIGINT/SIGTERM: the cluster on the real control plane in
-/// `opts.real_apiserver` (default [`super::real::default_kube_bin_dir`]); see [`super::real::run`].
-pub async fn run(opts: UpOptions) -> anyhow::Result<()> {
-    let bins = opts
-        .real_apiserver
-        .clone()
-        .unwrap_or_else(super::real::default_kube_bin_dir);
-    super::real::run(opts, bins).await
 }
 
 /// Writes `DIR/failed` (the error that stopped `up`, one paragraph) under a temporary name

@@ -18,6 +18,7 @@
 //! node's installation failed or a CSR was denied; 1 anything else. When several apply, 5 wins
 //! over 6.
 
+pub mod cmdline;
 pub mod cpio;
 pub mod csr;
 pub mod embed;

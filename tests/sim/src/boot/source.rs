@@ -205,7 +205,7 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         .iter()
         .filter_map(|(_, u)| file(u, "initrd"))
         .collect();
-    let rootfs_url = crate::noderun::livepxe::dracut_getarg(&ipxe.kargs.join(" "), "coreos.live.rootfs_url")
+    let rootfs_url = crate::boot::cmdline::dracut_getarg(&ipxe.kargs.join(" "), "coreos.live.rootfs_url")
         .filter(|u| !u.is_empty());
     let rootfs = rootfs_url
         .as_deref()
@@ -240,9 +240,9 @@ pub fn resolve_ipxe(script: &Path, dir: &Path) -> Result<PxeSet, Refusal> {
         }
     }
     if ipxe.kernel.is_some() {
-        // Read as the live initramfs reads /proc/cmdline (crate::noderun::livepxe): dracut's
+        // Read as the live initramfs reads /proc/cmdline (crate::boot::cmdline): dracut's
         // getarg for coreos.*, ignition-generator's words for ignition.*; the last value wins.
-        use crate::noderun::livepxe as live;
+        use crate::boot::cmdline as live;
         let cmdline = ipxe.kargs.join(" ");
         if rootfs_url.is_none() {
             problems.push(format!("{what}: the kernel line lacks coreos.live.rootfs_url= (the live initrd has no root filesystem to fetch)"));

@@ -62,22 +62,7 @@ pub struct Node0Args {
     pub die_after_requests: Option<u64>,
 }
 
-/// Every table's rows as JSON objects (column → value; timestamps RFC 3339 in UTC), read from
-/// the database in one query.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    pub clusters: Vec<Value>,
-    pub infra_envs: Vec<Value>,
-    pub hosts: Vec<Value>,
-    /// Ordered by `event_time`, then `id`.
-    pub events: Vec<Value>,
-    pub cluster_networks: Vec<Value>,
-    pub service_networks: Vec<Value>,
-    pub machine_networks: Vec<Value>,
-    pub api_vips: Vec<Value>,
-    pub ingress_vips: Vec<Value>,
-    pub monitored_operators: Vec<Value>,
-}
+pub use rest::Snapshot;
 
 /// Reads every table of [`crate::node0schema::TABLES`] at `url`.
 pub fn read_snapshot(url: &str) -> anyhow::Result<Snapshot> {

@@ -1,5 +1,5 @@
 //! node 0's assisted-service REST v2 API (assisted-service's swagger.yaml)
-//! as far as `migrate export` reads it, built from the database rows of a [`super::Snapshot`].
+//! as far as `migrate export` reads it, built from the database rows of a [`Snapshot`].
 //!
 //! Every endpoint needs userAuth, judged as assisted-service with `AUTH_TYPE=agent-installer-local`
 //! judges it ([`authorize`]): the header `Authorization` holds the bare token (go-openapi's
@@ -42,11 +42,27 @@ use http_body_util::Full;
 use serde_json::{json, Map, Value};
 
 use super::seed::BASE_TIME;
-use super::Snapshot;
 use crate::boot::rest::{error, not_found, ok_json, segments, split_request};
 
 /// API prefix (swagger `basePath` + `/v2`).
 pub use crate::boot::rest::BASE;
+
+/// Every table's rows as JSON objects (column → value; timestamps RFC 3339 in UTC), read from
+/// the database in one query.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub clusters: Vec<Value>,
+    pub infra_envs: Vec<Value>,
+    pub hosts: Vec<Value>,
+    /// Ordered by `event_time`, then `id`.
+    pub events: Vec<Value>,
+    pub cluster_networks: Vec<Value>,
+    pub service_networks: Vec<Value>,
+    pub machine_networks: Vec<Value>,
+    pub api_vips: Vec<Value>,
+    pub ingress_vips: Vec<Value>,
+    pub monitored_operators: Vec<Value>,
+}
 
 /// Downloadable files of one cluster.
 #[derive(Default)]

@@ -86,7 +86,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::machine::RUN_DIR;
+use super::mounts::RUN_DIR;
 
 fn log(msg: &str) {
     eprintln!("agent: {msg}");
@@ -656,7 +656,7 @@ pub fn standin_script(path: &Path, tool: &str) -> Result<(), String> {
         0o755,
         format!(
             "#!/bin/sh\n# {tool} stand-in of agent-day2-sim run-node (see agent-day2-sim's noderun::agent)\nexec {} standin {tool} \"$@\"\n",
-            super::machine::SIM_EXE
+            super::mounts::SIM_EXE
         )
         .as_bytes(),
     )
@@ -666,8 +666,8 @@ pub fn standin_script(path: &Path, tool: &str) -> Result<(), String> {
 /// discovery agent reads: the real agent's binaries, the live system's `nsenter`, `chronyc`
 /// and journald stood in, and the hardware of [`super::Hardware`] at the files the agent's
 /// inventory reads (see the module docs). Prints which discovery agent the machine runs.
-pub fn machine_setup(spec: &super::Spec, root: &Path) -> Result<(), String> {
-    use super::machine::bind;
+pub fn machine_setup(spec: &super::spec::Spec, root: &Path) -> Result<(), String> {
+    use super::mounts::bind;
     let inside = |p: &str| root.join(p.trim_start_matches('/'));
     let dir = default_agent_bin();
     match real_agent(&dir) {
@@ -689,8 +689,8 @@ pub fn machine_setup(spec: &super::Spec, root: &Path) -> Result<(), String> {
 }
 
 /// The hardware files (see the module docs).
-fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
-    use super::machine::{bind, mount};
+fn hardware(spec: &super::spec::Spec, root: &Path) -> Result<(), String> {
+    use super::mounts::{bind, mount};
     let hw = &spec.hardware;
     let inside = |p: &str| root.join(p.trim_start_matches('/'));
     let stage = inside(&format!("{RUN_DIR}/hardware"));
@@ -932,7 +932,7 @@ fn hardware(spec: &super::Spec, root: &Path) -> Result<(), String> {
 /// PID 1; each entry (journald's native protocol) is appended to the machine's
 /// `journal/journald.log` as `IDENTIFIER: MESSAGE`. The real agent logs there (its default:
 /// journal logging only), and its step containers bind the socket.
-fn journald(spec: &super::Spec, root: &Path) -> Result<(), String> {
+fn journald(spec: &super::spec::Spec, root: &Path) -> Result<(), String> {
     let sock = root.join("run/systemd/journal/socket");
     std::fs::create_dir_all(sock.parent().unwrap()).map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&sock);

@@ -48,7 +48,9 @@ pub mod agent;
 pub mod appliance;
 pub mod livepxe;
 pub mod machine;
+pub mod mounts;
 pub mod podman;
+pub mod spec;
 pub mod systemd;
 
 use std::collections::BTreeMap;
@@ -59,7 +61,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::boot::{embed, ignition, source};
 
@@ -67,8 +69,7 @@ use crate::boot::{embed, ignition, source};
 pub const BIN_ENV: &str = "AGENT_DAY2_REAL_BIN";
 /// The pinned commit of `tests/real/go.mod` (the default binaries' directory name).
 pub const PINNED_COMMIT: &str = "063b257950f7";
-/// Marker file a machine writes into its directory when it reaches `--until`.
-pub const GOAL_MARKER: &str = "goal-reached";
+pub use spec::{Hardware, Spec, GOAL_MARKER};
 /// Component roles `--image` takes, with the release payload tag each stands for.
 pub const ROLES: [(&str, &str); 2] = [
     ("api-server", "agent-installer-api-server"),
@@ -176,74 +177,6 @@ pub struct RunNodeArgs {
     /// Hardware: the disk /dev/vda in GiB.
     #[arg(long, default_value_t = 120)]
     pub disk_gib: u64,
-}
-
-/// One machine as the parent hands it to its namespace child (`spec.json`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Spec {
-    /// Label for output lines (the MAC until the machine has its hostname).
-    pub label: String,
-    pub mac: String,
-    pub ip: Ipv4Addr,
-    pub prefix: u8,
-    /// A second, IPv6 address with its prefix length (`--node-ipv6`).
-    #[serde(default)]
-    pub ipv6: Option<(std::net::Ipv6Addr, u8)>,
-    pub gateway: Ipv4Addr,
-    pub ifname: String,
-    /// Absolute path → (mode, contents base64).
-    pub files: BTreeMap<String, (u32, String)>,
-    /// `storage.directories`: absolute path → mode.
-    #[serde(default)]
-    pub dirs: BTreeMap<String, u32>,
-    /// Unit name → (Ignition `enabled`, text).
-    pub units: BTreeMap<String, (Option<bool>, String)>,
-    /// Directory of the real binaries (host path).
-    pub bin_dir: PathBuf,
-    /// Image pull spec → role.
-    pub images: BTreeMap<String, String>,
-    /// The simulator binary (host path), bound into the machine for podman and the agent.
-    pub exe: PathBuf,
-    /// This machine's directory (host path): journal/, root/ (its mount point).
-    pub dir: PathBuf,
-    pub until: String,
-    pub stay: bool,
-    pub timeout_secs: f64,
-    pub time_scale: f64,
-    pub max_failures: u32,
-    pub hosts: Vec<(String, String)>,
-    pub hardware: Hardware,
-    /// `--interrupt` units.
-    #[serde(default)]
-    pub interrupt: Vec<String>,
-    /// Appliance: the config image the loader applies before the units start.
-    #[serde(default)]
-    pub appliance: Option<appliance::Load>,
-    /// A live PXE boot (`--pxe-dir` with an iPXE script): the kernel command line and the
-    /// initramfs files the live steps of [`livepxe::boot`] read before Ignition.
-    #[serde(default)]
-    pub live: Option<livepxe::LiveBoot>,
-}
-
-/// What the machine is made of (the discovery agent reports it).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Hardware {
-    pub cpus: u32,
-    pub memory_bytes: u64,
-    pub disk_bytes: u64,
-    /// SMBIOS system UUID (derived from the MAC): the agent's host ID.
-    pub system_uuid: String,
-    /// The inventory's `boot.device_type`: `ephemeral` for a live system (node ISO, PXE: the
-    /// root file system is in memory), `persistent` for a system booted from its disk (the
-    /// appliance). assisted-service reads `persistent` as "install to the existing root"
-    /// (no disk speed check; `validateReleaseImageForDay2HostInstall` then needs the
-    /// cluster's release image).
-    #[serde(default = "ephemeral")]
-    pub boot_device_type: String,
-}
-
-fn ephemeral() -> String {
-    "ephemeral".into()
 }
 
 /// The binaries' directory: `--bin-dir`, else $AGENT_DAY2_REAL_BIN, else
