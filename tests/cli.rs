@@ -109,6 +109,10 @@ fn usage_errors_exit_2() {
         &["monitor", "--node", "worker-1=224.0.0.1"][..],
         &["monitor", "--ip-addresses", "192.168.111.30,::"][..],
         &["monitor", "--ip-addresses", "255.255.255.255"][..],
+        // A bad duration too (it was found after connecting: exit 4 without a cluster).
+        &["approve", "--watch", "--timeout", "10x"][..],
+        &["approve", "--kubelet-retry", "5x"][..],
+        &["monitor", "--timeout", "soon"][..],
     ] {
         let out = plugin(home.path(), args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));

@@ -239,7 +239,7 @@ pub struct ApproveArgs {
     #[arg(short = 'w', long)]
     pub watch: bool,
     /// Give up watching after this long (exit 5), e.g. --timeout 30m.
-    #[arg(long, value_name = "DURATION", default_value = "60m", requires = "watch")]
+    #[arg(long, value_name = "DURATION", default_value = "60m", requires = "watch", value_parser = monitor::duration_text)]
     pub timeout: String,
     /// Only the nodes of this batch record, e.g. --batch batch-20261129-211034-ab12.
     #[arg(long, value_name = "NAME", value_parser = monitor::parse_batch_name)]
@@ -268,7 +268,7 @@ pub struct ApproveArgs {
     /// (15m, the kubelet certificate manager's). approve tells a kubelet's own re-keyed CSR
     /// from a rival's by it; change it only for kubelets that retry sooner, e.g.
     /// --kubelet-retry 5m.
-    #[arg(long, value_name = "DURATION", default_value = "15m")]
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = monitor::duration_text)]
     pub kubelet_retry: String,
     /// Output format: a table with reason codes, -o wide with the SANs and every reason in
     /// full, or -o json (apiVersion agent-day2/v1, kind ApproveReport).

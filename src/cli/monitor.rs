@@ -34,21 +34,21 @@ pub struct MonitorArgs {
     pub trust_unverified_boot: bool,
     /// With --approve: how long a kubelet waits for its client CSR before it re-keys and posts
     /// another (15m, the kubelet certificate manager's); as approve's, e.g. --kubelet-retry 5m.
-    #[arg(long, value_name = "DURATION", default_value = "15m", requires = "approve")]
+    #[arg(long, value_name = "DURATION", default_value = "15m", requires = "approve", value_parser = duration_text)]
     pub kubelet_retry: String,
     /// When a node fails, save its assisted-service logs here (created 0700 if missing), e.g.
     /// --gather ./logs.
     #[arg(long, value_name = "DIR")]
     pub gather: Option<PathBuf>,
     /// Give up after this long, e.g. --timeout 2h (exit 5, or 7 when CSRs are pending).
-    #[arg(long, value_name = "DURATION", default_value = "90m")]
+    #[arg(long, value_name = "DURATION", default_value = "90m", value_parser = duration_text)]
     pub timeout: String,
     /// Output: a live table on a terminal (one line per change otherwise), or -o json (one
     /// JSON event per line).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub output: Format,
     /// How often a node's API is polled once it answers.
-    #[arg(long, value_name = "DURATION", default_value = "5s", hide = true)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", hide = true, value_parser = duration_text)]
     pub poll_interval: String,
     /// Bound on assisted-service requests in flight, all nodes together.
     #[arg(long, value_name = "N", default_value_t = 16, hide = true)]
@@ -107,6 +107,14 @@ pub(crate) fn parse_node_flag(s: &str) -> std::result::Result<(String, Vec<IpAdd
         return Err(format!("{s:?}: {ip} is {why}"));
     }
     Ok((name.to_string(), ips))
+}
+
+/// A duration flag's text, checked as clap reads it (a Go duration such as `30m` or `1h30m`,
+/// or seconds; [`crate::duration::parse_duration`]): a bad one is a usage error (exit 2) before
+/// any cluster read, where it was found only after connecting (and masked by exit 4 when the
+/// cluster could not be reached). The command reads the value from the text.
+pub(crate) fn duration_text(s: &str) -> std::result::Result<String, String> {
+    crate::duration::parse_duration(s).map(|_| s.to_string())
 }
 
 /// `--ip-addresses` items: an IP address that can be a host's ([`crate::net::not_a_host_address`]).
