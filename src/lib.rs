@@ -103,16 +103,8 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             emit(&out);
             Ok(exit::OK)
         }
-        Command::Monitor(args) => {
-            let target = cli.kube.resolve().await?;
-            tracing::info!(server = %target.server, context = ?target.context, "connecting");
-            monitor::run(&cli.kube, target, args).await
-        }
-        Command::Approve(args) => {
-            let target = cli.kube.resolve().await?;
-            tracing::info!(server = %target.server, context = ?target.context, "connecting");
-            approve::cmd::run(&cli.kube, target, args).await
-        }
+        Command::Monitor(args) => monitor::run(cli.kube.resolver(), args).await,
+        Command::Approve(args) => approve::cmd::run(cli.kube.resolver(), args).await,
         Command::Migrate(args) => migrate::run(&cli.kube, args).await,
         Command::Completion(args) => Ok(completion::run_script(args.shell)),
         Command::Complete(args) => Ok(completion::run_complete(&args.words)),

@@ -26,8 +26,7 @@ use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict
 use crate::duration::parse_duration;
 use crate::error::{exit, Error, Result};
 use crate::follow::{Follower, Seen};
-use crate::kube::KubeTarget;
-use crate::kube_flags::KubeFlags;
+use crate::kube::{Connection, KubeTarget, Resolve};
 
 /// Longest CSR-provided value in a table cell (after escaping).
 const CELL_MAX: usize = 48;
@@ -709,8 +708,16 @@ fn emit(s: &str) {
 /// With `-o json|yaml`, an error also prints an `ApproveError` document on stdout
 /// ([`error_document`]) before the `error:` line goes to stderr, so a script reading stdout
 /// gets one document either way (as add-nodes does).
-pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
-    let r = run_checked(flags, target, args).await;
+///
+/// The flags are resolved into a [`Request`] first (usage errors before any kubeconfig read),
+/// then the connection is opened.
+pub async fn run(resolve: Resolve, args: &ApproveArgs) -> Result<u8> {
+    let r = async {
+        let req = Request::from_args(args, std::io::stdin().is_terminal())?;
+        let conn = Connection::open(resolve).await?;
+        run_checked(conn, req).await
+    }
+    .await;
     if let (Err(e), true) = (&r, args.output.format() != OutputFormat::Table) {
         if let Ok(doc) = error_document(args.output.format(), e) {
             emit(&doc);
@@ -773,42 +780,70 @@ fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
     )
 }
 
-async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &ApproveArgs) -> Result<u8> {
-    let interactive = std::io::stdin().is_terminal();
-    if !args.yes && !args.dry_run && !interactive {
-        return Err(Error::Usage(
-            "approve needs --yes when stdin is not a terminal (nobody can answer the prompt); \
-             use --dry-run to only see the verdicts"
-                .into(),
-        ));
+/// `approve` as asked, resolved once from its flags before any cluster read (docs/design.md
+/// "Parse first, resolve once"): below [`run`], nothing reads `ApproveArgs`.
+pub struct Request {
+    /// The approver's options: `--batch`, `--node`/`--nodes-config`, `--reissue`, `--yes`,
+    /// `--dry-run`, `--deny-invalid`, `--trust-unverified-boot`, `--kubelet-retry`.
+    pub options: ApproveOptions,
+    /// `--watch` with its `--timeout`; None: one look.
+    pub watch: Option<Duration>,
+    /// `--timeout` as typed, for messages.
+    pub timeout: String,
+    /// `-o`: the document format, and whether the table is `wide`.
+    pub format: OutputFormat,
+    pub wide: bool,
+}
+
+impl Request {
+    /// Errors: `--yes` missing without a terminal, a `--timeout` of 0 or a `--kubelet-retry`
+    /// under 1 s (exit 2); a `--nodes-config` that cannot be read (exit 3).
+    pub fn from_args(args: &ApproveArgs, interactive: bool) -> Result<Request> {
+        if !args.yes && !args.dry_run && !interactive {
+            return Err(Error::Usage(
+                "approve needs --yes when stdin is not a terminal (nobody can answer the prompt); \
+                 use --dry-run to only see the verdicts"
+                    .into(),
+            ));
+        }
+        let options = options(args)?;
+        let watch = if args.watch {
+            Some(
+                parse_duration(&args.timeout)
+                    .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
+                    // 0 is refused rather than read as "no limit": a watch that never ends is
+                    // what the batch token's expiry already bounds, and a typo should not hang.
+                    .ok_or_else(|| {
+                        Error::Usage(format!(
+                            "--timeout {:?}: give a positive duration, e.g. --timeout 30m (0 is not accepted)",
+                            args.timeout
+                        ))
+                    })?,
+            )
+        } else {
+            None
+        };
+        Ok(Request {
+            options,
+            watch,
+            timeout: args.timeout.clone(),
+            format: args.output.format(),
+            wide: args.output.wide(),
+        })
     }
-    let opts = options(args)?;
-    let timeout = if args.watch {
-        Some(
-            parse_duration(&args.timeout)
-                .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
-                // 0 is refused rather than read as "no limit": a watch that never ends is
-                // what the batch token's expiry already bounds, and a typo should not hang.
-                .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "--timeout {:?}: give a positive duration, e.g. --timeout 30m (0 is not accepted)",
-                        args.timeout
-                    ))
-                })?,
-        )
-    } else {
-        None
-    };
-    let mut a = Approver::new(&target, opts).await?;
+}
+
+async fn run_checked(mut conn: Connection, req: Request) -> Result<u8> {
+    let mut a = Approver::new(conn.target(), req.options.clone()).await?;
     for h in a.hints() {
         eprintln!("hint: {h}");
     }
-    if let Some(note) = other_batches_note(&a, args.batch.as_deref()) {
+    if let Some(note) = other_batches_note(&a, req.options.batch.as_deref()) {
         eprintln!("{note}");
     }
-    match timeout {
-        Some(t) => watch(flags, &mut a, args, t).await,
-        None => once(&mut a, args).await,
+    match req.watch {
+        Some(t) => watch(&mut conn, &mut a, &req, t).await,
+        None => once(&mut a, &req).await,
     }
 }
 
@@ -828,14 +863,14 @@ fn other_batches_note(a: &Approver, batch: Option<&str>) -> Option<String> {
     })
 }
 
-async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
+async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
     let evals = a.evaluate_all(now());
     let todo_approve: Vec<String> = evals
         .iter()
         .filter(|(_, v)| v.approve)
         .map(|(c, _)| c.name.clone())
         .collect();
-    let todo_deny: Vec<String> = if args.deny_invalid {
+    let todo_deny: Vec<String> = if req.options.deny_invalid {
         evals
             .iter()
             .filter(|(_, v)| a.deniable(v))
@@ -859,14 +894,14 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         })
         .collect();
     let writes = !todo_approve.is_empty() || !todo_deny.is_empty();
-    if args.dry_run || !writes {
+    if req.options.dry_run || !writes {
         let doc = report(a, rows);
         let code = doc.exit_code;
-        emit(&crate::output::render(args.output.format(), &doc, || {
-            table(&doc.csrs, args.output.wide())
+        emit(&crate::output::render(req.format, &doc, || {
+            table(&doc.csrs, req.wide)
         })?);
-        if args.output.format() == OutputFormat::Table {
-            hint_codes(&doc.csrs, args.output.wide());
+        if req.format == OutputFormat::Table {
+            hint_codes(&doc.csrs, req.wide);
         }
         print_alarms(a, &mut Default::default());
         if code == exit::CSRS {
@@ -874,14 +909,14 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
         }
         return Ok(code);
     }
-    if !args.yes {
+    if !req.options.yes {
         // Show what would happen, then ask (the prompt is on the terminal, not stdout; with
         // -o json|yaml the table goes to stderr so stdout stays one document).
-        if args.output.format() == OutputFormat::Table {
-            emit(&format!("{}\n", table(&rows, args.output.wide())));
-            hint_codes(&rows, args.output.wide());
+        if req.format == OutputFormat::Table {
+            emit(&format!("{}\n", table(&rows, req.wide)));
+            hint_codes(&rows, req.wide);
         } else {
-            eprintln!("{}", table(&rows, args.output.wide()));
+            eprintln!("{}", table(&rows, req.wide));
         }
         let mut q = format!(
             "Approve {} CSR{}",
@@ -928,9 +963,9 @@ async fn once(a: &mut Approver, args: &ApproveArgs) -> Result<u8> {
     }
     let doc = report(a, rows);
     let code = doc.exit_code;
-    if args.yes || args.output.format() != OutputFormat::Table {
-        emit(&crate::output::render(args.output.format(), &doc, || {
-            table(&doc.csrs, args.output.wide())
+    if req.options.yes || req.format != OutputFormat::Table {
+        emit(&crate::output::render(req.format, &doc, || {
+            table(&doc.csrs, req.wide)
         })?);
     }
     print_alarms(a, &mut Default::default());
@@ -1079,7 +1114,7 @@ async fn finish(a: &mut Approver, live: &mut Live, w: Written) -> Result<()> {
 /// judged when they came, and judging them again would change what their rows said).
 async fn retouch(
     a: &mut Approver,
-    args: &ApproveArgs,
+    req: &Request,
     live: &mut Live,
     declined: &mut std::collections::BTreeSet<String>,
 ) -> Result<()> {
@@ -1087,7 +1122,7 @@ async fn retouch(
         let names = live.deferred.remove(&n).unwrap_or_default();
         for name in names {
             if let Some(c) = a_csr(a, &name) {
-                process_one(a, args, &c, live, declined).await?;
+                process_one(a, req, &c, live, declined).await?;
             }
         }
     }
@@ -1235,7 +1270,7 @@ fn say_missed_reboots<'h>(
     }
 }
 
-async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout: Duration) -> Result<u8> {
+async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: Duration) -> Result<u8> {
     let deadline = tokio::time::Instant::now() + timeout;
     let token_left = a
         .token_expires()
@@ -1244,8 +1279,8 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         .unwrap_or(timeout);
     let token_deadline = tokio::time::Instant::now() + token_left;
     let mut live = Live {
-        format: args.output.format(),
-        wide: args.output.wide(),
+        format: req.format,
+        wide: req.wide,
         hinted: false,
         header: false,
         last: BTreeMap::new(),
@@ -1258,7 +1293,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     let mut reauthed = false;
     // A watch failed at least once (the API server did not answer throughout).
     let mut api_trouble = false;
-    let mut s = streams(a.target(), args.batch.as_deref());
+    let mut s = streams(a.target(), req.options.batch.as_deref());
     let mut csr_synced = false;
     let mut follower = start_follower(a).await;
     // The hosts followed, those that answered at least once, and those whose missed reboot was
@@ -1275,7 +1310,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
     // timed out: only the latter is the API server's fault (issue 15 §2).
     let mut own_deadline: Option<&'static str> = None;
     let end: Result<()> = loop {
-        if let Err(e) = retouch(a, args, &mut live, &mut declined).await {
+        if let Err(e) = retouch(a, req, &mut live, &mut declined).await {
             break Err(e);
         }
         if csr_synced && a.all_done() {
@@ -1311,7 +1346,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             ev = s.next(), if live.pipe.len() < PIPELINE => ev,
             _ = tokio::time::sleep_until(deadline) => {
                 own_deadline = Some("timeout");
-                break Err(Error::Timeout(format!("after --timeout {}", args.timeout)));
+                break Err(Error::Timeout(format!("after --timeout {}", req.timeout)));
             }
             _ = tokio::time::sleep_until(token_deadline) => {
                 own_deadline = Some("token");
@@ -1332,9 +1367,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 }
                 // An `oc login` token expires after 24 h: read the kubeconfig again, once.
                 tracing::warn!("the API server answered 401: reading the kubeconfig again");
-                let t = flags.resolve().await?;
+                let t = conn.reconnect().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref());
+                s = streams(a.target(), req.options.batch.as_deref());
                 reauthed = true;
                 continue;
             }
@@ -1355,7 +1390,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             }
             Ev::Node(_) => Ok(()),
             Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_batch(&cm) {
-                Ok(true) if csr_synced => process_pending(a, args, &mut live, &mut declined).await,
+                Ok(true) if csr_synced => process_pending(a, req, &mut live, &mut declined).await,
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
             },
@@ -1381,7 +1416,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                             }
                         }
                         if csr_synced {
-                            process_pending(a, args, &mut live, &mut declined).await
+                            process_pending(a, req, &mut live, &mut declined).await
                         } else {
                             Ok(())
                         }
@@ -1403,7 +1438,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                     let mut r = Ok(());
                     for name in names {
                         if let Some(c) = a_csr(a, &name) {
-                            r = process_one(a, args, &c, &mut live, &mut declined).await;
+                            r = process_one(a, req, &c, &mut live, &mut declined).await;
                             if r.is_err() {
                                 break;
                             }
@@ -1411,7 +1446,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                     }
                     r
                 }
-                Ok(Touched::All) if csr_synced => process_pending(a, args, &mut live, &mut declined).await,
+                Ok(Touched::All) if csr_synced => process_pending(a, req, &mut live, &mut declined).await,
                 Ok(_) => Ok(()),
                 Err(e) => Err(e),
             },
@@ -1423,12 +1458,12 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             Ev::Csr(Event::Init) => Ok(()),
             Ev::Csr(Event::InitDone) => {
                 csr_synced = true;
-                let r = process_pending(a, args, &mut live, &mut declined).await;
+                let r = process_pending(a, req, &mut live, &mut declined).await;
                 print_alarms(a, &mut alarmed);
                 r
             }
             Ev::Csr(Event::Apply(c)) => {
-                let r = process_one(a, args, &c, &mut live, &mut declined).await;
+                let r = process_one(a, req, &c, &mut live, &mut declined).await;
                 // Only a client CSR judged to have a rival or to come after its node's approval
                 // can raise an alarm (judging every CSR on every event made 200 nodes slow).
                 let name = escape_for_display(c.metadata.name.as_deref().unwrap_or(""), usize::MAX);
@@ -1454,9 +1489,9 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         match r {
             Ok(()) => {}
             Err(Error::Unauthorized { .. }) if !reauthed => {
-                let t = flags.resolve().await?;
+                let t = conn.reconnect().await?;
                 a.set_target(&t);
-                s = streams(a.target(), args.batch.as_deref());
+                s = streams(a.target(), req.options.batch.as_deref());
                 reauthed = true;
             }
             Err(e) => break Err(e),
@@ -1521,7 +1556,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
     let still = waiting(a);
-    if args.output.format() != OutputFormat::Table {
+    if req.format != OutputFormat::Table {
         let doc = Report {
             api_version: "agent-day2/v1",
             kind: "ApproveReport",
@@ -1532,7 +1567,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
             waiting: still.clone(),
             exit_code: code,
         };
-        emit(&crate::output::render(args.output.format(), &doc, String::new)?);
+        emit(&crate::output::render(req.format, &doc, String::new)?);
     }
     match end {
         Ok(()) => {
@@ -1557,7 +1592,7 @@ async fn watch(flags: &KubeFlags, a: &mut Approver, args: &ApproveArgs, timeout:
                 "the API server answered throughout: the hosts above did not get that far; \
                  `oc agent-day2 monitor` shows their install stages"
             });
-            if args.batch.is_none() && batches.len() > 1 {
+            if req.options.batch.is_none() && batches.len() > 1 {
                 hint.push_str("; to follow one batch only, pass --batch NAME");
             }
             hint.push_str(
@@ -1583,7 +1618,7 @@ fn still_pending(a: &Approver, escaped_name: &str) -> bool {
 
 async fn process_pending(
     a: &mut Approver,
-    args: &ApproveArgs,
+    req: &Request,
     live: &mut Live,
     declined: &mut std::collections::BTreeSet<String>,
 ) -> Result<()> {
@@ -1593,7 +1628,7 @@ async fn process_pending(
         .filter_map(|(c, _)| a_csr(a, &c.name))
         .collect();
     for c in pending {
-        process_one(a, args, &c, live, declined).await?;
+        process_one(a, req, &c, live, declined).await?;
     }
     Ok(())
 }
@@ -1604,14 +1639,14 @@ fn a_csr(a: &Approver, name: &str) -> Option<CertificateSigningRequest> {
 
 async fn process_one(
     a: &mut Approver,
-    args: &ApproveArgs,
+    req: &Request,
     c: &CertificateSigningRequest,
     live: &mut Live,
     declined: &mut std::collections::BTreeSet<String>,
 ) -> Result<()> {
     let name = c.metadata.name.clone().unwrap_or_default();
     let view = CsrView::from_k8s(c);
-    if args.yes && !args.dry_run {
+    if req.options.yes && !req.options.dry_run {
         // Pipelined: decided now, written while the next events are handled.
         while live.pipe.len() >= PIPELINE {
             match live.pipe.next().await {
@@ -1633,16 +1668,13 @@ async fn process_one(
             Plan::Handle => {}
         }
     }
-    if !args.yes && !args.dry_run {
+    if !req.options.yes && !req.options.dry_run {
         // On a terminal without --yes: ask for each approvable CSR, once.
         a.observe_csr(c);
         if let Some(v) = a.evaluate(&name, now()) {
             if v.approve && !declined.contains(&name) {
                 let r = row(&view, &v, Action::WouldApprove);
-                emit(&format!(
-                    "{}\n",
-                    table(std::slice::from_ref(&r), args.output.wide())
-                ));
+                emit(&format!("{}\n", table(std::slice::from_ref(&r), req.wide)));
                 if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
                     let o = a.approve(&name).await?;
                     warn_client(&o);

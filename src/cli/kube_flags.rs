@@ -80,6 +80,16 @@ pub struct KubeFlags {
 }
 
 impl KubeFlags {
+    /// A resolver of these flags for [`crate::kube::Connection`]: each call reads the
+    /// kubeconfig and the environment again ([`KubeFlags::resolve`]).
+    pub fn resolver(&self) -> crate::kube::Resolve {
+        let flags = self.clone();
+        std::sync::Arc::new(move || {
+            let f = flags.clone();
+            Box::pin(async move { f.resolve().await })
+        })
+    }
+
     /// Loads the kubeconfig by client-go's rules, applies the flags, and builds the client.
     /// Nothing is sent to the server yet. Empty flag values count as unset, as in kubectl
     /// (`--context=`, `--token ''`).

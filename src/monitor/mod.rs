@@ -47,8 +47,7 @@ pub use crate::cli::monitor::MonitorArgs;
 use crate::cluster::classify;
 use crate::error::{exit, Error, ResourceRef, Result};
 use crate::follow::{read_auth, record_reboots_retrying};
-use crate::kube::KubeTarget;
-use crate::kube_flags::KubeFlags;
+use crate::kube::{Connection, KubeTarget, Resolve};
 use output::{Event, Format, Out};
 use state::{Stage, Track};
 
@@ -847,14 +846,15 @@ impl Monitor {
     }
 }
 
-/// Runs `monitor`; returns the exit code. `flags` are kept to read the kubeconfig again once
-/// after a 401 (an `oc login` token expires after 24 h).
+/// Runs `monitor`; returns the exit code. The flags are checked before the connection is
+/// opened ([`Connection::open`]), which reads the kubeconfig again once after a 401 (an
+/// `oc login` token expires after 24 h).
 ///
 /// With `-o json`, an error also ends the event stream with an `error` event (`message`,
 /// `hint`, `exitCode`) before the `error:` line goes to stderr, so a script reading stdout
 /// learns why it ended.
-pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> Result<u8> {
-    let r = run_checked(flags, target, args).await;
+pub async fn run(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
+    let r = run_checked(resolve, args).await;
     if let (Err(e), Format::Json) = (&r, args.output) {
         let esc = |s: &str| crate::output::escape_for_display(s, 4000);
         let mut ev = Event::new("error", esc(&e.to_string()));
@@ -867,7 +867,7 @@ pub async fn run(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> R
     r
 }
 
-async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) -> Result<u8> {
+async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
     use std::io::IsTerminal;
     let timeout = duration_flag("--timeout", &args.timeout)?;
     let interval = duration_flag("--poll-interval", &args.poll_interval)?;
@@ -876,7 +876,8 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
             "--approve without --yes needs a terminal to ask on; pass --yes to approve every CSR that passes the checks".into(),
         ));
     }
-    let mut target = target;
+    let mut conn = Connection::open(resolve).await?;
+    let mut target = conn.target().clone();
     let (batches, skipped, records_skipped) = read_batches(&target, args.batch.as_deref()).await?;
     let skipped_batches = skipped.len();
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
@@ -1314,7 +1315,7 @@ async fn run_checked(flags: &KubeFlags, target: KubeTarget, args: &MonitorArgs) 
                             }
                             reread = true;
                             m.event(None, "warning", format!("the API server answered 401 while watching {what}: reading the kubeconfig again"));
-                            target = flags.resolve().await?;
+                            target = conn.reconnect().await?;
                             if let Some(ap) = m.approver.as_mut() { ap.set_target(&target); }
                             watch = kube::watch(target.client.clone());
                             synced = (false, false);
