@@ -854,8 +854,12 @@ impl Monitor {
 /// `hint`, `exitCode`) before the `error:` line goes to stderr, so a script reading stdout
 /// learns why it ended.
 pub async fn run(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
-    let r = run_checked(resolve, args).await;
-    if let (Err(e), Format::Json) = (&r, args.output) {
+    let format = Request::format_of(args);
+    let r = match Request::from_args(args, std::io::IsTerminal::is_terminal(&std::io::stdin())) {
+        Ok(req) => run_checked(resolve, &req).await,
+        Err(e) => Err(e),
+    };
+    if let (Err(e), Format::Json) = (&r, format) {
         let esc = |s: &str| crate::output::escape_for_display(s, 4000);
         let mut ev = Event::new("error", esc(&e.to_string()));
         if let Some(h) = e.hint() {
@@ -867,15 +871,81 @@ pub async fn run(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
     r
 }
 
-async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
-    use std::io::IsTerminal;
-    let timeout = duration_flag("--timeout", &args.timeout)?;
-    let interval = duration_flag("--poll-interval", &args.poll_interval)?;
-    if args.approve && !args.yes && !std::io::stdin().is_terminal() {
-        return Err(Error::Usage(
-            "--approve without --yes needs a terminal to ask on; pass --yes to approve every CSR that passes the checks".into(),
-        ));
+/// `monitor` as asked, resolved once from its flags before any cluster read (docs/design.md
+/// "Parse first, resolve once"): below [`run`], nothing reads `MonitorArgs`.
+pub struct Request {
+    /// `--batch`: only this batch's hosts.
+    pub batch: Option<String>,
+    /// `--ip-addresses`: hosts followed at these addresses.
+    pub ip_addresses: Vec<IpAddr>,
+    /// `--node NAME=IP`: named hosts followed at these addresses.
+    pub nodes: Vec<(String, IpAddr)>,
+    /// `--approve`, with `--yes`, `--trust-unverified-boot` and `--kubelet-retry` (seconds).
+    pub approve: Option<ApproveMode>,
+    /// `--gather DIR`: where a failed host's logs go.
+    pub gather: Option<PathBuf>,
+    /// `--timeout` and `--poll-interval`.
+    pub timeout: Duration,
+    pub interval: Duration,
+    /// `-o`.
+    pub format: Format,
+    /// `--max-in-flight`: assisted-service requests at once.
+    pub max_in_flight: usize,
+}
+
+/// `monitor --approve`'s own flags.
+pub struct ApproveMode {
+    /// `--yes`: approve without asking.
+    pub yes: bool,
+    pub trust_unverified_boot: bool,
+    /// `--kubelet-retry` in seconds.
+    pub kubelet_retry_seconds: i64,
+}
+
+impl Request {
+    /// `-o` as monitor writes it.
+    fn format_of(args: &MonitorArgs) -> Format {
+        match args.output {
+            crate::cli::monitor::Format::Table => Format::Table,
+            crate::cli::monitor::Format::Json => Format::Json,
+        }
     }
+
+    /// Errors (exit 2): a zero `--timeout`/`--poll-interval`, a `--kubelet-retry` under 1 s,
+    /// `--approve` without `--yes` and without a terminal to ask on.
+    pub fn from_args(args: &MonitorArgs, interactive: bool) -> Result<Request> {
+        let timeout = duration_flag("--timeout", &args.timeout)?;
+        let interval = duration_flag("--poll-interval", &args.poll_interval)?;
+        if args.approve && !args.yes && !interactive {
+            return Err(Error::Usage(
+                "--approve without --yes needs a terminal to ask on; pass --yes to approve every CSR that passes the checks".into(),
+            ));
+        }
+        let approve = if args.approve {
+            Some(ApproveMode {
+                yes: args.yes,
+                trust_unverified_boot: args.trust_unverified_boot,
+                kubelet_retry_seconds: crate::approve::cmd::kubelet_retry(&args.kubelet_retry)?,
+            })
+        } else {
+            None
+        };
+        Ok(Request {
+            batch: args.batch.clone(),
+            ip_addresses: args.ip_addresses.clone(),
+            nodes: args.nodes.clone(),
+            approve,
+            gather: args.gather.clone(),
+            timeout,
+            interval,
+            format: Request::format_of(args),
+            max_in_flight: args.max_in_flight,
+        })
+    }
+}
+
+async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
+    let (timeout, interval) = (args.timeout, args.interval);
     let mut conn = Connection::open(resolve).await?;
     let mut target = conn.target().clone();
     let (batches, skipped, records_skipped) = read_batches(&target, args.batch.as_deref()).await?;
@@ -1030,18 +1100,18 @@ async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
         }
     }
 
-    let approver = if args.approve {
+    let approver = if let Some(ap) = &args.approve {
         let opts = ApproveOptions {
-            yes: args.yes,
-            dry_run: !args.yes,
+            yes: ap.yes,
+            dry_run: !ap.yes,
             batch: args.batch.clone(),
             extra_nodes: tracks
                 .iter()
                 .filter(|t| t.named && t.batch.is_some())
                 .filter_map(|t| t.ip.map(|ip| (t.name.clone(), vec![ip])))
                 .collect(),
-            trust_unverified_boot: args.trust_unverified_boot,
-            kubelet_retry_seconds: Some(crate::approve::cmd::kubelet_retry(&args.kubelet_retry)?),
+            trust_unverified_boot: ap.trust_unverified_boot,
+            kubelet_retry_seconds: Some(ap.kubelet_retry_seconds),
             ..Default::default()
         };
         Some(Approver::new(&target, opts).await?)
@@ -1059,7 +1129,7 @@ async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
     let writer = tokio::spawn(reboot_writer(reboot_rx, reboot_done_tx));
     let mut m = Monitor {
         tracks,
-        out: Out::new(args.output),
+        out: Out::new(args.format),
         batches: batches.clone(),
         since,
         token_expires,
@@ -1068,7 +1138,7 @@ async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
         approver,
         told: BTreeSet::new(),
         index: Default::default(),
-        ask: args.approve && !args.yes,
+        ask: args.approve.as_ref().is_some_and(|a| !a.yes),
         showing: false,
         handled: BTreeSet::new(),
         // Per (batch, host): a host's record counts only on the batch this run follows it
@@ -1463,7 +1533,7 @@ async fn run_checked(resolve: Resolve, args: &MonitorArgs) -> Result<u8> {
             t.name
         ));
     }
-    match args.output {
+    match args.format {
         Format::Json => {
             let mut e = Event::new(
                 "summary",

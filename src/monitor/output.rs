@@ -11,7 +11,14 @@ use std::io::Write;
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::cli::monitor::Format;
+/// How monitor writes (from `-o`, resolved in [`super::Request`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A live table on a terminal, else one line per change.
+    Table,
+    /// One JSON event per line (apiVersion agent-day2/v1, kind MonitorEvent).
+    Json,
+}
 
 use super::state::Stage;
 
