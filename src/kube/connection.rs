@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::KubeTarget;
+use super::target::KubeTarget;
 use crate::error::Result;
 
 /// How a connection is resolved from its sources (kubeconfig, flags, environment), as often
