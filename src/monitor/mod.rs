@@ -944,6 +944,140 @@ impl Request {
     }
 }
 
+/// The hosts to follow, one [`Track`] each (pure): with `--node`/`--ip-addresses` those
+/// addresses (a host a batch names gets its batch, MACs, labels and name; an address no batch
+/// names is followed unnamed), else every host of `batches` (oldest first), the newest batch
+/// naming a host defining it, sorted by name.
+fn tracks_for(batches: &[BatchRecord], nodes: &[(String, IpAddr)], ips: &[IpAddr]) -> Vec<Track> {
+    let host_of = |name: &str| -> Option<(&BatchRecord, &batch::BatchHost)> {
+        batches
+            .iter()
+            .rev()
+            .find_map(|b| b.hosts.iter().find(|h| h.hostname == name).map(|h| (b, h)))
+    };
+    let host_with_ip = |ip: IpAddr| -> Option<(&BatchRecord, &batch::BatchHost)> {
+        batches.iter().rev().find_map(|b| {
+            b.hosts
+                .iter()
+                .find(|h| h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip)))
+                .map(|h| (b, h))
+        })
+    };
+    let from_batch =
+        |name: &str, ip: Option<IpAddr>, b: Option<(&BatchRecord, &batch::BatchHost)>| -> Track {
+            let mut t = Track::new(name, ip);
+            if let Some((b, h)) = b {
+                t.batch = Some(b.name.clone());
+                t.macs = h.macs.iter().map(|m| m.to_ascii_lowercase()).collect();
+                t.labels = b.node_labels.clone();
+                t.labels_done = b.node_labels.is_empty();
+                if t.ip.is_none() {
+                    t.set_ip(h.ips.iter().find_map(|i| i.parse().ok()));
+                }
+            }
+            t
+        };
+    let mut tracks: Vec<Track> = Vec::new();
+    if !nodes.is_empty() || !ips.is_empty() {
+        for (name, ip) in nodes {
+            tracks.push(from_batch(name, Some(*ip), host_of(name)));
+        }
+        for ip in ips {
+            if tracks.iter().any(|t| t.ip == Some(*ip)) {
+                continue;
+            }
+            match host_with_ip(*ip) {
+                Some(b) => tracks.push(from_batch(&b.1.hostname.clone(), Some(*ip), Some(b))),
+                None => {
+                    let mut t = Track::new(&ip.to_string(), Some(*ip));
+                    t.named = false;
+                    tracks.push(t);
+                }
+            }
+        }
+    } else {
+        let mut seen = BTreeSet::new();
+        for b in batches.iter().rev() {
+            for h in &b.hosts {
+                if seen.insert(h.hostname.clone()) {
+                    tracks.push(from_batch(&h.hostname, None, Some((b, h))));
+                }
+            }
+        }
+        tracks.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    tracks
+}
+
+/// Per batch, from its record alone (pure): the earliest time its kubelet CSRs can come (the
+/// record's creation less 10 min of clock skew), its token's expiry, and the warnings about
+/// tokens that expired, expire before `timeout` ends, or are the earlier versions' Secret's.
+fn batch_facts(
+    batches: &[BatchRecord],
+    auth: &crate::follow::NodeTokens,
+    now: SystemTime,
+    timeout: Duration,
+) -> (
+    BTreeMap<String, crate::csr::Time>,
+    BTreeMap<String, SystemTime>,
+    Vec<String>,
+) {
+    let mut since = BTreeMap::new();
+    let mut token_expires = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for b in batches {
+        if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
+            // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
+            since.insert(
+                b.name.clone(),
+                t - ::k8s_openapi::jiff::SignedDuration::from_secs(600),
+            );
+        }
+        let exp = crate::auth::parse_rfc3339(&b.token_expires_at);
+        let expired = exp.is_some_and(|e| e <= now);
+        if let Some(e) = exp {
+            token_expires.insert(b.name.clone(), e);
+        }
+        if expired {
+            warnings.push(format!(
+                "batch {}: its token expired at {}: nodes that have not registered yet cannot join; run add-nodes again for them",
+                b.name, b.token_expires_at
+            ));
+        } else if exp.is_some_and(|e| e < now + timeout) {
+            warnings.push(format!(
+                "batch {}: its token expires at {}, before --timeout ends: a node booted after that cannot join",
+                b.name, b.token_expires_at
+            ));
+        }
+    }
+    match auth.main_is_legacy {
+        false if auth.main.is_expired(now) => warnings.push(format!(
+            "the node tokens in Secret {} expired at {}",
+            crate::auth::secret_ref(),
+            auth.main.expiry_rfc3339()
+        )),
+        false => {}
+        true => warnings.push(format!(
+            "Secret {} does not exist: the nodes are followed with the tokens of Secret {}, which earlier agent-day2 versions wrote (the next add-nodes makes the new Secret)",
+            crate::auth::secret_ref(),
+            crate::auth::legacy_secret_ref()
+        )),
+    }
+    if !auth.main_is_legacy {
+        for b in batches {
+            if auth.for_batch(Some(&b.token_expires_at)).1 {
+                warnings.push(format!(
+                    "batch {}: made with the tokens of Secret {} (earlier agent-day2 versions): its nodes are followed with those; later batches use Secret {}",
+                    b.name,
+                    crate::auth::legacy_secret_ref(),
+                    crate::auth::secret_ref()
+                ));
+            }
+        }
+    }
+    (since, token_expires, warnings)
+}
+
 async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
     let (timeout, interval) = (args.timeout, args.interval);
     let mut conn = Connection::open(resolve).await?;
@@ -985,120 +1119,12 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
     }
     let auth = auth?;
 
-    // The nodes to follow.
-    let host_of = |name: &str| -> Option<(&BatchRecord, &batch::BatchHost)> {
-        batches
-            .iter()
-            .rev()
-            .find_map(|b| b.hosts.iter().find(|h| h.hostname == name).map(|h| (b, h)))
-    };
-    let host_with_ip = |ip: IpAddr| -> Option<(&BatchRecord, &batch::BatchHost)> {
-        batches.iter().rev().find_map(|b| {
-            b.hosts
-                .iter()
-                .find(|h| h.ips.iter().any(|i| i.parse::<IpAddr>().ok() == Some(ip)))
-                .map(|h| (b, h))
-        })
-    };
-    let from_batch =
-        |name: &str, ip: Option<IpAddr>, b: Option<(&BatchRecord, &batch::BatchHost)>| -> Track {
-            let mut t = Track::new(name, ip);
-            if let Some((b, h)) = b {
-                t.batch = Some(b.name.clone());
-                t.macs = h.macs.iter().map(|m| m.to_ascii_lowercase()).collect();
-                t.labels = b.node_labels.clone();
-                t.labels_done = b.node_labels.is_empty();
-                if t.ip.is_none() {
-                    t.set_ip(h.ips.iter().find_map(|i| i.parse().ok()));
-                }
-            }
-            t
-        };
-    let mut tracks: Vec<Track> = Vec::new();
-    if anchors {
-        for (name, ip) in &args.nodes {
-            tracks.push(from_batch(name, Some(*ip), host_of(name)));
-        }
-        for ip in &args.ip_addresses {
-            if tracks.iter().any(|t| t.ip == Some(*ip)) {
-                continue;
-            }
-            match host_with_ip(*ip) {
-                Some(b) => tracks.push(from_batch(&b.1.hostname.clone(), Some(*ip), Some(b))),
-                None => {
-                    let mut t = Track::new(&ip.to_string(), Some(*ip));
-                    t.named = false;
-                    tracks.push(t);
-                }
-            }
-        }
-    } else {
-        let mut seen = BTreeSet::new();
-        for b in batches.iter().rev() {
-            for h in &b.hosts {
-                if seen.insert(h.hostname.clone()) {
-                    tracks.push(from_batch(&h.hostname, None, Some((b, h))));
-                }
-            }
-        }
-        tracks.sort_by(|a, b| a.name.cmp(&b.name));
-    }
+    let tracks = tracks_for(&batches, &args.nodes, &args.ip_addresses);
 
-    let now = SystemTime::now();
-    let mut since = BTreeMap::new();
-    let mut token_expires = BTreeMap::new();
+    let (since, token_expires, batch_warnings) = batch_facts(&batches, &auth, SystemTime::now(), timeout);
     let mut warnings = skipped;
     warnings.extend(records_skipped);
-    for b in &batches {
-        if let Ok(t) = b.created_at.parse::<crate::csr::Time>() {
-            // Kubelet CSRs of this batch's nodes come after the record (10 min of clock skew).
-            since.insert(
-                b.name.clone(),
-                t - ::k8s_openapi::jiff::SignedDuration::from_secs(600),
-            );
-        }
-        let exp = crate::auth::parse_rfc3339(&b.token_expires_at);
-        let expired = exp.is_some_and(|e| e <= now);
-        if let Some(e) = exp {
-            token_expires.insert(b.name.clone(), e);
-        }
-        if expired {
-            warnings.push(format!(
-                "batch {}: its token expired at {}: nodes that have not registered yet cannot join; run add-nodes again for them",
-                b.name, b.token_expires_at
-            ));
-        } else if exp.is_some_and(|e| e < now + timeout) {
-            warnings.push(format!(
-                "batch {}: its token expires at {}, before --timeout ends: a node booted after that cannot join",
-                b.name, b.token_expires_at
-            ));
-        }
-    }
-    match auth.main_is_legacy {
-        false if auth.main.is_expired(now) => warnings.push(format!(
-            "the node tokens in Secret {} expired at {}",
-            crate::auth::secret_ref(),
-            auth.main.expiry_rfc3339()
-        )),
-        false => {}
-        true => warnings.push(format!(
-            "Secret {} does not exist: the nodes are followed with the tokens of Secret {}, which earlier agent-day2 versions wrote (the next add-nodes makes the new Secret)",
-            crate::auth::secret_ref(),
-            crate::auth::legacy_secret_ref()
-        )),
-    }
-    if !auth.main_is_legacy {
-        for b in &batches {
-            if auth.for_batch(Some(&b.token_expires_at)).1 {
-                warnings.push(format!(
-                    "batch {}: made with the tokens of Secret {} (earlier agent-day2 versions): its nodes are followed with those; later batches use Secret {}",
-                    b.name,
-                    crate::auth::legacy_secret_ref(),
-                    crate::auth::secret_ref()
-                ));
-            }
-        }
-    }
+    warnings.extend(batch_warnings);
 
     let approver = if let Some(ap) = &args.approve {
         let opts = ApproveOptions {
@@ -1705,6 +1731,80 @@ mod tests {
     use crate::auth::AuthMaterial;
     use crate::cli::monitor::parse_node;
     use crate::follow::{retry_reboot_write, NodeTokens};
+
+    /// Issue 23 item 3: whom monitor follows, decided from the batch records and the flags
+    /// alone. Every host once (the newest batch naming it), sorted; with addresses, those
+    /// addresses, a batch's host recognised by its address, another address unnamed.
+    #[test]
+    fn tracks_from_batches_and_addresses() {
+        let old = crate::batch::tests::rec();
+        let mut new = crate::batch::tests::rec();
+        new.name = "batch-20261130-090112-cd34".into();
+        new.hosts.truncate(1); // worker-0 again
+        new.node_labels.clear();
+        let batches = [old.clone(), new.clone()];
+        let t = tracks_for(&batches, &[], &[]);
+        let names: Vec<(&str, Option<&str>)> =
+            t.iter().map(|t| (t.name.as_str(), t.batch.as_deref())).collect();
+        assert_eq!(
+            names,
+            [
+                ("worker-0", Some(new.name.as_str())),
+                ("worker-1", Some(old.name.as_str()))
+            ]
+        );
+        assert!(
+            t[0].labels.is_empty() && t[0].labels_done,
+            "the newer batch's labels"
+        );
+        assert_eq!(t[0].ip, Some("192.168.111.30".parse().unwrap()));
+        assert_eq!(t[1].ip, None, "a DHCP host's address is not known yet");
+        let ip = |s: &str| -> IpAddr { s.parse().unwrap() };
+        let t = tracks_for(
+            &batches,
+            &[("worker-1".into(), ip("10.0.0.31"))],
+            &[ip("192.168.111.30"), ip("10.0.0.31"), ip("10.0.0.99")],
+        );
+        let got: Vec<(&str, bool, Option<IpAddr>)> =
+            t.iter().map(|t| (t.name.as_str(), t.named, t.ip)).collect();
+        assert_eq!(
+            got,
+            [
+                ("worker-1", true, Some(ip("10.0.0.31"))),
+                ("worker-0", true, Some(ip("192.168.111.30"))),
+                ("10.0.0.99", false, Some(ip("10.0.0.99"))),
+            ]
+        );
+    }
+
+    /// A batch's CSRs count from its record less 10 min; its token's expiry is kept and warned
+    /// about once expired, or when it ends before --timeout does.
+    #[test]
+    fn batch_facts_warn_about_tokens_that_end() {
+        let t0 = std::time::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let tokens = NodeTokens {
+            main: crate::auth::generate(Duration::from_secs(48 * 3600), t0).unwrap(),
+            main_is_legacy: false,
+            legacy: None,
+        };
+        let mut b = crate::batch::tests::rec();
+        let rfc = |t: SystemTime| crate::csr::Time::try_from(t).unwrap().to_string();
+        b.created_at = rfc(t0);
+        b.token_expires_at = rfc(t0 + Duration::from_secs(3600));
+        let (since, exp, w) = batch_facts(std::slice::from_ref(&b), &tokens, t0, Duration::from_secs(600));
+        assert_eq!(since[&b.name].to_string(), rfc(t0 - Duration::from_secs(600)));
+        assert_eq!(exp[&b.name], t0 + Duration::from_secs(3600));
+        assert!(w.is_empty(), "{w:?}");
+        let (_, _, w) = batch_facts(std::slice::from_ref(&b), &tokens, t0, Duration::from_secs(7200));
+        assert!(w.len() == 1 && w[0].contains("before --timeout ends"), "{w:?}");
+        let (_, _, w) = batch_facts(
+            std::slice::from_ref(&b),
+            &tokens,
+            t0 + Duration::from_secs(3601),
+            Duration::from_secs(60),
+        );
+        assert!(w.len() == 1 && w[0].contains("its token expired"), "{w:?}");
+    }
 
     /// Batches made with the old Secret's tokens are followed with those; every other batch
     /// (and a node of no batch) with the current Secret's; only the old one: it for all.
