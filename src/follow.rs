@@ -142,6 +142,21 @@ pub async fn record_reboots(
     reboots: &[batch::Reboot],
     converted: &mut BTreeSet<String>,
 ) -> Result<Vec<ConfigMap>> {
+    // A batch deleted meanwhile (`add-nodes batch delete`) gets no record: it would be an
+    // orphan, and a batch of that name made later is another one.
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
+    let r = ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name);
+    if api
+        .get_opt(name)
+        .await
+        .map_err(|e| classify(e, "read", r.clone(), target))?
+        .is_none()
+    {
+        return Err(Error::NotFound {
+            resource: r,
+            why: Some("its batch was deleted: the reboot is not recorded".into()),
+        });
+    }
     // Once per batch and run: the check reads the whole batch and lists its records.
     if !converted.contains(name) {
         batch::convert(target, name).await?;
@@ -165,7 +180,10 @@ pub fn retry_reboot_write(e: &Error) -> bool {
                 && !message.starts_with("HTTP 409")
                 && !message.starts_with("HTTP 429"))
         }
-        Error::Forbidden { .. } | Error::Unauthorized { .. } | Error::BadObject { .. } => false,
+        Error::Forbidden { .. }
+        | Error::Unauthorized { .. }
+        | Error::BadObject { .. }
+        | Error::NotFound { .. } => false,
         _ => true,
     }
 }

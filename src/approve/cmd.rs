@@ -855,7 +855,7 @@ fn other_batches_note(a: &Approver, batch: Option<&str>) -> Option<String> {
     (n > 0).then(|| {
         let names: Vec<String> = others.iter().map(|x| escape_for_display(x, CELL_MAX)).collect();
         format!(
-            "note: --batch {}: {n} pending CSR{} of other batches' nodes ({}) left alone; approve without --batch handles every batch",
+            "note: --batch {}: {n} pending CSR{} of other nodes ({}) left alone; approve without --batch judges every CSR",
             escape_for_display(b, CELL_MAX),
             if n == 1 { "" } else { "s" },
             names.join(", ")
@@ -1396,25 +1396,14 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             },
             Ev::Batch(Event::Delete(cm)) => {
                 let name = cm.metadata.name.clone().unwrap_or_default();
-                let hosts: Vec<String> = a
-                    .expected()
-                    .nodes
-                    .iter()
-                    .filter(|n| a.batch_of(&n.hostname) == Some(name.as_str()))
-                    .map(|n| n.hostname.clone())
-                    .collect();
+                // The follower goes on (a batch of that name may come back); it records no
+                // reboot on a batch that does not exist ([`crate::follow::record_reboots`]).
                 match a.forget_batch(&name) {
                     Ok(true) => {
                         eprintln!(
-                            "warning: batch {} was deleted: its hosts' CSRs are no longer approved",
+                            "warning: batch {} was deleted: its hosts are no longer expected (unless another batch names them), so their pending CSRs are rejected as not-expected-node from now on; delete those CSRs (oc delete csr NAME) if nobody needs them",
                             escape_for_display(&name, 253)
                         );
-                        // A reboot record on a deleted batch would be an orphan.
-                        if let Some(f) = &follower {
-                            for h in hosts.iter().filter(|h| a.batch_of(h).is_none()) {
-                                f.recorded(h);
-                            }
-                        }
                         if csr_synced {
                             process_pending(a, req, &mut live, &mut declined).await
                         } else {

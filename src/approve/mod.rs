@@ -204,6 +204,23 @@ pub enum Executed {
     Taken(Box<ConfigMap>),
     /// The CSR changed since it was watched (409 on `/approval`): read it again.
     Conflict,
+    /// The node's batch was deleted meanwhile (`add-nodes batch delete`): nothing written.
+    BatchGone,
+}
+
+/// Whether batch `name`'s ConfigMap exists now: read just before an approval is recorded, so a
+/// batch deleted while an approval is planned or in flight gets none (a break-it trial had a
+/// rogue CSR approved, and recorded on the deleted batch, 3 s after the delete).
+async fn batch_exists(target: &KubeTarget, name: &str) -> Result<bool> {
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
+    api.get_opt(name).await.map(|c| c.is_some()).map_err(|e| {
+        classify(
+            e,
+            "read",
+            ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
+            target,
+        )
+    })
 }
 
 /// The writes of `p`: the Node read again (client CSRs), the approval record created, the
@@ -225,6 +242,9 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
                 ))
             }
         }
+    }
+    if !batch_exists(&p.target, &p.batch).await? {
+        return Ok((None, Executed::BatchGone));
     }
     let mut made = None;
     if let Some(cm) = &p.record {
@@ -531,7 +551,6 @@ async fn read_batches(target: &KubeTarget, only: Option<&str>) -> Result<(ReadBa
     let cms: Vec<ConfigMap> = match this {
         Some(this) => {
             others = other_batches_hosts(&this, &all);
-            bad.extend(unreadable_others(&this, &all));
             vec![this]
         }
         None => all.clone(),
@@ -621,22 +640,6 @@ fn other_batches_hosts(this: &ConfigMap, all: &[ConfigMap]) -> OtherHosts {
         }
     }
     out
-}
-
-/// Under `--batch`: the other batch ConfigMaps that are not batch records and whose hostnames
-/// cannot be read at all (not JSON, no `hosts`), with what is wrong and no hosts. Such a batch
-/// may name any host, so a CSR of a node no batch names is held for it, not rejected
-/// ([`Approver::amend`]). Pure.
-fn unreadable_others(this: &ConfigMap, all: &[ConfigMap]) -> BadBatches {
-    all.iter()
-        .filter(|c| c.metadata.name != this.metadata.name && cm_hostnames(c).is_empty())
-        .filter_map(|c| match batch_state(c) {
-            Err(Error::BadObject { message, .. }) => {
-                Some((c.metadata.name.clone().unwrap_or_default(), message, Vec::new()))
-            }
-            _ => None,
-        })
-        .collect()
 }
 
 fn batch_state(cm: &ConfigMap) -> Result<BatchState> {
@@ -832,7 +835,7 @@ impl Approver {
     /// approvals made its serving CSR "already approved" for ever and raised an impostor alarm
     /// against the genuine machine (issue 22 item 3).
     fn rebuild_approvals(&mut self) {
-        let approvals = self
+        let mut approvals: Vec<RecordedApproval> = self
             .batches
             .iter()
             .flat_map(|b| {
@@ -843,7 +846,31 @@ impl Approver {
             })
             .filter_map(|a| self.recorded_approval(a))
             .collect();
+        // The CSRs that carry our approval count as well, recorded or not ([`approval_on_csr`]).
+        let known: BTreeSet<String> = approvals.iter().map(|a| a.csr.clone()).collect();
+        let witnessed: Vec<RecordedApproval> = self
+            .csrs
+            .values()
+            .filter_map(approval_on_csr)
+            .filter(|(b, a)| !known.contains(&a.csr) && self.approval_counts(a, b))
+            .filter_map(|(_, a)| self.recorded_approval(&a))
+            .collect();
+        approvals.extend(witnessed);
         self.recorded = ApprovalsRecorded { approvals };
+    }
+
+    /// [`Approver::rebuild_approvals`] for one CSR seen: its approval by an approve run counts
+    /// from now on, also when no record of it exists (kept per CSR event, not rebuilt).
+    fn witness_approval(&mut self, csr: &CertificateSigningRequest) {
+        let Some((b, a)) = approval_on_csr(csr) else {
+            return;
+        };
+        if self.recorded.approvals.iter().any(|r| r.csr == a.csr) || !self.approval_counts(&a, &b) {
+            return;
+        }
+        if let Some(r) = self.recorded_approval(&a) {
+            self.recorded.approvals.push(r);
+        }
     }
 
     /// Whether approval `a`, recorded on batch `on`, counts: always on the batch that expects
@@ -1147,11 +1174,13 @@ impl Approver {
                 );
                 let node = node.to_string();
                 self.csrs.insert(n.clone(), csr.clone());
+                self.witness_approval(csr);
                 self.update_done(&node);
                 return;
             }
         }
         self.csrs.insert(n.clone(), csr.clone());
+        self.witness_approval(csr);
     }
 
     /// Forgets a deleted CSR.
@@ -1212,22 +1241,40 @@ impl Approver {
     /// A kubelet CSR for a node another batch expects, under `--batch` ([`Approver::other_hosts`]):
     /// left alone (not judged, not shown; the other batch's approve run handles it).
     pub fn out_of_scope(&self, csr: &CertificateSigningRequest) -> bool {
-        !self.other_hosts.is_empty()
-            && self
-                .node_of(csr)
-                .is_some_and(|n| self.other_hosts.contains_key(&n))
+        let Some(b) = &self.opts.batch else {
+            return false;
+        };
+        // Under `--batch B`, B's nodes only: those of another batch and those no batch names
+        // (a deleted batch's left-over CSRs made every later `approve --batch` exit 7).
+        !self.node_of(csr).is_some_and(|n| self.in_batch_scope(b, &n))
     }
 
-    /// How many pending kubelet CSRs are left alone as another batch's ([`Approver::out_of_scope`]),
-    /// and the batches they belong to.
+    /// Whether node `n` is one `--batch b` judges: expected through it, or named by it when its
+    /// record is broken (held, `bad-batch-record`).
+    fn in_batch_scope(&self, b: &str, n: &str) -> bool {
+        self.node_batch.contains_key(n)
+            || self
+                .bad_batches
+                .iter()
+                .any(|(name, _, hosts)| name == b && hosts.iter().any(|h| h == n))
+    }
+
+    /// How many pending kubelet CSRs are left alone under `--batch`
+    /// ([`Approver::out_of_scope`]), and the other batches they belong to (`no batch` for a
+    /// node none names).
     pub fn out_of_scope_pending(&self) -> (usize, BTreeSet<String>) {
         let mut batches = BTreeSet::new();
         let mut n = 0;
         for c in self.csrs.values().filter(|c| is_pending(c)) {
-            if let Some(b) = self.node_of(c).and_then(|h| self.other_hosts.get(&h)) {
-                n += 1;
-                batches.insert(b.clone());
+            if CsrView::from_k8s(c).kind() == Kind::NotKubelet || !self.out_of_scope(c) {
+                continue;
             }
+            n += 1;
+            let b = self
+                .node_of(c)
+                .and_then(|h| self.other_hosts.get(&h).cloned())
+                .unwrap_or_else(|| "no batch".into());
+            batches.insert(b);
         }
         (n, batches)
     }
@@ -1304,7 +1351,7 @@ impl Approver {
                     name: Some(format!("{name:?}")),
                 },
                 why: Some(
-                    "deleted while approve ran (add-nodes batch delete): none of its CSRs is approved any more"
+                    "deleted while this run watched it (add-nodes batch delete): none of its CSRs is approved any more"
                         .into(),
                 ),
             });
@@ -1318,6 +1365,23 @@ impl Approver {
         self.batches.retain(|b| b.rec.name != name);
         self.bad_batches.retain(|(n, _, _)| n != name);
         self.records.remove(name);
+        // Its records are read again if a batch of that name comes back.
+        let prefix = format!("{name}.");
+        self.seen_records.retain(|r| !r.starts_with(&prefix));
+        if self.batches.is_empty() && self.bad_batches.is_empty() {
+            // Nothing is expected any more: the run ends as one started without a batch does,
+            // not with "every expected node is Ready" (a break-it trial got exit 0).
+            return Err(Error::NotFound {
+                resource: ResourceRef {
+                    kind: "batch".into(),
+                    namespace: None,
+                    name: None,
+                },
+                why: Some(format!(
+                    "the last batch record ({name}) was deleted while this run watched (add-nodes batch delete): no node is expected any more"
+                )),
+            });
+        }
         if self.opts.batch.is_some() {
             self.refresh_others()?;
         }
@@ -1325,9 +1389,8 @@ impl Approver {
         Ok(true)
     }
 
-    /// Under `--batch B`: the other batches' hosts and unreadable batches again, from
-    /// [`Approver::batch_cms`]; the expected nodes rebuilt when they changed. Returns whether
-    /// anything changed.
+    /// Under `--batch B`: the other batches' hosts again, from [`Approver::batch_cms`]; the
+    /// expected nodes rebuilt when they changed. Returns whether anything changed.
     fn refresh_others(&mut self) -> Result<bool> {
         let Some(b) = self.opts.batch.clone() else {
             return Ok(false);
@@ -1337,19 +1400,10 @@ impl Approver {
         };
         let all: Vec<ConfigMap> = self.batch_cms.values().cloned().collect();
         let others = other_batches_hosts(this, &all);
-        let unreadable = unreadable_others(this, &all);
-        let mut bad: BadBatches = self
-            .bad_batches
-            .iter()
-            .filter(|(n, _, _)| *n == b)
-            .cloned()
-            .collect();
-        bad.extend(unreadable);
-        if others == self.other_hosts && bad == self.bad_batches {
+        if others == self.other_hosts {
             return Ok(false);
         }
         self.other_hosts = others;
-        self.bad_batches = bad;
         self.rebuild_expected(false)?;
         Ok(true)
     }
@@ -1828,8 +1882,9 @@ impl Approver {
             let node = pre.as_ref().and_then(|v| v.node.clone());
             if let Some(n) = &node {
                 self.reread_node(n).await?;
-                // The batch as last seen is judged against; the create of the approval record
-                // below proves no other approval took its place (a 409: read it, judge again).
+                // The batch is read again just before the approval is recorded (deleted: no
+                // approval); the create of the approval record proves no other approval took
+                // its place (a 409: read it, judge again).
             }
             let Some(v) = self.evaluate(name, now()) else {
                 return Ok(Outcome {
@@ -1876,6 +1931,10 @@ impl Approver {
                     return Err(e);
                 }
                 self.reread_batch(&bname).await?;
+                continue;
+            }
+            if !batch_exists(&self.target, &bname).await? {
+                self.forget_batch(&bname)?;
                 continue;
             }
             if let Some((index, record)) = self.approval_record(&self.batches[bi].rec, &node, v.kind, &view) {
@@ -2078,6 +2137,10 @@ impl Approver {
                 Ok(None)
             }
             Executed::Conflict => Ok(None),
+            Executed::BatchGone => {
+                self.forget_batch(&p.batch)?;
+                Ok(None)
+            }
         }
     }
 
@@ -2278,6 +2341,50 @@ fn approval_message(kind: Kind, node: &str, batch: &str) -> String {
     }
 }
 
+/// The approval `csr` carries from an approve run (our `Approved` condition, reason
+/// [`APPROVED_REASON`], whose message names the node and batch: [`approval_message`]), as the
+/// batch's record would have it: (batch, approval). The CSR itself is the second witness of an
+/// approval: a deleted approval record must not let a second bootstrap client certificate
+/// through (a break-it trial deleted the record ConfigMap, which the add-nodes Role may, and a
+/// fresh run approved a second rogue CSR). Pure.
+fn approval_on_csr(csr: &CertificateSigningRequest) -> Option<(String, Approval)> {
+    let cond = csr
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Approved" && c.reason.as_deref() == Some(APPROVED_REASON))?;
+    let msg = cond.message.as_deref()?;
+    let (kind, rest) = if let Some(r) = msg.strip_prefix("agent-day2: client CSR of expected node ") {
+        ("client", r)
+    } else if let Some(r) = msg.strip_prefix("agent-day2: serving CSR of expected node ") {
+        ("serving", r)
+    } else {
+        return None;
+    };
+    let (node, rest) = rest.split_once(" (batch ")?;
+    let (batch, _) = rest.split_once("):")?;
+    let at = cond
+        .last_update_time
+        .as_ref()
+        .or(cond.last_transition_time.as_ref())
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    Some((
+        batch.to_string(),
+        Approval {
+            node: node.to_string(),
+            kind: kind.to_string(),
+            csr: csr.metadata.name.clone()?,
+            at,
+            by: String::new(),
+            csr_created: csr.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+            requester: csr.spec.username.clone(),
+        },
+    ))
+}
+
 /// The error when no batch record exists (exit 4): named as the user knows it (a batch, not
 /// a ConfigMap), so no generic "is this an OpenShift cluster" hint goes with it; the only
 /// next step is add-nodes (monitor words its own: it can also follow addresses).
@@ -2414,11 +2521,48 @@ mod tests {
         a
     }
 
+    /// Issue 22: a CSR that carries our approval counts as an approval even when its record
+    /// ConfigMap was deleted: a second bootstrap client CSR for the node is refused.
+    #[tokio::test]
+    async fn an_approval_witnessed_by_its_csr_counts_without_its_record() {
+        let reboots = serde_json::json!([{"host": "worker-0", "at": "2026-12-02T10:20:00Z", "ip": "x", "reported": "x", "by": "x"}]);
+        let mut a = approver(&["worker-0"], reboots).await;
+        let first = client_csr("csr-first", "worker-0", "2026-12-02T10:30:00Z");
+        let approved = with_approved_condition(&first, Kind::Client, "worker-0", BATCH);
+        assert_eq!(
+            approval_on_csr(&approved).map(|(b, x)| (b, x.node, x.kind, x.csr)),
+            Some((
+                BATCH.into(),
+                "worker-0".into(),
+                "client".into(),
+                "csr-first".into()
+            ))
+        );
+        assert!(approval_on_csr(&first).is_none(), "pending: no approval");
+        a.observe_csr(&approved);
+        let second = client_csr("csr-second", "worker-0", "2026-12-02T10:40:00Z");
+        a.observe_csr(&second);
+        let v = a.evaluate("csr-second", now()).unwrap();
+        assert!(!v.approve && codes(&v).contains(&"already-approved"), "{v:?}");
+        // Also after the approvals are rebuilt from the batches (which hold no record of it).
+        a.rebuild_approvals();
+        let v = a.evaluate("csr-second", now()).unwrap();
+        assert!(!v.approve && codes(&v).contains(&"already-approved"), "{v:?}");
+    }
+
     /// Issue 22: a batch deleted while approve runs is no longer expected (its host's CSR is
     /// rejected as not expected); under `--batch` of it the run ends (exit 4).
     #[tokio::test]
     async fn a_deleted_batch_is_no_longer_expected() {
         let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
+        let other = "batch-20261202-110000-ef56";
+        a.observe_batch(&batch_cm_named(
+            other,
+            "2026-12-02T11:00:00Z",
+            &["worker-9"],
+            serde_json::Value::Null,
+        ))
+        .unwrap();
         let x = client_csr("csr-x", "worker-0", "2026-12-02T10:30:00Z");
         a.observe_csr(&x);
         assert!(a.expected().get("worker-0").is_some());
@@ -2427,12 +2571,15 @@ mod tests {
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(!v.approve && codes(&v).contains(&"not-expected-node"), "{v:?}");
         assert!(!a.forget_batch(BATCH).unwrap(), "known no more");
+        // The last batch gone: nothing is expected, the run ends as one without a batch (4).
+        let e = a.forget_batch(other).unwrap_err();
+        assert_eq!(e.exit_code(), crate::exit::CLUSTER_ACCESS, "{e}");
 
         let mut a = approver(&["worker-0"], serde_json::Value::Null).await;
         a.opts.batch = Some(BATCH.into());
         let e = a.forget_batch(BATCH).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::CLUSTER_ACCESS, "{e}");
-        assert!(e.to_string().contains("deleted while approve ran"), "{e}");
+        assert!(e.to_string().contains("deleted while this run watched it"), "{e}");
     }
 
     /// Issue 22: under `--batch A`, a batch made meanwhile that names A's host takes it out of
