@@ -389,7 +389,7 @@ pub const MISSED_REBOOT_AFTER: Duration = Duration::from_secs(30);
 /// are escaped for display by the caller. Pure.
 pub fn missed_reboot_message(node: &str, csr: &str, silent_secs: u64, batch: &str) -> String {
     format!(
-        "client CSR {csr} asks in {node}'s name, but {node}'s live system has not answered in {silent_secs}s: if {node} rebooted into the installed system before anything followed it, its reboot was missed and cannot be recorded now; check on its console that it runs the installed system, then run `oc agent-day2 approve --batch {batch} --trust-unverified-boot` on a terminal (it asks for each CSR); if {node} has not booted yet, the CSR is not its kubelet's and is never approved"
+        "client CSR {csr} asks in {node}'s name, but {node}'s live system has not answered a poll in {silent_secs}s: if {node} rebooted into the installed system before anything followed it, or between two polls (a host that does not answer yet is polled with a growing pause, up to 30 s), its reboot was missed and cannot be recorded now; check on its console that it runs the installed system, then run `oc agent-day2 approve --batch {batch} --trust-unverified-boot` on a terminal (it asks for each CSR); if {node} has not booted yet, the CSR is not its kubelet's and is never approved"
     )
 }
 

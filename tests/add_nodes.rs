@@ -523,7 +523,7 @@ fn pxe_without_a_base_url_writes_no_ipxe_and_says_what_to_add() {
         "next steps match what was written: {out}"
     );
     assert!(
-        out.contains("oc agent-day2 monitor --approve (follows each node")
+        out.contains("oc agent-day2 monitor --approve --yes (start it when you boot them")
             && out.contains("oc agent-day2 approve --watch"),
         "{out}"
     );

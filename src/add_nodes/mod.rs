@@ -1072,7 +1072,7 @@ fn next_steps(
     }
     steps.extend([
         format!("boot them before {expiry}: the node tokens expire then"),
-        "then: oc agent-day2 monitor --approve (follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch (the approvals alone, without install stages)".into(),
+        "while they install: oc agent-day2 monitor --approve --yes (start it when you boot them: it records each host's reboot, which binds its kubelet's first CSR; it follows each node until it is Ready and approves its kubelet CSRs after checking them), or oc agent-day2 approve --watch --yes (the approvals alone, without install stages); on a terminal, leave out --yes to be asked for each CSR".into(),
     ]);
     steps
 }

@@ -1574,13 +1574,28 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             eprintln!("error: timed out: {}", escape_for_display(&m, 4000));
             print_waiting(&still);
             let batches: std::collections::BTreeSet<&str> = still.iter().map(|w| w.batch.as_str()).collect();
-            let mut hint = String::from(if api_trouble {
-                "the API server did not always answer (see the watch warnings above), and \
-                 the hosts above did not get that far; `oc agent-day2 monitor` shows their install stages"
+            // Whether the API server answers now (a watch on a frozen server fails nothing: a
+            // break-it trial got "answered throughout" after a 25 s SIGSTOP).
+            let answers = tokio::time::timeout(Duration::from_secs(3), a.target().client.apiserver_version())
+                .await
+                .is_ok_and(|r| r.is_ok());
+            let api = match (answers, api_trouble) {
+                (true, false) => "the API server answers and no watch failed",
+                (true, true) => {
+                    "the API server answers, though a watch failed on the way (see the warnings above)"
+                }
+                (false, _) => "the API server does not answer now (its outage may explain the wait)",
+            };
+            let decide = code == exit::CSRS;
+            let mut hint = if decide {
+                format!(
+                    "{api}; the CSRs above wait on a decision that more time does not bring: each waiting: line says what it needs"
+                )
             } else {
-                "the API server answered throughout: the hosts above did not get that far; \
-                 `oc agent-day2 monitor` shows their install stages"
-            });
+                format!(
+                    "{api}; the hosts above did not get that far: `oc agent-day2 monitor` shows their install stages"
+                )
+            };
             if req.options.batch.is_none() && batches.len() > 1 {
                 hint.push_str("; to follow one batch only, pass --batch NAME");
             }
@@ -1589,6 +1604,8 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             );
             hint.push_str(if own_deadline == Some("token") {
                 "; a host that has not booted yet needs a new image: run add-nodes again for it"
+            } else if decide {
+                ""
             } else {
                 "; or give them more time with --timeout"
             });

@@ -1544,9 +1544,15 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
     if timed_out {
         // docs/exit-codes.md "When several apply": each node has its own code, the run the
         // most serious; a node waiting on its CSRs is 7 even though the timeout ended the run.
-        hints.push(if code == exit::CSRS {
+        let all_on_csrs = codes.iter().all(|c| *c == exit::OK || *c == exit::CSRS);
+        hints.push(if code == exit::CSRS && all_on_csrs {
             format!(
                 "timed out after {}; every node not done waits on a CSR, so the exit code is 7 (CSRs), not 5",
+                humanize(timeout)
+            )
+        } else if code == exit::CSRS {
+            format!(
+                "timed out after {}; the nodes waiting on a CSR make the exit code 7 (CSRs), the others were still short of that",
                 humanize(timeout)
             )
         } else {
