@@ -28,6 +28,7 @@ use crate::kube::KubeTarget;
 /// `openshift-config/agent-auth-token` (written by add-nodes or `oc adm node-image`), and
 /// those of the Secret earlier agent-day2 versions wrote (`openshift-agent-day2/agent-day2-auth`)
 /// for the batches made with them.
+#[derive(Clone)]
 pub struct NodeTokens {
     /// The current Secret's material; when that Secret does not exist, the old one's.
     pub main: AuthMaterial,
@@ -395,14 +396,25 @@ pub fn missed_reboot_message(node: &str, csr: &str, silent_secs: u64, batch: &st
 
 /// The follower `approve --watch` runs: one poll loop per host (all requests through one
 /// [`Limiter`] of 16 in flight), each ending once the host's reboot is recorded or the host is
-/// lost. Dropping it stops every loop.
+/// lost. Hosts of a batch made while it runs are added ([`Follower::add`]). Dropping it stops
+/// every loop.
 pub struct Follower {
     /// The loops; dropping the set aborts them.
-    _tasks: tokio::task::JoinSet<()>,
+    tasks: tokio::task::JoinSet<()>,
     /// Hosts recorded by someone else meanwhile (a monitor): their loops end at their next turn.
     recorded: Arc<std::sync::Mutex<BTreeSet<String>>>,
     /// What the loops saw, in arrival order.
     pub seen: tokio::sync::mpsc::UnboundedReceiver<Seen>,
+    /// When each host followed got its loop (the missed-reboot warning counts from there).
+    pub since: BTreeMap<String, std::time::Instant>,
+    /// What a new loop needs.
+    target: KubeTarget,
+    tokens: NodeTokens,
+    http: reqwest::Client,
+    limiter: Arc<Limiter>,
+    tx: tokio::sync::mpsc::UnboundedSender<Seen>,
+    by: Arc<tokio::sync::OnceCell<String>>,
+    interval: Duration,
 }
 
 impl Follower {
@@ -417,38 +429,55 @@ impl Follower {
         interval: Duration,
     ) -> Result<Follower> {
         let http = assisted::http_client().map_err(Error::Unexpected)?;
-        let limiter = Limiter::new(16);
         let (tx, seen) = tokio::sync::mpsc::unbounded_channel();
-        let mut tasks = tokio::task::JoinSet::new();
-        let by: Arc<tokio::sync::OnceCell<String>> = Arc::new(tokio::sync::OnceCell::new());
-        let recorded: Arc<std::sync::Mutex<BTreeSet<String>>> = Default::default();
+        let mut f = Follower {
+            tasks: tokio::task::JoinSet::new(),
+            recorded: Default::default(),
+            seen,
+            since: BTreeMap::new(),
+            target: target.clone(),
+            tokens: tokens.clone(),
+            http,
+            limiter: Limiter::new(16),
+            tx,
+            by: Arc::new(tokio::sync::OnceCell::new()),
+            interval,
+        };
+        f.add(hosts);
+        Ok(f)
+    }
+
+    /// Follows `hosts` too, those not followed yet (a batch made while `approve --watch`
+    /// runs). Returns how many were added.
+    pub fn add(&mut self, hosts: Vec<Followed>) -> usize {
+        let mut n = 0;
         for h in hosts {
-            let t = tokens.for_batch(Some(&h.token_expires_at)).0;
+            if self.since.contains_key(&h.host) {
+                continue;
+            }
+            self.since.insert(h.host.clone(), std::time::Instant::now());
+            let t = self.tokens.for_batch(Some(&h.token_expires_at)).0;
             let client = assisted::Client::new(
-                http.clone(),
+                self.http.clone(),
                 assisted::origin_for(h.ip),
                 &t.watcher_token,
                 &t.user_token,
-                limiter.clone(),
+                self.limiter.clone(),
             );
-            tasks.spawn(follow_one(
-                target.clone(),
+            self.tasks.spawn(follow_one(
+                self.target.clone(),
                 client,
                 h,
-                interval,
-                tx.clone(),
-                (by.clone(), recorded.clone()),
+                self.interval,
+                self.tx.clone(),
+                (self.by.clone(), self.recorded.clone()),
             ));
+            n += 1;
         }
-        Ok(Follower {
-            _tasks: tasks,
-            recorded,
-            seen,
-        })
+        n
     }
 
-    /// `host`'s reboot is recorded already (a monitor's record arrived), or its batch was
-    /// deleted: stop polling it.
+    /// `host`'s reboot is recorded already (a monitor's record arrived): stop polling it.
     pub fn recorded(&self, host: &str) {
         if let Ok(mut r) = self.recorded.lock() {
             r.insert(host.to_string());

@@ -1237,15 +1237,16 @@ fn say_seen(a: &Approver, seen: &Seen) {
 /// Issue 22 item 1, as monitor says it: a followed host that never answered while a client
 /// CSR in its name is held as boot-unverified gets one warning
 /// ([`crate::follow::missed_reboot_message`]); its reboot may have come before approve looked.
-fn say_missed_reboots<'h>(
+fn say_missed_reboots(
     a: &Approver,
     live: &Live,
-    never_answered: impl Iterator<Item = &'h String>,
-    silent: Duration,
+    f: &Follower,
+    answered: &BTreeSet<String>,
     told: &mut BTreeSet<String>,
 ) {
-    for host in never_answered {
-        if told.contains(host) {
+    for (host, since) in &f.since {
+        let silent = since.elapsed();
+        if told.contains(host) || answered.contains(host) || silent < crate::follow::MISSED_REBOOT_AFTER {
             continue;
         }
         let held = live.last.values().find(|(r, act)| {
@@ -1296,15 +1297,12 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
     let mut s = streams(a.target(), req.options.batch.as_deref());
     let mut csr_synced = false;
     let mut follower = start_follower(a).await;
-    // The hosts followed, those that answered at least once, and those whose missed reboot was
-    // said ([`say_missed_reboots`]).
-    let followed: BTreeSet<String> = match &follower {
-        Some(_) => a.hosts_to_follow().into_iter().map(|f| f.host).collect(),
-        None => BTreeSet::new(),
-    };
+    // No follower at the start (no host needed one): one is started for a batch made later.
+    let mut late_follow_tried = follower.is_some();
+    // The hosts that answered at least once, and those whose missed reboot was said
+    // ([`say_missed_reboots`]).
     let mut answered: BTreeSet<String> = BTreeSet::new();
     let mut missed_told: BTreeSet<String> = BTreeSet::new();
-    let started = tokio::time::Instant::now();
     let mut tick = tokio::time::interval(Duration::from_secs(5));
     // The watch's own deadlines (--timeout, token expiry), as opposed to an API request that
     // timed out: only the latter is the API server's fault (issue 15 §2).
@@ -1335,11 +1333,9 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
                 }
                 continue;
             }
-            _ = tick.tick(), if !followed.is_empty() && csr_synced => {
-                let silent = started.elapsed();
-                if silent >= crate::follow::MISSED_REBOOT_AFTER {
-                    let never = followed.iter().filter(|h| !answered.contains(*h));
-                    say_missed_reboots(a, &live, never, silent, &mut missed_told);
+            _ = tick.tick(), if follower.is_some() && csr_synced => {
+                if let Some(f) = &follower {
+                    say_missed_reboots(a, &live, f, &answered, &mut missed_told);
                 }
                 continue;
             }
@@ -1390,8 +1386,32 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             }
             Ev::Node(_) => Ok(()),
             Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_batch(&cm) {
-                Ok(true) if csr_synced => process_pending(a, req, &mut live, &mut declined).await,
-                Ok(_) => Ok(()),
+                Ok(changed) => {
+                    // A batch made while the watch runs: its hosts are followed too (they were
+                    // not, and their client CSRs stayed held as boot-unverified).
+                    if changed {
+                        match follower.as_mut() {
+                            Some(f) => {
+                                let n = f.add(a.hosts_to_follow());
+                                if n > 0 {
+                                    eprintln!(
+                                        "approve: following {n} more host(s), of a batch made meanwhile"
+                                    );
+                                }
+                            }
+                            None if csr_synced && !late_follow_tried => {
+                                late_follow_tried = true;
+                                follower = start_follower(a).await;
+                            }
+                            None => {}
+                        }
+                    }
+                    if changed && csr_synced {
+                        process_pending(a, req, &mut live, &mut declined).await
+                    } else {
+                        Ok(())
+                    }
+                }
                 Err(e) => Err(e),
             },
             Ev::Batch(Event::Delete(cm)) => {

@@ -785,7 +785,7 @@ impl Approver {
             }
             let Some(n) = nodes.iter_mut().find(|n| &n.hostname == name) else {
                 if !strict {
-                    tracing::warn!("--node {name}: no batch expects it any more; left out");
+                    tracing::info!("--node {name}: no batch expects it any more; left out");
                     continue;
                 }
                 return Err(Error::InvalidInput {

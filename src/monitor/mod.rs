@@ -1480,8 +1480,10 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
         .map(|t| state::track_exit(t, started.elapsed()))
         .collect();
     let mut code = state::overall_exit(codes.iter().copied());
-    // A skipped batch record is invalid input (docs/exit-codes.md), as in approve.
-    if skipped_batches > 0 {
+    // A skipped batch record is invalid input (docs/exit-codes.md), as in approve; also one
+    // the approver found broken while this run watched (hand-edited meanwhile).
+    let broken_meanwhile = m.approver.as_ref().is_some_and(|a| !a.bad_batches().is_empty());
+    if skipped_batches > 0 || broken_meanwhile {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
     let stats = limiter.stats();
