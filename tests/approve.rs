@@ -1802,3 +1802,63 @@ fn an_unreadable_batch_holds_what_it_may_name_and_a_newer_batchs_host_is_left_to
         "{doc:#}"
     );
 }
+
+/// Issue 22 (break-it trial): a deleted approval record does not let a second bootstrap client
+/// certificate through: the approved CSR itself witnesses the approval. And the last batch
+/// deleted while `approve --watch` runs ends it with exit 4 (it said every node was Ready, 0).
+#[test]
+fn a_deleted_approval_record_is_witnessed_by_its_csr_and_the_last_batch_gone_ends_the_watch() {
+    e2e_or_skip!();
+    let w = Work::new();
+    let c = cluster("", &w);
+    let b = add_nodes_into(&c, &w, &[static_host(W0, 24)], "out-w0");
+    let first = post_client_csr(&c, &w, "first-client-worker-0", "worker-0");
+    let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes"]);
+    assert!(!conditions(&c, &first).is_empty(), "{}", text(&o));
+    let o = c.kubectl(&[
+        "-n",
+        "openshift-agent-day2",
+        "delete",
+        "configmap",
+        &format!("{b}.worker-0.client-0"),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let second = post_client_csr(&c, &w, "second-client-worker-0", "worker-0");
+    let o = plugin(
+        &c,
+        &w,
+        &["approve", "--trust-unverified-boot", "--dry-run", "-o", "json"],
+    );
+    let doc = json_of(&o);
+    let row = report_row(&doc, &second);
+    assert_eq!(row["action"], "rejected", "{doc:#}");
+    assert!(row["reasons"].to_string().contains("already-approved"), "{doc:#}");
+
+    let run = plugin_cmd(
+        &c,
+        &w,
+        &[
+            "approve",
+            "--watch",
+            "--yes",
+            "--trust-unverified-boot",
+            "--timeout",
+            "60s",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &b]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("the last batch record ({b}) was deleted")),
+        "{err}"
+    );
+    assert!(!err.contains("every expected node is Ready"), "{err}");
+}
