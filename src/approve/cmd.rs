@@ -17,7 +17,7 @@ use kube::runtime::WatchStreamExt;
 use serde::Serialize;
 
 use super::{
-    execute, nodes_config_addresses, now, Action, ApproveOptions, Approver, Executed, NodeState, Outcome,
+    io::execute, nodes_config_addresses, now, Action, ApproveOptions, Approver, Executed, NodeState, Outcome,
     Plan, Planned, Touched,
 };
 use crate::batch;
