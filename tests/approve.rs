@@ -1544,6 +1544,23 @@ fn a_broken_batch_record_is_skipped_naming_the_field_and_the_others_go_on() {
     assert!(!o.status.success(), "deleted: {}", text(&o));
 }
 
+/// `approve --watch --yes --trust-unverified-boot --timeout 60s` running, its stderr piped.
+fn spawn_watch(c: &TestCluster, w: &Work) -> Kid {
+    let args = [
+        "approve",
+        "--watch",
+        "--yes",
+        "--trust-unverified-boot",
+        "--timeout",
+        "60s",
+    ];
+    Kid(plugin_cmd(c, w, &args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap())
+}
+
 /// Stderr lines of a running plugin, as they come (a thread reads them into a channel).
 fn stderr_lines(kid: &mut Kid) -> std::sync::mpsc::Receiver<String> {
     use std::io::BufRead;
@@ -1584,22 +1601,7 @@ fn a_running_approver_follows_batches_deleted_and_made_while_it_runs() {
     let w = Work::new();
     let c = cluster("", &w);
     let (b0, b1, good0) = two_batches_one_client_csr(&c, &w);
-    let mut run = Kid(plugin_cmd(
-        &c,
-        &w,
-        &[
-            "approve",
-            "--watch",
-            "--yes",
-            "--trust-unverified-boot",
-            "--timeout",
-            "60s",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap());
+    let mut run = spawn_watch(&c, &w);
     let lines = stderr_lines(&mut run);
     // Started: worker-0's client CSR approved.
     let end = std::time::Instant::now() + Duration::from_secs(30);
@@ -1834,28 +1836,14 @@ fn a_deleted_approval_record_is_witnessed_by_its_csr_and_the_last_batch_gone_end
     assert_eq!(row["action"], "rejected", "{doc:#}");
     assert!(row["reasons"].to_string().contains("already-approved"), "{doc:#}");
 
-    let run = plugin_cmd(
-        &c,
-        &w,
-        &[
-            "approve",
-            "--watch",
-            "--yes",
-            "--trust-unverified-boot",
-            "--timeout",
-            "60s",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut run = spawn_watch(&c, &w);
     std::thread::sleep(Duration::from_secs(3));
     let o = plugin(&c, &w, &["add-nodes", "batch", "delete", &b]);
     assert!(o.status.success(), "{}", text(&o));
-    let o = run.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.0.stderr.take().unwrap(), &mut err).unwrap();
+    let status = run.0.wait().unwrap();
+    assert_eq!(status.code(), Some(4), "{err}");
     assert!(
         err.contains(&format!("the last batch record ({b}) was deleted")),
         "{err}"

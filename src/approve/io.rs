@@ -383,11 +383,7 @@ impl Approver {
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
-            let fresh = capi
-                .get(name)
-                .await
-                .map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
-            self.observe_csr(&fresh);
+            let fresh = self.read_fresh(&capi, &r_csr, name).await?;
             let view = CsrView::from_k8s(&fresh);
             if !is_pending(&fresh) {
                 return Ok(Outcome {
@@ -530,11 +526,7 @@ impl Approver {
         let capi: Api<CertificateSigningRequest> = Api::all(self.target.client.clone());
         let r_csr = ResourceRef::cluster("CertificateSigningRequest", name);
         for _ in 0..CONFLICT_RETRIES {
-            let fresh = capi
-                .get(name)
-                .await
-                .map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
-            self.observe_csr(&fresh);
+            let fresh = self.read_fresh(&capi, &r_csr, name).await?;
             let view = CsrView::from_k8s(&fresh);
             let Some(v) = self.evaluate(name, now()).filter(|_| is_pending(&fresh)) else {
                 return Ok(Outcome {
@@ -597,6 +589,21 @@ impl Approver {
             resource: r_csr,
             message: format!("still conflicting after {CONFLICT_RETRIES} attempts"),
         })
+    }
+
+    /// CSR `name` read again (and observed) before acting on it. Errors: the read's (exit 4).
+    async fn read_fresh(
+        &mut self,
+        capi: &Api<CertificateSigningRequest>,
+        r_csr: &ResourceRef,
+        name: &str,
+    ) -> Result<CertificateSigningRequest> {
+        let fresh = capi
+            .get(name)
+            .await
+            .map_err(|e| classify(e, "read", r_csr.clone(), &self.target))?;
+        self.observe_csr(&fresh);
+        Ok(fresh)
     }
 
     pub(super) async fn reread_node(&mut self, name: &str) -> Result<()> {
