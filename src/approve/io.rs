@@ -554,20 +554,7 @@ impl Approver {
                     .collect::<Vec<_>>()
                     .join("; "),
             );
-            let mut obj = fresh.clone();
-            let t = MetaTime(now());
-            obj.status
-                .get_or_insert_with(Default::default)
-                .conditions
-                .get_or_insert_with(Vec::new)
-                .push(CertificateSigningRequestCondition {
-                    type_: "Denied".into(),
-                    status: "True".into(),
-                    reason: Some(DENIED_REASON.into()),
-                    message: Some(msg),
-                    last_update_time: Some(t.clone()),
-                    last_transition_time: Some(t),
-                });
+            let obj = with_condition(&fresh, "Denied", DENIED_REASON, msg);
             match capi
                 .replace_subresource("approval", name, &post_params(), &obj)
                 .await

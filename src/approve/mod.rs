@@ -1673,6 +1673,21 @@ fn with_approved_condition(
     node: &str,
     batch: &str,
 ) -> CertificateSigningRequest {
+    with_condition(
+        csr,
+        "Approved",
+        APPROVED_REASON,
+        approval_message(kind, node, batch),
+    )
+}
+
+/// `csr` with condition `type_` (`Approved` or `Denied`) appended, status True, stamped now.
+fn with_condition(
+    csr: &CertificateSigningRequest,
+    type_: &str,
+    reason: &str,
+    message: String,
+) -> CertificateSigningRequest {
     let mut obj = csr.clone();
     let t = MetaTime(now());
     obj.status
@@ -1680,10 +1695,10 @@ fn with_approved_condition(
         .conditions
         .get_or_insert_with(Vec::new)
         .push(CertificateSigningRequestCondition {
-            type_: "Approved".into(),
+            type_: type_.into(),
             status: "True".into(),
-            reason: Some(APPROVED_REASON.into()),
-            message: Some(approval_message(kind, node, batch)),
+            reason: Some(reason.into()),
+            message: Some(message),
             last_update_time: Some(t.clone()),
             last_transition_time: Some(t),
         });
