@@ -68,3 +68,65 @@ pub enum OutputFormat {
     /// One YAML document.
     Yaml,
 }
+
+/// One error in a command's error document.
+#[derive(Debug, Serialize)]
+struct ErrorItem {
+    /// Flag or field path (`--node worker-9`, `hosts[0].hostname`) when the error is about one,
+    /// else empty.
+    field: String,
+    /// The `error:` line's text (escaped).
+    message: String,
+    /// What to do, when the error has a hint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
+    let esc = |s: &str| escape_for_display(s, 4000);
+    match e {
+        Error::Many(v) => v.iter().for_each(|e| error_items(e, out)),
+        Error::InvalidConfig(c) => out.extend(c.errors.iter().map(|f| ErrorItem {
+            field: esc(&f.path),
+            message: esc(&f.message),
+            hint: None,
+        })),
+        Error::InvalidInput { field, message } => out.push(ErrorItem {
+            field: esc(field),
+            message: esc(message),
+            hint: e.hint().map(|h| esc(&h)),
+        }),
+        other => out.push(ErrorItem {
+            field: String::new(),
+            message: esc(&other.to_string()),
+            hint: other.hint().map(|h| esc(&h)),
+        }),
+    }
+}
+
+/// The one error document of the commands that print documents (`add-nodes`, `approve`):
+/// `{apiVersion: agent-day2/v1, kind, exitCode, errors: [{field, message, hint}]}` in `format`
+/// (JSON or YAML), printed on stdout before the `error:` line goes to stderr, so a script
+/// reading stdout gets one document either way. `kind`: `AddNodesError`, `ApproveError`.
+pub fn error_document(kind: &'static str, format: OutputFormat, e: &Error) -> Result<String> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Doc {
+        api_version: &'static str,
+        kind: &'static str,
+        exit_code: u8,
+        errors: Vec<ErrorItem>,
+    }
+    let mut errors = Vec::new();
+    error_items(e, &mut errors);
+    render(
+        format,
+        &Doc {
+            api_version: "agent-day2/v1",
+            kind,
+            exit_code: e.exit_code(),
+            errors,
+        },
+        String::new,
+    )
+}

@@ -94,60 +94,13 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
         Err(e)
             if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table =>
         {
-            if let Ok(doc) = error_document(args.output, &e) {
+            if let Ok(doc) = output::error_document("AddNodesError", args.output, &e) {
                 print!("{doc}");
             }
             Err(e)
         }
         r => r,
     }
-}
-
-/// One invalid input, as the `AddNodesError` document lists it.
-#[derive(Serialize)]
-struct ErrorItem {
-    /// Field path or flag (`hosts[0].hostname`, `--token-ttl`); empty when the error has none.
-    field: String,
-    message: String,
-}
-
-fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
-    match e {
-        Error::InvalidConfig(c) => out.extend(c.errors.iter().map(|f| ErrorItem {
-            field: f.path.clone(),
-            message: f.message.clone(),
-        })),
-        Error::InvalidInput { field, message } => out.push(ErrorItem {
-            field: field.clone(),
-            message: message.clone(),
-        }),
-        Error::Many(v) => v.iter().for_each(|e| error_items(e, out)),
-        other => out.push(ErrorItem {
-            field: String::new(),
-            message: other.to_string(),
-        }),
-    }
-}
-
-/// `{apiVersion: agent-day2/v1, kind: AddNodesError, exitCode, errors: [{field, message}]}`.
-fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
-    let mut errors = Vec::new();
-    error_items(e, &mut errors);
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Doc {
-        api_version: &'static str,
-        kind: &'static str,
-        exit_code: u8,
-        errors: Vec<ErrorItem>,
-    }
-    let doc = Doc {
-        api_version: "agent-day2/v1",
-        kind: "AddNodesError",
-        exit_code: e.exit_code(),
-        errors,
-    };
-    output::render(format, &doc, String::new)
 }
 
 /// Steps 2-10 of the module doc for a resolved [`Plan`]; returns what to print on stdout.

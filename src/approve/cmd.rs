@@ -706,7 +706,7 @@ fn emit(s: &str) {
 /// Runs `approve`. Returns the exit status (docs/exit-codes.md); errors carry theirs.
 ///
 /// With `-o json|yaml`, an error also prints an `ApproveError` document on stdout
-/// ([`error_document`]) before the `error:` line goes to stderr, so a script reading stdout
+/// ([`crate::output::error_document`]) before the `error:` line goes to stderr, so a script reading stdout
 /// gets one document either way (as add-nodes does).
 ///
 /// The flags are resolved into a [`Request`] first (usage errors before any kubeconfig read),
@@ -719,65 +719,11 @@ pub async fn run(resolve: Resolve, args: &ApproveArgs) -> Result<u8> {
     }
     .await;
     if let (Err(e), true) = (&r, args.output.format() != OutputFormat::Table) {
-        if let Ok(doc) = error_document(args.output.format(), e) {
+        if let Ok(doc) = crate::output::error_document("ApproveError", args.output.format(), e) {
             emit(&doc);
         }
     }
     r
-}
-
-/// One error in the `ApproveError` document.
-#[derive(Debug, Serialize)]
-struct ErrorItem {
-    /// Flag or field (`--node worker-9`) when the error is about one, else empty.
-    field: String,
-    /// The `error:` line's text (escaped).
-    message: String,
-    /// What to do, when the error has a hint.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hint: Option<String>,
-}
-
-fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
-    let esc = |s: &str| escape_for_display(s, 4000);
-    match e {
-        Error::Many(v) => v.iter().for_each(|e| error_items(e, out)),
-        Error::InvalidInput { field, message } => out.push(ErrorItem {
-            field: esc(field),
-            message: esc(message),
-            hint: e.hint().map(|h| esc(&h)),
-        }),
-        other => out.push(ErrorItem {
-            field: String::new(),
-            message: esc(&other.to_string()),
-            hint: other.hint().map(|h| esc(&h)),
-        }),
-    }
-}
-
-/// `{apiVersion: agent-day2/v1, kind: ApproveError, exitCode, errors: [{field, message, hint}]}`
-/// (the shape of add-nodes' `AddNodesError`, with the hint).
-fn error_document(format: OutputFormat, e: &Error) -> Result<String> {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Doc {
-        api_version: &'static str,
-        kind: &'static str,
-        exit_code: u8,
-        errors: Vec<ErrorItem>,
-    }
-    let mut errors = Vec::new();
-    error_items(e, &mut errors);
-    crate::output::render(
-        format,
-        &Doc {
-            api_version: "agent-day2/v1",
-            kind: "ApproveError",
-            exit_code: e.exit_code(),
-            errors,
-        },
-        String::new,
-    )
 }
 
 /// `approve` as asked, resolved once from its flags before any cluster read (docs/design.md
