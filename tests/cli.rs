@@ -112,6 +112,8 @@ fn usage_errors_exit_2() {
         // A bad duration too (it was found after connecting: exit 4 without a cluster).
         &["approve", "--watch", "--timeout", "10x"][..],
         &["approve", "--kubelet-retry", "5x"][..],
+        &["approve", "--reissue", ""][..],
+        &["approve", "--reissue", "Worker_1"][..],
         &["monitor", "--timeout", "soon"][..],
     ] {
         let out = plugin(home.path(), args);

@@ -1180,6 +1180,35 @@ fn say_seen(a: &Approver, seen: &Seen) {
     }
 }
 
+/// One `warning:` per batch forgotten as deleted ([`Approver::take_forgotten`]), however the
+/// delete was found (the watch's event, or an approval's own read of the batch).
+fn say_forgotten(a: &mut Approver) {
+    for name in a.take_forgotten() {
+        eprintln!(
+            "warning: batch {} was deleted: its hosts are no longer expected (unless another batch names them), so their pending CSRs are rejected as not-expected-node from now on; delete those CSRs (oc delete csr NAME) if nobody needs them",
+            escape_for_display(&name, 253)
+        );
+    }
+}
+
+/// Runs `f` (a batch seen) and says each batch ConfigMap it found not to be a batch record
+/// (hand-edited while the watch runs): a re-check trial got exit 3 with nothing naming it.
+fn said_bad_batches<T>(a: &mut Approver, f: impl FnOnce(&mut Approver) -> T) -> T {
+    let before: BTreeSet<String> = a.bad_batches().into_iter().map(|(n, _)| n).collect();
+    let r = f(a);
+    for (name, msg) in a.bad_batches() {
+        if !before.contains(&name) {
+            eprintln!(
+                "warning: ConfigMap {}/{} is no longer a batch record ({}): its hosts' CSRs are held until it is fixed or deleted (exit 3 at the end)",
+                batch::NAMESPACE,
+                escape_for_display(&name, 253),
+                escape_for_display(&msg, 300)
+            );
+        }
+    }
+    r
+}
+
 /// Issue 22 item 1, as monitor says it: a followed host that never answered while a client
 /// CSR in its name is held as boot-unverified gets one warning
 /// ([`crate::follow::missed_reboot_message`]); its reboot may have come before approve looked.
@@ -1257,6 +1286,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
         if let Err(e) = retouch(a, req, &mut live, &mut declined).await {
             break Err(e);
         }
+        say_forgotten(a);
         if csr_synced && a.all_done() {
             break Ok(());
         }
@@ -1331,45 +1361,44 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
                 Ok(())
             }
             Ev::Node(_) => Ok(()),
-            Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => match a.observe_batch(&cm) {
-                Ok(changed) => {
-                    // A batch made while the watch runs: its hosts are followed too (they were
-                    // not, and their client CSRs stayed held as boot-unverified).
-                    if changed {
-                        match follower.as_mut() {
-                            Some(f) => {
-                                let n = f.add(a.hosts_to_follow());
-                                if n > 0 {
-                                    eprintln!(
-                                        "approve: following {n} more host(s), of a batch made meanwhile"
-                                    );
+            Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => {
+                match said_bad_batches(a, |a| a.observe_batch(&cm)) {
+                    Ok(changed) => {
+                        // A batch made while the watch runs: its hosts are followed too (they were
+                        // not, and their client CSRs stayed held as boot-unverified).
+                        if changed {
+                            match follower.as_mut() {
+                                Some(f) => {
+                                    let n = f.add(a.hosts_to_follow());
+                                    if n > 0 {
+                                        eprintln!(
+                                            "approve: following {n} more host(s), of a batch made meanwhile"
+                                        );
+                                    }
                                 }
+                                None if csr_synced && !late_follow_tried => {
+                                    late_follow_tried = true;
+                                    follower = start_follower(a).await;
+                                }
+                                None => {}
                             }
-                            None if csr_synced && !late_follow_tried => {
-                                late_follow_tried = true;
-                                follower = start_follower(a).await;
-                            }
-                            None => {}
+                        }
+                        if changed && csr_synced {
+                            process_pending(a, req, &mut live, &mut declined).await
+                        } else {
+                            Ok(())
                         }
                     }
-                    if changed && csr_synced {
-                        process_pending(a, req, &mut live, &mut declined).await
-                    } else {
-                        Ok(())
-                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
-            },
+            }
             Ev::Batch(Event::Delete(cm)) => {
                 let name = cm.metadata.name.clone().unwrap_or_default();
                 // The follower goes on (a batch of that name may come back); it records no
                 // reboot on a batch that does not exist ([`crate::follow::record_reboots`]).
                 match a.forget_batch(&name) {
                     Ok(true) => {
-                        eprintln!(
-                            "warning: batch {} was deleted: its hosts are no longer expected (unless another batch names them), so their pending CSRs are rejected as not-expected-node from now on; delete those CSRs (oc delete csr NAME) if nobody needs them",
-                            escape_for_display(&name, 253)
-                        );
+                        say_forgotten(a);
                         if csr_synced {
                             process_pending(a, req, &mut live, &mut declined).await
                         } else {
@@ -1509,6 +1538,14 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
     // A skipped batch record is invalid input (docs/exit-codes.md "When several apply").
     if !a.bad_batches().is_empty() {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
+        for (name, msg) in a.bad_batches() {
+            eprintln!(
+                "note: ConfigMap {}/{} is not a batch record ({}): its hosts' CSRs were held (exit 3)",
+                batch::NAMESPACE,
+                escape_for_display(&name, 253),
+                escape_for_display(&msg, 300)
+            );
+        }
     }
     let still = waiting(a);
     if req.format != OutputFormat::Table {
@@ -1555,7 +1592,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             let decide = code == exit::CSRS;
             let mut hint = if decide {
                 format!(
-                    "{api}; the CSRs above wait on a decision that more time does not bring: each waiting: line says what it needs"
+                    "{api}; some CSRs wait on a decision that more time does not bring: the rejected or held rows above, and the waiting: lines, say what each needs"
                 )
             } else {
                 format!(

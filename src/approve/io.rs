@@ -50,6 +50,11 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
             Created::Existed(other) => return Ok((None, Executed::Taken(Box::new(other)))),
         }
     }
+    // Read once more just before the approval itself: a delete that landed while the record
+    // was written stops it (the record is left on a batch that no longer exists).
+    if !batch_exists(&p.target, &p.batch).await? {
+        return Ok((made, Executed::BatchGone));
+    }
     let capi: Api<CertificateSigningRequest> = Api::all(p.target.client.clone());
     let obj = with_approved_condition(&p.csr, p.verdict.kind, &p.node, &p.batch);
     match capi
@@ -278,6 +283,7 @@ impl Approver {
             other_hosts,
             batch_cms,
             others_named: BTreeMap::new(),
+            forgotten: Vec::new(),
         };
         a.rebuild_expected(true)?;
         a.refresh().await?;
@@ -488,7 +494,12 @@ impl Approver {
                     }
                 }
             }
-            // 2. /approval: append our condition to the fresh object.
+            // 2. /approval: append our condition to the fresh object, the batch read once more
+            //    (a delete that landed while the record was written stops it).
+            if !batch_exists(&self.target, &bname).await? {
+                self.forget_batch(&bname)?;
+                continue;
+            }
             let obj = with_approved_condition(&fresh, v.kind, &node, &bname);
             match capi
                 .replace_subresource("approval", name, &post_params(), &obj)

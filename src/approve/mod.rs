@@ -283,6 +283,9 @@ pub struct Approver {
     /// `--node` names left out because another batch expects them (under `--batch`), with that
     /// batch: said once in the hints.
     others_named: BTreeMap<String, String>,
+    /// Batches forgotten as deleted and not said yet ([`Approver::take_forgotten`]): a delete
+    /// found by the approval's own read comes before the watch's event, which is then nothing.
+    forgotten: Vec<String>,
 }
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
@@ -1059,10 +1062,10 @@ impl Approver {
         }
         self.batches.retain(|b| b.rec.name != name);
         self.bad_batches.retain(|(n, _, _)| n != name);
-        self.records.remove(name);
-        // Its records are read again if a batch of that name comes back.
-        let prefix = format!("{name}.");
-        self.seen_records.retain(|r| !r.starts_with(&prefix));
+        // Its records are kept: a batch of that name made again (deleted and re-created as it
+        // was) is merged with them ([`Approver::observe_batch`]); a re-check trial saw a
+        // re-created batch's reboot record ignored and its host's CSR held for good.
+        self.forgotten.push(name.to_string());
         if self.batches.is_empty() && self.bad_batches.is_empty() {
             // Nothing is expected any more: the run ends as one started without a batch does,
             // not with "every expected node is Ready" (a break-it trial got exit 0).
@@ -1082,6 +1085,11 @@ impl Approver {
         }
         self.rebuild_expected(false)?;
         Ok(true)
+    }
+
+    /// The batches forgotten as deleted since the last call, to be said once each.
+    pub fn take_forgotten(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.forgotten)
     }
 
     /// Under `--batch B`: the other batches' hosts again, from [`Approver::batch_cms`]; the
@@ -1900,6 +1908,7 @@ mod tests {
             other_hosts: OtherHosts::new(),
             batch_cms: BTreeMap::from([(BATCH.to_string(), cm)]),
             others_named: BTreeMap::new(),
+            forgotten: Vec::new(),
         };
         a.rebuild_expected(true).unwrap();
         a
@@ -1955,6 +1964,23 @@ mod tests {
         let v = a.evaluate("csr-x", now()).unwrap();
         assert!(!v.approve && codes(&v).contains(&"not-expected-node"), "{v:?}");
         assert!(!a.forget_batch(BATCH).unwrap(), "known no more");
+        assert_eq!(a.take_forgotten(), [BATCH.to_string()], "said once");
+        // Re-created as it was: its records (a reboot seen before the delete) count again.
+        a.observe_record(&records::reboot_config_map(
+            BATCH,
+            &reboot("worker-0", "2026-12-02T10:20:00Z"),
+        ))
+        .unwrap();
+        assert!(a
+            .observe_batch(&batch_cm(&["worker-0"], serde_json::Value::Null))
+            .unwrap());
+        assert!(
+            a.expected()
+                .get("worker-0")
+                .is_some_and(|n| n.rebooted_at.is_some()),
+            "the re-created batch's reboot record is merged"
+        );
+        assert!(a.forget_batch(BATCH).unwrap());
         // The last batch gone: nothing is expected, the run ends as one without a batch (4).
         let e = a.forget_batch(other).unwrap_err();
         assert_eq!(e.exit_code(), crate::exit::CLUSTER_ACCESS, "{e}");

@@ -255,7 +255,7 @@ pub struct ApproveArgs {
     /// --reissue worker-0. The client CSR must still come from a new install: a reboot recorded
     /// after the one approved before. A re-install from a new image (add-nodes --reimage NODE)
     /// needs no --reissue: its new batch's approvals start afresh.
-    #[arg(long, value_name = "NODE")]
+    #[arg(long, value_name = "NODE", value_parser = monitor::parse_node_name)]
     pub reissue: Vec<String>,
     /// Approve client CSRs of hosts whose reboot no `monitor` recorded (no monitor ran while
     /// they installed, or a DHCP host without its address) on the other checks alone. Only

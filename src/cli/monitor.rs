@@ -127,6 +127,18 @@ pub(crate) fn parse_host_ip(s: &str) -> std::result::Result<IpAddr, String> {
     }
 }
 
+/// A node name flag's value (`--reissue`): a lowercase RFC 1123 subdomain, as a Node's name.
+pub(crate) fn parse_node_name(s: &str) -> std::result::Result<String, String> {
+    if crate::k8s_names::is_dns1123_subdomain(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{:?} is not a node name (lowercase RFC 1123, e.g. worker-1)",
+            crate::text::escape_for_display(s, 80)
+        ))
+    }
+}
+
 /// `--batch` values: a batch's name is its ConfigMap's (a lowercase RFC 1123 subdomain, e.g.
 /// batch-20261129-211034-ab12): anything else is a usage error (exit 2), not a lookup that
 /// fails (exit 4).
