@@ -145,16 +145,9 @@ pub async fn record_reboots(
 ) -> Result<Vec<ConfigMap>> {
     // A batch deleted meanwhile (`add-nodes batch delete`) gets no record: it would be an
     // orphan, and a batch of that name made later is another one.
-    let api: kube::Api<ConfigMap> = kube::Api::namespaced(target.client.clone(), batch::NAMESPACE);
-    let r = ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name);
-    if api
-        .get_opt(name)
-        .await
-        .map_err(|e| classify(e, "read", r.clone(), target))?
-        .is_none()
-    {
+    if !batch::exists(target, name).await? {
         return Err(Error::NotFound {
-            resource: r,
+            resource: ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
             why: Some("its batch was deleted: the reboot is not recorded".into()),
         });
     }

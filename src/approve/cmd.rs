@@ -1180,33 +1180,19 @@ fn say_seen(a: &Approver, seen: &Seen) {
     }
 }
 
-/// One `warning:` per batch forgotten as deleted ([`Approver::take_forgotten`]), however the
-/// delete was found (the watch's event, or an approval's own read of the batch).
+/// One `warning:` per batch ConfigMap broken meanwhile ([`Approver::take_broken`]) and per batch
+/// forgotten as deleted ([`Approver::take_forgotten`]), however the delete was found (the watch's
+/// event, or an approval's own read of the batch).
 fn say_forgotten(a: &mut Approver) {
+    for w in a.take_broken() {
+        eprintln!("warning: {w}");
+    }
     for name in a.take_forgotten() {
         eprintln!(
             "warning: batch {} was deleted: its hosts are no longer expected (unless another batch names them), so their pending CSRs are rejected as not-expected-node from now on; delete those CSRs (oc delete csr NAME) if nobody needs them",
             escape_for_display(&name, 253)
         );
     }
-}
-
-/// Runs `f` (a batch seen) and says each batch ConfigMap it found not to be a batch record
-/// (hand-edited while the watch runs): a re-check trial got exit 3 with nothing naming it.
-fn said_bad_batches<T>(a: &mut Approver, f: impl FnOnce(&mut Approver) -> T) -> T {
-    let before: BTreeSet<String> = a.bad_batches().into_iter().map(|(n, _)| n).collect();
-    let r = f(a);
-    for (name, msg) in a.bad_batches() {
-        if !before.contains(&name) {
-            eprintln!(
-                "warning: ConfigMap {}/{} is no longer a batch record ({}): its hosts' CSRs are held until it is fixed or deleted (exit 3 at the end)",
-                batch::NAMESPACE,
-                escape_for_display(&name, 253),
-                escape_for_display(&msg, 300)
-            );
-        }
-    }
-    r
 }
 
 /// Issue 22 item 1, as monitor says it: a followed host that never answered while a client
@@ -1362,10 +1348,11 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             }
             Ev::Node(_) => Ok(()),
             Ev::Batch(Event::Apply(cm) | Event::InitApply(cm)) => {
-                match said_bad_batches(a, |a| a.observe_batch(&cm)) {
+                match a.observe_batch(&cm) {
                     Ok(changed) => {
-                        // A batch made while the watch runs: its hosts are followed too (they were
-                        // not, and their client CSRs stayed held as boot-unverified).
+                        say_forgotten(a); // a batch broken by this edit, before its rows
+                                          // A batch made while the watch runs: its hosts are followed too (they were
+                                          // not, and their client CSRs stayed held as boot-unverified).
                         if changed {
                             match follower.as_mut() {
                                 Some(f) => {

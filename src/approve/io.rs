@@ -5,21 +5,6 @@
 
 use super::*;
 
-/// Whether batch `name`'s ConfigMap exists now: read just before an approval is recorded, so a
-/// batch deleted while an approval is planned or in flight gets none (a break-it trial had a
-/// rogue CSR approved, and recorded on the deleted batch, 3 s after the delete).
-pub(super) async fn batch_exists(target: &KubeTarget, name: &str) -> Result<bool> {
-    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), batch::NAMESPACE);
-    api.get_opt(name).await.map(|c| c.is_some()).map_err(|e| {
-        classify(
-            e,
-            "read",
-            ResourceRef::namespaced("ConfigMap", batch::NAMESPACE, name),
-            target,
-        )
-    })
-}
-
 /// The writes of `p`: the Node read again (client CSRs), the approval record created, the
 /// `Approved` condition appended through `/approval`. Returns the record made (if any) with
 /// what happened. Errors: the API's (a 403 names the permission), as [`Approver::approve`].
@@ -40,7 +25,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
             }
         }
     }
-    if !batch_exists(&p.target, &p.batch).await? {
+    if !batch::exists(&p.target, &p.batch).await? {
         return Ok((None, Executed::BatchGone));
     }
     let mut made = None;
@@ -52,7 +37,7 @@ pub async fn execute(p: &Planned) -> Result<(Option<ConfigMap>, Executed)> {
     }
     // Read once more just before the approval itself: a delete that landed while the record
     // was written stops it (the record is left on a batch that no longer exists).
-    if !batch_exists(&p.target, &p.batch).await? {
+    if !batch::exists(&p.target, &p.batch).await? {
         return Ok((made, Executed::BatchGone));
     }
     let capi: Api<CertificateSigningRequest> = Api::all(p.target.client.clone());
@@ -284,6 +269,7 @@ impl Approver {
             batch_cms,
             others_named: BTreeMap::new(),
             forgotten: Vec::new(),
+            broken: Vec::new(),
         };
         a.rebuild_expected(true)?;
         a.refresh().await?;
@@ -454,7 +440,7 @@ impl Approver {
                 self.reread_batch(&bname).await?;
                 continue;
             }
-            if !batch_exists(&self.target, &bname).await? {
+            if !batch::exists(&self.target, &bname).await? {
                 self.forget_batch(&bname)?;
                 continue;
             }
@@ -496,7 +482,7 @@ impl Approver {
             }
             // 2. /approval: append our condition to the fresh object, the batch read once more
             //    (a delete that landed while the record was written stops it).
-            if !batch_exists(&self.target, &bname).await? {
+            if !batch::exists(&self.target, &bname).await? {
                 self.forget_batch(&bname)?;
                 continue;
             }

@@ -286,6 +286,9 @@ pub struct Approver {
     /// Batches forgotten as deleted and not said yet ([`Approver::take_forgotten`]): a delete
     /// found by the approval's own read comes before the watch's event, which is then nothing.
     forgotten: Vec<String>,
+    /// What to say of batch ConfigMaps edited into something that is not a batch record while
+    /// the run watches, not said yet ([`Approver::take_broken`]).
+    broken: Vec<String>,
 }
 
 fn is_pending(c: &CertificateSigningRequest) -> bool {
@@ -1007,6 +1010,9 @@ impl Approver {
             // hosts' CSRs held naming the field ([`Approver::amend`]).
             Err(Error::BadObject { message, .. }) => {
                 let hosts = cm_hostnames(cm);
+                if !self.bad_batches.iter().any(|(n, _, _)| *n == cm_name) {
+                    self.broken.push(broken_batch_warning(&cm_name, &message));
+                }
                 self.bad_batches.retain(|(n, _, _)| *n != cm_name);
                 self.bad_batches.push((cm_name.clone(), message, hosts));
                 self.batches.retain(|b| b.rec.name != cm_name);
@@ -1085,6 +1091,13 @@ impl Approver {
         }
         self.rebuild_expected(false)?;
         Ok(true)
+    }
+
+    /// The sentences about batch ConfigMaps that stopped being batch records since the last
+    /// call ([`broken_batch_warning`]), to be said once each (a re-check trial got exit 3 with
+    /// nothing naming the ConfigMap).
+    pub fn take_broken(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.broken)
     }
 
     /// The batches forgotten as deleted since the last call, to be said once each.
@@ -1668,6 +1681,17 @@ impl Approver {
     }
 }
 
+/// What is said when batch ConfigMap `name` is edited, while a run watches, into something
+/// that is not a batch record (`message` names the field).
+fn broken_batch_warning(name: &str, message: &str) -> String {
+    format!(
+        "ConfigMap {}/{} is no longer a batch record ({}): its hosts' CSRs are held until it is fixed or deleted (exit 3 at the end)",
+        batch::NAMESPACE,
+        escape_for_display(name, 253),
+        escape_for_display(message, 300)
+    )
+}
+
 /// Why a batch is held for its record ConfigMap `name` that is not a record (`message`).
 fn bad_record_message(name: &str, message: &str) -> String {
     format!("its record ConfigMap {name} is not a record ({message}); fix or delete it")
@@ -1909,6 +1933,7 @@ mod tests {
             batch_cms: BTreeMap::from([(BATCH.to_string(), cm)]),
             others_named: BTreeMap::new(),
             forgotten: Vec::new(),
+            broken: Vec::new(),
         };
         a.rebuild_expected(true).unwrap();
         a

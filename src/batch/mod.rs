@@ -291,6 +291,21 @@ pub async fn get_saying(target: &KubeTarget, name: &str) -> Result<(BatchRecord,
     ))
 }
 
+/// Whether batch `name`'s ConfigMap exists now (read just before an approval or a reboot record
+/// is written on it: a batch deleted meanwhile gets neither). Errors: the read's, naming the
+/// ConfigMap (exit 4).
+pub async fn exists(target: &KubeTarget, name: &str) -> Result<bool> {
+    let api: Api<ConfigMap> = Api::namespaced(target.client.clone(), NAMESPACE);
+    api.get_opt(name).await.map(|c| c.is_some()).map_err(|e| {
+        classify(
+            e,
+            "read",
+            ResourceRef::namespaced("ConfigMap", NAMESPACE, name),
+            target,
+        )
+    })
+}
+
 /// Batch `name`'s ConfigMap, checked for the batch label only (not parsed: `batch delete` must
 /// remove a hand-edited record that no longer parses). Errors as [`get`]'s.
 pub async fn get_labelled(target: &KubeTarget, name: &str) -> Result<ConfigMap> {

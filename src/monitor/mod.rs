@@ -1371,23 +1371,13 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                         use ::kube::runtime::watcher::Event as E;
                         match *e {
                             E::Apply(cm) | E::InitApply(cm) => {
-                                let bad_before: BTreeSet<String> = m
-                                    .approver
-                                    .as_ref()
-                                    .map(|ap| ap.bad_batches().into_iter().map(|(n, _)| n).collect())
-                                    .unwrap_or_default();
                                 let r = match m.approver.as_mut() {
                                     Some(ap) => ap.observe_batch(&cm),
                                     None => Ok(false),
                                 };
-                                let bad_now = m.approver.as_ref().map(|ap| ap.bad_batches()).unwrap_or_default();
-                                for (name, msg) in bad_now.into_iter().filter(|(n, _)| !bad_before.contains(n)) {
-                                    m.event(None, "warning", format!(
-                                        "ConfigMap {}/{} is no longer a batch record ({}): its hosts' CSRs are held until it is fixed or deleted (exit 3 at the end)",
-                                        batch::NAMESPACE,
-                                        crate::text::escape_for_display(&name, 253),
-                                        crate::text::escape_for_display(&msg, 300)
-                                    ));
+                                let broken = m.approver.as_mut().map(|ap| ap.take_broken()).unwrap_or_default();
+                                for w in broken {
+                                    m.event(None, "warning", w);
                                 }
                                 match r {
                                     Ok(true) => only = None,
