@@ -80,22 +80,22 @@ have() { "${CARGO_TARGET_DIR:-target}/debug/agent-day2-sim" upstream "$1" >/dev/
 # assisted-service's CRDs (its source tree: scripts/real-components.sh assisted); the plugin's
 # own tests of them ran in the first pass (cfg real_assisted).
 if have assisted-crds; then
-  ignored agent-day2-sim "--test kubectl" assisted_crds_apply_objects_and_validation
+  ignored agent-day2-sim "--test simulator" kubectl::assisted_crds_apply_objects_and_validation
 fi
 # node-joiner's acceptance data (an openshift/installer checkout: AGENT_DAY2_INSTALLER_SRC).
 if have node-joiner-testdata; then
-  ignored oc-agent-day2 "--test ignition" upstream_node_joiner_acceptance
-  ignored oc-agent-day2 "--test add_nodes" upstream_node_joiner_cases_hold_for_our_iso
-  ignored oc-agent-day2 "--test cluster_model" upstream_node_joiner_testdata
-  ignored oc-agent-day2 "--test nodes_config" upstream_node_joiner_examples_validate
-  ignored agent-day2-sim "--test seed" objects_dir_from_upstream_node_joiner_testdata
+  ignored oc-agent-day2 "--test e2e" ignition::upstream_node_joiner_acceptance
+  ignored oc-agent-day2 "--test e2e" add_nodes::upstream_node_joiner_cases_hold_for_our_iso
+  ignored oc-agent-day2 "--test offline" cluster_model::upstream_node_joiner_testdata
+  ignored oc-agent-day2 "--test offline" nodes_config::upstream_node_joiner_examples_validate
+  ignored agent-day2-sim "--test simulator" seed::objects_dir_from_upstream_node_joiner_testdata
 fi
 # An external CSR case table (AGENT_DAY2_CSR_CASES).
 if [ -n "${AGENT_DAY2_CSR_CASES:-}" ]; then
-  ignored oc-agent-day2 "--test csr_cases" shared_cases_table
+  ignored oc-agent-day2 "--test offline" csr_cases::shared_cases_table
 fi
 # The release archive (scripts/release.sh fills dist/).
 if compgen -G 'dist/kubectl-agent_day2-*.tar.gz' >/dev/null; then
-  ignored oc-agent-day2 "--test krew" release_
+  ignored oc-agent-day2 "--test e2e" krew::release_
 fi
 exit "$status"

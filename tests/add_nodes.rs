@@ -18,15 +18,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "support/registry.rs"]
-mod support;
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
-#[path = "support/tokens.rs"]
-mod tokens;
-#[path = "support/upstream.rs"]
-mod upstream;
+use crate::support::cluster;
+use crate::support::registry as support;
+use crate::support::tokens;
+use crate::support::upstream;
 
 use agent_day2_sim::boot::ignition as sim_ignition;
 use agent_day2_sim::harness::TestCluster;

@@ -12,9 +12,7 @@ use serde_json::json;
 
 const W0: (&str, &str) = ("worker-0", "52:54:00:aa:00:30");
 
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 use cluster::{plugin, plugin_cmd, text, Work, BIN};
 
 fn stderr(o: &Output) -> String {

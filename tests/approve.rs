@@ -10,9 +10,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 
 use agent_day2_sim::harness::TestCluster;
 use cluster::*;

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 
 use agent_day2_sim::harness::{bin, TestCluster};
 use cluster::*;

@@ -4,7 +4,7 @@
 //! generated case per checklist line of docs/approve.md "Verifying kubelet CSRs", built the way an
 //! attacker would (hand-built DER signed with ring, rcgen, openssl).
 
-mod csr_support;
+use crate::csr_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! the CSR parser and the verdict never panic on arbitrary bytes, arbitrary PEM, mutated valid
 //! requests or arbitrary spec fields, and a mutated request is never approved.
 
-mod csr_support;
+use crate::csr_support;
 
 use agent_day2::csr::*;
 use csr_support::*;

@@ -5,7 +5,7 @@
 //! help), and no line wider than 100 columns.
 //!
 //! The commands come from clap's tree (`Cli::command()`), so a new command gets checked (and
-//! needs a snapshot) without touching this file. `UPDATE_SNAPSHOTS=1 cargo test --test help`
+//! needs a snapshot) without touching this file. `UPDATE_SNAPSHOTS=1 cargo test --test offline help::`
 //! rewrites the snapshots (and removes those of commands that are gone); review the diff.
 //!
 //! Plain text files rather than the `insta` crate: the snapshots are read in review as the
@@ -124,7 +124,7 @@ fn help_matches_the_snapshots() {
     }
     assert!(
         failures.is_empty(),
-        "{}\n\nIf the change is intended: UPDATE_SNAPSHOTS=1 cargo test --test help, and review the diff.",
+        "{}\n\nIf the change is intended: UPDATE_SNAPSHOTS=1 cargo test --test offline help::, and review the diff.",
         failures.join("\n\n")
     );
 }

@@ -24,8 +24,7 @@ use agent_day2_sim::seed::{seed_objects, SeedContext};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-#[path = "support/upstream.rs"]
-mod upstream;
+use crate::support::upstream;
 
 use upstream::upstream_objects;
 

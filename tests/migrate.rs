@@ -29,8 +29,7 @@ use agent_day2_sim::upstream;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 use cluster::{text, BIN};
 
 /// Root (a network namespace of its own) and PostgreSQL, or the test fails saying which.
@@ -1023,7 +1022,7 @@ fn which(name: &str) -> Result<PathBuf, ()> {
 }
 
 /// Timing at the benchmark size (50 hosts, 10 000 events): export, import, wait, and
-/// the row counts equal. `cargo test --test migrate -- --ignored --nocapture`.
+/// the row counts equal. `cargo test --test e2e migrate:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn large_bundle_timing() {

@@ -17,8 +17,7 @@ use agent_day2_sim::harness::Node0;
 use agent_day2_sim::postgres::{self, Postgres};
 use serde_json::Value;
 
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 use cluster::{text, BIN};
 
 /// Root (a network namespace) and PostgreSQL, or the test fails saying which is missing.

@@ -15,11 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
-#[path = "support/tokens.rs"]
-mod tokens;
+use crate::support::cluster;
+use crate::support::tokens;
 
 use agent_day2_sim::harness::TestCluster;
 use cluster::*;

@@ -18,9 +18,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[macro_use]
-#[path = "support/cluster.rs"]
-mod cluster;
+use crate::support::cluster;
 
 use agent_day2_sim::boot::ignition as sim_ignition;
 use agent_day2_sim::harness::{bin, TestCluster};

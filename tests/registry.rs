@@ -9,8 +9,7 @@
 //! Needs root (network namespace) and /usr/bin/docker-registry (scripts/setup.sh installs it);
 //! each test fails saying which is missing otherwise.
 
-#[path = "support/registry.rs"]
-mod support;
+use crate::support::registry as support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -655,7 +654,7 @@ fn https_proxy_http_proxy_and_no_proxy_are_honoured() {
         .args([
             "--ignored",
             "--exact",
-            "proxies_from_the_environment_inner",
+            crate::test_name(module_path!(), "proxies_from_the_environment_inner").as_str(),
             "--nocapture",
             "--test-threads=1",
         ])

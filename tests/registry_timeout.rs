@@ -75,7 +75,11 @@ fn stalled_registry_requests_are_bounded_and_announced() {
     }
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
-            "stalled_registry_requests_are_bounded_and_announced",
+            crate::test_name(
+                module_path!(),
+                "stalled_registry_requests_are_bounded_and_announced",
+            )
+            .as_str(),
             "--exact",
             "--nocapture",
             "--test-threads",

@@ -1,5 +1,5 @@
 //! Node-token Secrets as other tools write them, for the end-to-end tests of add-nodes and
-//! monitor (`#[path]`-included next to `support/cluster.rs` as `mod cluster`).
+//! monitor (`crate::support::tokens` of tests/e2e.rs).
 
 use std::time::Duration;
 
@@ -45,7 +45,7 @@ pub fn oc_adm_node_image_secret(c: &TestCluster, left: Duration, keys: &[&str]) 
         "data": data,
     });
     let o = c.kubectl_stdin(&["create", "-f", "-"], &secret.to_string());
-    assert!(o.status.success(), "{}", crate::cluster::text(&o));
+    assert!(o.status.success(), "{}", super::cluster::text(&o));
     out
 }
 
