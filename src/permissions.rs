@@ -84,7 +84,7 @@ fn p(
 /// migrate wait). Each (verb, group, resource, subresource, namespace, name) appears once.
 ///
 /// The list follows the API calls the code makes:
-/// - info, add-nodes: the cluster facts (src/cluster.rs), the batch records in
+/// - info, add-nodes: the cluster facts (src/cluster/read.rs), the batch records in
 ///   [`OWN_NAMESPACE`] (src/batch.rs), the node tokens' Secret `agent-auth-token` in
 ///   `openshift-config` (read, created or replaced; src/add_nodes/token.rs) and the old
 ///   `agent-day2-auth` read.
