@@ -27,6 +27,7 @@
 pub mod kube;
 pub mod output;
 pub mod state;
+mod summary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -1078,14 +1079,28 @@ fn batch_facts(
     (since, token_expires, warnings)
 }
 
-async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
-    let (timeout, interval) = (args.timeout, args.interval);
-    let mut conn = Connection::open(resolve).await?;
-    let mut target = conn.target().clone();
-    let (batches, skipped, records_skipped) = read_batches(&target, args.batch.as_deref()).await?;
+/// What a monitor run follows, read once before its loop: the batch records (`--batch`'s
+/// alone when given), the node tokens, the tracks (`tracks_for`) and what the records imply
+/// (`batch_facts`), with the warnings to say first.
+struct Expected {
+    batches: Vec<BatchRecord>,
+    /// Batch ConfigMaps skipped as not batch records (exit 3 at the end).
+    skipped_batches: usize,
+    auth: crate::follow::NodeTokens,
+    tracks: Vec<Track>,
+    since: BTreeMap<String, crate::csr::Time>,
+    token_expires: BTreeMap<String, SystemTime>,
+    warnings: Vec<String>,
+}
+
+/// Reads [`Expected`]. Errors: no batch record and nothing named on the command line (exit 4,
+/// with the hint that fits: `--ip-addresses` when the node tokens exist, else add-nodes), every
+/// batch record skipped (exit 3), the node tokens unreadable, and the reads' own errors.
+async fn expected(target: &KubeTarget, args: &Request) -> Result<Expected> {
+    let (batches, skipped, records_skipped) = read_batches(target, args.batch.as_deref()).await?;
     let skipped_batches = skipped.len();
     let anchors = !args.ip_addresses.is_empty() || !args.nodes.is_empty();
-    let auth = read_auth(&target).await;
+    let auth = read_auth(target).await;
     if batches.is_empty() && !anchors && skipped_batches > 0 {
         for w in &skipped {
             eprintln!("warning: {w}");
@@ -1121,10 +1136,35 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
 
     let tracks = tracks_for(&batches, &args.nodes, &args.ip_addresses);
 
-    let (since, token_expires, batch_warnings) = batch_facts(&batches, &auth, SystemTime::now(), timeout);
+    let (since, token_expires, batch_warnings) =
+        batch_facts(&batches, &auth, SystemTime::now(), args.timeout);
     let mut warnings = skipped;
     warnings.extend(records_skipped);
     warnings.extend(batch_warnings);
+    Ok(Expected {
+        batches,
+        skipped_batches,
+        auth,
+        tracks,
+        since,
+        token_expires,
+        warnings,
+    })
+}
+
+async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
+    let (timeout, interval) = (args.timeout, args.interval);
+    let mut conn = Connection::open(resolve).await?;
+    let mut target = conn.target().clone();
+    let Expected {
+        batches,
+        skipped_batches,
+        auth,
+        tracks,
+        since,
+        token_expires,
+        warnings,
+    } = expected(&target, args).await?;
 
     let approver = if let Some(ap) = &args.approve {
         let opts = ApproveOptions {
@@ -1478,11 +1518,8 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
     m.out.finish();
 
     // Summary.
-    let codes: Vec<u8> = m
-        .tracks
-        .iter()
-        .map(|t| state::track_exit(t, started.elapsed()))
-        .collect();
+    let elapsed = started.elapsed();
+    let codes: Vec<u8> = m.tracks.iter().map(|t| state::track_exit(t, elapsed)).collect();
     let mut code = state::overall_exit(codes.iter().copied());
     // A skipped batch record is invalid input (docs/exit-codes.md), as in approve; also one
     // the approver found broken while this run watched (hand-edited meanwhile).
@@ -1491,13 +1528,6 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
     }
     let stats = limiter.stats();
-    let elapsed = started.elapsed();
-    let pending: Vec<&Track> = m
-        .tracks
-        .iter()
-        .filter(|t| state::track_exit(t, started.elapsed()) == exit::CSRS)
-        .collect();
-    let mut hints = Vec::new();
     // With --approve: why the approver held a node's CSR and what to do, in approve's own
     // words (its `waiting:` lines, approve::cmd::waiting), judged on every CSR watched.
     let held: Vec<crate::approve::cmd::Waiting> = match m.approver.as_mut() {
@@ -1506,123 +1536,18 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                 ap.observe_csr(c);
             }
             crate::approve::cmd::waiting(ap)
-                .into_iter()
-                .filter(|w| {
-                    w.waits_for.ends_with("-rejected")
-                        || w.waits_for.ends_with("-held")
-                        || w.waits_for.ends_with("-not-approved")
-                })
-                .filter(|w| pending.iter().any(|t| t.name == w.node))
-                .collect()
         }
         None => Vec::new(),
     };
-    hints.extend(held.iter().map(|w| w.message.clone()));
-    let unexplained: Vec<&str> = pending
-        .iter()
-        .filter(|t| !held.iter().any(|w| w.node == t.name))
-        .map(|t| t.name.as_str())
-        .collect();
-    if !unexplained.is_empty() {
-        hints.push(format!(
-            "CSRs of {} are pending approval: run `oc agent-day2 approve` (or monitor --approve)",
-            unexplained.join(", ")
-        ));
-    }
-    let failed: Vec<&str> = m
-        .tracks
-        .iter()
-        .filter(|t| t.now().0 == Stage::Failed)
-        .map(|t| t.name.as_str())
-        .collect();
-    if !failed.is_empty() {
-        // The closing line that says what exit 6 means and what to do (issue 22 trial finding:
-        // the run ended with exit 6 and no word of it).
-        hints.push(format!(
-            "{} failed to install (exit 6; the reason is on {} row above): fix the cause, then boot {} again from {} image before its tokens expire, or make a new one with add-nodes{}",
-            failed.join(", "),
-            if failed.len() == 1 { "its" } else { "each" },
-            if failed.len() == 1 { "it" } else { "them" },
-            if failed.len() == 1 { "its" } else { "their" },
-            if args.gather.is_none() { "; --gather DIR saves a failed host's logs" } else { "" }
-        ));
-    }
-    if timed_out {
-        // docs/exit-codes.md "When several apply": each node has its own code, the run the
-        // most serious; a node waiting on its CSRs is 7 even though the timeout ended the run.
-        let all_on_csrs = codes.iter().all(|c| *c == exit::OK || *c == exit::CSRS);
-        hints.push(if code == exit::CSRS && all_on_csrs {
-            format!(
-                "timed out after {}; every node not done waits on a CSR, so the exit code is 7 (CSRs), not 5",
-                humanize(timeout)
-            )
-        } else if code == exit::CSRS {
-            format!(
-                "timed out after {}; the nodes waiting on a CSR make the exit code 7 (CSRs), the others were still short of that",
-                humanize(timeout)
-            )
-        } else {
-            format!("timed out after {}", humanize(timeout))
-        });
-    }
-    for t in m.tracks.iter().filter(|t| t.ip.is_none() && !t.finished()) {
-        hints.push(format!(
-            "{}: address unknown (DHCP): pass --ip-addresses IP to follow its installation",
-            t.name
-        ));
-    }
-    match args.format {
-        Format::Json => {
-            let mut e = Event::new(
-                "summary",
-                format!(
-                    "{} of {} node(s) done",
-                    codes.iter().filter(|c| **c == 0).count(),
-                    codes.len()
-                ),
-            );
-            e.extra.insert("exitCode".into(), json!(code));
-            e.extra.insert("timedOut".into(), json!(timed_out));
-            e.extra
-                .insert("elapsedSeconds".into(), json!(elapsed.as_secs_f64()));
-            e.extra.insert(
-                "nodes".into(),
-                json!(m.tracks.iter().map(|t| {
-                    let (s, d) = t.now();
-                    json!({"node": t.name, "ip": t.ip.map(|i| i.to_string()), "batch": t.batch, "stage": s, "message": d, "exitCode": state::track_exit(t, started.elapsed())})
-                }).collect::<Vec<_>>()),
-            );
-            e.extra.insert("requests".into(), json!(stats));
-            e.extra.insert("hints".into(), json!(hints));
-            m.out.emit(&e);
-        }
-        Format::Table => {
-            let rows: Vec<Vec<String>> = m
-                .tracks
-                .iter()
-                .map(|t| {
-                    let (s, d) = t.now();
-                    vec![
-                        crate::output::display(&t.name),
-                        t.ip.map(|i| i.to_string()).unwrap_or_else(|| "unknown".into()),
-                        s.as_str().to_string(),
-                        d,
-                    ]
-                })
-                .collect();
-            // The whole table, ending in a newline, flushed before anything goes to stderr
-            // (so no stderr line lands inside or at the end of its last row).
-            let mut so = std::io::stdout().lock();
-            let mut t = crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows);
-            t.push('\n');
-            let _ = std::io::Write::write_all(&mut so, t.as_bytes());
-            let _ = std::io::Write::flush(&mut so);
-            drop(so);
-            for h in &hints {
-                eprintln!("hint: {h}");
-            }
-        }
-    }
+    let end = summary::Ending {
+        codes,
+        code,
+        timed_out,
+        timeout,
+        elapsed,
+    };
+    let hints = summary::closing_hints(&m.tracks, &end, &held, args.gather.is_some());
+    summary::print_summary(&mut m.out, args.format, &m.tracks, &end, &hints, &stats);
     // A figure for whoever tunes the bound, not for the user following nodes: with -v only
     // (`-o json` has it in the summary's `requests`).
     tracing::info!(
@@ -1724,16 +1649,6 @@ async fn bind_anchor(m: &mut Monitor, target: &KubeTarget, i: usize, clusters: &
             t.macs = h.macs();
             m.event(Some(i), "warning", "in no batch record (no MAC matches): followed by the name it reports; `approve` will not approve its CSRs".into());
         }
-    }
-}
-
-fn humanize(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, (s % 3600) / 60, s % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, 0) => format!("{m}m"),
-        (0, m, s) => format!("{m}m{s}s"),
-        (h, m, _) => format!("{h}h{m}m"),
     }
 }
 
@@ -1926,7 +1841,7 @@ mod tests {
             Duration::from_secs(5400)
         );
         assert!(duration_flag("--timeout", "0").is_err());
-        assert_eq!(humanize(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(summary::humanize(Duration::from_secs(5400)), "1h30m");
     }
 
     #[test]
