@@ -10,7 +10,8 @@
 //! [`dump`] reading a `pg_dump --data-only` text (COPY blocks: row counts, schema version, filters);
 //! [`crs`] the CRs recreated from what the service holds (pure); [`export`] the REST reads and
 //! the dump sources; [`exec`] pod exec over the API (what `oc exec -i` does); [`import`] the
-//! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`].
+//! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`]; [`plan`] each subcommand's flags,
+//! read once before anything else (the one file here that sees the clap types).
 
 pub mod bundle;
 pub mod crs;
@@ -18,6 +19,7 @@ pub mod dump;
 pub mod exec;
 pub mod export;
 pub mod import;
+pub mod plan;
 pub mod record;
 pub mod restore;
 pub mod status;
@@ -39,11 +41,11 @@ use crate::kube_flags::KubeFlags;
 /// `wait` (on node 0) and `status`, and `wait` must find the record `import` wrote.
 pub async fn run(kube: &KubeFlags, args: &MigrateArgs) -> Result<u8, Error> {
     match &args.command {
-        MigrateCommand::Export(a) => export::run(a).await,
+        MigrateCommand::Export(a) => export::run(&plan::Export::from_args(a)?).await,
         MigrateCommand::Import(a) => import::run(kube, a).await,
         MigrateCommand::Wait(a) => wait::run(kube, a).await,
         MigrateCommand::Status(a) => status::run(kube, a).await,
-        MigrateCommand::Node0Unit(a) => unit::run(kube, a),
+        MigrateCommand::Node0Unit(a) => unit::run(&plan::Unit::from_args(kube, a)?),
     }
 }
 
