@@ -145,7 +145,7 @@ impl Export {
 pub struct Import {
     /// The bundle directory.
     pub bundle: PathBuf,
-    /// `-n`, non-empty (see [`namespace_flag`]).
+    /// `-n`: `None` when not given or empty; the namespace is [`super::import::namespace_for`]'s.
     pub namespace: Option<String>,
     /// `--db-url`: restore through this URL instead of psql in the assisted-service pod.
     pub db_url: Option<String>,
@@ -185,7 +185,7 @@ impl Import {
 pub struct Wait {
     /// The bundle directory (its checksum names the import waited for).
     pub bundle: PathBuf,
-    /// `-n`, non-empty (see [`namespace_flag`]).
+    /// `-n`: `None` when not given or empty; the namespace is [`super::import::namespace_for`]'s.
     pub namespace: Option<String>,
     /// `--timeout`: how long to wait; `None` for `0` (no limit).
     pub timeout: Option<Duration>,
@@ -216,7 +216,7 @@ impl Wait {
 pub struct Status {
     /// The bundle directory.
     pub bundle: PathBuf,
-    /// `-n`, non-empty (see [`namespace_flag`]).
+    /// `-n`: `None` when not given or empty; the namespace is [`super::import::namespace_for`]'s.
     pub namespace: Option<String>,
     /// `-o`.
     pub output: OutputFormat,
@@ -246,7 +246,7 @@ pub struct Unit {
     pub timeout: Duration,
     /// The global `--context`, non-empty, for the unit's `migrate wait`.
     pub context: Option<String>,
-    /// `-n`, non-empty (see [`namespace_flag`]), for the unit's `migrate wait`.
+    /// `-n`: `None` when not given or empty; for the unit's `migrate wait`.
     pub namespace: Option<String>,
 }
 
