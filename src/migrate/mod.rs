@@ -10,8 +10,9 @@
 //! [`dump`] reading a `pg_dump --data-only` text (COPY blocks: row counts, schema version, filters);
 //! [`crs`] the CRs recreated from what the service holds (pure); [`export`] the REST reads and
 //! the dump sources; [`exec`] pod exec over the API (what `oc exec -i` does); [`import`] the
-//! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`]; [`plan`] each subcommand's flags,
-//! read once before anything else (the one file here that sees the clap types).
+//! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`]; [`plan`]
+//! each subcommand's flags, read once before anything else (the one file here that sees the
+//! clap types).
 
 pub mod bundle;
 pub mod crs;
