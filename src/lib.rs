@@ -105,7 +105,10 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
         }
         Command::Monitor(args) => monitor::run(cli.kube.resolver(), args).await,
         Command::Approve(args) => approve::cmd::run(cli.kube.resolver(), args).await,
-        Command::Migrate(args) => migrate::run(&cli.kube, args).await,
+        Command::Migrate(args) => {
+            let plan = migrate::plan::Command::from_args(&cli.kube, args)?;
+            migrate::run(cli.kube.resolver(), &plan).await
+        }
         Command::Completion(args) => Ok(completion::run_script(args.shell)),
         Command::Complete(args) => Ok(completion::run_complete(&args.words)),
         Command::Info(args) => {

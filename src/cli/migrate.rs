@@ -1,4 +1,5 @@
-//! The clap types of `migrate` and its subcommands (run by [`crate::migrate::run`]).
+//! The clap types of `migrate` and its subcommands (turned into plans by
+//! [`crate::migrate::plan::Command::from_args`], run by [`crate::migrate::run`]).
 
 use std::path::PathBuf;
 

@@ -32,54 +32,10 @@ const MAX_JSON: usize = 256 << 20;
 /// Largest `--db-dump` accepted (it is copied, streamed).
 const MAX_DUMP: u64 = 1 << 40;
 
-/// Where the dump comes from (`manifest.source.db_source`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DbSource {
-    /// `--db-url URL`: the local `pg_dump` reaches the database.
-    Url(String),
-    /// `--db-container NAME`: `podman exec NAME pg_dump -h localhost ...` on node 0 (node 0's
-    /// assisted-db container listens on localhost, its socket is in /tmp only).
-    Container(String),
-    /// `--db-dump FILE`: a dump made by hand.
-    File(std::path::PathBuf),
-}
+pub use super::plan::DbSource;
 
+/// How the dump is made from each source.
 impl DbSource {
-    /// The manifest name: `db-url`, `db-container`, `db-dump`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            DbSource::Url(_) => "db-url",
-            DbSource::Container(_) => "db-container",
-            DbSource::File(_) => "db-dump",
-        }
-    }
-
-    /// Picks the one source given. Errors: [`Error::Usage`] (exit 2) when none is given,
-    /// explaining the three.
-    pub fn from_args(a: &crate::cli::migrate::ExportArgs) -> Result<DbSource, Error> {
-        let given: Vec<DbSource> = [
-            a.db_url.clone().map(DbSource::Url),
-            a.db_container.clone().map(DbSource::Container),
-            a.db_dump.clone().map(DbSource::File),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        match given.len() {
-            1 => Ok(given.into_iter().next().expect("one")),
-            0 => Err(Error::Usage(
-                "the database is needed too: give one of --db-url URL (pg_dump here reaches \
-                 node 0's database), --db-container NAME (run on node 0: `podman exec NAME pg_dump`, \
-                 the container is assisted-db) or --db-dump FILE (a dump made with `pg_dump \
-                 --data-only --no-owner --no-privileges -d installer`)"
-                    .into(),
-            )),
-            _ => Err(Error::Usage(
-                "give only one of --db-url, --db-container and --db-dump".into(),
-            )),
-        }
-    }
-
     /// The command that makes the dump (None for a file). For `--db-url` the URL without its
     /// password ([`split_db_password`]; the password goes in `PGPASSWORD`, see [`Self::password`]).
     pub fn command(&self) -> Option<(String, Vec<String>)> {
@@ -511,10 +467,10 @@ fn human_size(n: u64) -> String {
 }
 
 /// `migrate export` (see the module doc). Returns exit code 0.
-pub async fn run(a: &crate::cli::migrate::ExportArgs) -> Result<u8, Error> {
-    let db = DbSource::from_args(a)?;
+pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
+    let db = &a.db;
     check_out(&a.out)?;
-    check_program(&db)?;
+    check_program(db)?;
     let origin = origin_of(&a.from)?;
     let token = match &a.token_file {
         Some(p) => {
@@ -713,7 +669,7 @@ pub async fn run(a: &crate::cli::migrate::ExportArgs) -> Result<u8, Error> {
     }
 
     // The database.
-    export_dump(&db, &mut w)?;
+    export_dump(db, &mut w)?;
     let dump_path = w.written_path("db/dump.sql").expect("written");
     let what = "db/dump.sql";
     let open_dump = || -> Result<BufReader<std::fs::File>, Error> {
@@ -724,7 +680,7 @@ pub async fn run(a: &crate::cli::migrate::ExportArgs) -> Result<u8, Error> {
                 source: e,
             })
     };
-    let what_src = match &db {
+    let what_src = match db {
         DbSource::File(p) => format!("--db-dump {}", p.display()),
         other => format!("the dump of --{}", other.name()),
     };
@@ -939,31 +895,21 @@ pub async fn run(a: &crate::cli::migrate::ExportArgs) -> Result<u8, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::migrate::ExportArgs;
+    use crate::migrate::plan::Export;
 
-    fn args() -> ExportArgs {
-        ExportArgs {
+    /// A plan as `migrate export` makes it (the flags' reading is tested in `plan`).
+    fn args() -> Export {
+        Export {
             from: "http://192.168.111.20:8090".into(),
             token_file: None,
             out: "/tmp/x".into(),
-            db_url: None,
-            db_container: None,
-            db_dump: None,
+            db: DbSource::Container("assisted-db".into()),
         }
     }
 
     #[test]
-    fn exactly_one_database_source() {
-        let e = DbSource::from_args(&args()).unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        let s = e.to_string();
-        assert!(
-            s.contains("--db-url") && s.contains("--db-container") && s.contains("--db-dump"),
-            "{s}"
-        );
-        let mut a = args();
-        a.db_container = Some("assisted-db".into());
-        let d = DbSource::from_args(&a).unwrap();
+    fn database_source_commands() {
+        let d = args().db;
         assert_eq!(d.name(), "db-container");
         let (p, v) = d.command().unwrap();
         assert_eq!(
@@ -1064,7 +1010,7 @@ mod tests {
         let mut a = args();
         a.from = format!("http://127.0.0.1:{port}");
         a.out = d.path().join("bundle");
-        a.db_dump = Some(dump);
+        a.db = DbSource::File(dump);
         let e = run(&a).await.unwrap_err();
         assert_eq!(e.exit_code(), 4, "{e}");
         let s = e.to_string();
@@ -1093,7 +1039,7 @@ mod tests {
             let mut a = args();
             a.from = "http://127.0.0.1:9".into();
             a.out = out.clone();
-            a.db_dump = Some(dump.clone());
+            a.db = DbSource::File(dump.clone());
             let e = run(&a).await.unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
             assert!(e.to_string().contains("--out"), "{e}");

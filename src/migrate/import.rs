@@ -42,11 +42,9 @@ use super::exec::{self, Db, PodContainer, Producer};
 use super::record::{self, Phase, Record};
 use super::restore;
 use crate::cluster::classify;
-use crate::duration::parse_duration;
 use crate::error::{Error, ResourceRef};
 use crate::kube::write::{create_strict, patch_params};
-use crate::kube::KubeTarget;
-use crate::kube_flags::KubeFlags;
+use crate::kube::{KubeTarget, Resolve};
 
 /// Annotation on every object import creates: the bundle checksum (whose import made it).
 pub const BUNDLE_ANNOTATION: &str = "agent-day2.openshift.io/migration-bundle";
@@ -859,13 +857,12 @@ pub fn artifact_files(bundle: &Bundle) -> Vec<&super::bundle::BundleFileEntry> {
 /// CR set, namespace rules, CRDs, the assisted-service database and its schema version, the
 /// record, conflicts) after the plan is printed; the exit code is the one the real import would
 /// fail with (0 when every check passes), and nothing is changed.
-pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::ImportArgs) -> Result<u8, Error> {
-    let timeout = parse_duration(&args.timeout)
-        .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
+pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Error> {
+    let timeout = args.timeout;
     let started = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let (ns, explicit_ns) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
+    let (ns, explicit_ns) = namespace_for(&bundle, &crs, args.namespace.as_deref())?;
     if explicit_ns && is_system_namespace(&ns) {
         eprintln!(
             "warning: -n {ns} is a system namespace; the import puts the cluster's credentials \
@@ -889,7 +886,7 @@ pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::ImportArgs) -> Re
         }
         crate::emit(&out);
     }
-    let target = kube.resolve().await?;
+    let target = resolve().await?;
     let mut imp = Importer {
         target,
         bundle,
@@ -908,7 +905,7 @@ pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::ImportArgs) -> Re
     let deadline_err = || {
         Error::Timeout(format!(
             "migrate import did not finish within --timeout {}; run it again to resume",
-            args.timeout
+            args.timeout_text
         ))
     };
     if args.dry_run {
@@ -1001,7 +998,7 @@ struct Importer<'a> {
     ns: String,
     /// Whether `ns` was given with `-n` (else it is the default, see [`namespace_for`]).
     explicit_ns: bool,
-    args: &'a crate::cli::migrate::ImportArgs,
+    args: &'a super::plan::Import,
     deadline: Option<Instant>,
     record: Option<Record>,
     counts: Counts,
@@ -1573,7 +1570,7 @@ impl Importer<'_> {
                 return Err(Error::Timeout(format!(
                     "CRDs {} still missing after --timeout {} ({why})",
                     missing.join(", "),
-                    self.args.timeout
+                    self.args.timeout_text
                 )));
             }
             let nap = remaining.map_or(CRD_POLL, |r| r.min(CRD_POLL));

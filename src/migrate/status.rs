@@ -18,7 +18,7 @@ use super::import::{namespace_for, plan, read_crs};
 use super::record::{self, Record};
 use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
-use crate::kube_flags::KubeFlags;
+use crate::kube::Resolve;
 
 /// Have/want of one kind or table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -138,12 +138,12 @@ fn record_view<S: serde::Serializer>(r: &Option<Record>, s: S) -> Result<S::Ok, 
 }
 
 /// `migrate status`.
-pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::StatusArgs) -> Result<u8, Error> {
+pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Error> {
     let bundle = Bundle::open(&args.bundle)?;
     let crs = read_crs(&bundle)?;
-    let (ns, explicit) = namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
+    let (ns, explicit) = namespace_for(&bundle, &crs, args.namespace.as_deref())?;
     let plan = plan(&crs, &ns, bundle.checksum())?;
-    let target = kube.resolve().await?;
+    let target = resolve().await?;
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
     let rec = match record::read(&target.client, &ns).await {
         Ok(r) => r.map(|(r, _)| r),
@@ -482,7 +482,7 @@ mod tests {
             errors: vec![],
             differing: vec![],
         };
-        let out = crate::output::render(crate::cli::OutputFormat::Json, &d, String::new).unwrap();
+        let out = crate::output::render(crate::output::OutputFormat::Json, &d, String::new).unwrap();
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["apiVersion"], "agent-day2/v1");
         assert_eq!(v["kind"], "MigrateStatus");

@@ -11,13 +11,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::duration::parse_duration;
 use crate::error::Error;
 
 /// Seconds added to the wait's timeout for `TimeoutStopSec` (start-up of the binary, last poll).
 pub const STOP_MARGIN_SECS: u64 = 120;
-
-pub use crate::cli::migrate::UNIT_KUBECONFIG_PATH as KUBECONFIG_PATH;
 
 /// Node 0's own kubeconfig: its credential can do far more than read the completion record,
 /// so the unit warns when pointed at it (issue 22 item 8).
@@ -43,20 +40,18 @@ pub struct UnitPaths<'a> {
 }
 
 /// Prints the unit for `args` on stdout. The global `-n`/`--context` given to `node0-unit`
-/// go into its `migrate wait` (a kubeconfig path on node 0 is `--kubeconfig` of node0-unit).
-pub fn run(kube: &crate::kube_flags::KubeFlags, args: &crate::cli::migrate::UnitArgs) -> Result<u8, Error> {
-    let timeout = parse_duration(&args.timeout)
-        .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
-        .ok_or_else(|| Error::Usage("--timeout 0: the stop must have a limit".into()))?;
+/// (in the plan) go into its `migrate wait` (a kubeconfig path on node 0 is `--kubeconfig` of
+/// node0-unit). Errors: [`Error::Usage`] (exit 2) as [`render`]'s.
+pub fn run(args: &super::plan::Unit) -> Result<u8, Error> {
     let text = render(
         &UnitPaths {
             plugin: &args.plugin,
             kubeconfig: &args.kubeconfig,
             bundle: &args.bundle,
-            context: kube.context.as_deref().filter(|c| !c.is_empty()),
-            namespace: kube.namespace.as_deref().filter(|n| !n.is_empty()),
+            context: args.context.as_deref(),
+            namespace: args.namespace.as_deref(),
         },
-        timeout,
+        args.timeout,
     )?;
     if args.kubeconfig == Path::new(NODE0_OWN_KUBECONFIG) {
         eprintln!(

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 use super::bundle::Bundle;
 use super::record::{self, Phase};
 use crate::cluster::classify;
-use crate::duration::parse_duration;
 use crate::error::{exit, Error, ResourceRef};
-use crate::kube_flags::KubeFlags;
+use crate::kube::Resolve;
 
 /// Longest single poll.
 const POLL_MAX: Duration = Duration::from_secs(30);
@@ -22,17 +21,13 @@ const POLL_MAX: Duration = Duration::from_secs(30);
 const REPEAT_EVERY: Duration = Duration::from_secs(60);
 
 /// `migrate wait`.
-pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::WaitArgs) -> Result<u8, Error> {
-    let timeout = parse_duration(&args.timeout)
-        .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?;
-    let interval = parse_duration(&args.interval)
-        .map_err(|e| Error::Usage(format!("--interval {:?}: {e}", args.interval)))?
-        .unwrap_or(Duration::from_secs(1));
+pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error> {
+    let (timeout, interval) = (args.timeout, args.interval);
     let start = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = super::import::read_crs(&bundle)?;
-    let (ns, explicit) = super::import::namespace_for(&bundle, &crs, kube.namespace.as_deref())?;
-    let target = kube.resolve().await?;
+    let (ns, explicit) = super::import::namespace_for(&bundle, &crs, args.namespace.as_deref())?;
+    let target = resolve().await?;
     let sum = bundle.checksum().to_string();
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
     eprintln!(
@@ -163,7 +158,7 @@ pub async fn run(kube: &KubeFlags, args: &crate::cli::migrate::WaitArgs) -> Resu
                 "error: {}",
                 esc(&format!(
                     "timed out after --timeout {}: {rref} not complete for bundle {sum}; last: {last_cause}",
-                    args.timeout
+                    args.timeout_text
                 ))
             );
             if let Some(hint) = timeout_hint(last_poll, &ns, explicit) {
