@@ -123,8 +123,9 @@ pub fn download_logs_request(cluster_id: &str, host_id: &str) -> ApiRequest {
     }
 }
 
-/// A path parameter, percent-encoded so an id from the wire cannot change the path.
-fn path_segment(s: &str) -> String {
+/// A path parameter, percent-encoded so an id from the wire cannot change the path (also
+/// `migrate export`'s reads of node 0).
+pub fn path_segment(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.' {

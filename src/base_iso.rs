@@ -92,20 +92,7 @@ pub struct Request {
     pub retry: RetryPolicy,
 }
 
-/// `$XDG_CACHE_HOME/agent-day2` (an absolute XDG_CACHE_HOME only, as the XDG spec says), else
-/// `$HOME/.cache/agent-day2`. None without either.
-pub fn cache_root() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    xdg.filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        })
-        .map(|p| p.join("agent-day2"))
-}
+pub use crate::files::cache_root;
 
 /// sha256 of a file, streamed (lowercase hex).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {

@@ -11,7 +11,7 @@
 use std::fmt;
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Cap of a nodes-config file: 8 MiB (hundreds of hosts with NMState fit in well under 1 MiB).
 pub const MAX_NODES_CONFIG: u64 = 8 << 20;
@@ -130,6 +130,22 @@ pub fn read_input_file(path: &Path, max_bytes: u64, what: &str) -> Result<String
             e.utf8_error().valid_up_to()
         ),
     })
+}
+
+/// The plugin's cache directory (base ISOs, release metadata): `$XDG_CACHE_HOME/agent-day2`
+/// (an absolute XDG_CACHE_HOME only, as the XDG Base Directory spec says), else
+/// `$HOME/.cache/agent-day2`. None without either. One rule for every cache of the plugin.
+pub fn cache_root() -> Option<PathBuf> {
+    let xdg = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    xdg.filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache"))
+        })
+        .map(|p| p.join("agent-day2"))
 }
 
 #[cfg(test)]

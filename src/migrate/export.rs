@@ -23,6 +23,7 @@ use serde_json::Value;
 use super::bundle::{self, BundleCluster, BundleCounts, BundleManifest, BundleSource, BundleWriter};
 use super::crs::{self, CrInputs};
 use super::dump;
+use crate::assisted::path_segment;
 use crate::error::{Error, ResourceRef};
 
 /// Events per page (swagger `v2ListEvents` `limit`).
@@ -228,21 +229,8 @@ fn unreachable(url: &str, e: &reqwest::Error) -> Error {
     )
 }
 
-/// A path parameter, percent-encoded so an id from the wire cannot change the path.
-fn seg(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.' {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 fn q(s: &str) -> String {
-    seg(s)
+    path_segment(s)
 }
 
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -567,7 +555,9 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
     let mut ie_ids = Vec::new();
     for ie in &ies {
         let id = path_id(str_of(ie, "id"), "infra-env id")?;
-        let (bytes, hs) = src.get_json(&format!("/infra-envs/{}/hosts", seg(&id))).await?;
+        let (bytes, hs) = src
+            .get_json(&format!("/infra-envs/{}/hosts", path_segment(&id)))
+            .await?;
         w.write_file(&format!("api/hosts-{id}.json"), &bytes)?;
         hosts.extend(
             hs.as_array()
@@ -607,7 +597,7 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
     }
 
     // Logs, credentials, files, manifests.
-    let c = seg(&cid);
+    let c = path_segment(&cid);
     if !export_stream(
         &src,
         &mut w,
@@ -995,7 +985,7 @@ mod tests {
         );
         assert_eq!(origin_of("ftp://x").unwrap_err().exit_code(), 2);
         assert!(origin_of("192.168.111.20:8090").is_err());
-        assert_eq!(seg("a/../b?c"), "a%2F..%2Fb%3Fc");
+        assert_eq!(path_segment("a/../b?c"), "a%2F..%2Fb%3Fc");
     }
 
     #[tokio::test]

@@ -24,20 +24,6 @@ pub(crate) struct ReleaseCache {
     root: Option<PathBuf>,
 }
 
-/// `$XDG_CACHE_HOME/agent-day2`, else `$HOME/.cache/agent-day2`.
-pub(crate) fn default_root() -> Option<PathBuf> {
-    let xdg = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    xdg.filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|v| !v.is_empty())
-                .map(|h| PathBuf::from(h).join(".cache"))
-        })
-        .map(|p| p.join("agent-day2"))
-}
-
 /// The file name for a digest (`sha256:<hex>`): `:` is fine in Linux file names; anything but
 /// safe characters is refused so a hostile digest cannot escape the directory.
 fn file_stem(digest: &str) -> Option<String> {
@@ -53,7 +39,7 @@ fn file_stem(digest: &str) -> Option<String> {
 impl ReleaseCache {
     pub(crate) fn new(root: Option<PathBuf>) -> Self {
         ReleaseCache {
-            root: root.or_else(default_root),
+            root: root.or_else(crate::files::cache_root),
         }
     }
 
