@@ -570,12 +570,12 @@ impl Client {
             .await
             .map_err(|e| AssistedError::Unreachable {
                 url: shown.clone(),
-                cause: crate::cluster::error_chain(&e),
+                cause: crate::kube::error_chain(&e),
             })?;
         let status = resp.status().as_u16();
         let body = resp.bytes().await.map_err(|e| AssistedError::Unreachable {
             url: shown.clone(),
-            cause: crate::cluster::error_chain(&e),
+            cause: crate::kube::error_chain(&e),
         })?;
         if (200..300).contains(&status) {
             return Ok(body.to_vec());

@@ -80,7 +80,7 @@ pub struct Request {
     pub machine_os_images: Option<String>,
     /// The release digest (`sha256:<hex>`), for the machine-os cache entry name.
     pub release_digest: Option<String>,
-    /// Cache root; None → [`cache_root`].
+    /// Cache root; None → [`crate::files::cache_root`].
     pub cache_root: Option<PathBuf>,
     /// Do not fetch anything (`--dry-run`): only `--base-iso` or a cache hit.
     pub offline: bool,
@@ -92,7 +92,7 @@ pub struct Request {
     pub retry: RetryPolicy,
 }
 
-pub use crate::files::cache_root;
+use crate::files::cache_root;
 
 /// sha256 of a file, streamed (lowercase hex).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
@@ -364,7 +364,7 @@ fn transient(status: reqwest::StatusCode) -> bool {
 }
 
 fn chain(e: &dyn std::error::Error) -> String {
-    crate::cluster::error_chain(e)
+    crate::kube::error_chain(e)
 }
 
 /// Downloads `url` into `dest` (0600, temporary name, renamed when complete), checking the

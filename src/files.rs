@@ -7,6 +7,8 @@
 //! directory), at most `max_bytes` long (checked on the metadata before reading *and* while
 //! reading, since a file can grow in between), and, for text, valid UTF-8. Callers wrap the
 //! [`InputFileError`] in the error variant of their exit code (3 for inputs, 4 for kubeconfig).
+//!
+//! Also where the plugin keeps its caches ([`cache_root`]).
 
 use std::fmt;
 use std::io::Read;

@@ -20,8 +20,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use crate::assisted::{self, AssistedError, Cluster, Host, Limiter};
 use crate::auth::AuthMaterial;
 use crate::batch;
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::classify;
 use crate::kube::KubeTarget;
 
 /// The node tokens `monitor` and `approve --watch` call the nodes' API with: those of Secret

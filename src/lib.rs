@@ -25,7 +25,7 @@ pub mod info;
 pub mod iso;
 pub mod k8s_names;
 pub mod kube;
-pub use cli::{completion, kube_flags};
+
 pub mod migrate;
 pub mod monitor;
 pub mod net;
@@ -60,7 +60,7 @@ where
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        return completion::run_complete(&words);
+        return cli::completion::run_complete(&words);
     }
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
@@ -109,8 +109,8 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             let plan = migrate::plan::Command::from_args(&cli.kube, args)?;
             migrate::run(cli.kube.resolver(), &plan).await
         }
-        Command::Completion(args) => Ok(completion::run_script(args.shell)),
-        Command::Complete(args) => Ok(completion::run_complete(&args.words)),
+        Command::Completion(args) => Ok(cli::completion::run_script(args.shell)),
+        Command::Complete(args) => Ok(cli::completion::run_complete(&args.words)),
         Command::Info(args) => {
             let target = cli.kube.resolve().await?;
             tracing::info!(server = %target.server, context = ?target.context, proxy = ?target.proxy, "connecting");

@@ -1,4 +1,4 @@
-//! The permissions add-nodes, approve and monitor need, and which of them the user lacks,
+//! The permissions add-nodes, approve, monitor and migrate need, and which of them the user lacks,
 //! asked one by one with SelfSubjectAccessReviews (read-only: the review is not stored).
 
 use k8s_openapi::api::authorization::v1::{
@@ -406,7 +406,7 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
         let api = api.clone();
         let pp = pp.clone();
         async move {
-            crate::cluster::with_deadline(
+            crate::kube::with_deadline(
                 target,
                 || "creating a SelfSubjectAccessReview".into(),
                 api.create(&pp, &r),
@@ -424,12 +424,8 @@ pub async fn check(target: &KubeTarget) -> Result<PermissionReport> {
                 }
             }
             Err(e) => {
-                let e = crate::cluster::classify(
-                    e,
-                    "create",
-                    ResourceRef::list("SelfSubjectAccessReviews"),
-                    target,
-                );
+                let e =
+                    crate::kube::classify(e, "create", ResourceRef::list("SelfSubjectAccessReviews"), target);
                 if matches!(
                     e,
                     Error::Unreachable { .. }

@@ -31,29 +31,9 @@ macro_rules! e2e_or_skip {
     };
 }
 
-/// `add-nodes` for `hosts` (nodes-config entries): writes out/node.x86_64.iso and the batch
-/// record.
-fn add_nodes(c: &TestCluster, w: &Work, hosts: &[String]) -> std::path::PathBuf {
-    let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
-    let out = w.out();
-    let o = plugin(
-        c,
-        w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "add-nodes: {}", text(&o));
-    out.join("node.x86_64.iso")
-}
-
-/// [`add_nodes`] for worker-0 and worker-1 (static addresses).
+/// [`add_nodes_iso`] for worker-0 and worker-1 (static addresses).
 fn add_two_workers(c: &TestCluster, w: &Work) -> std::path::PathBuf {
-    add_nodes(c, w, &[static_host(W0, 24), static_host(W1, 24)])
+    add_nodes_iso(c, w, &[static_host(W0, 24), static_host(W1, 24)])
 }
 
 /// A CSR PEM made by openssl: P-256 key, subject O=system:nodes/CN=system:node:<node>, SANs
@@ -163,10 +143,6 @@ fn as_node(node: &str) -> Vec<String> {
         "--as-group".into(),
         "system:authenticated".into(),
     ]
-}
-
-fn csr_obj(c: &TestCluster, name: &str) -> Value {
-    kubectl_json(c, &["get", "csr", name, "-o", "json"])
 }
 
 fn conditions(c: &TestCluster, name: &str) -> Vec<(String, String)> {
@@ -728,7 +704,7 @@ fn dhcp_host_needs_its_address_given() {
     e2e_or_skip!();
     let w = Work::new();
     let c = cluster("", &w);
-    add_nodes(&c, &w, &[dhcp_host(W1)]);
+    add_nodes_iso(&c, &w, &[dhcp_host(W1)]);
     let serving = post_serving_csr(
         &c,
         &w,
@@ -1271,7 +1247,7 @@ fn a_second_client_csr_of_a_joined_node_gets_a_hint_that_leads_somewhere() {
     e2e_or_skip!();
     let w = Work::new();
     let c = cluster("", &w);
-    add_nodes(&c, &w, &[static_host(W0, 24)]);
+    add_nodes_iso(&c, &w, &[static_host(W0, 24)]);
     let first = post_client_csr(&c, &w, "first-client-worker-0", "worker-0");
     let o = plugin(&c, &w, &["approve", "--trust-unverified-boot", "--yes"]);
     assert!(

@@ -21,21 +21,7 @@ const BOOTSTRAPPER: &str = "system:serviceaccount:openshift-machine-config-opera
 
 /// add-nodes for worker-0 (static address): the ISO's path.
 fn add_worker_0(c: &TestCluster, w: &Work) -> PathBuf {
-    let nc = w.write("nodes-config.yaml", &nodes_config(&[static_host(W0, 24)]));
-    let out = w.out();
-    let o = plugin(
-        c,
-        w,
-        &[
-            "add-nodes",
-            "--nodes-config",
-            nc.to_str().unwrap(),
-            "--dir",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "add-nodes: {}", text(&o));
-    out.join("node.x86_64.iso")
+    add_nodes_iso(c, w, &[static_host(W0, 24)])
 }
 
 /// `cmd` in the background, stdout and stderr to `log`.
@@ -123,10 +109,6 @@ fn rogue_csr(c: &TestCluster, node: &str) -> String {
         .unwrap();
     assert!(o.status.success(), "agent-day2-sim csr: {}", text(&o));
     String::from_utf8(o.stdout).unwrap().trim().to_string()
-}
-
-fn csr_obj(c: &TestCluster, name: &str) -> Value {
-    kubectl_json(c, &["get", "csr", name, "-o", "json"])
 }
 
 fn approved(c: &TestCluster, name: &str) -> bool {
@@ -278,21 +260,7 @@ fn approve_watch_alone(dhcp: bool) {
         let w = Work::new();
         let c = cluster("", &w);
         let host = if dhcp { dhcp_host(W0) } else { static_host(W0, 24) };
-        let nc = w.write("nodes-config.yaml", &nodes_config(&[host]));
-        let out = w.out();
-        let o = plugin(
-            &c,
-            &w,
-            &[
-                "add-nodes",
-                "--nodes-config",
-                nc.to_str().unwrap(),
-                "--dir",
-                out.to_str().unwrap(),
-            ],
-        );
-        assert!(o.status.success(), "add-nodes: {}", text(&o));
-        let iso = out.join("node.x86_64.iso");
+        let iso = add_nodes_iso(&c, &w, &[host]);
         let ap_log = w.path("approve.log");
         let node_flag = format!("{}={}", W0.0, W0.2);
         let mut args = vec!["approve", "--watch", "--yes", "--timeout", "200s"];

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use agent_day2::batch::{BatchHost, BatchRecord};
-use agent_day2::completion::{
+use agent_day2::cli::completion::{
     candidates, cluster_candidates, ClusterValue, DIRECTIVE_DEFAULT, DIRECTIVE_FILTER_DIRS,
     DIRECTIVE_NO_FILE, DIRECTIVE_NO_SPACE,
 };

@@ -4,7 +4,8 @@
 //!
 //! What counts as an import: a `crate::a::b` path (also inside `use crate::a::{b, c}`), a
 //! `super::x` path, and a child module named from its parent (`state::Stage`), in code outside
-//! comments and `#[cfg(test)]` modules. Each resolves to the deepest module file it names.
+//! comments and `#[cfg(test)]` items (a test module in the middle of a file hides only itself).
+//! Each resolves to the deepest module file it names.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,44 @@ const LAYERS: [&[&str]; 6] = [
 /// Files that may use clap outside `src/cli/`: the binary's entry.
 const CLAP_ENTRY: [&str; 2] = ["", "main"];
 
+/// `text` without the items under `#[cfg(test)]`: each such item up to its `;` when it has no
+/// body, else up to the `}` that closes its first `{`. Code after a test module still counts.
+fn strip_cfg_test(text: &str) -> String {
+    const ATTR: &str = "#[cfg(test)]";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(ATTR) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + ATTR.len()..];
+        let end = match (after.find(';'), after.find('{')) {
+            (Some(semi), Some(brace)) if semi < brace => semi + 1,
+            (_, Some(brace)) => {
+                let mut depth = 0usize;
+                let mut end = after.len();
+                for (k, c) in after[brace..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = brace + k + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                end
+            }
+            (Some(semi), None) => semi + 1,
+            (None, None) => after.len(),
+        };
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 struct Tree {
     /// Module path (`a::b`, "" for lib.rs) → its code without comments and test modules.
     code: BTreeMap<String, String>,
@@ -71,16 +110,12 @@ impl Tree {
                     parts.pop();
                 }
                 let text = std::fs::read_to_string(&p).unwrap();
-                let text = match text.find("#[cfg(test)]") {
-                    Some(i) => &text[..i],
-                    None => &text[..],
-                };
                 let text: String = text
                     .lines()
                     .filter(|l| !l.trim_start().starts_with("//"))
                     .collect::<Vec<_>>()
                     .join("\n");
-                code.insert(parts.join("::"), text);
+                code.insert(parts.join("::"), strip_cfg_test(&text));
             }
         }
         Tree { code }
@@ -328,7 +363,7 @@ fn clap_only_under_src_cli() {
         .code
         .iter()
         .filter(|(m, _)| !m.starts_with("cli") && !CLAP_ENTRY.contains(&m.as_str()))
-        .filter(|(_, code)| code.contains("clap::") || code.contains("use clap"))
+        .filter(|(_, code)| code.contains("clap::") || code.contains("use clap") || code.contains("::clap"))
         .map(|(m, _)| m)
         .collect();
     assert!(outside.is_empty(), "clap used outside src/cli/: {outside:?}");
@@ -370,4 +405,33 @@ fn modules_import_only_their_layer_or_below() {
         }
     }
     assert!(up.is_empty(), "imports upward: {up:#?}");
+}
+
+/// A `#[cfg(test)]` item hides only itself: an import after it still counts (a trial hid one
+/// behind `#[cfg(test)] const _T: () = ();`).
+#[test]
+fn a_test_item_hides_only_itself() {
+    let code = "use crate::a;\n#[cfg(test)]\nconst _T: () = ();\nuse crate::b;\n#[cfg(test)]\nmod tests {\n    use crate::c;\n    fn f() { if true { } }\n}\nuse crate::d;\n";
+    let kept = strip_cfg_test(code);
+    for (path, expected) in [
+        ("crate::a", true),
+        ("crate::b", true),
+        ("crate::c", false),
+        ("crate::d", true),
+    ] {
+        assert_eq!(kept.contains(path), expected, "{path} in {kept:?}");
+    }
+}
+
+/// The crate root re-exports no module: `crate::x` for a module deeper down would be read as an
+/// import of the root and hide the edge (a trial found `pub use cli::{completion, kube_flags}`
+/// doing so).
+#[test]
+fn the_crate_root_re_exports_no_module() {
+    let t = Tree::read(&src());
+    let reexports: Vec<&str> = t.code[""]
+        .lines()
+        .filter(|l| l.trim_start().starts_with("pub use"))
+        .collect();
+    assert!(reexports.is_empty(), "lib.rs re-exports: {reexports:?}");
 }

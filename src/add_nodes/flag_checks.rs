@@ -164,7 +164,7 @@ pub fn check_kargs(kargs: &[String]) -> Result<()> {
 /// The cache directory (`$XDG_CACHE_HOME/agent-day2`, else `~/.cache/agent-day2`): its nearest
 /// existing ancestor must be a directory, else exit 3 naming the variable.
 pub fn check_cache_root() -> Result<()> {
-    let Some(root) = crate::base_iso::cache_root() else {
+    let Some(root) = crate::files::cache_root() else {
         return Ok(());
     };
     let var =

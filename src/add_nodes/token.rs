@@ -19,8 +19,8 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use super::basics::invalid;
 use super::report;
 use crate::auth::{self, AuthMaterial};
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::classify;
 use crate::kube::write::{create_strict, FIELD_MANAGER};
 use crate::kube::KubeTarget;
 

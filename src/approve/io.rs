@@ -3,7 +3,12 @@
 //! writes (approval records, `/approval`, `/approval` with `Denied`). The decisions themselves
 //! (what a CSR's verdict is, what to do with it) are the parent module's, on plain values.
 
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::{ApiResource, GroupVersionKind};
+
 use super::*;
+use crate::kube::classify;
+use crate::kube::write::post_params;
 
 /// The writes of `p`: the Node read again (client CSRs), the approval record created, the
 /// `Approved` condition appended through `/approval`. Returns the record made (if any) with

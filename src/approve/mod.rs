@@ -27,19 +27,15 @@ use std::net::IpAddr;
 use k8s_openapi::api::certificates::v1::{CertificateSigningRequest, CertificateSigningRequestCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time as MetaTime;
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::core::{ApiResource, GroupVersionKind};
 use serde::Serialize;
 
 use crate::batch::records::{self, Created, Record};
 use crate::batch::{self, Approval, BatchRecord};
-use crate::cluster::classify;
 use crate::csr::{
     self, escape_for_display, parse_request, verdict_all, ApprovalsRecorded, CsrView, ExistingNodes,
     ExpectedNode, ExpectedNodes, IpNet, Kind, Policy, RecordedApproval, Time, Verdict, NODE_PREFIX,
 };
 use crate::error::{Error, ResourceRef, Result};
-use crate::kube::write::post_params;
 use crate::kube::KubeTarget;
 
 /// Reason of the `Approved` condition we add (kubectl uses `KubectlApprove`).

@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
 
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::classify;
 use crate::kube::write::{create_strict, with_strict_validation, FIELD_MANAGER};
 use crate::kube::KubeTarget;
 

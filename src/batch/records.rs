@@ -30,8 +30,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::model::{Approval, BatchRecord, Reboot, NAMESPACE};
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef, Result};
+use crate::kube::classify;
 use crate::kube::write::create_strict;
 use crate::kube::KubeTarget;
 

@@ -25,8 +25,8 @@ use clap::{Arg, ArgAction, Args, CommandFactory, FromArgMatches, ValueHint};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::batch::{self, BatchRecord};
+use crate::cli::kube_flags::KubeFlags;
 use crate::cli::Cli;
-use crate::kube_flags::KubeFlags;
 
 /// Cobra's ShellCompDirectiveDefault: the shell may also complete file names.
 pub const DIRECTIVE_DEFAULT: u8 = 0;

@@ -786,7 +786,7 @@ pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
             if let (Some(ip), Ok(net), Ok(bits)) =
                 (host_ip, net.parse::<std::net::IpAddr>(), bits.parse::<u8>())
             {
-                if crate::cluster::cidr_contains(net, bits, ip) {
+                if crate::net::cidr_contains(net, bits, ip) {
                     return true;
                 }
             }

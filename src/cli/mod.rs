@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::kube_flags::KubeFlags;
+use crate::cli::kube_flags::KubeFlags;
 
 /// Add worker nodes to an OpenShift cluster installed with the agent-based installer,
 /// on day 2, without multicluster engine.

@@ -5,8 +5,6 @@
 //! purely (no I/O, unit-tested on fixtures). [`fetch`] (`read.rs`) is the thin async layer that reads the
 //! objects with the user's own credentials.
 
-pub use crate::kube::{classify, connect_failure, error_chain, with_deadline};
-pub use crate::net::cidr_contains;
 pub use facts::{cluster_name_and_domain, major_minor, NameAndDomain};
 pub use model::*;
 pub use objects::ClusterObjects;

@@ -42,7 +42,7 @@ pub fn with_strict_validation(mut req: http::Request<Vec<u8>>) -> http::Request<
 
 /// Creates `obj` (typed or `DynamicObject` with its `ApiResource` as `dt`) with
 /// `fieldManager=agent-day2&fieldValidation=Strict`. Errors are kube's (map them with
-/// `cluster::classify`).
+/// `kube::classify`).
 pub async fn create_strict<K>(
     client: &Client,
     dt: &K::DynamicType,

@@ -15,8 +15,8 @@ use kube::api::{Api, AttachParams, ListParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
+use crate::kube::classify;
 use crate::kube::KubeTarget;
 
 /// Most stdout kept from a command (longer output is cut and `stdout_truncated` set).

@@ -224,7 +224,7 @@ fn unreachable(url: &str, e: &reqwest::Error) -> Error {
         format!(
             "no answer ({}): node 0's assisted-service is not reachable or went away; check --from and \
              that node 0 has not rebooted yet (nothing was written)",
-            crate::cluster::error_chain(e)
+            crate::kube::error_chain(e)
         ),
     )
 }

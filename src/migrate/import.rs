@@ -41,8 +41,8 @@ use super::bundle::Bundle;
 use super::exec::{self, Db, PodContainer, Producer};
 use super::record::{self, Phase, Record};
 use super::restore;
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
+use crate::kube::classify;
 use crate::kube::write::{create_strict, patch_params};
 use crate::kube::{KubeTarget, Resolve};
 
@@ -669,13 +669,10 @@ pub fn check_target_schema(
     }
 }
 
-/// The namespace of the CRs and the record: `flag` (the global `-n/--namespace`, not the
-/// kubeconfig context's namespace; see [`super::run`]), else the ClusterDeployment's name in the
-/// bundle, else the cluster's name in the manifest.
-pub fn default_namespace(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> String {
-    if let Some(n) = flag.filter(|n| !n.is_empty()) {
-        return n.to_string();
-    }
+/// The namespace of the CRs and the record when `-n` is not given: the ClusterDeployment's name
+/// in the bundle, else the cluster's name in the manifest ([`namespace_for`] decides between
+/// the two).
+fn default_namespace(bundle: &Bundle, crs: &[Value]) -> String {
     crs.iter()
         .find(|o| o.get("kind").and_then(Value::as_str) == Some("ClusterDeployment"))
         .and_then(|o| o.pointer("/metadata/name").and_then(Value::as_str))
@@ -748,7 +745,7 @@ pub fn namespace_for(bundle: &Bundle, crs: &[Value], flag: Option<&str>) -> Resu
         }
         return Ok((n.to_string(), true));
     }
-    let ns = default_namespace(bundle, crs, None);
+    let ns = default_namespace(bundle, crs);
     if is_system_namespace(&ns) {
         return Err(Error::InvalidInput {
             field: "bundle cluster name".into(),

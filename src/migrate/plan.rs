@@ -10,12 +10,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cli::kube_flags::KubeFlags;
 use crate::cli::migrate::{
     ExportArgs, ImportArgs, MigrateArgs, MigrateCommand, StatusArgs, UnitArgs, WaitArgs,
 };
 use crate::duration::parse_duration;
 use crate::error::Error;
-use crate::kube_flags::KubeFlags;
 use crate::output::OutputFormat;
 
 /// One migrate subcommand with its plan (run by [`super::run`]).

@@ -16,8 +16,8 @@ use super::bundle::Bundle;
 use super::exec;
 use super::import::{namespace_for, plan, read_crs};
 use super::record::{self, Record};
-use crate::cluster::classify;
 use crate::error::{Error, ResourceRef};
+use crate::kube::classify;
 use crate::kube::Resolve;
 
 /// Have/want of one kind or table.

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::bundle::Bundle;
 use super::record::{self, Phase};
-use crate::cluster::classify;
 use crate::error::{exit, Error, ResourceRef};
+use crate::kube::classify;
 use crate::kube::Resolve;
 
 /// Longest single poll.

@@ -24,7 +24,7 @@
 //! with its serving certificate; 6 a node failed; 5 timed out; 7 CSRs still pending (with a
 //! hint to run `approve`); when several apply, 6 before 7 before 5 ([`crate::error::exit::most_serious`]).
 
-pub mod kube;
+pub mod cluster_side;
 pub mod output;
 pub mod state;
 mod summary;
@@ -44,10 +44,10 @@ use serde_json::json;
 use crate::approve::{Action, ApproveOptions, Approver};
 use crate::assisted::{self, AssistedError, Cluster, Limiter};
 use crate::batch::{self, BatchRecord};
-pub use crate::cli::monitor::MonitorArgs;
-use crate::cluster::classify;
+use crate::cli::monitor::MonitorArgs;
 use crate::error::{exit, Error, ResourceRef, Result};
 use crate::follow::{read_auth, record_reboots_retrying};
+use crate::kube::classify;
 use crate::kube::{Connection, KubeTarget, Resolve};
 use output::{Event, Format, Out};
 use state::{Stage, Track};
@@ -333,11 +333,11 @@ struct Monitor {
     since: BTreeMap<String, crate::csr::Time>,
     /// Token expiry per batch (a node not seen by then can never register).
     token_expires: BTreeMap<String, SystemTime>,
-    csrs: kube::Store<CertificateSigningRequest>,
-    nodes: kube::Store<Node>,
+    csrs: cluster_side::Store<CertificateSigningRequest>,
+    nodes: cluster_side::Store<Node>,
     approver: Option<Approver>,
     told: BTreeSet<String>,
-    index: kube::CsrIndex,
+    index: cluster_side::CsrIndex,
     /// --approve on a terminal without --yes: ask before each approval.
     ask: bool,
     /// Stage events are shown (see [`Monitor::show_changes`]).
@@ -347,7 +347,7 @@ struct Monitor {
     /// Hosts whose reboot is recorded on their batch (or was tried and failed: said once).
     rebooted: BTreeSet<String>,
     /// When each host's reboot was recorded (on its batch, or noted by this run): its client
-    /// CSRs count for its stage only from then on ([`kube::view_of`]).
+    /// CSRs count for its stage only from then on ([`cluster_side::view_of`]).
     reboot_at: BTreeMap<String, crate::csr::Time>,
     /// Queue of the reboot records' writer ([`reboot_writer`]).
     reboots: tokio::sync::mpsc::UnboundedSender<RebootQueued>,
@@ -415,7 +415,7 @@ impl Monitor {
     }
 
     /// The Kubernetes side of the tracks of `only`'s nodes (None: every track), from the CSR
-    /// index ([`kube::CsrIndex::of_node`]: O(log n) per track).
+    /// index ([`cluster_side::CsrIndex::of_node`]: O(log n) per track).
     fn refresh_kube_for(&mut self, only: Option<&BTreeSet<String>>) {
         for t in &mut self.tracks {
             if !t.named || only.is_some_and(|o| !o.contains(&t.name)) {
@@ -428,12 +428,12 @@ impl Monitor {
             // posted early must not hide the install's progress); any when monitor cannot
             // follow the host (DHCP address unknown) or its service ended (Failed).
             let clients = match self.reboot_at.get(&t.name) {
-                Some(at) => kube::Clients::Since(*at),
-                None if t.ip.is_some() && t.assisted.stage < Stage::Rebooting => kube::Clients::None,
-                None => kube::Clients::All,
+                Some(at) => cluster_side::Clients::Since(*at),
+                None if t.ip.is_some() && t.assisted.stage < Stage::Rebooting => cluster_side::Clients::None,
+                None => cluster_side::Clients::All,
             };
             let csrs = self.index.of_node(&self.csrs, &t.name);
-            t.kube = kube::view_of(&t.name, since, clients, &csrs, &self.nodes);
+            t.kube = cluster_side::view_of(&t.name, since, clients, &csrs, &self.nodes);
         }
     }
 
@@ -700,7 +700,7 @@ impl Monitor {
                 if self
                     .reboot_at
                     .get(&n)
-                    .is_some_and(|at| kube::approved_before(c, *at))
+                    .is_some_and(|at| cluster_side::approved_before(c, *at))
                 {
                     continue;
                 }
@@ -1283,7 +1283,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
 
     let deadline = tokio::time::Instant::now() + timeout;
     let started = Instant::now();
-    let mut watch = kube::watch(target.client.clone());
+    let mut watch = cluster_side::watch(target.client.clone());
     let mut reread = false;
     let mut synced = (false, false);
     let mut follow_ups = tokio::task::JoinSet::new();
@@ -1362,7 +1362,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                 // The nodes the event is about (None: all, after a relist).
                 let only: Option<BTreeSet<String>>;
                 match msg {
-                    kube::Msg::Csr(e) => {
+                    cluster_side::Msg::Csr(e) => {
                         use ::kube::runtime::watcher::Event as E;
                         let init = matches!(*e, E::InitDone);
                         if init { synced.0 = true; }
@@ -1379,7 +1379,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                             }
                         };
                     }
-                    kube::Msg::Node(e) => {
+                    cluster_side::Msg::Node(e) => {
                         use ::kube::runtime::watcher::Event as E;
                         let init = matches!(*e, E::InitDone);
                         if init { synced.1 = true; }
@@ -1407,7 +1407,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                             }
                         };
                     }
-                    kube::Msg::Batch(e) => {
+                    cluster_side::Msg::Batch(e) => {
                         use ::kube::runtime::watcher::Event as E;
                         match *e {
                             E::Apply(cm) | E::InitApply(cm) => {
@@ -1448,7 +1448,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                             _ => continue,
                         }
                     }
-                    kube::Msg::Error { what, unauthorized, message } => {
+                    cluster_side::Msg::Error { what, unauthorized, message } => {
                         if unauthorized {
                             if reread {
                                 return Err(Error::Unauthorized { url: format!("{} (watching {what})", target.server) });
@@ -1457,7 +1457,7 @@ async fn run_checked(resolve: Resolve, args: &Request) -> Result<u8> {
                             m.event(None, "warning", format!("the API server answered 401 while watching {what}: reading the kubeconfig again"));
                             target = conn.reconnect().await?;
                             if let Some(ap) = m.approver.as_mut() { ap.set_target(&target); }
-                            watch = kube::watch(target.client.clone());
+                            watch = cluster_side::watch(target.client.clone());
                             synced = (false, false);
                         } else {
                             tracing::warn!("watching {what}: {message} (retrying)");

@@ -79,6 +79,32 @@ pub fn plugin_cmd(c: &TestCluster, w: &Work, args: &[&str]) -> Command {
     cmd
 }
 
+/// `add-nodes` for `hosts` (nodes-config entries: [`static_host`], [`dhcp_host`]) into
+/// `w.out()`: the node ISO's path (`out/node.x86_64.iso`). Panics with the output when add-nodes
+/// fails.
+pub fn add_nodes_iso(c: &TestCluster, w: &Work, hosts: &[String]) -> PathBuf {
+    let nc = w.write("nodes-config.yaml", &nodes_config(hosts));
+    let out = w.out();
+    let o = plugin(
+        c,
+        w,
+        &[
+            "add-nodes",
+            "--nodes-config",
+            nc.to_str().unwrap(),
+            "--dir",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "add-nodes: {}", text(&o));
+    out.join("node.x86_64.iso")
+}
+
+/// CSR `name` as the API server has it (`kubectl get csr NAME -o json`).
+pub fn csr_obj(c: &TestCluster, name: &str) -> Value {
+    kubectl_json(c, &["get", "csr", name, "-o", "json"])
+}
+
 /// Runs [`plugin_cmd`] to the end.
 pub fn plugin(c: &TestCluster, w: &Work, args: &[&str]) -> Output {
     plugin_cmd(c, w, args).output().unwrap()

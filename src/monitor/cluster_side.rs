@@ -77,7 +77,7 @@ fn err(what: &'static str, e: watcher::Error) -> Msg {
     Msg::Error {
         what,
         unauthorized: code == Some(401),
-        message: crate::cluster::error_chain(&e),
+        message: crate::kube::error_chain(&e),
     }
 }
 
