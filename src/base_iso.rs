@@ -246,7 +246,7 @@ pub async fn resolve(
     }
     let dir = dir.ok_or_else(|| {
         Error::Usage(
-            "no cache directory for the base ISO: set XDG_CACHE_HOME or HOME, or pass --base-iso FILE".into(),
+            "no cache directory for the base ISO: set HOME, or XDG_CACHE_HOME to an absolute path (a relative one is ignored, as the XDG spec says), or pass --base-iso FILE".into(),
         )
     })?;
     make_private_dir(&dir)?;

@@ -99,12 +99,28 @@ pub fn check_out(out: &std::path::Path) -> Result<(), Error> {
     }
 }
 
-/// The `--from` value as an origin: scheme, host and port, without the API path.
+/// The `--from` value as an origin: scheme, host and port. The URL may end in `/` or in the API
+/// path (`/api/assisted-install/v2`), nothing else: another path, a query or a fragment would be
+/// dropped silently, so they are refused, as is a URL without `//` (`http:/x`, which URL parsers
+/// read as `http://x`). Errors: [`Error::Usage`] (exit 2) naming `--from`.
 pub fn origin_of(from: &str) -> Result<String, Error> {
     let bad = |why: &str| Error::Usage(format!("--from {from:?}: {why}; e.g. http://192.168.111.20:8090"));
     let u = reqwest::Url::parse(from.trim()).map_err(|e| bad(&e.to_string()))?;
     if u.scheme() != "http" && u.scheme() != "https" {
         return Err(bad("not an http(s) URL"));
+    }
+    if !from.trim().contains("://") {
+        return Err(bad("not a URL of the form SCHEME://HOST[:PORT]"));
+    }
+    let path = u.path().trim_end_matches('/');
+    if !(path.is_empty() || path == crate::assisted::BASE_PATH)
+        || u.query().is_some()
+        || u.fragment().is_some()
+    {
+        return Err(bad(&format!(
+            "give node 0's address only (a path other than {}, a query or a fragment would be ignored)",
+            crate::assisted::BASE_PATH
+        )));
     }
     let host = u.host_str().ok_or_else(|| bad("no host"))?;
     let host = if host.contains(':') && !host.starts_with('[') {
@@ -985,6 +1001,20 @@ mod tests {
         );
         assert_eq!(origin_of("ftp://x").unwrap_err().exit_code(), 2);
         assert!(origin_of("192.168.111.20:8090").is_err());
+        // Nothing that would be dropped silently (a regression trial found /nope ignored).
+        for bad in [
+            "http://192.168.111.20:8090/nope",
+            "http://192.168.111.20:8090/api/assisted-install/v1",
+            "http://192.168.111.20:8090/?x=1",
+            "http://192.168.111.20:8090/#f",
+            "http:/192.168.111.20:8090",
+        ] {
+            assert_eq!(origin_of(bad).unwrap_err().exit_code(), 2, "{bad}");
+        }
+        assert_eq!(
+            origin_of("http://192.168.111.20:8090/api/assisted-install/v2/").unwrap(),
+            "http://192.168.111.20:8090"
+        );
         assert_eq!(path_segment("a/../b?c"), "a%2F..%2Fb%3Fc");
     }
 

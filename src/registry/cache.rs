@@ -72,7 +72,7 @@ impl ReleaseCache {
     ) -> std::io::Result<()> {
         let path = self
             .path(digest)
-            .ok_or_else(|| std::io::Error::other("no cache directory (set XDG_CACHE_HOME or HOME)"))?;
+            .ok_or_else(|| std::io::Error::other("no cache directory (set HOME, or XDG_CACHE_HOME to an absolute path: a relative one is ignored)"))?;
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         std::fs::DirBuilder::new()
             .recursive(true)
