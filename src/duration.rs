@@ -59,6 +59,14 @@ pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> 
 /// overflowing.
 pub const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 
+/// [`parse_duration`] of the value of flag `flag`, its error naming the flag and the value as
+/// given (`--timeout "10x": expected a number, e.g. 30s, 1m, 1h`): the one wording of a bad
+/// duration flag, which callers wrap in their usage error (exit 2). What zero means is the
+/// caller's (`None` here).
+pub fn parse_flag(flag: &str, value: &str) -> std::result::Result<Option<Duration>, String> {
+    parse_duration(value).map_err(|e| format!("{flag} {value:?}: {e}"))
+}
+
 fn out_of_range() -> String {
     "out of range: at most 2562047h (the longest duration kubectl accepts), e.g. 30s, 48h".into()
 }

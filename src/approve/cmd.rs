@@ -23,7 +23,7 @@ use super::{
 use crate::batch;
 use crate::cli::{ApproveArgs, OutputFormat};
 use crate::csr::{escape_for_display, parse_request, CsrView, Kind, Time, Verdict};
-use crate::duration::parse_duration;
+use crate::duration::parse_flag;
 use crate::error::{exit, Error, Result};
 use crate::follow::{Follower, Seen};
 use crate::kube::{Connection, KubeTarget, Resolve};
@@ -665,12 +665,11 @@ fn options(args: &ApproveArgs) -> Result<ApproveOptions> {
 
 /// `--kubelet-retry` in seconds (at least 1 s).
 pub fn kubelet_retry(s: &str) -> Result<i64> {
-    match parse_duration(s) {
-        Ok(Some(d)) if d.as_secs() >= 1 => Ok(d.as_secs() as i64),
-        Ok(_) => Err(Error::Usage(format!(
+    match parse_flag("--kubelet-retry", s).map_err(Error::Usage)? {
+        Some(d) if d.as_secs() >= 1 => Ok(d.as_secs() as i64),
+        _ => Err(Error::Usage(format!(
             "--kubelet-retry {s:?}: give at least 1s (the kubelet's own is 15m)"
         ))),
-        Err(e) => Err(Error::Usage(format!("--kubelet-retry {s:?}: {e}"))),
     }
 }
 
@@ -755,8 +754,8 @@ impl Request {
         let options = options(args)?;
         let watch = if args.watch {
             Some(
-                parse_duration(&args.timeout)
-                    .map_err(|e| Error::Usage(format!("--timeout {:?}: {e}", args.timeout)))?
+                parse_flag("--timeout", &args.timeout)
+                    .map_err(Error::Usage)?
                     // 0 is refused rather than read as "no limit": a watch that never ends is
                     // what the batch token's expiry already bounds, and a typo should not hang.
                     .ok_or_else(|| {

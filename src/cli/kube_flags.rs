@@ -8,7 +8,7 @@
 //! `proxy-url`, else `HTTPS_PROXY`/`HTTP_PROXY` unless `NO_PROXY` matches the server (Go's
 //! `http.ProxyFromEnvironment`). No other module reads kubeconfig files.
 
-use crate::duration::parse_duration;
+use crate::duration::parse_flag;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -120,9 +120,7 @@ impl KubeFlags {
             named.context.as_ref().and_then(|c| c.user.clone())
         });
         let request_timeout = match &flags.request_timeout {
-            Some(t) => {
-                parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?
-            }
+            Some(t) => parse_flag("--request-timeout", t).map_err(Error::Usage)?,
             None => None,
         };
         Ok(KubeTarget {
@@ -358,9 +356,7 @@ impl KubeFlags {
             None => None,
         };
         let timeout = match &self.request_timeout {
-            Some(t) => {
-                parse_duration(t).map_err(|e| Error::Usage(format!("--request-timeout {t:?}: {e}")))?
-            }
+            Some(t) => parse_flag("--request-timeout", t).map_err(Error::Usage)?,
             None => None,
         };
         let mut kc = self.load_kubeconfig()?;
@@ -823,6 +819,7 @@ pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::duration::parse_duration;
     use std::time::Duration;
 
     #[test]

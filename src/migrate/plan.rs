@@ -14,7 +14,7 @@ use crate::cli::kube_flags::KubeFlags;
 use crate::cli::migrate::{
     ExportArgs, ImportArgs, MigrateArgs, MigrateCommand, StatusArgs, UnitArgs, WaitArgs,
 };
-use crate::duration::parse_duration;
+use crate::duration::parse_flag;
 use crate::error::Error;
 use crate::output::OutputFormat;
 
@@ -61,7 +61,7 @@ fn namespace_flag(kube: &KubeFlags) -> Option<String> {
 /// [`crate::duration::parse_duration`] reads it. Errors: [`Error::Usage`] (exit 2) naming the
 /// flag and the value given.
 fn duration_flag(flag: &str, value: &str) -> Result<Option<Duration>, Error> {
-    parse_duration(value).map_err(|e| Error::Usage(format!("{flag} {value:?}: {e}")))
+    parse_flag(flag, value).map_err(Error::Usage)
 }
 
 /// Where `migrate export`'s dump comes from (`manifest.source.db_source`, docs/migrate.md);

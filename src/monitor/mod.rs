@@ -53,13 +53,9 @@ use output::{Event, Format, Out};
 use state::{Stage, Track};
 
 fn duration_flag(flag: &str, s: &str) -> Result<Duration> {
-    match crate::duration::parse_duration(s) {
-        Ok(Some(d)) => Ok(d),
-        Ok(None) => Err(Error::Usage(format!(
-            "{flag} {s:?}: must be longer than 0, e.g. 90m"
-        ))),
-        Err(e) => Err(Error::Usage(format!("{flag} {s:?}: {e}"))),
-    }
+    crate::duration::parse_flag(flag, s)
+        .map_err(Error::Usage)?
+        .ok_or_else(|| Error::Usage(format!("{flag} {s:?}: must be longer than 0, e.g. 90m")))
 }
 
 /// What one poll (or a failure follow-up) tells the loop.
