@@ -23,6 +23,8 @@
 //!
 //! Runs until killed. Exit status 1 on errors (database unreachable, port taken).
 
+pub mod agents;
+pub mod real;
 pub mod rest;
 pub mod seed;
 
@@ -60,6 +62,18 @@ pub struct Node0Args {
     /// Exit (closing the port) after answering this many requests.
     #[arg(long)]
     pub die_after_requests: Option<u64>,
+    /// Node 0 is the REAL assisted-service (REST mode, on --db-url), driven through a compact
+    /// install by the real agent-installer client and host stand-ins, held just before node 0
+    /// reboots (see the `real` module). --hosts: 1 (SNO) or at least 3.
+    #[arg(long, conflicts_with_all = ["events", "schema_version", "die_after_requests"])]
+    pub real: bool,
+    /// With --real: directory of `assisted-service`, `agent-installer-client` and `versions`
+    /// (default $AGENT_DAY2_REAL_BIN, else scripts/real-components.sh's output).
+    #[arg(long, value_name = "DIR", requires = "real")]
+    pub bin_dir: Option<PathBuf>,
+    /// With --real: give up when the install is not held within this time.
+    #[arg(long, default_value = "10m", value_parser = crate::boot::parse_duration, requires = "real")]
+    pub timeout: std::time::Duration,
 }
 
 pub use rest::Snapshot;
@@ -125,7 +139,7 @@ pub fn prepare_db(args: &Node0Args) -> anyhow::Result<()> {
 pub const KEY_FILE: &str = "auth-key.pk8";
 
 /// Creates `path` with mode 0600 holding `data` (replacing an old file: temp file + rename).
-fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
     let _ = std::fs::remove_file(&tmp);
     let mut f = std::fs::OpenOptions::new()
@@ -165,6 +179,19 @@ pub fn run_sync(args: Node0Args) -> i32 {
 fn run(args: Node0Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
     let _ = std::fs::remove_file(args.dir.join("ready"));
+    if args.real {
+        return real::run(&real::RealOpts {
+            dir: args.dir.clone(),
+            listen: args.listen,
+            db_url: args.db_url.clone(),
+            hosts: args.hosts,
+            bin_dir: args
+                .bin_dir
+                .clone()
+                .unwrap_or_else(crate::noderun::default_bin_dir),
+            timeout: args.timeout,
+        });
+    }
     prepare_db(&args)?;
     let snap = read_snapshot(&args.db_url)?;
     anyhow::ensure!(!snap.clusters.is_empty(), "the source database holds no cluster");
