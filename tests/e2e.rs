@@ -20,6 +20,7 @@ mod info;
 mod krew;
 mod migrate;
 mod migrate_export;
+mod migrate_real;
 mod monitor;
 mod plugin_dispatch;
 mod real_apiserver;

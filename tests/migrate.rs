@@ -40,7 +40,7 @@ fn require_ready() {
 
 /// Which CRDs cluster 0 serves for the assisted-service and Hive kinds.
 #[derive(Clone, Copy)]
-enum Crds {
+pub(crate) enum Crds {
     /// None: `migrate import` must find them missing.
     None,
     /// Generated permissive stand-ins (right names, scope, status subresource).
@@ -90,7 +90,17 @@ impl Env {
         .unwrap();
         let dst_pg = Postgres::start(&tmp.path().join("dst-db"), lo).unwrap();
         dst_pg.create_db("installer", "admin").unwrap();
-        node0schema::create(&dst_pg.url("installer"), node0schema::DEFAULT_SCHEMA_VERSION).unwrap();
+        if node0_args.contains(&"--real") {
+            // Cluster 0's database as its real assisted-service leaves it after its first start.
+            agent_day2_sim::node0::real::migrate_schema(
+                &agent_day2_sim::noderun::default_bin_dir(),
+                &dst_pg.url_as("admin", "installer"),
+                &tmp.path().join("dst-schema"),
+            )
+            .unwrap();
+        } else {
+            node0schema::create(&dst_pg.url("installer"), node0schema::DEFAULT_SCHEMA_VERSION).unwrap();
+        }
         let volumes = tmp.path().join("volumes");
         let db_url = dst_pg.url_as("admin", "installer");
         let mut args: Vec<String> = vec![
@@ -241,7 +251,7 @@ fn b64(v: &Value) -> Vec<u8> {
 
 #[test]
 fn export_import_wait_then_reruns_and_an_interrupted_run() {
-    full_run(Crds::Permissive);
+    full_run(Crds::Permissive, &[]);
 }
 
 /// The same flow against assisted-service's own CRDs (strict schemas: what import creates must
@@ -252,12 +262,16 @@ fn export_import_wait_then_reruns_and_an_interrupted_run() {
     ignore = "needs assisted-service's CRDs: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
 )]
 fn export_import_wait_against_assisted_services_own_crds() {
-    full_run(Crds::Upstream);
+    full_run(Crds::Upstream, &[]);
 }
 
-fn full_run(crds: Crds) {
+/// export, import (dry run, killed after the database and after the Agents, resumed), wait,
+/// and what cluster 0 holds afterwards. `node0_args`: `[]` (the simulated node 0) or
+/// `["--real"]` (the real assisted-service, tests/migrate_real.rs).
+pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) {
     require_ready();
-    let e = Env::start_with(&[], crds);
+    let e = Env::start_with(node0_args, crds);
+    let target_migrations = node0schema::migration_ids(&e.dst_url()).unwrap();
     let bundle = e.path("bundle");
     let t = Instant::now();
     let out = e.export(&bundle);
@@ -427,11 +441,9 @@ fn full_run(crds: Crds) {
             "rows of {t}"
         );
     }
-    let mut own = node0schema::migration_ids_of(node0schema::DEFAULT_SCHEMA_VERSION);
-    own.sort();
     assert_eq!(
         node0schema::migration_ids(&e.dst_url()).unwrap(),
-        own,
+        target_migrations,
         "the target keeps its migrations"
     );
     assert_eq!(

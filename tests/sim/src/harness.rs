@@ -337,11 +337,12 @@ pub struct Node0 {
 
 impl Node0 {
     /// Runs `agent-day2-sim node0 --dir DIR --listen LISTEN --db-url DB_URL ARGS...` (`dir` is
-    /// created; output to `DIR/node0.log`) and waits up to 120 s for `DIR/ready`.
+    /// created; output to `DIR/node0.log`) and waits up to 120 s for `DIR/ready` (900 s with
+    /// `--real`: the real service is driven through an install first).
     ///
     /// `listen`: `IP:PORT`, e.g. `192.168.111.80:8090` (port 0: a free one; read [`Node0::url`]).
     /// `args`: more flags, e.g. `["--hosts", "50", "--events", "10000"]`,
-    /// `["--die-after-requests", "5"]`, `["--schema-version", "20250101000000"]`.
+    /// `["--die-after-requests", "5"]`, `["--schema-version", "20250101000000"]`, `["--real"]`.
     /// The database at `db_url` gets the tables when it has none and is filled when `clusters`
     /// is empty (see [`crate::node0`]).
     ///
@@ -366,7 +367,10 @@ impl Node0 {
             dir: dir.to_path_buf(),
             child: Some(child),
         };
-        let deadline = Instant::now() + Duration::from_secs(120);
+        // A real node 0 (`--real`) drives an install first (about 90 s here; its own --timeout
+        // bounds it).
+        let wait = if args.contains(&"--real") { 900 } else { 120 };
+        let deadline = Instant::now() + Duration::from_secs(wait);
         loop {
             if let Ok(ready) = std::fs::read_to_string(dir.join("ready")) {
                 n.url = ready.lines().next().unwrap_or("").to_string();
@@ -377,7 +381,7 @@ impl Node0 {
                 anyhow::bail!("agent-day2-sim node0 exited with {st} before ready:\n{}", n.log());
             }
             if Instant::now() > deadline {
-                anyhow::bail!("agent-day2-sim node0 not ready after 120 s:\n{}", n.log());
+                anyhow::bail!("agent-day2-sim node0 not ready after {wait} s:\n{}", n.log());
             }
             std::thread::sleep(Duration::from_millis(50));
         }

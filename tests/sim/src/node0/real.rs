@@ -425,63 +425,14 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
         real.join("bin").display()
     );
 
-    let port = if o.listen.port() == 0 {
-        free_port(o.listen.ip())?
-    } else {
-        o.listen.port()
-    };
-    let host = match o.listen.ip() {
-        IpAddr::V6(a) => format!("[{a}]"),
-        a => a.to_string(),
-    };
-    let service_host = format!("{host}:{port}");
-    let base = format!("http://{service_host}");
-    let log = real.join("service.log");
-    let lf = std::fs::File::create(&log)?;
-    let mut cmd = Command::new(o.bin_dir.join("assisted-service"));
-    cmd.arg("--port")
-        .arg(port.to_string())
-        .current_dir(real.join("data"))
-        .env_clear()
-        .env("PATH", &path)
-        .env("HOME", real.join("data"))
-        .envs(service_env(
-            &db,
-            &pub_b64,
-            &tokens,
-            &service_host,
-            &real.join("data"),
-        ))
-        .stdin(Stdio::null())
-        .stdout(lf.try_clone()?)
-        .stderr(lf);
-    die_with_parent(&mut cmd);
-    let mut svc = Service {
-        child: cmd
-            .spawn()
-            .with_context(|| format!("starting {}", o.bin_dir.join("assisted-service").display()))?,
-        log,
-    };
+    let (mut svc, base) = spawn_service(&o.bin_dir, &db, o.listen, &real, &path, &tokens, &pub_b64)?;
     eprintln!(
         "node0: real assisted-service {version} on {base} (log {})",
         svc.log.display()
     );
-
     let api = Api::new(&base, &tokens);
     let deadline = Instant::now() + o.timeout;
-    loop {
-        svc.check()?;
-        if let Ok((200, _)) = api.user("GET", "/clusters", None) {
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "assisted-service did not answer on {base} in time; its log ends:\n{}",
-                svc.tail()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_answering(&mut svc, &api, &base, deadline)?;
     for step in ["registerCluster", "registerInfraEnv"] {
         client(o, &real, &path, &base, &tokens.user, step)?;
     }
@@ -568,6 +519,93 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
         svc.check()?;
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// Starts `BIN/assisted-service --port PORT` (port 0 of `listen`: a free one) with
+/// [`service_env`] for the database `db`, `WORK_DIR` `real/data/`, log `real/service.log`.
+/// Returns the running service and its base URL (`http://IP:PORT`).
+fn spawn_service(
+    bin_dir: &Path,
+    db: &DbUrl,
+    listen: SocketAddr,
+    real: &Path,
+    path: &str,
+    tokens: &Tokens,
+    pub_b64: &str,
+) -> anyhow::Result<(Service, String)> {
+    let port = if listen.port() == 0 {
+        free_port(listen.ip())?
+    } else {
+        listen.port()
+    };
+    let host = match listen.ip() {
+        IpAddr::V6(a) => format!("[{a}]"),
+        a => a.to_string(),
+    };
+    let service_host = format!("{host}:{port}");
+    let data = real.join("data");
+    std::fs::create_dir_all(&data)?;
+    let log = real.join("service.log");
+    let lf = std::fs::File::create(&log)?;
+    let mut cmd = Command::new(bin_dir.join("assisted-service"));
+    cmd.arg("--port")
+        .arg(port.to_string())
+        .current_dir(&data)
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", &data)
+        .envs(service_env(db, pub_b64, tokens, &service_host, &data))
+        .stdin(Stdio::null())
+        .stdout(lf.try_clone()?)
+        .stderr(lf);
+    die_with_parent(&mut cmd);
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", bin_dir.join("assisted-service").display()))?;
+    Ok((Service { child, log }, format!("http://{service_host}")))
+}
+
+/// Waits until the service answers `GET /clusters` with 200 (its migrations have run).
+fn wait_answering(svc: &mut Service, api: &Api, base: &str, deadline: Instant) -> anyhow::Result<()> {
+    loop {
+        svc.check()?;
+        if let Ok((200, _)) = api.user("GET", "/clusters", None) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "assisted-service did not answer on {base} in time; its log ends:\n{}",
+                svc.tail()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Gives the database at `db_url` the schema of the real assisted-service in `bin_dir`, as
+/// cluster 0's service leaves it after its first start: the service is started in REST mode on
+/// it (a free port of 127.0.0.1, files under `work`), runs its own migrations, answers once and
+/// is stopped. Errors: the binaries missing, the database unreachable, no answer in 120 s.
+pub fn migrate_schema(bin_dir: &Path, db_url: &str, work: &Path) -> anyhow::Result<()> {
+    crate::noderun::service_version(bin_dir).map_err(anyhow::Error::msg)?;
+    let db = parse_db_url(db_url)?;
+    std::fs::create_dir_all(work)?;
+    let k = rcgen::KeyPair::generate()?;
+    let sign = |scheme: &str| {
+        crate::boot::jwt::sign(&json!({"auth_scheme": scheme}), &k.serialize_der())
+            .map_err(anyhow::Error::msg)
+    };
+    let tokens = Tokens {
+        user: sign("userAuth")?,
+        agent: sign("agentAuth")?,
+        watcher: sign("watcherAuth")?,
+    };
+    use base64::Engine;
+    let pub_b64 = base64::engine::general_purpose::STANDARD.encode(k.public_key_pem());
+    let listen: SocketAddr = "127.0.0.1:0".parse()?;
+    let (mut svc, base) = spawn_service(bin_dir, &db, listen, work, "/usr/bin:/bin", &tokens, &pub_b64)?;
+    let api = Api::new(&base, &tokens);
+    wait_answering(&mut svc, &api, &base, Instant::now() + Duration::from_secs(120))
 }
 
 /// `cluster STATUS (INFO); NAME=STATUS[/STAGE][/bootstrap], ...`.
