@@ -461,6 +461,24 @@ pub fn sql_literal(s: &str) -> Result<String, Error> {
     Ok(format!("'{}'", s.replace('\'', "''")))
 }
 
+/// `'a', 'b'` of ids, each a quoted SQL literal (errors: a NUL in an id).
+fn id_list<'a>(ids: impl IntoIterator<Item = &'a String>) -> Result<String, Error> {
+    Ok(ids
+        .into_iter()
+        .map(|s| sql_literal(s))
+        .collect::<Result<Vec<_>, _>>()?
+        .join(", "))
+}
+
+/// `('h', 'ie'), ...` of host keys (host id, infra-env id), quoted SQL literals.
+fn host_key_list(keys: &BTreeSet<(String, String)>) -> Result<String, Error> {
+    Ok(keys
+        .iter()
+        .map(|(h, ie)| Ok(format!("({}, {})", sql_literal(h)?, sql_literal(ie)?)))
+        .collect::<Result<Vec<_>, Error>>()?
+        .join(", "))
+}
+
 /// The UPDATEs appended to the restore (docs/migrate.md "Node 0 and cluster 0": the controllers find the
 /// rows by these keys; ABI leaves them empty): the cluster row gets `kube_key_name` =
 /// ClusterDeployment name and `kube_key_namespace` = `ns`; the infra-envs and hosts this
@@ -480,29 +498,66 @@ pub fn kube_key_sql(
         "-- agent-day2 migrate import: kube keys for the controllers of cluster 0\n\
          UPDATE public.clusters SET kube_key_name = {name}, kube_key_namespace = {nsl} WHERE id::text = {cid};\n"
     );
-    let ies = restored
-        .infra_env_ids
-        .iter()
-        .map(|s| sql_literal(s))
-        .collect::<Result<Vec<_>, _>>()?;
+    let ies = id_list(&restored.infra_env_ids)?;
     if !ies.is_empty() {
         sql.push_str(&format!(
-            "UPDATE public.infra_envs SET kube_key_namespace = {nsl} WHERE id::text IN ({});\n",
-            ies.join(", ")
+            "UPDATE public.infra_envs SET kube_key_namespace = {nsl} WHERE id::text IN ({ies});\n"
         ));
     }
-    let hosts = restored
-        .host_keys
-        .iter()
-        .map(|(h, ie)| Ok(format!("({}, {})", sql_literal(h)?, sql_literal(ie)?)))
-        .collect::<Result<Vec<_>, Error>>()?;
+    let hosts = host_key_list(&restored.host_keys)?;
     if !hosts.is_empty() {
         sql.push_str(&format!(
-            "UPDATE public.hosts SET kube_key_namespace = {nsl} WHERE (id::text, infra_env_id::text) IN ({});\n",
-            hosts.join(", ")
+            "UPDATE public.hosts SET kube_key_namespace = {nsl} WHERE (id::text, infra_env_id::text) IN ({hosts});\n"
         ));
     }
     Ok(sql)
+}
+
+/// The UPDATEs that record, in the same transaction as the rows, what is true on cluster 0 when
+/// import runs (docs/migrate.md "Node 0 and cluster 0"): the cluster is installed. Node 0's
+/// database never says so (its service stops with node 0's reboot while the cluster is
+/// `installing`), and cluster 0's service, finding `installing`, would run the install monitor on
+/// a finished cluster and time its hosts out. So the cluster row becomes `installed` ("Cluster
+/// is installed", `install_completed_at` and `status_updated_at` now, progress 100 %) and each
+/// host this restore wrote (`restored.host_keys`) `installed` at stage `Done` ("Done", 100 %), as
+/// assisted-service's own state machine leaves them (internal/cluster/common.go,
+/// internal/host/host.go of assisted-service). Rows already `installed` are left alone. The
+/// restored infra-envs lose node 0's ISO URL (`download_url`, node 0's image service).
+pub fn installed_sql(cluster_id: &str, restored: &restore::Checked) -> Result<String, Error> {
+    let cid = sql_literal(cluster_id)?;
+    let mut sql = format!(
+        "-- agent-day2 migrate import: cluster 0 is installed\n\
+         UPDATE public.clusters SET status = 'installed', status_info = 'Cluster is installed', \
+         status_updated_at = now(), install_completed_at = now(), progress_total_percentage = 100 \
+         WHERE id::text = {cid} AND status IS DISTINCT FROM 'installed';\n"
+    );
+    // Node 0's discovery ISO URL (its image service, gone with node 0): cluster 0's service
+    // would copy it into the InfraEnv's status as the ISO to boot.
+    let ies = id_list(&restored.infra_env_ids)?;
+    if !ies.is_empty() {
+        sql.push_str(&format!(
+            "UPDATE public.infra_envs SET download_url = '' WHERE id::text IN ({ies});\n"
+        ));
+    }
+    let hosts = host_key_list(&restored.host_keys)?;
+    if !hosts.is_empty() {
+        sql.push_str(&format!(
+            "UPDATE public.hosts SET status = 'installed', status_info = 'Done', status_updated_at = now(), \
+             progress_current_stage = 'Done', progress_installation_percentage = 100, progress_stage_updated_at = now() \
+             WHERE (id::text, infra_env_id::text) IN ({hosts}) AND status IS DISTINCT FROM 'installed';\n"
+        ));
+    }
+    Ok(sql)
+}
+
+/// What the restore stream appends after the rows: [`kube_key_sql`] then [`installed_sql`].
+pub fn after_rows_sql(
+    cluster_id: &str,
+    cd_name: &str,
+    ns: &str,
+    restored: &restore::Checked,
+) -> Result<String, Error> {
+    Ok(kube_key_sql(cluster_id, cd_name, ns, restored)? + &installed_sql(cluster_id, restored)?)
 }
 
 /// The manifest's infra-env and host ids must each have a row in the dump (restored: of this
@@ -1203,7 +1258,7 @@ impl Importer<'_> {
         // is built from what the dump holds: built here too, so whatever it refuses (an id
         // holding the block's dollar-quote tag, a NUL) is refused before any change.
         restore::verify_sql(&scope, &found)?;
-        kube_key_sql(
+        after_rows_sql(
             &m.cluster.id,
             &cd_name(&self.plan, &self.bundle),
             &self.ns,
@@ -1819,7 +1874,7 @@ impl Importer<'_> {
                 &mut dump,
                 &scope,
                 &expect,
-                &|c| kube_key_sql(&cid, &cdn, &ns, c),
+                &|c| after_rows_sql(&cid, &cdn, &ns, c),
                 w,
                 &mut checked,
             );
@@ -2603,6 +2658,21 @@ mod tests {
         let mut have = cd.desired.clone();
         have["metadata"]["annotations"] = json!({});
         assert!(first_difference(&comparable(cd), &have, "").is_some());
+    }
+
+    #[test]
+    fn installed_sql_marks_the_cluster_and_the_restored_hosts_installed() {
+        let mut restored = restore::Checked::default();
+        restored.host_keys.insert(("h'1".into(), "ie-1".into()));
+        let sql = installed_sql("c-1", &restored).unwrap();
+        assert!(sql.contains(
+            "UPDATE public.clusters SET status = 'installed', status_info = 'Cluster is installed'"
+        ));
+        assert!(sql.contains("WHERE id::text = 'c-1' AND status IS DISTINCT FROM 'installed'"));
+        assert!(sql.contains("progress_current_stage = 'Done'"));
+        assert!(sql.contains("IN (('h''1', 'ie-1'))"));
+        let none = installed_sql("c", &restore::Checked::default()).unwrap();
+        assert!(!none.contains("public.hosts"));
     }
 
     #[test]

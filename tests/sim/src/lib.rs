@@ -7,6 +7,7 @@
 pub mod api;
 pub mod baseiso;
 pub mod boot;
+pub mod cluster0svc;
 pub mod files;
 pub mod harness;
 pub mod kubeconfig;

@@ -7,7 +7,8 @@
 //! - `agent-day2-sim csr --dir DIR --bootstrapper --node NAME`: one client CSR with the
 //!   node-bootstrapper token (a rogue one, for approve's tests)
 //! - `agent-day2-sim node0 --dir DIR --listen IP:PORT --db-url URL [--hosts N] [--events N]
-//!   [--schema-version V] [--die-after-requests N]` (see `node0` module)
+//!   [--schema-version V] [--die-after-requests N]`, or `--real [--bin-dir DIR] [--timeout D]`
+//!   (the real assisted-service; see `node0` and `node0::real`)
 //! - `agent-day2-sim postgres --dir DIR [--listen IP] [--port N] [--db NAME] [--owner ROLE]`
 //!   (a real PostgreSQL server for node 0's or cluster 0's database, see [`run_postgres`])
 //!
@@ -107,7 +108,8 @@ enum Cmd {
     /// Node 0's ephemeral assisted-service after a finished install (the source of `migrate
     /// export`): fills the PostgreSQL database at --db-url (tables created when missing), serves
     /// the REST v2 API from those rows on --listen (userAuth; token in DIR/user-token), writes
-    /// DIR/ready (the base URL). Runs until killed.
+    /// DIR/ready (the base URL). Runs until killed. With --real: the real assisted-service,
+    /// driven through a compact install up to the state before node 0 reboots.
     Node0(agent_day2_sim::node0::Node0Args),
     /// A real PostgreSQL server (Debian's, /usr/lib/postgresql/*/bin; run as the `postgres`
     /// user when root) with data in DIR/pgdata, log in DIR/postgres.log, trust authentication:
@@ -275,6 +277,10 @@ fn main() {
     match raw.get(1).map(String::as_str) {
         Some("podman") => std::process::exit(agent_day2_sim::noderun::podman::main(&raw[2..])),
         Some("discovery-agent") => std::process::exit(agent_day2_sim::noderun::agent::main(&raw[2..])),
+        // node 0's `oc` (node0 --real, cluster0svc); the run-node machines' tools.
+        Some("standin") if raw.get(2).map(String::as_str) == Some("oc") => {
+            std::process::exit(agent_day2_sim::node0::real::oc_standin(&raw[3..]))
+        }
         Some("standin") => std::process::exit(agent_day2_sim::noderun::agent::standin(&raw[2..])),
         _ => {}
     }

@@ -5,8 +5,9 @@
 //! - [`Api::register`]: `POST /infra-envs/{id}/hosts` `{host_id, discovery_agent_version}`;
 //! - [`Api::answer_steps`]: `GET .../instructions`, then one `POST .../instructions` reply per
 //!   step (`{step_id, step_type, exit_code: 0, output, error}`) with what a KVM machine of
-//!   [`inventory`]'s hardware reports (replies the service accepted on first contact,
-//!   docs/experiments/node0-real/README.md);
+//!   [`inventory`]'s hardware reports (shapes the real service took on first contact: the
+//!   connectivity-check request is a bare list of hosts, the disk-speed step's last argument
+//!   its timeout, the wildcard DNS probe must not resolve);
 //! - [`install`]: the install stages (`PUT .../progress`) in the order upstream's installer
 //!   reports them, and a host logs archive (`POST /clusters/{id}/logs?logs_type=host`, form
 //!   field `upfile`, then `PUT .../logs-progress` `completed`) before each host's reboot.
@@ -20,8 +21,21 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use super::real::{Tokens, API_BASE};
 use super::seed;
+
+/// API base path of the REST v2 API.
+pub const API_BASE: &str = "/api/assisted-install/v2";
+
+/// The three tokens the agent-based installer mints (ES256, claim `auth_scheme` only, no `exp`).
+#[derive(Debug, Clone)]
+pub struct Tokens {
+    /// `{"auth_scheme":"userAuth"}`: header `Authorization: <token>`.
+    pub user: String,
+    /// `{"auth_scheme":"agentAuth"}`: header `X-Secret-Key: <token>`.
+    pub agent: String,
+    /// `{"auth_scheme":"watcherAuth"}`.
+    pub watcher: String,
+}
 
 /// The hosts' network interface name.
 pub const NIC: &str = "enp1s0";

@@ -1,6 +1,10 @@
 //! `agent-day2-sim node0`: node 0's ephemeral assisted-service after a finished agent-based
 //! install, the source of `oc agent-day2 migrate export` (contract: docs/migrate.md "The migration
-//! contract").
+//! contract"). With `--real`, the REAL assisted-service instead, driven to the state node 0
+//! really holds ([`real`]); without, the hand-written stand-in below (schema
+//! [`crate::node0schema`], rows [`seed`], REST [`rest`]), kept for the tests that need what the
+//! real one cannot give quickly (thousands of hosts and events, a node 0 dying mid-export, a
+//! newer schema).
 //!
 //! 1. The database at `--db-url` (a real PostgreSQL, see [`crate::postgres`]) gets the
 //!    assisted-service tables ([`crate::node0schema::create`] with `--schema-version`) unless
@@ -24,13 +28,12 @@
 //! Runs until killed. Exit status 1 on errors (database unreachable, port taken).
 
 pub mod agents;
+pub mod keys;
 pub mod real;
 pub mod rest;
 pub mod seed;
 
-use std::io::Write;
 use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -76,6 +79,7 @@ pub struct Node0Args {
     pub timeout: std::time::Duration,
 }
 
+pub use keys::{mint_token, KEY_FILE};
 pub use rest::Snapshot;
 
 /// Reads every table of [`crate::node0schema::TABLES`] at `url`.
@@ -135,36 +139,6 @@ pub fn prepare_db(args: &Node0Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The signing key's file in `--dir` (PKCS#8 DER, mode 0600).
-pub const KEY_FILE: &str = "auth-key.pk8";
-
-/// Creates `path` with mode 0600 holding `data` (replacing an old file: temp file + rename).
-pub(crate) fn write_private(path: &std::path::Path, data: &[u8]) -> anyhow::Result<()> {
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    f.write_all(data)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-/// Signs `claims` (a JSON object) with the key of the node 0 simulator whose `--dir` is `dir`
-/// (`DIR/auth-key.pk8`): an ES256 JWT that simulator verifies, e.g.
-/// `{"auth_scheme":"agentAuth"}` or `{"auth_scheme":"userAuth","exp":1}` for tests of its
-/// refusals. Errors: no key file (the simulator has not started), or a key that is not P-256.
-pub fn mint_token(dir: &std::path::Path, claims: &Value) -> anyhow::Result<String> {
-    let p = dir.join(KEY_FILE);
-    let der = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
-    crate::boot::jwt::sign(claims, &der).map_err(anyhow::Error::msg)
-}
-
 /// Runs the command (blocking; a tokio runtime of its own). Returns the exit status.
 pub fn run_sync(args: Node0Args) -> i32 {
     match run(args) {
@@ -198,9 +172,9 @@ fn run(args: Node0Args) -> anyhow::Result<()> {
     // The agent installer's key pair: the public half is what assisted-service verifies with.
     let k = rcgen::KeyPair::generate()?;
     let public = crate::boot::jwt::public_key(&k.public_key_pem()).map_err(anyhow::Error::msg)?;
-    write_private(&args.dir.join(KEY_FILE), &k.serialize_der())?;
+    keys::write_private(&args.dir.join(KEY_FILE), &k.serialize_der())?;
     let token = mint_token(&args.dir, &serde_json::json!({"auth_scheme": "userAuth"}))?;
-    write_private(&args.dir.join("user-token"), token.as_bytes())?;
+    keys::write_private(&args.dir.join("user-token"), token.as_bytes())?;
     let api = Arc::new(rest::Node0Api::new(snap, public));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -49,11 +49,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
-use super::agents::{Api, Host};
+use super::agents::{Api, Host, Tokens, API_BASE};
 use super::seed;
-
-/// API base path of the REST v2 API.
-pub const API_BASE: &str = "/api/assisted-install/v2";
 
 /// The release's major.minor in `RELEASE_IMAGES` and `OS_IMAGES`.
 const MAJOR_MINOR: &str = "4.18";
@@ -129,12 +126,7 @@ pub fn service_env(
     work_dir: &Path,
 ) -> Vec<(String, String)> {
     let v = seed::OPENSHIFT_VERSION;
-    let hw = json!([{"version": "default",
-        "master": {"cpu_cores": 4, "ram_mib": 16384, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 100, "packet_loss_percentage": 0},
-        "arbiter": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 50, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 1000, "packet_loss_percentage": 0},
-        "worker": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 1000, "packet_loss_percentage": 10},
-        "sno": {"cpu_cores": 8, "ram_mib": 16384, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10},
-        "edge-worker": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 15, "installation_disk_speed_threshold_ms": 10}}]);
+    let hw = hw_requirements();
     let release = json!([{"openshift_version": MAJOR_MINOR, "cpu_architecture": "x86_64", "cpu_architectures": ["x86_64"],
         "url": seed::RELEASE_IMAGE, "version": v}]);
     let os = json!([{"openshift_version": MAJOR_MINOR, "cpu_architecture": "x86_64",
@@ -186,15 +178,16 @@ pub fn service_env(
     env
 }
 
-/// The three tokens the agent-based installer mints (ES256, claim `auth_scheme` only, no `exp`).
-#[derive(Debug, Clone)]
-pub struct Tokens {
-    /// `{"auth_scheme":"userAuth"}`: header `Authorization: <token>`.
-    pub user: String,
-    /// `{"auth_scheme":"agentAuth"}`: header `X-Secret-Key: <token>`.
-    pub agent: String,
-    /// `{"auth_scheme":"watcherAuth"}`.
-    pub watcher: String,
+/// `HW_VALIDATOR_REQUIREMENTS` as the agent-based installer's env template and the infrastructure
+/// operator's ConfigMap give it (one `default` version: masters 4 cores, 16 GiB, 100 GB; workers
+/// 2 cores, 8 GiB, 100 GB; SNO 8 cores, 16 GiB).
+pub fn hw_requirements() -> Value {
+    json!([{"version": "default",
+        "master": {"cpu_cores": 4, "ram_mib": 16384, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 100, "packet_loss_percentage": 0},
+        "arbiter": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 50, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 1000, "packet_loss_percentage": 0},
+        "worker": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10, "network_latency_threshold_ms": 1000, "packet_loss_percentage": 10},
+        "sno": {"cpu_cores": 8, "ram_mib": 16384, "disk_size_gb": 100, "installation_disk_speed_threshold_ms": 10},
+        "edge-worker": {"cpu_cores": 2, "ram_mib": 8192, "disk_size_gb": 15, "installation_disk_speed_threshold_ms": 10}}])
 }
 
 /// The agent-based installer's ZTP manifests for `hosts` hosts (1: SNO; else three control-plane
@@ -312,6 +305,23 @@ pub fn oc_standin(args: &[String]) -> i32 {
     }
 }
 
+/// Writes `DIR/oc`, a script running [`oc_standin`] through `sim_exe` (the agent-day2-sim
+/// binary): put `DIR` first on the PATH of a program that calls `oc`.
+pub fn write_oc_standin(dir: &Path, sim_exe: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let oc = dir.join("oc");
+    std::fs::write(
+        &oc,
+        format!(
+            "#!/bin/sh\n# oc stand-in of agent-day2-sim (node0::real::oc_standin)\nexec {} standin oc \"$@\"\n",
+            sim_exe.display()
+        ),
+    )?;
+    std::fs::set_permissions(&oc, std::fs::Permissions::from_mode(0o755))?;
+    Ok(())
+}
+
 /// Options of a real node 0 (from `node0 --real`'s flags).
 #[derive(Debug, Clone)]
 pub struct RealOpts {
@@ -395,31 +405,21 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
     }
     // The agent installer's key pair and tokens.
     let k = rcgen::KeyPair::generate()?;
-    super::write_private(&o.dir.join(super::KEY_FILE), &k.serialize_der())?;
-    let mint = |scheme: &str| super::mint_token(&o.dir, &json!({"auth_scheme": scheme}));
+    super::keys::write_private(&o.dir.join(super::keys::KEY_FILE), &k.serialize_der())?;
+    let mint = |scheme: &str| super::keys::mint_token(&o.dir, &json!({"auth_scheme": scheme}));
     let tokens = Tokens {
         user: mint("userAuth")?,
         agent: mint("agentAuth")?,
         watcher: mint("watcherAuth")?,
     };
-    super::write_private(&o.dir.join("user-token"), tokens.user.as_bytes())?;
+    super::keys::write_private(&o.dir.join("user-token"), tokens.user.as_bytes())?;
     use base64::Engine;
     let pub_b64 = base64::engine::general_purpose::STANDARD.encode(k.public_key_pem());
 
     for (name, text) in manifests(o.hosts) {
         std::fs::write(real.join("manifests").join(name), text)?;
     }
-    let exe = std::env::current_exe()?;
-    let oc = real.join("bin/oc");
-    std::fs::write(
-        &oc,
-        format!(
-            "#!/bin/sh\n# oc stand-in of agent-day2-sim node0 --real\nexec {} standin oc \"$@\"\n",
-            exe.display()
-        ),
-    )?;
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&oc, std::fs::Permissions::from_mode(0o755))?;
+    write_oc_standin(&real.join("bin"), &std::env::current_exe()?)?;
     let path = format!(
         "{}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
         real.join("bin").display()
@@ -463,41 +463,34 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
     }
     // Discovery: hosts answer steps until the cluster is ready.
     let mut last = String::new();
-    loop {
-        progress("a ready cluster", &mut svc)?;
-        api.answer_steps(&ie, &hosts)?;
-        let (_, c) = api.user("GET", &format!("/clusters/{cid}"), None)?;
-        let now = status_line(&c);
-        if now != last {
-            eprintln!("node0: {now}");
-            last = now;
+    let mut drive = |what: &str, done: &dyn Fn(&Value) -> bool, svc: &mut Service| -> anyhow::Result<()> {
+        loop {
+            progress(what, svc)?;
+            api.answer_steps(&ie, &hosts)?;
+            let (_, c) = api.user("GET", &format!("/clusters/{cid}"), None)?;
+            let now = status_line(&c);
+            if now != last {
+                eprintln!("node0: {now}");
+                last = now;
+            }
+            if done(&c) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_secs(1));
         }
-        if c["status"] == "ready" {
-            break;
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
+    };
+    drive("a ready cluster", &|c| c["status"] == "ready", &mut svc)?;
     let (code, b) = api.user("POST", &format!("/clusters/{cid}/actions/install"), None)?;
     if code != 202 {
         bail!("the real service refused actions/install: HTTP {code} {b}");
     }
-    loop {
-        progress("installing", &mut svc)?;
-        api.answer_steps(&ie, &hosts)?;
-        let (_, c) = api.user("GET", &format!("/clusters/{cid}"), None)?;
-        let now = status_line(&c);
-        if now != last {
-            eprintln!("node0: {now}");
-            last = now;
-        }
-        let all_installing = c["hosts"]
+    let installing = |c: &Value| {
+        let hosts_installing = c["hosts"]
             .as_array()
             .is_some_and(|hs| !hs.is_empty() && hs.iter().all(|h| h["status"] == "installing"));
-        if c["status"] == "installing" && all_installing {
-            break;
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
+        c["status"] == "installing" && hosts_installing
+    };
+    drive("installing", &installing, &mut svc)?;
     let (_, c) = api.user("GET", &format!("/clusters/{cid}"), None)?;
     let bootstrap = c["hosts"]
         .as_array()

@@ -1018,7 +1018,6 @@ pub fn standin(args: &[String]) -> i32 {
         "fio" => fio(rest),
         "nmap" => nmap(rest),
         "assisted-installer" => installer(rest),
-        "oc" => crate::node0::real::oc_standin(rest),
         other => {
             eprintln!("standin: no stand-in for {other}");
             127
