@@ -186,6 +186,20 @@ fn real_node0_to_cluster0s_real_service() {
         "a node 0 address is left: {all}"
     );
 
+    // `migrate status` names it as the clients' new address, without the URL's key.
+    let o = e.plugin(&["migrate", "status", r.bundle.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(&format!("Served by: {}", svc.base))
+            || out.contains(&format!("{} (cluster 0", svc.base)),
+        "{out}"
+    );
+    assert!(!out.contains("api_key"), "{out}");
+    let o = e.plugin(&["migrate", "status", r.bundle.to_str().unwrap(), "-o", "json"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["servedBy"], svc.base.as_str(), "{doc}");
+
     // Its REST API serves the cluster, its hosts and every event node 0 had.
     let t = svc.cluster_token(&r.cid).unwrap();
     let (code, c) = svc

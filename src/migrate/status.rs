@@ -60,6 +60,11 @@ pub struct StatusDoc {
     pub objects: BTreeMap<String, Count>,
     /// Rows by table.
     pub rows: BTreeMap<String, Count>,
+    /// Where cluster 0's assisted-service serves the imported cluster, the clients' new address:
+    /// the origin (`scheme://host:port`) of the AgentClusterInstall's
+    /// `status.debugInfo.eventsURL` once cluster 0's controllers have signed it (None: not yet,
+    /// or still node 0's). Only the origin: the URL's `api_key` is a credential.
+    pub served_by: Option<String>,
     /// What could not be read.
     pub errors: Vec<String>,
     /// Counts on cluster 0 that differ from the bundle's (`object Kind`, `table name`; see
@@ -151,6 +156,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Err
         Err(record::ReadError::Kube(e)) => return Err(classify(e, "read", rref, &target)),
     };
     let mut errors = Vec::new();
+    let mut served_by = None;
     let mut objects: BTreeMap<String, Count> = BTreeMap::new();
     for p in &plan {
         let c = objects.entry(p.info.kind.to_string()).or_insert(Count {
@@ -164,7 +170,11 @@ pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Err
             None => Api::all_with(target.client.clone(), &ar),
         };
         match api.get_opt(&p.name).await {
-            Ok(Some(_)) => {
+            Ok(Some(o)) => {
+                if p.info.kind == "AgentClusterInstall" {
+                    let events = o.data["status"]["debugInfo"]["eventsURL"].as_str();
+                    served_by = served_by_origin(events, &bundle.manifest.source.url);
+                }
                 if let Some(n) = c.cluster.as_mut() {
                     *n += 1;
                 }
@@ -235,6 +245,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Err
         record: rec,
         objects,
         rows,
+        served_by,
         errors,
         differing: Vec::new(),
     };
@@ -242,6 +253,27 @@ pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Err
     let out = crate::output::render(args.output, &doc, || table(&doc))?;
     crate::emit(&out);
     Ok(0)
+}
+
+/// The origin (`scheme://host[:port]`) of `events_url` (an AgentClusterInstall's
+/// `status.debugInfo.eventsURL`), unless it is node 0's (`node0_url`, the bundle's source) or
+/// not an http(s) URL. Pure; never returns the query (its `api_key` is a credential).
+pub fn served_by_origin(events_url: Option<&str>, node0_url: &str) -> Option<String> {
+    let u = events_url?;
+    let (scheme, rest) = u.split_once("://")?;
+    if !matches!(scheme, "http" | "https") {
+        return None;
+    }
+    let authority = rest
+        .split(['/', '?', '#'])
+        .next()
+        .filter(|a| !a.is_empty() && !a.contains('@'))?;
+    let origin = format!("{scheme}://{authority}");
+    let node0 = node0_url.trim_end_matches('/');
+    if node0.starts_with(&origin) && node0[origin.len()..].chars().next().is_none_or(|c| c == '/') {
+        return None;
+    }
+    Some(origin)
 }
 
 impl Count {
@@ -305,6 +337,18 @@ pub fn table(d: &StatusDoc) -> String {
         ("Namespace", display(&d.namespace)),
         ("Bundle", d.bundle_sha256.clone()),
         ("Import", phase),
+        (
+            "Served by",
+            match &d.served_by {
+                Some(o) => format!(
+                    "{} (cluster 0's assisted-service; signed events and logs URLs in the \
+                     AgentClusterInstall's status.debugInfo)",
+                    display(o)
+                ),
+                None => "not yet (cluster 0's assisted-service has not reconciled the AgentClusterInstall)"
+                    .to_string(),
+            },
+        ),
     ]);
     s.push_str("\n\n");
     let mut rows: Vec<Vec<String>> = Vec::new();
@@ -364,6 +408,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn served_by_is_cluster_0s_origin_without_the_key() {
+        let n0 = "http://192.168.111.80:8090";
+        let u = "http://192.168.111.81:8090/api/assisted-install/v2/events?api_key=eyJh.x.y&cluster_id=c";
+        assert_eq!(
+            served_by_origin(Some(u), n0).as_deref(),
+            Some("http://192.168.111.81:8090")
+        );
+        let own = "http://192.168.111.80:8090/api/assisted-install/v2/events?api_key=k";
+        assert_eq!(served_by_origin(Some(own), n0), None, "node 0's own URL");
+        assert_eq!(
+            served_by_origin(Some(own), "http://192.168.111.80:80901"),
+            Some("http://192.168.111.80:8090".into())
+        );
+        for bad in ["", "ftp://x/y", "http://", "http://u:p@h/x", "nope"] {
+            assert_eq!(served_by_origin(Some(bad), n0), None, "{bad}");
+        }
+        assert_eq!(served_by_origin(None, n0), None);
+    }
+
+    #[test]
     fn table_shows_counts_and_unknowns() {
         let d = StatusDoc {
             api_version: API_VERSION,
@@ -389,6 +453,7 @@ mod tests {
                     cluster: None,
                 },
             )]),
+            served_by: None,
             errors: vec!["table events: boom".into()],
             differing: vec![],
         };
@@ -479,6 +544,7 @@ mod tests {
                     cluster: None,
                 },
             )]),
+            served_by: None,
             errors: vec![],
             differing: vec![],
         };
@@ -500,6 +566,7 @@ mod tests {
                 "recordIsThisBundle",
                 "objects",
                 "rows",
+                "servedBy",
                 "errors",
                 "differing"
             ]
