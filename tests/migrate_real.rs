@@ -234,3 +234,76 @@ fn real_node0_to_cluster0s_real_service() {
         node0_events.len()
     );
 }
+
+/// SNO (issue 21 item 6): node 0 is the only node, so cluster 0 exists only after node 0's
+/// reboot. The real node 0 of a single-node install is exported as any other (its one host at
+/// `Rebooting`, the SNO stages), and `migrate wait` refuses the bundle (exit 3) saying to let
+/// node 0 reboot and import afterwards, instead of holding that reboot for ever.
+#[test]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
+fn single_node_export_works_and_wait_refuses_to_hold_the_reboot() {
+    use crate::support::cluster::{text, BIN};
+    use agent_day2_sim::harness::Node0;
+    use agent_day2_sim::postgres::Postgres;
+    agent_day2_sim::harness::require_netns();
+    agent_day2_sim::harness::require_postgres();
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    pg.create_db("installer", "admin").unwrap();
+    let n0 = Node0::start(
+        &tmp.path().join("node0"),
+        "192.168.111.80:0",
+        &pg.url("installer"),
+        &["--real", "--hosts", "1"],
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        n0.log()
+            .contains("master-0=installing-in-progress/Rebooting/bootstrap"),
+        "{}",
+        n0.log()
+    );
+    let bundle = tmp.path().join("bundle");
+    let run = |args: &[&str]| {
+        std::process::Command::new(BIN)
+            .args(args)
+            .env_remove("HTTP_PROXY")
+            .env_remove("http_proxy")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let token = n0.token_file.display().to_string();
+    let db = pg.url("installer");
+    let o = run(&[
+        "migrate",
+        "export",
+        "--from",
+        &n0.url,
+        "--token-file",
+        &token,
+        "--db-url",
+        &db,
+        "--out",
+        bundle.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&[
+        "migrate",
+        "wait",
+        bundle.to_str().unwrap(),
+        "--timeout",
+        "5s",
+        "--server",
+        "https://192.168.111.5:6443",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("controlPlaneAgents") && err.contains("single-node") && err.contains("migrate import"),
+        "{err}"
+    );
+}

@@ -20,12 +20,36 @@ const POLL_MAX: Duration = Duration::from_secs(30);
 /// How often the "unreachable, retrying" line is repeated.
 const REPEAT_EVERY: Duration = Duration::from_secs(60);
 
+/// Refuses a bundle whose cluster has one control-plane node (SNO, with or without workers:
+/// the AgentClusterInstall's `spec.provisionRequirements.controlPlaneAgents` is 1). There node 0
+/// is cluster 0's only control-plane node: cluster 0's API, and so its assisted-service, exist
+/// only after node 0 has rebooted (assisted-installer reboots a single node at once,
+/// docs/migrate.md "Node 0 and cluster 0"), so a wait held before that reboot would hold it for
+/// ever. Errors: [`Error::InvalidInput`] (exit 3) saying what to do instead.
+pub fn refuse_single_control_plane(crs: &[serde_json::Value]) -> Result<(), Error> {
+    let single = crs.iter().any(|o| {
+        o["kind"] == "AgentClusterInstall" && o["spec"]["provisionRequirements"]["controlPlaneAgents"] == 1
+    });
+    if !single {
+        return Ok(());
+    }
+    Err(Error::InvalidInput {
+        field: "bundle crs/crs.json AgentClusterInstall spec.provisionRequirements.controlPlaneAgents".into(),
+        message: "1: a single-node cluster, where node 0 is cluster 0's only control-plane node; cluster 0 \
+                  can hold nothing before node 0 reboots, so waiting would hold that reboot for ever; keep \
+                  the bundle off node 0, let node 0 reboot (no node0-unit), then run migrate import \
+                  against the installed cluster"
+            .into(),
+    })
+}
+
 /// `migrate wait`.
 pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error> {
     let (timeout, interval) = (args.timeout, args.interval);
     let start = Instant::now();
     let bundle = Bundle::open(&args.bundle)?;
     let crs = super::import::read_crs(&bundle)?;
+    refuse_single_control_plane(&crs)?;
     let (ns, explicit) = super::import::namespace_for(&bundle, &crs, args.namespace.as_deref())?;
     let target = resolve().await?;
     let sum = bundle.checksum().to_string();
