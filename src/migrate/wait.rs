@@ -237,6 +237,24 @@ mod label_tests {
     use super::*;
 
     #[test]
+    fn a_single_control_plane_bundle_is_refused_and_a_compact_one_is_not() {
+        let aci = |cp: u64, w: u64| {
+            vec![serde_json::json!({"kind": "AgentClusterInstall",
+                "spec": {"provisionRequirements": {"controlPlaneAgents": cp, "workerAgents": w}}})]
+        };
+        for (cp, w) in [(1, 0), (1, 2)] {
+            let e = refuse_single_control_plane(&aci(cp, w)).unwrap_err();
+            assert_eq!(e.exit_code(), 3, "{e}");
+            assert!(
+                e.to_string().contains("single-node") && e.to_string().contains("migrate import"),
+                "{e}"
+            );
+        }
+        assert!(refuse_single_control_plane(&aci(3, 0)).is_ok());
+        assert!(refuse_single_control_plane(&[]).is_ok());
+    }
+
+    #[test]
     fn the_timeout_hint_follows_the_last_poll() {
         let ns_hint = timeout_hint(LastPoll::NoRecordOfThisBundle, "ostest", false).unwrap();
         assert!(ns_hint.contains("pass the same -n"), "{ns_hint}");
