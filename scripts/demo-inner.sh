@@ -22,6 +22,7 @@ else
 fi
 migrate_extra=()
 migrate_why=
+real_bin=
 if [ "$(id -u)" != 0 ]; then
   migrate_why="needs root (PostgreSQL runs as the postgres user)"
 elif ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
@@ -32,6 +33,15 @@ else
   [ -f "$dir/dst-db/ready" ] || { cat "$dir/dst-db.log" >&2; exit 1; }
   while IFS= read -r d; do migrate_extra+=(--crds "$d"); done <<<"$crd_dirs"
   migrate_extra+=(--assisted-db-url "$(cat "$dir/dst-db/url")")
+  # With the real assisted-service built (demo.sh), migrate runs on the real pair: node 0 is the
+  # real service driven to its state before the reboot, and cluster 0's database gets the schema
+  # its real service makes (port 8080 stays free for that service's metrics server).
+  if real_bin=$("$sim" upstream assisted-service-bin 2>/dev/null); then
+    "$sim" assisted-schema --db-url "$(cat "$dir/dst-db/url")" --bin-dir "$real_bin"
+    migrate_extra+=(--files-listen 192.168.111.5:8081)
+  else
+    real_bin=
+  fi
 fi
 # The cluster runs on the real control plane demo.sh built (the control-plane nodes' kubelets,
 # the scheduler and the volume provisioner are the simulator's).
@@ -46,13 +56,18 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
 # What is real here and what is played (docs/real-vs-simulated.md).
 real_parts="kube-apiserver, etcd and kube-controller-manager (the control plane), kubectl, docker-registry (the release payload), coreos-installer"
 if [ -n "$migrate_why" ]; then :; else real_parts="$real_parts, PostgreSQL"; fi
+if [ -n "$real_bin" ]; then
+  n0_played="node 0's three hosts in the migrate part (node 0's assisted-service and cluster 0's are real)"
+else
+  n0_played="node 0's REST API in the migrate part"
+fi
 cat <<EOF
 
 Real programs in this demo: $real_parts.
 Also real where its source is on this machine: assisted-service and its agent-based-installer
 client, judging the node ISO (the part after add-nodes says whether it runs).
 Played by the simulator: the RHCOS machines (boot, disk install, their kubelets), the control-plane
-nodes' kubelets, the scheduler and the volume provisioner, node 0's REST API in the migrate part.
+nodes' kubelets, the scheduler and the volume provisioner, $n0_played.
 EOF
 step kubectl get nodes -o wide
 step kubectl version
@@ -134,13 +149,25 @@ if [ -n "$migrate_why" ]; then
 fi
 echo
 echo "migrate: cluster 0 serves $crd_note"
-# node 0 after a finished compact install: its own database and REST v2 on 192.168.111.20:8090.
 "$sim" postgres --dir "$dir/src-db" >"$dir/src-db.log" 2>&1 &
 for _ in $(seq 1 300); do [ -f "$dir/src-db/ready" ] && break; sleep 0.1; done
-"$sim" node0 --dir "$dir/node0" --listen 192.168.111.20:8090 \
-    --db-url "$(cat "$dir/src-db/url")" >"$dir/node0.log" 2>&1 &
-for _ in $(seq 1 600); do [ -f "$dir/node0/ready" ] && break; sleep 0.1; done
+if [ -n "$real_bin" ]; then
+  # node 0 is the real assisted-service (REST mode, its own database, 192.168.111.20:8090): the
+  # real agent-installer client registers the cluster, three host stand-ins install it up to the
+  # moment node 0 would reboot (about a minute; progress in node0.log).
+  echo "migrate: node 0 is the real assisted-service, driven through a compact install (about a minute)"
+  "$sim" node0 --real --bin-dir "$real_bin" --dir "$dir/node0" --listen 192.168.111.20:8090 \
+      --db-url "$(cat "$dir/src-db/url")" >"$dir/node0.log" 2>&1 &
+  node0_pid=$!
+else
+  # node 0 after a finished compact install, played by the simulator (no real assisted-service here).
+  echo "migrate: node 0 is the simulator's stand-in (the real assisted-service is not built here)"
+  "$sim" node0 --dir "$dir/node0" --listen 192.168.111.20:8090 \
+      --db-url "$(cat "$dir/src-db/url")" >"$dir/node0.log" 2>&1 &
+fi
+for _ in $(seq 1 3000); do [ -f "$dir/node0/ready" ] && break; sleep 0.2; done
 [ -f "$dir/node0/ready" ] || { cat "$dir/node0.log" >&2; exit 1; }
+grep '^node0: held' "$dir/node0.log" || true
 step kubectl agent-day2 migrate export --from "$(cat "$dir/node0/ready")" \
     --token-file "$dir/node0/user-token" --db-url "$(cat "$dir/src-db/url")" --out "$dir/bundle"
 step kubectl agent-day2 migrate import "$dir/bundle" --dry-run
@@ -148,3 +175,35 @@ step kubectl agent-day2 migrate import "$dir/bundle"
 step kubectl agent-day2 migrate status "$dir/bundle"
 step kubectl agent-day2 migrate wait "$dir/bundle" --timeout 1m
 step kubectl get clusterdeployments,agentclusterinstalls,infraenvs,agents -n agent-cluster
+if [ -n "$real_bin" ]; then
+  # wait said the import is complete: node 0 reboots now, and its assisted-service goes away.
+  kill "$node0_pid"; wait "$node0_pid" 2>/dev/null || true
+  # Cluster 0's own assisted-service, real, in kube-api mode as the infrastructure operator runs it
+  # (its service account bound here to cluster-admin), started on what import left.
+  echo
+  echo "migrate: node 0 rebooted (its assisted-service is gone); starting cluster 0's real assisted-service on the imported data"
+  kubectl create clusterrolebinding demo:assisted-service --clusterrole cluster-admin \
+      --serviceaccount multicluster-engine:assisted-service >/dev/null
+  kubectl create token assisted-service -n multicluster-engine --duration 1h >"$dir/c0-token"
+  "$sim" cluster0-service --dir "$dir/c0svc" --api-url "$(head -1 "$dir/ready")" --ca-file "$dir/ca.crt" \
+      --token-file "$dir/c0-token" --db-url "$(cat "$dir/dst-db/url")" \
+      --storage "$dir/volumes/multicluster-engine/assisted-service" --listen 192.168.111.7:8090 \
+      --bin-dir "$real_bin" >"$dir/c0svc.log" 2>&1 &
+  for _ in $(seq 1 600); do [ -f "$dir/c0svc/ready" ] && break; sleep 0.2; done
+  [ -f "$dir/c0svc/ready" ] || { cat "$dir/c0svc.log" >&2; exit 1; }
+  reconciled=
+  for _ in $(seq 1 120); do
+    case "$(kubectl get agentclusterinstall -n agent-cluster -o jsonpath='{.items[0].status.debugInfo.eventsURL}')" in
+      http://192.168.111.7:8090/*) reconciled=1; break ;;
+    esac
+    sleep 1
+  done
+  [ -n "$reconciled" ] || { tail -40 "$dir/c0svc/service.log" >&2; echo "cluster 0's assisted-service did not reconcile in 2 minutes" >&2; exit 1; }
+  step kubectl agent-day2 migrate status "$dir/bundle"
+  step kubectl get agentclusterinstalls,agents -n agent-cluster \
+      -o custom-columns=KIND:.kind,NAME:.metadata.name,STATE:.status.debugInfo.state,INFO:.status.debugInfo.stateInfo
+  events=$(kubectl get agentclusterinstall -n agent-cluster -o jsonpath='{.items[0].status.debugInfo.eventsURL}')
+  printf '\n\033[1m$ curl -s "$(kubectl get agentclusterinstall -n agent-cluster -o jsonpath={.items[0].status.debugInfo.eventsURL})" | jq length\033[0m\n'
+  curl -s "$events" | jq length
+  echo "(node 0 had $(jq length "$dir/bundle/api/events-"*.json | head -1) cluster events; cluster 0's service serves them and its own)"
+fi

@@ -29,6 +29,79 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
+/// Flags of `agent-day2-sim cluster0-service` ([`run_cli`]): the [`Opts`] fields.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Cluster0ServiceArgs {
+    /// Working directory (created): run/, bin/, service.log, then ready (the base URL).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The cluster's API URL, e.g. https://192.168.111.5:6443.
+    #[arg(long)]
+    pub api_url: String,
+    /// PEM file of the CA of the API server's certificate (`up`'s DIR/ca.crt).
+    #[arg(long)]
+    pub ca_file: PathBuf,
+    /// File holding a service account token (`kubectl create token assisted-service -n NS`).
+    #[arg(long)]
+    pub token_file: PathBuf,
+    /// The operator's namespace.
+    #[arg(long, default_value = "multicluster-engine")]
+    pub namespace: String,
+    /// Cluster 0's assisted-service database, postgres://USER[:PASS]@HOST:PORT/DB.
+    #[arg(long)]
+    pub db_url: String,
+    /// The filesystem storage (the PVC directory mounted at /data).
+    #[arg(long)]
+    pub storage: PathBuf,
+    /// REST API address, e.g. 192.168.111.7:8090.
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Directory of the real binaries (default $AGENT_DAY2_REAL_BIN, else
+    /// scripts/real-components.sh's output).
+    #[arg(long, value_name = "DIR")]
+    pub bin_dir: Option<PathBuf>,
+}
+
+/// `agent-day2-sim cluster0-service`: starts [`Cluster0Service`], writes `DIR/ready` (the base
+/// URL) once its REST API answers, and stays until killed (exit 1 when the service exits or
+/// cannot start, its log's end printed).
+pub fn run_cli(a: Cluster0ServiceArgs) -> i32 {
+    let run = || -> anyhow::Result<()> {
+        let token = std::fs::read_to_string(&a.token_file)
+            .with_context(|| format!("--token-file {}", a.token_file.display()))?;
+        let mut svc = Cluster0Service::start(&Opts {
+            bin_dir: a.bin_dir.clone().unwrap_or_else(crate::noderun::default_bin_dir),
+            dir: a.dir.clone(),
+            api_url: a.api_url.clone(),
+            ca_file: a.ca_file.clone(),
+            token: token.trim().to_string(),
+            namespace: a.namespace.clone(),
+            db_url: a.db_url.clone(),
+            storage: a.storage.clone(),
+            listen: a.listen,
+        })?;
+        let tmp = a.dir.join(".ready.tmp");
+        std::fs::write(&tmp, format!("{}\n", svc.base))?;
+        std::fs::rename(&tmp, a.dir.join("ready"))?;
+        eprintln!(
+            "cluster0-service: assisted-service serving {} (log {})",
+            svc.base,
+            svc.log.display()
+        );
+        while svc.running() {
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        bail!("assisted-service exited; its log ends:\n{}", svc.tail(30))
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
 /// What [`Cluster0Service::start`] needs.
 #[derive(Debug, Clone)]
 pub struct Opts {
@@ -116,6 +189,14 @@ impl Cluster0Service {
     /// Errors: binaries missing, the API URL unparsable, the service exiting (its log's end).
     pub fn start(o: &Opts) -> anyhow::Result<Cluster0Service> {
         crate::noderun::service_version(&o.bin_dir).map_err(anyhow::Error::msg)?;
+        // assisted-service listens on every address at its port (and controller-runtime's
+        // metrics server on :8080): a port taken anywhere in the namespace (node 0's service,
+        // say) would answer in its place.
+        for port in [o.listen.port(), 8080] {
+            std::net::TcpListener::bind(("0.0.0.0", port)).with_context(|| {
+                format!("port {port} is taken in this network namespace (assisted-service binds it on every address); stop what holds it, e.g. node 0's service")
+            })?;
+        }
         let sa = o.dir.join("run/secrets/kubernetes.io/serviceaccount");
         std::fs::create_dir_all(&sa)?;
         std::fs::create_dir_all(&o.storage)?;

@@ -94,7 +94,8 @@ enum Cmd {
     },
     /// Print where the public upstream data set WHAT is on this machine (one path a line;
     /// exit 3 saying what provides it when it is not): assisted-crds, openshift-crds,
-    /// permissive-assisted-crds, assisted-swagger, node-joiner-testdata, coreos-iso-fixtures.
+    /// permissive-assisted-crds, assisted-swagger, node-joiner-testdata, coreos-iso-fixtures,
+    /// assisted-service-bin (the real binaries scripts/real-components.sh built).
     /// The tests, the demo and the benches take it from the same place (agent_day2_sim::upstream).
     Upstream { what: String },
     /// Boot simulated day-2 machines from a node ISO: check its Ignition against the node
@@ -118,6 +119,22 @@ enum Cmd {
     /// stays in the foreground; SIGINT/SIGTERM stops the server (DIR stays). Meant for
     /// `agent-day2-sim netns`: anyone who reaches the address gets in.
     Postgres(PostgresArgs),
+    /// Give an empty PostgreSQL database the schema of the REAL assisted-service (started once
+    /// on it in REST mode: its own migrations), as cluster 0's service leaves it after its first
+    /// start. Needs scripts/real-components.sh assisted.
+    AssistedSchema {
+        /// The database, e.g. postgres://admin@127.0.0.1:5433/installer.
+        #[arg(long)]
+        db_url: String,
+        /// Directory of the real binaries (default $AGENT_DAY2_REAL_BIN, else
+        /// scripts/real-components.sh's output).
+        #[arg(long, value_name = "DIR")]
+        bin_dir: Option<PathBuf>,
+    },
+    /// Cluster 0's REAL assisted-service in kube-api mode, as the infrastructure operator runs
+    /// it (see the cluster0svc module): writes DIR/ready (its base URL) once it answers; runs
+    /// until killed.
+    Cluster0Service(agent_day2_sim::cluster0svc::Cluster0ServiceArgs),
     /// Boot day-2 machines from a node image against the REAL assisted-service and its
     /// agent-based-installer client and the real discovery agent (scripts/real-components.sh
     /// builds them; the agent's stand-in where it is not built, said): lays the Ignition into a
@@ -301,6 +318,20 @@ fn main() {
         Cmd::DiscoveryAgent { args } => std::process::exit(agent_day2_sim::noderun::agent::main(&args)),
         Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
         Cmd::Postgres(args) => std::process::exit(run_postgres(args)),
+        Cmd::AssistedSchema { db_url, bin_dir } => {
+            let bin = bin_dir.unwrap_or_else(agent_day2_sim::noderun::default_bin_dir);
+            let work = std::env::temp_dir().join(format!("agent-day2-schema-{}", std::process::id()));
+            let r = agent_day2_sim::node0::real::migrate_schema(&bin, &db_url, &work);
+            let _ = std::fs::remove_dir_all(&work);
+            match r {
+                Ok(()) => std::process::exit(0),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    std::process::exit(1)
+                }
+            }
+        }
+        Cmd::Cluster0Service(args) => std::process::exit(agent_day2_sim::cluster0svc::run_cli(args)),
         Cmd::Csr(args) => std::process::exit(agent_day2_sim::boot::csr_sync(args)),
         Cmd::Boot(args) => match agent_day2_sim::boot::run_sync(args) {
             Ok(code) => std::process::exit(code),
@@ -310,6 +341,20 @@ fn main() {
             }
         },
         // Before any thread exists: CLONE_NEWUSER refuses multi-threaded callers.
+        // The real binaries' directory, when scripts/real-components.sh built them (exit 3 else).
+        Cmd::Upstream { what } if what == "assisted-service-bin" => {
+            let d = agent_day2_sim::noderun::default_bin_dir();
+            match agent_day2_sim::noderun::service_version(&d) {
+                Ok(_) => {
+                    println!("{}", d.display());
+                    std::process::exit(0)
+                }
+                Err(why) => {
+                    eprintln!("agent-day2-sim upstream assisted-service-bin: {why}");
+                    std::process::exit(3)
+                }
+            }
+        }
         Cmd::Upstream { what } => std::process::exit(agent_day2_sim::upstream::cli(&what)),
         Cmd::Netns { cmd } => {
             let e = agent_day2_sim::netns::run_in_new_netns(&cmd);

@@ -327,7 +327,8 @@ pub fn write_oc_standin(dir: &Path, sim_exe: &Path) -> anyhow::Result<()> {
 pub struct RealOpts {
     /// `--dir`.
     pub dir: PathBuf,
-    /// `--listen` (port 0: a free one).
+    /// `--listen` (port 0: a free one). The service binds the port on every address of the
+    /// network namespace; the IP is the one written to `DIR/ready` and `ASSISTED_SERVICE_HOST`.
     pub listen: SocketAddr,
     /// `--db-url`.
     pub db_url: String,
