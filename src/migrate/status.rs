@@ -383,7 +383,7 @@ pub fn table(d: &StatusDoc) -> String {
     } else {
         s.push_str(&format!(
             "{} count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): {}; \
-             table counts include other clusters' rows{}\n",
+             table counts include other clusters' rows and what cluster 0's assisted-service wrote since (its own events){}\n",
             diff.len(),
             display(&diff.join(", ")),
             if unknown == 0 {
@@ -470,7 +470,7 @@ mod tests {
         assert!(
             t.contains(
                 "1 count(s) on cluster 0 differ from the bundle (marked ≠, cluster 0 ≠ bundle): object Agent; \
-                 table counts include other clusters' rows; 1 of 2 counts could not be read (see warnings)\n"
+                 table counts include other clusters' rows and what cluster 0's assisted-service wrote since (its own events); 1 of 2 counts could not be read (see warnings)\n"
             ),
             "{t}"
         );
