@@ -90,7 +90,8 @@ impl Env {
         .unwrap();
         let dst_pg = Postgres::start(&tmp.path().join("dst-db"), lo).unwrap();
         dst_pg.create_db("installer", "admin").unwrap();
-        if node0_args.contains(&"--real") {
+        let real = node0_args.contains(&"--real");
+        if real {
             // Cluster 0's database as its real assisted-service leaves it after its first start.
             agent_day2_sim::node0::real::migrate_schema(
                 &agent_day2_sim::noderun::default_bin_dir(),
@@ -109,7 +110,7 @@ impl Env {
             "--volumes-dir".into(),
             volumes.display().to_string(),
         ];
-        if node0_args.contains(&"--real") {
+        if real {
             // Port 8080 stays free for what cluster 0's real assisted-service binds on every
             // address, as in its own pod (controller-runtime's metrics server).
             args.push("--files-listen".into());
@@ -135,7 +136,7 @@ impl Env {
         self.tmp.path().join(n)
     }
 
-    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
+    fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .env_remove("HTTPS_PROXY")
@@ -154,7 +155,7 @@ impl Env {
         self.cmd(args).output().unwrap()
     }
 
-    pub(crate) fn export(&self, out: &Path) -> Output {
+    fn export(&self, out: &Path) -> Output {
         let token = self.node0.token_file.display().to_string();
         let db = self.src_pg.url("installer");
         self.plugin(&[
@@ -171,13 +172,13 @@ impl Env {
         ])
     }
 
-    pub(crate) fn kubectl_json(&self, args: &[&str]) -> Value {
+    fn kubectl_json(&self, args: &[&str]) -> Value {
         let o = self.cluster.kubectl(args);
         assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
-    pub(crate) fn src_url(&self) -> String {
+    fn src_url(&self) -> String {
         self.src_pg.url("installer")
     }
     pub(crate) fn dst_url(&self) -> String {
@@ -200,7 +201,7 @@ const WRITTEN_BY_IMPORT: &str = "'kube_key_name', 'kube_key_namespace', 'status'
 /// Every row of `table` as sorted JSON texts, without the columns import writes
 /// ([`WRITTEN_BY_IMPORT`]) for `clusters` and `hosts`, the kube keys and node 0's ISO URL
 /// (`download_url`) for `infra_envs`, the kube keys for the other tables.
-fn rows_without_kube_keys(url: &str, table: &str) -> Vec<String> {
+fn rows_without_import_columns(url: &str, table: &str) -> Vec<String> {
     let skip = if table == "clusters" || table == "hosts" {
         WRITTEN_BY_IMPORT
     } else if table == "infra_envs" {
@@ -457,8 +458,8 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
     for t in node0schema::TABLES {
         assert_eq!(src_counts[*t], dst_counts[*t], "row count of {t}");
         assert_eq!(
-            rows_without_kube_keys(&e.src_url(), t),
-            rows_without_kube_keys(&e.dst_url(), t),
+            rows_without_import_columns(&e.src_url(), t),
+            rows_without_import_columns(&e.dst_url(), t),
             "rows of {t}"
         );
     }

@@ -21,7 +21,6 @@
 //! infrastructure operator on a real cluster replaces this.
 
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -241,13 +240,7 @@ impl Cluster0Service {
         .stdin(Stdio::null())
         .stdout(lf.try_clone()?)
         .stderr(lf);
-        // SAFETY: prctl only, between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        crate::node0::real::die_with_parent(&mut cmd);
         let child = cmd.spawn().context("starting assisted-service")?;
         let mut s = Cluster0Service {
             child,
@@ -294,28 +287,12 @@ impl Cluster0Service {
     /// `GET path` (under the base URL; `/api/assisted-install/v2/...` or `/health`) with an
     /// optional agent token (`X-Secret-Key`): (status, body bytes).
     pub fn get(&self, path: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
-        let mut c = Command::new("curl");
-        c.args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "60"]);
+        let mut args = vec![];
         if let Some(t) = token {
-            c.arg("-H").arg(format!("X-Secret-Key: {t}"));
+            args.extend(["-H".to_string(), format!("X-Secret-Key: {t}")]);
         }
-        let o = c
-            .arg(format!("{}{path}", self.base))
-            .stdin(Stdio::null())
-            .output()?;
-        let pos = o
-            .stdout
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .context("curl output")?;
-        let code: u16 = String::from_utf8_lossy(&o.stdout[pos + 1..])
-            .trim()
-            .parse()
-            .unwrap_or(0);
-        if code == 0 {
-            bail!("GET {path}: {}", String::from_utf8_lossy(&o.stderr).trim());
-        }
-        Ok((code, o.stdout[..pos].to_vec()))
+        args.push(format!("{}{path}", self.base));
+        crate::node0::agents::curl(&format!("GET {path}"), &args, &[])
     }
 
     /// `get` parsed as JSON (Null when empty or not JSON).

@@ -105,35 +105,19 @@ impl Api {
         body: Option<&Value>,
         auth: (&str, &str),
     ) -> anyhow::Result<(u16, Value)> {
-        let mut c = Command::new("curl");
-        c.args([
-            "-sS",
-            "-X",
-            method,
-            "-o",
-            "-",
-            "-w",
-            "\n%{http_code}",
-            "--max-time",
-            "60",
-        ])
-        .arg("-H")
-        .arg(format!("{}: {}", auth.0, auth.1));
+        let mut args = vec![
+            "-X".to_string(),
+            method.into(),
+            "-H".into(),
+            format!("{}: {}", auth.0, auth.1),
+        ];
         if body.is_some() {
-            c.args(["-H", "Content-Type: application/json", "--data-binary", "@-"]);
+            args.extend(["-H", "Content-Type: application/json", "--data-binary", "@-"].map(String::from));
         }
-        c.arg(format!("{}{path}", self.base))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut ch = c.spawn().context("running curl")?;
-        let mut stdin = ch.stdin.take().context("curl's stdin")?;
-        if let Some(b) = body {
-            stdin.write_all(b.to_string().as_bytes())?;
-        }
-        drop(stdin);
-        let o = ch.wait_with_output()?;
-        parse_curl(&o.stdout, &o.stderr, method, path)
+        args.push(format!("{}{path}", self.base));
+        let stdin = body.map(|b| b.to_string().into_bytes()).unwrap_or_default();
+        let (code, b) = curl(&format!("{method} {path}"), &args, &stdin)?;
+        Ok((code, json_or_text(&b)))
     }
 
     /// Registers `h` into infra-env `ie` (201 expected).
@@ -213,25 +197,27 @@ impl Api {
     /// Uploads `h`'s logs archive (tar.gz) as the installer does before a reboot, then marks the
     /// host's logs `completed`.
     pub fn upload_logs(&self, cid: &str, ie: &str, h: &Host, archive: &[u8]) -> anyhow::Result<()> {
-        let dir = tempdir_in_tmp()?;
-        let f = dir.join(format!("{}_{}.tar.gz", h.name, h.id));
-        std::fs::write(&f, archive)?;
-        let url = format!(
-            "{}/clusters/{cid}/logs?logs_type=host&infra_env_id={ie}&host_id={}",
-            self.base, h.id
-        );
-        let o = Command::new("curl")
-            .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "60", "-H"])
-            .arg(format!("X-Secret-Key: {}", self.agent))
-            .arg("-F")
-            .arg(format!("upfile=@{};type=application/gzip", f.display()))
-            .arg(&url)
-            .stdin(Stdio::null())
-            .output()?;
-        let _ = std::fs::remove_dir_all(&dir);
-        let (code, b) = parse_curl(&o.stdout, &o.stderr, "POST", "/clusters/…/logs")?;
+        // The archive goes on curl's stdin (`@-`), named as the installer names it.
+        let args = [
+            "-H".to_string(),
+            format!("X-Secret-Key: {}", self.agent),
+            "-F".into(),
+            format!(
+                "upfile=@-;filename={}_{}.tar.gz;type=application/gzip",
+                h.name, h.id
+            ),
+            format!(
+                "{}/clusters/{cid}/logs?logs_type=host&infra_env_id={ie}&host_id={}",
+                self.base, h.id
+            ),
+        ];
+        let (code, b) = curl("POST /clusters/…/logs", &args, archive)?;
         if code != 204 {
-            bail!("the real service refused {}'s logs: HTTP {code} {b}", h.name);
+            bail!(
+                "the real service refused {}'s logs: HTTP {code} {}",
+                h.name,
+                json_or_text(&b)
+            );
         }
         let (code, b) = self.agent(
             "PUT",
@@ -248,31 +234,43 @@ impl Api {
     }
 }
 
-fn tempdir_in_tmp() -> anyhow::Result<std::path::PathBuf> {
-    let d = std::env::temp_dir().join(format!(
-        "node0-logs-{}-{}",
-        std::process::id(),
-        crate::boot::rest::derived_uuid(&format!("{:?}", std::time::SystemTime::now()))
-    ));
-    std::fs::create_dir_all(&d)?;
-    Ok(d)
+/// Runs `curl -sS -o - -w "\n%{http_code}" --max-time 60 ARGS...` with `stdin` on its standard
+/// input (read where ARGS say `@-`): (HTTP status, body). Errors: curl could not be run, or reached
+/// nothing (status 0: its stderr quoted after `what`, e.g. `GET /clusters`).
+pub fn curl(what: &str, args: &[String], stdin: &[u8]) -> anyhow::Result<(u16, Vec<u8>)> {
+    let mut ch = Command::new("curl")
+        .args(["-sS", "-o", "-", "-w", "\n%{http_code}", "--max-time", "60"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("running curl")?;
+    let mut input = ch.stdin.take().context("curl's stdin")?;
+    // curl reads stdin only for `@-`; an unread input must not stop us.
+    let _ = input.write_all(stdin);
+    drop(input);
+    let o = ch.wait_with_output()?;
+    let pos = o.stdout.iter().rposition(|b| *b == b'\n');
+    let (body, code) = match pos {
+        Some(p) => (&o.stdout[..p], &o.stdout[p + 1..]),
+        None => (&o.stdout[..0], &o.stdout[..]),
+    };
+    let code: u16 = String::from_utf8_lossy(code).trim().parse().unwrap_or(0);
+    if code == 0 {
+        bail!("{what}: {}", String::from_utf8_lossy(&o.stderr).trim());
+    }
+    Ok((code, body.to_vec()))
 }
 
-/// (status, body as JSON, or as a string when it is not JSON, Null when empty) of curl's
-/// `-w "\n%{http_code}"` output. Errors: curl reached nothing (its stderr quoted).
-fn parse_curl(stdout: &[u8], stderr: &[u8], method: &str, path: &str) -> anyhow::Result<(u16, Value)> {
-    let out = String::from_utf8_lossy(stdout);
-    let (b, code) = out.rsplit_once('\n').unwrap_or(("", &out));
-    let code: u16 = code.trim().parse().unwrap_or(0);
-    if code == 0 {
-        bail!("{method} {path}: {}", String::from_utf8_lossy(stderr).trim());
-    }
-    let v = if b.trim().is_empty() {
+/// A body as JSON, else as a string (Null when empty).
+pub fn json_or_text(b: &[u8]) -> Value {
+    let t = String::from_utf8_lossy(b);
+    if t.trim().is_empty() {
         Value::Null
     } else {
-        serde_json::from_str(b).unwrap_or_else(|_| Value::String(b.to_string()))
-    };
-    Ok((code, v))
+        serde_json::from_str(&t).unwrap_or_else(|_| Value::String(t.into_owned()))
+    }
 }
 
 /// The inventory a KVM machine's discovery agent reports: 8 cores, 32 GiB, one 120 GiB virtio

@@ -377,7 +377,8 @@ fn free_port(ip: IpAddr) -> anyhow::Result<u16> {
         .port())
 }
 
-fn die_with_parent(cmd: &mut Command) {
+/// Makes `cmd`'s child get SIGKILL when this process's spawning thread dies (`PR_SET_PDEATHSIG`).
+pub(crate) fn die_with_parent(cmd: &mut Command) {
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -385,6 +386,24 @@ fn die_with_parent(cmd: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// A fresh key pair of the agent installer (ES256): its PKCS#8 DER, the base64 of its public PEM
+/// (`EC_PUBLIC_KEY_PEM`) and the three tokens signed with it.
+fn auth_key() -> anyhow::Result<(Vec<u8>, String, Tokens)> {
+    use base64::Engine;
+    let k = rcgen::KeyPair::generate()?;
+    let der = k.serialize_der();
+    let sign = |scheme: &str| {
+        crate::boot::jwt::sign(&json!({"auth_scheme": scheme}), &der).map_err(anyhow::Error::msg)
+    };
+    let tokens = Tokens {
+        user: sign("userAuth")?,
+        agent: sign("agentAuth")?,
+        watcher: sign("watcherAuth")?,
+    };
+    let pub_b64 = base64::engine::general_purpose::STANDARD.encode(k.public_key_pem());
+    Ok((der, pub_b64, tokens))
 }
 
 /// Runs a real node 0 (the module docs) and holds it until killed. Errors: binaries missing,
@@ -405,17 +424,9 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
         std::fs::create_dir_all(real.join(d))?;
     }
     // The agent installer's key pair and tokens.
-    let k = rcgen::KeyPair::generate()?;
-    super::keys::write_private(&o.dir.join(super::keys::KEY_FILE), &k.serialize_der())?;
-    let mint = |scheme: &str| super::keys::mint_token(&o.dir, &json!({"auth_scheme": scheme}));
-    let tokens = Tokens {
-        user: mint("userAuth")?,
-        agent: mint("agentAuth")?,
-        watcher: mint("watcherAuth")?,
-    };
+    let (der, pub_b64, tokens) = auth_key()?;
+    super::keys::write_private(&o.dir.join(super::keys::KEY_FILE), &der)?;
     super::keys::write_private(&o.dir.join("user-token"), tokens.user.as_bytes())?;
-    use base64::Engine;
-    let pub_b64 = base64::engine::general_purpose::STANDARD.encode(k.public_key_pem());
 
     for (name, text) in manifests(o.hosts) {
         std::fs::write(real.join("manifests").join(name), text)?;
@@ -584,18 +595,7 @@ pub fn migrate_schema(bin_dir: &Path, db_url: &str, work: &Path) -> anyhow::Resu
     crate::noderun::service_version(bin_dir).map_err(anyhow::Error::msg)?;
     let db = parse_db_url(db_url)?;
     std::fs::create_dir_all(work)?;
-    let k = rcgen::KeyPair::generate()?;
-    let sign = |scheme: &str| {
-        crate::boot::jwt::sign(&json!({"auth_scheme": scheme}), &k.serialize_der())
-            .map_err(anyhow::Error::msg)
-    };
-    let tokens = Tokens {
-        user: sign("userAuth")?,
-        agent: sign("agentAuth")?,
-        watcher: sign("watcherAuth")?,
-    };
-    use base64::Engine;
-    let pub_b64 = base64::engine::general_purpose::STANDARD.encode(k.public_key_pem());
+    let (_, pub_b64, tokens) = auth_key()?;
     let listen: SocketAddr = "127.0.0.1:0".parse()?;
     let (mut svc, base) = spawn_service(bin_dir, &db, listen, work, "/usr/bin:/bin", &tokens, &pub_b64)?;
     let api = Api::new(&base, &tokens);
