@@ -397,6 +397,26 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
         manifest["counts"]["hosts"].as_u64().unwrap()
     );
 
+    // A file copy cut mid-stream, twice (the exec stream breaks, the API server still says
+    // Success): import reads the copy back, copies again, then refuses (exit 4) and records
+    // nothing for that step.
+    let cut = e.cluster.dir.join(agent_day2_sim::api::cp_kubelet::FAULT_CUT_TAR);
+    std::fs::write(&cut, "1536 2\n").unwrap();
+    let out = e.plugin(&["migrate", "import", b]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("differ from the bundle after copying") && err.contains("copying them again"),
+        "{err}"
+    );
+    assert!(
+        err.contains("twice") && err.contains("run the import again"),
+        "{err}"
+    );
+    assert!(!cut.exists(), "both cuts used");
+    // Cut once in the next run: copied again, checked, done.
+    std::fs::write(&cut, "1024\n").unwrap();
+
     // The completing run, with a wait started before it that returns once it completes.
     let waiter = e
         .cmd(&["migrate", "wait", b, "--timeout", "60s", "--interval", "1s"])
@@ -408,6 +428,12 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
     let t = Instant::now();
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(!cut.exists(), "the cut was used");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("copying them again"),
+        "{}",
+        text(&out)
+    );
     let w = waiter.wait_with_output().unwrap();
     assert_eq!(w.status.code(), Some(0), "{}", text(&w));
     assert!(
@@ -687,6 +713,51 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
         .kubectl(&["get", "pod", "agent-day2-migration-copy", "-n", &ns]);
     assert!(!o.status.success(), "copy pod deleted");
 
+    // Node 0's storage objects in cluster 0's assisted-service storage (its `assisted-service`
+    // volume, WORK_DIR /data), under the names assisted-service reads: every host's uploaded
+    // logs, the credentials, install-config.yaml with its pull secret (the service's own copy),
+    // mode 0600.
+    let storage = e
+        .volumes
+        .join(agent_day2_sim::seed::ASSISTED_NAMESPACE)
+        .join("assisted-service")
+        .join(&cid);
+    let clusters: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("api/clusters.json")).unwrap()).unwrap();
+    let with_logs: Vec<&str> = clusters[0]["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| {
+            h["logs_collected_at"]
+                .as_str()
+                .is_some_and(|t| !t.starts_with("0001"))
+        })
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert!(!with_logs.is_empty(), "no host uploaded logs");
+    for hid in &with_logs {
+        let p = storage.join(format!("logs/{hid}/logs.tar.gz"));
+        assert!(p.is_file(), "{} missing", p.display());
+    }
+    let cred = bundle.join("credentials").join(&cid);
+    for name in ["kubeadmin-password", "kubeconfig-noingress"] {
+        assert_eq!(
+            std::fs::read(storage.join(name)).unwrap(),
+            std::fs::read(cred.join(name)).unwrap(),
+            "{name} in the service's storage"
+        );
+    }
+    assert_eq!(
+        sha256_file(&storage.join("install-config.yaml")),
+        sha256_file(&bundle.join(format!("files/{cid}/install-config.yaml")))
+    );
+    for f in walk(&storage) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&f).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", f.display());
+    }
+
     // Record and status.
     let rec = e.kubectl_json(&[
         "get",
@@ -802,6 +873,20 @@ pub(crate) struct Ran {
     pub(crate) cid: String,
     pub(crate) ns: String,
     pub(crate) cd: String,
+}
+
+/// Every file under `dir`, recursively.
+pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -12,8 +12,7 @@
 //! Needs the real binaries (`#[cfg_attr(not(real_assisted), ignore)]`, build.rs; scripts/test.sh
 //! builds them), root (a network namespace) and PostgreSQL.
 //!
-//! Not here yet (issue 21): cluster 0's own assisted-service started on the import, option 1
-//! (node 0 on its own OpenShift API), the files in cluster 0's service storage layout.
+//! Not here yet (issue 21): option 1 (node 0 on its own OpenShift API).
 
 use crate::migrate::{full_run, versions, Crds};
 
@@ -47,6 +46,34 @@ fn real_node0_to_cluster0s_real_service() {
         serde_json::from_slice(&std::fs::read(r.bundle.join(format!("api/events-{}.json", r.cid))).unwrap())
             .unwrap();
     assert!(node0_events.len() > 20, "{} events", node0_events.len());
+
+    // Node 0's whole storage for the cluster (STORAGE=filesystem: logs, Ignition configs,
+    // credentials, install-config.yaml, metadata.json, manifests) is in cluster 0's service
+    // storage under the same names, byte for byte, before that service starts; only the
+    // archives node 0 builds on a download are not carried.
+    let node0_storage = e.node0.dir.join("real/data").join(&r.cid);
+    let storage = cluster0svc::pvc_dir(
+        &e.volumes,
+        agent_day2_sim::seed::ASSISTED_NAMESPACE,
+        "assisted-service",
+    );
+    let node0_files = crate::migrate::walk(&node0_storage);
+    assert!(node0_files.len() > 10, "{node0_files:?}");
+    for f in &node0_files {
+        let rel = f.strip_prefix(&node0_storage).unwrap();
+        // Made by node 0 when export downloaded the all-logs archive (PrepareClusterLogFile,
+        // createClusterDataFiles); cluster 0's service makes its own on each download.
+        if rel.to_string_lossy().starts_with("logs/cluster") {
+            continue;
+        }
+        let there = storage.join(&r.cid).join(rel);
+        assert!(
+            std::fs::read(f).unwrap() == std::fs::read(&there).unwrap_or_default(),
+            "node 0's storage object {}/{} is not in cluster 0's storage as it was",
+            r.cid,
+            rel.display()
+        );
+    }
 
     // The operator's service account (the simulated cluster has it), bound as the operator's
     // ClusterRole binds it (here: cluster-admin), and a token for it.
@@ -214,6 +241,27 @@ fn real_node0_to_cluster0s_real_service() {
         .to_string();
     let (code, served) = svc.get_json(&url, None).unwrap();
     assert_eq!(code, 200, "{served}");
+
+    // Each host's logs, through the Agent's logsURL (signed by cluster 0's service, what the
+    // console offers): the archive the host uploaded to node 0, byte for byte, inside the tar
+    // the service wraps it in.
+    for a in agents["items"].as_array().unwrap() {
+        let hid = a["metadata"]["name"].as_str().unwrap();
+        let url = a["status"]["debugInfo"]["logsURL"].as_str().unwrap_or_default();
+        assert!(url.starts_with(&svc.base), "{a}");
+        let (code, body) = svc.get(url.trim_start_matches(&svc.base), None).unwrap();
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+        let mut inner = Vec::new();
+        for entry in tar::Archive::new(&body[..]).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            std::io::Read::read_to_end(&mut entry, &mut inner).unwrap();
+        }
+        assert_eq!(
+            inner,
+            std::fs::read(node0_storage.join(format!("logs/{hid}/logs.tar.gz"))).unwrap(),
+            "host {hid}'s logs served by cluster 0 differ from what node 0 stored"
+        );
+    }
     let key = |v: &Value| {
         format!(
             "{} {}",

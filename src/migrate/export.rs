@@ -249,6 +249,141 @@ fn q(s: &str) -> String {
     path_segment(s)
 }
 
+/// Bundle folder of the host logs as node 0 stored them: `logs/<cluster-id>/objects/<rest>` holds
+/// node 0's storage object `<cluster-id>/logs/<rest>` (`<host-id>/logs.tar.gz`,
+/// `controller/logs.tar.gz`; assisted-service's `getLogsFullName`).
+pub const LOG_OBJECTS: &str = "objects";
+/// Bundle folder of the Ignition configs (`ignition/<cluster-id>/<name>.ign`, node 0's storage
+/// object `<cluster-id>/<name>.ign`). They hold the cluster's keys: never on the side volume.
+pub const IGNITION_DIR: &str = "ignition";
+
+/// Whether a REST time field says something happened: set and not Go's zero time
+/// (`0001-01-01T00:00:00.000Z`, what assisted-service returns for "never").
+pub fn time_set(v: &Value, field: &str) -> bool {
+    let t = str_of(v, field);
+    !t.is_empty() && !t.starts_with("0001-01-01")
+}
+
+/// The host's uploaded `logs.tar.gz` out of the tar `logs?logs_type=host` answers (assisted-service
+/// `PrepareHostLogFile`: one `<cluster>_<role>_<host>.tar.gz` entry per stored object of the host,
+/// `..._boot_...` for boot logs). Ok(None) when the tar has no such entry; Err(message) when it is
+/// not a tar or has more than one candidate.
+pub fn host_log_from_tar(tar_bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let mut found: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut a = tar::Archive::new(tar_bytes);
+    for e in a.entries().map_err(|e| format!("not a tar archive: {e}"))? {
+        let mut e = e.map_err(|e| format!("not a tar archive: {e}"))?;
+        let name = e.path().map_err(|e| e.to_string())?.display().to_string();
+        if !e.header().entry_type().is_file() || name.contains("_boot_") || !name.ends_with(".tar.gz") {
+            continue;
+        }
+        let mut b = Vec::new();
+        e.read_to_end(&mut b).map_err(|e| format!("entry {name}: {e}"))?;
+        found.push((name, b));
+    }
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop().map(|(_, b)| b)),
+        _ => Err(format!(
+            "{} log archives where one is expected: {}",
+            found.len(),
+            found
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// The storage object name of a host's Ignition config (assisted-service
+/// `hostutil.IgnitionFileName`: `<effective role>-<host-id>.ign`; the effective role is
+/// `suggested_role` while `role` is `auto-assign`).
+pub fn host_ignition_name(host: &Value) -> String {
+    let role = match str_of(host, "role") {
+        "" | "auto-assign" => str_of(host, "suggested_role"),
+        r => r,
+    };
+    format!("{role}-{}.ign", str_of(host, "id"))
+}
+
+/// Node 0's storage objects that only it has: every host's uploaded logs (hosts with
+/// `logs_collected_at`), the controller's logs (`controller_logs_collected_at`), the cluster's
+/// and each host's Ignition config. A 404 (not generated) leaves the object out with one warning
+/// line per kind.
+async fn export_storage_objects(
+    src: &Source,
+    w: &mut BundleWriter,
+    cid: &str,
+    cluster: &Value,
+    hosts: &[Value],
+) -> Result<(), Error> {
+    let c = path_segment(cid);
+    for h in hosts.iter().filter(|h| time_set(h, "logs_collected_at")) {
+        let hid = path_id(str_of(h, "id"), "host id")?;
+        let path = format!("/clusters/{c}/logs?logs_type=host&host_id={}", q(&hid));
+        let Some(t) = src.get_bytes(&path, true).await? else {
+            eprintln!("warning: node 0 has no logs of host {hid} (HTTP 404) although it recorded them");
+            continue;
+        };
+        match host_log_from_tar(&t) {
+            Ok(Some(b)) => {
+                w.write_file(&format!("logs/{cid}/{LOG_OBJECTS}/{hid}/logs.tar.gz"), &b)?;
+            }
+            Ok(None) => eprintln!("warning: node 0's logs of host {hid} hold no log archive"),
+            Err(m) => return Err(source_error(&src.url(&path), m)),
+        }
+    }
+    if time_set(cluster, "controller_logs_collected_at") {
+        export_stream(
+            src,
+            w,
+            &format!("/clusters/{c}/logs?logs_type=controller"),
+            &format!("logs/{cid}/{LOG_OBJECTS}/controller/logs.tar.gz"),
+            true,
+        )
+        .await?;
+    }
+    let mut missing = Vec::new();
+    for name in ["bootstrap.ign", "master.ign", "worker.ign"] {
+        match src
+            .get_bytes(&format!("/clusters/{c}/downloads/files?file_name={name}"), true)
+            .await?
+        {
+            Some(b) => {
+                w.write_file(&format!("{IGNITION_DIR}/{cid}/{name}"), &b)?;
+            }
+            None => missing.push(name.to_string()),
+        }
+    }
+    for h in hosts {
+        let hid = path_id(str_of(h, "id"), "host id")?;
+        let ie = path_id(str_of(h, "infra_env_id"), "infra-env id")?;
+        let path = format!(
+            "/infra-env/{}/hosts/{}/downloads/ignition",
+            path_segment(&ie),
+            path_segment(&hid)
+        );
+        let name = host_ignition_name(h);
+        match src.get_bytes(&path, true).await? {
+            Some(b) => {
+                w.write_file(
+                    &format!("{IGNITION_DIR}/{cid}/{}", path_id(&name, "host ignition")?),
+                    &b,
+                )?;
+            }
+            None => missing.push(name),
+        }
+    }
+    if !missing.is_empty() {
+        eprintln!(
+            "warning: node 0 has no Ignition config {} (HTTP 404; not generated yet?): the bundle carries none",
+            missing.join(", ")
+        );
+    }
+    Ok(())
+}
+
 fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
@@ -650,7 +785,11 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
             None => eprintln!("warning: node 0 has no {name} for cluster {cid} (HTTP 404)"),
         }
     }
-    let (_, manifests) = src.get_json(&format!("/clusters/{c}/manifests")).await?;
+    // System-generated ones too (chrony, iSCSI NIC, scheduler patches): node 0 stored them and
+    // cluster 0's service lists them from its storage.
+    let (_, manifests) = src
+        .get_json(&format!("/clusters/{c}/manifests?include_system_generated=true"))
+        .await?;
     for m in manifests.as_array().cloned().unwrap_or_default() {
         let folder = str_of(&m, "folder");
         let folder = if folder.is_empty() { "manifests" } else { folder };
@@ -673,6 +812,10 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
             .expect("not optional");
         w.write_file(&rel, &b)?;
     }
+
+    // Node 0's storage objects cluster 0's service reads (docs/migrate.md "Files on cluster
+    // 0"): each host's uploaded logs, the controller's logs, the Ignition configs.
+    export_storage_objects(&src, &mut w, &cid, &cluster, &hosts).await?;
 
     // The database.
     export_dump(db, &mut w)?;
@@ -902,6 +1045,45 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
 mod tests {
     use super::*;
     use crate::migrate::plan::Export;
+
+    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (n, d) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(d.len() as u64);
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Regular);
+            b.append_data(&mut h, n, *d).unwrap();
+        }
+        b.into_inner().unwrap()
+    }
+
+    /// The tar `logs?logs_type=host` answers holds the uploaded archive under a display name;
+    /// boot logs are not it.
+    #[test]
+    fn the_host_log_archive_comes_out_of_the_download_tar() {
+        let t = tar_of(&[("ostest_master_master-1.tar.gz", b"GZ")]);
+        assert_eq!(host_log_from_tar(&t).unwrap(), Some(b"GZ".to_vec()));
+        let t = tar_of(&[
+            ("ostest_master_boot_master-1.tar.gz", b"BOOT"),
+            ("ostest_bootstrap_master-1.tar.gz", b"GZ"),
+        ]);
+        assert_eq!(host_log_from_tar(&t).unwrap(), Some(b"GZ".to_vec()));
+        assert_eq!(host_log_from_tar(&tar_of(&[("x.txt", b"?")])).unwrap(), None);
+        let two = tar_of(&[("a_master_x.tar.gz", b"1"), ("b_master_y.tar.gz", b"2")]);
+        assert!(host_log_from_tar(&two).unwrap_err().contains("2 log archives"));
+        assert!(host_log_from_tar(&[7u8; 1024]).unwrap_err().contains("not a tar"));
+    }
+
+    #[test]
+    fn host_ignition_names_and_zero_times() {
+        let h = serde_json::json!({"id": "h1", "role": "master", "suggested_role": "worker"});
+        assert_eq!(host_ignition_name(&h), "master-h1.ign");
+        let h = serde_json::json!({"id": "h2", "role": "auto-assign", "suggested_role": "worker"});
+        assert_eq!(host_ignition_name(&h), "worker-h2.ign");
+        let v = serde_json::json!({"a": "0001-01-01T00:00:00.000Z", "b": "2026-12-03T17:24:06.802Z"});
+        assert!(!time_set(&v, "a") && time_set(&v, "b") && !time_set(&v, "c"));
+    }
 
     /// A plan as `migrate export` makes it (the flags' reading is tested in `plan`).
     fn args() -> Export {

@@ -29,7 +29,6 @@
 //! step is recorded, standing for a run killed there (tests/migrate.rs). Steps: [`STEPS`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Namespace, PersistentVolumeClaim, Pod};
@@ -38,6 +37,7 @@ use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{json, Value};
 
 use super::bundle::Bundle;
+use super::copy::{self, CopyItem};
 use super::exec::{self, Db, PodContainer, Producer};
 use super::record::{self, Phase, Record};
 use super::restore;
@@ -64,7 +64,7 @@ pub const ARTIFACT_DIRS: [&str; 4] = ["logs/", "api/", "manifests/", "files/"];
 pub const STOP_AFTER_ENV: &str = "AGENT_DAY2_MIGRATE_STOP_AFTER";
 
 /// Step names, in order (as recorded in `steps_done`).
-pub const STEPS: [&str; 12] = [
+pub const STEPS: [&str; 13] = [
     "namespace",
     "secrets",
     "clusterimageset",
@@ -76,6 +76,7 @@ pub const STEPS: [&str; 12] = [
     "agents",
     "status",
     "artifacts",
+    "storage",
     "release-holds",
 ];
 
@@ -866,11 +867,21 @@ pub fn plan_lines(plan: &[Planned], bundle: &Bundle, ns: &str, keep_held: bool) 
     let bytes: u64 = files.iter().map(|e| e.size).sum();
     lines.push(format!(
         "PersistentVolumeClaim {ns}/{PVC_NAME}, Pod {ns}/{COPY_POD}: {} files ({bytes} bytes) of {} \
-         into {MOUNT_PATH}/{}/, then the pod deleted",
+         into {MOUNT_PATH}/{}/, read back, then the pod deleted",
         files.len(),
         ARTIFACT_DIRS.map(|d| d.trim_end_matches('/')).join(", "),
         m.cluster.id
     ));
+    let storage = copy::storage_items(&bundle.dir, &m.cluster.id, &m.files);
+    if !storage.is_empty() {
+        lines.push(format!(
+            "assisted-service's storage (WORK_DIR of container assisted-service): {} files ({} bytes) \
+             under {}/ as node 0 stored them (logs, Ignition configs, credentials, manifests), read back",
+            storage.len(),
+            storage.iter().map(|i| i.size).sum::<u64>(),
+            m.cluster.id
+        ));
+    }
     if keep_held {
         lines.push("holds kept (--keep-held)".into());
     } else {
@@ -1202,6 +1213,12 @@ impl Importer<'_> {
             self.step_done("artifacts").await?;
         } else {
             progress("artifacts already on the volume (record)");
+        }
+        if !self.rec().done("storage") {
+            self.copy_to_storage(&db).await?;
+            self.step_done("storage").await?;
+        } else {
+            progress("node 0's files already in assisted-service's storage (record)");
         }
 
         // 8. holds, record.
@@ -2240,8 +2257,6 @@ impl Importer<'_> {
             "copying {} files ({bytes} bytes) to {ns}/{PVC_NAME} through Pod {COPY_POD}",
             files.len()
         ));
-        let dir = self.bundle.dir.clone();
-        let prefix = self.bundle.manifest.cluster.id.clone();
         let note = format!(
             "removed by agent-day2 migrate import: the pull secret is in Secret {}/{}",
             self.ns,
@@ -2249,24 +2264,27 @@ impl Importer<'_> {
                 .map(|n| n.pull_secret)
                 .unwrap_or_default()
         );
-        let producer = Producer::spawn(move |w| write_tar(&dir, &prefix, &files, &note, w));
+        let items =
+            side_items(&self.bundle.dir, &self.bundle.manifest.cluster.id, &files, &note).map_err(|e| {
+                Error::Io {
+                    path: self.bundle.dir.display().to_string(),
+                    source: e,
+                }
+            })?;
         let at = PodContainer {
             namespace: ns.clone(),
             pod: COPY_POD.into(),
             container: "copy".into(),
         };
-        let argv: Vec<String> = ["tar", "-x", "-f", "-", "-C", MOUNT_PATH]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let out = exec::exec(&self.target, &at, &argv, Some(producer), 64 * 1024).await?;
-        if out.code != 0 {
-            return Err(Error::Api {
-                verb: "copy the artifacts through".into(),
-                resource: pod_ref,
-                message: format!("tar exited with {}: {}", out.code, out.stderr.trim()),
-            });
-        }
+        copy::copy_verified(
+            &self.target,
+            &at,
+            MOUNT_PATH,
+            items,
+            &format!("PersistentVolumeClaim {ns}/{PVC_NAME}"),
+            &progress,
+        )
+        .await?;
         match pods.delete(COPY_POD, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
@@ -2277,6 +2295,121 @@ impl Importer<'_> {
             t.elapsed().as_secs_f64()
         ));
         Ok(())
+    }
+
+    /// Node 0's storage objects (logs, Ignition configs, credentials, files, manifests; see
+    /// [`copy::storage_object`]) into cluster 0's assisted-service storage: its `WORK_DIR`
+    /// (`/data` unless the container sets it) in the `assisted-service` container of the pod
+    /// that holds the database, or of the one `app=assisted-service` pod with `--db-url`. With no
+    /// such pod, or no volume under `WORK_DIR`, a warning says the files are only on the side
+    /// volume.
+    async fn copy_to_storage(&mut self, db: &Db) -> Result<(), Error> {
+        let cid = self.bundle.manifest.cluster.id.clone();
+        let items = copy::storage_items(&self.bundle.dir, &cid, &self.bundle.manifest.files);
+        if items.is_empty() {
+            return Ok(());
+        }
+        let found = self.storage_container(db).await?;
+        let (at, dir) = match found {
+            Ok(v) => v,
+            Err(why) => {
+                progress(&format!(
+                    "warning: node 0's logs, Ignition configs and credentials stay on                      PersistentVolumeClaim {}/{PVC_NAME} only: {why}; cluster 0's                      assisted-service will not serve them",
+                    self.ns
+                ));
+                return Ok(());
+            }
+        };
+        let bytes: u64 = items.iter().map(|i| i.size).sum();
+        let t = Instant::now();
+        let what = format!(
+            "assisted-service's storage {dir} (Pod {}/{} container {})",
+            at.namespace, at.pod, at.container
+        );
+        progress(&format!(
+            "copying {} files ({bytes} bytes) to {what}",
+            items.len()
+        ));
+        copy::copy_verified(&self.target, &at, &dir, items, &what, &progress).await?;
+        progress(&format!(
+            "node 0's files are in {what}, checked, in {:.1}s",
+            t.elapsed().as_secs_f64()
+        ));
+        Ok(())
+    }
+
+    /// The `assisted-service` container and its `WORK_DIR` (Ok(Err(why)) when there is none to
+    /// use).
+    async fn storage_container(&self, db: &Db) -> Result<Result<(PodContainer, String), String>, Error> {
+        let pods: Vec<Pod> = match db {
+            Db::Pod { at, .. } => {
+                let api: Api<Pod> = Api::namespaced(self.target.client.clone(), &at.namespace);
+                let r = ResourceRef::namespaced("Pod", &at.namespace, &at.pod);
+                vec![api
+                    .get(&at.pod)
+                    .await
+                    .map_err(|e| classify(e, "read", r, &self.target))?]
+            }
+            Db::Url(_) => {
+                let api: Api<Pod> = Api::all(self.target.client.clone());
+                api.list(&ListParams::default().labels("app=assisted-service"))
+                    .await
+                    .map_err(|e| {
+                        classify(
+                            e,
+                            "list",
+                            ResourceRef::cluster("Pod", "app=assisted-service"),
+                            &self.target,
+                        )
+                    })?
+                    .items
+            }
+        };
+        let mut found = Vec::new();
+        for p in &pods {
+            let Some(c) = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.iter().find(|c| c.name == "assisted-service"))
+            else {
+                continue;
+            };
+            let dir = c
+                .env
+                .iter()
+                .flatten()
+                .find(|e| e.name == "WORK_DIR")
+                .and_then(|e| e.value.clone())
+                .unwrap_or_else(|| "/data".into());
+            let dir = dir.trim_end_matches('/').to_string();
+            let on_volume = c.volume_mounts.iter().flatten().any(|m| {
+                let mp = m.mount_path.trim_end_matches('/');
+                dir == mp || dir.starts_with(&format!("{mp}/"))
+            });
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            if !on_volume {
+                return Ok(Err(format!(
+                    "Pod {ns}/{name} container assisted-service has no volume at its WORK_DIR {dir}"
+                )));
+            }
+            found.push((
+                PodContainer {
+                    namespace: ns,
+                    pod: name,
+                    container: "assisted-service".into(),
+                },
+                dir,
+            ));
+        }
+        Ok(match found.len() {
+            1 => Ok(found.remove(0)),
+            0 => Err("no Pod with container assisted-service (label app=assisted-service) was found".into()),
+            n => Err(format!(
+                "{n} Pods with container assisted-service (label app=assisted-service); with --db-url \
+                 import cannot tell which one serves this cluster"
+            )),
+        })
     }
 
     /// The image of the assisted-service container (it has tar and sleep); a UBI image when
@@ -2380,39 +2513,28 @@ pub fn redact_install_config(yaml: &[u8], note: &str) -> Option<Vec<u8>> {
     serde_saphyr::to_string(&v).ok().map(String::into_bytes)
 }
 
-/// Writes a tar of `files` (bundle-relative paths) under `prefix/` to `w`. An install-config.yaml
-/// ([`is_install_config`]) goes in with its `pullSecret` replaced by `pull_secret_note`
-/// ([`redact_install_config`]), or not at all when it cannot be parsed.
-pub fn write_tar(
+/// The side volume's copy items: `files` (bundle-relative paths) under `prefix/`, mode 0640. An
+/// install-config.yaml ([`is_install_config`]) goes in with its `pullSecret` replaced by
+/// `pull_secret_note` ([`redact_install_config`]), or not at all when it cannot be parsed.
+pub fn side_items(
     dir: &std::path::Path,
     prefix: &str,
     files: &[super::bundle::BundleFileEntry],
     pull_secret_note: &str,
-    w: &mut dyn Write,
-) -> std::io::Result<()> {
-    let mut b = tar::Builder::new(w);
-    b.mode(tar::HeaderMode::Deterministic);
-    let header = |size: u64| {
-        let mut h = tar::Header::new_gnu();
-        h.set_size(size);
-        h.set_mode(0o640);
-        h.set_mtime(0);
-        h.set_entry_type(tar::EntryType::Regular);
-        h
-    };
+) -> std::io::Result<Vec<CopyItem>> {
+    let mut items = Vec::new();
     for e in files {
-        let path = format!("{prefix}/{}", e.path);
+        let dest = format!("{prefix}/{}", e.path);
         if is_install_config(&e.path) {
             let raw = std::fs::read(dir.join(&e.path))?;
             if let Some(red) = redact_install_config(&raw, pull_secret_note) {
-                b.append_data(&mut header(red.len() as u64), path, &red[..])?;
+                items.push(CopyItem::bytes(dest, red, 0o640));
             }
             continue;
         }
-        let mut f = std::fs::File::open(dir.join(&e.path))?;
-        b.append_data(&mut header(e.size), path, &mut f)?;
+        items.push(CopyItem::file(dir, dest, e, 0o640));
     }
-    b.finish()
+    Ok(items)
 }
 
 /// Whether `e` is the ServiceAccount admission plugin's refusal of a Pod whose namespace has
@@ -2802,33 +2924,6 @@ mod tests {
         assert_eq!(e.exit_code(), 3);
     }
 
-    #[test]
-    fn tar_holds_the_files_under_the_cluster_id() {
-        use std::io::Read as _;
-        let d = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(d.path().join("logs/c1")).unwrap();
-        std::fs::write(d.path().join("logs/c1/logs-all.tar"), b"LOGS").unwrap();
-        let files = vec![super::super::bundle::BundleFileEntry {
-            path: "logs/c1/logs-all.tar".into(),
-            sha256: String::new(),
-            size: 4,
-        }];
-        let mut out = Vec::new();
-        write_tar(d.path(), "c1", &files, "note", &mut out).unwrap();
-        let mut a = tar::Archive::new(&out[..]);
-        let mut names = Vec::new();
-        for e in a.entries().unwrap() {
-            let mut e = e.unwrap();
-            let mut s = String::new();
-            e.read_to_string(&mut s).unwrap();
-            names.push((e.path().unwrap().display().to_string(), s));
-        }
-        assert_eq!(
-            names,
-            [("c1/logs/c1/logs-all.tar".to_string(), "LOGS".to_string())]
-        );
-    }
-
     /// The volume copy of install-config.yaml keeps everything but the pull secret.
     #[test]
     fn install_config_loses_its_pull_secret_in_the_volume_copy() {
@@ -2844,7 +2939,7 @@ mod tests {
         assert!(redact_install_config(b"- a list\n", "n").is_none());
         assert!(is_install_config("files/c1/install-config.yaml"));
         assert!(!is_install_config("manifests/c1/openshift/install-config.yaml"));
-        // In the tar: redacted; unparseable → left out.
+        // In the volume copy: redacted; unparseable → left out.
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("files/c1")).unwrap();
         std::fs::write(d.path().join("files/c1/install-config.yaml"), yaml).unwrap();
@@ -2853,14 +2948,21 @@ mod tests {
             sha256: String::new(),
             size: yaml.len() as u64,
         }];
-        let mut out = Vec::new();
-        write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
-        let s = String::from_utf8_lossy(&out);
+        let items = side_items(d.path(), "c1", &files, "gone").unwrap();
+        let [it] = &items[..] else { panic!("{items:?}") };
+        assert_eq!(it.dest, "c1/files/c1/install-config.yaml");
+        let copy::CopySrc::Bytes(b) = &it.src else {
+            panic!("{it:?}")
+        };
+        let s = String::from_utf8_lossy(b);
         assert!(!s.contains("auths") && s.contains("pullSecret: gone"), "{s}");
+        // Its checksum is the redacted bytes' (what the volume is checked against).
+        assert_eq!(
+            it.sha256,
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&b[..]))
+        );
         std::fs::write(d.path().join("files/c1/install-config.yaml"), b"- x\n").unwrap();
-        let mut out = Vec::new();
-        write_tar(d.path(), "c1", &files, "gone", &mut out).unwrap();
-        assert_eq!(tar::Archive::new(&out[..]).entries().unwrap().count(), 0);
+        assert!(side_items(d.path(), "c1", &files, "gone").unwrap().is_empty());
     }
 
     #[test]

@@ -15,6 +15,7 @@
 //! clap types).
 
 pub mod bundle;
+pub mod copy;
 pub mod crs;
 pub mod dump;
 pub mod exec;

@@ -76,7 +76,8 @@ pub fn run_cli(a: Cluster0ServiceArgs) -> i32 {
             token: token.trim().to_string(),
             namespace: a.namespace.clone(),
             db_url: a.db_url.clone(),
-            storage: a.storage.clone(),
+            // Absolute: WORK_DIR must not depend on the service's cwd.
+            storage: std::path::absolute(&a.storage)?,
             listen: a.listen,
         })?;
         let tmp = a.dir.join(".ready.tmp");
@@ -211,7 +212,7 @@ impl Cluster0Service {
         let (host, port) = hostport.rsplit_once(':').context("API URL without a port")?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         // The service looks release versions up with `oc` (the operator's image has it).
-        let bin = o.dir.join("bin");
+        let bin = std::path::absolute(o.dir.join("bin"))?;
         crate::node0::real::write_oc_standin(&bin, &crate::harness::bin("agent-day2-sim")?)?;
         let k = rcgen::KeyPair::generate()?;
         let env = env(o, &k.public_key_pem(), &k.serialize_pem())?;

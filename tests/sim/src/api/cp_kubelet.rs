@@ -459,6 +459,30 @@ fn random_bytes<const N: usize>() -> [u8; N] {
     b
 }
 
+/// A test's fault file in the cluster directory: `DIR/FAULT_CUT_TAR` holding `N [TIMES]` makes
+/// the next TIMES (default 1) `tar -x` execs get only N bytes of their stdin and report success
+/// ([`super::exec::run_local`]'s `cut_stdin`); the file is removed once used up.
+pub const FAULT_CUT_TAR: &str = "fault-cut-next-tar-x";
+
+fn take_cut_fault(dir: &Path, command: &[String]) -> Option<u64> {
+    let is_tar_x = command.first().is_some_and(|c| c.ends_with("tar")) && command.iter().any(|a| a == "-x");
+    if !is_tar_x {
+        return None;
+    }
+    let f = dir.join(FAULT_CUT_TAR);
+    let text = std::fs::read_to_string(&f).ok()?;
+    let mut w = text.split_whitespace();
+    let n: u64 = w.next()?.parse().ok()?;
+    let times: u32 = w.next().and_then(|t| t.parse().ok()).unwrap_or(1);
+    if times > 1 {
+        std::fs::write(&f, format!("{n} {}\n", times - 1)).ok()?;
+    } else {
+        std::fs::remove_file(&f).ok()?;
+    }
+    eprintln!("container-exec: fault: stdin cut after {n} bytes, exit 0 reported");
+    Some(n)
+}
+
 /// `agent-day2-sim container-exec --dir DIR NAMESPACE POD CONTAINER -- COMMAND...`: the
 /// "container runtime" of `kubelet-exec`: reads `DIR/exec.json` and the pod (as the admin of
 /// `DIR/kubeconfig`), plans the command ([`super::exec::plan`]) and runs it with this process's
@@ -498,7 +522,10 @@ pub fn container_exec(dir: &Path, ns: &str, pod: &str, container: &str, command:
         Ok(super::exec::plan(&cfg, ns, &pod_v, &c, command))
     })();
     match planned {
-        Ok(plan) => super::exec::run_local(plan),
+        Ok(plan) => {
+            let cut = take_cut_fault(dir, command);
+            super::exec::run_local(plan, cut)
+        }
         Err(e) => {
             eprintln!("container-exec: {e:#}");
             1

@@ -377,7 +377,11 @@ impl Rewriter {
 /// Runs `plan` in this process's place, as a container runtime would: stdin is ours (the
 /// session's), stdout and stderr go to ours (host paths rewritten as in a session); returns the
 /// exit code (128+signal when killed, [`NOT_AVAILABLE_EXIT_CODE`] when the program cannot start).
-pub fn run_local(plan: Plan) -> i32 {
+///
+/// `cut_stdin`: a fault (issue 21 item 6): pass only that many bytes of stdin to the program,
+/// close its stdin, swallow the rest, and report exit 0 whatever it did, as a client sees an
+/// exec whose stream broke while the API server still said `Success`.
+pub fn run_local(plan: Plan, cut_stdin: Option<u64>) -> i32 {
     use std::io::{Read, Write};
     use std::process::{Command, Stdio};
     fn copy(mut r: impl Read, mut w: impl Write, map: Vec<(String, String)>) {
@@ -426,7 +430,11 @@ pub fn run_local(plan: Plan) -> i32 {
                 .env_clear()
                 .envs(env)
                 .current_dir(&cwd)
-                .stdin(Stdio::inherit())
+                .stdin(if cut_stdin.is_some() {
+                    Stdio::piped()
+                } else {
+                    Stdio::inherit()
+                })
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn();
@@ -437,6 +445,15 @@ pub fn run_local(plan: Plan) -> i32 {
                     return NOT_AVAILABLE_EXIT_CODE;
                 }
             };
+            let t0 = cut_stdin.map(|n| {
+                let mut to = child.stdin.take().expect("stdin piped");
+                std::thread::spawn(move || {
+                    let mut from = std::io::stdin();
+                    let _ = std::io::copy(&mut (&mut from).take(n), &mut to);
+                    drop(to);
+                    let _ = std::io::copy(&mut from, &mut std::io::sink());
+                })
+            });
             let out = child.stdout.take().expect("stdout piped");
             let err = child.stderr.take().expect("stderr piped");
             let out_map = if rewrite_stdout {
@@ -449,6 +466,10 @@ pub fn run_local(plan: Plan) -> i32 {
             let st = child.wait();
             let _ = t1.join();
             let _ = t2.join();
+            if let Some(t) = t0 {
+                let _ = t.join();
+                return 0;
+            }
             match st {
                 Ok(s) => s.code().unwrap_or_else(|| {
                     use std::os::unix::process::ExitStatusExt;

@@ -418,7 +418,8 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
     }
     let version = crate::noderun::service_version(&o.bin_dir).map_err(anyhow::Error::msg)?;
     let db = parse_db_url(&o.db_url)?;
-    let real = o.dir.join("real");
+    // Absolute: the PATH (the `oc` stand-in) and WORK_DIR must not depend on the service's cwd.
+    let real = std::path::absolute(o.dir.join("real"))?;
     let _ = std::fs::remove_dir_all(&real);
     for d in ["data", "manifests", "extra-manifests", "bin"] {
         std::fs::create_dir_all(real.join(d))?;

@@ -13,7 +13,7 @@
 //! | `/clusters/{id}/credentials` | `{username, password, console_url}` |
 //! | `/clusters/{id}/downloads/credentials?file_name=kubeconfig\|kubeconfig-noingress\|kubeadmin-password` | file |
 //! | `/clusters/{id}/downloads/files?file_name=install-config.yaml\|metadata.json` | file |
-//! | `/clusters/{id}/logs?logs_type=all\|controller\|host[&host_id=]` | tar (all) or tar.gz |
+//! | `/clusters/{id}/logs?logs_type=all\|controller\|host[&host_id=]` | tar (all, host) or tar.gz (controller) |
 //! | `/clusters/{id}/manifests` | `[{folder, file_name, manifest_source}]` |
 //! | `/clusters/{id}/manifests/files?folder=&file_name=` | file |
 //! | `/infra-envs[?cluster_id=]`, `/infra-envs/{id}` | `[infra-env]`, `infra-env` |
@@ -324,7 +324,14 @@ impl ClusterFiles {
                 format!("{name}_{}_{hn}_{hid}.tar.gz", str_of(h, "role")),
                 gz.clone(),
             ));
-            logs_host.insert(hid.to_string(), gz);
+            // As assisted-service's PrepareHostLogFile: a tar of the host's stored objects.
+            let mut one = tar::Builder::new(Vec::new());
+            tar_add(
+                &mut one,
+                &format!("{name}_{}_{hn}.tar.gz", str_of(h, "role")),
+                &gz,
+            );
+            logs_host.insert(hid.to_string(), one.into_inner().expect("tar in memory"));
         }
         let controller = tar_gz(&[(
             "assisted-installer-controller.logs".to_string(),
@@ -449,7 +456,7 @@ impl Node0Api {
                         "" | "all" => file(&f.logs_all, &format!("{id}_logs.tar")),
                         "controller" => file(&f.logs_controller, &format!("{id}_controller_logs.tar.gz")),
                         "host" => match f.logs_host.get(qs("host_id")) {
-                            Some(d) => file(d, &format!("{}_logs.tar.gz", qs("host_id"))),
+                            Some(d) => file(d, &format!("{}_logs.tar", qs("host_id"))),
                             None => not_found("host", qs("host_id")),
                         },
                         t => bad_request(format!("invalid logs_type {t:?}")),
