@@ -206,4 +206,11 @@ if [ -n "$real_bin" ]; then
   printf '\n\033[1m$ curl -s "$(kubectl get agentclusterinstall -n agent-cluster -o jsonpath={.items[0].status.debugInfo.eventsURL})" | jq length\033[0m\n'
   curl -s "$events" | jq length
   echo "(node 0 had $(jq length "$dir/bundle/api/events-"*.json | head -1) cluster events; cluster 0's service serves them and its own)"
+  # One host's logs through its Agent's logsURL: the archive the host uploaded to node 0.
+  agent=$(kubectl get agents -n agent-cluster -o jsonpath='{.items[0].metadata.name}')
+  logs=$(kubectl get agent "$agent" -n agent-cluster -o jsonpath='{.status.debugInfo.logsURL}')
+  printf '\n\033[1m$ curl -s "$(kubectl get agent %s -n agent-cluster -o jsonpath={.status.debugInfo.logsURL})" | tar -xOf - | sha256sum\033[0m\n' "$agent"
+  curl -s "$logs" | tar -xOf - | sha256sum
+  cid=$(jq -r .cluster.id "$dir/bundle/manifest.json")
+  echo "(node 0 stored $(sha256sum <"$dir/node0/real/data/$cid/logs/$agent/logs.tar.gz" | cut -d' ' -f1): the same bytes)"
 fi

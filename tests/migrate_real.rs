@@ -6,7 +6,8 @@
 //! masters `Joined`, logs uploaded, events written by the service). Then the same flow as
 //! tests/migrate.rs's `full_run`: export (REST + pg_dump of the real schema), import into
 //! cluster 0 (the simulated API server with assisted-service's own CRDs, cluster 0's database
-//! with the schema the real service's migrations make), killed and resumed, wait; rows, CRs,
+//! with the schema the real service's migrations make), killed after every step and resumed,
+//! a file copy cut, wait; rows, CRs,
 //! Secrets and files checked.
 //!
 //! Needs the real binaries (`#[cfg_attr(not(real_assisted), ignore)]`, build.rs; scripts/test.sh
@@ -17,7 +18,7 @@
 use crate::migrate::{full_run, versions, Crds};
 
 /// The whole of what is proved here, in one run (a real node 0 takes about a minute): export from
-/// the real node 0, import into cluster 0 (tests/migrate.rs's `full_run`: killed and resumed,
+/// the real node 0, import into cluster 0 (tests/migrate.rs's `full_run`: killed after every step and resumed,
 /// rows, CRs, Secrets, files), then cluster 0's own real assisted-service started on it
 /// (issue 21 item 4): it must keep everything (no new cluster row, no Agent recreated, the
 /// ClusterDeployment installed, the AgentClusterInstall completed), serve the cluster, its hosts
