@@ -1172,6 +1172,124 @@ fn node0_unit_passes_systemd_analyze_verify() {
     assert!(o.status.success() && o.stderr.is_empty(), "{}", text(&o));
 }
 
+/// `migrate node0-unit`'s unit on node 0, run by the node runner's systemd (issue 21 item 5):
+/// node 0 boots a plain Ignition with the unit and the wait's kubeconfig (the plugin binary and
+/// the bundle put on its disk by the administrator: `run-node --bind`), and reboots
+/// (`run-node --reboot`: the shutdown stops the unit, whose ExecStop is `migrate wait`). The
+/// reboot is held until import completes, then goes on; a node 0 whose cluster 0 is
+/// unreachable keeps waiting until the unit's timeout, says so, and reboots.
+#[test]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the node runner's binaries: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
+fn node0_unit_holds_node_0s_reboot_until_the_import_completes() {
+    use base64::Engine;
+    require_ready();
+    let e = Env::start(&[], true);
+    let bundle = e.path("bundle");
+    let out = e.export(&bundle);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let kubeconfig = std::fs::read_to_string(e.cluster.dir.join("kubeconfig")).unwrap();
+    let server = e.cluster.api_url.trim_end_matches('/').to_string();
+    assert!(kubeconfig.contains(&server), "{server}");
+    let node0 = |name: &str, kubeconfig: &str, timeout: &str, node: &str| {
+        let o = e.plugin(&["migrate", "node0-unit", "--timeout", timeout]);
+        assert!(o.status.success(), "{}", text(&o));
+        let unit = String::from_utf8(o.stdout).unwrap();
+        let kc = base64::engine::general_purpose::STANDARD.encode(kubeconfig);
+        let cfg = json!({
+            "ignition": {"version": "3.2.0"},
+            "storage": {"files": [{
+                "path": "/var/lib/agent-day2/migrate-wait.kubeconfig", "mode": 0o600,
+                "contents": {"source": format!("data:;base64,{kc}")}}]},
+            "systemd": {"units": [{"name": "agent-day2-migration-wait.service", "enabled": true, "contents": unit}]}
+        });
+        let ign = e.path(&format!("{name}.ign"));
+        std::fs::write(&ign, cfg.to_string()).unwrap();
+        let log = e.path(&format!("{name}.log"));
+        let f = std::fs::File::create(&log).unwrap();
+        let child = Command::new(agent_day2_sim::harness::bin("agent-day2-sim").unwrap())
+            .arg("run-node")
+            .arg("--ignition")
+            .arg(&ign)
+            .arg("--work")
+            .arg(e.path(name))
+            .arg("--bin-dir")
+            .arg(agent_day2_sim::noderun::default_bin_dir())
+            .args(["--node", node, "--until", "agent-day2-migration-wait.service"])
+            .args(["--reboot", "--timeout", "5m"])
+            .arg("--bind")
+            .arg(format!("{BIN}:/usr/local/bin/kubectl-agent_day2"))
+            .arg("--bind")
+            .arg(format!("{}:/var/lib/agent-day2/migration", bundle.display()))
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap();
+        (child, log)
+    };
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let wait_for = |p: &Path, needle: &str, secs: u64| {
+        let t = Instant::now();
+        while !read(p).contains(needle) {
+            assert!(
+                t.elapsed() < Duration::from_secs(secs),
+                "{needle:?} not in {} after {secs}s:\n{}",
+                p.display(),
+                read(p)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let (mut held, held_log) = node0("node0", &kubeconfig, "2m", "52:54:00:aa:00:50=192.168.111.50/24");
+    let unreachable = kubeconfig.replace(&server, "https://192.168.111.99:6443");
+    let (mut lost, lost_log) = node0(
+        "node0-lost",
+        &unreachable,
+        "6s",
+        "52:54:00:aa:00:51=192.168.111.51/24",
+    );
+
+    // The shutdown stops the unit: its ExecStop waits, and the reboot with it.
+    wait_for(&held_log, "stopping: ExecStop", 120);
+    wait_for(&held_log, "no record ConfigMap agent-day2-migration", 30);
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(held.try_wait().unwrap().is_none(), "{}", read(&held_log));
+    assert!(!read(&held_log).contains("REBOOTED"), "{}", read(&held_log));
+
+    let out = e.plugin(&["migrate", "import", bundle.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let imported = Instant::now();
+    wait_for(&held_log, "REBOOTED", 90);
+    assert_eq!(held.wait().unwrap().code(), Some(0), "{}", read(&held_log));
+    eprintln!(
+        "timing: node 0 rebooted {:.1}s after the import completed",
+        imported.elapsed().as_secs_f64()
+    );
+    let log = read(&held_log);
+    let at = |n: &str| log.find(n).unwrap_or_else(|| panic!("{n:?} not in:\n{log}"));
+    assert!(
+        at("import complete at") < at("agent-day2-migration-wait.service: stopped ("),
+        "{log}"
+    );
+    assert!(
+        at("agent-day2-migration-wait.service: stopped (") < at("REBOOTED"),
+        "{log}"
+    );
+
+    // Cluster 0 unreachable: node 0 waits until the unit's timeout, says so, then reboots
+    // (node 0's data is lost, as without the unit).
+    wait_for(&lost_log, "REBOOTED", 120);
+    assert_eq!(lost.wait().unwrap().code(), Some(0), "{}", read(&lost_log));
+    let log = read(&lost_log);
+    assert!(log.contains("cluster 0 unreachable, retrying"), "{log}");
+    assert!(log.contains("timed out after --timeout 6s"), "{log}");
+    assert!(log.contains("stop failed: ExecStop"), "{log}");
+    assert!(!log.contains("import complete"), "{log}");
+}
+
 fn which(name: &str) -> Result<PathBuf, ()> {
     std::env::var_os("PATH")
         .iter()

@@ -153,6 +153,9 @@ fn lay_out(spec: &Spec, root: &Path) -> Result<(), String> {
             write_file(root, &p, 0o644, text.as_bytes())?;
         }
     }
+    for (host, at) in &spec.binds {
+        bind(host, &root.join(at.trim_start_matches('/')), true)?;
+    }
     bind(&spec.exe, &root.join(SIM_EXE.trim_start_matches('/')), true)?;
     bind(&spec.bin_dir, &root.join(REAL_BIN.trim_start_matches('/')), true)?;
     let nm = spec.bin_dir.join("../nmstate/lib");
@@ -410,6 +413,10 @@ pub struct Executor {
     interrupt: BTreeSet<String>,
     /// Bytes of the goal unit's journal already echoed to the console.
     goal_echoed: u64,
+    /// `run-node --reboot`: after the goal, [`Executor::shutdown`].
+    reboot: bool,
+    /// Units in the order they became active (the shutdown stops them in reverse).
+    started: Vec<String>,
 }
 
 impl Executor {
@@ -474,6 +481,8 @@ impl Executor {
             goal_reached: false,
             interrupt: spec.interrupt.iter().cloned().collect(),
             goal_echoed: 0,
+            reboot: spec.reboot,
+            started: Vec::new(),
         })
     }
 
@@ -721,6 +730,9 @@ impl Executor {
                 .unwrap_or(false);
             let u = self.units.get_mut(name).unwrap();
             u.state = if remain { State::Active } else { State::Finished };
+            if remain {
+                self.started.push(name.to_string());
+            }
             self.say(
                 name,
                 if remain {
@@ -739,6 +751,7 @@ impl Executor {
         let u = self.units.get_mut(name).unwrap();
         if u.state == State::Activating {
             u.state = State::Active;
+            self.started.push(name.to_string());
         }
         self.say(name, "active (running)");
         if name == self.until {
@@ -822,7 +835,7 @@ impl Executor {
             return; // an orphan reparented to us
         };
         let desc = describe(status);
-        let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+        let ok = exited_ok(status);
         let u = self.units.get_mut(&name).unwrap();
         if u.main_pid == Some(pid) {
             u.main_pid = None;
@@ -936,7 +949,7 @@ impl Executor {
                 }
             }
             if self.goal_reached && !self.stay {
-                return 0;
+                return if self.reboot { self.shutdown() } else { 0 };
             }
             if let State::Failed(why) = &self.units[&self.until].state {
                 println!(
@@ -998,6 +1011,137 @@ impl Executor {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// systemd's shutdown before a reboot (`run-node --reboot`): every unit still active is
+    /// stopped, the last started first (the reverse of the start order, which follows
+    /// `After=`; systemd stops in the reverse of the ordering). Returns 0: the machine
+    /// rebooted, whatever the stops did (systemd goes on with the shutdown after a failed or
+    /// timed-out stop).
+    fn shutdown(&mut self) -> i32 {
+        println!(
+            "{}: {} REBOOT: shutting down: stopping the active units, the last started first",
+            self.label,
+            systemd::stamp(self.t0)
+        );
+        let order: Vec<String> = self
+            .started
+            .iter()
+            .rev()
+            .filter(|n| self.units[*n].state == State::Active)
+            .cloned()
+            .collect();
+        for n in order {
+            self.stop(&n);
+        }
+        println!("{}: {} REBOOTED", self.label, systemd::stamp(self.t0));
+        0
+    }
+
+    /// Stops `name`: its `ExecStop=` commands in order (its environment, journal lines echoed
+    /// as they are written), all within `TimeoutStopSec=` (default 90s, `infinity` unbounded;
+    /// on the timeout the command's process group is killed), then its processes killed. A
+    /// stop command that fails (no `-` prefix) ends the stop, reported.
+    fn stop(&mut self, name: &str) {
+        let u = &self.units[name];
+        let env = u.env.clone();
+        let timeout = match u.plan.file.service_last("TimeoutStopSec") {
+            Some("infinity") => None,
+            Some(v) => systemd::parse_timespan(v).or(Some(Duration::from_secs(90))),
+            None => Some(Duration::from_secs(90)),
+        };
+        let lines: Vec<Result<ExecLine, String>> = u
+            .plan
+            .file
+            .service_all("ExecStop")
+            .iter()
+            .map(|v| systemd::parse_exec(v, name, &env))
+            .collect();
+        let t = Instant::now();
+        let deadline = timeout.map(|d| t + d);
+        let mut outcome = String::from("stopped");
+        let mut echoed = std::fs::metadata(self.journal_path(name))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        for line in lines {
+            let line = match line {
+                Ok(l) => l,
+                Err(e) => {
+                    outcome = format!("stop failed: ExecStop: {e}");
+                    break;
+                }
+            };
+            self.say(name, &format!("stopping: ExecStop {}", line.argv.join(" ")));
+            let pid = match self.spawn(name, &line, &env, None) {
+                Ok(p) => p,
+                Err(e) => {
+                    outcome = format!("stop failed: {e}");
+                    break;
+                }
+            };
+            let mut next_note = Instant::now() + Duration::from_secs(10);
+            let status = loop {
+                let mut st = 0;
+                // SAFETY: plain waitpid (we are PID 1: orphans are reaped here too).
+                let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
+                if r == pid {
+                    break Some(st);
+                }
+                for l in new_journal_lines(&self.journal_path(name), &mut echoed) {
+                    println!("{}: {} {name}: | {l}", self.label, systemd::stamp(self.t0));
+                }
+                if r > 0 {
+                    continue;
+                }
+                if deadline.is_some_and(|d| Instant::now() > d) {
+                    // SAFETY: plain kill of the process group we made (setsid).
+                    unsafe {
+                        libc::kill(-pid, libc::SIGKILL);
+                        libc::kill(pid, libc::SIGKILL);
+                    }
+                    let mut st = 0;
+                    // SAFETY: plain waitpid of our child.
+                    unsafe { libc::waitpid(pid, &mut st, 0) };
+                    break None;
+                }
+                if Instant::now() > next_note {
+                    next_note += Duration::from_secs(10);
+                    self.say(
+                        name,
+                        &format!(
+                            "still stopping: the reboot waits ({:.0}s)",
+                            t.elapsed().as_secs_f64()
+                        ),
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            for l in new_journal_lines(&self.journal_path(name), &mut echoed) {
+                println!("{}: {} {name}: | {l}", self.label, systemd::stamp(self.t0));
+            }
+            match status {
+                None => {
+                    outcome = format!(
+                        "stop timed out after {:.0}s (TimeoutStopSec=): killed",
+                        t.elapsed().as_secs_f64()
+                    );
+                    break;
+                }
+                Some(st) if !line.ignore_failure && !exited_ok(st) => {
+                    outcome = format!("stop failed: ExecStop {}", describe(st));
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        self.kill_unit(name);
+        let u = self.units.get_mut(name).unwrap();
+        u.state = if outcome == "stopped" {
+            State::Finished
+        } else {
+            State::Failed(outcome.clone())
+        };
+        self.say(name, &format!("{outcome} ({:.1}s)", t.elapsed().as_secs_f64()));
     }
 
     fn print_failures(&self) {
@@ -1069,6 +1213,11 @@ pub fn new_journal_lines(path: &Path, offset: &mut u64) -> Vec<String> {
 }
 
 /// "exit status 1" / "killed by signal 9".
+/// Whether a wait status is a normal exit with code 0.
+fn exited_ok(status: i32) -> bool {
+    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+}
+
 pub fn describe(status: i32) -> String {
     if libc::WIFEXITED(status) {
         format!("status={}/exit", libc::WEXITSTATUS(status))

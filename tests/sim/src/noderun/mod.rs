@@ -78,8 +78,23 @@ pub const ROLES: [(&str, &str); 2] = [
 
 /// Flags of `agent-day2-sim run-node`. Exactly one image source.
 #[derive(Debug, Clone, clap::Args)]
-#[command(group(clap::ArgGroup::new("image").required(true).multiple(false).args(["iso", "config_image", "pxe_dir", "initrd"])))]
+#[command(group(clap::ArgGroup::new("image").required(true).multiple(false).args(["iso", "config_image", "pxe_dir", "initrd", "ignition"])))]
 pub struct RunNodeArgs {
+    /// A plain Ignition config (JSON) instead of a node image: what a machine boots whose image
+    /// we do not build (node 0 of an agent-based install, for `migrate node0-unit`).
+    #[arg(long, value_name = "FILE")]
+    pub ignition: Option<PathBuf>,
+    /// After the goal, reboot each machine as systemd does: the shutdown stops every active
+    /// unit, the last started first, running its `ExecStop=` bounded by `TimeoutStopSec=`
+    /// (default 90s; a failing or timed-out stop does not stop the reboot), then the machine
+    /// ends (`REBOOTED`). Exit 0 once every machine rebooted.
+    #[arg(long, conflicts_with = "stay")]
+    pub reboot: bool,
+    /// HOST_PATH:MACHINE_PATH (repeatable): bound read-only into every machine. Stands for
+    /// what an administrator put on the machine's disk that its Ignition does not carry (the
+    /// plugin binary `migrate node0-unit`'s unit calls, the bundle).
+    #[arg(long = "bind", value_name = "HOST_PATH:MACHINE_PATH")]
+    pub binds: Vec<String>,
     /// The node ISO (CoreOS live ISO with the Ignition embedded).
     #[arg(long)]
     pub iso: Option<PathBuf>,
@@ -242,6 +257,11 @@ fn raw_ignition(a: &RunNodeArgs) -> Result<(Vec<u8>, ignition::Config, String), 
     }
     if let Some(d) = &a.pxe_dir {
         std::fs::read_dir(d).map_err(|e| (3, vec![cannot_open("--pxe-dir", d, &e)]))?;
+    }
+    if let Some(p) = &a.ignition {
+        let bytes = std::fs::read(p).map_err(|e| (3, vec![cannot_open("--ignition", p, &e)]))?;
+        let cfg = ignition::parse(&bytes).map_err(|e| (3, vec![format!("{}: {e}", p.display())]))?;
+        return Ok((bytes, cfg, format!("Ignition {}", p.display())));
     }
     if let Some(iso) = &a.iso {
         let mut f = std::fs::File::open(iso).map_err(|e| (3, vec![cannot_open("--iso", iso, &e)]))?;
@@ -446,6 +466,23 @@ fn unlisted_mac_warning(mac: &str, hosts: &BTreeMap<String, Vec<String>>) -> Opt
 /// `AGENT_DOCKER_IMAGE`: node-agent).
 pub const AGENT_IMAGES_ENV: &str = "/usr/local/share/assisted-service/agent-images.env";
 
+/// `--bind HOST_PATH:MACHINE_PATH` values: both absolute, the host path existing.
+fn parse_binds(given: &[String]) -> Result<Vec<(PathBuf, String)>, String> {
+    given
+        .iter()
+        .map(|b| {
+            let (h, m) = b
+                .split_once(':')
+                .ok_or_else(|| format!("--bind {b:?}: expected HOST_PATH:MACHINE_PATH"))?;
+            if !h.starts_with('/') || !m.starts_with('/') || m.split('/').any(|c| c == "..") {
+                return Err(format!("--bind {b:?}: both paths must be absolute (no ..)"));
+            }
+            std::fs::metadata(h).map_err(|e| format!("--bind {b:?}: {h}: {e}"))?;
+            Ok((PathBuf::from(h), m.to_string()))
+        })
+        .collect()
+}
+
 fn parse_node(n: &str) -> Result<(String, Ipv4Addr, u8), String> {
     let (mac, rest) = n
         .split_once('=')
@@ -587,6 +624,13 @@ pub fn run(a: RunNodeArgs) -> i32 {
     println!("assisted-service: {version}");
     let images = match parse_images(&a.images) {
         Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    let binds = match parse_binds(&a.binds) {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
             return 2;
@@ -763,6 +807,8 @@ pub fn run(a: RunNodeArgs) -> i32 {
             max_failures: a.max_failures,
             hosts: hosts.clone(),
             interrupt: a.interrupt.clone(),
+            reboot: a.reboot,
+            binds: binds.clone(),
             appliance: a.config_image.as_ref().map(|img| appliance::Load {
                 config_gz: appliance::staged_path(&a.work),
                 image: img.display().to_string(),

@@ -51,6 +51,12 @@ pub struct Spec {
     /// `--interrupt` units.
     #[serde(default)]
     pub interrupt: Vec<String>,
+    /// `--reboot`: after the goal, the shutdown (every active unit's `ExecStop=`), then end.
+    #[serde(default)]
+    pub reboot: bool,
+    /// `--bind`: host path → machine path, bound read-only.
+    #[serde(default)]
+    pub binds: Vec<(PathBuf, String)>,
     /// Appliance: the config image the loader applies before the units start.
     #[serde(default)]
     pub appliance: Option<appliance::Load>,

@@ -16,7 +16,9 @@
 //!
 //! Not simulated: units the live system itself provides (targets, `NetworkManager.service`,
 //! ...) count as started; stop propagation along `Requires=` after a unit dies is not done;
-//! `ExecStop=` runs only when the runner stops a unit for a restart.
+//! `ExecStop=` runs when the runner stops a unit for a restart, and at the shutdown of
+//! `run-node --reboot` (every active unit, the last started first, each within its
+//! `TimeoutStopSec=`).
 //!
 //! A start job of a unit in auto-restart stays pending (as in systemd), so units ordered after
 //! it wait; after `max_failures` failed starts the unit is given up: the boot fails naming it.
