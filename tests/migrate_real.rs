@@ -356,3 +356,119 @@ fn single_node_export_works_and_wait_refuses_to_hold_the_reboot() {
         "{err}"
     );
 }
+
+/// Option 1 of the user story (issue 21 item 3), node 0's side: the real service in kube-api
+/// mode on node 0's own API server (a second real kube-apiserver with assisted-service's CRDs),
+/// the agent-based installer's manifests applied there, driven to the state before node 0
+/// reboots. What it shows about option 1: the controllers make the rows from the CRs (kube keys
+/// set, unlike REST mode), the Agents and the AgentClusterInstall carry the install's state, and
+/// node 0's REST API takes only tokens signed by its key (local authentication refuses a user
+/// token), so an export in this mode reads the CRs from the API server and REST through the
+/// signed URLs the CRs carry.
+#[test]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
+fn option_1_node0_on_its_own_api_server_holds_the_pre_reboot_state() {
+    use crate::support::cluster::text;
+    use agent_day2_sim::harness::{Node0, TestCluster};
+    use agent_day2_sim::postgres::Postgres;
+    use serde_json::Value;
+    agent_day2_sim::harness::require_netns();
+    agent_day2_sim::harness::require_postgres();
+    let crds: Vec<String> = agent_day2_sim::upstream::assisted_crd_dirs()
+        .unwrap()
+        .iter()
+        .flat_map(|d| ["--crds".to_string(), d.display().to_string()])
+        .collect();
+    let mut args: Vec<&str> = crds.iter().map(String::as_str).collect();
+    // :8080 stays free for the service's metrics server (it binds every address).
+    args.extend(["--files-listen", "192.168.111.5:8081"]);
+    let boot = TestCluster::start_with_args("", &args).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    pg.create_db("installer", "admin").unwrap();
+    let kubeconfig = boot.kubeconfig.display().to_string();
+    let n0 = Node0::start(
+        &tmp.path().join("node0"),
+        "192.168.111.80:8090",
+        &pg.url("installer"),
+        &["--real", "--kube-api", &kubeconfig],
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let log = n0.log();
+    assert!(log.contains("made by the controllers from the CRs"), "{log}");
+
+    // The rows come from the CRs: kube keys set.
+    let q = |sql: &str| {
+        agent_day2_sim::postgres::psql(&pg.url("installer"), sql)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(
+        q("SELECT status || ' ' || kube_key_namespace || '/' || kube_key_name FROM clusters"),
+        "installing agent-cluster/agent-cluster"
+    );
+    assert_eq!(
+        q("SELECT count(*) FROM hosts WHERE kube_key_namespace = 'agent-cluster'"),
+        "3"
+    );
+    // The CRs carry the state: every Agent approved, one (the bootstrap host) rebooting.
+    let json = |args: &[&str]| -> Value {
+        let o = boot.kubectl(args);
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let agents = json(&["get", "agents", "-n", "agent-cluster", "-o", "json"]);
+    let items = agents["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3, "{agents}");
+    let mut stages: Vec<String> = items
+        .iter()
+        .map(|a| {
+            assert_eq!(a["spec"]["approved"], true, "{a}");
+            assert_eq!(a["status"]["debugInfo"]["state"], "installing-in-progress", "{a}");
+            a["status"]["progress"]["currentStage"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    stages.sort();
+    assert_eq!(stages, ["Joined", "Joined", "Rebooting"]);
+    let aci = json(&[
+        "get",
+        "agentclusterinstall",
+        "agent-cluster",
+        "-n",
+        "agent-cluster",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(aci["status"]["debugInfo"]["state"], "installing", "{aci}");
+    let events_url = aci["status"]["debugInfo"]["eventsURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        events_url.starts_with(&n0.url) && events_url.contains("api_key="),
+        "{events_url}"
+    );
+
+    // REST: the signed URL and a token signed by node 0's key work; a user token does not.
+    let curl = |args: &[&str]| {
+        let o = std::process::Command::new("curl")
+            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    assert_eq!(curl(&[&events_url]), "200");
+    let cid = q("SELECT id FROM clusters");
+    let token = std::fs::read_to_string(n0.dir.join("cluster-token")).unwrap();
+    let cluster = format!("{}/api/assisted-install/v2/clusters/{cid}", n0.url);
+    assert_eq!(curl(&["-H", &format!("X-Secret-Key: {token}"), &cluster]), "200");
+    assert_eq!(curl(&["-H", &format!("Authorization: {token}"), &cluster]), "401");
+}

@@ -76,8 +76,7 @@ pub fn run_cli(a: Cluster0ServiceArgs) -> i32 {
             token: token.trim().to_string(),
             namespace: a.namespace.clone(),
             db_url: a.db_url.clone(),
-            // Absolute: WORK_DIR must not depend on the service's cwd.
-            storage: std::path::absolute(&a.storage)?,
+            storage: a.storage.clone(),
             listen: a.listen,
         })?;
         let tmp = a.dir.join(".ready.tmp");
@@ -148,6 +147,13 @@ pub fn env(o: &Opts, public_pem: &str, private_pem: &str) -> anyhow::Result<Vec<
         ("IMAGE_SERVICE_BASE_URL", format!("http://{}:8888", o.listen.ip())),
         ("OS_IMAGES", os.to_string()),
         ("ISO_IMAGE_TYPE", "minimal-iso".into()),
+        // Stand-in (as node 0's, node0::real): the real Ignition generation extracts
+        // openshift-install from the release payload, which no registry here holds. Only a
+        // service that installs (node 0 of option 1) generates; cluster 0's never does here.
+        ("DUMMY_IGNITION", "true".into()),
+        // The agent image the operator configures (`AGENT_IMAGE` of its Deployment): the one
+        // its discovery ISO runs, so the agents report it and need no upgrade step.
+        ("AGENT_DOCKER_IMAGE", crate::node0::agents::AGENT_IMAGE.into()),
         ("LOG_LEVEL", "info".into()),
         ("LOG_FORMAT", "text".into()),
         ("DEPLOY_TARGET", "k8s".into()),
@@ -189,6 +195,12 @@ impl Cluster0Service {
     /// Errors: binaries missing, the API URL unparsable, the service exiting (its log's end).
     pub fn start(o: &Opts) -> anyhow::Result<Cluster0Service> {
         crate::noderun::service_version(&o.bin_dir).map_err(anyhow::Error::msg)?;
+        // Absolute: the mount of DIR/run, WORK_DIR and the PATH must not depend on the cwd.
+        let o = &Opts {
+            dir: std::path::absolute(&o.dir)?,
+            storage: std::path::absolute(&o.storage)?,
+            ..o.clone()
+        };
         // assisted-service listens on every address at its port (and controller-runtime's
         // metrics server on :8080): a port taken anywhere in the namespace (node 0's service,
         // say) would answer in its place.
@@ -212,7 +224,7 @@ impl Cluster0Service {
         let (host, port) = hostport.rsplit_once(':').context("API URL without a port")?;
         let host = host.trim_start_matches('[').trim_end_matches(']');
         // The service looks release versions up with `oc` (the operator's image has it).
-        let bin = std::path::absolute(o.dir.join("bin"))?;
+        let bin = o.dir.join("bin");
         crate::node0::real::write_oc_standin(&bin, &crate::harness::bin("agent-day2-sim")?)?;
         let k = rcgen::KeyPair::generate()?;
         let env = env(o, &k.public_key_pem(), &k.serialize_pem())?;
@@ -283,6 +295,13 @@ impl Cluster0Service {
     /// the service signs its agents' tokens and presigned URLs.
     pub fn cluster_token(&self, cluster_id: &str) -> anyhow::Result<String> {
         crate::boot::jwt::sign(&json!({"cluster_id": cluster_id}), &self.key_der).map_err(anyhow::Error::msg)
+    }
+
+    /// A local-auth token for an InfraEnv (`{"infra_env_id": ID}`): what its discovery ISO gives
+    /// the agents.
+    pub fn infra_env_token(&self, infra_env_id: &str) -> anyhow::Result<String> {
+        crate::boot::jwt::sign(&json!({"infra_env_id": infra_env_id}), &self.key_der)
+            .map_err(anyhow::Error::msg)
     }
 
     /// `GET path` (under the base URL; `/api/assisted-install/v2/...` or `/health`) with an

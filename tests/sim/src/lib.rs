@@ -13,6 +13,7 @@ pub mod harness;
 pub mod kubeconfig;
 pub mod netns;
 pub mod node0;
+pub mod node0kube;
 pub mod node0schema;
 pub mod noderun;
 pub mod pki;

@@ -316,6 +316,9 @@ fn main() {
         Cmd::NodeMachine { spec } => std::process::exit(agent_day2_sim::noderun::machine::main(&spec)),
         Cmd::Podman { args } => std::process::exit(agent_day2_sim::noderun::podman::main(&args)),
         Cmd::DiscoveryAgent { args } => std::process::exit(agent_day2_sim::noderun::agent::main(&args)),
+        Cmd::Node0(args) if args.kube_api.is_some() => {
+            std::process::exit(agent_day2_sim::node0kube::run_sync(args))
+        }
         Cmd::Node0(args) => std::process::exit(agent_day2_sim::node0::run_sync(args)),
         Cmd::Postgres(args) => std::process::exit(run_postgres(args)),
         Cmd::AssistedSchema { db_url, bin_dir } => {

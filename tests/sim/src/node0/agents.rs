@@ -37,6 +37,9 @@ pub struct Tokens {
     pub watcher: String,
 }
 
+/// The discovery agent's image the hosts report (`discovery_agent_version`).
+pub const AGENT_IMAGE: &str = "registry.redhat.io/rhai/assisted-installer-agent-rhel9:latest";
+
 /// The hosts' network interface name.
 pub const NIC: &str = "enp1s0";
 
@@ -122,7 +125,7 @@ impl Api {
 
     /// Registers `h` into infra-env `ie` (201 expected).
     pub fn register(&self, ie: &str, h: &Host) -> anyhow::Result<()> {
-        let body = json!({"host_id": h.id, "discovery_agent_version": "registry.redhat.io/rhai/assisted-installer-agent-rhel9:latest"});
+        let body = json!({"host_id": h.id, "discovery_agent_version": AGENT_IMAGE});
         let (code, b) = self.agent("POST", &format!("/infra-envs/{ie}/hosts"), Some(&body))?;
         if code != 201 {
             bail!(
@@ -383,6 +386,17 @@ pub fn logs_archive(h: &Host, stages: &[&str]) -> anyhow::Result<Vec<u8>> {
         t.append_data(&mut hd, name, data.as_bytes())?;
     }
     Ok(t.into_inner()?.finish()?)
+}
+
+/// The id of the host the service chose as bootstrap (`bootstrap: true`) in a cluster as
+/// `GET /clusters/{id}` answers it.
+pub fn bootstrap_host(cluster: &Value) -> anyhow::Result<String> {
+    cluster["hosts"]
+        .as_array()
+        .and_then(|hs| hs.iter().find(|h| h["bootstrap"] == true))
+        .and_then(|h| h["id"].as_str())
+        .map(String::from)
+        .context("the service chose no bootstrap host")
 }
 
 /// The install, as assisted-installer on each host reports it, up to the moment node 0 (the

@@ -74,6 +74,12 @@ pub struct Node0Args {
     /// (default $AGENT_DAY2_REAL_BIN, else scripts/real-components.sh's output).
     #[arg(long, value_name = "DIR", requires = "real")]
     pub bin_dir: Option<PathBuf>,
+    /// With --real: node 0 as the user story's option 1: the service in kube-api mode on node
+    /// 0's own API server (this kubeconfig; assisted-service's CRDs served), the agent-based
+    /// installer's manifests applied there, the Agents approved (see `node0kube`). Writes
+    /// DIR/cluster-token too. --hosts: at least 3.
+    #[arg(long, value_name = "KUBECONFIG", requires = "real")]
+    pub kube_api: Option<PathBuf>,
     /// With --real: give up when the install is not held within this time.
     #[arg(long, default_value = "10m", value_parser = crate::boot::parse_duration, requires = "real")]
     pub timeout: std::time::Duration,
@@ -150,21 +156,26 @@ pub fn run_sync(args: Node0Args) -> i32 {
     }
 }
 
+/// The `--real` options of `args` (`--bin-dir` defaulted).
+pub fn real_opts(args: &Node0Args) -> real::RealOpts {
+    real::RealOpts {
+        dir: args.dir.clone(),
+        listen: args.listen,
+        db_url: args.db_url.clone(),
+        hosts: args.hosts,
+        bin_dir: args
+            .bin_dir
+            .clone()
+            .unwrap_or_else(crate::noderun::default_bin_dir),
+        timeout: args.timeout,
+    }
+}
+
 fn run(args: Node0Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.dir).with_context(|| format!("creating {}", args.dir.display()))?;
     let _ = std::fs::remove_file(args.dir.join("ready"));
     if args.real {
-        return real::run(&real::RealOpts {
-            dir: args.dir.clone(),
-            listen: args.listen,
-            db_url: args.db_url.clone(),
-            hosts: args.hosts,
-            bin_dir: args
-                .bin_dir
-                .clone()
-                .unwrap_or_else(crate::noderun::default_bin_dir),
-            timeout: args.timeout,
-        });
+        return real::run(&real_opts(&args));
     }
     prepare_db(&args)?;
     let snap = read_snapshot(&args.db_url)?;

@@ -505,13 +505,7 @@ pub fn run(o: &RealOpts) -> anyhow::Result<()> {
     };
     drive("installing", &installing, &mut svc)?;
     let (_, c) = api.user("GET", &format!("/clusters/{cid}"), None)?;
-    let bootstrap = c["hosts"]
-        .as_array()
-        .and_then(|hs| hs.iter().find(|h| h["bootstrap"] == true))
-        .and_then(|h| h["id"].as_str())
-        .context("the service chose no bootstrap host")?
-        .to_string();
-    super::agents::install(&api, &ie, &cid, &hosts, &bootstrap)?;
+    super::agents::install(&api, &ie, &cid, &hosts, &super::agents::bootstrap_host(&c)?)?;
     // One more monitor cycle so statuses reflect the last reports.
     std::thread::sleep(Duration::from_secs(3));
     svc.check()?;
