@@ -361,6 +361,10 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
             // Cut once in the next run: copied again, checked, done.
             std::fs::write(&cut, "1024\n").unwrap();
         }
+        if *step == "storage" {
+            // The copy into assisted-service's storage, cut once: copied again too.
+            std::fs::write(&cut, "1024\n").unwrap();
+        }
         let t = Instant::now();
         let out = e.cmd(&["migrate", "import", b]).env(STOP, step).output().unwrap();
         eprintln!(
@@ -424,7 +428,7 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
                     manifest["counts"]["hosts"].as_u64().unwrap()
                 );
             }
-            "artifacts" => {
+            "artifacts" | "storage" => {
                 assert!(!cut.exists(), "the cut was used");
                 assert!(err.contains("copying them again"), "{err}");
             }

@@ -75,6 +75,17 @@ fn real_node0_to_cluster0s_real_service() {
             rel.display()
         );
     }
+    // And nothing node 0 did not have (a `kubeconfig` there would stop cluster 0's service from
+    // merging the ingress CA after the reboot).
+    for f in crate::migrate::walk(&storage.join(&r.cid)) {
+        let rel = f.strip_prefix(storage.join(&r.cid)).unwrap();
+        assert!(
+            node0_storage.join(rel).is_file(),
+            "cluster 0's storage has {}/{}, which node 0 did not",
+            r.cid,
+            rel.display()
+        );
+    }
 
     // The operator's service account (the simulated cluster has it), bound as the operator's
     // ClusterRole binds it (here: cluster-admin), and a token for it.

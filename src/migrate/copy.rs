@@ -77,7 +77,7 @@ impl CopyItem {
 /// The storage object (path under cluster 0's assisted-service `WORK_DIR`) that the bundle file
 /// `rel` of cluster `cid` becomes, as node 0 stored it (assisted-service's object names:
 /// `<cid>/logs/<host-id>/logs.tar.gz`, `<cid>/logs/controller/logs.tar.gz`, `<cid>/<name>.ign`,
-/// `<cid>/kubeconfig…`, `<cid>/kubeadmin-password`, `<cid>/install-config.yaml`,
+/// `<cid>/kubeconfig-noingress`, `<cid>/kubeadmin-password`, `<cid>/install-config.yaml`,
 /// `<cid>/metadata.json`, `<cid>/manifests/<folder>/<file>`). None: the file has no place
 /// there (the REST answers, events, the all-logs tar, credentials.json, the dump).
 pub fn storage_object(rel: &str, cid: &str) -> Option<String> {
@@ -89,7 +89,10 @@ pub fn storage_object(rel: &str, cid: &str) -> Option<String> {
             .strip_prefix('/')
             .map(|r| format!("{cid}/logs/{r}")),
         "ignition" if !rest.contains('/') && rest.ends_with(".ign") => Some(format!("{cid}/{rest}")),
-        "credentials" if ["kubeconfig", "kubeconfig-noingress", "kubeadmin-password"].contains(&rest) => {
+        // Not `kubeconfig`: before node 0's reboot only kubeconfig-noingress exists (node 0
+        // serves it under both names), and an existing `<cid>/kubeconfig` makes assisted-service
+        // skip merging the ingress CA uploaded after the reboot (V2UploadClusterIngressCert).
+        "credentials" if ["kubeconfig-noingress", "kubeadmin-password"].contains(&rest) => {
             Some(format!("{cid}/{rest}"))
         }
         "files" if ["install-config.yaml", "metadata.json"].contains(&rest) => Some(format!("{cid}/{rest}")),
@@ -168,6 +171,14 @@ pub async fn copy_verified(
     if items.is_empty() {
         return Ok(());
     }
+    if let Some(bad) = items.iter().find(|it| {
+        it.dest.starts_with('/') || it.dest.split('/').any(|c| c.is_empty() || c == "." || c == "..")
+    }) {
+        return Err(Error::Unexpected(format!(
+            "refusing to copy {:?}: not a plain relative path",
+            bad.dest
+        )));
+    }
     let items = Arc::new(items);
     let pod_ref = ResourceRef::namespaced("Pod", &at.namespace, &at.pod);
     let mut last = String::new();
@@ -188,7 +199,22 @@ pub async fn copy_verified(
                     .iter()
                     .map(|it| format!("{}/{}", dir.trim_end_matches('/'), it.dest)),
             );
-            let sums = exec::exec(kube, at, &argv, None, 256 * items.len() + 4096).await?;
+            let sums = exec::exec(kube, at, &argv, None, exec::STDOUT_MAX).await?;
+            if sums.code >= 126 || sums.stdout_truncated {
+                return Err(Error::Api {
+                    verb: "check the copied files through".into(),
+                    resource: pod_ref,
+                    message: format!(
+                        "sha256sum {}: the copy to {what} cannot be checked; run the import again \
+                         where the container has sha256sum (coreutils)",
+                        if sums.stdout_truncated {
+                            "answered more than import reads".to_string()
+                        } else {
+                            format!("exited with {}: {}", sums.code, sums.stderr.trim())
+                        }
+                    ),
+                });
+            }
             check_sums(dir, &items, &String::from_utf8_lossy(&sums.stdout))
         };
         if bad.is_empty() {
@@ -235,6 +261,7 @@ mod tests {
                 Some("c1/kubeconfig-noingress"),
             ),
             ("credentials/c1/kubeadmin-password", Some("c1/kubeadmin-password")),
+            ("credentials/c1/kubeconfig", None),
             ("credentials/c1/credentials.json", None),
             ("files/c1/install-config.yaml", Some("c1/install-config.yaml")),
             ("files/c1/metadata.json", Some("c1/metadata.json")),

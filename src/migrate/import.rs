@@ -1215,8 +1215,9 @@ impl Importer<'_> {
             progress("artifacts already on the volume (record)");
         }
         if !self.rec().done("storage") {
-            self.copy_to_storage(&db).await?;
-            self.step_done("storage").await?;
+            if self.copy_to_storage(&db).await? {
+                self.step_done("storage").await?;
+            }
         } else {
             progress("node 0's files already in assisted-service's storage (record)");
         }
@@ -2303,21 +2304,27 @@ impl Importer<'_> {
     /// that holds the database, or of the one `app=assisted-service` pod with `--db-url`. With no
     /// such pod, or no volume under `WORK_DIR`, a warning says the files are only on the side
     /// volume.
-    async fn copy_to_storage(&mut self, db: &Db) -> Result<(), Error> {
+    ///
+    /// Returns whether the step is done (false: skipped with that warning, so that a later run
+    /// copies them).
+    async fn copy_to_storage(&mut self, db: &Db) -> Result<bool, Error> {
         let cid = self.bundle.manifest.cluster.id.clone();
         let items = copy::storage_items(&self.bundle.dir, &cid, &self.bundle.manifest.files);
         if items.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         let found = self.storage_container(db).await?;
         let (at, dir) = match found {
             Ok(v) => v,
             Err(why) => {
                 progress(&format!(
-                    "warning: node 0's logs, Ignition configs and credentials stay on                      PersistentVolumeClaim {}/{PVC_NAME} only: {why}; cluster 0's                      assisted-service will not serve them",
+                    "warning: node 0's logs, Ignition configs and credentials stay on \
+                     PersistentVolumeClaim {}/{PVC_NAME} only: {why}; cluster 0's \
+                     assisted-service will not serve them; run the import again once it can \
+                     reach that container",
                     self.ns
                 ));
-                return Ok(());
+                return Ok(false);
             }
         };
         let bytes: u64 = items.iter().map(|i| i.size).sum();
@@ -2335,7 +2342,7 @@ impl Importer<'_> {
             "node 0's files are in {what}, checked, in {:.1}s",
             t.elapsed().as_secs_f64()
         ));
-        Ok(())
+        Ok(true)
     }
 
     /// The `assisted-service` container and its `WORK_DIR` (Ok(Err(why)) when there is none to
@@ -2352,21 +2359,23 @@ impl Importer<'_> {
             }
             Db::Url(_) => {
                 let api: Api<Pod> = Api::all(self.target.client.clone());
-                api.list(&ListParams::default().labels("app=assisted-service"))
+                match api
+                    .list(&ListParams::default().labels("app=assisted-service"))
                     .await
-                    .map_err(|e| {
-                        classify(
-                            e,
-                            "list",
-                            ResourceRef::cluster("Pod", "app=assisted-service"),
-                            &self.target,
-                        )
-                    })?
-                    .items
+                {
+                    Ok(l) => l.items,
+                    Err(e) => {
+                        let r = ResourceRef::cluster("Pod", "app=assisted-service");
+                        let e = classify(e, "list", r, &self.target);
+                        return Ok(Err(e.to_string().lines().next().unwrap_or("").to_string()));
+                    }
+                }
             }
         };
         let mut found = Vec::new();
-        for p in &pods {
+        let mut no_volume = None;
+        // A pod on its way out (a rollout) is not where the service will run.
+        for p in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
             let Some(c) = p
                 .spec
                 .as_ref()
@@ -2374,24 +2383,29 @@ impl Importer<'_> {
             else {
                 continue;
             };
-            let dir = c
-                .env
-                .iter()
-                .flatten()
-                .find(|e| e.name == "WORK_DIR")
-                .and_then(|e| e.value.clone())
-                .unwrap_or_else(|| "/data".into());
+            let name = p.metadata.name.clone().unwrap_or_default();
+            let ns = p.metadata.namespace.clone().unwrap_or_default();
+            // WORK_DIR as the pod gets it (assisted-service's default /data/); a value import
+            // cannot read is not guessed.
+            let dir = match self.container_env(&ns, c, "WORK_DIR").await {
+                Ok(v) => v.unwrap_or_else(|| "/data".into()),
+                Err(why) => {
+                    no_volume = Some(format!(
+                        "Pod {ns}/{name} container assisted-service: its WORK_DIR cannot be read ({why})"
+                    ));
+                    continue;
+                }
+            };
             let dir = dir.trim_end_matches('/').to_string();
             let on_volume = c.volume_mounts.iter().flatten().any(|m| {
                 let mp = m.mount_path.trim_end_matches('/');
                 dir == mp || dir.starts_with(&format!("{mp}/"))
             });
-            let name = p.metadata.name.clone().unwrap_or_default();
-            let ns = p.metadata.namespace.clone().unwrap_or_default();
             if !on_volume {
-                return Ok(Err(format!(
+                no_volume = Some(format!(
                     "Pod {ns}/{name} container assisted-service has no volume at its WORK_DIR {dir}"
-                )));
+                ));
+                continue;
             }
             found.push((
                 PodContainer {
@@ -2404,12 +2418,75 @@ impl Importer<'_> {
         }
         Ok(match found.len() {
             1 => Ok(found.remove(0)),
-            0 => Err("no Pod with container assisted-service (label app=assisted-service) was found".into()),
+            0 => Err(no_volume.unwrap_or_else(|| {
+                "no Pod with container assisted-service (label app=assisted-service) was found".into()
+            })),
             n => Err(format!(
                 "{n} Pods with container assisted-service (label app=assisted-service); with --db-url \
                  import cannot tell which one serves this cluster"
             )),
         })
+    }
+
+    /// The value of `key` in container `c`'s environment as the kubelet makes it: `env` (a value,
+    /// or a `configMapKeyRef`/`secretKeyRef` read from namespace `ns`) before `envFrom` (each
+    /// ConfigMap or Secret, later ones winning, with its `prefix`). Ok(None): not set. Err: a
+    /// source import cannot read (named).
+    async fn container_env(
+        &self,
+        ns: &str,
+        c: &k8s_openapi::api::core::v1::Container,
+        key: &str,
+    ) -> Result<Option<String>, String> {
+        use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+        let cm = |name: String| async move {
+            Api::<ConfigMap>::namespaced(self.target.client.clone(), ns)
+                .get_opt(&name)
+                .await
+                .map_err(|e| format!("ConfigMap {ns}/{name}: {e}"))
+                .map(|o| o.and_then(|c| c.data).unwrap_or_default())
+        };
+        let secret = |name: String| async move {
+            Api::<Secret>::namespaced(self.target.client.clone(), ns)
+                .get_opt(&name)
+                .await
+                .map_err(|e| format!("Secret {ns}/{name}: {e}"))
+                .map(|o| {
+                    o.and_then(|s| s.data)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                        .collect::<std::collections::BTreeMap<String, String>>()
+                })
+        };
+        if let Some(e) = c.env.iter().flatten().find(|e| e.name == key) {
+            if let Some(v) = &e.value {
+                return Ok(Some(v.clone()));
+            }
+            let from = e.value_from.as_ref();
+            if let Some(r) = from.and_then(|f| f.config_map_key_ref.as_ref()) {
+                return Ok(cm(r.name.clone()).await?.get(&r.key).cloned());
+            }
+            if let Some(r) = from.and_then(|f| f.secret_key_ref.as_ref()) {
+                return Ok(secret(r.name.clone()).await?.get(&r.key).cloned());
+            }
+            return Err(format!("env {key} comes from a field or resource reference"));
+        }
+        let mut found = None;
+        for f in c.env_from.iter().flatten() {
+            let prefix = f.prefix.clone().unwrap_or_default();
+            let data = if let Some(r) = &f.config_map_ref {
+                cm(r.name.clone()).await?
+            } else if let Some(r) = &f.secret_ref {
+                secret(r.name.clone()).await?
+            } else {
+                continue;
+            };
+            if let Some(v) = data.get(key.strip_prefix(prefix.as_str()).unwrap_or("\0")) {
+                found = Some(v.clone());
+            }
+        }
+        Ok(found)
     }
 
     /// The image of the assisted-service container (it has tar and sleep); a UBI image when

@@ -212,7 +212,7 @@ impl Cluster0Service {
         let sa = o.dir.join("run/secrets/kubernetes.io/serviceaccount");
         std::fs::create_dir_all(&sa)?;
         std::fs::create_dir_all(&o.storage)?;
-        std::fs::write(sa.join("token"), &o.token)?;
+        crate::node0::keys::write_private(&sa.join("token"), o.token.as_bytes())?;
         std::fs::copy(&o.ca_file, sa.join("ca.crt"))
             .with_context(|| format!("copying {}", o.ca_file.display()))?;
         std::fs::write(sa.join("namespace"), &o.namespace)?;

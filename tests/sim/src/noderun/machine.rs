@@ -730,7 +730,7 @@ impl Executor {
                 .unwrap_or(false);
             let u = self.units.get_mut(name).unwrap();
             u.state = if remain { State::Active } else { State::Finished };
-            if remain {
+            if remain && !self.started.iter().any(|n| n == name) {
                 self.started.push(name.to_string());
             }
             self.say(
@@ -751,7 +751,9 @@ impl Executor {
         let u = self.units.get_mut(name).unwrap();
         if u.state == State::Activating {
             u.state = State::Active;
-            self.started.push(name.to_string());
+            if !self.started.iter().any(|n| n == name) {
+                self.started.push(name.to_string());
+            }
         }
         self.say(name, "active (running)");
         if name == self.until {
@@ -1045,9 +1047,14 @@ impl Executor {
     fn stop(&mut self, name: &str) {
         let u = &self.units[name];
         let env = u.env.clone();
+        // Per ExecStop= command, as systemd.service(5) says; 0 and `infinity`: no limit.
         let timeout = match u.plan.file.service_last("TimeoutStopSec") {
             Some("infinity") => None,
-            Some(v) => systemd::parse_timespan(v).or(Some(Duration::from_secs(90))),
+            Some(v) => match systemd::parse_timespan(v) {
+                Some(d) if d.is_zero() => None,
+                Some(d) => Some(d),
+                None => Some(Duration::from_secs(90)),
+            },
             None => Some(Duration::from_secs(90)),
         };
         let lines: Vec<Result<ExecLine, String>> = u
@@ -1058,7 +1065,6 @@ impl Executor {
             .map(|v| systemd::parse_exec(v, name, &env))
             .collect();
         let t = Instant::now();
-        let deadline = timeout.map(|d| t + d);
         let mut outcome = String::from("stopped");
         let mut echoed = std::fs::metadata(self.journal_path(name))
             .map(|m| m.len())
@@ -1079,7 +1085,9 @@ impl Executor {
                     break;
                 }
             };
-            let mut next_note = Instant::now() + Duration::from_secs(10);
+            let started = Instant::now();
+            let deadline = timeout.map(|d| started + d);
+            let mut next_note = started + Duration::from_secs(10);
             let status = loop {
                 let mut st = 0;
                 // SAFETY: plain waitpid (we are PID 1: orphans are reaped here too).
@@ -1123,7 +1131,7 @@ impl Executor {
                 None => {
                     outcome = format!(
                         "stop timed out after {:.0}s (TimeoutStopSec=): killed",
-                        t.elapsed().as_secs_f64()
+                        started.elapsed().as_secs_f64()
                     );
                     break;
                 }
