@@ -181,6 +181,12 @@ impl Env {
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
+    /// The completion record (`record.json` of ConfigMap `agent-day2-migration` in `ns`).
+    fn record(&self, ns: &str) -> Value {
+        let cm = self.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", ns, "-o", "json"]);
+        serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap()
+    }
+
     fn src_url(&self) -> String {
         self.src_pg.url("installer")
     }
@@ -378,16 +384,7 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
             "{}",
             text(&out)
         );
-        let rec = e.kubectl_json(&[
-            "get",
-            "configmap",
-            "agent-day2-migration",
-            "-n",
-            &ns,
-            "-o",
-            "json",
-        ]);
-        let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
+        let r = e.record(&ns);
         assert_eq!(r["phase"], "in-progress");
         assert_eq!(
             r["steps_done"],
@@ -772,16 +769,7 @@ pub(crate) fn full_run(crds: Crds, node0_args: &[&str]) -> Ran {
     }
 
     // Record and status.
-    let rec = e.kubectl_json(&[
-        "get",
-        "configmap",
-        "agent-day2-migration",
-        "-n",
-        &ns,
-        "-o",
-        "json",
-    ]);
-    let r: Value = serde_json::from_str(rec["data"]["record.json"].as_str().unwrap()).unwrap();
+    let r = e.record(&ns);
     assert_eq!(r["phase"], "complete");
     assert_eq!(
         r["bundle_sha256"],
@@ -1581,16 +1569,7 @@ fn a_second_import_is_refused_while_another_holds_the_record() {
     set_holder(&old);
     let out = e.plugin(&["migrate", "import", b]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    let cm = e.kubectl_json(&[
-        "get",
-        "configmap",
-        "agent-day2-migration",
-        "-n",
-        &ns,
-        "-o",
-        "json",
-    ]);
-    let r: Value = serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap();
+    let r = e.record(&ns);
     assert_eq!(r["phase"], "complete");
     assert_ne!(r["holder"], "another-host.example:4242:1:feedbeef");
 }

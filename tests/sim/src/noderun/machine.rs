@@ -499,16 +499,25 @@ impl Executor {
     /// without the runner's `-- ` command headers, which `say` already printed), as
     /// `<label>: [stamp] <unit>: | <line>`.
     fn echo_goal_journal(&mut self) {
-        let path = self.journal_path(&self.until);
-        for l in new_journal_lines(&path, &mut self.goal_echoed) {
-            println!(
-                "{}: {} {}: | {l}",
-                self.label,
-                systemd::stamp(self.t0),
-                self.until
-            );
+        let mut offset = self.goal_echoed;
+        self.echo_journal(&self.until, &mut offset);
+        self.goal_echoed = offset;
+    }
+
+    /// Echoes `unit`'s journal lines written after byte `offset` (advanced), as
+    /// [`Self::echo_goal_journal`] does for the goal unit.
+    fn echo_journal(&self, unit: &str, offset: &mut u64) {
+        for l in new_journal_lines(&self.journal_path(unit), offset) {
+            println!("{}: {} {unit}: | {l}", self.label, systemd::stamp(self.t0));
         }
         let _ = std::io::stdout().flush();
+    }
+
+    /// Records that `name` became active (once: a restarted unit is stopped once at shutdown).
+    fn mark_started(&mut self, name: &str) {
+        if !self.started.iter().any(|n| n == name) {
+            self.started.push(name.to_string());
+        }
     }
 
     /// The last `n` lines of the journal of every unit that failed or is still activating
@@ -730,8 +739,8 @@ impl Executor {
                 .unwrap_or(false);
             let u = self.units.get_mut(name).unwrap();
             u.state = if remain { State::Active } else { State::Finished };
-            if remain && !self.started.iter().any(|n| n == name) {
-                self.started.push(name.to_string());
+            if remain {
+                self.mark_started(name);
             }
             self.say(
                 name,
@@ -751,9 +760,7 @@ impl Executor {
         let u = self.units.get_mut(name).unwrap();
         if u.state == State::Activating {
             u.state = State::Active;
-            if !self.started.iter().any(|n| n == name) {
-                self.started.push(name.to_string());
-            }
+            self.mark_started(name);
         }
         self.say(name, "active (running)");
         if name == self.until {
@@ -1095,9 +1102,7 @@ impl Executor {
                 if r == pid {
                     break Some(st);
                 }
-                for l in new_journal_lines(&self.journal_path(name), &mut echoed) {
-                    println!("{}: {} {name}: | {l}", self.label, systemd::stamp(self.t0));
-                }
+                self.echo_journal(name, &mut echoed);
                 if r > 0 {
                     continue;
                 }
@@ -1124,9 +1129,7 @@ impl Executor {
                 }
                 std::thread::sleep(Duration::from_millis(50));
             };
-            for l in new_journal_lines(&self.journal_path(name), &mut echoed) {
-                println!("{}: {} {name}: | {l}", self.label, systemd::stamp(self.t0));
-            }
+            self.echo_journal(name, &mut echoed);
             match status {
                 None => {
                     outcome = format!(
