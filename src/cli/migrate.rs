@@ -22,7 +22,8 @@ pub struct MigrateArgs {
 /// The migrate subcommands.
 #[derive(Debug, Subcommand)]
 pub enum MigrateCommand {
-    /// Read node 0's assisted-service (REST v2 + a PostgreSQL dump) into a bundle directory.
+    /// Read node 0's assisted-service (REST v2, or its API server's CRs, + a PostgreSQL dump)
+    /// into a bundle directory.
     #[command(after_help = EXPORT_AFTER)]
     Export(ExportArgs),
     /// Restore a bundle onto the current context (cluster 0): database, CRs, logs, record.
@@ -58,10 +59,11 @@ Examples:
 
 const EXPORT_AFTER: &str = "\
 Exit status: 0 the bundle was written; 2 bad flags (no or several database sources, a bad
---from, --out in a missing directory, pg_dump or podman not installed); 3 invalid input (--out
-exists, an unreadable --token-file or --db-dump, a dump of another install or moment, an id
-unfit for a file name); 4 node 0's service or database refused or failed (HTTP error, pg_dump
-failed);
+--from, --out in a missing directory, --storage not a directory, pg_dump or podman not
+installed); 3 invalid input (--out exists, an unreadable --token-file or --db-dump, a dump of
+another install or moment, an id unfit for a file name, not exactly one agent
+ClusterDeployment on node 0's API server); 4 node 0's service, API server or database refused
+or failed (HTTP error, pg_dump failed, the kubeconfig unusable);
 1 the bundle could not be written, or pg_dump or podman could not be run.
 
 Examples:
@@ -75,7 +77,12 @@ Examples:
 
   # A dump made by hand on node 0 (pg_dump --data-only, see the README)
   oc agent-day2 migrate export --from http://192.168.111.20:8090 --token-file user-token \\
-      --db-dump installer.sql --out ./bundle";
+      --db-dump installer.sql --out ./bundle
+
+  # Node 0's service on node 0's own API server (kube-api mode): the CRs are copied from it
+  oc agent-day2 migrate export --from-kube /opt/openshift/auth/kubeconfig \\
+      --from-context admin --storage /var/lib/assisted-service --db-container assisted-db \\
+      --out ./bundle";
 
 const IMPORT_AFTER: &str = "\
 Exit status: 0 imported, or already complete (--dry-run: every check passed); 2 bad flags
@@ -143,12 +150,24 @@ Examples:
 /// Arguments of `migrate export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Node 0's assisted-service, e.g. http://192.168.111.20:8090.
-    #[arg(long, value_name = "URL")]
-    pub from: String,
+    /// Node 0's assisted-service in REST mode (no API server on node 0), e.g.
+    /// http://192.168.111.20:8090.
+    #[arg(long, value_name = "URL", required_unless_present = "from_kube")]
+    pub from: Option<String>,
     /// File holding the userAuth token of node 0's service (agent-installer-local auth).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "from_kube")]
     pub token_file: Option<PathBuf>,
+    /// Kubeconfig of node 0's own API server, where its assisted-service runs in kube-api mode:
+    /// the CRs are copied from there.
+    #[arg(long, value_name = "FILE", conflicts_with = "from", requires = "storage")]
+    pub from_kube: Option<PathBuf>,
+    /// The context of --from-kube's kubeconfig (default: its current context).
+    #[arg(long, value_name = "NAME", requires = "from_kube")]
+    pub from_context: Option<String>,
+    /// With --from-kube: the storage directory of node 0's assisted-service (its WORK_DIR,
+    /// STORAGE=filesystem), read directly: logs, Ignition configs, credentials, manifests.
+    #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath, requires = "from_kube")]
+    pub storage: Option<PathBuf>,
     /// Bundle directory to create (must not exist).
     #[arg(long, value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub out: PathBuf,

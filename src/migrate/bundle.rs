@@ -81,6 +81,10 @@ pub struct BundleSource {
     /// takes the dump's ids as they are.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub migration_ids: Vec<String>,
+    /// How crs/crs.json was made: [`super::copied::COPIED`] (option 1: copied from node 0's
+    /// API server, `export --from-kube`); empty in option 2's bundles (recreated from REST).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub crs: String,
 }
 
 /// `manifest.cluster`: the assisted cluster as its REST API showed it.
@@ -719,6 +723,7 @@ mod tests {
                 db_source: "db-dump".into(),
                 schema_version: "21211125182200".into(),
                 migration_ids: vec!["20201019194303".into(), "21211125182200".into()],
+                crs: String::new(),
             },
             cluster: BundleCluster {
                 id: "c1".into(),

@@ -101,6 +101,25 @@ pub fn storage_object(rel: &str, cid: &str) -> Option<String> {
     }
 }
 
+/// The bundle file that node 0's storage object `<cid>/<object>` becomes (option 1's export
+/// reads node 0's storage directly): the inverse of [`storage_object`], which stays the one
+/// rule (a name is taken only when [`storage_object`] gives it back). None: the object has no
+/// place in a bundle (`<cid>/kubeconfig`, which cluster 0 must not get; anything else).
+pub fn bundle_path(object: &str, cid: &str) -> Option<String> {
+    let candidate = if let Some(r) = object.strip_prefix("logs/") {
+        format!("logs/{cid}/{}/{r}", super::export::LOG_OBJECTS)
+    } else if let Some(r) = object.strip_prefix("manifests/") {
+        format!("manifests/{cid}/{r}")
+    } else if object.ends_with(".ign") {
+        format!("ignition/{cid}/{object}")
+    } else if object.starts_with("kube") {
+        format!("credentials/{cid}/{object}")
+    } else {
+        format!("files/{cid}/{object}")
+    };
+    (storage_object(&candidate, cid).as_deref() == Some(format!("{cid}/{object}").as_str())).then_some(candidate)
+}
+
 /// The storage items of a bundle (every file with a [`storage_object`]), mode 0600: they are the
 /// service's own files, credentials and Ignition configs among them.
 pub fn storage_items(dir: &std::path::Path, cid: &str, files: &[BundleFileEntry]) -> Vec<CopyItem> {
@@ -277,6 +296,25 @@ mod tests {
             ("ignition/c12/master.ign", None),
         ] {
             assert_eq!(storage_object(rel, c).as_deref(), want, "{rel}");
+        }
+        // Option 1 reads node 0's storage: every object round-trips, `kubeconfig` has no place.
+        for (obj, rel) in [
+            ("logs/h1/logs.tar.gz", Some("logs/c1/objects/h1/logs.tar.gz")),
+            ("logs/controller/logs.tar.gz", Some("logs/c1/objects/controller/logs.tar.gz")),
+            ("master-h1.ign", Some("ignition/c1/master-h1.ign")),
+            ("kubeconfig-noingress", Some("credentials/c1/kubeconfig-noingress")),
+            ("kubeadmin-password", Some("credentials/c1/kubeadmin-password")),
+            ("install-config.yaml", Some("files/c1/install-config.yaml")),
+            ("manifests/openshift/50-x.yaml", Some("manifests/c1/openshift/50-x.yaml")),
+            ("kubeconfig", None),
+            ("manifests/a/b/c.yaml", None),
+            ("other.txt", None),
+            ("x/y.ign", None),
+        ] {
+            assert_eq!(bundle_path(obj, "c1").as_deref(), rel, "{obj}");
+            if let Some(r) = rel {
+                assert_eq!(storage_object(r, "c1"), Some(format!("c1/{obj}")));
+            }
         }
     }
 

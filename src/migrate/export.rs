@@ -134,7 +134,7 @@ pub fn origin_of(from: &str) -> Result<String, Error> {
     })
 }
 
-fn source_error(url: &str, message: String) -> Error {
+pub(super) fn source_error(url: &str, message: String) -> Error {
     Error::Api {
         verb: "read".into(),
         resource: ResourceRef::cluster("node 0's assisted-service", url),
@@ -389,7 +389,7 @@ fn str_of<'a>(v: &'a Value, k: &str) -> &'a str {
 }
 
 /// An id from the wire used in a bundle path: a plain path component.
-fn path_id(id: &str, what: &str) -> Result<String, Error> {
+pub(super) fn path_id(id: &str, what: &str) -> Result<String, Error> {
     if bundle::is_safe_component(id) {
         Ok(id.to_string())
     } else {
@@ -489,7 +489,7 @@ fn missing_program(db: &DbSource) -> Error {
 }
 
 /// Checked before anything is downloaded: the dump program is on PATH.
-fn check_program(db: &DbSource) -> Result<(), Error> {
+pub(super) fn check_program(db: &DbSource) -> Result<(), Error> {
     use std::os::unix::fs::PermissionsExt;
     let Some((prog, _)) = db.command() else {
         return Ok(());
@@ -506,7 +506,7 @@ fn check_program(db: &DbSource) -> Result<(), Error> {
 }
 
 /// Runs the dump command into bundle file db/dump.sql, or copies `--db-dump`.
-fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
+pub(super) fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
     const REL: &str = "db/dump.sql";
     if let DbSource::File(p) = db {
         let what = format!("--db-dump {}", p.display());
@@ -585,7 +585,7 @@ fn export_dump(db: &DbSource, w: &mut BundleWriter) -> Result<(), Error> {
     Ok(())
 }
 
-fn rfc3339_now() -> String {
+pub(super) fn rfc3339_now() -> String {
     time::OffsetDateTime::now_utc()
         .replace_nanosecond(0)
         .ok()
@@ -593,7 +593,7 @@ fn rfc3339_now() -> String {
         .unwrap_or_default()
 }
 
-fn human_size(n: u64) -> String {
+pub(super) fn human_size(n: u64) -> String {
     if n >= 1 << 30 {
         format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64)
     } else if n >= 1 << 20 {
@@ -605,13 +605,91 @@ fn human_size(n: u64) -> String {
     }
 }
 
-/// `migrate export` (see the module doc). Returns exit code 0.
+/// `migrate export` (see the module doc): option 2 (`--from`) here, option 1 (`--from-kube`)
+/// in [`super::export_kube`]. Returns exit code 0.
 pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
+    match &a.node0 {
+        super::plan::Node0::Rest { from, token_file } => run_rest(a, from, token_file.as_ref()).await,
+        super::plan::Node0::Kube(k) => super::export_kube::run(a, k).await,
+    }
+}
+
+/// Removes the temporary bundles of exports beside `out` that were killed (SIGKILL, power
+/// loss): they hold credentials. One warning line names them.
+pub(super) fn remove_stale_bundles(out: &std::path::Path) {
+    if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+        let stale = crate::tempfiles::remove_stale(&[parent.to_path_buf()]);
+        if !stale.is_empty() {
+            let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+            eprintln!(
+                "warning: removed temporary files of an interrupted run (its process no longer runs): {}",
+                names.join(", ")
+            );
+        }
+    }
+}
+
+/// The dump written to bundle file db/dump.sql and read once ([`dump::summarize`]).
+pub(super) struct DumpRead {
+    /// How messages name it (`--db-dump FILE`, `the dump of --db-url`).
+    pub what_src: String,
+    /// The bundle file's path in the temporary bundle.
+    pub path: std::path::PathBuf,
+    /// Its row counts and migrations.
+    pub summary: dump::DumpSummary,
+    /// The greatest `migrations.id`.
+    pub schema_version: String,
+}
+
+impl DumpRead {
+    /// The dump file, buffered, from its start.
+    pub fn open(&self) -> Result<BufReader<std::fs::File>, Error> {
+        std::fs::File::open(&self.path)
+            .map(|f| BufReader::with_capacity(1 << 16, f))
+            .map_err(|e| Error::Io {
+                path: self.path.display().to_string(),
+                source: e,
+            })
+    }
+}
+
+/// Makes db/dump.sql from `db` ([`export_dump`]) and summarizes it. Errors: as
+/// [`export_dump`] and [`dump::summarize`]; [`Error::InvalidInput`] (exit 3) for a dump without
+/// `migrations` rows.
+pub(super) fn dump_and_summarize(db: &DbSource, w: &mut BundleWriter) -> Result<DumpRead, Error> {
+    export_dump(db, w)?;
+    let path = w.written_path("db/dump.sql").expect("written");
+    let what_src = match db {
+        DbSource::File(p) => format!("--db-dump {}", p.display()),
+        other => format!("the dump of --{}", other.name()),
+    };
+    let mut d = DumpRead {
+        what_src,
+        path,
+        summary: dump::DumpSummary::default(),
+        schema_version: String::new(),
+    };
+    d.summary = dump::summarize(&d.what_src, &mut d.open()?)?;
+    d.schema_version = d
+        .summary
+        .schema_version
+        .clone()
+        .ok_or_else(|| Error::InvalidInput {
+            field: d.what_src.clone(),
+            message: "it has no rows in table migrations, so its schema version is unknown: dump the \
+                  whole installer database"
+                .into(),
+        })?;
+    Ok(d)
+}
+
+/// Option 2: node 0's REST API and its database.
+async fn run_rest(a: &super::plan::Export, from: &str, token_file: Option<&std::path::PathBuf>) -> Result<u8, Error> {
     let db = &a.db;
     check_out(&a.out)?;
     check_program(db)?;
-    let origin = origin_of(&a.from)?;
-    let token = match &a.token_file {
+    let origin = origin_of(from)?;
+    let token = match token_file {
         Some(p) => {
             let t = crate::files::read_input_file(p, crate::files::MAX_KEY_FILE, "--token-file").map_err(
                 |e| Error::InvalidInput {
@@ -644,19 +722,9 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
         http,
         origin: origin.clone(),
         token,
-        token_file: a.token_file.as_ref().map(|p| p.display().to_string()),
+        token_file: token_file.map(|p| p.display().to_string()),
     };
-    if let Some(parent) = a.out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        // Temporary bundles of exports that were killed (SIGKILL, power loss) hold credentials.
-        let stale = crate::tempfiles::remove_stale(&[parent.to_path_buf()]);
-        if !stale.is_empty() {
-            let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
-            eprintln!(
-                "warning: removed temporary files of an interrupted run (its process no longer runs): {}",
-                names.join(", ")
-            );
-        }
-    }
+    remove_stale_bundles(&a.out);
     let mut w = BundleWriter::create(&a.out)?;
 
     // The cluster (an agent-based install has one).
@@ -818,31 +886,10 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
     export_storage_objects(&src, &mut w, &cid, &cluster, &hosts).await?;
 
     // The database.
-    export_dump(db, &mut w)?;
-    let dump_path = w.written_path("db/dump.sql").expect("written");
+    let d = dump_and_summarize(db, &mut w)?;
+    let (what_src, summary, schema_version) = (d.what_src.clone(), &d.summary, d.schema_version.clone());
     let what = "db/dump.sql";
-    let open_dump = || -> Result<BufReader<std::fs::File>, Error> {
-        std::fs::File::open(&dump_path)
-            .map(|f| BufReader::with_capacity(1 << 16, f))
-            .map_err(|e| Error::Io {
-                path: dump_path.display().to_string(),
-                source: e,
-            })
-    };
-    let what_src = match db {
-        DbSource::File(p) => format!("--db-dump {}", p.display()),
-        other => format!("the dump of --{}", other.name()),
-    };
-    let summary = dump::summarize(&what_src, &mut open_dump()?)?;
-    let schema_version = summary
-        .schema_version
-        .clone()
-        .ok_or_else(|| Error::InvalidInput {
-            field: what_src.clone(),
-            message: "it has no rows in table migrations, so its schema version is unknown: dump the \
-                  whole installer database"
-                .into(),
-        })?;
+    let open_dump = || d.open();
     // Rows soft-deleted by gorm (deleted_at set) are not served over REST: not compared.
     let live = |r: &BTreeMap<String, Option<String>>| r.get("deleted_at").is_none_or(Option::is_none);
     let crows = dump::table_rows(what, &mut open_dump()?, "clusters")?;
@@ -990,6 +1037,7 @@ pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
             db_source: db.name().into(),
             schema_version: schema_version.clone(),
             migration_ids: summary.migration_ids.iter().cloned().collect(),
+            crs: String::new(),
         },
         cluster: BundleCluster {
             id: cid.clone(),
@@ -1085,11 +1133,17 @@ mod tests {
         assert!(!time_set(&v, "a") && time_set(&v, "b") && !time_set(&v, "c"));
     }
 
+    fn rest(from: String) -> crate::migrate::plan::Node0 {
+        crate::migrate::plan::Node0::Rest { from, token_file: None }
+    }
+
     /// A plan as `migrate export` makes it (the flags' reading is tested in `plan`).
     fn args() -> Export {
         Export {
-            from: "http://192.168.111.20:8090".into(),
-            token_file: None,
+            node0: crate::migrate::plan::Node0::Rest {
+                from: "http://192.168.111.20:8090".into(),
+                token_file: None,
+            },
             out: "/tmp/x".into(),
             db: DbSource::Container("assisted-db".into()),
         }
@@ -1210,7 +1264,7 @@ mod tests {
         let dump = d.path().join("dump.sql");
         std::fs::write(&dump, "--\n-- PostgreSQL database dump\n--\n").unwrap();
         let mut a = args();
-        a.from = format!("http://127.0.0.1:{port}");
+        a.node0 = rest(format!("http://127.0.0.1:{port}"));
         a.out = d.path().join("bundle");
         a.db = DbSource::File(dump);
         let e = run(&a).await.unwrap_err();
@@ -1239,7 +1293,7 @@ mod tests {
         std::fs::write(&dump, "--\n").unwrap();
         for out in [d.path().join("missing/bundle"), dump.join("bundle")] {
             let mut a = args();
-            a.from = "http://127.0.0.1:9".into();
+            a.node0 = rest("http://127.0.0.1:9".into());
             a.out = out.clone();
             a.db = DbSource::File(dump.clone());
             let e = run(&a).await.unwrap_err();

@@ -242,28 +242,7 @@ impl Planned {
     }
 }
 
-/// Server-set metadata dropped from every object (docs/migrate.md "The order on cluster 0").
-const STRIP_METADATA: [&str; 10] = [
-    "uid",
-    "resourceVersion",
-    "creationTimestamp",
-    "generation",
-    "managedFields",
-    "ownerReferences",
-    "finalizers",
-    "selfLink",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-];
-
-/// Status fields that hold node-0 URLs (docs/migrate.md "The order on cluster 0": the controller fills
-/// `debugInfo.eventsURL/logsURL` only when empty, so a copied one would stay).
-const STATUS_URLS: [&[&str]; 4] = [
-    &["debugInfo", "eventsURL"],
-    &["debugInfo", "logsURL"],
-    &["isoDownloadURL"],
-    &["bootArtifacts"],
-];
+use super::copied::clear_status_urls;
 
 /// Turns the objects of crs/crs.json into the ordered plan for namespace `ns`: server-set
 /// fields stripped (uid, resourceVersion, creationTimestamp, generation, managedFields,
@@ -346,20 +325,13 @@ pub fn plan(crs: &[Value], ns: &str, checksum: &str) -> Result<Vec<Planned>, Err
     Ok(out)
 }
 
-/// Drops server-set metadata ([`STRIP_METADATA`]), the kubectl last-applied annotation and
-/// `status` from `obj`.
+/// Drops server-set metadata ([`STRIP_METADATA`]), the namespace, the kubectl last-applied
+/// annotation and `status` from `obj` ([`super::copied::strip_metadata`], the one rule).
 pub fn strip_server_fields(obj: &mut Value) {
     if let Some(m) = obj.as_object_mut() {
         m.remove("status");
     }
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-        for k in STRIP_METADATA {
-            meta.remove(k);
-        }
-        if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-            a.remove("kubectl.kubernetes.io/last-applied-configuration");
-        }
-    }
+    super::copied::strip_metadata(obj);
 }
 
 /// Sets the namespace of the references that carry one: InfraEnv `spec.clusterRef.namespace`,
@@ -387,17 +359,6 @@ fn fold_string_data(obj: &mut Value) {
         for (k, v) in sd {
             let s = v.as_str().unwrap_or_default();
             d.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(s)));
-        }
-    }
-}
-
-/// Removes the node-0 URLs ([`STATUS_URLS`]) from a status.
-pub fn clear_status_urls(status: &mut Value) {
-    for path in STATUS_URLS {
-        let (last, parents) = path.split_last().expect("non-empty");
-        let ptr: String = parents.iter().map(|p| format!("/{p}")).collect();
-        if let Some(Value::Object(m)) = status.pointer_mut(&ptr) {
-            m.remove(*last);
         }
     }
 }
@@ -737,7 +698,8 @@ fn default_namespace(bundle: &Bundle, crs: &[Value]) -> String {
 }
 
 /// crs/crs.json of the bundle, checked to be exactly the object set export makes for the
-/// bundle's manifest ([`super::crs::check_set`]). Errors: [`Error::InvalidInput`] (exit 3) when
+/// bundle's manifest ([`super::crs::check_set`]; option 1's copied set:
+/// [`super::copied::check`]). Errors: [`Error::InvalidInput`] (exit 3) when
 /// it is not a JSON array, or holds anything else (another kind, name, namespace, Secret type,
 /// release image, a duplicate, a missing object).
 pub fn read_crs(bundle: &Bundle) -> Result<Vec<Value>, Error> {
@@ -747,17 +709,19 @@ pub fn read_crs(bundle: &Bundle) -> Result<Vec<Value>, Error> {
         message: format!("not a JSON array of objects: {e}"),
     })?;
     let c = &bundle.manifest.cluster;
-    super::crs::check_set(
-        &crs,
-        &super::crs::ExpectedSet {
-            cluster_id: &c.id,
-            cluster_name: &c.name,
-            openshift_version: &c.openshift_version,
-            release_image: &c.release_image,
-            infra_env_ids: &c.infra_env_ids,
-            host_ids: &c.host_ids,
-        },
-    )?;
+    let exp = super::crs::ExpectedSet {
+        cluster_id: &c.id,
+        cluster_name: &c.name,
+        openshift_version: &c.openshift_version,
+        release_image: &c.release_image,
+        infra_env_ids: &c.infra_env_ids,
+        host_ids: &c.host_ids,
+    };
+    if bundle.manifest.source.crs == super::copied::COPIED {
+        super::copied::check(&crs, &exp)?;
+    } else {
+        super::crs::check_set(&crs, &exp)?;
+    }
     Ok(crs)
 }
 
@@ -2758,7 +2722,7 @@ mod tests {
         let p = plan(&crs(), "ns1", "sum").unwrap();
         let agent = p.iter().find(|x| x.info.kind == "Agent").unwrap();
         let m = &agent.desired["metadata"];
-        for k in STRIP_METADATA {
+        for k in crate::migrate::copied::STRIP_METADATA {
             assert!(m.get(k).is_none(), "{k} left: {m}");
         }
         assert_eq!(m["namespace"], "ns1");

@@ -15,11 +15,13 @@
 //! clap types).
 
 pub mod bundle;
+pub mod copied;
 pub mod copy;
 pub mod crs;
 pub mod dump;
 pub mod exec;
 pub mod export;
+pub mod export_kube;
 pub mod import;
 pub mod plan;
 pub mod record;

@@ -88,14 +88,51 @@ impl DbSource {
     }
 }
 
+/// Where `migrate export` reads node 0's service from (the user story's two options,
+/// docs/migrate.md "Two options on node 0").
+#[derive(Debug, Clone)]
+pub enum Node0 {
+    /// Option 2: REST mode, no API server on node 0; the CRs are recreated from REST answers.
+    Rest {
+        /// `--from`: node 0's assisted-service URL as given (checked by
+        /// [`super::export::origin_of`] after `--out` and the dump program).
+        from: String,
+        /// `--token-file`: the file holding node 0's userAuth token, read by the export.
+        token_file: Option<PathBuf>,
+    },
+    /// Option 1: kube-api mode on node 0's own API server; the CRs are copied from it.
+    Kube(Node0Kube),
+}
+
+/// `--from-kube FILE [--from-context NAME] --storage DIR`.
+#[derive(Clone)]
+pub struct Node0Kube {
+    /// `--from-kube`: node 0's API server's kubeconfig (that file only).
+    pub kubeconfig: PathBuf,
+    /// `--from-context`.
+    pub context: Option<String>,
+    /// `--storage`: node 0's assisted-service storage directory (its `WORK_DIR`).
+    pub storage: PathBuf,
+    /// The connection to node 0's API server, resolved when export runs (kubectl's rules for
+    /// that one file and context; nothing of the global connection flags).
+    pub resolve: crate::kube::Resolve,
+}
+
+impl std::fmt::Debug for Node0Kube {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node0Kube")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("context", &self.context)
+            .field("storage", &self.storage)
+            .finish_non_exhaustive()
+    }
+}
+
 /// `migrate export`'s plan.
 #[derive(Debug, Clone)]
 pub struct Export {
-    /// `--from`: node 0's assisted-service URL as given (checked by
-    /// [`super::export::origin_of`] after `--out` and the dump program).
-    pub from: String,
-    /// `--token-file`: the file holding node 0's userAuth token, read by the export.
-    pub token_file: Option<PathBuf>,
+    /// Node 0's service: REST (`--from`) or its API server (`--from-kube`).
+    pub node0: Node0,
     /// `--out`: the bundle directory to create.
     pub out: PathBuf,
     /// The one database source of `--db-url`, `--db-container` and `--db-dump`.
@@ -131,9 +168,37 @@ impl Export {
                 ))
             }
         };
+        let node0 = match (&a.from_kube, &a.from) {
+            (Some(kubeconfig), _) => {
+                let storage = a.storage.clone().ok_or_else(|| {
+                    Error::Usage("--from-kube needs --storage DIR: node 0's assisted-service storage directory".into())
+                })?;
+                let flags = KubeFlags {
+                    kubeconfig: Some(kubeconfig.clone()),
+                    context: a.from_context.clone().filter(|c| !c.is_empty()),
+                    ..KubeFlags::default()
+                };
+                Node0::Kube(Node0Kube {
+                    kubeconfig: kubeconfig.clone(),
+                    context: flags.context.clone(),
+                    storage,
+                    resolve: flags.resolver(),
+                })
+            }
+            (None, Some(from)) => Node0::Rest {
+                from: from.clone(),
+                token_file: a.token_file.clone(),
+            },
+            (None, None) => {
+                return Err(Error::Usage(
+                    "give node 0's service: --from URL (REST mode) or --from-kube KUBECONFIG --storage DIR \
+                     (its own API server)"
+                        .into(),
+                ))
+            }
+        };
         Ok(Export {
-            from: a.from.clone(),
-            token_file: a.token_file.clone(),
+            node0,
             out: a.out.clone(),
             db,
         })
