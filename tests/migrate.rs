@@ -91,9 +91,21 @@ impl Env {
             node0_args,
         )
         .unwrap();
+        Env::around(tmp, src_pg, node0, node0_args.contains(&"--real"), crds)
+    }
+
+    /// Cluster 0 (its database, its API server with `crds`) around a node 0 already started
+    /// (`real`: node 0 is the real service, so cluster 0's database gets the real schema).
+    pub(crate) fn around(
+        tmp: tempfile::TempDir,
+        src_pg: Postgres,
+        node0: Node0,
+        real: bool,
+        crds: Crds,
+    ) -> Env {
+        let lo = "127.0.0.1".parse().unwrap();
         let dst_pg = Postgres::start(&tmp.path().join("dst-db"), lo).unwrap();
         dst_pg.create_db("installer", "admin").unwrap();
-        let real = node0_args.contains(&"--real");
         if real {
             // Cluster 0's database as its real assisted-service leaves it after its first start.
             agent_day2_sim::node0::real::migrate_schema(
@@ -139,7 +151,7 @@ impl Env {
         self.tmp.path().join(n)
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .env_remove("HTTPS_PROXY")
@@ -175,14 +187,14 @@ impl Env {
         ])
     }
 
-    fn kubectl_json(&self, args: &[&str]) -> Value {
+    pub(crate) fn kubectl_json(&self, args: &[&str]) -> Value {
         let o = self.cluster.kubectl(args);
         assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
         serde_json::from_slice(&o.stdout).unwrap()
     }
 
     /// The completion record (`record.json` of ConfigMap `agent-day2-migration` in `ns`).
-    fn record(&self, ns: &str) -> Value {
+    pub(crate) fn record(&self, ns: &str) -> Value {
         let cm = self.kubectl_json(&["get", "configmap", "agent-day2-migration", "-n", ns, "-o", "json"]);
         serde_json::from_str(cm["data"]["record.json"].as_str().unwrap()).unwrap()
     }
@@ -195,9 +207,9 @@ impl Env {
     }
 }
 
-const STOP: &str = "AGENT_DAY2_MIGRATE_STOP_AFTER";
+pub(crate) const STOP: &str = "AGENT_DAY2_MIGRATE_STOP_AFTER";
 
-fn sql(url: &str, q: &str) -> String {
+pub(crate) fn sql(url: &str, q: &str) -> String {
     postgres::psql(url, q).unwrap().trim().to_string()
 }
 

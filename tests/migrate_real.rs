@@ -10,10 +10,12 @@
 //! a file copy cut, wait; rows, CRs,
 //! Secrets and files checked.
 //!
+//! Option 1 (node 0's service in kube-api mode on node 0's own API server, a second real
+//! kube-apiserver): `export --from-kube` copies its CRs, import creates them as they were, and
+//! cluster 0's real service starts on it.
+//!
 //! Needs the real binaries (`#[cfg_attr(not(real_assisted), ignore)]`, build.rs; scripts/test.sh
 //! builds them), root (a network namespace) and PostgreSQL.
-//!
-//! Not here yet (issue 21): option 1 (node 0 on its own OpenShift API).
 
 use crate::migrate::{full_run, versions, Crds};
 
@@ -29,8 +31,6 @@ use crate::migrate::{full_run, versions, Crds};
     ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
 )]
 fn real_node0_to_cluster0s_real_service() {
-    use crate::support::cluster::text;
-    use agent_day2_sim::cluster0svc::{self, Cluster0Service};
     use serde_json::Value;
     let r = full_run(Crds::Upstream, &["--real"]);
     let e = &r.e;
@@ -53,7 +53,7 @@ fn real_node0_to_cluster0s_real_service() {
     // storage under the same names, byte for byte, before that service starts; only the
     // archives node 0 builds on a download are not carried.
     let node0_storage = e.node0.dir.join("real/data").join(&r.cid);
-    let storage = cluster0svc::pvc_dir(
+    let storage = agent_day2_sim::cluster0svc::pvc_dir(
         &e.volumes,
         agent_day2_sim::seed::ASSISTED_NAMESPACE,
         "assisted-service",
@@ -87,6 +87,76 @@ fn real_node0_to_cluster0s_real_service() {
         );
     }
 
+    let (svc, aci) = cluster0s_service_keeps_the_import(
+        e,
+        &r.cid,
+        &r.cd,
+        &r.ns,
+        &r.bundle,
+        &before,
+        &node0_ip,
+        &node0_storage,
+    );
+    let served = served_events(&svc, &aci);
+    let missing: Vec<String> = node0_events
+        .iter()
+        .map(event_key)
+        .filter(|k| !served.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of node 0's {} events not served: {missing:?}",
+        missing.len(),
+        node0_events.len()
+    );
+}
+
+/// One event as compared between node 0 and cluster 0: its time and message.
+fn event_key(v: &serde_json::Value) -> String {
+    format!(
+        "{} {}",
+        v["event_time"].as_str().unwrap_or(""),
+        v["message"].as_str().unwrap_or("")
+    )
+}
+
+/// The events cluster 0's service serves through the AgentClusterInstall's signed eventsURL.
+fn served_events(
+    svc: &agent_day2_sim::cluster0svc::Cluster0Service,
+    aci: &serde_json::Value,
+) -> std::collections::BTreeSet<String> {
+    let url = aci["status"]["debugInfo"]["eventsURL"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches(&svc.base)
+        .to_string();
+    let (code, served) = svc.get_json(&url, None).unwrap();
+    assert_eq!(code, 200, "{served}");
+    served.as_array().unwrap().iter().map(event_key).collect()
+}
+
+/// Cluster 0's own real assisted-service (issue 21 item 4), started in kube-api mode on what
+/// import left in namespace `ns`, as the infrastructure operator runs it: it must keep
+/// everything (no new cluster row, nothing deleted or re-created, the ClusterDeployment
+/// installed, the AgentClusterInstall completed, the Agents installed), log no error, give the
+/// clients its own URLs (none of node 0's at `node0_ip`), be what `migrate status` names, and
+/// serve the cluster with its hosts and each host's logs as node 0 stored them
+/// (`node0_storage`: node 0's storage directory of the cluster). Returns the service and the
+/// AgentClusterInstall it reconciled.
+#[allow(clippy::too_many_arguments)]
+fn cluster0s_service_keeps_the_import(
+    e: &crate::migrate::Env,
+    cid: &str,
+    cd: &str,
+    ns: &str,
+    bundle: &std::path::Path,
+    before: &std::collections::BTreeMap<String, (String, String)>,
+    node0_ip: &str,
+    node0_storage: &std::path::Path,
+) -> (agent_day2_sim::cluster0svc::Cluster0Service, serde_json::Value) {
+    use crate::support::cluster::text;
+    use agent_day2_sim::cluster0svc::{self, Cluster0Service};
+    use serde_json::Value;
     // The operator's service account (the simulated cluster has it), bound as the operator's
     // ClusterRole binds it (here: cluster-admin), and a token for it.
     let ns_op = agent_day2_sim::seed::ASSISTED_NAMESPACE;
@@ -135,7 +205,7 @@ fn real_node0_to_cluster0s_real_service() {
     // The controllers have reconciled once the AgentClusterInstall's events URL is the service's.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let aci = loop {
-        let aci = json(&["get", "agentclusterinstall", &r.cd, "-n", &r.ns, "-o", "json"]);
+        let aci = json(&["get", "agentclusterinstall", cd, "-n", ns, "-o", "json"]);
         if aci["status"]["debugInfo"]["eventsURL"]
             .as_str()
             .is_some_and(|u| u.starts_with(&svc.base))
@@ -174,24 +244,24 @@ fn real_node0_to_cluster0s_real_service() {
     };
     assert_eq!(
         q("SELECT string_agg(id::text, ',') FROM clusters"),
-        r.cid,
+        cid,
         "no new cluster row"
     );
     // An installed cluster found by its kube keys becomes a day-2 cluster (`adding-hosts`), as
     // assisted-service does for every imported cluster.
     assert_eq!(
-        q(&format!("SELECT status FROM clusters WHERE id = '{}'", r.cid)),
+        q(&format!("SELECT status FROM clusters WHERE id = '{}'", cid)),
         "adding-hosts"
     );
     assert_eq!(
         q("SELECT string_agg(DISTINCT status, ',') FROM hosts"),
         "installed"
     );
-    let after = versions(e, &r.ns);
-    for (k, (_, uid)) in &before {
+    let after = crate::migrate::versions(e, ns);
+    for (k, (_, uid)) in before {
         assert_eq!(after.get(k).map(|v| &v.1), Some(uid), "{k} deleted or re-created");
     }
-    let cd = json(&["get", "clusterdeployment", &r.cd, "-n", &r.ns, "-o", "json"]);
+    let cd = json(&["get", "clusterdeployment", cd, "-n", ns, "-o", "json"]);
     assert_eq!(cd["spec"]["installed"], true);
     let cond = |o: &Value, t: &str| {
         o["status"]["conditions"]
@@ -205,7 +275,7 @@ fn real_node0_to_cluster0s_real_service() {
         "{aci}"
     );
     assert_eq!(cond(&aci, "Failed")["status"], "False", "{aci}");
-    let agents = json(&["get", "agents", "-n", &r.ns, "-o", "json"]);
+    let agents = json(&["get", "agents", "-n", ns, "-o", "json"]);
     for a in agents["items"].as_array().unwrap() {
         assert_eq!(a["status"]["debugInfo"]["state"], "installed", "{a}");
         assert_eq!(cond(a, "Installed")["reason"], "InstallationCompleted", "{a}");
@@ -215,7 +285,7 @@ fn real_node0_to_cluster0s_real_service() {
         "get",
         "clusterdeployments,agentclusterinstalls,infraenvs,agents",
         "-n",
-        &r.ns,
+        ns,
         "-o",
         "json",
     ])
@@ -226,7 +296,7 @@ fn real_node0_to_cluster0s_real_service() {
     );
 
     // `migrate status` names it as the clients' new address, without the URL's key.
-    let o = e.plugin(&["migrate", "status", r.bundle.to_str().unwrap()]);
+    let o = e.plugin(&["migrate", "status", bundle.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -235,24 +305,17 @@ fn real_node0_to_cluster0s_real_service() {
         "{out}"
     );
     assert!(!out.contains("api_key"), "{out}");
-    let o = e.plugin(&["migrate", "status", r.bundle.to_str().unwrap(), "-o", "json"]);
+    let o = e.plugin(&["migrate", "status", bundle.to_str().unwrap(), "-o", "json"]);
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["servedBy"], svc.base.as_str(), "{doc}");
 
     // Its REST API serves the cluster, its hosts and every event node 0 had.
-    let t = svc.cluster_token(&r.cid).unwrap();
+    let t = svc.cluster_token(&cid).unwrap();
     let (code, c) = svc
-        .get_json(&format!("/api/assisted-install/v2/clusters/{}", r.cid), Some(&t))
+        .get_json(&format!("/api/assisted-install/v2/clusters/{}", cid), Some(&t))
         .unwrap();
     assert_eq!(code, 200, "{c}");
     assert_eq!(c["hosts"].as_array().map(Vec::len), Some(3), "{c}");
-    let url = aci["status"]["debugInfo"]["eventsURL"]
-        .as_str()
-        .unwrap()
-        .trim_start_matches(&svc.base)
-        .to_string();
-    let (code, served) = svc.get_json(&url, None).unwrap();
-    assert_eq!(code, 200, "{served}");
 
     // Each host's logs, through the Agent's logsURL (signed by cluster 0's service, what the
     // console offers): the archive the host uploaded to node 0, byte for byte, inside the tar
@@ -274,25 +337,7 @@ fn real_node0_to_cluster0s_real_service() {
             "host {hid}'s logs served by cluster 0 differ from what node 0 stored"
         );
     }
-    let key = |v: &Value| {
-        format!(
-            "{} {}",
-            v["event_time"].as_str().unwrap_or(""),
-            v["message"].as_str().unwrap_or("")
-        )
-    };
-    let served: std::collections::BTreeSet<String> = served.as_array().unwrap().iter().map(key).collect();
-    let missing: Vec<String> = node0_events
-        .iter()
-        .map(key)
-        .filter(|k| !served.contains(k))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "{} of node 0's {} events not served: {missing:?}",
-        missing.len(),
-        node0_events.len()
-    );
+    (svc, aci)
 }
 
 /// SNO (issue 21 item 6): node 0 is the only node, so cluster 0 exists only after node 0's
@@ -368,20 +413,21 @@ fn single_node_export_works_and_wait_refuses_to_hold_the_reboot() {
     );
 }
 
-/// Option 1 of the user story (issue 21 item 3), node 0's side: the real service in kube-api
-/// mode on node 0's own API server (a second real kube-apiserver with assisted-service's CRDs),
-/// the agent-based installer's manifests applied there, driven to the state before node 0
-/// reboots. What it shows about option 1: the controllers make the rows from the CRs (kube keys
-/// set, unlike REST mode), the Agents and the AgentClusterInstall carry the install's state, and
-/// node 0's REST API takes only tokens signed by its key (local authentication refuses a user
-/// token), so an export in this mode reads the CRs from the API server and REST through the
-/// signed URLs the CRs carry.
+/// Option 1 of the user story (issue 21 items 3 and 4): node 0's real service in kube-api mode
+/// on node 0's own API server (a second real kube-apiserver with assisted-service's CRDs, at
+/// node 0's address), the agent-based installer's manifests applied there, driven to the state
+/// before node 0 reboots. Its controllers make the rows from the CRs (kube keys set, unlike REST
+/// mode); its REST API takes only tokens signed by its key (local authentication refuses a user
+/// token), so `migrate export --from-kube` reads the CRs from the API server and the files from
+/// node 0's storage. Import creates the CRs as they were (killed once and resumed), node 0 stops
+/// (its reboot), and cluster 0's real service starts on it and keeps everything.
 #[test]
 #[cfg_attr(
     not(real_assisted),
     ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
 )]
-fn option_1_node0_on_its_own_api_server_holds_the_pre_reboot_state() {
+fn option_1_node0_on_its_own_api_server_to_cluster0s_real_service() {
+    use crate::migrate::{Env, STOP};
     use crate::support::cluster::text;
     use agent_day2_sim::harness::{Node0, TestCluster};
     use agent_day2_sim::postgres::Postgres;
@@ -395,16 +441,18 @@ fn option_1_node0_on_its_own_api_server_holds_the_pre_reboot_state() {
         .collect();
     let mut args: Vec<&str> = crds.iter().map(String::as_str).collect();
     // :8080 stays free for the service's metrics server (it binds every address).
-    args.extend(["--files-listen", "192.168.111.5:8081"]);
-    let boot = TestCluster::start_with_args("", &args).unwrap();
+    args.extend(["--files-listen", "192.168.111.80:8081"]);
+    // Node 0's API server on node 0's address; cluster 0's is at 192.168.111.5.
+    let boot = TestCluster::start_at("192.168.111.80:6443", "", &args).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    let pg = Postgres::start(&tmp.path().join("src-db"), "127.0.0.1".parse().unwrap()).unwrap();
     pg.create_db("installer", "admin").unwrap();
+    let src = pg.url("installer");
     let kubeconfig = boot.kubeconfig.display().to_string();
     let n0 = Node0::start(
         &tmp.path().join("node0"),
         "192.168.111.80:8090",
-        &pg.url("installer"),
+        &src,
         &["--real", "--kube-api", &kubeconfig],
     )
     .unwrap_or_else(|e| panic!("{e:#}"));
@@ -413,7 +461,7 @@ fn option_1_node0_on_its_own_api_server_holds_the_pre_reboot_state() {
 
     // The rows come from the CRs: kube keys set.
     let q = |sql: &str| {
-        agent_day2_sim::postgres::psql(&pg.url("installer"), sql)
+        agent_day2_sim::postgres::psql(&src, sql)
             .unwrap()
             .trim()
             .to_string()
@@ -482,4 +530,158 @@ fn option_1_node0_on_its_own_api_server_holds_the_pre_reboot_state() {
     let cluster = format!("{}/api/assisted-install/v2/clusters/{cid}", n0.url);
     assert_eq!(curl(&["-H", &format!("X-Secret-Key: {token}"), &cluster]), "200");
     assert_eq!(curl(&["-H", &format!("Authorization: {token}"), &cluster]), "401");
+    // Node 0's events, as its signed URL serves them (compared with cluster 0's below).
+    let o = std::process::Command::new("curl")
+        .args(["-sf", &events_url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let node0_events: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(node0_events.len() > 20, "{} events", node0_events.len());
+
+    // Export on node 0: the CRs from its API server, the rows, its storage.
+    let mut e = Env::around(tmp, pg, n0, true, crate::migrate::Crds::Upstream);
+    let bundle = e.path("bundle");
+    let b = bundle.to_str().unwrap();
+    let storage0 = e.node0.dir.join("real/data");
+    let out = e.plugin(&[
+        "migrate",
+        "export",
+        "--from-kube",
+        &kubeconfig,
+        "--storage",
+        storage0.to_str().unwrap(),
+        "--db-url",
+        &src,
+        "--out",
+        b,
+    ]);
+    assert!(out.status.success(), "export: {}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        said.contains("ClusterDeployment agent-cluster/agent-cluster, CRs copied")
+            && said.contains("Agents 3"),
+        "{said}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(bundle.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["source"]["crs"], "copied");
+    assert_eq!(manifest["cluster"]["id"], cid.as_str());
+    assert_eq!(manifest["source"]["url"], "http://192.168.111.80:8090");
+    let bundle_text = std::fs::read_to_string(bundle.join("crs/crs.json")).unwrap();
+    assert!(
+        !bundle_text.contains("api_key"),
+        "node 0's signed URLs left in the bundle"
+    );
+
+    // Import on cluster 0, killed once after the ClusterDeployment and resumed.
+    let (ns, cd) = ("agent-cluster", "agent-cluster");
+    let out = e
+        .cmd(&["migrate", "import", b])
+        .env(STOP, "clusterdeployment")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = e.plugin(&["migrate", "import", b]);
+    assert!(out.status.success(), "import: {}", text(&out));
+    assert_eq!(e.record(ns)["phase"], "complete");
+    // The CRs as they were on node 0: spec and status copied, not recreated.
+    let have = e.kubectl_json(&["get", "agents", "-n", ns, "-o", "json"]);
+    let mut names: Vec<(String, String, String)> = have["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["metadata"]["name"].as_str().unwrap().to_string(),
+                a["spec"]["hostname"].as_str().unwrap_or("").to_string(),
+                a["status"]["inventory"]["hostname"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    let mut want: Vec<(String, String, String)> = items
+        .iter()
+        .map(|a| {
+            (
+                a["metadata"]["name"].as_str().unwrap().to_string(),
+                a["spec"]["hostname"].as_str().unwrap_or("").to_string(),
+                a["status"]["inventory"]["hostname"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+        .collect();
+    names.sort();
+    want.sort();
+    assert_eq!(names, want);
+    let cd0 = e.kubectl_json(&["get", "clusterdeployment", cd, "-n", ns, "-o", "json"]);
+    assert_eq!(cd0["spec"]["installed"], true, "{cd0}");
+    assert_eq!(cd0["spec"]["clusterMetadata"]["infraID"], cid.as_str(), "{cd0}");
+    let dst = e.dst_url();
+    assert_eq!(
+        crate::migrate::sql(
+            &dst,
+            "SELECT kube_key_namespace || '/' || kube_key_name FROM clusters"
+        ),
+        format!("{ns}/{cd}")
+    );
+    let before = crate::migrate::versions(&e, ns);
+
+    // Node 0 reboots: its service stops (and frees the ports cluster 0's service binds).
+    if let Some(mut ch) = e.node0.child.take() {
+        let _ = ch.kill();
+        let _ = ch.wait();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while [8090u16, 8080]
+        .iter()
+        .any(|p| std::net::TcpListener::bind(("0.0.0.0", *p)).is_err())
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node 0's service still holds its ports"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let node0_storage = storage0.join(&cid);
+    let (svc, aci) = cluster0s_service_keeps_the_import(
+        &e,
+        &cid,
+        cd,
+        ns,
+        &bundle,
+        &before,
+        "192.168.111.80",
+        &node0_storage,
+    );
+    let served = served_events(&svc, &aci);
+    let missing: Vec<String> = node0_events
+        .iter()
+        .map(event_key)
+        .filter(|k| !served.contains(k))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of node 0's {} events not served: {missing:?}",
+        missing.len(),
+        node0_events.len()
+    );
+    // Node 0's storage of the cluster, all of it, is cluster 0's, byte for byte.
+    let storage = agent_day2_sim::cluster0svc::pvc_dir(
+        &e.volumes,
+        agent_day2_sim::seed::ASSISTED_NAMESPACE,
+        "assisted-service",
+    );
+    for f in crate::migrate::walk(&node0_storage) {
+        let rel = f.strip_prefix(&node0_storage).unwrap();
+        assert!(
+            std::fs::read(&f).unwrap() == std::fs::read(storage.join(&cid).join(rel)).unwrap_or_default(),
+            "node 0's storage object {cid}/{} is not in cluster 0's storage as it was",
+            rel.display()
+        );
+    }
 }

@@ -285,7 +285,9 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
             .keys()
             .find(|k| !matches!(k.as_str(), "name" | "labels" | "annotations"))
         {
-            return Err(bad(format!("{what}: metadata.{k} is not something export copies")));
+            return Err(bad(format!(
+                "{what}: metadata.{k} is not something export copies"
+            )));
         }
         for k in ["labels", "annotations"] {
             if let Some(v) = meta.get(k) {
@@ -294,7 +296,10 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
                 }
             }
         }
-        if meta.get("annotations").and_then(|a| a.get(MIGRATION_ANNOTATION)).and_then(Value::as_str)
+        if meta
+            .get("annotations")
+            .and_then(|a| a.get(MIGRATION_ANNOTATION))
+            .and_then(Value::as_str)
             != Some(exp.cluster_id)
         {
             return Err(bad(format!(
@@ -327,7 +332,10 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
     let one = |k: &str| -> Result<(usize, &Value), Error> {
         match all(k).as_slice() {
             [x] => Ok(*x),
-            xs => Err(invalid(whole, format!("{} {k} objects; a bundle holds exactly one", xs.len()))),
+            xs => Err(invalid(
+                whole,
+                format!("{} {k} objects; a bundle holds exactly one", xs.len()),
+            )),
         }
     };
     let at = |i: usize| format!("{whole}[{i}]");
@@ -335,7 +343,10 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
     let (acii, aci) = one("AgentClusterInstall")?;
     let (cisi, cis) = one("ClusterImageSet")?;
     let cd_name = s(cd, "/metadata/name");
-    let secret_names: BTreeSet<&str> = all("Secret").iter().map(|(_, o)| s(o, "/metadata/name")).collect();
+    let secret_names: BTreeSet<&str> = all("Secret")
+        .iter()
+        .map(|(_, o)| s(o, "/metadata/name"))
+        .collect();
     let need = |i: usize, o: &Value, ptr: &str, want: &str| -> Result<(), Error> {
         if s(o, ptr) == want {
             Ok(())
@@ -370,7 +381,10 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
     };
     let mut used: BTreeSet<String> = BTreeSet::new();
     if cd.pointer("/spec/installed") != Some(&json!(true)) {
-        return Err(invalid(&at(cdi), format!("ClusterDeployment {cd_name:?}: spec.installed must be true")));
+        return Err(invalid(
+            &at(cdi),
+            format!("ClusterDeployment {cd_name:?}: spec.installed must be true"),
+        ));
     }
     need(cdi, cd, "/spec/clusterMetadata/infraID", exp.cluster_id)?;
     need(cdi, cd, "/spec/clusterInstallRef/kind", "AgentClusterInstall")?;
@@ -450,9 +464,7 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
     if agent_names != hosts {
         return Err(invalid(
             whole,
-            format!(
-                "the Agents are not the manifest's hosts (Agents: {agent_names:?}; hosts: {hosts:?})"
-            ),
+            format!("the Agents are not the manifest's hosts (Agents: {agent_names:?}; hosts: {hosts:?})"),
         ));
     }
     for (i, sec) in all("Secret") {
@@ -554,25 +566,54 @@ mod tests {
         assert_eq!(
             kinds,
             [
-                "Secret", "Secret", "Secret", "ClusterImageSet", "ClusterDeployment",
-                "AgentClusterInstall", "InfraEnv", "NMStateConfig", "Agent", "Agent"
+                "Secret",
+                "Secret",
+                "Secret",
+                "ClusterImageSet",
+                "ClusterDeployment",
+                "AgentClusterInstall",
+                "InfraEnv",
+                "NMStateConfig",
+                "Agent",
+                "Agent"
             ]
         );
         let text = serde_json::to_string(&set).unwrap();
-        for gone in ["\"uid\"", "resourceVersion", "managedFields", "finalizers", "last-applied", "agent-cluster", "192.168.111.80"] {
+        for gone in [
+            "\"uid\"",
+            "resourceVersion",
+            "managedFields",
+            "finalizers",
+            "last-applied",
+            "agent-cluster",
+            "192.168.111.80",
+        ] {
             assert!(!text.contains(gone), "{gone} left in {text}");
         }
         let cd = &set[4];
         assert_eq!(cd["spec"]["installed"], true);
         assert_eq!(cd["spec"]["clusterMetadata"]["infraID"], CID);
-        assert_eq!(cd["spec"]["clusterMetadata"]["adminKubeconfigSecretRef"]["name"], "ostest-admin-kubeconfig");
+        assert_eq!(
+            cd["spec"]["clusterMetadata"]["adminKubeconfigSecretRef"]["name"],
+            "ostest-admin-kubeconfig"
+        );
         assert_eq!(cd["metadata"]["annotations"][RECONCILE_PAUSE], "true");
-        assert_eq!(cd["spec"]["platform"], json!({"agentBareMetal": {"agentSelector": {}}}), "spec kept");
+        assert_eq!(
+            cd["spec"]["platform"],
+            json!({"agentBareMetal": {"agentSelector": {}}}),
+            "spec kept"
+        );
         assert_eq!(set[5]["spec"]["holdInstallation"], true);
-        assert_eq!(set[5]["status"]["debugInfo"], json!({"state": "installing"}), "status kept, URLs gone");
+        assert_eq!(
+            set[5]["status"]["debugInfo"],
+            json!({"state": "installing"}),
+            "status kept, URLs gone"
+        );
         assert_eq!(set[8]["status"]["progress"]["currentStage"], "Joined");
         assert_eq!(set[8]["metadata"]["annotations"][SKIP_SPOKE_CLEANUP], "true");
-        assert!(set.iter().all(|o| o["metadata"]["annotations"][MIGRATION_ANNOTATION] == CID));
+        assert!(set
+            .iter()
+            .all(|o| o["metadata"]["annotations"][MIGRATION_ANNOTATION] == CID));
         assert_eq!(set[2]["data"]["password"], "UFc=");
         let (ies, hosts) = (vec!["ie1".to_string()], vec!["h1".to_string(), "h2".to_string()]);
         check(&set, &exp(&ies, &hosts)).unwrap();
@@ -586,17 +627,59 @@ mod tests {
         let e = exp(&ies, &hosts);
         let cases: Vec<(Box<dyn Fn(&mut Vec<Value>)>, &str)> = vec![
             (Box::new(|v| v[0]["kind"] = json!("ConfigMap")), "crs.json[0]"),
-            (Box::new(|v| v[4]["spec"]["installed"] = json!(false)), "spec.installed"),
-            (Box::new(|v| v[4]["metadata"]["namespace"] = json!("x")), "metadata.namespace"),
-            (Box::new(|v| v[4]["spec"]["pullSecretRef"]["name"] = json!("other")), "does not hold"),
-            (Box::new(|v| v[3]["spec"]["releaseImage"] = json!("evil")), "releaseImage"),
-            (Box::new(|v| { v.pop(); }), "not the manifest's hosts"),
-            (Box::new(|v| v[8]["spec"]["clusterDeploymentName"]["name"] = json!("x")), "clusterDeploymentName"),
-            (Box::new(|v| v[7]["metadata"]["labels"] = json!({"a": "b"})), "selects it"),
-            (Box::new(|v| { let x = v[0].clone(); v.push(x); }), "twice"),
-            (Box::new(|v| v[6]["metadata"]["annotations"][MIGRATION_ANNOTATION] = json!("c2")), "migration-cluster"),
-            (Box::new(|v| { let mut x = v[0].clone(); x["metadata"]["name"] = json!("extra"); v.insert(0, x); }), "names it"),
-            (Box::new(|v| v[9]["metadata"]["name"] = json!("agent-day2-migration")), "usable name"),
+            (
+                Box::new(|v| v[4]["spec"]["installed"] = json!(false)),
+                "spec.installed",
+            ),
+            (
+                Box::new(|v| v[4]["metadata"]["namespace"] = json!("x")),
+                "metadata.namespace",
+            ),
+            (
+                Box::new(|v| v[4]["spec"]["pullSecretRef"]["name"] = json!("other")),
+                "does not hold",
+            ),
+            (
+                Box::new(|v| v[3]["spec"]["releaseImage"] = json!("evil")),
+                "releaseImage",
+            ),
+            (
+                Box::new(|v| {
+                    v.pop();
+                }),
+                "not the manifest's hosts",
+            ),
+            (
+                Box::new(|v| v[8]["spec"]["clusterDeploymentName"]["name"] = json!("x")),
+                "clusterDeploymentName",
+            ),
+            (
+                Box::new(|v| v[7]["metadata"]["labels"] = json!({"a": "b"})),
+                "selects it",
+            ),
+            (
+                Box::new(|v| {
+                    let x = v[0].clone();
+                    v.push(x);
+                }),
+                "twice",
+            ),
+            (
+                Box::new(|v| v[6]["metadata"]["annotations"][MIGRATION_ANNOTATION] = json!("c2")),
+                "migration-cluster",
+            ),
+            (
+                Box::new(|v| {
+                    let mut x = v[0].clone();
+                    x["metadata"]["name"] = json!("extra");
+                    v.insert(0, x);
+                }),
+                "names it",
+            ),
+            (
+                Box::new(|v| v[9]["metadata"]["name"] = json!("agent-day2-migration")),
+                "usable name",
+            ),
         ];
         for (edit, want) in cases {
             let mut v = set.clone();

@@ -117,7 +117,8 @@ pub fn bundle_path(object: &str, cid: &str) -> Option<String> {
     } else {
         format!("files/{cid}/{object}")
     };
-    (storage_object(&candidate, cid).as_deref() == Some(format!("{cid}/{object}").as_str())).then_some(candidate)
+    (storage_object(&candidate, cid).as_deref() == Some(format!("{cid}/{object}").as_str()))
+        .then_some(candidate)
 }
 
 /// The storage items of a bundle (every file with a [`storage_object`]), mode 0600: they are the
@@ -300,12 +301,21 @@ mod tests {
         // Option 1 reads node 0's storage: every object round-trips, `kubeconfig` has no place.
         for (obj, rel) in [
             ("logs/h1/logs.tar.gz", Some("logs/c1/objects/h1/logs.tar.gz")),
-            ("logs/controller/logs.tar.gz", Some("logs/c1/objects/controller/logs.tar.gz")),
+            (
+                "logs/controller/logs.tar.gz",
+                Some("logs/c1/objects/controller/logs.tar.gz"),
+            ),
             ("master-h1.ign", Some("ignition/c1/master-h1.ign")),
-            ("kubeconfig-noingress", Some("credentials/c1/kubeconfig-noingress")),
+            (
+                "kubeconfig-noingress",
+                Some("credentials/c1/kubeconfig-noingress"),
+            ),
             ("kubeadmin-password", Some("credentials/c1/kubeadmin-password")),
             ("install-config.yaml", Some("files/c1/install-config.yaml")),
-            ("manifests/openshift/50-x.yaml", Some("manifests/c1/openshift/50-x.yaml")),
+            (
+                "manifests/openshift/50-x.yaml",
+                Some("manifests/c1/openshift/50-x.yaml"),
+            ),
             ("kubeconfig", None),
             ("manifests/a/b/c.yaml", None),
             ("other.txt", None),

@@ -605,15 +605,6 @@ pub(super) fn human_size(n: u64) -> String {
     }
 }
 
-/// `migrate export` (see the module doc): option 2 (`--from`) here, option 1 (`--from-kube`)
-/// in [`super::export_kube`]. Returns exit code 0.
-pub async fn run(a: &super::plan::Export) -> Result<u8, Error> {
-    match &a.node0 {
-        super::plan::Node0::Rest { from, token_file } => run_rest(a, from, token_file.as_ref()).await,
-        super::plan::Node0::Kube(k) => super::export_kube::run(a, k).await,
-    }
-}
-
 /// Removes the temporary bundles of exports beside `out` that were killed (SIGKILL, power
 /// loss): they hold credentials. One warning line names them.
 pub(super) fn remove_stale_bundles(out: &std::path::Path) {
@@ -683,8 +674,13 @@ pub(super) fn dump_and_summarize(db: &DbSource, w: &mut BundleWriter) -> Result<
     Ok(d)
 }
 
-/// Option 2: node 0's REST API and its database.
-async fn run_rest(a: &super::plan::Export, from: &str, token_file: Option<&std::path::PathBuf>) -> Result<u8, Error> {
+/// `migrate export --from` (see the module doc): option 2, node 0's REST API and its database
+/// (option 1, `--from-kube`, is [`super::export_kube`]). Returns exit code 0.
+pub async fn run(
+    a: &super::plan::Export,
+    from: &str,
+    token_file: Option<&std::path::PathBuf>,
+) -> Result<u8, Error> {
     let db = &a.db;
     check_out(&a.out)?;
     check_program(db)?;
@@ -1133,8 +1129,18 @@ mod tests {
         assert!(!time_set(&v, "a") && time_set(&v, "b") && !time_set(&v, "c"));
     }
 
+    fn from_of(a: &Export) -> String {
+        match &a.node0 {
+            crate::migrate::plan::Node0::Rest { from, .. } => from.clone(),
+            _ => unreachable!(),
+        }
+    }
+
     fn rest(from: String) -> crate::migrate::plan::Node0 {
-        crate::migrate::plan::Node0::Rest { from, token_file: None }
+        crate::migrate::plan::Node0::Rest {
+            from,
+            token_file: None,
+        }
     }
 
     /// A plan as `migrate export` makes it (the flags' reading is tested in `plan`).
@@ -1267,7 +1273,7 @@ mod tests {
         a.node0 = rest(format!("http://127.0.0.1:{port}"));
         a.out = d.path().join("bundle");
         a.db = DbSource::File(dump);
-        let e = run(&a).await.unwrap_err();
+        let e = run(&a, &from_of(&a), None).await.unwrap_err();
         assert_eq!(e.exit_code(), 4, "{e}");
         let s = e.to_string();
         assert!(
@@ -1296,7 +1302,7 @@ mod tests {
             a.node0 = rest("http://127.0.0.1:9".into());
             a.out = out.clone();
             a.db = DbSource::File(dump.clone());
-            let e = run(&a).await.unwrap_err();
+            let e = run(&a, &from_of(&a), None).await.unwrap_err();
             assert_eq!(e.exit_code(), 2, "{e}");
             assert!(e.to_string().contains("--out"), "{e}");
             assert!(!e.to_string().contains(".tmp-"), "{e}");

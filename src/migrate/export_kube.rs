@@ -120,11 +120,10 @@ async fn read_node0(t: &KubeTarget) -> Result<(Node0Objects, String), Error> {
     let ns = at(&cd, "/metadata/namespace").to_string();
     let cd_name = name(&cd).to_string();
     let one = |items: Vec<Value>, kind: &str, want: &str, by: &str| -> Result<Value, Error> {
-        items.into_iter().find(|o| name(o) == want).ok_or_else(|| {
-            invalid(format!(
-                "{kind} {ns}/{want}, which {by} names, is not there"
-            ))
-        })
+        items
+            .into_iter()
+            .find(|o| name(o) == want)
+            .ok_or_else(|| invalid(format!("{kind} {ns}/{want}, which {by} names, is not there")))
     };
     let aci_name = at(&cd, "/spec/clusterInstallRef/name").to_string();
     let aci = one(
@@ -150,7 +149,16 @@ async fn read_node0(t: &KubeTarget) -> Result<(Node0Objects, String), Error> {
         .collect();
     let agent_ies: BTreeSet<String> = agents
         .iter()
-        .map(|a| at(a, &format!("/metadata/labels/{}", super::crs::INFRAENV_LABEL.replace('/', "~1"))).to_string())
+        .map(|a| {
+            at(
+                a,
+                &format!(
+                    "/metadata/labels/{}",
+                    super::crs::INFRAENV_LABEL.replace('/', "~1")
+                ),
+            )
+            .to_string()
+        })
         .collect();
     let infra_envs: Vec<Value> = list(t, "InfraEnv", Some(&ns))
         .await?
@@ -185,7 +193,12 @@ async fn read_node0(t: &KubeTarget) -> Result<(Node0Objects, String), Error> {
     let all_secrets = list(t, "Secret", Some(&ns)).await?;
     let mut secrets = Vec::new();
     for s in &secret_names {
-        secrets.push(one(all_secrets.clone(), "Secret", s, "the ClusterDeployment or an InfraEnv")?);
+        secrets.push(one(
+            all_secrets.clone(),
+            "Secret",
+            s,
+            "the ClusterDeployment or an InfraEnv",
+        )?);
     }
     Ok((
         Node0Objects {
@@ -308,7 +321,10 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
                     name(ie)
                 ),
             })?;
-        ie_ids.insert(name(ie).to_string(), rest::path_id(&col(row, "id"), "infra-env id")?);
+        ie_ids.insert(
+            name(ie).to_string(),
+            rest::path_id(&col(row, "id"), "infra-env id")?,
+        );
     }
     let ie_list: Vec<String> = ie_ids.values().cloned().collect();
     let checked = super::restore::check_dump(
@@ -322,7 +338,10 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
         },
     )?;
     // The hosts the rows hold are the Agents (named by host id, in their InfraEnv).
-    let label = format!("/metadata/labels/{}", super::crs::INFRAENV_LABEL.replace('/', "~1"));
+    let label = format!(
+        "/metadata/labels/{}",
+        super::crs::INFRAENV_LABEL.replace('/', "~1")
+    );
     let agent_keys: BTreeSet<(String, String)> = n0
         .agents
         .iter()
@@ -407,9 +426,7 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
     // Events are rows: the cluster's and its infra-envs'.
     let events = dump::table_rows(what, &mut d.open()?, "events")?
         .iter()
-        .filter(|r| {
-            col(r, "cluster_id") == cid || ie_ids.values().any(|ie| col(r, "infra_env_id") == *ie)
-        })
+        .filter(|r| col(r, "cluster_id") == cid || ie_ids.values().any(|ie| col(r, "infra_env_id") == *ie))
         .count() as u64;
     let url = origin(at(&n0.agent_cluster_install, "/status/debugInfo/eventsURL"))
         .unwrap_or_else(|| target.server.trim_end_matches('/').to_string());
@@ -497,7 +514,11 @@ mod tests {
         std::fs::write(c.join("logs/h1/logs.tar.gz"), b"x").unwrap();
         std::fs::write(c.join("kubeadmin-password"), b"p").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", c.join("link")).unwrap();
-        let names: Vec<String> = storage_files(d.path(), "c1").unwrap().into_iter().map(|(n, _)| n).collect();
+        let names: Vec<String> = storage_files(d.path(), "c1")
+            .unwrap()
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         assert_eq!(names, ["kubeadmin-password", "logs/h1/logs.tar.gz"]);
         assert!(storage_files(d.path(), "none").unwrap().is_empty());
     }

@@ -2222,12 +2222,18 @@ impl Importer<'_> {
             "copying {} files ({bytes} bytes) to {ns}/{PVC_NAME} through Pod {COPY_POD}",
             files.len()
         ));
+        // The ClusterDeployment's pull secret (option 1 keeps node 0's name for it).
+        let pull_secret = self
+            .plan
+            .iter()
+            .find(|p| p.info.kind == "ClusterDeployment")
+            .and_then(|p| p.desired.pointer("/spec/pullSecretRef/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let note = format!(
-            "removed by agent-day2 migrate import: the pull secret is in Secret {}/{}",
+            "removed by agent-day2 migrate import: the pull secret is in Secret {}/{pull_secret}",
             self.ns,
-            super::crs::CrNames::new(&self.bundle.manifest.cluster.name, "")
-                .map(|n| n.pull_secret)
-                .unwrap_or_default()
         );
         let items =
             side_items(&self.bundle.dir, &self.bundle.manifest.cluster.id, &files, &note).map_err(|e| {

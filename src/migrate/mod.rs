@@ -8,7 +8,8 @@
 //!
 //! Module map (one idea each): [`bundle`] the on-disk format, manifest and checksums;
 //! [`dump`] reading a `pg_dump --data-only` text (COPY blocks: row counts, schema version, filters);
-//! [`crs`] the CRs recreated from what the service holds (pure); [`export`] the REST reads and
+//! [`crs`] the CRs recreated from what the service holds (pure); [`copied`] option 1's CRs copied
+//! from node 0's API server (pure); [`export_kube`] option 1's export; [`export`] the REST reads and
 //! the dump sources; [`exec`] pod exec over the API (what `oc exec -i` does); [`import`] the
 //! ordered restore; [`record`] the completion record; [`wait`], [`status`], [`unit`]; [`plan`]
 //! each subcommand's flags, read once before anything else (the one file here that sees the
@@ -47,7 +48,10 @@ use crate::kube::Resolve;
 /// (docs/migrate.md).
 pub async fn run(resolve: Resolve, cmd: &plan::Command) -> Result<u8, Error> {
     match cmd {
-        plan::Command::Export(p) => export::run(p).await,
+        plan::Command::Export(p) => match &p.node0 {
+            plan::Node0::Rest { from, token_file } => export::run(p, from, token_file.as_ref()).await,
+            plan::Node0::Kube(k) => export_kube::run(p, k).await,
+        },
         plan::Command::Import(p) => import::run(resolve, p).await,
         plan::Command::Wait(p) => wait::run(resolve, p).await,
         plan::Command::Status(p) => status::run(resolve, p).await,

@@ -171,7 +171,9 @@ impl Export {
         let node0 = match (&a.from_kube, &a.from) {
             (Some(kubeconfig), _) => {
                 let storage = a.storage.clone().ok_or_else(|| {
-                    Error::Usage("--from-kube needs --storage DIR: node 0's assisted-service storage directory".into())
+                    Error::Usage(
+                        "--from-kube needs --storage DIR: node 0's assisted-service storage directory".into(),
+                    )
                 })?;
                 let flags = KubeFlags {
                     kubeconfig: Some(kubeconfig.clone()),

@@ -196,14 +196,20 @@ impl TestCluster {
 
     /// Like [`TestCluster::start`] with extra `up` arguments (e.g. `--crds DIR`, `--base-iso F`).
     pub fn start_with_args(scenario_yaml: &str, extra: &[&str]) -> anyhow::Result<TestCluster> {
+        let own = OWN_NETNS.with(|o| o.get());
+        let listen = if own { API_LISTEN } else { "192.168.111.5:0" };
+        TestCluster::start_at(listen, scenario_yaml, extra)
+    }
+
+    /// As [`TestCluster::start_with_args`], the API server on `listen` (`IP:PORT`): a second
+    /// cluster in the same namespace, e.g. node 0's own API server beside cluster 0's.
+    pub fn start_at(listen: &str, scenario_yaml: &str, extra: &[&str]) -> anyhow::Result<TestCluster> {
         let tmp = tempfile_dir::TempDir::new()?;
         let dir = tmp.0.join("sim");
         std::fs::create_dir(&dir)?;
         let scenario = tmp.0.join("scenario.yaml");
         std::fs::write(&scenario, scenario_yaml)?;
         let log = std::fs::File::create(tmp.0.join("sim.log"))?;
-        let own = OWN_NETNS.with(|o| o.get());
-        let listen = if own { API_LISTEN } else { "192.168.111.5:0" };
         let child = Command::new(bin("agent-day2-sim")?)
             .arg("up")
             .arg("--dir")
