@@ -310,7 +310,7 @@ fn cluster0s_service_keeps_the_import(
     assert_eq!(doc["servedBy"], svc.base.as_str(), "{doc}");
 
     // Its REST API serves the cluster, its hosts and every event node 0 had.
-    let t = svc.cluster_token(&cid).unwrap();
+    let t = svc.cluster_token(cid).unwrap();
     let (code, c) = svc
         .get_json(&format!("/api/assisted-install/v2/clusters/{}", cid), Some(&t))
         .unwrap();

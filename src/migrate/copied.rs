@@ -625,7 +625,8 @@ mod tests {
         let set = build(&node0(), &add()).unwrap();
         let (ies, hosts) = (vec!["ie1".to_string()], vec!["h1".to_string(), "h2".to_string()]);
         let e = exp(&ies, &hosts);
-        let cases: Vec<(Box<dyn Fn(&mut Vec<Value>)>, &str)> = vec![
+        type Edit = Box<dyn Fn(&mut Vec<Value>)>;
+        let cases: Vec<(Edit, &str)> = vec![
             (Box::new(|v| v[0]["kind"] = json!("ConfigMap")), "crs.json[0]"),
             (
                 Box::new(|v| v[4]["spec"]["installed"] = json!(false)),
