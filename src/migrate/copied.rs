@@ -41,12 +41,15 @@ pub const STRIP_METADATA: [&str; 10] = [
     "deletionGracePeriodSeconds",
 ];
 
-/// Status fields that hold node 0's URLs (docs/migrate.md "The order on cluster 0": the
-/// controllers fill `debugInfo.eventsURL/logsURL` only when empty, so a copied one would stay;
-/// they are signed with node 0's key).
-pub const STATUS_URLS: [&[&str]; 4] = [
+/// Status fields that hold node 0's URLs, signed with node 0's key (docs/migrate.md "The order
+/// on cluster 0": assisted-service's controllers fill `debugInfo.eventsURL/logsURL`,
+/// `isoDownloadURL` and the InfraEnv's `debugInfo.staticNetworkDownloadURL` only when empty, so a
+/// copied one would stay: agent_controller.go, clusterdeployments_controller.go,
+/// infraenv_controller.go `setStaticNetworkDownloadURL`).
+pub const STATUS_URLS: [&[&str]; 5] = [
     &["debugInfo", "eventsURL"],
     &["debugInfo", "logsURL"],
+    &["debugInfo", "staticNetworkDownloadURL"],
     &["isoDownloadURL"],
     &["bootArtifacts"],
 ];
@@ -524,7 +527,8 @@ mod tests {
                 "spec": {"clusterRef": {"name": "ostest", "namespace": "agent-cluster"},
                          "pullSecretRef": {"name": "pull-secret"},
                          "nmStateConfigLabelSelector": {"matchLabels": {"infraenvs.agent-install.openshift.io": "ostest"}}},
-                "status": {"isoDownloadURL": "http://192.168.111.80:8888/iso"}})],
+                "status": {"isoDownloadURL": "http://192.168.111.80:8888/iso",
+                           "debugInfo": {"staticNetworkDownloadURL": "http://192.168.111.80:8090/x?api_key=k"}}})],
             nmstate_configs: vec![json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "NMStateConfig",
                 "metadata": {"name": "master-0", "labels": {"infraenvs.agent-install.openshift.io": "ostest"}},
                 "spec": {"config": {}, "interfaces": []}})],

@@ -10,7 +10,8 @@
 //!   they select, the Agents of the cluster, each with its status ([`super::copied::build`]);
 //! - the database, as option 2 does (`--db-url`, `--db-container`, `--db-dump`); its rows are
 //!   matched to the CRs by their kube keys (`clusters.kube_key_namespace/name` the
-//!   ClusterDeployment's, `infra_envs` the InfraEnvs', hosts named as the Agents);
+//!   ClusterDeployment's, `infra_envs.kube_key_namespace/name` the InfraEnvs', hosts named as
+//!   the Agents);
 //! - the service's storage directory (`--storage`, its `WORK_DIR` with `STORAGE=filesystem`),
 //!   read directly: every object of the cluster with a place in a bundle
 //!   ([`super::copy::bundle_path`]), the admin kubeconfig and kubeadmin password among them.
@@ -312,12 +313,14 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
     for ie in &n0.infra_envs {
         let row = ierows
             .iter()
-            .find(|r| live(r) && col(r, "kube_key_namespace") == ns && col(r, "kube_key_name") == name(ie))
+            // As assisted-service finds an InfraEnv's row (GetInfraEnvByKubeKey: `name` and
+            // `kube_key_namespace`; infra_envs has no kube_key_name).
+            .find(|r| live(r) && col(r, "kube_key_namespace") == ns && col(r, "name") == name(ie))
             .ok_or_else(|| Error::InvalidInput {
                 field: d.what_src.clone(),
                 message: format!(
-                    "it has no infra_envs row keyed {ns}/{} (InfraEnv on node 0's API server); dump \
-                     the database again",
+                    "it has no infra_envs row named {} in kube_key_namespace {ns} (InfraEnv on node \
+                     0's API server); dump the database again",
                     name(ie)
                 ),
             })?;
