@@ -902,7 +902,7 @@ pub(crate) fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(to).unwrap();
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -1683,7 +1683,7 @@ fn import_killed_during_the_restore_then_rerun() {
 
 /// Recomputes the sha256 and size of every file the manifest lists, then the manifest's own
 /// checksum: an edited bundle that is self-consistent, as an attacker can make one.
-fn reseal(dir: &Path) {
+pub(crate) fn reseal(dir: &Path) {
     let mp = dir.join("manifest.json");
     let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
     for f in m["files"].as_array_mut().unwrap() {
@@ -1702,7 +1702,7 @@ fn reseal(dir: &Path) {
 }
 
 /// A copy of `bundle` at `to` whose db/dump.sql is `edit`ed, resealed.
-fn crafted(bundle: &Path, to: &Path, edit: impl FnOnce(String) -> String) {
+pub(crate) fn crafted(bundle: &Path, to: &Path, edit: impl FnOnce(String) -> String) {
     copy_dir(bundle, to);
     let p = to.join("db/dump.sql");
     let d = std::fs::read_to_string(&p).unwrap();

@@ -576,6 +576,38 @@ fn option_1_node0_on_its_own_api_server_to_cluster0s_real_service() {
         );
     }
 
+    // A dump of a newer schema than cluster 0's (the real one plus a migration cluster 0's
+    // service has not applied, the manifest agreeing, resealed) is refused naming the
+    // migration, before any change.
+    let newer = e.path("newer");
+    crate::migrate::crafted(&bundle, &newer, |d| {
+        d.replacen(
+            "COPY public.migrations (id) FROM stdin;\n",
+            "COPY public.migrations (id) FROM stdin;\n20300101000000\n",
+            1,
+        )
+    });
+    let mp = newer.join("manifest.json");
+    let mut m: Value = serde_json::from_slice(&std::fs::read(&mp).unwrap()).unwrap();
+    m["source"]["migration_ids"]
+        .as_array_mut()
+        .unwrap()
+        .push("20300101000000".into());
+    m["counts"]["rows"]["migrations"] = (m["counts"]["rows"]["migrations"].as_u64().unwrap() + 1).into();
+    std::fs::write(&mp, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    crate::migrate::reseal(&newer);
+    let out = e.plugin(&["migrate", "import", newer.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        out.status.code() == Some(3)
+            && err.contains("node 0's assisted-service is newer than cluster 0's")
+            && err.contains("lacks: 20300101000000;"),
+        "{}",
+        text(&out)
+    );
+    let o = e.cluster.kubectl(&["get", "namespace", "agent-cluster"]);
+    assert!(!o.status.success(), "the refused import changed cluster 0");
+
     // Import on cluster 0, killed once after the ClusterDeployment and resumed.
     let (ns, cd) = ("agent-cluster", "agent-cluster");
     let out = e

@@ -59,11 +59,12 @@ Examples:
 
 const EXPORT_AFTER: &str = "\
 Exit status: 0 the bundle was written; 2 bad flags (no or several database sources, a bad
---from, --out in a missing directory, --storage not a directory, pg_dump or podman not
-installed); 3 invalid input (--out exists, an unreadable --token-file or --db-dump, a dump of
-another install or moment, an id unfit for a file name, not exactly one agent
-ClusterDeployment on node 0's API server); 4 node 0's service, API server or database refused
-or failed (HTTP error, pg_dump failed, the kubeconfig unusable);
+--from, --out in a missing directory, --storage not a directory or without --from-kube, pg_dump
+or podman not installed); 3 invalid input (--out exists, an unreadable --token-file or
+--db-dump, a dump of another install or moment, an id unfit for a file name, not exactly one
+agent ClusterDeployment on node 0's API server, --storage without the cluster's credentials); 4
+node 0's service, API server or database refused or failed (HTTP error, pg_dump failed, the
+kubeconfig unusable);
 1 the bundle could not be written, or pg_dump or podman could not be run.
 
 Examples:

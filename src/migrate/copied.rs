@@ -157,6 +157,14 @@ fn copy_of(obj: &Value, cluster_id: &str) -> Value {
     o
 }
 
+/// The JSON pointer of annotation `key` (`~` and `/` escaped).
+fn ann_ptr(key: &str) -> String {
+    format!(
+        "/metadata/annotations/{}",
+        key.replace('~', "~0").replace('/', "~1")
+    )
+}
+
 /// The admin Secrets' names for ClusterDeployment `cd` (as option 2's, [`super::crs::CrNames`]).
 pub fn admin_secret_names(cd: &str) -> (String, String) {
     (format!("{cd}-admin-kubeconfig"), format!("{cd}-admin-password"))
@@ -233,7 +241,7 @@ pub fn build(n0: &Node0Objects, add: &Additions<'_>) -> Result<Vec<Value>, Error
 ///
 /// Errors: [`Error::InvalidInput`] (exit 3) naming `crs/crs.json[i]` and what is wrong, or
 /// `crs/crs.json` for what is missing.
-pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
+pub fn check(objects: &[Value], exp: &ExpectedSet<'_>, openshift_cluster_id: &str) -> Result<(), Error> {
     let whole = "bundle file crs/crs.json";
     let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
     let mut by_kind: BTreeMap<String, Vec<(usize, &Value)>> = BTreeMap::new();
@@ -389,7 +397,42 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
             format!("ClusterDeployment {cd_name:?}: spec.installed must be true"),
         ));
     }
+    // The holds (released at import's end) and what build writes.
+    let (kubeconfig, password) = admin_secret_names(cd_name);
+    need(cdi, cd, &ann_ptr(RECONCILE_PAUSE), "true")?;
     need(cdi, cd, "/spec/clusterMetadata/infraID", exp.cluster_id)?;
+    need(cdi, cd, "/spec/clusterMetadata/clusterID", openshift_cluster_id)?;
+    need(
+        cdi,
+        cd,
+        "/spec/clusterMetadata/adminKubeconfigSecretRef/name",
+        &kubeconfig,
+    )?;
+    need(
+        cdi,
+        cd,
+        "/spec/clusterMetadata/adminPasswordSecretRef/name",
+        &password,
+    )?;
+    if aci.pointer("/spec/holdInstallation") != Some(&json!(true))
+        || aci.pointer("/spec/clusterMetadata") != cd.pointer("/spec/clusterMetadata")
+    {
+        return Err(invalid(
+            &at(acii),
+            format!(
+                "AgentClusterInstall {:?}: spec.holdInstallation must be true and spec.clusterMetadata \
+                 the ClusterDeployment's",
+                s(aci, "/metadata/name")
+            ),
+        ));
+    }
+    need(
+        cdi,
+        cd,
+        "/spec/clusterInstallRef/group",
+        "extensions.hive.openshift.io",
+    )?;
+    need(cdi, cd, "/spec/clusterInstallRef/version", "v1beta1")?;
     need(cdi, cd, "/spec/clusterInstallRef/kind", "AgentClusterInstall")?;
     need(cdi, cd, "/spec/clusterInstallRef/name", s(aci, "/metadata/name"))?;
     need(acii, aci, "/spec/clusterDeploymentRef/name", cd_name)?;
@@ -447,6 +490,7 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
     let mut agent_names: BTreeSet<&str> = BTreeSet::new();
     for (i, a) in all("Agent") {
         need(i, a, "/spec/clusterDeploymentName/name", cd_name)?;
+        need(i, a, &ann_ptr(SKIP_SPOKE_CLEANUP), "true")?;
         let label = a
             .pointer("/metadata/labels")
             .and_then(|l| l.get(INFRAENV_LABEL))
@@ -478,11 +522,41 @@ pub fn check(objects: &[Value], exp: &ExpectedSet<'_>) -> Result<(), Error> {
                 format!("Secret {name:?}: neither the ClusterDeployment nor an InfraEnv names it"),
             ));
         }
-        let ty = s(sec, "/type");
-        if !matches!(ty, "kubernetes.io/dockerconfigjson" | "Opaque") {
+        // The admin Secrets build writes; every other one is a pull secret.
+        let (ty, keys): (&str, &[&str]) = if name == kubeconfig {
+            ("Opaque", &["kubeconfig"])
+        } else if name == password {
+            ("Opaque", &["password", "username"])
+        } else {
+            ("kubernetes.io/dockerconfigjson", &[".dockerconfigjson"])
+        };
+        let mut have: Vec<&str> = sec
+            .get("data")
+            .and_then(Value::as_object)
+            .map(|d| d.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        have.sort_unstable();
+        if s(sec, "/type") != ty || have != keys {
             return Err(invalid(
                 &at(i),
-                format!("Secret {name:?}: type {ty:?}; export copies pull secrets and writes Opaque ones"),
+                format!(
+                    "Secret {name:?}: must be of type {ty} with exactly the keys {keys:?} (it is {:?} with {have:?})",
+                    s(sec, "/type")
+                ),
+            ));
+        }
+    }
+    // Pull secret references name pull secrets, not the admin ones.
+    for (i, o) in all("ClusterDeployment").into_iter().chain(all("InfraEnv")) {
+        let n = s(o, "/spec/pullSecretRef/name");
+        if n == kubeconfig || n == password {
+            return Err(invalid(
+                &at(i),
+                format!(
+                    "{} {:?}: spec.pullSecretRef names the admin Secret {n:?}",
+                    s(o, "/kind"),
+                    s(o, "/metadata/name")
+                ),
             ));
         }
     }
@@ -620,7 +694,7 @@ mod tests {
             .all(|o| o["metadata"]["annotations"][MIGRATION_ANNOTATION] == CID));
         assert_eq!(set[2]["data"]["password"], "UFc=");
         let (ies, hosts) = (vec!["ie1".to_string()], vec!["h1".to_string(), "h2".to_string()]);
-        check(&set, &exp(&ies, &hosts)).unwrap();
+        check(&set, &exp(&ies, &hosts), "ocp-1").unwrap();
     }
 
     /// Each way a resealed bundle could ask for something else is refused, naming the object.
@@ -685,11 +759,57 @@ mod tests {
                 Box::new(|v| v[9]["metadata"]["name"] = json!("agent-day2-migration")),
                 "usable name",
             ),
+            // Found by the review: the holds, the Secrets, the metadata.
+            (
+                Box::new(|v| {
+                    v[4]["metadata"]["annotations"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove(RECONCILE_PAUSE);
+                }),
+                "reconcile-pause",
+            ),
+            (
+                Box::new(|v| v[5]["spec"]["holdInstallation"] = json!(false)),
+                "holdInstallation",
+            ),
+            (
+                Box::new(|v| {
+                    v[8]["metadata"]["annotations"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove(SKIP_SPOKE_CLEANUP);
+                }),
+                "skip-spoke-cleanup",
+            ),
+            (Box::new(|v| v[0]["type"] = json!("Opaque")), "must be of type"),
+            (
+                Box::new(|v| v[1]["data"] = json!({"evil": "eA=="})),
+                "exactly the keys",
+            ),
+            (
+                Box::new(|v| v[6]["spec"]["pullSecretRef"]["name"] = json!("ostest-admin-password")),
+                "admin Secret",
+            ),
+            (
+                Box::new(|v| v[4]["spec"]["clusterMetadata"]["clusterID"] = json!("other")),
+                "clusterID",
+            ),
+            (
+                Box::new(|v| {
+                    v[5]["spec"].as_object_mut().unwrap().remove("clusterMetadata");
+                }),
+                "clusterMetadata",
+            ),
+            (
+                Box::new(|v| v[4]["spec"]["clusterInstallRef"]["group"] = json!("evil.example.com")),
+                "group",
+            ),
         ];
         for (edit, want) in cases {
             let mut v = set.clone();
             edit(&mut v);
-            let err = check(&v, &e).unwrap_err();
+            let err = check(&v, &e, "ocp-1").unwrap_err();
             assert_eq!(err.exit_code(), 3);
             assert!(err.to_string().contains(want), "{want}: {err}");
         }

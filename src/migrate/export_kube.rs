@@ -56,9 +56,9 @@ async fn list(t: &KubeTarget, kind: &str, ns: Option<&str>) -> Result<Vec<Value>
         Some(n) if info.namespaced => Api::namespaced_with(t.client.clone(), n, &ar),
         _ => Api::all_with(t.client.clone(), &ar),
     };
-    let what = match ns {
-        Some(n) => ResourceRef::namespaced(&format!("{kind}s"), n, ""),
-        None => ResourceRef::cluster(&format!("{kind}s"), ""),
+    let what = ResourceRef {
+        namespace: ns.map(str::to_string),
+        ..ResourceRef::list(&format!("{kind}s"))
     };
     let list = api
         .list(&ListParams::default())
@@ -146,7 +146,10 @@ async fn read_node0(t: &KubeTarget) -> Result<(Node0Objects, String), Error> {
     let agents: Vec<Value> = list(t, "Agent", Some(&ns))
         .await?
         .into_iter()
-        .filter(|a| at(a, "/spec/clusterDeploymentName/name") == cd_name)
+        .filter(|a| {
+            at(a, "/spec/clusterDeploymentName/name") == cd_name
+                && [ns.as_str(), ""].contains(&at(a, "/spec/clusterDeploymentName/namespace"))
+        })
         .collect();
     let agent_ies: BTreeSet<String> = agents
         .iter()
@@ -259,6 +262,30 @@ fn storage_files(storage: &Path, cid: &str) -> Result<Vec<(String, std::path::Pa
     Ok(out)
 }
 
+/// A kubeconfig error of `--from-kube`/`--from-context` said with those flags: the resolver is
+/// kubectl's (`cli::kube_flags`), whose messages name `--kubeconfig` and `--context`.
+fn node0_flags(e: Error) -> Error {
+    let fix = |s: String| {
+        s.replace("(from --kubeconfig)", "(from --from-kube)")
+            .replace("with --context", "with --from-context")
+            .replace("check --server/--context", "check --from-kube/--from-context")
+            .replace(
+                "check the path, or log in with `oc login` to create ~/.kube/config",
+                "check the path given to --from-kube (node 0's API server's kubeconfig)",
+            )
+    };
+    match e {
+        Error::Kubeconfig { message } => Error::Kubeconfig {
+            message: fix(message),
+        },
+        Error::KubeconfigEntry { message, hint } => Error::KubeconfigEntry {
+            message: fix(message),
+            hint: fix(hint),
+        },
+        other => other,
+    }
+}
+
 /// The origin (`scheme://host[:port]`) of a URL; None when it has none.
 fn origin(url: &str) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
@@ -278,11 +305,12 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
             k.storage.display()
         )));
     }
-    let target = (k.resolve)().await?;
+    rest::remove_stale_bundles(&a.out);
+    // Before any read: an existing --out is refused first (exit 3); dropped on failure.
+    let mut w = BundleWriter::create(&a.out)?;
+    let target = (k.resolve)().await.map_err(node0_flags)?;
     let (n0, ns) = read_node0(&target).await?;
     let cd_name = name(&n0.cluster_deployment).to_string();
-    rest::remove_stale_bundles(&a.out);
-    let mut w = BundleWriter::create(&a.out)?;
 
     // The database, matched to the CRs by the rows' kube keys.
     let d = rest::dump_and_summarize(db, &mut w)?;
@@ -356,20 +384,20 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
         })
         .collect();
     if agent_keys != checked.live_host_keys {
-        let show = |s: &BTreeSet<(String, String)>| {
-            s.iter()
-                .map(|(h, ie)| format!("{h} (infra-env {ie})"))
+        let show = |a: &BTreeSet<(String, String)>, b: &BTreeSet<(String, String)>| {
+            a.difference(b)
+                .map(|(h, ie)| format!("{h} (infra-env {})", if ie.is_empty() { "?" } else { ie }))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         return Err(Error::InvalidInput {
             field: d.what_src.clone(),
-            message: crate::output::display(&format!(
-                "node 0's Agents and its database disagree: Agents [{}]; hosts rows [{}]; dump the \
-                 database again",
-                show(&agent_keys),
-                show(&checked.live_host_keys)
-            )),
+            message: format!(
+                "node 0's Agents and its database disagree: Agents without a hosts row: [{}]; hosts \
+                 rows without an Agent: [{}]; dump the database again",
+                crate::output::display(&show(&agent_keys, &checked.live_host_keys)),
+                crate::output::display(&show(&checked.live_host_keys, &agent_keys))
+            ),
         });
     }
 
@@ -422,6 +450,27 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
             password: &cred("kubeadmin-password")?,
         },
     )?;
+    // What import accepts, checked now: a name cluster 0 cannot take (a ClusterDeployment
+    // `os.test`) is refused here rather than after node 0 is gone.
+    let host_ids: Vec<String> = agent_keys.iter().map(|(h, _)| h.clone()).collect();
+    copied::check(
+        &set,
+        &super::crs::ExpectedSet {
+            cluster_id: &cid,
+            cluster_name: &col(crow, "name"),
+            openshift_version: &col(crow, "openshift_version"),
+            release_image: &col(crow, "ocp_release_image"),
+            infra_env_ids: &ie_list,
+            host_ids: &host_ids,
+        },
+        &col(crow, "openshift_cluster_id"),
+    )
+    .map_err(|e| match e {
+        Error::InvalidInput { message, .. } => {
+            invalid(format!("what it holds cannot be imported as it is: {message}"))
+        }
+        other => other,
+    })?;
     let crs_json = serde_json::to_vec_pretty(&Value::Array(set))
         .map_err(|e| Error::Unexpected(format!("cannot serialize the CRs: {e}")))?;
     w.write_file("crs/crs.json", &crs_json)?;
@@ -433,7 +482,6 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
         .count() as u64;
     let url = origin(at(&n0.agent_cluster_install, "/status/debugInfo/eventsURL"))
         .unwrap_or_else(|| target.server.trim_end_matches('/').to_string());
-    let host_ids: Vec<String> = agent_keys.iter().map(|(h, _)| h.clone()).collect();
     let manifest = BundleManifest {
         format: bundle::FORMAT.into(),
         created: rest::rfc3339_now(),

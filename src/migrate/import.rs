@@ -718,7 +718,7 @@ pub fn read_crs(bundle: &Bundle) -> Result<Vec<Value>, Error> {
         host_ids: &c.host_ids,
     };
     if bundle.manifest.source.crs == super::copied::COPIED {
-        super::copied::check(&crs, &exp)?;
+        super::copied::check(&crs, &exp, &c.openshift_cluster_id)?;
     } else {
         super::crs::check_set(&crs, &exp)?;
     }

@@ -168,6 +168,12 @@ impl Export {
                 ))
             }
         };
+        if a.from_kube.is_none() && a.storage.is_some() {
+            return Err(Error::Usage(
+                "--storage is read only with --from-kube (option 1); with --from the files come over REST"
+                    .into(),
+            ));
+        }
         let node0 = match (&a.from_kube, &a.from) {
             (Some(kubeconfig), _) => {
                 let storage = a.storage.clone().ok_or_else(|| {
