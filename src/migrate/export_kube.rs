@@ -357,6 +357,21 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
             rest::path_id(&col(row, "id"), "infra-env id")?,
         );
     }
+    // Every infra-env row of the cluster has its InfraEnv among those read (else the restore
+    // scope would call its hosts another cluster's).
+    if let Some(r) = ierows
+        .iter()
+        .find(|r| live(r) && col(r, "cluster_id") == cid && !ie_ids.values().any(|id| *id == col(r, "id")))
+    {
+        return Err(invalid(format!(
+            "the dump's infra-env {} (name {:?}, kube_key_namespace {:?}) is of cluster {cid}, but \
+             no InfraEnv of ClusterDeployment {ns}/{cd_name} with that name was found there (an \
+             InfraEnv binds by spec.clusterRef or by holding the cluster's Agents)",
+            col(r, "id"),
+            col(r, "name"),
+            col(r, "kube_key_namespace")
+        )));
+    }
     let ie_list: Vec<String> = ie_ids.values().cloned().collect();
     let checked = super::restore::check_dump(
         &d.what_src,
