@@ -301,7 +301,7 @@ impl Error {
     /// Prints `error: <message>` and the hint to stderr, the way every command ends
     /// ([`Error::Many`]: one such pair per error). See [`Error::render`].
     pub fn print(&self) {
-        eprint!("{}", self.render());
+        crate::say_part!("{}", self.render());
     }
 
     /// The text [`Error::print`] writes. Messages carry text from the cluster (server

@@ -38,7 +38,6 @@ pub mod text;
 pub mod version;
 
 use std::ffi::OsString;
-use std::io::Write;
 
 use clap::Parser;
 
@@ -93,14 +92,14 @@ where
 async fn dispatch(cli: Cli) -> Result<u8, Error> {
     match &cli.command {
         Command::Version(args) => {
-            emit(&version::run(args)?);
+            output::emit(&version::run(args)?);
             Ok(exit::OK)
         }
         Command::AddNodes(args) => {
             let target = cli.kube.resolve().await?;
             tracing::info!(server = %target.server, context = ?target.context, "connecting");
             let out = add_nodes::run(&target, args).await?;
-            emit(&out);
+            output::emit(&out);
             Ok(exit::OK)
         }
         Command::Monitor(args) => monitor::run(cli.kube.resolver(), args).await,
@@ -115,20 +114,13 @@ async fn dispatch(cli: Cli) -> Result<u8, Error> {
             let target = cli.kube.resolve().await?;
             tracing::info!(server = %target.server, context = ?target.context, proxy = ?target.proxy, "connecting");
             let outcome = info::run(&target, args).await?;
-            emit(&outcome.stdout);
+            output::emit(&outcome.stdout);
             match outcome.error {
                 None => Ok(exit::OK),
                 Some(e) => Err(e),
             }
         }
     }
-}
-
-fn emit(s: &str) {
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.flush();
 }
 
 /// `-v N` → tracing on stderr (kubectl-like). 0: only our own warnings and errors, as

@@ -7,6 +7,16 @@ use tabled::settings::{Padding, Style};
 
 use crate::error::{Error, Result};
 
+/// Writes `s` to stdout as it is. A closed pipe (`| head`) is not an error worth a message, nor
+/// a reason to stop: `print!` would panic (exit 101). The one way this crate writes to stdout
+/// (tests/house.rs keeps it so).
+pub fn emit(s: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
 /// Serialises `doc` as pretty JSON or YAML (serde-saphyr), or returns `table()` for `-o table`.
 /// The string ends with a newline.
 pub fn render<T: Serialize>(format: OutputFormat, doc: &T, table: impl FnOnce() -> String) -> Result<String> {

@@ -70,7 +70,7 @@ fn install_handler() {
                 _ = term.recv() => (143, "terminated"),
             };
             let n = remove_registered();
-            eprintln!("error: {name}; removed {n} temporary file(s) holding secrets; nothing was written");
+            crate::say!("error: {name}; removed {n} temporary file(s) holding secrets; nothing was written");
             std::process::exit(code);
         });
     });
@@ -155,7 +155,7 @@ pub fn remove_stale_with_warning(dirs: &[PathBuf]) {
     let stale = remove_stale(dirs);
     if !stale.is_empty() {
         let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
-        eprintln!(
+        crate::say!(
             "warning: removed temporary files of an interrupted add-nodes run (its process no longer runs): {}",
             names.join(", ")
         );

@@ -4,6 +4,27 @@
 
 use std::fmt::Write as _;
 
+/// `eprintln!` that cannot fail: progress lines, hints and the closing `error:` lines go to
+/// stderr, and a closed or broken stderr (`migrate import 2>&1 | head -1`) must not abort the
+/// command mid-work, as `eprintln!`'s panic (exit 101) would in the middle of an import. The
+/// one way this crate writes to stderr outside tracing (tests/house.rs keeps it so).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the newline (a prompt, or a text that ends with its own).
+#[macro_export]
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Longest cluster-provided value [`display`] shows in a table or an error line, in characters
 /// after escaping (a release image pull spec by digest is ~110).
 pub const VALUE_MAX: usize = 256;

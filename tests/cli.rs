@@ -815,3 +815,64 @@ fn single_host_flags_conflict_with_nodes_config() {
         );
     }
 }
+
+/// A closed pipe on stdout and stderr (`… 2>&1 | head -1` after `head` has exited) leaves the
+/// documented exit code: the print macros' panic (exit 101) used to replace it, in the middle
+/// of a `migrate import` as much as here (tests/house.rs keeps them out of src/).
+#[test]
+fn closed_pipes_keep_the_exit_code() {
+    let home = tempfile::tempdir().unwrap();
+    let bundle = home.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    for args in [
+        vec![
+            "migrate",
+            "status",
+            "--kubeconfig",
+            "/nonexistent",
+            bundle.to_str().unwrap(),
+        ],
+        vec!["version"],
+    ] {
+        let (r_out, w_out) = std::io::pipe().unwrap();
+        let (r_err, w_err) = std::io::pipe().unwrap();
+        drop((r_out, r_err));
+        let status = Command::new(BIN)
+            .args(&args)
+            .env_clear()
+            .env("HOME", home.path())
+            .stdout(w_out)
+            .stderr(w_err)
+            .status()
+            .unwrap();
+        let want = if args[0] == "version" { 0 } else { 3 };
+        assert_eq!(status.code(), Some(want), "{args:?}");
+    }
+}
+
+/// A kubeconfig the YAML parser refuses: one line naming the file, the flag and the position,
+/// never the file's text (the parser quotes the lines around the fault, here a token) nor the
+/// parser's own advice; exit 4.
+#[test]
+fn a_broken_kubeconfig_is_named_without_its_secrets() {
+    let home = tempfile::tempdir().unwrap();
+    let kc = home.path().join("kc");
+    std::fs::write(
+        &kc,
+        "apiVersion: v1\nusers:\n- name: u\n  user:\n    token: sekrit-one\n    token: sekrit-two\n",
+    )
+    .unwrap();
+    let out = plugin(home.path(), &["info", "--kubeconfig", kc.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        !err.contains("sekrit") && !err.contains("DuplicateKeyPolicy"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(from --kubeconfig) is not a valid kubeconfig: line 6 column 5")
+            && err.contains("give --kubeconfig another kubeconfig"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+}

@@ -356,6 +356,29 @@ fn the_check_finds_a_circle() {
     );
 }
 
+/// The print macros panic on a closed pipe (`migrate import 2>&1 | head -1` exited 101 in
+/// the middle of an import): stdout goes through `output::emit`, stderr through `say!`/`say_part!`
+/// (src/text.rs), which ignore it. Test code may print.
+#[test]
+fn no_panicking_print_macros_in_src() {
+    let t = Tree::read(&src());
+    let mut found = Vec::new();
+    for (m, code) in &t.code {
+        for mac in ["println!", "print!", "eprintln!", "eprint!", "dbg!"] {
+            let hit = code
+                .match_indices(mac)
+                .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':'));
+            if hit {
+                found.push(format!("{m}: {mac}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "print macros in src/ (use crate::say! or output::emit): {found:?}"
+    );
+}
+
 #[test]
 fn clap_only_under_src_cli() {
     let t = Tree::read(&src());

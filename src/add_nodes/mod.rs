@@ -96,7 +96,7 @@ pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
             if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table =>
         {
             if let Ok(doc) = output::error_document("AddNodesError", args.output, &e) {
-                print!("{doc}");
+                output::emit(&doc);
             }
             Err(e)
         }
@@ -163,7 +163,7 @@ fn problems_error(model: &ClusterModel) -> Error {
 
 /// Prints a warning on stderr and keeps it for the report.
 fn warn(w: String, list: &mut Vec<String>) {
-    eprintln!("warning: {w}");
+    crate::say!("warning: {w}");
     list.push(w);
 }
 
@@ -856,7 +856,7 @@ async fn into_place(
         .collect();
     if let Err(e) = staged.commit(plan.force) {
         if let Err(d) = batch::delete(target, name).await {
-            eprintln!("warning: could not remove batch record {name} after the failure: {d}");
+            crate::say!("warning: could not remove batch record {name} after the failure: {d}");
         }
         return Err(e);
     }
@@ -1119,7 +1119,7 @@ async fn check_pool(target: &KubeTarget, pool: &str, warnings: &mut Vec<String>)
             e @ (Error::Unreachable { .. } | Error::Unauthorized { .. }) => Err(e),
             other => {
                 let w = format!("cannot check that MachineConfigPool {pool:?} exists: {other}");
-                eprintln!("warning: {w}");
+                crate::say!("warning: {w}");
                 warnings.push(w);
                 Ok(())
             }
@@ -1569,7 +1569,7 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
                 Ok(l) => Some(l.items),
                 Err(e) => {
                     let e = classify(e, "list", ResourceRef::cluster("Nodes", ""), target);
-                    eprintln!("warning: the hosts' state is unknown: {e}");
+                    crate::say!("warning: the hosts' state is unknown: {e}");
                     None
                 }
             };
@@ -1708,7 +1708,7 @@ async fn batch_command(target: &KubeTarget, b: &BatchArgs) -> Result<String> {
             } else {
                 // What was deleted is reported on stdout before the errors go to stderr.
                 if !deleted.is_empty() || format != OutputFormat::Table {
-                    print!("{out}");
+                    output::emit(&out);
                 }
                 Err(if errors.len() == 1 {
                     errors.remove(0)

@@ -135,7 +135,7 @@ pub(super) async fn auth_material(
         .await
         .map_err(|e| classify(e, "read", auth_ref(), target))?;
     let mut warn = |w: String| {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
         warnings.push(w);
     };
     let verb = if dry_run { "would be made" } else { "are made" };

@@ -337,14 +337,14 @@ fn print_waiting(waiting: &[Waiting]) {
                     "{SHARED} (no reboot of {} is recorded on its batch; see below)",
                     w.node
                 );
-                eprintln!("waiting: {}", w.message.replace(&r.message, &short));
+                crate::say!("waiting: {}", w.message.replace(&r.message, &short));
                 full.get_or_insert(r.message);
             }
-            _ => eprintln!("waiting: {}", w.message),
+            _ => crate::say!("waiting: {}", w.message),
         }
     }
     if let Some(f) = full {
-        eprintln!("       ({SHARED}, for the first of them: {f})");
+        crate::say!("       ({SHARED}, for the first of them: {f})");
     }
 }
 
@@ -359,7 +359,7 @@ fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
         };
         let (rejected, held) = (of(Action::Rejected), of(Action::Held));
         if !rejected.is_empty() {
-            eprintln!(
+            crate::say!(
                 "every expected node is Ready with its serving certificate; exit 7 because CSR(s) {} \
                  were rejected (REASONS above): they stay pending unless you deny them (--deny-invalid) \
                  or delete them",
@@ -367,7 +367,7 @@ fn explain_exit_7(waiting: &[Waiting], rows: &[Row]) {
             );
         }
         if !held.is_empty() {
-            eprintln!(
+            crate::say!(
                 "every expected node is Ready with its serving certificate; exit 7 because CSR(s) {} \
                  are held (REASONS above: they wait for more information; --deny-invalid leaves them): \
                  delete them once you know they are not needed",
@@ -590,7 +590,7 @@ const CODES_HINT: &str = "hint: REASONS are codes; -o wide shows each in full, -
 /// Prints [`CODES_HINT`] on stderr when a table of `rows` (not wide) showed a reason.
 fn hint_codes(rows: &[Row], wide: bool) {
     if !wide && rows.iter().any(|r| !r.reasons.is_empty()) {
-        eprintln!("{CODES_HINT}");
+        crate::say!("{CODES_HINT}");
     }
 }
 
@@ -677,7 +677,7 @@ pub fn kubelet_retry(s: &str) -> Result<i64> {
 pub fn print_alarms(a: &Approver, shown: &mut std::collections::BTreeSet<String>) {
     for al in a.alarms() {
         if shown.insert(al.message.clone()) {
-            eprintln!("alarm: {}: {}", al.node, al.message);
+            crate::say!("alarm: {}: {}", al.node, al.message);
         }
     }
 }
@@ -693,13 +693,6 @@ async fn confirm(question: String) -> Result<bool> {
     .await
     .map_err(|e| Error::Unexpected(format!("prompt: {e}")))?
     .map_err(|e| Error::Unexpected(format!("prompt: {e}")))
-}
-
-fn emit(s: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes());
-    let _ = o.flush();
 }
 
 /// Runs `approve`. Returns the exit status (docs/exit-codes.md); errors carry theirs.
@@ -719,7 +712,7 @@ pub async fn run(resolve: Resolve, args: &ApproveArgs) -> Result<u8> {
     .await;
     if let (Err(e), true) = (&r, args.output.format() != OutputFormat::Table) {
         if let Ok(doc) = crate::output::error_document("ApproveError", args.output.format(), e) {
-            emit(&doc);
+            crate::output::emit(&doc);
         }
     }
     r
@@ -781,10 +774,10 @@ impl Request {
 async fn run_checked(mut conn: Connection, req: Request) -> Result<u8> {
     let mut a = Approver::new(conn.target(), req.options.clone()).await?;
     for h in a.hints() {
-        eprintln!("hint: {h}");
+        crate::say!("hint: {h}");
     }
     if let Some(note) = other_batches_note(&a, req.options.batch.as_deref()) {
-        eprintln!("{note}");
+        crate::say!("{note}");
     }
     match req.watch {
         Some(t) => watch(&mut conn, &mut a, &req, t).await,
@@ -842,7 +835,7 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
     if req.options.dry_run || !writes {
         let doc = report(a, rows);
         let code = doc.exit_code;
-        emit(&crate::output::render(req.format, &doc, || {
+        crate::output::emit(&crate::output::render(req.format, &doc, || {
             table(&doc.csrs, req.wide)
         })?);
         if req.format == OutputFormat::Table {
@@ -858,10 +851,10 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
         // Show what would happen, then ask (the prompt is on the terminal, not stdout; with
         // -o json|yaml the table goes to stderr so stdout stays one document).
         if req.format == OutputFormat::Table {
-            emit(&format!("{}\n", table(&rows, req.wide)));
+            crate::output::emit(&format!("{}\n", table(&rows, req.wide)));
             hint_codes(&rows, req.wide);
         } else {
-            eprintln!("{}", table(&rows, req.wide));
+            crate::say!("{}", table(&rows, req.wide));
         }
         let mut q = format!(
             "Approve {} CSR{}",
@@ -872,7 +865,7 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
             q = format!("{q} and deny {}", todo_deny.len());
         }
         if !confirm(format!("{q}?")).await? {
-            eprintln!("declined: nothing was changed");
+            crate::say!("declined: nothing was changed");
             return Ok(exit::DECLINED);
         }
     }
@@ -881,7 +874,7 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
         let o = a.approve(n).await?;
         warn_client(&o);
         if o.action == Action::Approved {
-            eprintln!(
+            crate::say!(
                 "approved {} ({} {})",
                 escape_for_display(n, CELL_MAX),
                 o.verdict.kind,
@@ -897,7 +890,7 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
     for n in &todo_deny {
         let o = a.deny(n).await?;
         if o.action == Action::Denied {
-            eprintln!("denied {}", escape_for_display(n, CELL_MAX));
+            crate::say!("denied {}", escape_for_display(n, CELL_MAX));
         }
         done.insert(n.clone(), o);
     }
@@ -909,7 +902,7 @@ async fn once(a: &mut Approver, req: &Request) -> Result<u8> {
     let doc = report(a, rows);
     let code = doc.exit_code;
     if req.options.yes || req.format != OutputFormat::Table {
-        emit(&crate::output::render(req.format, &doc, || {
+        crate::output::emit(&crate::output::render(req.format, &doc, || {
             table(&doc.csrs, req.wide)
         })?);
     }
@@ -1092,15 +1085,15 @@ impl Live {
         let widths = watch_widths(self.wide);
         if !self.header {
             let h: Vec<String> = header(self.wide).iter().map(|h| h.to_uppercase()).collect();
-            emit(&format!("{}\n", watch_line(&h, &widths)));
+            crate::output::emit(&format!("{}\n", watch_line(&h, &widths)));
             self.header = true;
         }
-        emit(&format!(
+        crate::output::emit(&format!(
             "{}\n",
             watch_line(&cells(&r, self.wide, now()), &widths)
         ));
         if !self.wide && !self.hinted && !r.reasons.is_empty() {
-            eprintln!("{CODES_HINT}");
+            crate::say!("{CODES_HINT}");
             self.hinted = true;
         }
     }
@@ -1117,7 +1110,7 @@ async fn start_follower(a: &Approver) -> Option<Follower> {
     }
     if a.options().dry_run {
         // Said, so that a HOLD (boot-unverified) row is not read as "wait and it will pass".
-        eprintln!(
+        crate::say!(
             "note: --dry-run: the {} host(s) without a reboot record are not followed and no reboot is recorded, so their client CSRs show HOLD (boot-unverified) here; `oc agent-day2 monitor` records them",
             hosts.len()
         );
@@ -1130,13 +1123,13 @@ async fn start_follower(a: &Approver) -> Option<Follower> {
     };
     match started {
         Ok(f) => {
-            eprintln!(
+            crate::say!(
                 "approve: following {n} host(s) at their own assisted-service (port 8090) to record their reboots, which their client CSRs are checked against"
             );
             Some(f)
         }
         Err(e) => {
-            eprintln!(
+            crate::say!(
                 "warning: cannot follow the hosts' reboots ({}): their client CSRs stay held (boot-unverified) unless `oc agent-day2 monitor` runs alongside and records them",
                 e.to_string().lines().next().unwrap_or("")
             );
@@ -1161,14 +1154,14 @@ fn say_seen(a: &Approver, seen: &Seen) {
     match seen {
         Seen::Answered { host } => tracing::debug!(host = %host, "its live assisted-service answers"),
         Seen::Recorded { host, reported } => {
-            eprintln!("approve: {}: reboot recorded ({})", esc(host), esc(reported))
+            crate::say!("approve: {}: reboot recorded ({})", esc(host), esc(reported))
         }
-        Seen::Failed { host, message } => eprintln!(
+        Seen::Failed { host, message } => crate::say!(
             "warning: {}: its reboot could not be recorded ({}); its client CSR stays held (boot-unverified)",
             esc(host),
             escape_for_display(message, 400)
         ),
-        Seen::Lost { host, url } => eprintln!(
+        Seen::Lost { host, url } => crate::say!(
             "warning: {}: its live system at {url} stopped answering before it reported its reboot: if it rebooted, \
              that reboot was not seen and its client CSR stays held (boot-unverified). Check on the host's console \
              that it runs the installed system, then run `oc agent-day2 approve --batch {} --trust-unverified-boot` \
@@ -1184,10 +1177,10 @@ fn say_seen(a: &Approver, seen: &Seen) {
 /// event, or an approval's own read of the batch).
 fn say_forgotten(a: &mut Approver) {
     for w in a.take_broken() {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     for name in a.take_forgotten() {
-        eprintln!(
+        crate::say!(
             "warning: batch {} was deleted: its hosts are no longer expected (unless another batch names them), so their pending CSRs are rejected as not-expected-node from now on; delete those CSRs (oc delete csr NAME) if nobody needs them",
             escape_for_display(&name, 253)
         );
@@ -1218,7 +1211,7 @@ fn say_missed_reboots(
         });
         if let Some((r, _)) = held {
             told.insert(host.clone());
-            eprintln!(
+            crate::say!(
                 "warning: {}",
                 crate::follow::missed_reboot_message(
                     &escape_for_display(host, 253),
@@ -1357,7 +1350,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
                                 Some(f) => {
                                     let n = f.add(a.hosts_to_follow());
                                     if n > 0 {
-                                        eprintln!(
+                                        crate::say!(
                                             "approve: following {n} more host(s), of a batch made meanwhile"
                                         );
                                     }
@@ -1493,7 +1486,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             && nodes.iter().any(|n| n.node == r.node && n.done())
     };
     for r in rows.iter().filter(|r| stale(r) && still_pending(a, &r.name)) {
-        eprintln!(
+        crate::say!(
             "note: client CSR {} for {} was made before its batch was recorded (from a replaced image, or someone else's): it is never approved and {} does not need it; delete it (oc delete csr {})",
             cut(&r.name),
             cut(&r.node),
@@ -1525,7 +1518,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
     if !a.bad_batches().is_empty() {
         code = exit::most_serious([code, exit::INVALID_INPUT]);
         for (name, msg) in a.bad_batches() {
-            eprintln!(
+            crate::say!(
                 "note: ConfigMap {}/{} is not a batch record ({}): its hosts' CSRs were held (exit 3)",
                 batch::NAMESPACE,
                 escape_for_display(&name, 253),
@@ -1545,14 +1538,14 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             waiting: still.clone(),
             exit_code: code,
         };
-        emit(&crate::output::render(req.format, &doc, String::new)?);
+        crate::output::emit(&crate::output::render(req.format, &doc, String::new)?);
     }
     match end {
         Ok(()) => {
             if code == exit::OK {
-                eprintln!("done: every expected node is Ready with its serving certificate");
+                crate::say!("done: every expected node is Ready with its serving certificate");
             } else {
-                eprintln!("done: every expected node is Ready with its serving certificate; some CSRs were rejected (see above)");
+                crate::say!("done: every expected node is Ready with its serving certificate; some CSRs were rejected (see above)");
             }
             Ok(code)
         }
@@ -1560,7 +1553,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
         // Say which hosts did not get there, and why. The code is the report's (7 when CSRs
         // wait on a decision, 3 with a skipped batch record).
         Err(Error::Timeout(m)) if own_deadline.is_some() => {
-            eprintln!("error: timed out: {}", escape_for_display(&m, 4000));
+            crate::say!("error: timed out: {}", escape_for_display(&m, 4000));
             print_waiting(&still);
             let batches: std::collections::BTreeSet<&str> = still.iter().map(|w| w.batch.as_str()).collect();
             // Whether the API server answers now (a watch on a frozen server fails nothing: a
@@ -1598,7 +1591,7 @@ async fn watch(conn: &mut Connection, a: &mut Approver, req: &Request, timeout: 
             } else {
                 "; or give them more time with --timeout"
             });
-            eprintln!("       ({hint})");
+            crate::say!("       ({hint})");
             Ok(code)
         }
         Err(e) => Err(e),
@@ -1669,7 +1662,7 @@ async fn process_one(
         if let Some(v) = a.evaluate(&name, now()) {
             if v.approve && !declined.contains(&name) {
                 let r = row(&view, &v, Action::WouldApprove);
-                emit(&format!("{}\n", table(std::slice::from_ref(&r), req.wide)));
+                crate::output::emit(&format!("{}\n", table(std::slice::from_ref(&r), req.wide)));
                 if confirm(format!("Approve {} ({} {})?", r.name, r.kind, r.node)).await? {
                     let o = a.approve(&name).await?;
                     warn_client(&o);
@@ -1728,10 +1721,10 @@ pub fn unverified_boot_warning(o: &Outcome) -> Option<String> {
 /// Prints [`client_approval_warning`] and [`unverified_boot_warning`] on stderr.
 fn warn_client(o: &Outcome) {
     if let Some(w) = client_approval_warning(o) {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     if let Some(w) = unverified_boot_warning(o) {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
 }
 

@@ -1393,7 +1393,7 @@ impl Approver {
         if addressable(name) {
             return None;
         }
-        eprintln!(
+        crate::say!(
             "warning: skipped CSR \"{}\": its name is not a valid object name (it cannot be addressed in a URL); \
              inspect and delete it by hand",
             crate::output::escape_for_display(name, 200)

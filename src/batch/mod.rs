@@ -195,10 +195,10 @@ pub async fn create(target: &KubeTarget, rec: &BatchRecord) -> Result<()> {
 pub async fn list(target: &KubeTarget) -> Result<Vec<(BatchRecord, String)>> {
     let (good, bad, records_said) = list_checked(target).await?;
     for (name, message) in &bad {
-        eprintln!("warning: {}", bad_batch_message(name, message));
+        crate::say!("warning: {}", bad_batch_message(name, message));
     }
     for w in records_said {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     Ok(good)
 }
@@ -270,7 +270,7 @@ pub async fn list_checked(
 pub async fn get(target: &KubeTarget, name: &str) -> Result<(BatchRecord, String)> {
     let (rec, rv, said) = get_saying(target, name).await?;
     for w in said {
-        eprintln!("warning: {w}");
+        crate::say!("warning: {w}");
     }
     Ok((rec, rv))
 }
@@ -384,7 +384,7 @@ pub async fn update(target: &KubeTarget, rec: &BatchRecord, resource_version: &s
         .await
         .map_err(|e| classify(e, "update", r, target))?;
     if rec.embedded > 0 && rec.api_version == API_VERSION_V1 {
-        eprintln!(
+        crate::say!(
             "note: batch {}: its approvals and reboot reports now live in ConfigMaps of their own \
              (label {}={}), and it is marked {API_VERSION}; agent-day2 versions before that \
              refuse it (so none approves a node twice)",

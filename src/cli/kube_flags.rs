@@ -553,14 +553,42 @@ fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
             hint: "check the path, or log in with `oc login` to create ~/.kube/config".into(),
         }
     })?;
-    let mut kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::Kubeconfig {
+    let mut kc = Kubeconfig::from_yaml(&text).map_err(|e| Error::KubeconfigEntry {
         message: format!(
-            "kubeconfig {} (from {from}) is not a valid kubeconfig: {e}",
-            path.display()
+            "kubeconfig {} (from {from}) is not a valid kubeconfig: {}",
+            path.display(),
+            yaml_error_summary(&e.to_string())
         ),
+        hint: format!("fix the YAML there, or give {from} another kubeconfig"),
     })?;
     absolutize_referenced_files(&mut kc, path);
     Ok(kc)
+}
+
+/// The YAML parser's error in one line, without the file's text: the parser quotes the lines
+/// around the fault (a token, a client key) and its own advice ("set DuplicateKeyPolicy in
+/// Options"), neither of which may reach the user. Keeps `line L column C: what`, quoted
+/// values replaced by `"…"`.
+fn yaml_error_summary(e: &str) -> String {
+    let first = e.lines().next().unwrap_or("");
+    let first = first
+        .strip_prefix("failed to parse kubeconfig YAML: ")
+        .unwrap_or(first);
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let first = first.split(", set ").next().unwrap_or(first);
+    let mut out = String::new();
+    let mut quoted = false;
+    for c in first.chars() {
+        if c == '"' {
+            if !quoted {
+                out.push_str("\"…\"");
+            }
+            quoted = !quoted;
+        } else if !quoted {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Makes the file paths a kubeconfig names (`certificate-authority`, `client-certificate`,
@@ -820,6 +848,20 @@ pub fn no_proxy_matches(no_proxy: &str, host: &str, port: u16) -> bool {
 mod tests {
     use super::*;
     use crate::duration::parse_duration;
+
+    #[test]
+    fn yaml_errors_lose_the_files_text_and_the_parsers_advice() {
+        let e = "failed to parse kubeconfig YAML: error: line 6 column 5: duplicate mapping key: token, \
+                 set DuplicateKeyPolicy in Options if acceptable\n --> <input>:6:5\n5 |     token: abc\n";
+        assert_eq!(
+            yaml_error_summary(e),
+            "line 6 column 5: duplicate mapping key: token"
+        );
+        assert_eq!(
+            yaml_error_summary("invalid type: string \"sekrit-token\", expected a sequence"),
+            "invalid type: string \"…\", expected a sequence"
+        );
+    }
     use std::time::Duration;
 
     #[test]

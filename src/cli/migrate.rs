@@ -159,7 +159,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "from_kube")]
     pub token_file: Option<PathBuf>,
     /// Kubeconfig of node 0's own API server, where its assisted-service runs in kube-api mode:
-    /// the CRs are copied from there.
+    /// the CRs are copied from there. The global connection flags (--kubeconfig, --context,
+    /// --server, ...) name cluster 0: export does not use them.
     #[arg(long, value_name = "FILE", conflicts_with = "from", requires = "storage")]
     pub from_kube: Option<PathBuf>,
     /// The context of --from-kube's kubeconfig (default: its current context).

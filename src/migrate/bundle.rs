@@ -626,7 +626,7 @@ impl Bundle {
             }
         }
         if !loose.is_empty() {
-            eprintln!(
+            crate::say!(
                 "warning: bundle {}: {} can be read by other users (the bundle holds credentials): \
                  run `chmod -R go-rwx {}`",
                 dir.display(),

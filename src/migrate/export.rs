@@ -323,14 +323,14 @@ async fn export_storage_objects(
         let hid = path_id(str_of(h, "id"), "host id")?;
         let path = format!("/clusters/{c}/logs?logs_type=host&host_id={}", q(&hid));
         let Some(t) = src.get_bytes(&path, true).await? else {
-            eprintln!("warning: node 0 has no logs of host {hid} (HTTP 404) although it recorded them");
+            crate::say!("warning: node 0 has no logs of host {hid} (HTTP 404) although it recorded them");
             continue;
         };
         match host_log_from_tar(&t) {
             Ok(Some(b)) => {
                 w.write_file(&format!("logs/{cid}/{LOG_OBJECTS}/{hid}/logs.tar.gz"), &b)?;
             }
-            Ok(None) => eprintln!("warning: node 0's logs of host {hid} hold no log archive"),
+            Ok(None) => crate::say!("warning: node 0's logs of host {hid} hold no log archive"),
             Err(m) => return Err(source_error(&src.url(&path), m)),
         }
     }
@@ -376,7 +376,7 @@ async fn export_storage_objects(
         }
     }
     if !missing.is_empty() {
-        eprintln!(
+        crate::say!(
             "warning: node 0 has no Ignition config {} (HTTP 404; not generated yet?): the bundle carries none",
             missing.join(", ")
         );
@@ -612,7 +612,7 @@ pub(super) fn remove_stale_bundles(out: &std::path::Path) {
         let stale = crate::tempfiles::remove_stale(&[parent.to_path_buf()]);
         if !stale.is_empty() {
             let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
-            eprintln!(
+            crate::say!(
                 "warning: removed temporary files of an interrupted run (its process no longer runs): {}",
                 names.join(", ")
             );
@@ -822,7 +822,7 @@ pub async fn run(
     )
     .await?
     {
-        eprintln!("warning: node 0 has no logs of cluster {cid} (HTTP 404); the bundle carries none");
+        crate::say!("warning: node 0 has no logs of cluster {cid} (HTTP 404); the bundle carries none");
     }
     let mut creds: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
     for name in ["kubeconfig", "kubeconfig-noingress", "kubeadmin-password"] {
@@ -846,7 +846,7 @@ pub async fn run(
             Some(b) => {
                 w.write_file(&format!("files/{cid}/{name}"), &b)?;
             }
-            None => eprintln!("warning: node 0 has no {name} for cluster {cid} (HTTP 404)"),
+            None => crate::say!("warning: node 0 has no {name} for cluster {cid} (HTTP 404)"),
         }
     }
     // System-generated ones too (chrony, iSCSI NIC, scheduler patches): node 0 stored them and
@@ -1021,7 +1021,7 @@ pub async fn run(
         .map_err(|e| Error::Unexpected(format!("cannot serialize the CRs: {e}")))?;
     w.write_file("crs/crs.json", &crs_json)?;
     for n in &set.notes {
-        eprintln!("note: {n}");
+        crate::say!("note: {n}");
     }
 
     let manifest = BundleManifest {
@@ -1081,7 +1081,7 @@ pub async fn run(
         "  next: oc agent-day2 migrate import {out}   (on cluster 0's context)\n"
     ));
     // Through emit: `| head` closing stdout is not a panic.
-    crate::emit(&text);
+    crate::output::emit(&text);
     Ok(0)
 }
 

@@ -267,6 +267,7 @@ fn storage_files(storage: &Path, cid: &str) -> Result<Vec<(String, std::path::Pa
 fn node0_flags(e: Error) -> Error {
     let fix = |s: String| {
         s.replace("(from --kubeconfig)", "(from --from-kube)")
+            .replace("give --kubeconfig another", "give --from-kube another")
             .replace("with --context", "with --from-context")
             .replace("check --server/--context", "check --from-kube/--from-context")
             .replace(
@@ -440,7 +441,7 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
         carried += 1;
     }
     if !left.is_empty() {
-        eprintln!(
+        crate::say!(
             "note: {} of node 0's storage objects of cluster {cid} have no place on cluster 0 and are not carried: {}",
             left.len(),
             left.join(", ")
@@ -554,7 +555,7 @@ pub async fn run(a: &Export, k: &Node0Kube) -> Result<u8, Error> {
     text.push_str(&format!(
         "  next: oc agent-day2 migrate import {out}   (on cluster 0's context)\n"
     ));
-    crate::emit(&text);
+    crate::output::emit(&text);
     Ok(0)
 }
 

@@ -891,7 +891,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
     let crs = read_crs(&bundle)?;
     let (ns, explicit_ns) = namespace_for(&bundle, &crs, args.namespace.as_deref())?;
     if explicit_ns && is_system_namespace(&ns) {
-        eprintln!(
+        crate::say!(
             "warning: -n {ns} is a system namespace; the import puts the cluster's credentials \
              Secrets (kubeconfig, kubeadmin password, pull secret) there"
         );
@@ -911,7 +911,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
             out.push_str(&esc(&l));
             out.push('\n');
         }
-        crate::emit(&out);
+        crate::output::emit(&out);
     }
     let target = resolve().await?;
     let mut imp = Importer {
@@ -945,7 +945,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
         };
         return match res {
             Ok(c) => {
-                crate::emit(&format!(
+                crate::output::emit(&format!(
                     "Dry run: every check passed ({}); the import would {}.\n",
                     match &c.existing {
                         Some(r) if r.phase == Phase::Complete => "this bundle's import is already complete",
@@ -961,7 +961,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
                 Ok(0)
             }
             Err(e) => {
-                crate::emit(&format!(
+                crate::output::emit(&format!(
                     "Dry run: the import would fail with exit code {} (error below); nothing changed.\n",
                     e.exit_code()
                 ));
@@ -985,7 +985,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
         // Our own deadline: printed here, since Error::Timeout's hint is about single requests.
         Err(Error::Timeout(m)) if m.contains("--timeout ") => {
             // Whole (the CRD names and what installs them), escaped.
-            eprintln!(
+            crate::say!(
                 "error: timed out: {}",
                 crate::output::escape_for_display(&m, 4000)
             );
@@ -993,8 +993,8 @@ pub async fn run(resolve: Resolve, args: &super::plan::Import) -> Result<u8, Err
         }
         Err(e) => return Err(e),
     };
-    crate::emit(&summary);
-    eprintln!("migrate: done in {:.1}s", started.elapsed().as_secs_f64());
+    crate::output::emit(&summary);
+    crate::say!("migrate: done in {:.1}s", started.elapsed().as_secs_f64());
     Ok(0)
 }
 
@@ -1041,7 +1041,7 @@ struct Importer<'a> {
 
 /// A progress line on stderr, escaped (it carries names from the bundle and the cluster).
 fn progress(msg: &str) {
-    eprintln!("migrate: {}", crate::output::escape_for_display(msg, 2000));
+    crate::say!("migrate: {}", crate::output::escape_for_display(msg, 2000));
 }
 
 impl Importer<'_> {

@@ -251,7 +251,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Status) -> Result<u8, Err
     };
     doc.differing = doc.differing();
     let out = crate::output::render(args.output, &doc, || table(&doc))?;
-    crate::emit(&out);
+    crate::output::emit(&out);
     Ok(0)
 }
 

@@ -54,13 +54,13 @@ pub fn run(args: &super::plan::Unit) -> Result<u8, Error> {
         args.timeout,
     )?;
     if args.kubeconfig == Path::new(NODE0_OWN_KUBECONFIG) {
-        eprintln!(
+        crate::say!(
             "warning: --kubeconfig {NODE0_OWN_KUBECONFIG} is node 0's own kubeconfig, whose credential \
              can do far more than read the completion record; give the unit a kubeconfig of role \
              agent-day2-migrate-wait instead (README \"Permissions\")"
         );
     }
-    crate::emit(&text);
+    crate::output::emit(&text);
     Ok(0)
 }
 

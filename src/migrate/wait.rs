@@ -54,7 +54,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error
     let target = resolve().await?;
     let sum = bundle.checksum().to_string();
     let rref = ResourceRef::namespaced("ConfigMap", &ns, record::RECORD_NAME);
-    eprintln!(
+    crate::say!(
         "migrate: {}",
         crate::output::escape_for_display(
             &format!("waiting for {rref} to be complete for bundle {sum}"),
@@ -74,7 +74,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error
             None => true,
         };
         if repeat {
-            eprintln!("migrate: {}", crate::output::escape_for_display(&what, 2000));
+            crate::say!("migrate: {}", crate::output::escape_for_display(&what, 2000));
             last_said = Some((what, now));
         }
     };
@@ -100,7 +100,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error
                 )
             }
             Some(Ok(Some((rec, _)))) if rec.is_of(&sum) && rec.phase == Phase::Complete => {
-                crate::emit(&format!(
+                crate::output::emit(&format!(
                     "cluster 0 holds the data of cluster {} ({}): import complete at {}\n",
                     crate::output::display(&rec.cluster_name),
                     crate::output::display(&rec.cluster_id),
@@ -178,7 +178,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error
         if remaining.is_some_and(|r| r.is_zero()) {
             // Printed here: Error::Timeout's hint is about single API requests.
             let esc = |t: &str| crate::output::escape_for_display(t, 4000);
-            eprintln!(
+            crate::say!(
                 "error: {}",
                 esc(&format!(
                     "timed out after --timeout {}: {rref} not complete for bundle {sum}; last: {last_cause}",
@@ -186,7 +186,7 @@ pub async fn run(resolve: Resolve, args: &super::plan::Wait) -> Result<u8, Error
                 ))
             );
             if let Some(hint) = timeout_hint(last_poll, &ns, explicit) {
-                eprintln!("  hint: {}", esc(&hint));
+                crate::say!("  hint: {}", esc(&hint));
             }
             return Ok(exit::TIMEOUT);
         }

@@ -1099,7 +1099,7 @@ async fn expected(target: &KubeTarget, args: &Request) -> Result<Expected> {
     let auth = read_auth(target).await;
     if batches.is_empty() && !anchors && skipped_batches > 0 {
         for w in &skipped {
-            eprintln!("warning: {w}");
+            crate::say!("warning: {w}");
         }
         return Err(Error::InvalidInput {
             field: format!("ConfigMaps in {}", batch::NAMESPACE),

@@ -177,7 +177,7 @@ impl Out {
     /// true only for `y` or `yes`.
     pub fn ask(&self, question: &str) -> bool {
         let read = || {
-            eprint!("{question}");
+            crate::say_part!("{question}");
             let _ = std::io::stderr().flush();
             let mut line = String::new();
             let _ = std::io::stdin().read_line(&mut line);
@@ -220,7 +220,5 @@ pub fn text_line(e: &Event) -> String {
 }
 
 fn line(s: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{s}");
-    let _ = out.flush();
+    crate::output::emit(&format!("{s}\n"));
 }

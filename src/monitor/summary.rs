@@ -161,7 +161,7 @@ pub fn print_summary(
             let _ = std::io::Write::flush(&mut so);
             drop(so);
             for h in hints {
-                eprintln!("hint: {h}");
+                crate::say!("hint: {h}");
             }
         }
     }

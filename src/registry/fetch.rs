@@ -391,7 +391,7 @@ impl<'a> Fetcher<'a> {
                         });
                     }
                     // On stderr at every verbosity: a stalled registry must not look like a hang.
-                    eprintln!(
+                    crate::say!(
                         "waiting for registry {registry} (retry {tries}/{} in {} s): {}",
                         policy.attempts.max(1) - 1,
                         delay.as_secs_f64(),
