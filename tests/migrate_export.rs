@@ -737,3 +737,63 @@ fn rest_and_dump_that_disagree_are_refused() {
     );
     assert!(o.status.success(), "{}", text(&o));
 }
+
+/// The simulated node 0's REST answers (the source of tests/migrate.rs and of the tests above,
+/// which every clone runs without the real build) are judged by assisted-service's own
+/// swagger.yaml, from its source tree: every property of the clusters (with their hosts,
+/// networks, VIPs and operators), InfraEnvs, hosts, events, credentials and manifests it serves
+/// is declared by the model, with its type and enum. tests/migrate_real.rs holds its database
+/// schema to the real one the same way.
+#[test]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs assisted-service's swagger.yaml: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
+fn node0s_answers_follow_swagger() {
+    use crate::monitor::{check_model, swagger};
+    require_ready!();
+    let sw = swagger();
+    let tmp = tempfile::tempdir().unwrap();
+    let (_pg, n0) = start_source(tmp.path(), "node0", &["--hosts", "4", "--events", "20"]);
+    let token = std::fs::read_to_string(&n0.token_file).unwrap();
+    let get = |path: &str| -> Value {
+        let o = Command::new("curl")
+            .args(["-sS", "--fail-with-body", "-H"])
+            .arg(format!("Authorization: {}", token.trim()))
+            .arg(format!("{}/api/assisted-install/v2{path}", n0.url))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "GET {path}: {}", text(&o));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("GET {path}: {e}"))
+    };
+    let each = |v: &Value, def: &str, what: &str| {
+        let a = v.as_array().unwrap_or_else(|| panic!("{what}: not a list: {v}"));
+        assert!(!a.is_empty(), "{what}: empty");
+        for (i, x) in a.iter().enumerate() {
+            check_model(&sw, def, x, &format!("{what}[{i}]"));
+        }
+    };
+    let clusters = get("/clusters?with_hosts=true");
+    each(&clusters, "cluster", "clusters");
+    let cid = clusters[0]["id"].as_str().unwrap().to_string();
+    let cluster = get(&format!("/clusters/{cid}"));
+    check_model(&sw, "cluster", &cluster, "cluster");
+    assert_eq!(cluster["hosts"].as_array().map(Vec::len), Some(4), "{cluster}");
+    check_model(
+        &sw,
+        "credentials",
+        &get(&format!("/clusters/{cid}/credentials")),
+        "credentials",
+    );
+    each(
+        &get(&format!("/clusters/{cid}/manifests")),
+        "manifest",
+        "manifests",
+    );
+    let infra_envs = get(&format!("/infra-envs?cluster_id={cid}"));
+    each(&infra_envs, "infra-env", "infra-envs");
+    let ie = infra_envs[0]["id"].as_str().unwrap().to_string();
+    check_model(&sw, "infra-env", &get(&format!("/infra-envs/{ie}")), "infra-env");
+    each(&get(&format!("/infra-envs/{ie}/hosts")), "host", "hosts");
+    each(&get(&format!("/events?cluster_id={cid}")), "event", "events");
+}

@@ -719,3 +719,63 @@ fn option_1_node0_on_its_own_api_server_to_cluster0s_real_service() {
         );
     }
 }
+
+/// The hand-written node-0 schema (`agent_day2_sim::node0schema`, the source and target
+/// databases of tests/migrate.rs, which every clone runs without the real build) is judged by
+/// the real one: every table and column it creates is in the schema the real service's own
+/// migrations make, with the same data type and nullability, each of its tables has the real
+/// primary key, and its migration ids are the real database's. A column the stand-in invented
+/// or typed its own way fails here, not in a user's import.
+#[test]
+#[cfg_attr(
+    not(real_assisted),
+    ignore = "needs the real assisted-service: scripts/real-components.sh assisted, then AGENT_DAY2_REAL_ASSISTED=1 (scripts/test.sh does both)"
+)]
+fn the_simulated_node0_schema_is_part_of_the_real_one() {
+    use agent_day2_sim::node0schema;
+    use agent_day2_sim::postgres::Postgres;
+    use std::collections::BTreeSet;
+    agent_day2_sim::harness::require_postgres();
+    let tmp = tempfile::tempdir().unwrap();
+    let pg = Postgres::start(&tmp.path().join("db"), "127.0.0.1".parse().unwrap()).unwrap();
+    pg.create_db("real", "admin").unwrap();
+    pg.create_db("sim", "admin").unwrap();
+    agent_day2_sim::node0::real::migrate_schema(
+        &agent_day2_sim::noderun::default_bin_dir(),
+        &pg.url_as("admin", "real"),
+        &tmp.path().join("work"),
+    )
+    .unwrap();
+    node0schema::create(&pg.url("sim"), node0schema::DEFAULT_SCHEMA_VERSION).unwrap();
+    let lines = |db: &str, q: &str| -> BTreeSet<String> {
+        crate::migrate::sql(&pg.url(db), q)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    let columns = "SELECT table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable \
+                   FROM information_schema.columns WHERE table_schema = 'public'";
+    let (real, sim) = (lines("real", columns), lines("sim", columns));
+    let missing: Vec<&String> = sim.difference(&real).collect();
+    assert!(
+        missing.is_empty(),
+        "columns of the simulated schema that the real one lacks or types otherwise \
+         (TABLE.COLUMN TYPE NULLABLE): {missing:?}"
+    );
+    let keys = "SELECT tc.table_name || ': ' || string_agg(k.column_name, ',' ORDER BY k.column_name) \
+                FROM information_schema.table_constraints tc JOIN information_schema.key_column_usage k \
+                ON k.constraint_name = tc.constraint_name AND k.table_name = tc.table_name \
+                WHERE tc.table_schema = 'public' AND tc.constraint_type = 'PRIMARY KEY' \
+                GROUP BY tc.table_name";
+    let (real_keys, sim_keys) = (lines("real", keys), lines("sim", keys));
+    let differ: Vec<&String> = sim_keys.difference(&real_keys).collect();
+    assert!(
+        differ.is_empty(),
+        "primary keys of the simulated schema not in the real one: {differ:?}"
+    );
+    assert_eq!(
+        node0schema::migration_ids(&pg.url("sim")).unwrap(),
+        node0schema::migration_ids(&pg.url("real")).unwrap(),
+        "the simulated schema's migration ids"
+    );
+}

@@ -726,13 +726,13 @@ fn a_hundred_nodes_keep_requests_in_flight_under_the_bound() {
 // ------------------------------------------------------------------------------------------
 // swagger conformance (no namespace needed)
 
-fn swagger() -> Value {
+pub(crate) fn swagger() -> Value {
     let p = agent_day2_sim::upstream::assisted_swagger().unwrap_or_else(|why| panic!("{why}"));
     serde_saphyr::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
 }
 
 /// Every property of `obj` is declared by swagger definition `def` with a compatible type.
-fn check_model(sw: &Value, def: &str, obj: &Value, path: &str) {
+pub(crate) fn check_model(sw: &Value, def: &str, obj: &Value, path: &str) {
     let d = &sw["definitions"][def];
     assert!(d.is_object(), "swagger has no definition {def}");
     let props = d["properties"]

@@ -12,6 +12,12 @@
 //! `deleted_at`). Ids (uuids) are `text`, as gorm stores `strfmt.UUID`; hosts' primary key is
 //! `(id, infra_env_id)`. A subset of the real columns: nested arrays (`hosts`, `api_vips`, ...)
 //! live in their own tables, and fields the simulator never sets are left out.
+//! tests/migrate_real.rs `the_simulated_node0_schema_is_part_of_the_real_one` holds it to the
+//! schema the real service's migrations make wherever that build is there (CI): every table and
+//! column here is there with the same type and nullability (`cidr`/`inet` networks and VIPs,
+//! `varchar` status and logs infos, `text[]` bundles; no host counts on `clusters`, no
+//! `deleted_at` on `infra_envs`: the first run found all of these), the same primary keys and
+//! the same migration ids.
 //!
 //! `migrations (id varchar(255) primary key)` is gormigrate's table: one row per applied
 //! migration. Its ids are those of the real assisted-service at 063b2579 ([`REAL_MIGRATIONS`],
@@ -114,16 +120,13 @@ CREATE TABLE clusters (
     https_proxy text,
     no_proxy text,
     status text,
-    status_info text,
+    status_info varchar,
     status_updated_at timestamp with time zone,
     progress_total_percentage bigint,
     progress_preparing_for_installation_stage_percentage bigint,
     progress_installing_stage_percentage bigint,
     progress_finalizing_stage_percentage bigint,
     progress_finalizing_stage text,
-    ready_host_count bigint,
-    enabled_host_count bigint,
-    total_host_count bigint,
     schedulable_masters boolean DEFAULT false,
     schedulable_masters_forced_true boolean DEFAULT true,
     updated_at timestamp with time zone,
@@ -133,7 +136,7 @@ CREATE TABLE clusters (
     pull_secret_set boolean,
     vip_dhcp_allocation boolean,
     validations_info text,
-    logs_info text,
+    logs_info varchar,
     install_config_overrides text,
     controller_logs_collected_at timestamp with time zone,
     controller_logs_started_at timestamp with time zone,
@@ -151,7 +154,7 @@ CREATE TABLE clusters (
     tags text,
     control_plane_count bigint,
     high_availability_mode text,
-    load_balancer_type text,
+    load_balancer_type text NOT NULL DEFAULT 'cluster-managed',
     pull_secret text,
     kube_key_name text,
     kube_key_namespace text
@@ -184,7 +187,6 @@ CREATE TABLE infra_envs (
     cpu_architecture text,
     kernel_arguments text,
     additional_trust_bundle text,
-    deleted_at timestamp with time zone,
     kube_key_namespace text
 );
 
@@ -195,13 +197,13 @@ CREATE TABLE hosts (
     href text,
     cluster_id text,
     status text,
-    status_info text,
+    status_info varchar,
     validations_info text,
-    logs_info text,
+    logs_info varchar,
     status_updated_at timestamp with time zone,
     progress_current_stage text,
     progress_installation_percentage bigint,
-    progress_progress_info text,
+    progress_progress_info varchar,
     progress_stage_started_at timestamp with time zone,
     progress_stage_updated_at timestamp with time zone,
     stage_started_at timestamp with time zone,
@@ -263,29 +265,29 @@ CREATE INDEX idx_events_event_time ON events (event_time);
 
 CREATE TABLE cluster_networks (
     cluster_id text NOT NULL,
-    cidr text NOT NULL,
+    cidr cidr NOT NULL,
     host_prefix bigint,
     PRIMARY KEY (cluster_id, cidr)
 );
 CREATE TABLE service_networks (
     cluster_id text NOT NULL,
-    cidr text NOT NULL,
+    cidr cidr NOT NULL,
     PRIMARY KEY (cluster_id, cidr)
 );
 CREATE TABLE machine_networks (
     cluster_id text NOT NULL,
-    cidr text NOT NULL,
+    cidr cidr NOT NULL,
     PRIMARY KEY (cluster_id, cidr)
 );
 CREATE TABLE api_vips (
     cluster_id text NOT NULL,
-    ip text NOT NULL,
+    ip inet NOT NULL,
     verification text DEFAULT 'unverified',
     PRIMARY KEY (cluster_id, ip)
 );
 CREATE TABLE ingress_vips (
     cluster_id text NOT NULL,
-    ip text NOT NULL,
+    ip inet NOT NULL,
     verification text DEFAULT 'unverified',
     PRIMARY KEY (cluster_id, ip)
 );
@@ -301,7 +303,7 @@ CREATE TABLE monitored_operators (
     status text,
     status_info text,
     status_updated_at timestamp with time zone,
-    bundles text,
+    bundles text[],
     dependency_only boolean,
     PRIMARY KEY (cluster_id, name)
 );

@@ -275,8 +275,7 @@ pub fn fill_sql(hosts: usize, events: usize) -> String {
             "api_vip_dns_name", "machine_network_cidr", "ssh_public_key", "status", "status_info",
             "status_updated_at", "progress_total_percentage",
             "progress_preparing_for_installation_stage_percentage", "progress_installing_stage_percentage",
-            "progress_finalizing_stage_percentage", "progress_finalizing_stage", "ready_host_count",
-            "enabled_host_count", "total_host_count", "schedulable_masters", "schedulable_masters_forced_true",
+            "progress_finalizing_stage_percentage", "progress_finalizing_stage", "schedulable_masters", "schedulable_masters_forced_true",
             "updated_at", "created_at", "install_started_at", "install_completed_at", "pull_secret_set",
             "vip_dhcp_allocation", "validations_info", "logs_info", "install_config_overrides",
             "controller_logs_collected_at", "controller_logs_started_at", "user_managed_networking",
@@ -311,9 +310,6 @@ pub fn fill_sql(hosts: usize, events: usize) -> String {
             s("100"),
             s("100"),
             s("Done"),
-            s(hosts.to_string()),
-            s(hosts.to_string()),
-            s(hosts.to_string()),
             s("false"),
             s(if hosts <= 3 { "true" } else { "false" }),
             s(at(t_done)),
@@ -574,7 +570,7 @@ pub fn fill_sql(hosts: usize, events: usize) -> String {
             s("available"),
             s("All is well"),
             s(at(t_done - 30)),
-            s("[]"),
+            s("{}"),
             s("false"),
         ]
     })
