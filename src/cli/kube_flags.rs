@@ -557,7 +557,7 @@ fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
         message: format!(
             "kubeconfig {} (from {from}) is not a valid kubeconfig: {}",
             path.display(),
-            yaml_error_summary(&e.to_string())
+            parse_error(&e)
         ),
         hint: format!("fix the YAML there, or give {from} another kubeconfig"),
     })?;
@@ -565,20 +565,19 @@ fn read_kubeconfig(path: &Path, from: &str) -> Result<Kubeconfig> {
     Ok(kc)
 }
 
-/// The YAML parser's error in one line, without the file's text: the parser quotes the lines
-/// around the fault (a token, a client key) and its own advice ("set DuplicateKeyPolicy in
-/// Options"), neither of which may reach the user. Keeps `line L column C: what`, quoted
-/// values replaced by `"…"`.
-fn yaml_error_summary(e: &str) -> String {
-    let first = e.lines().next().unwrap_or("");
-    let first = first
-        .strip_prefix("failed to parse kubeconfig YAML: ")
-        .unwrap_or(first);
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    let first = first.split(", set ").next().unwrap_or(first);
+/// Why kube could not parse a kubeconfig, in one line without the file's text: the parser
+/// quotes the lines around the fault (a token, a client key) and gives its own advice ("set
+/// DuplicateKeyPolicy in Options"); neither may reach the user. The parser's reason and
+/// position as for a nodes-config ([`crate::nodes_config::yaml::error_text`]), quoted values
+/// replaced by `"…"`.
+fn parse_error(e: &kube::config::KubeconfigError) -> String {
+    let why = match e {
+        kube::config::KubeconfigError::Parse(p) => crate::nodes_config::yaml::error_text(p),
+        other => other.to_string().lines().next().unwrap_or("").to_string(),
+    };
     let mut out = String::new();
     let mut quoted = false;
-    for c in first.chars() {
+    for c in why.chars() {
         if c == '"' {
             if !quoted {
                 out.push_str("\"…\"");
@@ -850,16 +849,20 @@ mod tests {
     use crate::duration::parse_duration;
 
     #[test]
-    fn yaml_errors_lose_the_files_text_and_the_parsers_advice() {
-        let e = "failed to parse kubeconfig YAML: error: line 6 column 5: duplicate mapping key: token, \
-                 set DuplicateKeyPolicy in Options if acceptable\n --> <input>:6:5\n5 |     token: abc\n";
+    fn kubeconfig_parse_errors_lose_the_files_text_and_the_parsers_advice() {
+        let e = Kubeconfig::from_yaml(
+            "apiVersion: v1\nusers:\n- name: u\n  user:\n    token: abc\n    token: def\n",
+        )
+        .unwrap_err();
         assert_eq!(
-            yaml_error_summary(e),
-            "line 6 column 5: duplicate mapping key: token"
+            parse_error(&e),
+            "line 6 column 5: duplicate mapping key `token` is not allowed here"
         );
-        assert_eq!(
-            yaml_error_summary("invalid type: string \"sekrit-token\", expected a sequence"),
-            "invalid type: string \"…\", expected a sequence"
+        let e = Kubeconfig::from_yaml("apiVersion: v1\nusers: \"sekrit-token\"\n").unwrap_err();
+        let why = parse_error(&e);
+        assert!(
+            why.starts_with("line 2 column 8: ") && !why.contains("sekrit"),
+            "{why}"
         );
     }
     use std::time::Duration;
