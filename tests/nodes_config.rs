@@ -795,6 +795,14 @@ fn ssh_keys() {
     for (k, want) in cases {
         assert_eq!(errors(&format!("sshKey: {k}\n{}", host(""))), vec![want], "{k}");
     }
+    // A whole private key: one error, none of its lines quoted.
+    let private = "sshKey: |\n  -----BEGIN OPENSSH PRIVATE KEY-----\n  b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n  QyNTUxOQAAACBSECRETSECRETSECRETSECRETSECRETSECRETSECRETSECRETAAAA\n  -----END OPENSSH PRIVATE KEY-----\n";
+    let e = errors(&format!("{private}{}", host("")));
+    assert_eq!(
+        e,
+        vec!["sshKey: this is a private key; give the public key (the .pub file), and keep the private key out of the config"],
+        "{e:?}"
+    );
 }
 
 #[test]

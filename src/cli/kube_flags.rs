@@ -103,10 +103,19 @@ impl KubeFlags {
         let flags = self.normalized();
         let config = flags.to_config_inner().await?;
         let server = config.cluster_url.to_string();
-        let proxy = config.proxy_url.as_ref().map(|u| u.to_string());
+        let proxy = config
+            .proxy_url
+            .as_ref()
+            .map(|u| crate::kube::errors::without_password(&u.to_string()));
         let namespace = config.default_namespace.clone();
         let client = kube::Client::try_from(config).map_err(|e| Error::Kubeconfig {
-            message: format!("cannot build a client for {server}: {e}"),
+            message: match &e {
+                kube::Error::Auth(a) => format!(
+                    "cannot build a client for {server}: {}",
+                    crate::kube::errors::auth_failure(a)
+                ),
+                other => format!("cannot build a client for {server}: {other}"),
+            },
         })?;
         let kc = flags.load_kubeconfig().ok().flatten();
         let context = flags

@@ -92,6 +92,9 @@ pub fn classify(err: kube::Error, verb: &str, resource: ResourceRef, target: &Ku
             resource,
             message: format!("unexpected answer: {e}"),
         },
+        kube::Error::Auth(a) => Error::Kubeconfig {
+            message: format!("authentication to {} failed: {}", target.server, auth_failure(&a)),
+        },
         other if is_timeout(&other) => Error::Timeout(format!(
             "{verb} {resource}: no answer from {} within --request-timeout {}",
             target.server,
@@ -121,6 +124,9 @@ pub fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
     let mut innermost = e.to_string();
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
+        if let Some(a) = c.downcast_ref::<kube::client::AuthError>() {
+            return auth_failure(a);
+        }
         let text = c.to_string();
         if let Some(dns) = text.strip_prefix("dns error: ") {
             return format!("the host name does not resolve ({})", strip_os_error(dns));
@@ -146,6 +152,48 @@ pub fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
         cur = c.source();
     }
     strip_os_error(&innermost)
+}
+
+/// A failure of the kubeconfig user's credentials in the operator's words, never with what
+/// kube's own text carries: an exec plugin's command line (its environment and arguments),
+/// its stdout (the ExecCredential with the token) and stderr, in Rust's Debug format.
+pub fn auth_failure(e: &kube::client::AuthError) -> String {
+    use kube::client::AuthError as A;
+    let run = "run the command of the kubeconfig user's `exec` entry by hand to see why";
+    match e {
+        A::AuthExecStart(io) => format!(
+            "the kubeconfig user's exec plugin could not be started ({}); check its `command`",
+            strip_os_error(&io.to_string())
+        ),
+        A::AuthExecRun { out, .. } => format!("the kubeconfig user's exec plugin failed ({}); {run}", out.status),
+        A::AuthExecParse(_) | A::ExecPluginFailed => {
+            format!("the kubeconfig user's exec plugin did not print a usable ExecCredential; {run}")
+        }
+        A::ReadTokenFile(io, path) => format!(
+            "cannot read the kubeconfig user's tokenFile {}: {}",
+            path.display(),
+            strip_os_error(&io.to_string())
+        ),
+        A::MissingCommand => "the kubeconfig user's `exec` entry has no `command`".into(),
+        other => other.to_string().lines().next().unwrap_or("").to_string(),
+    }
+}
+
+/// `scheme://user:password@host…` → `scheme://user:***@host…`: a proxy URL as messages and
+/// logs show it (a kubeconfig's `proxy-url` or `HTTPS_PROXY` may hold a password).
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => {
+            let user = rest[..at].split(':').next().unwrap_or("");
+            let masked = if rest[..at].contains(':') { format!("{user}:***") } else { "***".into() };
+            format!("{scheme}://{masked}{}", &rest[at..])
+        }
+        None => url.to_string(),
+    }
 }
 
 /// `... (os error 111)` → `...`.
@@ -175,4 +223,38 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     parts.join(": ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proxy_passwords_are_masked() {
+        assert_eq!(
+            without_password("http://user:ProxySecretPW@192.168.111.9:7004/"),
+            "http://user:***@192.168.111.9:7004/"
+        );
+        assert_eq!(without_password("http://TOKEN@proxy:3128"), "http://***@proxy:3128");
+        assert_eq!(without_password("http://proxy:3128/a@b"), "http://proxy:3128/a@b");
+        assert_eq!(without_password("proxy:3128"), "proxy:3128");
+    }
+
+    #[test]
+    fn a_failed_exec_plugin_shows_neither_its_output_nor_its_command() {
+        use std::os::unix::process::ExitStatusExt;
+        let e = kube::client::AuthError::AuthExecRun {
+            cmd: "KUBERNETES_EXEC_INFO={} \"sh\" \"-c\" \"echo SECRET-cmd\"".into(),
+            out: Box::new(std::process::Output {
+                status: std::process::ExitStatus::from_raw(256),
+                stdout: b"{\"status\":{\"token\":\"SECRET-out\"}}".to_vec(),
+                stderr: b"SECRET-err".to_vec(),
+            }),
+        };
+        let m = auth_failure(&e);
+        assert!(!m.contains("SECRET") && m.contains("exit status: 1"), "{m}");
+        let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+        let m = connect_failure(&kube::Error::Service(boxed));
+        assert!(!m.contains("SECRET") && m.contains("exec plugin failed"), "{m}");
+    }
 }

@@ -402,6 +402,11 @@ impl V {
         if lines.is_empty() {
             self.err(path, "empty; give an OpenSSH public key (the content of ~/.ssh/id_ed25519.pub) or leave sshKey out to use the cluster's");
         }
+        // A private key: said once, and none of its lines quoted (they are the key).
+        if text.contains("PRIVATE KEY") {
+            self.err(path, PRIVATE_KEY);
+            return;
+        }
         let several = lines.len() > 1;
         for (n, l) in lines {
             if let Err(m) = check_ssh_key(l) {
@@ -880,6 +885,10 @@ pub(crate) fn unusable_ip(ip: IpAddr) -> Option<&'static str> {
     }
 }
 
+/// What a private key given as `sshKey` gets: no line of it is ever quoted.
+const PRIVATE_KEY: &str =
+    "this is a private key; give the public key (the .pub file), and keep the private key out of the config";
+
 /// Checks one `authorized_keys`-style line, `<type> <base64> [comment]`, by parsing it as an
 /// OpenSSH public key (the `ssh-key` crate): the type must be one RHCOS's sshd accepts
 /// (`ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256/384/521`, `sk-…@openssh.com`), the base64
@@ -909,7 +918,7 @@ pub(crate) fn check_ssh_key(line: &str) -> Result<(), String> {
     };
     let bad = |why: &str| Err(format!("{} is not an OpenSSH public key: {why}", q(&shown)));
     if line.contains("PRIVATE KEY") {
-        return Err("this is a private key; give the public key (the .pub file), and keep the private key out of the config".into());
+        return Err(PRIVATE_KEY.into());
     }
     let mut it = line.split_whitespace();
     let (Some(ty), Some(_)) = (it.next(), it.next()) else {
