@@ -64,7 +64,13 @@ where
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let _ = e.print();
+            if let Err(w) = e.print() {
+                output::note_write_failure(&w);
+            }
+            if let Some(why) = output::write_failure() {
+                Error::Unexpected(format!("cannot write the help to stdout: {why}")).print();
+                return exit::UNEXPECTED;
+            }
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => exit::OK,
                 // No subcommand: help is shown, but the invocation was still wrong.
@@ -80,12 +86,20 @@ where
             return exit::UNEXPECTED;
         }
     };
-    match rt.block_on(dispatch(cli)) {
+    let code = match rt.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(e) => {
             e.print();
             e.exit_code()
         }
+    };
+    // Output lost (a full disk behind `> file`) is a failure whatever the command did.
+    match output::write_failure() {
+        Some(why) => {
+            Error::Unexpected(format!("cannot write the output to stdout: {why}")).print();
+            exit::UNEXPECTED
+        }
+        None => code,
     }
 }
 

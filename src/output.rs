@@ -8,13 +8,39 @@ use tabled::settings::{Padding, Style};
 use crate::error::{Error, Result};
 
 /// Writes `s` to stdout as it is. A closed pipe (`| head`) is not an error worth a message, nor
-/// a reason to stop: `print!` would panic (exit 101). The one way this crate writes to stdout
-/// (tests/house.rs keeps it so).
+/// a reason to stop: `print!` would panic (exit 101). Any other failure (a full disk behind
+/// `> file`) is kept for [`write_failure`], so the run ends with exit 1 instead of 0 with the
+/// output lost. The one way this crate writes to stdout (tests/house.rs keeps it so).
 pub fn emit(s: &str) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(s.as_bytes());
-    let _ = out.flush();
+    if let Err(e) = out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
+        note_write_failure(&e);
+    }
+}
+
+/// The first failure to write stdout other than a closed pipe, as `emit` met it.
+static WRITE_FAILURE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Keeps `e` for [`write_failure`] unless it is a closed pipe (EPIPE) or one is kept already.
+pub fn note_write_failure(e: &std::io::Error) {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return;
+    }
+    if let Ok(mut f) = WRITE_FAILURE.lock() {
+        let text = e.to_string();
+        let text = match text.rfind(" (os error ") {
+            Some(i) => text[..i].to_string(),
+            None => text,
+        };
+        f.get_or_insert(text);
+    }
+}
+
+/// Why stdout could not be written, if it could not (see [`emit`]): the run's end turns it into
+/// `error: cannot write the output to stdout: …` and exit 1.
+pub fn write_failure() -> Option<String> {
+    WRITE_FAILURE.lock().ok().and_then(|f| f.clone())
 }
 
 /// Serialises `doc` as pretty JSON or YAML (serde-saphyr), or returns `table()` for `-o table`.

@@ -848,6 +848,22 @@ fn closed_pipes_keep_the_exit_code() {
         let want = if args[0] == "version" { 0 } else { 3 };
         assert_eq!(status.code(), Some(want), "{args:?}");
     }
+    // A full disk behind stdout is not a closed pipe: the output is lost, so exit 1, saying so.
+    for args in [vec!["version"], vec!["version", "-o", "json"], vec!["--help"]] {
+        let out = Command::new(BIN)
+            .args(&args)
+            .env_clear()
+            .env("HOME", home.path())
+            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+    }
 }
 
 /// A kubeconfig the YAML parser refuses: one line naming the file, the flag and the position,

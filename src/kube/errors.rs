@@ -165,7 +165,9 @@ pub fn auth_failure(e: &kube::client::AuthError) -> String {
             "the kubeconfig user's exec plugin could not be started ({}); check its `command`",
             strip_os_error(&io.to_string())
         ),
-        A::AuthExecRun { out, .. } => format!("the kubeconfig user's exec plugin failed ({}); {run}", out.status),
+        A::AuthExecRun { out, .. } => {
+            format!("the kubeconfig user's exec plugin failed ({}); {run}", out.status)
+        }
         A::AuthExecParse(_) | A::ExecPluginFailed => {
             format!("the kubeconfig user's exec plugin did not print a usable ExecCredential; {run}")
         }
@@ -189,7 +191,11 @@ pub fn without_password(url: &str) -> String {
     match rest[..authority_end].rfind('@') {
         Some(at) => {
             let user = rest[..at].split(':').next().unwrap_or("");
-            let masked = if rest[..at].contains(':') { format!("{user}:***") } else { "***".into() };
+            let masked = if rest[..at].contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".into()
+            };
             format!("{scheme}://{masked}{}", &rest[at..])
         }
         None => url.to_string(),
@@ -235,7 +241,10 @@ mod tests {
             without_password("http://user:ProxySecretPW@192.168.111.9:7004/"),
             "http://user:***@192.168.111.9:7004/"
         );
-        assert_eq!(without_password("http://TOKEN@proxy:3128"), "http://***@proxy:3128");
+        assert_eq!(
+            without_password("http://TOKEN@proxy:3128"),
+            "http://***@proxy:3128"
+        );
         assert_eq!(without_password("http://proxy:3128/a@b"), "http://proxy:3128/a@b");
         assert_eq!(without_password("proxy:3128"), "proxy:3128");
     }

@@ -154,12 +154,9 @@ pub fn print_summary(
                 .collect();
             // The whole table, ending in a newline, flushed before anything goes to stderr
             // (so no stderr line lands inside or at the end of its last row).
-            let mut so = std::io::stdout().lock();
             let mut t = crate::output::table(&["NODE", "IP", "STAGE", "DETAIL"], rows);
             t.push('\n');
-            let _ = std::io::Write::write_all(&mut so, t.as_bytes());
-            let _ = std::io::Write::flush(&mut so);
-            drop(so);
+            crate::output::emit(&t);
             for h in hints {
                 crate::say!("hint: {h}");
             }
