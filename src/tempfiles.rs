@@ -37,7 +37,16 @@ fn remove_registered() -> usize {
     // Reverse order: files inside a registered staging directory go before the directory.
     for p in paths.iter().rev() {
         let r = match p.symlink_metadata() {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(p),
+            // The main thread may still be writing into the directory: removing it in place
+            // races with its next file (remove_dir_all fails, or the file lands after it and
+            // the directory is left). Renamed first, atomically, to a name nobody writes to,
+            // its next file fails to open instead, and the renamed tree is removed whole.
+            Ok(m) if m.is_dir() => {
+                let mut gone = p.clone().into_os_string();
+                gone.push(format!(".removing-{}", std::process::id()));
+                let gone = PathBuf::from(gone);
+                std::fs::rename(p, &gone).and_then(|()| std::fs::remove_dir_all(&gone))
+            }
             Ok(_) => std::fs::remove_file(p),
             Err(_) => continue,
         };
@@ -165,6 +174,41 @@ pub fn remove_stale_with_warning(dirs: &[PathBuf]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The SIGINT path while the main thread keeps writing into the staging directory (the
+    /// breaker's interrupted `migrate export` left `.out.tmp-*/api/…` behind): nothing stays.
+    #[test]
+    fn a_directory_being_written_is_removed_whole() {
+        let d = tempfile::tempdir().unwrap();
+        for round in 0..20 {
+            let tmp = d.path().join(format!(".out.tmp-1-{round}"));
+            std::fs::create_dir(&tmp).unwrap();
+            PATHS.lock().unwrap().insert(tmp.clone());
+            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let writer = {
+                let (tmp, stop) = (tmp.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut i = 0;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        // As BundleWriter: one level at a time, never recursive.
+                        let sub = tmp.join(format!("d{i}"));
+                        let _ = std::fs::create_dir(&sub);
+                        let _ = std::fs::write(sub.join("f"), b"secret");
+                        i += 1;
+                    }
+                })
+            };
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            assert!(remove_registered() >= 1, "round {round}");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            writer.join().unwrap();
+            let left: Vec<_> = std::fs::read_dir(d.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert!(left.is_empty(), "round {round}: {left:?}");
+        }
+    }
 
     #[test]
     fn staging_names_give_their_pid() {
