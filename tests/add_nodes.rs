@@ -1564,6 +1564,13 @@ fn bad_base_isos_are_refused_clearly() {
     // A good --base-iso works and is named in the report.
     let o = add(&["--base-iso", good.to_str().unwrap(), "-o", "json"], "o4");
     assert_eq!(base_iso_source(&o), "file");
+    // The output is the --base-iso file itself: refused even with --force, the base kept.
+    std::fs::create_dir(w.path("o5")).unwrap();
+    let same = w.path("o5").join("node.x86_64.iso");
+    std::fs::copy(&good, &same).unwrap();
+    let o = add(&["--base-iso", same.to_str().unwrap(), "--force"], "o5");
+    assert_fails(&o, 3, "is also the output");
+    assert!(std::fs::read(&same).unwrap() == bytes, "the base ISO was changed");
 }
 
 #[test]

@@ -321,6 +321,25 @@ async fn validate_hosts(
             .finals
             .push(plan.dir.join(PXE_DIR).join(&iso::pxe::file_names(&arch)[3]));
     }
+    // The output must not be the --base-iso file: with --force it would replace the image
+    // it is made from with the node ISO (which holds the pull secret).
+    if let Some(b) = &plan.base_iso {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(bm) = std::fs::metadata(b) {
+            let same =
+                |p: &PathBuf| std::fs::metadata(p).is_ok_and(|m| m.dev() == bm.dev() && m.ino() == bm.ino());
+            if let Some(p) = names.finals().iter().find(|p| same(p)) {
+                return Err(invalid(
+                    "--base-iso",
+                    format!(
+                        "{} is also the output {}; the node ISO would replace the base ISO it is made from: choose another --output-name or --dir",
+                        b.display(),
+                        p.display()
+                    ),
+                ));
+            }
+        }
+    }
     // A dry run refuses what the real run would refuse (it only reads the paths).
     if plan.force {
         flag_checks::check_force_targets(names.finals())?;
