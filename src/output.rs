@@ -65,7 +65,7 @@ pub fn render<T: Serialize>(format: OutputFormat, doc: &T, table: impl FnOnce() 
 pub fn key_values(rows: &[(&str, String)]) -> String {
     let mut b = Builder::default();
     for (k, v) in rows {
-        b.push_record([k.to_string(), v.clone()]);
+        b.push_record([k.to_string(), crate::text::neutralize(v).into_owned()]);
     }
     let mut t = b.build();
     t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));
@@ -77,7 +77,7 @@ pub fn table(header: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut b = Builder::default();
     b.push_record(header.iter().map(|h| h.to_uppercase()));
     for r in rows {
-        b.push_record(r);
+        b.push_record(r.iter().map(|c| crate::text::neutralize(c).into_owned()));
     }
     let mut t = b.build();
     t.with(Style::blank()).with(Padding::new(0, 2, 0, 0));

@@ -83,6 +83,25 @@ pub fn escape_for_display(s: &str, max: usize) -> String {
     out
 }
 
+/// The last guard of the human tables: every character [`escape_for_display`] escapes, but a
+/// newline (a cell's line break) and the backslash, replaced by its `\u{hex}` escape. Text
+/// already escaped holds none of them, so this never escapes twice; a value some path forgot
+/// to escape (a `--dir` holding ESC) reaches the terminal inert instead of raw.
+pub fn neutralize(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(|c| c != '\n' && needs_escape(c)) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c != '\n' && needs_escape(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 fn escape_char(c: char) -> String {
     if c == '\\' {
         return "\\\\".to_string();
@@ -108,6 +127,17 @@ fn needs_escape(c: char) -> bool {
 
 #[cfg(test)]
 mod escape_tests {
+    #[test]
+    fn neutralize_leaves_escaped_text_and_line_breaks_alone() {
+        use super::neutralize;
+        assert_eq!(
+            neutralize("esc\u{1b}]0;PWN\u{7}dir\nnext"),
+            "esc\\u{1b}]0;PWN\\u{7}dir\nnext"
+        );
+        let escaped = super::escape_for_display("a\u{1b}b\\c", 100);
+        assert_eq!(neutralize(&escaped), escaped);
+    }
+
     use super::escape_for_display as e;
     use super::{display, http_message, VALUE_MAX};
 
