@@ -9,6 +9,10 @@ pub fn parse_duration(s: &str) -> std::result::Result<Option<Duration>, String> 
     if s.is_empty() {
         return Err("empty duration".into());
     }
+    // All digits but past u64: a bare number of seconds, far out of range (not a missing unit).
+    if s.bytes().all(|b| b.is_ascii_digit()) && s.parse::<u64>().is_err() {
+        return Err(out_of_range());
+    }
     if let Ok(secs) = s.parse::<u64>() {
         let d = Duration::from_secs(secs);
         if d > MAX_DURATION {

@@ -46,8 +46,8 @@ impl fmt::Display for InputFileError {
 
 impl std::error::Error for InputFileError {}
 
-/// `No such file or directory` without Rust's ` (os error 2)`.
-fn io_reason(e: &std::io::Error) -> String {
+/// `No such file or directory` without Rust's ` (os error 2)`: an I/O error as messages show it.
+pub fn io_reason(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),

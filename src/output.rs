@@ -28,12 +28,7 @@ pub fn note_write_failure(e: &std::io::Error) {
         return;
     }
     if let Ok(mut f) = WRITE_FAILURE.lock() {
-        let text = e.to_string();
-        let text = match text.rfind(" (os error ") {
-            Some(i) => text[..i].to_string(),
-            None => text,
-        };
-        f.get_or_insert(text);
+        f.get_or_insert(crate::files::io_reason(e));
     }
 }
 

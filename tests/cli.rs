@@ -691,7 +691,7 @@ fn huge_durations_are_refused_naming_the_flag() {
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(
-        err.contains("--token-ttl") && err.contains("out of range"),
+        err.contains("--token-ttl") && err.contains("out of range") && err.matches("e.g.").count() == 1,
         "{err}"
     );
 }

@@ -211,7 +211,15 @@ pub(super) fn check_base_url(u: &str, field: &str) -> Result<String> {
 pub fn parse_ttl(s: &str) -> Result<std::time::Duration> {
     use std::time::Duration;
     let d = crate::duration::parse_duration(s)
-        .map_err(|e| invalid("--token-ttl", format!("{s:?}: {e}; e.g. 48h")))?
+        .map_err(|e| {
+            // The parser's own messages carry an example already, some of them.
+            let e = if e.contains("e.g.") {
+                e
+            } else {
+                format!("{e}; e.g. 48h")
+            };
+            invalid("--token-ttl", format!("{s:?}: {e}"))
+        })?
         .ok_or_else(|| invalid("--token-ttl", format!("{s:?} is zero; give e.g. 48h")))?;
     if d < Duration::from_secs(3600) || d > Duration::from_secs(8760 * 3600) {
         return Err(invalid(

@@ -894,6 +894,8 @@ mod tests {
             "2562048h",
             "9223372037s",
             "2562047h2562047h",
+            // A bare number of seconds past u64 (was "missing unit").
+            "99999999999999999999",
         ] {
             let e = parse_duration(s).expect_err(s);
             assert!(e.contains("out of range"), "{s}: {e}");

@@ -70,8 +70,12 @@ impl From<agent_day2_iso9660::IsoError> for IsoError {
     fn from(e: agent_day2_iso9660::IsoError) -> Self {
         use agent_day2_iso9660::IsoError as F;
         match e {
+            // The crate's text starts with the same words as ours.
             F::NotIso { .. } | F::NoPrimary { .. } => IsoError::NotIso {
-                detail: e.to_string(),
+                detail: e
+                    .to_string()
+                    .trim_start_matches("not an ISO9660 image: ")
+                    .to_string(),
             },
             F::Truncated { what, offset } => IsoError::Truncated { what, offset },
             F::Corrupt { .. } | F::BadInput { .. } => IsoError::Corrupt { what: e.to_string() },

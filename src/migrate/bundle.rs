@@ -518,7 +518,7 @@ impl Bundle {
             field: format!("bundle {}", dir.display()),
             message: format!(
                 "cannot open it: {}; give the directory written by `migrate export`",
-                e.kind()
+                crate::files::io_reason(&e)
             ),
         })?;
         if !md.is_dir() {
