@@ -709,6 +709,18 @@ fn nmstate_errors() {
             vec!["hosts[0].networkConfig.interfaces[0].name: ethernet interface \"eth1\" is not in hosts[0].interfaces; list it there with its MAC ({name: eth1, macAddress: ...}) so the host's NICs can be matched"],
         ),
         (
+            nmstate_host("        - name: eth0.5000\n          type: vlan\n          state: up\n          vlan:\n            base-iface: eth0\n            id: 5000\n"),
+            vec!["hosts[0].networkConfig.interfaces[0].vlan.id: 5000 is not a VLAN id; 802.1Q ids are 0 to 4094"],
+        ),
+        (
+            nmstate_host("        - name: averyveryverylongname\n          type: dummy\n          state: up\n"),
+            vec!["hosts[0].networkConfig.interfaces[0].name: \"averyveryverylongname\" is longer than 15 bytes, the longest interface name Linux takes"],
+        ),
+        (
+            nmstate_host("        - name: eth 0\n          type: dummy\n          state: up\n"),
+            vec!["hosts[0].networkConfig.interfaces[0].name: \"eth 0\" is not an interface name: no '/', ':', spaces or control characters"],
+        ),
+        (
             nmstate_host("        - name: eth0.10\n          type: vlan\n          state: up\n          vlan:\n            base-iface: eno9\n            id: 10\n"),
             vec!["hosts[0].networkConfig.interfaces[0].vlan.base-iface: base of VLAN \"eth0.10\" \"eno9\" is not in hosts[0].interfaces; list it there with its MAC ({name: eno9, macAddress: ...}) so the host's NICs can be matched"],
         ),
@@ -1048,5 +1060,34 @@ fn cluster_owned_addresses_are_errors() {
         v.errors.iter().any(|e| e.to_string().contains("network address")),
         "{:?}",
         v.errors
+    );
+}
+
+/// A new host may not take the API or ingress VIP (keepalived serves them on the control
+/// plane), and `interfaces[].name` must be a Linux interface name.
+#[test]
+fn vips_and_interface_names_are_refused() {
+    for (ip, what) in [
+        ("192.168.111.5", "the API VIP"),
+        ("192.168.111.4", "the ingress VIP"),
+    ] {
+        let y = format!(
+            "hosts:\n{}",
+            static_host("worker-0", "52:54:00:aa:00:30", &[ip], &[])
+        );
+        let e = errors(&y);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            e[0].starts_with(&format!(
+                "hosts[0].networkConfig.interfaces[0].ipv4.address[0].ip: \"{ip}\" is {what} "
+            )),
+            "{e:?}"
+        );
+    }
+    let e = errors("hosts:\n  - hostname: worker-0\n    interfaces:\n      - name: \"eth0\\e]0;x\\a\"\n        macAddress: 52:54:00:aa:00:30\n");
+    assert_eq!(
+        e,
+        vec!["hosts[0].interfaces[0].name: \"eth0\\u001b]0;x\\u0007\" is not an interface name: no '/', ':', spaces or control characters"],
+        "{e:?}"
     );
 }

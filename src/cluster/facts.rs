@@ -290,7 +290,27 @@ pub(super) fn platform(infra: &Value, have_infra: bool, f: &mut Findings) -> Pla
             "platform {platform_kind} is not supported for day-2 nodes (supported: baremetal, none, external, vsphere)"
         ));
     }
+    // platformStatus.baremetal / .vsphere / ...: the lower-case platform type; the spec's
+    // platformSpec where the status lacks them.
+    let key = platform_kind.to_ascii_lowercase();
+    let ips = |plural: &str, single: &str| -> Vec<String> {
+        ["/status/platformStatus", "/spec/platformSpec"]
+            .iter()
+            .filter_map(|p| infra.pointer(p).and_then(|v| v.get(&key)))
+            .map(|st| match st.get(plural).and_then(Value::as_array) {
+                Some(a) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                None => st
+                    .get(single)
+                    .and_then(Value::as_str)
+                    .map(|v| vec![v.to_string()])
+                    .unwrap_or_default(),
+            })
+            .find(|v: &Vec<String>| !v.is_empty())
+            .unwrap_or_default()
+    };
     PlatformInfo {
+        api_vips: ips("apiServerInternalIPs", "apiServerInternalIP"),
+        ingress_vips: ips("ingressIPs", "ingressIP"),
         kind: platform_kind,
         day2_supported,
     }

@@ -175,6 +175,13 @@ pub struct PlatformInfo {
     pub kind: String,
     /// Whether day-2 nodes can be added on it with agent-day2.
     pub day2_supported: bool,
+    /// The API and ingress VIPs the cluster's keepalived serves
+    /// (`Infrastructure.status.platformStatus.<platform>.apiServerInternalIPs`/`ingressIPs`;
+    /// empty on platforms without them): no new host may take one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub api_vips: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ingress_vips: Vec<String>,
 }
 
 /// Architecture facts; names use the CoreOS spelling (x86_64, aarch64, ppc64le, s390x).

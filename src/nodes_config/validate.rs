@@ -196,6 +196,8 @@ pub fn validate(cfg: &NodesConfig, cluster: &ClusterModel) -> Validated {
                     format!("{p}.name"),
                     "required: the NIC's name as the NMState uses it (e.g. eth0)",
                 );
+            } else if let Some(why) = bad_ifname(&itf.name) {
+                v.err(format!("{p}.name"), format!("{} {why}", q(&itf.name)));
             } else if let Some(prev) = names_seen.insert(&itf.name, j) {
                 v.err(
                     format!("{p}.name"),
@@ -541,6 +543,11 @@ impl V {
                 parsed_ok = false;
                 continue;
             };
+            if let Some(why) = bad_ifname(name) {
+                self.err(format!("{ipath}.name"), format!("{} {why}", q(name)));
+                parsed_ok = false;
+                continue;
+            }
             let iface = match read_reporting_unknown::<nmstate::Interface>(raw, &ipath, base_interface_keys) {
                 Ok(x) => x,
                 Err((unknown, other)) => {
@@ -552,6 +559,16 @@ impl V {
                     continue;
                 }
             };
+            // nmstate reads any u16; 802.1Q ids are 12 bits, 4095 reserved.
+            if let nmstate::Interface::Vlan(vl) = &iface {
+                if let Some(id) = vl.vlan.as_ref().map(|c| c.id).filter(|id| *id > 4094) {
+                    self.err(
+                        format!("{ipath}.vlan.id"),
+                        format!("{id} is not a VLAN id; 802.1Q ids are 0 to 4094"),
+                    );
+                    parsed_ok = false;
+                }
+            }
             if t == nmstate::InterfaceType::Ethernet {
                 if !listed.contains(name) {
                     needs_listing.push((
@@ -849,7 +866,38 @@ pub(crate) fn reserved_ip(
             return Some(format!("the API server's address ({url})"));
         }
     }
+    for (vips, what) in [
+        (&cluster.platform.api_vips, "the API VIP"),
+        (&cluster.platform.ingress_vips, "the ingress VIP"),
+    ] {
+        if vips
+            .iter()
+            .any(|v| v.parse::<IpAddr>().is_ok_and(|v| v.to_canonical() == ip))
+        {
+            return Some(format!(
+                "{what} (the Infrastructure's platformStatus), which the control plane's keepalived serves: use another address of the machine network"
+            ));
+        }
+    }
     None
+}
+
+/// Why `name` cannot be a Linux interface name (the kernel's `dev_valid_name`: 1 to 15 bytes,
+/// not `.` or `..`, no `/`, `:` or whitespace), nor a NetworkManager keyfile's name (no control
+/// character): what follows the quoted name in the error. None when it can.
+pub(crate) fn bad_ifname(name: &str) -> Option<&'static str> {
+    if name.len() > 15 {
+        Some("is longer than 15 bytes, the longest interface name Linux takes")
+    } else if name == "." || name == ".." {
+        Some("is not an interface name")
+    } else if name
+        .chars()
+        .any(|c| c == '/' || c == ':' || c.is_whitespace() || c.is_control())
+    {
+        Some("is not an interface name: no '/', ':', spaces or control characters")
+    } else {
+        None
+    }
 }
 
 pub(crate) fn unusable_ip(ip: IpAddr) -> Option<&'static str> {
