@@ -86,9 +86,16 @@ where
             return exit::UNEXPECTED;
         }
     };
+    let doc = error_document_kind(&cli);
     let code = match rt.block_on(dispatch(cli)) {
         Ok(code) => code,
         Err(e) => {
+            // -o json|yaml: one document on stdout either way (none yet: the error's).
+            if let Some((kind, format)) = doc.filter(|_| !output::emitted()) {
+                if let Ok(d) = output::error_document(kind, format, &e) {
+                    output::emit(&d);
+                }
+            }
             e.print();
             e.exit_code()
         }
@@ -101,6 +108,32 @@ where
         }
         None => code,
     }
+}
+
+/// The error document of a command run with `-o json|yaml` whose errors come back here
+/// (`approve` and `monitor` print their own): its kind and format.
+fn error_document_kind(cli: &Cli) -> Option<(&'static str, cli::OutputFormat)> {
+    use cli::migrate::MigrateCommand;
+    let (kind, format) = match &cli.command {
+        Command::AddNodes(a) => match &a.command {
+            Some(cli::AddNodesCommand::Batch(b)) => {
+                let sub = match &b.command {
+                    Some(cli::BatchCommand::List { output })
+                    | Some(cli::BatchCommand::Delete { output, .. }) => *output,
+                    None => None,
+                };
+                ("AddNodesError", sub.unwrap_or(b.output))
+            }
+            None => ("AddNodesError", a.output),
+        },
+        Command::Info(a) => ("InfoError", a.output),
+        Command::Migrate(m) => match &m.command {
+            MigrateCommand::Status(s) => ("MigrateStatusError", s.output),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    (format != cli::OutputFormat::Table).then_some((kind, format))
 }
 
 async fn dispatch(cli: Cli) -> Result<u8, Error> {

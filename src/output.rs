@@ -13,10 +13,20 @@ use crate::error::{Error, Result};
 /// output lost. The one way this crate writes to stdout (tests/house.rs keeps it so).
 pub fn emit(s: &str) {
     use std::io::Write as _;
+    EMITTED.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(s.as_bytes()).and_then(|()| out.flush()) {
         note_write_failure(&e);
     }
+}
+
+/// Whether [`emit`] wrote anything: a command that printed its document before failing gets
+/// no error document after it (one document on stdout either way).
+static EMITTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether anything was written to stdout through [`emit`].
+pub fn emitted() -> bool {
+    EMITTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The first failure to write stdout other than a closed pipe, as `emit` met it.
@@ -135,10 +145,12 @@ fn error_items(e: &Error, out: &mut Vec<ErrorItem>) {
     }
 }
 
-/// The one error document of the commands that print documents (`add-nodes`, `approve`):
+/// The one error document of the commands that print documents (`add-nodes`, `info`,
+/// `migrate status`, `approve`):
 /// `{apiVersion: agent-day2/v1, kind, exitCode, errors: [{field, message, hint}]}` in `format`
 /// (JSON or YAML), printed on stdout before the `error:` line goes to stderr, so a script
-/// reading stdout gets one document either way. `kind`: `AddNodesError`, `ApproveError`.
+/// reading stdout gets one document either way. `kind`: `AddNodesError`, `InfoError`,
+/// `MigrateStatusError`, `ApproveError`.
 pub fn error_document(kind: &'static str, format: OutputFormat, e: &Error) -> Result<String> {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]

@@ -892,3 +892,40 @@ fn a_broken_kubeconfig_is_named_without_its_secrets() {
     );
     assert_eq!(err.lines().count(), 2, "{err}");
 }
+
+/// With -o json|yaml a failed run prints one document on stdout even when it fails before any
+/// cluster read (no kubeconfig): the error document of its command, with the exit code.
+#[test]
+fn json_output_gets_an_error_document_on_every_failure() {
+    let home = tempfile::tempdir().unwrap();
+    for (args, kind) in [
+        (vec!["info", "-o", "json"], "InfoError"),
+        (
+            vec![
+                "add-nodes",
+                "--mac-address",
+                "52:54:00:aa:00:50",
+                "--dir",
+                "/tmp",
+                "-o",
+                "json",
+            ],
+            "AddNodesError",
+        ),
+        (vec!["add-nodes", "batch", "list", "-o", "json"], "AddNodesError"),
+    ] {
+        let out = plugin(home.path(), &args);
+        assert_eq!(out.status.code(), Some(4), "{args:?}: {}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", text(&out.stdout)));
+        assert_eq!(doc["kind"], kind, "{doc}");
+        assert_eq!(doc["exitCode"], 4, "{doc}");
+        assert!(
+            doc["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no kubeconfig found"),
+            "{doc}"
+        );
+    }
+}

@@ -80,28 +80,15 @@ pub const RHCOS_EMBED_AREA: u64 = 256 * 1024;
 
 /// Runs `add-nodes` (or `add-nodes batch ...`); returns what to print on stdout.
 ///
-/// With `-o json|yaml`, invalid input (exit 3: nodes-config, flag values) also prints an
-/// `AddNodesError` document on stdout (`errors: [{field, message}]`) before the `error:` lines
-/// go to stderr, so a script reading stdout gets JSON either way.
+/// With `-o json|yaml`, an error also prints an `AddNodesError` document on stdout
+/// (`errors: [{field, message}]`, crate::run) before the `error:` lines go to stderr, so a
+/// script reading stdout gets JSON either way.
 pub async fn run(target: &KubeTarget, args: &AddNodesArgs) -> Result<String> {
     if let Some(AddNodesCommand::Batch(b)) = &args.command {
         return batch_command(target, b).await;
     }
-    let made = match Plan::from_args(args) {
-        Ok(plan) => make(target, &plan).await,
-        Err(e) => Err(e),
-    };
-    match made {
-        Err(e)
-            if e.exit_code() == crate::error::exit::INVALID_INPUT && args.output != OutputFormat::Table =>
-        {
-            if let Ok(doc) = output::error_document("AddNodesError", args.output, &e) {
-                output::emit(&doc);
-            }
-            Err(e)
-        }
-        r => r,
-    }
+    let plan = Plan::from_args(args)?;
+    make(target, &plan).await
 }
 
 /// Steps 2-10 of the module doc for a resolved [`Plan`]; returns what to print on stdout.
