@@ -139,12 +139,35 @@ pub struct Export {
     pub db: DbSource,
 }
 
+/// `--db-url` (export and import): a libpq connection string, a URI
+/// `postgres[ql]://USER@HOST:PORT/DB` or keyword/value `host=H dbname=D ...` (PostgreSQL docs
+/// "Connection Strings"). Anything else (`mysql://…`, a bare host name) is refused here instead
+/// of by pg_dump or psql after the run started. Errors: [`Error::Usage`] (exit 2).
+fn db_url_flag(u: &str) -> Result<String, Error> {
+    let t = u.trim();
+    let uri = t.starts_with("postgres://") || t.starts_with("postgresql://");
+    let keywords = !t.contains("://") && t.contains('=');
+    if uri || keywords {
+        return Ok(u.to_string());
+    }
+    // Never echo it: it may hold a password.
+    Err(Error::Usage(
+        "--db-url is not a PostgreSQL connection string: give postgresql://USER:PASSWORD@HOST:5432/installer \
+         or host=HOST port=5432 user=USER dbname=installer"
+            .into(),
+    ))
+}
+
 impl Export {
     /// Picks the one database source given. Errors: [`Error::Usage`] (exit 2) when none is
     /// given, explaining the three, or several (clap's group refuses that first).
     pub fn from_args(a: &ExportArgs) -> Result<Export, Error> {
         let given: Vec<DbSource> = [
-            a.db_url.clone().map(DbSource::Url),
+            a.db_url
+                .as_deref()
+                .map(db_url_flag)
+                .transpose()?
+                .map(DbSource::Url),
             a.db_container.clone().map(DbSource::Container),
             a.db_dump.clone().map(DbSource::File),
         ]
@@ -244,7 +267,7 @@ impl Import {
             timeout_text: a.timeout.clone(),
             bundle: a.bundle.clone(),
             namespace: namespace_flag(kube),
-            db_url: a.db_url.clone(),
+            db_url: a.db_url.as_deref().map(db_url_flag).transpose()?,
             wait_for_crds: a.wait_for_crds,
             keep_held: a.keep_held,
             force: a.force,
@@ -346,6 +369,22 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+
+    #[test]
+    fn db_urls_are_libpq_connection_strings() {
+        for ok in [
+            "postgresql://admin:pw@192.168.111.20:5432/installer",
+            "postgres://h/db",
+            "host=h port=5432 dbname=installer",
+        ] {
+            assert_eq!(db_url_flag(ok).unwrap(), ok);
+        }
+        for bad in ["mysql://a:SECRET@h/x", "h:5432", "http://h/?a=b"] {
+            let e = db_url_flag(bad).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
+            assert!(!e.to_string().contains("SECRET"), "{e}");
+        }
+    }
     use crate::cli::{Cli, Command as CliCommand};
 
     fn parse(args: &[&str]) -> Cli {
