@@ -240,7 +240,7 @@ fn unreachable(url: &str, e: &reqwest::Error) -> Error {
         format!(
             "no answer ({}): node 0's assisted-service is not reachable or went away; check --from and \
              that node 0 has not rebooted yet (nothing was written)",
-            crate::kube::error_chain(e)
+            crate::kube::errors::connect_failure(e)
         ),
     )
 }
@@ -1282,7 +1282,12 @@ mod tests {
             )),
             "{s}"
         );
-        assert!(s.contains("no answer"), "{s}");
+        assert!(
+            s.contains("no answer (connection refused: nothing listens at that address and port)")
+                && !s.contains("os error")
+                && !s.contains("error sending request"),
+            "{s}"
+        );
         let left: Vec<_> = std::fs::read_dir(d.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
