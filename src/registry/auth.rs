@@ -78,6 +78,16 @@ fn normalize_key(key: &str) -> String {
     }
 }
 
+/// What kind of JSON fault `e` is, in words (never serde's text: it may quote a secret).
+fn json_fault(e: &serde_json::Error) -> &'static str {
+    match e.classify() {
+        serde_json::error::Category::Syntax => "not valid JSON",
+        serde_json::error::Category::Eof => "the JSON ends early",
+        serde_json::error::Category::Data => "a value of the wrong type",
+        serde_json::error::Category::Io => "a read error",
+    }
+}
+
 impl DockerConfig {
     /// Parses a dockerconfigjson document. Errors (a message without any secret) when it is
     /// not JSON with an `auths` object.
@@ -85,8 +95,8 @@ impl DockerConfig {
         let value: serde_json::Value = serde_json::from_str(json).map_err(|e| {
             // Position and category only: serde messages may quote a value (a secret).
             format!(
-                "not a dockerconfigjson document ({:?} error at line {}, column {})",
-                e.classify(),
+                "not a dockerconfigjson document ({} at line {}, column {})",
+                json_fault(&e),
                 e.line(),
                 e.column()
             )
@@ -96,8 +106,8 @@ impl DockerConfig {
         }
         let raw: Raw = serde_json::from_value(value).map_err(|e| {
             format!(
-                "not a dockerconfigjson document ({:?} error in \"auths\")",
-                e.classify()
+                "not a dockerconfigjson document ({} in \"auths\"; each entry is {{\"auth\": \"base64 of user:password\"}})",
+                json_fault(&e)
             )
         })?;
         Ok(DockerConfig {
@@ -203,6 +213,15 @@ mod tests {
         assert_eq!(basic("reg:5001/a"), "anon");
         assert_eq!(basic("bad/x"), "anon");
         assert!(DockerConfig::parse("[]").is_err());
+        // The faults in words, never the document's text (it may hold a password).
+        let e = DockerConfig::parse("{\"auths\": {\"r\": {\"auth\": 5}}, \"x\": \"SECRET\"}").unwrap_err();
+        assert_eq!(e, "not a dockerconfigjson document (a value of the wrong type in \"auths\"; each entry is {\"auth\": \"base64 of user:password\"})");
+        let e = DockerConfig::parse("{\"auths\": SECRET").unwrap_err();
+        assert!(
+            e.starts_with("not a dockerconfigjson document (not valid JSON at line 1, column ")
+                && !e.contains("SECRET"),
+            "{e}"
+        );
         // Debug shows no secret.
         assert!(!format!("{c:?}").contains("pw"));
     }

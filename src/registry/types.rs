@@ -187,9 +187,13 @@ impl From<RegistryError> for Error {
     fn from(e: RegistryError) -> Error {
         match e {
             RegistryError::Io { path, source } => Error::Io { path, source },
-            RegistryError::InvalidReference { .. } | RegistryError::Credentials { .. } => {
-                Error::Usage(e.to_string())
-            }
+            RegistryError::InvalidReference { .. } => Error::Usage(e.to_string()),
+            // A file's or a Secret's content, not a flag: invalid input (exit 3), as the
+            // help and docs/exit-codes.md say of a file a flag names.
+            RegistryError::Credentials { from, message } => Error::InvalidInput {
+                field: from.to_string(),
+                message,
+            },
             other => Error::Api {
                 verb: "read".into(),
                 resource: ResourceRef {
@@ -283,4 +287,24 @@ pub fn parse_image_references(release_image: &str, json: &[u8]) -> Result<Compon
         utils: need(tags::UTILS)?,
         machine_os_images: get(tags::MACHINE_OS_IMAGES),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unusable_credentials_are_invalid_input_naming_their_source() {
+        let e: Error = RegistryError::Credentials {
+            from: CredentialSource::RegistryConfig("rc.json".into()),
+            message: "not a dockerconfigjson document".into(),
+        }
+        .into();
+        assert_eq!(e.exit_code(), crate::error::exit::INVALID_INPUT);
+        assert!(
+            e.to_string()
+                .starts_with("--registry-config rc.json: not a dockerconfigjson"),
+            "{e}"
+        );
+    }
 }
