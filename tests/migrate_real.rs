@@ -447,6 +447,11 @@ fn single_node_wait_refuses_to_hold_the_reboot_then_imports_after_it() {
         "{err}"
     );
 
+    // Nor is a node0-unit made for it.
+    let o = run(&["migrate", "node0-unit", "--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(o.stdout.is_empty(), "a unit was printed: {}", text(&o));
+
     // After the reboot, as the message says: import onto the installed cluster.
     let mut n0 = n0;
     node0_reboots(&mut n0);

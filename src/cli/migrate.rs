@@ -138,7 +138,8 @@ Examples:
 const UNIT_AFTER: &str = "\
 Exit status: 0 the unit was printed; 2 bad flags (--timeout 0 or unparsable; a path that is not
 absolute, or a path, -n or --context with whitespace, control characters or '%', which a unit
-file cannot hold). Nothing is read from a cluster.
+file cannot hold); 3 a --bundle already there that is invalid or of a single-node cluster (nothing
+would hold its reboot: export during the install, import after it). Nothing is read from a cluster.
 
 Examples:
   # The unit for the default bundle directory, kubeconfig and plugin path on node 0

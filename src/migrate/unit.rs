@@ -41,8 +41,15 @@ pub struct UnitPaths<'a> {
 
 /// Prints the unit for `args` on stdout. The global `-n`/`--context` given to `node0-unit`
 /// (in the plan) go into its `migrate wait` (a kubeconfig path on node 0 is `--kubeconfig` of
-/// node0-unit). Errors: [`Error::Usage`] (exit 2) as [`render`]'s.
+/// node0-unit). Errors: [`Error::Usage`] (exit 2) as [`render`]'s; [`Error::InvalidInput`]
+/// (exit 3) for a `--bundle` already there that is invalid or of a single-node cluster.
 pub fn run(args: &super::plan::Unit) -> Result<u8, Error> {
+    // The bundle already written (the unit made on node 0 after export): a single-node
+    // cluster's is refused as `wait` refuses it, before a unit that cannot hold the reboot.
+    if args.bundle.is_dir() {
+        let bundle = super::bundle::Bundle::open(&args.bundle)?;
+        super::wait::refuse_single_control_plane(&super::import::read_crs(&bundle)?)?;
+    }
     let text = render(
         &UnitPaths {
             plugin: &args.plugin,
