@@ -377,7 +377,9 @@ async fn export_storage_objects(
     }
     if !missing.is_empty() {
         crate::say!(
-            "warning: node 0 has no Ignition config {} (HTTP 404; not generated yet?): the bundle carries none",
+            "warning: node 0 has no Ignition config {} (HTTP 404): the bundle carries none; harmless \
+             before node 0 has generated them (installation not started), otherwise check that --from \
+             is the cluster's node 0",
             missing.join(", ")
         );
     }

@@ -345,7 +345,8 @@ pub fn table(d: &StatusDoc) -> String {
                      AgentClusterInstall's status.debugInfo)",
                     display(o)
                 ),
-                None => "not yet (cluster 0's assisted-service has not reconciled the AgentClusterInstall)"
+                None => "not yet: cluster 0's assisted-service has not reconciled the AgentClusterInstall \
+                         (it does once it runs on cluster 0, started after the import)"
                     .to_string(),
             },
         ),
