@@ -94,7 +94,8 @@ pub fn neutralize(s: &str) -> std::borrow::Cow<'_, str> {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         if c != '\n' && needs_escape(c) {
-            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            // The same `\u{hex}` as escape_for_display (never a backslash here).
+            out.push_str(&escape_char(c));
         } else {
             out.push(c);
         }
